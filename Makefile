@@ -1,0 +1,23 @@
+# The two commands of the README: `make run` and `make test`. Both install what they need.
+PY := .venv/bin/python
+BENCH := .venv/bin/bench
+
+.PHONY: run test setup check clean
+
+setup:
+	@scripts/setup.sh
+
+## Run examples/quickstart.bench against a throwaway MariaDB server started for the run.
+run: setup
+	$(BENCH) run examples/quickstart.bench --json results/quickstart.json
+
+## Run the whole test suite (starts its own throwaway server unless BENCH_DSN is set).
+test: setup
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+## Validate every shipped scenario and example.
+check: setup
+	$(BENCH) check examples/*.bench scenarios/*.bench
+
+clean:
+	rm -rf .venv build dist *.egg-info results

@@ -1,0 +1,327 @@
+"""Text of a .bench file -> syntax tree (bench_dsl.syntax), with friendly syntax errors."""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import re
+from importlib import resources
+from typing import Any
+
+from lark import Lark, Token, Transformer, Tree, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.tree import Meta
+
+from bench_dsl import syntax as ast
+from bench_dsl.errors import Diagnostic, ScenarioError, Span
+
+
+@functools.cache
+def _parser() -> Lark:
+    text = resources.files("bench_dsl.grammar").joinpath("bench.lark").read_text(encoding="utf-8")
+    return Lark(
+        text,
+        parser="lalr",
+        lexer="contextual",
+        propagate_positions=True,
+        maybe_placeholders=True,
+        start=["start", "expr"],
+    )
+
+
+# How a person would name what the parser expected.
+_TERMINAL_WORDS = {
+    "RBRACE": "'}'",
+    "LBRACE": "'{'",
+    "LPAR": "'('",
+    "RPAR": "')'",
+    "COMMA": "','",
+    "EQUAL": "'='",
+    "PLUS": "'+'",
+    "NAME": "a name",
+    "STRING": 'a "string"',
+    "NUMBER": "a number",
+    "QUANTITY": "a number with a unit (10s, 250ms, 80%, 256M)",
+    "VAR": "a $reference",
+    "COMPARATOR": "a comparison (>, >=, <, <=)",
+    "MULTIPLIER": "a multiplier such as x2",
+    "PERCENTILE": "a percentile such as p99.9",
+    "USERS": "'users'",
+    "USER": "'user'",
+    "TPS": "'tps'",
+    "TPM": "'tpm'",
+    "QPS": "'qps'",
+    "NOPM": "'nopm'",
+    "$END": "the end of the file",
+}
+
+
+def _describe(term: str) -> str:
+    if term in _TERMINAL_WORDS:
+        return _TERMINAL_WORDS[term]
+    try:
+        pattern = _parser().get_terminal(term).pattern
+    except KeyError:
+        return term.lower()
+    if pattern.type == "str":
+        return f"'{pattern.value}'"
+    return term.lower()
+
+
+def _keywords(expected: set[str]) -> list[str]:
+    words = []
+    for term in expected:
+        try:
+            pattern = _parser().get_terminal(term).pattern
+        except KeyError:
+            continue
+        if pattern.type == "str" and re.fullmatch(r"[a-z_]+", pattern.value):
+            words.append(pattern.value)
+    return sorted(words)
+
+
+def _syntax_diagnostic(err: UnexpectedInput, file: str) -> Diagnostic:
+    line, col = max(err.line, 1), max(err.column, 1)
+    if isinstance(err, UnexpectedToken):
+        tok = err.token
+        expected = {t for t in err.expected if not t.startswith("__ANON") or True}
+        names = sorted({_describe(t) for t in expected})
+        shown = "end of file" if tok.type == "$END" else repr(str(tok))
+        span = Span(file, line, col, line, col + max(1, len(str(tok))))
+        hint = None
+        keywords = _keywords(expected)
+        close = difflib.get_close_matches(str(tok), keywords, n=1, cutoff=0.6) if tok.type != "$END" else []
+        if close:
+            hint = f"did you mean '{close[0]}'?"
+        elif tok.type == "$END" and "RBRACE" in expected:
+            hint = "a block is not closed: add the missing '}'"
+        elif keywords and len(keywords) <= 14:
+            hint = "expected one of: " + ", ".join(keywords)
+        elif names:
+            hint = "expected " + " or ".join(names[:6])
+        if tok.type == "STRING" and "NAME" in expected and not close:
+            hint = "names are written without quotes"
+        return Diagnostic(f"unexpected {shown}", span, hint)
+    if isinstance(err, UnexpectedCharacters):
+        ch = err.char
+        hint = None
+        if ch == "'":
+            hint = 'strings use double quotes: "..."'
+        elif ch.isdigit() or ch == ".":
+            hint = "a unit is written against its number, without a space: 10s, 250ms, 80%, 256M"
+        elif ch == "$":
+            hint = "a reference is $ followed by a name declared with let"
+        return Diagnostic(f"unexpected character {ch!r}", Span(file, line, col, line, col + 1), hint)
+    if isinstance(err, UnexpectedEOF):
+        return Diagnostic("unexpected end of file", Span(file, line, col, line, col + 1),
+                          "a block is not closed: add the missing '}'")
+    return Diagnostic(str(err), Span(file, line, col, line, col + 1))
+
+
+def _span(file: str, meta: Meta | Token) -> Span:
+    return Span(file, meta.line, meta.column, meta.end_line, meta.end_column)
+
+
+@v_args(meta=True)
+class _ToSyntax(Transformer[Token, Any]):
+    def __init__(self, file: str, text: str) -> None:
+        super().__init__()
+        self.file = file
+        self.text = text
+
+    def _s(self, meta: Meta | Token) -> Span:
+        return _span(self.file, meta)
+
+    # values -----------------------------------------------------------------------------
+    def number(self, meta: Meta, ch: list[Token]) -> ast.Num:
+        t = ch[0]
+        v = float(t)
+        return ast.Num(int(v) if v.is_integer() and "." not in t else v, str(t), self._s(t))
+
+    def quantity(self, meta: Meta, ch: list[Token]) -> ast.Qty:
+        t = str(ch[0])
+        m = re.fullmatch(r"(-?[0-9]+(?:\.[0-9]+)?)(.*)", t)
+        assert m is not None
+        return ast.Qty(float(m.group(1)), m.group(2), t, self._s(ch[0]))
+
+    def string(self, meta: Meta, ch: list[Token]) -> ast.Str:
+        return ast.Str(_unquote(str(ch[0])), self._s(ch[0]))
+
+    def var(self, meta: Meta, ch: list[Token]) -> ast.Var:
+        return ast.Var(str(ch[0])[1:], self._s(ch[0]))
+
+    def word(self, meta: Meta, ch: list[Token]) -> ast.Word:
+        return ast.Word(str(ch[0]), self._s(ch[0]))
+
+    def call(self, meta: Meta, ch: list[Any]) -> ast.Call:
+        name, *args = ch
+        return ast.Call(str(name), tuple(a for a in args if a is not None), self._s(meta))
+
+    def with_unit(self, meta: Meta, ch: list[Any]) -> ast.WithUnit:
+        inner, unit = ch
+        if isinstance(inner, Token):
+            inner = self.var(meta, [inner]) if inner.type == "VAR" else self.number(meta, [inner])
+        return ast.WithUnit(inner, str(unit), self._s(meta))
+
+    # statements --------------------------------------------------------------------------
+    def let_stmt(self, meta: Meta, ch: list[Any]) -> ast.Let:
+        return ast.Let(str(ch[0]), ch[1], self._s(meta))
+
+    def setting(self, meta: Meta, ch: list[Any]) -> ast.Setting:
+        return ast.Setting(str(ch[0]), ch[1], self._s(meta))
+
+    def _item(keyword: str):  # type: ignore[no-untyped-def]
+        def method(self: _ToSyntax, meta: Meta, ch: list[Any]) -> ast.Item:
+            return ast.Item(keyword, ch[-1], self._s(meta))
+
+        return method
+
+    target = _item("target")
+    seed = _item("seed")
+    users = _item("users")
+    warmup = _item("warmup")
+    duration = _item("duration")
+    report = _item("report")
+    output = _item("output")
+
+    def server(self, meta: Meta, ch: list[Any]) -> ast.Block:
+        return ast.Block("server", tuple(ch), self._s(meta))
+
+    def stop(self, meta: Meta, ch: list[Any]) -> ast.Block:
+        return ast.Block("stop", tuple(ch), self._s(meta))
+
+    def expect(self, meta: Meta, ch: list[Any]) -> ast.Block:
+        return ast.Block("expect", tuple(ch), self._s(meta))
+
+    def setup(self, meta: Meta, ch: list[Any]) -> ast.Block:
+        return ast.Block("setup", tuple(ch), self._s(meta))
+
+    def setup_sql(self, meta: Meta, ch: list[Token]) -> ast.SetupSql:
+        return ast.SetupSql(_unquote(str(ch[0])), self._s(meta))
+
+    def setup_fill(self, meta: Meta, ch: list[Any]) -> ast.Fill:
+        table, rows, *cols = ch
+        return ast.Fill(str(table), rows, tuple(cols), self._s(meta))
+
+    # workload ----------------------------------------------------------------------------
+    def workload(self, meta: Meta, ch: list[Any]) -> ast.Workload:
+        kind, variant, *body = ch
+        settings = tuple(b for b in body if isinstance(b, ast.Setting))
+        txs = tuple(b for b in body if isinstance(b, ast.Transaction))
+        mixes = [b for b in body if isinstance(b, tuple)]
+        mix = mixes[-1] if mixes else None
+        return ast.Workload(str(kind), str(variant) if variant is not None else None, settings, txs, mix,
+                            self._s(meta))
+
+    def mix(self, meta: Meta, ch: list[Any]) -> tuple[ast.MixEntry, ...]:
+        return tuple(ch)
+
+    def mix_entry(self, meta: Meta, ch: list[Any]) -> ast.MixEntry:
+        return ast.MixEntry(str(ch[0]), ch[1], self._s(meta))
+
+    def tx_weight(self, meta: Meta, ch: list[Any]) -> tuple[str, Any]:
+        return ("weight", ch[0])
+
+    def tx_retry(self, meta: Meta, ch: list[Any]) -> tuple[str, Any]:
+        count, *on = ch
+        return ("retry", ast.TxRetry(count, tuple(ast.Word(str(t), self._s(t)) for t in on), self._s(meta)))
+
+    def tx_let(self, meta: Meta, ch: list[Any]) -> ast.Let:
+        return ast.Let(str(ch[0]), ch[1], self._s(meta))
+
+    def tx_query(self, meta: Meta, ch: list[Token]) -> ast.TxQuery:
+        return ast.TxQuery(_unquote(str(ch[0])), self._s(ch[0]))
+
+    def transaction(self, meta: Meta, ch: list[Any]) -> ast.Transaction:
+        name, *rest = ch
+        weight = next((v for k, v in (r for r in rest if isinstance(r, tuple)) if k == "weight"), None)
+        retry = next((v for k, v in (r for r in rest if isinstance(r, tuple)) if k == "retry"), None)
+        body = tuple(r for r in rest if isinstance(r, (ast.Let, ast.TxQuery)))
+        return ast.Transaction(str(name), weight, retry, body, self._s(meta))
+
+    # ramp ----------------------------------------------------------------------------------
+    def _ramp_item(kind: str):  # type: ignore[no-untyped-def]
+        def method(self: _ToSyntax, meta: Meta, ch: list[Any]) -> tuple[str, Any, Span]:
+            value = ch[-1]
+            if isinstance(value, Token):  # MULTIPLIER: x2
+                text = str(value)
+                value = ast.Qty(float(text[1:]), "x", text, self._s(value))
+            return (kind, value, self._s(meta))
+
+        return method
+
+    ramp_start = _ramp_item("start")
+    ramp_add = _ramp_item("add")
+    ramp_mul = _ramp_item("mul")
+    ramp_settle = _ramp_item("settle")
+    ramp_hold = _ramp_item("hold")
+    ramp_max = _ramp_item("max")
+
+    def ramp_step(self, meta: Meta, ch: list[Any]) -> ast.RampStep:
+        return ast.RampStep(tuple(ch), self._s(meta))
+
+    def ramp_linear(self, meta: Meta, ch: list[Any]) -> ast.RampLinear:
+        return ast.RampLinear(ch[0], ch[1], ch[2], self._s(meta))
+
+    # conditions ------------------------------------------------------------------------------
+    def metric(self, meta: Meta, ch: list[Any]) -> ast.MetricRef:
+        name, arg = ch
+        return ast.MetricRef(str(name), str(arg) if arg is not None else None, self._s(meta))
+
+    def for_clause(self, meta: Meta, ch: list[Any]) -> Any:
+        return ch[0]
+
+    def _text(self, meta: Meta) -> str:
+        return " ".join(self.text[meta.start_pos:meta.end_pos].split())
+
+    def threshold(self, meta: Meta, ch: list[Any]) -> ast.Condition:
+        metric, op, limit, window = ch
+        return ast.Condition("threshold", metric, str(op), limit, window, self._text(meta), self._s(meta))
+
+    def plateau(self, meta: Meta, ch: list[Any]) -> ast.Condition:
+        return ast.Condition("plateau", ch[0], None, ch[1], None, self._text(meta), self._s(meta))
+
+    def kink(self, meta: Meta, ch: list[Any]) -> ast.Condition:
+        return ast.Condition("kink", ch[0], None, ch[1], None, self._text(meta), self._s(meta))
+
+    # scenario ------------------------------------------------------------------------------
+    def scenario(self, meta: Meta, ch: list[Any]) -> ast.ScenarioNode:
+        name, *items = ch
+        return ast.ScenarioNode(_unquote(str(name)), list(items), self._s(meta))
+
+    def start(self, meta: Meta, ch: list[Any]) -> tuple[list[ast.Let], ast.ScenarioNode]:
+        lets = [c for c in ch if isinstance(c, ast.Let)]
+        scenario = next(c for c in ch if isinstance(c, ast.ScenarioNode))
+        return lets, scenario
+
+
+_ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\"}
+
+
+def _unquote(raw: str) -> str:
+    if raw.startswith('"""'):
+        return raw[3:-3]
+    body = raw[1:-1]
+    return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), "\\" + m.group(1)), body)
+
+
+def parse(text: str, file: str = "<string>") -> ast.FileNode:
+    """Parse a whole .bench file; raises ScenarioError with a located diagnostic."""
+    try:
+        tree = _parser().parse(text, start="start")
+    except UnexpectedInput as err:
+        raise ScenarioError([_syntax_diagnostic(err, file)], text) from None
+    lets, scenario = _ToSyntax(file, text).transform(tree)
+    return ast.FileNode(lets, scenario, file, text)
+
+
+def parse_expr(text: str, file: str = "<-D>") -> ast.Expr:
+    """Parse one value, as given to `-D name=value`."""
+    try:
+        tree: Tree[Token] = _parser().parse(text, start="expr")
+    except UnexpectedInput as err:
+        raise ScenarioError([_syntax_diagnostic(err, file)], text) from None
+    result = _ToSyntax(file, text).transform(tree)
+    if isinstance(result, Token):  # a bare token when the rule inlined to it
+        return _ToSyntax(file, text).word(None, [result])  # type: ignore[arg-type]
+    return result  # type: ignore[no-any-return]

@@ -1,0 +1,720 @@
+"""Syntax tree -> typed Scenario. Collects every diagnostic before giving up."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import random
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from bench_dsl import model as m
+from bench_dsl import syntax as ast
+from bench_dsl.errors import Diagnostic, ScenarioError, Span
+from bench_dsl.parser import parse, parse_expr
+
+TIME_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+SIZE_UNITS = {"K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+
+GENERATORS: dict[str, tuple[int, int | None, str]] = {
+    # name: (min args, max args, signature for messages)
+    "uniform": (2, 2, "uniform(min, max)"),
+    "zipf": (3, 3, "zipf(min, max, exponent)"),
+    "nurand": (3, 3, "nurand(A, x, y)"),
+    "sequence": (0, 1, "sequence(start)"),
+    "choice": (1, None, "choice(a, b, ...)"),
+    "randstr": (1, 2, "randstr(min_len, max_len)"),
+    "special": (2, 2, "special(min, max)"),
+}
+
+RETRYABLE = {"deadlock": 1213, "lock_wait_timeout": 1205, "lock_wait": 1205}
+
+_RATE_METRICS = {"tps", "tpm", "qps", "nopm"}
+_METRICS = ["p50", "p90", "p95", "p99", "p99.9", "avg", "max", "min", "tps", "tpm", "qps", "nopm",
+            "error_rate", "cpu", "saturation"]
+_CPU_SOURCES = ("server", "host", "client")
+
+
+@dataclass(frozen=True, slots=True)
+class Quantity:
+    value: float
+    unit: str | None  # None: a bare number
+    span: Span
+
+
+Value = Quantity | str | bool | ast.Call | None
+
+
+class _Checker:
+    def __init__(self, file: str, text: str, env: Mapping[str, str]) -> None:
+        self.file = file
+        self.text = text
+        self.env = env
+        self.diags: list[Diagnostic] = []
+        self.lets: dict[str, Value] = {}
+
+    def error(self, message: str, span: Span | None, hint: str | None = None) -> None:
+        self.diags.append(Diagnostic(message, span, hint))
+
+    # values ------------------------------------------------------------------------------------
+    def value(self, e: ast.Expr) -> Value:
+        match e:
+            case ast.Num(value=v, span=s):
+                return Quantity(float(v), None, s)
+            case ast.Qty(value=v, unit=u, span=s):
+                return Quantity(v, u, s)
+            case ast.Str(value=v):
+                return v
+            case ast.Word(name=n):
+                return n
+            case ast.Var(name=n, span=s):
+                if n not in self.lets:
+                    close = difflib.get_close_matches(n, list(self.lets), n=1)
+                    hint = f"did you mean ${close[0]}?" if close else f"declare it first: let {n} = ..."
+                    self.error(f"${n} is not defined", s, hint)
+                    return None
+                v = self.lets[n]
+                if isinstance(v, Quantity):
+                    return Quantity(v.value, v.unit, s)  # point errors at the use, not the let
+                return v
+            case ast.WithUnit(inner=inner, unit=u, span=s):
+                v = self.value(inner)
+                if v is None:
+                    return None
+                if not isinstance(v, Quantity) or v.unit is not None:
+                    self.error(f"'{u}' must follow a plain number", s)
+                    return None
+                return Quantity(v.value, "users" if u == "user" else u, s)
+            case ast.Call(name="env", args=args, span=s):
+                if not 1 <= len(args) <= 2 or not all(isinstance(a, ast.Str) for a in args):
+                    self.error("env() takes a variable name and an optional default", s,
+                               'env("BENCH_DSN", "mysql://root@127.0.0.1:3306/bench")')
+                    return None
+                name = args[0].value  # type: ignore[union-attr]
+                if name in self.env:
+                    return self.env[name]
+                return args[1].value if len(args) == 2 else None  # type: ignore[union-attr]
+            case ast.Call():
+                return e
+        raise AssertionError(e)
+
+    def number(self, e: ast.Expr | None, what: str, *, integer: bool = False, minimum: float | None = None,
+               allow_units: tuple[str, ...] = ()) -> float | None:
+        if e is None:
+            return None
+        v = self.value(e)
+        if v is None:
+            return None
+        if not isinstance(v, Quantity) or (v.unit is not None and v.unit not in allow_units):
+            shown = v.unit if isinstance(v, Quantity) else type(v).__name__
+            self.error(f"{what} must be a number, not {shown!s}", _span_of(e))
+            return None
+        if integer and not float(v.value).is_integer():
+            self.error(f"{what} must be a whole number", v.span)
+            return None
+        if minimum is not None and v.value < minimum:
+            self.error(f"{what} must be at least {_num(minimum)}", v.span)
+            return None
+        return v.value
+
+    def users(self, e: ast.Expr | None, what: str, minimum: int = 1) -> int | None:
+        v = self.number(e, what, integer=True, minimum=minimum, allow_units=("users",))
+        return int(v) if v is not None else None
+
+    def count(self, e: ast.Expr | None, what: str, minimum: float = 1, integer: bool = True) -> int | float | None:
+        """A row or table count; K and M multiply by a thousand and a million (100K rows)."""
+        if e is None:
+            return None
+        v = self.value(e)
+        if isinstance(v, Quantity) and v.unit in ("K", "M"):
+            n = v.value * (1000 if v.unit == "K" else 1_000_000)
+            return int(n)
+        n2 = self.number(e, what, integer=integer, minimum=minimum)
+        if n2 is None:
+            return None
+        return int(n2) if float(n2).is_integer() else n2
+
+    def duration(self, e: ast.Expr | None, what: str, *, allow_zero: bool = False) -> float | None:
+        if e is None:
+            return None
+        v = self.value(e)
+        if v is None:
+            return None
+        if not isinstance(v, Quantity) or v.unit not in TIME_UNITS:
+            self.error(f"{what} must be a duration", _span_of(e), "write a unit against the number: 500ms, 10s, 2m, 1h")
+            return None
+        secs = v.value * TIME_UNITS[v.unit]
+        if secs < 0 or (secs == 0 and not allow_zero):
+            self.error(f"{what} must be longer than 0", v.span)
+            return None
+        return secs
+
+    def scalar(self, e: ast.Expr) -> int | float | str | None:
+        """A setting value: 256M -> bytes, on/off -> ON/OFF, words and strings as written."""
+        v = self.value(e)
+        if isinstance(v, Quantity):
+            if v.unit is None:
+                return int(v.value) if v.value.is_integer() else v.value
+            if v.unit in SIZE_UNITS:
+                return int(v.value * SIZE_UNITS[v.unit])
+            if v.unit in TIME_UNITS:
+                return v.value * TIME_UNITS[v.unit]
+            if v.unit == "%":
+                return v.value
+            return v.value
+        if isinstance(v, str):
+            return v.upper() if v.lower() in ("on", "off", "true", "false") else v
+        if isinstance(v, ast.Call):
+            self.error(f"{v.name}() cannot be used here", v.span)
+        return None
+
+    def generator(self, e: ast.Expr, where: str) -> m.Generator | int | float | str | None:
+        v = self.value(e)
+        if isinstance(v, Quantity):
+            if v.unit is not None:
+                self.error(f"a {where} value is a plain number, string or generator", v.span)
+                return None
+            return int(v.value) if v.value.is_integer() else v.value
+        if isinstance(v, str):
+            return v
+        if isinstance(v, ast.Call):
+            spec = GENERATORS.get(v.name)
+            if spec is None:
+                close = difflib.get_close_matches(v.name, list(GENERATORS), n=1)
+                self.error(f"unknown generator {v.name}()", v.span,
+                           f"did you mean {GENERATORS[close[0]][2]}?" if close
+                           else "generators: " + ", ".join(s[2] for s in GENERATORS.values()))
+                return None
+            lo, hi, sig = spec
+            if len(v.args) < lo or (hi is not None and len(v.args) > hi):
+                self.error(f"{v.name}() takes {_arity(lo, hi)}", v.span, f"write {sig}")
+                return None
+            args: list[int | float | str] = []
+            for a in v.args:
+                av = self.value(a)
+                if isinstance(av, Quantity) and av.unit is None:
+                    args.append(int(av.value) if av.value.is_integer() else av.value)
+                elif isinstance(av, str) and v.name == "choice":
+                    args.append(av)
+                else:
+                    self.error(f"arguments of {v.name}() are plain numbers", _span_of(a), f"write {sig}")
+                    return None
+            if v.name in ("uniform", "zipf", "special") and args[0] > args[1]:  # type: ignore[operator]
+                self.error(f"{v.name}(): the minimum is larger than the maximum", v.span)
+                return None
+            if v.name == "zipf" and float(args[2]) <= 0:
+                self.error("zipf(): the exponent must be larger than 0", v.span)
+                return None
+            return m.Generator(v.name, tuple(args), v.span)
+        return None
+
+
+def _arity(lo: int, hi: int | None) -> str:
+    if hi is None:
+        return f"at least {lo} argument{'s' if lo != 1 else ''}"
+    if lo == hi:
+        return f"{lo} argument{'s' if lo != 1 else ''}"
+    return f"{lo} to {hi} arguments"
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+def _span_of(e: object) -> Span | None:
+    return getattr(e, "span", None)
+
+
+_PARAM = re.compile(r"""('(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.)*"|`[^`]*`|--[^\n]*|/\*.*?\*/)|(?<![:\w]):([A-Za-z_]\w*)""",
+                    re.S)
+
+
+def native_sql(sql: str) -> tuple[str, tuple[str, ...]]:
+    """`:name` parameters -> `?` placeholders (outside quotes and comments), in order of use."""
+    names: list[str] = []
+
+    def repl(mt: re.Match[str]) -> str:
+        if mt.group(1) is not None:
+            return mt.group(1)
+        names.append(mt.group(2))
+        return "?"
+
+    return _PARAM.sub(repl, sql), tuple(names)
+
+
+# ----------------------------------------------------------------------------------------------
+
+
+def load(path: str | Path, defines: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None,
+         text: str | None = None) -> m.Scenario:
+    """Read, parse and validate a .bench file. Raises ScenarioError with every diagnostic."""
+    path = str(path)
+    if text is None:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ScenarioError([Diagnostic(f"cannot read {path}: {exc.strerror}", None)], None) from None
+    tree = parse(text, path)
+    return check(tree, defines or {}, os.environ if env is None else env)
+
+
+_ITEM_ONCE = ("target", "seed", "users", "warmup", "duration", "report", "output")
+
+
+def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]) -> m.Scenario:
+    c = _Checker(tree.file, tree.text, env)
+
+    # let, with -D overrides ---------------------------------------------------------------------
+    declared = {let.name for let in tree.lets}
+    for name in defines:
+        if name not in declared:
+            close = difflib.get_close_matches(name, list(declared), n=1)
+            c.error(f"-D {name}: the file declares no 'let {name}'",
+                    None, f"did you mean -D {close[0]}=...?" if close else
+                    ("declared: " + ", ".join(sorted(declared)) if declared else "add: let " + name + " = ..."))
+    params: dict[str, object] = {}
+    for let in tree.lets:
+        if let.name in c.lets:
+            c.error(f"{let.name} is declared twice", let.span)
+        expr = let.value
+        if let.name in defines:
+            try:
+                expr = parse_expr(defines[let.name], f"-D {let.name}")
+            except ScenarioError as err:
+                c.diags.extend(err.diagnostics)
+                continue
+        v = c.value(expr)
+        c.lets[let.name] = v
+        params[let.name] = _plain(v)
+
+    sc = tree.scenario
+    items: dict[str, list[object]] = {}
+    for it in sc.items:
+        key = it.keyword if isinstance(it, (ast.Item, ast.Block)) else type(it).__name__
+        if isinstance(it, (ast.RampStep, ast.RampLinear)):
+            key = "ramp"
+        items.setdefault(key, []).append(it)
+    for key, lst in items.items():
+        if len(lst) > 1:
+            what = {"Workload": "workload", "ramp": "ramp"}.get(key, key)
+            for dup in lst[1:]:
+                c.error(f"'{what}' is given more than once", _span_of(dup), "keep one")
+
+    def item(key: str) -> ast.Item | None:
+        lst = items.get(key)
+        return lst[0] if lst else None  # type: ignore[return-value]
+
+    # target -------------------------------------------------------------------------------------
+    target: str | None = None
+    target_from: str | None = None
+    if (t := item("target")) is not None:
+        v = c.value(t.value)
+        if isinstance(t.value, ast.Call) and t.value.name == "env" and t.value.args:
+            target_from = f"env {t.value.args[0].value}"  # type: ignore[union-attr]
+        if v is None:
+            pass  # env() unset without default: the embedded server, said so by the plan
+        elif not isinstance(v, str) or not re.match(r"^(mysql|mariadb)://", v):
+            c.error("target must be a mysql:// address", t.value.span,  # type: ignore[union-attr]
+                    'target "mysql://user:password@host:3306/database" (or leave it out for a throwaway server)')
+        else:
+            target = v
+
+    seed_given = False
+    seed = random.SystemRandom().randrange(1, 2**31)
+    if (s := item("seed")) is not None:
+        n = c.number(s.value, "seed", integer=True, minimum=0)
+        if n is not None:
+            seed, seed_given = int(n), True
+
+    # server settings ------------------------------------------------------------------------------
+    settings: list[m.ServerSetting] = []
+    for blk in items.get("server", []):
+        for st in blk.entries:  # type: ignore[attr-defined]
+            val = c.scalar(st.value)
+            if val is not None:
+                settings.append(m.ServerSetting(st.name, val, c.text[_offset(c.text, st.value.span):_offset_end(c.text, st.value.span)], st.span))
+
+    # workload -------------------------------------------------------------------------------------
+    workload: m.WorkloadSpec | None = None
+    wl_nodes = items.get("Workload", [])
+    if not wl_nodes:
+        c.error("the scenario has no workload", sc.span,
+                "add: workload sysbench oltp_read_write { tables = 1  table_size = 10000 }")
+    else:
+        workload = _workload(c, wl_nodes[0])  # type: ignore[arg-type]
+    tx_names = workload.transaction_names if workload else ()
+
+    # users and ramp ------------------------------------------------------------------------------
+    warmup = 0.0
+    if (w := item("warmup")) is not None:
+        warmup = c.duration(w.value, "warmup", allow_zero=True) or 0.0
+    report_every = 10.0
+    if (r := item("report")) is not None:
+        rv = c.duration(r.value, "report every")
+        if rv is not None:
+            if rv < 1 or not float(rv).is_integer():
+                c.error("report every must be a whole number of seconds", r.value.span)  # type: ignore[union-attr]
+            else:
+                report_every = rv
+    dur_item = item("duration")
+    duration = c.duration(dur_item.value, "duration") if dur_item else None
+    ramp: m.Ramp | None = None
+    ramp_node = items.get("ramp", [None])[0]
+    users_item = item("users")
+    if users_item is not None and ramp_node is not None:
+        c.error("give either 'users' or a 'ramp', not both", users_item.span)
+    elif users_item is not None:
+        u = c.users(users_item.value, "users")
+        if duration is None and dur_item is None:
+            c.error("a run with a fixed number of users needs a duration", users_item.span, "add: duration 60s")
+        elif u is not None and duration is not None:
+            ramp = m.ConstantRamp(u, duration)
+    elif isinstance(ramp_node, ast.RampStep):
+        if dur_item is not None:
+            c.error("'duration' has no meaning with 'ramp step': each step lasts settle + hold", dur_item.span,
+                    "remove it, or set hold")
+        ramp = _step_ramp(c, ramp_node)
+    elif isinstance(ramp_node, ast.RampLinear):
+        a = c.users(ramp_node.start, "ramp from")
+        b = c.users(ramp_node.end, "ramp to")
+        over = c.duration(ramp_node.over, "ramp over")
+        if a is not None and b is not None and over is not None:
+            total = duration if duration is not None else over
+            if total < over:
+                c.error(f"duration ({_num(total)}s) is shorter than the ramp ({_num(over)}s)", dur_item.span if dur_item else None)
+            ramp = m.LinearRamp(a, b, over, total)
+    else:
+        c.error("the scenario does not say how many users to run", sc.span,
+                "add 'users 8' with a 'duration', or a 'ramp step { ... }'")
+
+    # conditions ------------------------------------------------------------------------------------
+    stop: list[m.Condition] = []
+    for blk in items.get("stop", []):
+        for node in blk.entries:  # type: ignore[attr-defined]
+            cond = _condition(c, node, tx_names, ramp, expect=False)
+            if cond is not None:
+                stop.append(cond)
+    expect: list[m.Condition] = []
+    for blk in items.get("expect", []):
+        for node in blk.entries:  # type: ignore[attr-defined]
+            cond = _condition(c, node, tx_names, ramp, expect=True)
+            if cond is not None:
+                expect.append(cond)
+
+    output: str | None = None
+    if (o := item("output")) is not None:
+        ov = c.value(o.value)
+        if not isinstance(ov, str):
+            c.error('output must be a "path"', o.span, 'output "results/{scenario}-{time}.json"')
+        else:
+            bad = set(re.findall(r"{([^}]*)}", ov)) - {"scenario", "time", "seed"}
+            if bad:
+                c.error(f"output: unknown placeholder {{{sorted(bad)[0]}}}", o.value.span,  # type: ignore[union-attr]
+                        "placeholders: {scenario}, {time}, {seed}")
+            output = ov
+
+    setup: list[m.Fill | m.SetupSql] = []
+    for blk in items.get("setup", []):
+        if workload is not None and workload.kind != "custom":
+            c.error(f"setup is for custom workloads; {workload.kind} prepares its own data", blk.span)  # type: ignore[attr-defined]
+        for node in blk.entries:  # type: ignore[attr-defined]
+            if isinstance(node, ast.SetupSql):
+                setup.append(m.SetupSql(node.sql, node.span))
+            else:
+                rows = c.count(node.rows, "fill rows")
+                cols = []
+                for st in node.columns:
+                    g = c.generator(st.value, "fill")
+                    if g is not None:
+                        cols.append((st.name, g))
+                if not node.columns:
+                    c.error(f"fill {node.table}: no columns", node.span, "fill t rows 1000 { id = sequence(1) }")
+                if rows is not None:
+                    setup.append(m.Fill(node.table, int(rows), tuple(cols), node.span))
+
+    if c.diags or workload is None or ramp is None:
+        if not c.diags:
+            c.error("the scenario is incomplete", sc.span)
+        raise ScenarioError(c.diags, tree.text)
+    return m.Scenario(
+        name=sc.name, file=tree.file, text=tree.text, parameters=params, target=target, target_from=target_from,
+        seed=seed, seed_given=seed_given, server_settings=tuple(settings), workload=workload, ramp=ramp,
+        warmup=warmup, report_every=report_every, stop=tuple(stop), expect=tuple(expect), output=output,
+        setup=tuple(setup),
+    )
+
+
+def _plain(v: Value) -> object:
+    if isinstance(v, Quantity):
+        n = int(v.value) if v.value.is_integer() else v.value
+        return n if v.unit is None else f"{_num(v.value)}{'' if v.unit in TIME_UNITS or v.unit in SIZE_UNITS or v.unit in ('%', 'x') else ' '}{v.unit}"
+    if isinstance(v, ast.Call):
+        return f"{v.name}(...)"
+    return v
+
+
+def _offset(text: str, span: Span | None) -> int:
+    if span is None:
+        return 0
+    lines = text.splitlines(keepends=True)
+    return sum(len(x) for x in lines[: span.line - 1]) + span.col - 1
+
+
+def _offset_end(text: str, span: Span | None) -> int:
+    if span is None:
+        return 0
+    lines = text.splitlines(keepends=True)
+    return sum(len(x) for x in lines[: span.end_line - 1]) + span.end_col - 1
+
+
+def _step_ramp(c: _Checker, node: ast.RampStep) -> m.StepRamp | None:
+    got: dict[str, tuple[ast.Expr, Span]] = {}
+    for kind, value, span in node.items:
+        key = "step" if kind in ("add", "mul") else kind
+        if key in got:
+            c.error(f"'{key}' is given twice in the ramp", span)
+        got[key] = (value, span)
+        if kind in ("add", "mul"):
+            got["_kind"] = (ast.Word(kind, span), span)
+    for need, example in (("start", "start 8 users"), ("step", "step +8 users"), ("hold", "hold 60s"),
+                          ("max", "max 256 users")):
+        if need not in got:
+            c.error(f"ramp step needs '{need}'", node.span, f"add: {example}")
+    if any(n not in got for n in ("start", "step", "hold", "max")):
+        return None
+    start = c.users(got["start"][0], "start")
+    mx = c.users(got["max"][0], "max")
+    add = mul = None
+    if got["_kind"][0].name == "add":  # type: ignore[union-attr]
+        add = c.users(got["step"][0], "step")
+    else:
+        mul = c.number(got["step"][0], "step", allow_units=("x",))
+        if mul is not None and mul <= 1:
+            c.error("step xN must multiply by more than 1", got["step"][1])
+            mul = None
+    settle = c.duration(got["settle"][0], "settle", allow_zero=True) if "settle" in got else 0.0
+    hold = c.duration(got["hold"][0], "hold")
+    if start is not None and mx is not None and mx < start:
+        c.error(f"max ({mx}) is below start ({start})", got["max"][1])
+        return None
+    if None in (start, mx, hold, settle) or (add is None and mul is None):
+        return None
+    return m.StepRamp(start, add, mul, settle or 0.0, hold, mx)  # type: ignore[arg-type]
+
+
+def _condition(c: _Checker, node: ast.Condition, txs: tuple[str, ...], ramp: m.Ramp | None,
+               expect: bool) -> m.Condition | None:
+    ref = node.metric
+    name, arg = ref.name, ref.arg
+    metric: m.Metric | None = None
+    pm = re.fullmatch(r"p(\d+(?:\.\d+)?)", name)
+    known = _METRICS if expect else [x for x in _METRICS if x != "saturation"]
+    if pm:
+        p = float(pm.group(1))
+        if not 0 < p < 100:
+            c.error(f"{name}: a percentile is between p0 and p100 (exclusive)", ref.span, "p50, p90, p95, p99, p99.9")
+            return None
+        metric = m.Metric("latency", "p", p, arg)
+    elif name in ("avg", "max", "min"):
+        metric = m.Metric("latency", name, None, arg)
+    elif name in _RATE_METRICS:
+        if name == "nopm":
+            c.error("nopm is measured by the tpcc workload", ref.span, "use tps or tpm")
+            return None
+        metric = m.Metric(name, None, None, arg)
+    elif name == "error_rate":
+        metric = m.Metric("error_rate", None, None, arg)
+    elif name == "cpu":
+        if arg not in _CPU_SOURCES:
+            c.error(f"cpu({arg or ''}): say whose CPU", ref.span, "cpu(server), cpu(host) or cpu(client)")
+            return None
+        metric = m.Metric("cpu", source=arg)
+    elif name == "saturation" and expect:
+        metric = m.Metric("saturation")
+    else:
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
+        hint = f"did you mean {close[0]}{'(' + arg + ')' if arg else ''}?" if close else "metrics: " + ", ".join(known)
+        c.error(f"unknown metric '{name}'", ref.span, hint)
+        return None
+    if metric.transaction is not None and metric.name != "cpu" and metric.transaction not in txs:
+        close = difflib.get_close_matches(metric.transaction, list(txs), n=1, cutoff=0.4)
+        base = name
+        hint = (f"did you mean {base}({close[0]})?" if close else
+                "transactions of this workload: " + ", ".join(txs))
+        c.error(f"the workload has no transaction '{metric.transaction}'", ref.span, hint)
+        return None
+
+    # limit and unit ---------------------------------------------------------------------------
+    v = c.value(node.limit)
+    if not isinstance(v, Quantity):
+        c.error("a limit is a number with its unit", _span_of(node.limit))
+        return None
+    window = None
+    if node.window is not None:
+        if node.kind != "threshold" or expect:
+            c.error("'for' applies to stop thresholds only", _span_of(node.window))
+        window = c.duration(node.window, "for")
+    limit: float
+    unit: str
+    if node.kind == "plateau":
+        if metric.name not in ("tps", "tpm", "qps") or metric.transaction is not None and False:
+            c.error(f"plateau applies to throughput (tps, tpm, qps), not {metric.label()}", ref.span)
+            return None
+        if v.unit != "%":
+            c.error("a plateau is given in percent", v.span, f"{name} plateau 5%")
+            return None
+        limit, unit = v.value, "%"
+    elif node.kind == "kink":
+        if metric.name != "latency":
+            c.error(f"kink applies to latency (p90, p99, avg ...), not {metric.label()}", ref.span)
+            return None
+        if v.unit not in ("x", None):
+            c.error("a kink is a factor", v.span, f"{name} kink 3x")
+            return None
+        if v.value <= 1:
+            c.error("a kink factor must be larger than 1", v.span)
+            return None
+        limit, unit = v.value, "x"
+    elif metric.name == "latency":
+        if v.unit not in TIME_UNITS:
+            c.error(f"{metric.label()} is a time: give the limit a unit", v.span, f"{node.text.split(node.op or '>')[0].strip()} {node.op} 250ms")
+            return None
+        limit, unit = v.value * TIME_UNITS[v.unit], "ms"
+    elif metric.name in ("tps", "tpm", "qps"):
+        if v.unit not in (None, metric.name):
+            c.error(f"{metric.name} is compared with a plain number or {metric.name}", v.span)
+            return None
+        limit, unit = v.value, metric.name
+    elif metric.name in ("error_rate", "cpu"):
+        if v.unit != "%":
+            c.error(f"{metric.label()} is a percentage", v.span, f"{metric.label()} {node.op} 80%")
+            return None
+        limit, unit = v.value, "%"
+    else:  # saturation
+        if v.unit not in (None, "users"):
+            c.error("saturation is a number of users", v.span, "saturation >= 32 users")
+            return None
+        limit, unit = v.value, "users"
+
+    if node.kind in ("plateau", "kink") and not isinstance(ramp, m.StepRamp):
+        c.error(f"{node.kind} compares one step with the one before: it needs 'ramp step'", node.span)
+        return None
+    if window is not None and isinstance(ramp, m.StepRamp) and window > ramp.hold:
+        c.error(f"the window ({_num(window)}s) is longer than each step's hold ({_num(ramp.hold)}s)",
+                _span_of(node.window), "a sustained condition is judged within one step's hold")
+        return None
+    return m.Condition(node.kind, metric, node.op, limit, unit, window, node.text, node.span)  # type: ignore[arg-type]
+
+
+_SYSBENCH_INT = {f.name for f in fields(m.SysbenchWorkload)
+                 if f.type in ("int", "float")} - {"retries"}
+_SYSBENCH_BOOL = {"range_selects", "skip_trx", "create_secondary"}
+
+
+def _workload(c: _Checker, node: ast.Workload) -> m.WorkloadSpec | None:
+    if node.kind == "sysbench":
+        if node.variant not in m.SYSBENCH_TESTS:
+            close = difflib.get_close_matches(node.variant or "", list(m.SYSBENCH_TESTS), n=1)
+            c.error(f"unknown sysbench test '{node.variant or ''}'", node.span,
+                    f"did you mean {close[0]}?" if close else "tests: " + ", ".join(m.SYSBENCH_TESTS))
+            return None
+        if node.transactions:
+            c.error("a sysbench workload has its own transactions", node.transactions[0].span,
+                    "use 'workload custom { ... }' for your own")
+        opts: dict[str, object] = {}
+        allowed = sorted(_SYSBENCH_INT | _SYSBENCH_BOOL | {"rand_type"})
+        for st in node.settings:
+            if st.name in _SYSBENCH_BOOL:
+                v = c.value(st.value)
+                if not (isinstance(v, str) and v.lower() in ("on", "off")):
+                    c.error(f"{st.name} is on or off", _span_of(st.value))
+                    continue
+                opts[st.name] = v.lower() == "on"
+            elif st.name == "rand_type":
+                v = c.value(st.value)
+                if v not in ("uniform", "special", "gaussian", "pareto", "zipfian"):
+                    c.error("rand_type is uniform, special, gaussian, pareto or zipfian", _span_of(st.value))
+                    continue
+                opts[st.name] = v
+            elif st.name in _SYSBENCH_INT:
+                minimum = 1 if st.name in ("tables", "table_size", "range_size") else 0
+                n = c.count(st.value, st.name, minimum=minimum, integer=not st.name.startswith("rand_spec"))
+                if n is not None:
+                    opts[st.name] = n
+            else:
+                close = difflib.get_close_matches(st.name, allowed, n=1)
+                c.error(f"sysbench has no option '{st.name}'", st.span,
+                        f"did you mean {close[0]}?" if close else "options: " + ", ".join(allowed))
+        if node.variant == "oltp_point_select":
+            opts.setdefault("point_selects", 1)  # as oltp_point_select.lua does
+        return m.SysbenchWorkload(test=node.variant, **opts)  # type: ignore[arg-type]
+    if node.kind == "custom":
+        if node.variant is not None:
+            c.error("a custom workload has no test name", node.span, "workload custom { transaction ... }")
+        for st in node.settings:
+            c.error(f"custom workloads take no option '{st.name}'", st.span)
+        if not node.transactions:
+            c.error("a custom workload needs at least one transaction", node.span,
+                    'transaction read { query "SELECT 1" }')
+            return None
+        seen: set[str] = set()
+        txs = []
+        for tx in node.transactions:
+            if tx.name in seen:
+                c.error(f"transaction '{tx.name}' is defined twice", tx.span)
+            seen.add(tx.name)
+            t = _transaction(c, tx)
+            if t is not None:
+                txs.append(t)
+        return m.CustomWorkload(tuple(txs)) if len(txs) == len(node.transactions) else None
+    if node.kind == "tpcc":
+        c.error("the tpcc workload is not available yet", node.span, "use sysbench or custom")
+        return None
+    close = difflib.get_close_matches(node.kind, ["sysbench", "custom", "tpcc"], n=1)
+    c.error(f"unknown workload '{node.kind}'", node.span,
+            f"did you mean {close[0]}?" if close else "workloads: sysbench, custom")
+    return None
+
+
+def _transaction(c: _Checker, tx: ast.Transaction) -> m.TransactionSpec | None:
+    before = len(c.diags)
+    weight = c.number(tx.weight, f"weight of {tx.name}", minimum=0, allow_units=("%",)) if tx.weight else 1.0
+    if weight is not None and weight <= 0:
+        c.error("a weight must be larger than 0", _span_of(tx.weight))
+    retries, retry_on = 0, frozenset[int]()
+    if tx.retry is not None:
+        r = c.number(tx.retry.count, "retry", integer=True, minimum=0)
+        retries = int(r or 0)
+        codes = set()
+        for w in tx.retry.on:
+            if w.name not in RETRYABLE:
+                close = difflib.get_close_matches(w.name, list(RETRYABLE), n=1)
+                c.error(f"cannot retry on '{w.name}'", w.span,
+                        f"did you mean {close[0]}?" if close else "retry on deadlock, lock_wait_timeout")
+            else:
+                codes.add(RETRYABLE[w.name])
+        retry_on = frozenset(codes)
+    lets: list[tuple[str, m.Generator | int | float | str]] = []
+    queries: list[m.Query] = []
+    defined: set[str] = set()
+    for st in tx.body:
+        if isinstance(st, ast.Let):
+            g = c.generator(st.value, "let")
+            if g is not None:
+                lets.append((st.name, g))
+            defined.add(st.name)
+        else:
+            native, names = native_sql(st.sql)
+            for n in names:
+                if n not in defined:
+                    close = difflib.get_close_matches(n, list(defined), n=1)
+                    c.error(f"query parameter :{n} is not defined in transaction '{tx.name}'", st.span,
+                            f"did you mean :{close[0]}?" if close else f"add before the query: let {n} = uniform(1, 100)")
+            queries.append(m.Query(st.sql, native, names, st.span))
+    if not queries:
+        c.error(f"transaction '{tx.name}' runs no query", tx.span, 'add: query "SELECT ..."')
+    if len(c.diags) > before or weight is None:
+        return None
+    return m.TransactionSpec(tx.name, float(weight), tuple(lets), tuple(queries), retries, retry_on, tx.span)

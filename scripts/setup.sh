@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what `make run` and `make test` need on a fresh Debian machine:
+# a MariaDB server from Debian's packages (when no mysqld/mariadbd is found), tmux for the
+# terminal tests, and the Python dependencies in ./.venv. Safe to run again: it only does
+# what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+need_apt=()
+if ! command -v mariadbd >/dev/null 2>&1 && ! command -v mysqld >/dev/null 2>&1 \
+   && [ ! -x /usr/sbin/mariadbd ] && [ ! -x /usr/sbin/mysqld ]; then
+  need_apt+=(mariadb-server)
+fi
+if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+  need_apt+=(python3-venv)
+fi
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "setup: installing ${need_apt[*]} from Debian's packages" >&2
+  $SUDO apt-get update -qq
+  # The package's post-install may try to start a system service; we never use it.
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >&2
+fi
+
+stamp=.venv/.installed
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  .venv/bin/python -m pip install -q --upgrade pip >&2
+  .venv/bin/python -m pip install -q -e '.[test]' >&2
+  touch "$stamp"
+fi
