@@ -1,0 +1,192 @@
+"""The `bench` command: check, run, prepare."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import traceback
+from pathlib import Path
+
+from rich.console import Console
+
+from bench_dsl import __version__
+from bench_dsl.errors import BenchError, ExitCode, ScenarioError, UsageError
+from bench_dsl.events import Sink
+from bench_dsl.model import Scenario
+from bench_dsl.planner import describe, plan
+from bench_dsl.runner import Options, Run, expand_output
+from bench_dsl.sinks import ConsoleSink, JsonLinesSink, JsonResultSink
+from bench_dsl.validate import load
+
+DEFAULT_OUTPUT = "results/{scenario}-{time}.json"
+
+EPILOG = """exit status: 0 completed, 2 bad scenario or usage, 3 an expect failed,
+4 the target failed (unreachable, lost), 130 interrupted (143 terminated).
+Results already measured are always written, atomically."""
+
+
+def _defines(pairs: list[str]) -> dict[str, str]:
+    out = {}
+    for p in pairs:
+        name, sep, value = p.partition("=")
+        if not sep or not name.strip():
+            raise UsageError(f"-D {p}: write -D name=value")
+        out[name.strip()] = value.strip()
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="bench", description="Find the saturation point of a MySQL/MariaDB server from a .bench scenario.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"bench-dsl {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def common(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
+                        help="override a 'let' of the file, e.g. -D start=16")
+
+    c = sub.add_parser("check", help="validate .bench files (exit 0, or 2 with every problem listed)",
+                       description="Parse and validate scenario files; print every problem at once.")
+    c.add_argument("files", nargs="+", metavar="FILE")
+    c.add_argument("--plan", action="store_true", help="print the phases the run will go through")
+    common(c)
+
+    def run_opts(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("file", metavar="FILE")
+        common(sp)
+        sp.add_argument("--target", metavar="DSN", help="mysql://user:password@host:port/db; overrides the file's target")
+        sp.add_argument("--keep-server", action="store_true",
+                        help="keep the throwaway server's files (its directory is printed)")
+        sp.add_argument("--force-prepare", action="store_true", help="reload the data even when it is already there")
+
+    r = sub.add_parser("run", help="run a scenario and report its saturation point",
+                       description="Run a scenario against a server and write every measured number to JSON.",
+                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    run_opts(r)
+    r.add_argument("--headless", action="store_true",
+                   help="no terminal UI: progress on stderr, data only on stdout (the default when stdout is "
+                        "not a terminal)")
+    r.add_argument("--json", metavar="PATH", help=f"result document (default: the file's output, else {DEFAULT_OUTPUT})")
+    r.add_argument("--jsonl", metavar="PATH|-", help="stream one JSON object per interval, step and event; - for stdout")
+    r.add_argument("--time-scale", type=float, default=1.0, metavar="F",
+                   help="multiply every duration by F (e.g. 0.1 for a smoke run; phases last at least 1s)")
+    r.add_argument("--max-steps", type=int, metavar="N", help="run at most N steps of a ramp")
+    r.add_argument("-q", "--quiet", action="store_true", help="no progress lines, only the verdict")
+
+    pr = sub.add_parser("prepare", help="create and load the scenario's data only",
+                        description="Create and load the data a scenario needs, then stop.")
+    run_opts(pr)
+    return p
+
+
+def _load(path: str, defines: dict[str, str]) -> Scenario:
+    return load(path, defines)
+
+
+def cmd_check(args: argparse.Namespace, err: Console) -> int:
+    status = 0
+    defines = _defines(args.defines)
+    for f in args.files:
+        try:
+            sc = _load(f, defines)
+        except ScenarioError as e:
+            err.print(e.render(), markup=False, highlight=False)
+            status = ExitCode.BAD_SCENARIO
+            continue
+        if args.plan:
+            print(describe(sc, plan(sc)))
+        else:
+            err.print(f"{f}: ok", markup=False, highlight=False)
+    return status
+
+
+def _run_loop(coro):  # type: ignore[no-untyped-def]
+    try:
+        import uvloop
+
+        return uvloop.run(coro)
+    except ImportError:
+        return asyncio.run(coro)
+
+
+def cmd_run(args: argparse.Namespace, err: Console, prepare_only: bool = False) -> int:
+    sc = _load(args.file, _defines(args.defines))
+    if getattr(args, "time_scale", 1.0) <= 0:
+        raise UsageError("--time-scale must be larger than 0")
+    p = plan(sc, getattr(args, "time_scale", 1.0), getattr(args, "max_steps", None))
+    sinks: list[Sink] = []
+    if not getattr(args, "quiet", False):
+        sinks.append(ConsoleSink(err))
+    else:
+        sinks.append(_VerdictOnly(ConsoleSink(err)))
+    out_path: Path | None = None
+    if not prepare_only:
+        template = args.json or sc.output or DEFAULT_OUTPUT
+        out_path = Path(expand_output(template, sc))
+        sinks.append(JsonResultSink(out_path))
+        if args.jsonl:
+            stream = sys.stdout if args.jsonl == "-" else open(args.jsonl, "w", encoding="utf-8")  # noqa: SIM115
+            sinks.append(JsonLinesSink(stream))
+    opts = Options(time_scale=getattr(args, "time_scale", 1.0), max_steps=getattr(args, "max_steps", None),
+                   keep_server=args.keep_server, force_prepare=args.force_prepare, prepare_only=prepare_only,
+                   target=args.target)
+    if opts.target:
+        from bench_dsl.server import open_target
+
+        open_target(opts.target)  # a bad --target is a usage error before anything starts
+    run = Run(sc, p, sinks, opts)
+    code = _run_loop(run.execute())
+    for s in sinks:
+        s.close()
+    if out_path is not None:
+        err.print(f"results: {out_path}", markup=False, highlight=False)
+    return int(code)
+
+
+class _VerdictOnly:
+    def __init__(self, inner: ConsoleSink) -> None:
+        self.inner = inner
+
+    def emit(self, event) -> None:  # type: ignore[no-untyped-def]
+        if event.type == "finished" or (event.type == "log" and event.data["level"] == "error"):
+            self.inner.emit(event)
+
+    def close(self) -> None:
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    err = Console(stderr=True, highlight=False)
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # argparse exits 2 on usage errors, 0 on --help
+        return int(e.code or 0)
+    try:
+        if args.command == "check":
+            return cmd_check(args, err)
+        if args.command == "run":
+            return cmd_run(args, err)
+        return cmd_run(args, err, prepare_only=True)
+    except ScenarioError as e:
+        err.print(e.render(), markup=False, highlight=False)
+        return int(e.exit_code)
+    except BenchError as e:
+        err.print(f"bench: {e}", markup=False, highlight=False)
+        return int(e.exit_code)
+    except KeyboardInterrupt:
+        return int(ExitCode.INTERRUPTED)
+    except Exception:
+        if os.environ.get("BENCH_DEBUG"):
+            traceback.print_exc()
+        else:
+            err.print(f"bench: internal error: {traceback.format_exc().strip().splitlines()[-1]}\n"
+                      "  run again with BENCH_DEBUG=1 for the details, and report it", markup=False)
+        return int(ExitCode.FAILURE)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+"""Value generators for transactions and fills: uniform, zipf, nurand, sequence, choice, randstr."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+import string
+from collections.abc import Callable
+
+from bench_dsl.model import Generator
+
+Gen = Callable[[random.Random], int | float | str]
+
+_ALNUM = string.ascii_letters + string.digits
+
+
+def compile_value(spec: Generator | int | float | str, seed: int, offset: int = 0) -> Gen:
+    """A function rng -> value. `offset` shifts sequence() so parallel fillers do not overlap."""
+    if not isinstance(spec, Generator):
+        return lambda rng, v=spec: v
+    a = spec.args
+    match spec.name:
+        case "uniform":
+            lo, hi = a[0], a[1]
+            if isinstance(lo, int) and isinstance(hi, int):
+                return lambda rng: rng.randint(lo, hi)  # type: ignore[arg-type]
+            return lambda rng: rng.uniform(float(lo), float(hi))
+        case "special":
+            return special(int(a[0]), int(a[1]))
+        case "zipf":
+            return zipf(int(a[0]), int(a[1]), float(a[2]))
+        case "nurand":
+            return nurand(int(a[0]), int(a[1]), int(a[2]), random.Random(seed).randint(0, int(a[0])))
+        case "sequence":
+            counter = itertools.count(int(a[0]) if a else 1)
+            if offset:
+                counter = itertools.count((int(a[0]) if a else 1) + offset)
+            return lambda rng: next(counter)
+        case "choice":
+            options = list(a)
+            return lambda rng: rng.choice(options)
+        case "randstr":
+            lo = int(a[0])
+            hi = int(a[1]) if len(a) > 1 else lo
+            return lambda rng: "".join(rng.choices(_ALNUM, k=rng.randint(lo, hi)))
+    raise ValueError(spec.name)
+
+
+def nurand(a: int, x: int, y: int, c: int) -> Gen:
+    """TPC-C clause 2.1.6: NURand(A, x, y) = (((random(0, A) | random(x, y)) + C) % (y - x + 1)) + x."""
+    return lambda rng: (((rng.randint(0, a) | rng.randint(x, y)) + c) % (y - x + 1)) + x
+
+
+def special(a: int, b: int, pct: float = 1.0, res: float = 75.0, iters: int = 12) -> Gen:
+    """sysbench 1.0's default 'special' distribution: res% of values fall in the middle pct% of
+    [a, b]; the rest follow a bell curve made of `iters` uniform draws."""
+    t = b - a
+    res_mult = 100.0 / (100.0 - res)
+    pct_mult = pct / 100.0
+    pct2_mult = pct / 200.0
+    iter_mult = 1.0 / iters
+
+    def gen(rng: random.Random) -> int:
+        rnd = rng.random()
+        if rnd * t * res_mult < t:
+            s = 0.0
+            for _ in range(iters):
+                s += rng.random()
+            return a + int(s * t * iter_mult)
+        d = t * pct_mult
+        return a + int(rnd * (d + 1) + t / 2 - t * pct2_mult)
+
+    return gen
+
+
+def zipf(a: int, b: int, exponent: float) -> Gen:
+    """Bounded Zipf over [a, b] by rejection-inversion (Hörmann and Derflinger, 1996)."""
+    n = b - a + 1
+    e = exponent
+
+    def h_integral(x: float) -> float:
+        log_x = math.log(x)
+        return _helper2((1 - e) * log_x) * log_x
+
+    def h(x: float) -> float:
+        return math.exp(-e * math.log(x))
+
+    def h_integral_inverse(x: float) -> float:
+        t = max(x * (1 - e), -1.0)
+        return math.exp(_helper1(t) * x)
+
+    h_x1 = h_integral(1.5) - 1.0
+    h_n = h_integral(n + 0.5)
+    s = 2 - h_integral_inverse(h_integral(2.5) - h(2))
+
+    def gen(rng: random.Random) -> int:
+        while True:
+            u = h_n + rng.random() * (h_x1 - h_n)
+            x = h_integral_inverse(u)
+            k = min(max(int(x + 0.5), 1), n)
+            if k - x <= s or u >= h_integral(k + 0.5) - h(k):
+                return a + k - 1
+
+    return gen
+
+
+def _helper1(x: float) -> float:
+    return math.log1p(x) / x if abs(x) > 1e-8 else 1 - x * (0.5 - x * (1 / 3 - 0.25 * x))
+
+
+def _helper2(x: float) -> float:
+    return math.expm1(x) / x if abs(x) > 1e-8 else 1 + x * 0.5 * (1 + x / 3 * (1 + 0.25 * x))
+
+
+def random_digits(template: str, rng: random.Random) -> str:
+    """sysbench's sb_rand_str: '#' becomes a random digit, '@' a random lowercase letter."""
+    digits = rng.choices(string.digits, k=template.count("#"))
+    it = iter(digits)
+    return "".join(next(it) if ch == "#" else ch for ch in template)

@@ -1,0 +1,233 @@
+"""Measurements: HDR histograms per transaction type, recorded per tick and merged into intervals,
+steps and the whole run. Histograms travel as HdrHistogram's compressed base64 encoding, so the
+figures of several worker processes can be merged exactly."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from hdrh.histogram import HdrHistogram
+
+from bench_dsl.model import Metric
+
+LOWEST_US = 1
+HIGHEST_US = 3_600_000_000  # one hour: a stalled server must still be measured, not clipped
+SIGNIFICANT_DIGITS = 3
+PERCENTILES = (50.0, 90.0, 95.0, 99.0, 99.9)
+ALL = "*"  # the key of all transactions together
+
+
+def new_histogram() -> HdrHistogram:
+    return HdrHistogram(LOWEST_US, HIGHEST_US, SIGNIFICANT_DIGITS)
+
+
+@dataclass(slots=True)
+class TxStats:
+    """One transaction type (or all of them) over some span of time. Mergeable."""
+
+    hist: HdrHistogram = field(default_factory=new_histogram)
+    count: int = 0
+    queries: int = 0
+    retries: int = 0
+    errors: Counter[int] = field(default_factory=Counter)
+
+    def merge(self, other: TxStats) -> None:
+        if other.count:
+            self.hist.add(other.hist)
+        self.count += other.count
+        self.queries += other.queries
+        self.retries += other.retries
+        self.errors.update(other.errors)
+
+    @property
+    def error_count(self) -> int:
+        return sum(self.errors.values())
+
+    def latency_ms(self) -> dict[str, float | None]:
+        """min / avg / p50 ... p99.9 / max in milliseconds (None when nothing completed)."""
+        if self.count == 0:
+            return {k: None for k in ("min", "avg", "p50", "p90", "p95", "p99", "p99_9", "max")}
+        pct = self.hist.get_percentile_to_value_dict(list(PERCENTILES))
+        out: dict[str, float | None] = {
+            "min": self.hist.get_min_value() / 1000,
+            "avg": round(self.hist.get_mean_value() / 1000, 3),
+        }
+        for p in PERCENTILES:
+            out["p" + _pkey(p)] = pct[p] / 1000
+        out["max"] = self.hist.get_max_value() / 1000
+        return out
+
+    def percentile_s(self, p: float) -> float | None:
+        if self.count == 0:
+            return None
+        return self.hist.get_value_at_percentile(p) / 1e6
+
+    def to_wire(self) -> dict[str, object]:
+        """What a worker process sends to the coordinator for one interval."""
+        return {"hist": self.hist.encode().decode("ascii") if self.count else None, "count": self.count,
+                "queries": self.queries, "retries": self.retries, "errors": dict(self.errors)}
+
+    @classmethod
+    def from_wire(cls, d: dict[str, object]) -> TxStats:
+        hist = HdrHistogram.decode(d["hist"]) if d["hist"] else new_histogram()  # type: ignore[arg-type]
+        if d["hist"]:
+            # decode() keeps the encoder's range; re-home it so later merges never clip
+            full = new_histogram()
+            full.add(hist)
+            hist = full
+        return cls(hist, int(d["count"]), int(d["queries"]), int(d["retries"]),  # type: ignore[call-overload]
+                   Counter({int(k): int(v) for k, v in d["errors"].items()}))  # type: ignore[attr-defined]
+
+
+def _pkey(p: float) -> str:
+    return str(int(p)) if float(p).is_integer() else str(p).replace(".", "_")
+
+
+class Recorder:
+    """The hot path: every transaction's outcome lands here. One per worker process."""
+
+    __slots__ = ("names", "_hists", "_counts", "_queries", "_retries", "_errors")
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.names = names
+        self._reset()
+
+    def _reset(self) -> None:
+        n = len(self.names)
+        self._hists = [new_histogram() for _ in range(n)]
+        self._counts = [0] * n
+        self._queries = [0] * n
+        self._retries = [0] * n
+        self._errors: list[Counter[int]] = [Counter() for _ in range(n)]
+
+    def ok(self, i: int, micros: int, queries: int) -> None:
+        self._hists[i].record_value(micros if micros < HIGHEST_US else HIGHEST_US)
+        self._counts[i] += 1
+        self._queries[i] += queries
+
+    def error(self, i: int, code: int) -> None:
+        self._errors[i][code] += 1
+
+    def retry(self, i: int) -> None:
+        self._retries[i] += 1
+
+    def swap(self) -> dict[str, TxStats]:
+        """Everything recorded since the last swap, per transaction name; starts afresh."""
+        out = {name: TxStats(self._hists[i], self._counts[i], self._queries[i], self._retries[i], self._errors[i])
+               for i, name in enumerate(self.names)}
+        self._reset()
+        return out
+
+
+@dataclass(slots=True)
+class Tick:
+    """One second (or less, at a phase's end) of the run, as the coordinator sees it."""
+
+    t: float  # seconds since the run started, at the tick's end
+    seconds: float
+    phase: str  # warmup | settle | hold | ramp
+    step: int | None
+    users: int
+    tx: dict[str, TxStats]
+    cpu: dict[str, float | None]
+
+    @property
+    def measured(self) -> bool:
+        return self.phase in ("hold", "ramp")
+
+
+class Aggregate:
+    """Ticks merged: an interval, a step's hold, a sliding window or the whole run."""
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.names = names
+        self.tx: dict[str, TxStats] = {n: TxStats() for n in names}
+        self.all = TxStats()
+        self.seconds = 0.0
+        self.ticks = 0
+        self._cpu_sum: dict[str, float] = {}
+        self._cpu_n: dict[str, int] = {}
+        self.users_min: int | None = None
+        self.users_max: int | None = None
+
+    def add(self, tick: Tick) -> None:
+        for name, st in tick.tx.items():
+            self.tx[name].merge(st)
+            self.all.merge(st)
+        self.seconds += tick.seconds
+        self.ticks += 1
+        for k, v in tick.cpu.items():
+            if v is not None:
+                self._cpu_sum[k] = self._cpu_sum.get(k, 0.0) + v * tick.seconds
+                self._cpu_n[k] = self._cpu_n.get(k, 0) + 1
+        self.users_min = tick.users if self.users_min is None else min(self.users_min, tick.users)
+        self.users_max = tick.users if self.users_max is None else max(self.users_max, tick.users)
+
+    def cpu(self, source: str) -> float | None:
+        if not self._cpu_n.get(source) or self.seconds <= 0:
+            return None
+        return self._cpu_sum[source] / self.seconds
+
+    def stats(self, tx: str | None) -> TxStats:
+        return self.all if tx is None else self.tx[tx]
+
+    def rate(self, n: int) -> float:
+        return n / self.seconds if self.seconds > 0 else 0.0
+
+    def value(self, metric: Metric) -> float | None:
+        """The metric over this aggregate, in the model's canonical units."""
+        st = self.stats(metric.transaction) if metric.name != "cpu" else self.all
+        match metric.name:
+            case "latency":
+                if st.count == 0:
+                    return None
+                if metric.stat == "p":
+                    return st.hist.get_value_at_percentile(metric.percentile) / 1e6
+                if metric.stat == "avg":
+                    return st.hist.get_mean_value() / 1e6
+                if metric.stat == "max":
+                    return st.hist.get_max_value() / 1e6
+                return st.hist.get_min_value() / 1e6
+            case "tps":
+                return self.rate(st.count)
+            case "tpm":
+                return self.rate(st.count) * 60
+            case "qps":
+                return self.rate(st.queries)
+            case "error_rate":
+                done = st.count + st.error_count
+                return 100.0 * st.error_count / done if done else None
+            case "cpu":
+                return self.cpu(metric.source or "server")
+        return None
+
+    def summary(self) -> dict[str, object]:
+        """The figures every report carries: throughput, latency, errors, CPU, per transaction."""
+        def one(st: TxStats) -> dict[str, object]:
+            return {
+                "count": st.count,
+                "tps": round(self.rate(st.count), 3),
+                "tpm": round(self.rate(st.count) * 60, 1),
+                "qps": round(self.rate(st.queries), 3),
+                "errors": st.error_count,
+                "errors_by_code": {str(k): v for k, v in sorted(st.errors.items())},
+                "retries": st.retries,
+                "latency_ms": st.latency_ms(),
+            }
+
+        return {
+            "seconds": round(self.seconds, 3),
+            "users": self.users_max,
+            **one(self.all),
+            "cpu": {k: _r(self.cpu(k)) for k in ("server", "host", "client")},
+            "transactions": {n: one(self.tx[n]) for n in self.names},
+        }
+
+    def histograms(self) -> dict[str, str | None]:
+        """Per transaction, the encoded histogram: merge it with others, or read it in HdrHistogram tools."""
+        return {n: (self.tx[n].hist.encode().decode("ascii") if self.tx[n].count else None) for n in self.names}
+
+
+def _r(v: float | None) -> float | None:
+    return None if v is None else round(v, 2)

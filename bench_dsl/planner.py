@@ -1,0 +1,122 @@
+"""Scenario -> the phases the run will go through. Pure: no clock, no database."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from bench_dsl import model as m
+
+
+@dataclass(frozen=True, slots=True)
+class Phase:
+    kind: str  # warmup | settle | hold | ramp
+    step: int | None  # 1-based step number; None for warmup
+    users: int  # users at the start of the phase
+    users_end: int  # users at its end (differs only for a linear ramp)
+    seconds: float
+
+    @property
+    def measured(self) -> bool:
+        return self.kind in ("hold", "ramp")
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    phases: tuple[Phase, ...]
+    steps: int
+
+    @property
+    def seconds(self) -> float:
+        return sum(p.seconds for p in self.phases)
+
+    @property
+    def max_users(self) -> int:
+        return max(max(p.users, p.users_end) for p in self.phases)
+
+
+def _whole(seconds: float, scale: float) -> float:
+    """Phases last whole seconds (the engine's tick); scaled runs keep at least one."""
+    if seconds <= 0:
+        return 0.0
+    return float(max(1, math.ceil(seconds * scale - 1e-9)))
+
+
+def plan(sc: m.Scenario, time_scale: float = 1.0, max_steps: int | None = None) -> Plan:
+    """The phases of a run. time_scale shrinks every duration (a smoke run); max_steps caps a ramp."""
+    r = sc.ramp
+    phases: list[Phase] = []
+    first = r.users if isinstance(r, m.ConstantRamp) else r.start
+    if sc.warmup > 0:
+        phases.append(Phase("warmup", None, first, first, _whole(sc.warmup, time_scale)))
+    match r:
+        case m.ConstantRamp():
+            phases.append(Phase("hold", 1, r.users, r.users, _whole(r.duration, time_scale)))
+            steps = 1
+        case m.StepRamp():
+            counts = r.user_counts()
+            if max_steps is not None:
+                counts = counts[:max_steps]
+            for i, users in enumerate(counts, start=1):
+                if i > 1 and r.settle > 0:
+                    phases.append(Phase("settle", i, users, users, _whole(r.settle, time_scale)))
+                phases.append(Phase("hold", i, users, users, _whole(r.hold, time_scale)))
+            steps = len(counts)
+        case m.LinearRamp():
+            over = _whole(r.over, time_scale)
+            phases.append(Phase("ramp", 1, r.start, r.end, over))
+            rest = _whole(r.duration, time_scale) - over
+            if rest > 0:
+                phases.append(Phase("hold", 1, r.end, r.end, rest))
+            steps = 1
+    return Plan(tuple(phases), steps)
+
+
+def describe(sc: m.Scenario, p: Plan) -> str:
+    """The plan as `bench check --plan` prints it."""
+    target = sc.target_redacted if hasattr(sc, "target_redacted") else None
+    lines = [f'scenario "{sc.name}"']
+    lines.append("  target:   " + (target or _target_line(sc)))
+    wl = sc.workload
+    if isinstance(wl, m.SysbenchWorkload):
+        lines.append(f"  workload: sysbench {wl.test}, {wl.tables} table(s) x {wl.table_size} rows")
+    else:
+        mix = ", ".join(f"{t.name} {t.weight:g}" for t in wl.transactions)
+        lines.append(f"  workload: custom ({mix})")
+    if sc.server_settings:
+        lines.append("  server:   " + ", ".join(f"{s.name}={s.text}" for s in sc.server_settings))
+    lines.append(f"  seed:     {sc.seed}" + ("" if sc.seed_given else " (random; set 'seed' to repeat a run)"))
+    lines.append("  prepare:  load the data unless it is already there (--force-prepare reloads)")
+    t = 0.0
+    for ph in p.phases:
+        who = f"{ph.users} users" if ph.users == ph.users_end else f"{ph.users} -> {ph.users_end} users"
+        label = ph.kind if ph.step is None else f"step {ph.step}/{p.steps} {ph.kind}"
+        note = "measured" if ph.measured else "not measured"
+        lines.append(f"  {_clock(t)}  {label:<22} {who:<18} {ph.seconds:>6g}s  {note}")
+        t += ph.seconds
+    lines.append(f"  {_clock(t)}  end (at the latest)")
+    if sc.stop:
+        lines.append("  stop when:")
+        for c in sc.stop:
+            when = f"live, over a {c.window:g}s window" if c.window else (
+                "at each step's end" if c.kind != "threshold" or isinstance(sc.ramp, m.StepRamp)
+                else "at each report interval" if isinstance(sc.ramp, m.LinearRamp) else "at the end")
+            lines.append(f"    {c.text:<36} ({when})")
+    if sc.expect:
+        lines.append("  expect:   " + "; ".join(c.text for c in sc.expect))
+    lines.append(f"  report every {sc.report_every:g}s" + (f'; output "{sc.output}"' if sc.output else ""))
+    return "\n".join(lines)
+
+
+def _target_line(sc: m.Scenario) -> str:
+    if sc.target is None:
+        extra = f" ({sc.target_from} is not set)" if sc.target_from else ""
+        return "an embedded throwaway server" + extra
+    from bench_dsl.dsn import redact
+
+    return redact(sc.target)
+
+
+def _clock(t: float) -> str:
+    t = int(t)
+    return f"{t // 3600:d}:{t % 3600 // 60:02d}:{t % 60:02d}"

@@ -1,0 +1,611 @@
+"""The run: target, prepare, virtual users, ticks, ramp, stop conditions, saturation point.
+Emits events to sinks; never imports a user interface."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+import platform
+import random
+import re
+import signal
+import socket
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from itertools import accumulate
+from typing import Any
+
+import asyncmy
+import psutil
+
+from bench_dsl import __version__
+from bench_dsl import model as m
+from bench_dsl.conditions import Verdict, WindowedConditions, judge, show, show_limit
+from bench_dsl.cpu import CpuSampler
+from bench_dsl.dsn import Dsn, redact
+from bench_dsl.errors import ExitCode, TargetError
+from bench_dsl.events import Event, Sink
+from bench_dsl.metrics import Aggregate, Recorder, Tick
+from bench_dsl.planner import Phase, Plan
+from bench_dsl.server import CONNECTION_LOST, EmbeddedServer, apply_settings, connect, ensure_database, facts, open_target
+from bench_dsl.workloads import Session, Workload, make_workload
+from bench_dsl.workloads.base import error_code
+
+TARGET_TIMEOUT = 10.0  # seconds without a connection before the target counts as lost
+RESULT_SCHEMA = "https://bench-dsl.dev/schema/result-v1.json"
+
+# Errors that mean the scenario itself is wrong: no point going on.
+SCENARIO_ERRORS = {1044, 1045, 1046, 1049, 1054, 1064, 1142, 1146, 1149, 1210, 1318, 1364, 1406, 1452}
+
+
+@dataclass
+class Options:
+    time_scale: float = 1.0
+    max_steps: int | None = None
+    keep_server: bool = False
+    force_prepare: bool = False
+    prepare_only: bool = False
+    target: str | None = None  # --target overrides the file
+
+
+@dataclass
+class _User:
+    session: Session
+    rng: random.Random
+    stop: bool = False
+    connected: asyncio.Event = field(default_factory=asyncio.Event)
+    task: asyncio.Task[None] | None = None
+
+
+class UserPool:
+    """Closed-loop virtual users, one connection each, added and removed while the run goes on."""
+
+    def __init__(self, dsn: Dsn, workload: Workload, recorder: Recorder, seed: int) -> None:
+        self.dsn = dsn
+        self.workload = workload
+        self.recorder = recorder
+        self.seed = seed
+        self.users: list[_User] = []
+        self.started = 0
+        self.last_progress = time.monotonic()
+        self.connect_failures = 0
+        self.fatal: tuple[int, str, str] | None = None
+        self.error_messages: dict[int, str] = {}
+        self.cum_weights = list(accumulate(workload.weights))
+
+    @property
+    def active(self) -> int:
+        return sum(1 for u in self.users if not u.stop)
+
+    async def resize(self, n: int, wait: bool = True) -> None:
+        live = [u for u in self.users if not u.stop]
+        new: list[_User] = []
+        while len(live) + len(new) < n:
+            rng = random.Random(self.seed * 100_003 + self.started)
+            self.started += 1
+            u = _User(self.workload.session(rng), rng)
+            u.task = asyncio.create_task(self._loop(u), name=f"user-{self.started}")
+            new.append(u)
+        self.users.extend(new)
+        for u in live[n:]:
+            u.stop = True  # finishes its transaction, then closes its connection
+        self.users = [u for u in self.users if not (u.stop and u.task is not None and u.task.done())]
+        if wait and new:
+            await asyncio.wait([asyncio.create_task(u.connected.wait()) for u in new], timeout=60)
+
+    async def stop_all(self, grace: float = 5.0) -> None:
+        for u in self.users:
+            u.stop = True
+        tasks = [u.task for u in self.users if u.task is not None]
+        if not tasks:
+            return
+        _, pending = await asyncio.wait(tasks, timeout=grace)
+        for t in pending:
+            t.cancel()
+        if pending:
+            await asyncio.wait(pending, timeout=2)
+
+    async def _loop(self, u: _User) -> None:
+        wl = self.workload
+        rec = self.recorder
+        ntx = len(wl.names)
+        cum = self.cum_weights
+        total = cum[-1]
+        conn: asyncmy.Connection | None = None
+        backoff = 0.1
+        try:
+            while not u.stop:
+                if conn is None:
+                    try:
+                        conn = await connect(self.dsn, self.dsn.database, timeout=5)
+                    except Exception as exc:  # unmeasured: connecting is not part of a transaction
+                        self.connect_failures += 1
+                        self._remember(error_code(exc), exc)
+                        u.connected.set()
+                        await asyncio.sleep(backoff)
+                        backoff = min(backoff * 2, 2.0)
+                        continue
+                    backoff = 0.1
+                    self.connect_failures = 0
+                    self.last_progress = time.monotonic()
+                    u.connected.set()
+                i = 0 if ntx == 1 else _pick(u.rng, cum, total)
+                attempt = 0
+                t0 = time.perf_counter_ns()
+                while True:
+                    try:
+                        q = await u.session.run(conn, i)
+                    except (asyncmy.errors.MySQLError, OSError, EOFError, asyncio.IncompleteReadError) as exc:
+                        code = error_code(exc)
+                        if code in CONNECTION_LOST or code == -1 or not _connected(conn):
+                            rec.error(i, code if code > 0 else 2013)
+                            self._remember(code, exc)
+                            _close(conn)
+                            conn = None
+                            u.session.forget()
+                            break
+                        if code in wl.retry_on[i] and attempt < wl.retries[i]:
+                            attempt += 1
+                            rec.retry(i)
+                            continue
+                        rec.error(i, code)
+                        self._remember(code, exc)
+                        if code in SCENARIO_ERRORS and self.fatal is None:
+                            self.fatal = (code, str(exc.args[1]) if len(exc.args) > 1 else str(exc), wl.names[i])
+                        break
+                    else:
+                        rec.ok(i, (time.perf_counter_ns() - t0) // 1000, q)
+                        self.last_progress = time.monotonic()
+                        break
+        finally:
+            u.connected.set()
+            if conn is not None:
+                _close(conn)
+
+    def _remember(self, code: int, exc: BaseException) -> None:
+        if code not in self.error_messages:
+            args = getattr(exc, "args", ())
+            self.error_messages[code] = redact(str(args[1] if len(args) > 1 else (args[0] if args else exc)))
+
+
+def _pick(rng: random.Random, cum: list[float], total: float) -> int:
+    x = rng.random() * total
+    for i, c in enumerate(cum):
+        if x < c:
+            return i
+    return len(cum) - 1
+
+
+def _connected(conn: asyncmy.Connection) -> bool:
+    try:
+        return bool(conn.connected)
+    except Exception:
+        return False
+
+
+def _close(conn: asyncmy.Connection) -> None:
+    try:
+        conn.close()
+    except Exception:
+        pass
+
+
+def machine_info() -> dict[str, object]:
+    cpu_model = platform.processor()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu_model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu_model)
+    except OSError:
+        pass
+    return {
+        "hostname": socket.gethostname(), "platform": platform.platform(), "python": platform.python_version(),
+        "cpu_model": cpu_model, "cpu_count": psutil.cpu_count(), "memory_bytes": psutil.virtual_memory().total,
+    }
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+class Run:
+    def __init__(self, sc: m.Scenario, plan: Plan, sinks: list[Sink], options: Options | None = None) -> None:
+        self.sc = sc
+        self.plan = plan
+        self.sinks = sinks
+        self.opt = options or Options()
+        self.workload = make_workload(sc)
+        self.names = self.workload.names
+        self.recorder = Recorder(self.names)
+        self.stop_reason: dict[str, Any] | None = None
+        self.status = "running"
+        self.exit_code = ExitCode.OK
+        self._wake = asyncio.Event()
+        self._interrupts = 0
+        self.t0 = 0.0
+        self.run_agg = Aggregate(self.names)
+        self.steps: list[dict[str, Any]] = []
+        self.intervals: list[dict[str, Any]] = []
+        self.saturation_users: int | None = None
+        self.saturation_step: int | None = None
+        self.prev_step: Aggregate | None = None
+        self.windowed = WindowedConditions(sc.stop, self.names)
+        self.errors: Counter[int] = Counter()
+        self.warnings: list[str] = []
+        self.server: EmbeddedServer | None = None
+        self.pool: UserPool | None = None
+        self.doc: dict[str, Any] = {}
+        self.secrets: list[str] = []
+
+    # events ------------------------------------------------------------------------------------
+    def emit(self, type_: str, **data: Any) -> None:
+        ev = Event(type_, data)
+        for s in self.sinks:
+            s.emit(ev)
+
+    def log(self, message: str, level: str = "info") -> None:
+        message = self._scrub(message)
+        if level == "warning":
+            self.warnings.append(message)
+        self.emit("log", level=level, message=message, t=round(self.elapsed(), 3))
+
+    def _scrub(self, text: str) -> str:
+        text = redact(text)
+        for s in self.secrets:
+            text = text.replace(s, "***")
+        return text
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.t0 if self.t0 else 0.0
+
+    # control -----------------------------------------------------------------------------------
+    def interrupt(self, signum: int) -> None:
+        self._interrupts += 1
+        name = signal.Signals(signum).name
+        if self.stop_reason is None:
+            self.stop_reason = {"reason": "interrupted", "signal": name}
+            self.log(f"{name}: stopping and saving what was measured (again to stop at once)", "warning")
+        elif self._interrupts > 1 and self.pool is not None:
+            for u in self.pool.users:  # a second Ctrl-C: cancel in-flight transactions too
+                if u.task:
+                    u.task.cancel()
+        self._wake.set()
+
+    async def execute(self) -> int:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(sig, self.interrupt, sig)
+            except (NotImplementedError, RuntimeError):
+                pass
+        self.t0 = time.monotonic()
+        started = _now()
+        self.doc = self._document(started)
+        try:
+            await self._execute()
+        except TargetError as exc:
+            self.status = "target_failed"
+            self.exit_code = ExitCode.TARGET_FAILED
+            self.stop_reason = self.stop_reason or {"reason": "target_failed", "message": self._scrub(str(exc))}
+            self.log(str(exc), "error")
+        finally:
+            if self.pool is not None:
+                await self.pool.stop_all()
+            if self.server is not None:
+                self.server.stop()
+                if self.opt.keep_server and self.server.basedir:
+                    self.log(f"kept the throwaway server's files in {self.server.basedir}")
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                try:
+                    loop.remove_signal_handler(sig)
+                except (NotImplementedError, RuntimeError):
+                    pass
+            self._finish()
+        return int(self.exit_code)
+
+    async def _execute(self) -> None:
+        sc = self.sc
+        target = self.opt.target or sc.target
+        dsn, kind = open_target(target)
+        if dsn is not None and dsn.password:
+            self.secrets.append(dsn.password)
+        if dsn is None:
+            self.server = EmbeddedServer(sc.server_settings, keep=self.opt.keep_server,
+                                         max_connections=self.plan.max_users + 50)
+            self.log("starting a throwaway server")
+            t = time.monotonic()
+            dsn = await self.server.start()
+            self.log(f"throwaway server up in {time.monotonic() - t:.2f}s on 127.0.0.1:{dsn.port}"
+                     + (f" (files in {self.server.basedir})" if self.opt.keep_server else ""))
+        else:
+            await ensure_database(dsn)
+        self.dsn = dsn
+        info = await facts(dsn, self.server.pid if self.server else None)
+        applied = await apply_settings(dsn, sc.server_settings, embedded=self.server is not None)
+        for a in applied:
+            if not a.applied:
+                self.log(f"server setting {a.name} = {a.requested}: {a.note} (server has {a.after})", "warning")
+        if info.pid is None:
+            self.log("cpu(server) cannot be measured: the server does not run on this machine", "warning")
+        max_conn = int(info.variables.get("max_connections", "0") or 0)
+        if max_conn and self.plan.max_users > max_conn - 5:
+            self.log(f"the plan goes to {self.plan.max_users} users but max_connections is {max_conn}", "warning")
+        self.doc["server"] = {
+            "target": dsn.redacted(), "embedded": self.server is not None, "version": info.version,
+            "pid_visible": info.pid is not None, "variables": info.variables,
+            "settings": [a.to_json() for a in applied],
+        }
+        self.emit("started", scenario=sc.name, target=dsn.redacted(), server_version=info.version,
+                  embedded=self.server is not None, plan=self._plan_json(), transactions=list(self.names),
+                  conditions=[c.text for c in sc.stop])
+        self._checkpoint()
+
+        # prepare -----------------------------------------------------------------------------------
+        self.emit("phase", phase="prepare", step=None, steps=self.plan.steps, users=0, seconds=None)
+        prep = await self.workload.prepare(dsn, lambda msg: self.log(msg), force=self.opt.force_prepare)
+        self.doc["prepare"] = prep
+        if self.opt.prepare_only:
+            self.status = "prepared"
+            return
+        if self.stop_reason:
+            return
+
+        self.cpu = CpuSampler(info.pid)
+        self.pool = UserPool(dsn, self.workload, self.recorder, sc.seed)
+        self.recorder.swap()
+        for ph in self.plan.phases:
+            await self._phase(ph)
+            if self.stop_reason:
+                break
+
+    # the tick loop -------------------------------------------------------------------------------
+    async def _phase(self, ph: Phase) -> None:
+        assert self.pool is not None
+        label = "warmup" if ph.step is None else f"step {ph.step}/{self.plan.steps} {ph.kind}"
+        self.log(f"{label}: {ph.users if ph.users == ph.users_end else f'{ph.users} -> {ph.users_end}'} users "
+                 f"for {ph.seconds:g}s")
+        await self.pool.resize(ph.users)
+        if ph.kind == "hold" or ph.kind == "ramp":
+            self.windowed.reset()
+            if ph.kind == "hold" or ph.step is not None:
+                self.step_agg = Aggregate(self.names)
+                self.step_started = self.elapsed()
+        self.recorder.swap()  # connecting is not measured
+        self.emit("phase", phase=ph.kind, step=ph.step, steps=self.plan.steps, users=ph.users,
+                  users_end=ph.users_end, seconds=ph.seconds, t=round(self.elapsed(), 3))
+        self.interval_agg = Aggregate(self.names)
+        self.interval_start = self.elapsed()
+        start = time.monotonic()
+        end = start + ph.seconds
+        last = start
+        k = 1
+        while True:
+            at = min(start + k, end)
+            self._wake.clear()
+            delay = at - time.monotonic()
+            if delay > 0:
+                try:
+                    await asyncio.wait_for(self._wake.wait(), delay)
+                except asyncio.TimeoutError:
+                    pass
+            now = time.monotonic()
+            if self.stop_reason is None and now < at - 1e-3:
+                continue  # woken early without a reason
+            users = self.pool.active
+            tick = Tick(round(self.elapsed(), 3), now - last, ph.kind, ph.step, users, self.recorder.swap(),
+                        self.cpu.sample())
+            last = now
+            self._tick(tick, ph)
+            self._watch_target()
+            if self.stop_reason is not None or now >= end - 1e-3:
+                break
+            k += 1
+            if ph.kind == "ramp":
+                frac = min(1.0, (now - start) / ph.seconds)
+                await self.pool.resize(round(ph.users + (ph.users_end - ph.users) * frac), wait=False)
+        self._flush_interval(ph)
+        if ph.measured and ph.kind == "hold" and self.stop_reason is None:
+            self._step_end(ph)
+        elif ph.measured and self.stop_reason is not None and ph.kind in ("hold", "ramp"):
+            self._record_step(ph, complete=False, verdicts=[])
+
+    def _tick(self, tick: Tick, ph: Phase) -> None:
+        for st in tick.tx.values():
+            self.errors.update(st.errors)
+        self.interval_agg.add(tick)
+        if tick.measured:
+            self.step_agg.add(tick)
+            self.run_agg.add(tick)
+            for v in self.windowed.add(tick):
+                if v.fired and self.stop_reason is None:
+                    self._fire(v, ph)
+        if self.interval_agg.ticks >= int(self.sc.report_every):
+            self._flush_interval(ph)
+
+    def _flush_interval(self, ph: Phase) -> None:
+        agg = self.interval_agg
+        if agg.ticks == 0:
+            return
+        row = {"type": "interval", "t": round(self.elapsed(), 3), "start_s": round(self.interval_start, 3),
+               "phase": ph.kind, "step": ph.step, "measured": ph.measured, **agg.summary()}
+        row["users"] = self.pool.active if self.pool else 0
+        self.intervals.append(row)
+        self.emit("interval", **row)
+        self.interval_agg = Aggregate(self.names)
+        self.interval_start = self.elapsed()
+        # a linear ramp has no steps: its thresholds are judged on every measured interval
+        if isinstance(self.sc.ramp, m.LinearRamp) and ph.measured and self.stop_reason is None:
+            verdicts = [judge(c, agg) for c in self.sc.stop if not c.window and c.kind == "threshold"]
+            fired = next((v for v in verdicts if v.fired), None)
+            if fired is not None:
+                self._fire(fired, ph)
+            elif agg.all.count:
+                self.saturation_users = agg.users_max
+                self.saturation_step = ph.step
+        self._checkpoint()
+
+    def _step_end(self, ph: Phase) -> None:
+        agg = self.step_agg
+        verdicts = [judge(c, agg, self.prev_step) for c in self.sc.stop if not c.window]
+        verdicts += [v for v in self._window_verdicts()]
+        self._record_step(ph, complete=True, verdicts=verdicts)
+        fired = next((v for v in verdicts if v.fired), None)
+        if fired is not None:
+            self._fire(fired, ph)
+        elif not isinstance(self.sc.ramp, m.LinearRamp):
+            self.saturation_users = ph.users
+            self.saturation_step = ph.step
+        self.prev_step = agg
+
+    def _window_verdicts(self) -> list[Verdict]:
+        return []  # windowed conditions are judged live, tick by tick
+
+    def _record_step(self, ph: Phase, complete: bool, verdicts: list[Verdict]) -> None:
+        agg = self.step_agg
+        if agg.ticks == 0:
+            return
+        row = {"type": "step", "step": ph.step, "users": ph.users if ph.kind == "hold" else agg.users_max,
+               "complete": complete, "start_s": round(self.step_started, 3), **agg.summary(),
+               "conditions": [v.to_json() for v in verdicts], "histograms": agg.histograms()}
+        self.steps.append(row)
+        self.emit("step", **{k: v for k, v in row.items() if k != "histograms"})
+
+    def _fire(self, v: Verdict, ph: Phase) -> None:
+        c = v.condition
+        self.stop_reason = {"reason": "stop_condition", **v.to_json(), "step": ph.step,
+                            "users": self.pool.active if self.pool else None, "at_s": round(self.elapsed(), 3)}
+        unit = "ms" if c.metric.name == "latency" and c.kind == "threshold" else c.unit
+        self.log(f"stop condition fired: {c.text}  (measured {show(v.value, c)}{unit} against {show_limit(c)}"
+                 f"{unit}{'' if v.reference is None else f', previous step {show(v.reference, c)}'})", "warning")
+        self.emit("fired", **self.stop_reason)
+
+    def _watch_target(self) -> None:
+        pool = self.pool
+        assert pool is not None
+        if self.stop_reason is not None:
+            return
+        if self.server is not None and not self.server.alive():
+            self._lost("the throwaway server process exited")
+        elif pool.connect_failures and time.monotonic() - pool.last_progress > TARGET_TIMEOUT:
+            msg = next(iter(pool.error_messages.values()), "no connection")
+            self._lost(f"no connection to the server for {TARGET_TIMEOUT:g}s: {msg}")
+        elif pool.fatal is not None:
+            code, msg, tx = pool.fatal
+            self.stop_reason = {"reason": "scenario_error", "code": code, "message": self._scrub(msg),
+                                "transaction": tx}
+            self.log(f"transaction {tx} failed with error {code}: {msg}; the scenario cannot run as written", "error")
+
+    def _lost(self, why: str) -> None:
+        self.stop_reason = {"reason": "target_failed", "message": self._scrub(why)}
+        self.log(f"target lost: {why}", "error")
+
+    # results -----------------------------------------------------------------------------------
+    def _plan_json(self) -> dict[str, Any]:
+        return {"steps": self.plan.steps, "seconds": self.plan.seconds,
+                "phases": [{"kind": p.kind, "step": p.step, "users": p.users, "users_end": p.users_end,
+                            "seconds": p.seconds} for p in self.plan.phases],
+                "time_scale": self.opt.time_scale, "max_steps": self.opt.max_steps}
+
+    def _document(self, started: str) -> dict[str, Any]:
+        sc = self.sc
+        return {
+            "$schema": RESULT_SCHEMA, "format": "bench-dsl-result", "format_version": 1,
+            "tool": {"name": "bench-dsl", "version": __version__},
+            "status": "running", "exit_code": None, "started_at": started, "finished_at": None,
+            "elapsed_s": 0.0,
+            "scenario": {"name": sc.name, "file": sc.file, "text": self._scrub(sc.text),
+                         "parameters": {k: self._scrub(str(v)) if isinstance(v, str) else v
+                                        for k, v in sc.parameters.items()},
+                         "seed": sc.seed, "workload": self.workload.description() | {"transactions": list(self.names)},
+                         "stop": [c.text for c in sc.stop], "expect": [c.text for c in sc.expect],
+                         "plan": self._plan_json()},
+            "machine": machine_info(), "server": None, "prepare": None,
+            "steps": [], "intervals": [], "stop": None,
+            "saturation": None, "expect": [], "summary": None, "errors": [], "warnings": [],
+        }
+
+    def _fill_document(self) -> None:
+        d = self.doc
+        d["status"] = self.status
+        d["elapsed_s"] = round(self.elapsed(), 3)
+        d["steps"] = self.steps
+        d["intervals"] = self.intervals
+        d["stop"] = self.stop_reason
+        d["errors"] = [{"code": k, "count": v, "message": (self.pool.error_messages.get(k, "") if self.pool else "")}
+                       for k, v in sorted(self.errors.items())]
+        d["warnings"] = self.warnings
+        d["summary"] = self.run_agg.summary() | {"histograms": self.run_agg.histograms()} if self.run_agg.ticks else None
+        complete = [s for s in self.steps if s["complete"]]
+        fired = bool(self.stop_reason and self.stop_reason.get("reason") == "stop_condition")
+        if fired:
+            reason = f"stopped by: {self.stop_reason['condition']}"  # type: ignore[index]
+        elif self.stop_reason:
+            reason = f"run ended early ({self.stop_reason['reason']})"  # type: ignore[index]
+        else:
+            reason = "no stop condition fired up to the last step"
+        d["saturation"] = {"users": self.saturation_users, "step": self.saturation_step, "saturated": fired,
+                           "condition": self.stop_reason.get("condition") if fired else None,  # type: ignore[union-attr]
+                           "reason": reason, "steps_completed": len(complete)}
+
+    def _checkpoint(self) -> None:
+        self._fill_document()
+        self.emit("checkpoint", document=self.doc)
+
+    def _finish(self) -> None:
+        reason = (self.stop_reason or {}).get("reason")
+        if self.status == "running":
+            self.status = {"interrupted": "interrupted", "target_failed": "target_failed",
+                           "scenario_error": "scenario_error", "stop_condition": "completed"}.get(reason, "completed")
+        expect_results = []
+        for c in self.sc.expect:
+            if c.metric.name == "saturation":
+                value: float | None = float(self.saturation_users) if self.saturation_users is not None else None
+            else:
+                value = self.run_agg.value(c.metric) if self.run_agg.ticks else None
+            ok = value is not None and c.holds(value)
+            expect_results.append({"expect": c.text, "value": show(value, c) if c.metric.name != "saturation"
+                                   else value, "limit": show_limit(c), "unit": c.unit, "passed": ok})
+        self.doc["expect"] = expect_results
+        if self.status == "interrupted":
+            sig = (self.stop_reason or {}).get("signal")
+            self.exit_code = ExitCode.TERMINATED if sig == "SIGTERM" else ExitCode.INTERRUPTED
+        elif self.status == "target_failed":
+            self.exit_code = ExitCode.TARGET_FAILED
+        elif self.status == "scenario_error":
+            self.exit_code = ExitCode.BAD_SCENARIO
+        elif self.status in ("completed", "prepared") and any(not e["passed"] for e in expect_results):
+            self.exit_code = ExitCode.EXPECT_FAILED
+            for e in expect_results:
+                if not e["passed"]:
+                    self.log(f"expectation failed: {e['expect']} (measured {e['value']})", "error")
+        self._fill_document()
+        self.doc["exit_code"] = int(self.exit_code)
+        self.doc["finished_at"] = _now()
+        self.emit("checkpoint", document=self.doc)
+        self.emit("finished", status=self.status, exit_code=int(self.exit_code), saturation=self.doc["saturation"],
+                  stop=self.stop_reason, expect=expect_results, summary=_light(self.doc["summary"]),
+                  elapsed_s=self.doc["elapsed_s"])
+
+
+def _light(summary: dict[str, Any] | None) -> dict[str, Any] | None:
+    if summary is None:
+        return None
+    return {k: v for k, v in summary.items() if k != "histograms"}
+
+
+def safe_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "scenario"
+
+
+def expand_output(template: str, sc: m.Scenario, when: dt.datetime | None = None) -> str:
+    when = when or dt.datetime.now()
+    return template.format(scenario=safe_name(sc.name), time=when.strftime("%Y%m%d-%H%M%S"), seed=sc.seed)
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    return True

@@ -1,0 +1,305 @@
+"""The database server under test: an embedded throwaway one, or a remote one by address.
+Connecting, server facts (version, variables, pid) and applying `server { }` settings."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import asyncmy
+import psutil
+
+from bench_dsl.dsn import Dsn, parse_dsn
+from bench_dsl.errors import TargetError
+from bench_dsl.model import ServerSetting
+
+# The variables that decide how a MySQL server performs: recorded with every result.
+REPORTED_VARIABLES = (
+    "version", "version_comment", "innodb_buffer_pool_size", "innodb_buffer_pool_instances",
+    "innodb_flush_method", "innodb_flush_log_at_trx_commit", "innodb_log_file_size",
+    "innodb_log_files_in_group", "innodb_log_buffer_size", "innodb_io_capacity", "innodb_io_capacity_max",
+    "innodb_doublewrite", "innodb_page_cleaners", "innodb_adaptive_hash_index", "innodb_flush_neighbors",
+    "innodb_thread_concurrency", "innodb_read_io_threads", "innodb_write_io_threads", "innodb_lru_scan_depth",
+    "innodb_file_per_table", "sync_binlog", "log_bin", "binlog_format", "max_connections",
+    "max_prepared_stmt_count", "transaction_isolation", "tx_isolation", "table_open_cache", "thread_handling",
+    "performance_schema", "innodb_page_size",
+)
+
+# asyncmy logs every server warning (e.g. DROP TABLE IF EXISTS of a missing table) at WARNING.
+logging.getLogger("asyncmy").setLevel(logging.ERROR)
+
+CONNECTION_LOST = {2002, 2003, 2006, 2011, 2013, 2055}
+
+
+def find_binary(*names: str) -> str | None:
+    for n in names:
+        found = shutil.which(n) or next((str(p) for d in ("/usr/sbin", "/usr/local/sbin", "/usr/bin")
+                                          if (p := Path(d) / n).exists()), None)
+        if found:
+            return found
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _size_arg(s: ServerSetting) -> str:
+    v = s.value
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    return f"--{s.name.replace('_', '-')}={v}"
+
+
+@dataclass
+class EmbeddedServer:
+    """A throwaway mariadbd/mysqld in a temporary directory, on its own socket and free port."""
+
+    settings: tuple[ServerSetting, ...] = ()
+    keep: bool = False
+    max_connections: int = 0
+    basedir: Path | None = None
+    process: subprocess.Popen[bytes] | None = None
+    port: int = 0
+    dsn: Dsn | None = None
+    log: Path | None = None
+    extra_args: list[str] = field(default_factory=list)
+
+    async def start(self) -> Dsn:
+        mysqld = find_binary("mariadbd", "mysqld")
+        if mysqld is None:
+            raise TargetError(
+                "no target was given, so bench-dsl starts a throwaway server, but no mariadbd or mysqld "
+                "was found.\n  Install one:  sudo apt-get install mariadb-server   (or run `make run`, "
+                "which does)\n  or give a server:  target \"mysql://user:password@host:3306/db\" in the "
+                "file, or --target")
+        self.basedir = Path(tempfile.mkdtemp(prefix="bench-dsl-server-"))
+        datadir = self.basedir / "data"
+        self.log = self.basedir / "error.log"
+        await asyncio.to_thread(self._install, mysqld, datadir)
+        self.port = _free_port()
+        sock = str(self.basedir / "mysqld.sock")
+        args = [mysqld, "--no-defaults", f"--datadir={datadir}", f"--socket={sock}", f"--port={self.port}",
+                "--bind-address=127.0.0.1", f"--pid-file={self.basedir / 'mysqld.pid'}",
+                f"--log-error={self.log}", "--skip-name-resolve", "--skip-log-bin",
+                f"--tmpdir={self.basedir}"]
+        if os.geteuid() == 0:
+            args.append("--user=root")
+        names = {s.name for s in self.settings}
+        if "max_connections" not in names and self.max_connections:
+            args.append(f"--max-connections={max(151, self.max_connections)}")
+        if "max_prepared_stmt_count" not in names:
+            args.append("--max-prepared-stmt-count=1048576")
+        args += [_size_arg(s) for s in self.settings] + self.extra_args
+        self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL, start_new_session=True)
+        self.dsn = Dsn("127.0.0.1", self.port, "root", "", "benchdsl", None)
+        deadline = time.monotonic() + 60
+        while True:
+            if self.process.poll() is not None:
+                tail = self._log_tail()
+                self.stop()
+                raise TargetError(f"the throwaway server did not start (exit {self.process.returncode}):\n{tail}")
+            try:
+                conn = await asyncmy.connect(unix_socket=sock, user="root", password="", connect_timeout=2)
+            except Exception:
+                if time.monotonic() > deadline:
+                    tail = self._log_tail()
+                    self.stop()
+                    raise TargetError(f"the throwaway server did not answer within 60 s:\n{tail}") from None
+                await asyncio.sleep(0.02)
+                continue
+            async with conn.cursor() as cur:
+                await cur.execute("CREATE DATABASE IF NOT EXISTS benchdsl")
+            conn.close()
+            return self.dsn
+
+    def _install(self, mysqld: str, datadir: Path) -> None:
+        installer = find_binary("mariadb-install-db", "mysql_install_db")
+        user = ["--user=root"] if os.geteuid() == 0 else []
+        if installer and "mariadb" in Path(installer).name or (installer and "mariadb" in mysqld):
+            cmd = [installer, "--no-defaults", f"--datadir={datadir}", "--auth-root-authentication-method=normal",
+                   "--skip-test-db", *user]
+            basedir = Path(mysqld).resolve().parent.parent
+            cmd.append(f"--basedir={basedir}")
+        else:  # MySQL 5.7+ initialises itself
+            cmd = [mysqld, "--no-defaults", "--initialize-insecure", f"--datadir={datadir}", *user]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise TargetError(f"could not initialise a throwaway data directory ({' '.join(cmd[:1])}):\n"
+                              + (r.stderr or r.stdout)[-2000:])
+
+    def _log_tail(self) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-15:]) if self.log else ""
+        except OSError:
+            return ""
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if self.basedir is not None and not self.keep:
+            shutil.rmtree(self.basedir, ignore_errors=True)
+
+
+async def connect(dsn: Dsn, database: str | None = None, autocommit: bool = True,
+                  timeout: float = 10) -> asyncmy.Connection:
+    return await asyncmy.connect(**dsn.connect_args(), database=database, autocommit=autocommit,  # type: ignore[arg-type]
+                                 connect_timeout=timeout)
+
+
+async def ensure_database(dsn: Dsn) -> None:
+    try:
+        conn = await connect(dsn, None, timeout=5)
+    except Exception as exc:
+        raise TargetError(f"cannot reach {dsn.redacted()}: {_reason(exc)}") from None
+    try:
+        async with conn.cursor() as cur:
+            await cur.execute(f"CREATE DATABASE IF NOT EXISTS `{dsn.database}`")
+    finally:
+        conn.close()
+
+
+def _reason(exc: BaseException) -> str:
+    args = getattr(exc, "args", ())
+    if len(args) >= 2 and isinstance(args[0], int):
+        return f"({args[0]}) {args[1]}"
+    return str(exc) or type(exc).__name__
+
+
+@dataclass
+class ServerFacts:
+    version: str
+    variables: dict[str, str]
+    pid: int | None
+    local: bool
+
+
+async def facts(dsn: Dsn, embedded_pid: int | None) -> ServerFacts:
+    conn = await connect(dsn, dsn.database)
+    try:
+        async with conn.cursor() as cur:
+            names = ",".join(f"'{n}'" for n in REPORTED_VARIABLES)
+            await cur.execute(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({names})")
+            variables = {str(k): str(v) for k, v in await cur.fetchall()}
+            await cur.execute("SELECT @@pid_file, @@port")
+            pid_file, port = await cur.fetchone()
+    finally:
+        conn.close()
+    pid = embedded_pid if embedded_pid is not None else _local_pid(dsn, str(pid_file), int(port))
+    return ServerFacts(variables.get("version", "?"), variables, pid, pid is not None)
+
+
+def _local_pid(dsn: Dsn, pid_file: str, port: int) -> int | None:
+    """The server's pid when it runs on this machine, so that cpu(server) can be measured."""
+    if dsn.socket is None and dsn.host not in ("127.0.0.1", "localhost", "::1"):
+        return None
+    with contextlib.suppress(OSError, ValueError):
+        pid = int(Path(pid_file).read_text().strip())
+        if psutil.pid_exists(pid) and any(n in psutil.Process(pid).name() for n in ("mysqld", "mariadbd")):
+            return pid
+    with contextlib.suppress(psutil.Error, OSError):
+        for c in psutil.net_connections(kind="tcp"):
+            if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port and c.pid:
+                return int(c.pid)
+    return None
+
+
+@dataclass
+class AppliedSetting:
+    name: str
+    requested: str
+    before: str | None
+    after: str | None
+    applied: bool
+    note: str
+
+    def to_json(self) -> dict[str, object]:
+        return {"name": self.name, "requested": self.requested, "before": self.before, "after": self.after,
+                "applied": self.applied, "note": self.note}
+
+
+def _same(requested: int | float | str, actual: str | None) -> bool:
+    if actual is None:
+        return False
+    if isinstance(requested, (int, float)):
+        try:
+            return float(actual) == float(requested)
+        except ValueError:
+            return False
+    return str(requested).upper() == actual.upper() or (str(requested).upper(), actual.upper()) in (
+        ("ON", "1"), ("OFF", "0"), ("1", "ON"), ("0", "OFF"))
+
+
+async def apply_settings(dsn: Dsn, settings: tuple[ServerSetting, ...], embedded: bool) -> list[AppliedSetting]:
+    """Embedded: the settings were given at start; check them. Remote: SET GLOBAL where dynamic,
+    else check and report. Every outcome is recorded."""
+    if not settings:
+        return []
+    out: list[AppliedSetting] = []
+    conn = await connect(dsn, dsn.database)
+    try:
+        async with conn.cursor() as cur:
+            for s in settings:
+                await cur.execute("SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES "
+                                  "WHERE VARIABLE_NAME = %s", (s.name.upper(),))
+                row = await cur.fetchone()
+                before = str(row[0]) if row else None
+                if row is None:
+                    out.append(AppliedSetting(s.name, s.text, None, None, False, "the server has no such variable"))
+                    continue
+                if _same(s.value, before):
+                    out.append(AppliedSetting(s.name, s.text, before, before, True,
+                                              "set at server start" if embedded else "already set"))
+                    continue
+                note = ""
+                try:
+                    # The name was checked against the server's own list above; the value is bound.
+                    await cur.execute(f"SET GLOBAL {s.name} = %s", (s.value,))
+                    note = "SET GLOBAL"
+                except asyncmy.errors.MySQLError as exc:
+                    note = f"not applied: {_reason(exc)}"
+                await cur.execute("SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES "
+                                  "WHERE VARIABLE_NAME = %s", (s.name.upper(),))
+                row = await cur.fetchone()
+                after = str(row[0]) if row else None
+                ok = _same(s.value, after)
+                if not ok and note == "SET GLOBAL":
+                    note = f"SET GLOBAL accepted, but the server reports {after}"
+                out.append(AppliedSetting(s.name, s.text, before, after, ok, note))
+    finally:
+        conn.close()
+    return out
+
+
+def open_target(target: str | None) -> tuple[Dsn | None, str]:
+    if target is None:
+        return None, "embedded"
+    try:
+        return parse_dsn(target), "remote"
+    except ValueError as exc:
+        raise TargetError(str(exc)) from None

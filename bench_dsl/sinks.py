@@ -1,0 +1,123 @@
+"""Sinks of the event stream: the console (rich, on stderr), the JSON result file (rewritten
+atomically at every interval, so a kill leaves the last complete picture), and JSON lines."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import IO, Any
+
+from rich.console import Console
+
+from bench_dsl.events import Event
+
+
+def write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class JsonResultSink:
+    """The versioned result document (schema: bench_dsl/schema/result-v1.json)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def emit(self, event: Event) -> None:
+        if event.type == "checkpoint":
+            write_atomically(self.path, json.dumps(event.data["document"], indent=1, default=str) + "\n")
+
+    def close(self) -> None:
+        pass
+
+
+class JsonLinesSink:
+    """One JSON object per line, as the run goes: intervals, steps, stop, the end."""
+
+    TYPES = {"started", "phase", "interval", "step", "fired", "finished"}
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.stream = stream
+
+    def emit(self, event: Event) -> None:
+        if event.type in self.TYPES:
+            self.stream.write(json.dumps({"type": event.type, **{k: v for k, v in event.data.items()
+                                                                  if k != "type"}}, default=str) + "\n")
+            self.stream.flush()
+
+    def close(self) -> None:
+        if self.stream not in (sys.stdout, sys.stderr):
+            self.stream.close()
+
+
+def _ms(v: Any) -> str:
+    return "    -" if v is None else f"{v:7.2f}"
+
+
+class ConsoleSink:
+    """Human progress on stderr: one line per report interval, as sysbench's --report-interval."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        self.c = console or Console(stderr=True, highlight=False)
+        self.c.soft_wrap = True  # one line per interval, as sysbench: never folded
+
+    def emit(self, event: Event) -> None:
+        d = event.data
+        match event.type:
+            case "started":
+                self.c.print(f"[bold]{d['scenario']}[/] on {d['target']} ({d['server_version']})")
+            case "log":
+                style = {"warning": "yellow", "error": "bold red"}.get(d["level"], "dim")
+                self.c.print(f"[{style}]{d['message']}[/]", markup=True)
+            case "interval":
+                lat = d["latency_ms"]
+                cpu = d["cpu"]
+                cpus = " ".join(f"{k} {v:.0f}%" for k, v in cpu.items() if v is not None)
+                phase = d["phase"] if d["step"] is None else f"s{d['step']} {d['phase']}"
+                secs = d["seconds"] or 1
+                self.c.print(
+                    f"[{d['t']:5.0f}s] {phase:<9} users {d['users']:>4} tps {d['tps']:8.1f} qps {d['qps']:8.1f} "
+                    f"lat ms p50/p95/p99 {_ms(lat['p50']).strip()}/{_ms(lat['p95']).strip()}/{_ms(lat['p99']).strip()} "
+                    f"err/s {d['errors'] / secs:.1f} retry/s {d['retries'] / secs:.1f} cpu {cpus}",
+                    markup=False)
+            case "step":
+                lat = d["latency_ms"]
+                self.c.print(f"[bold cyan]step {d['step']} done:[/] {d['users']} users, tps {d['tps']:.1f}, "
+                             f"p90 {_ms(lat['p90']).strip()} ms, p99 {_ms(lat['p99']).strip()} ms, "
+                             f"errors {d['errors']}")
+            case "finished":
+                self._verdict(d)
+
+    def _verdict(self, d: dict[str, Any]) -> None:
+        sat = d["saturation"] or {}
+        users = sat.get("users")
+        if sat.get("saturated"):
+            head = f"[bold green]saturation point: {users} users[/]" if users is not None else \
+                "[bold red]saturated below the first step's users[/]"
+            self.c.print(f"{head}  ({sat['reason']})")
+        elif users is not None:
+            self.c.print(f"[bold]no stop condition fired; highest users that met every condition: {users}[/]")
+        s = d.get("summary")
+        if s:
+            lat = s["latency_ms"]
+            self.c.print(f"measured: {s['count']} transactions in {s['seconds']:.0f}s, tps {s['tps']:.1f}, "
+                         f"p95 {_ms(lat['p95']).strip()} ms, errors {s['errors']}")
+        for e in d.get("expect") or []:
+            mark = "[green]pass[/]" if e["passed"] else "[red]FAIL[/]"
+            self.c.print(f"expect {e['expect']}: {mark} (measured {e['value']})")
+        self.c.print(f"status: {d['status']} (exit {d['exit_code']})")
+
+    def close(self) -> None:
+        pass

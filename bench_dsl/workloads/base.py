@@ -1,0 +1,100 @@
+"""What every workload provides to the engine: its transactions, its data, its sessions."""
+
+from __future__ import annotations
+
+import abc
+import hashlib
+import json
+import random
+import time
+from collections.abc import Callable
+
+import asyncmy
+
+from bench_dsl.dsn import Dsn
+from bench_dsl.server import connect
+
+Progress = Callable[[str], None]
+
+MARKER_TABLE = "bench_dsl_prepared"
+
+
+class Session(abc.ABC):
+    """One virtual user's view of the workload: its statements and random state."""
+
+    @abc.abstractmethod
+    async def run(self, conn: asyncmy.Connection, tx: int) -> int:
+        """Run transaction number `tx` once; return the number of statements sent. Raises the
+        driver's error on failure; the caller retries or counts it."""
+
+    def forget(self) -> None:
+        """The connection was replaced: statements prepared on the old one are gone."""
+
+
+class Workload(abc.ABC):
+    names: tuple[str, ...]
+    weights: tuple[float, ...]
+    retries: tuple[int, ...]
+    retry_on: tuple[frozenset[int], ...]
+
+    @abc.abstractmethod
+    def description(self) -> dict[str, object]: ...
+
+    @abc.abstractmethod
+    def session(self, rng: random.Random) -> Session: ...
+
+    @abc.abstractmethod
+    async def load(self, dsn: Dsn, progress: Progress) -> int:
+        """Create and fill the data; return the rows loaded."""
+
+    def fingerprint(self) -> str:
+        return hashlib.sha256(json.dumps(self.description(), sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+    async def prepare(self, dsn: Dsn, progress: Progress, force: bool = False) -> dict[str, object]:
+        """Load the data unless a previous prepare with the same description finished."""
+        key = self.marker_name()
+        fp = self.fingerprint()
+        conn = await connect(dsn, dsn.database)
+        try:
+            async with conn.cursor() as cur:
+                await cur.execute(f"CREATE TABLE IF NOT EXISTS {MARKER_TABLE} (name VARCHAR(64) PRIMARY KEY, "
+                                  "fingerprint VARCHAR(64) NOT NULL, `rows` BIGINT NOT NULL, seconds DOUBLE NOT NULL, "
+                                  "prepared_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)")
+                await cur.execute(f"SELECT fingerprint, `rows`, prepared_at FROM {MARKER_TABLE} WHERE name = %s",
+                                  (key,))
+                row = await cur.fetchone()
+                if row is not None and row[0] == fp and not force and await self.still_there(cur):
+                    progress(f"data already prepared ({row[1]} rows, {row[2]}); --force-prepare reloads it")
+                    return {"skipped": True, "rows": int(row[1]), "seconds": 0.0, "prepared_at": str(row[2])}
+                await cur.execute(f"DELETE FROM {MARKER_TABLE} WHERE name = %s", (key,))
+        finally:
+            conn.close()
+        t0 = time.perf_counter()
+        rows = await self.load(dsn, progress)
+        secs = time.perf_counter() - t0
+        conn = await connect(dsn, dsn.database)
+        try:
+            async with conn.cursor() as cur:
+                await cur.execute(f"REPLACE INTO {MARKER_TABLE} (name, fingerprint, `rows`, seconds) "
+                                  "VALUES (%s, %s, %s, %s)", (key, fp, rows, secs))
+        finally:
+            conn.close()
+        progress(f"prepared {rows} rows in {secs:.1f}s ({rows / secs if secs else 0:,.0f} rows/s)")
+        return {"skipped": False, "rows": rows, "seconds": round(secs, 3)}
+
+    def marker_name(self) -> str:
+        return str(self.description().get("workload", "workload"))[:64]
+
+    async def still_there(self, cur: asyncmy.cursors.Cursor) -> bool:
+        """A cheap check that the tables were not dropped behind the marker's back."""
+        return True
+
+
+def error_code(exc: BaseException) -> int:
+    """The MySQL error number of a driver exception; 2013 (lost connection) for a broken socket."""
+    args = getattr(exc, "args", ())
+    if args and isinstance(args[0], int):
+        return int(args[0])
+    if isinstance(exc, (ConnectionError, OSError, EOFError)):
+        return 2013
+    return -1

@@ -1,0 +1,211 @@
+"""sysbench 1.0's OLTP tests: the same tables, statements and random distributions as its
+oltp_common.lua, so figures compare with sysbench's own."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any
+
+import asyncmy
+
+from bench_dsl.dsn import Dsn
+from bench_dsl.generators import special, zipf
+from bench_dsl.model import SysbenchWorkload
+from bench_dsl.server import connect
+from bench_dsl.workloads.base import Progress, Session, Workload
+
+STATEMENTS = {
+    "point_selects": "SELECT c FROM sbtest{t} WHERE id=?",
+    "simple_ranges": "SELECT c FROM sbtest{t} WHERE id BETWEEN ? AND ?",
+    "sum_ranges": "SELECT SUM(k) FROM sbtest{t} WHERE id BETWEEN ? AND ?",
+    "order_ranges": "SELECT c FROM sbtest{t} WHERE id BETWEEN ? AND ? ORDER BY c",
+    "distinct_ranges": "SELECT DISTINCT c FROM sbtest{t} WHERE id BETWEEN ? AND ? ORDER BY c",
+    "index_updates": "UPDATE sbtest{t} SET k=k+1 WHERE id=?",
+    "non_index_updates": "UPDATE sbtest{t} SET c=? WHERE id=?",
+    "deletes": "DELETE FROM sbtest{t} WHERE id=?",
+    "inserts": "INSERT INTO sbtest{t} (id, k, c, pad) VALUES (?, ?, ?, ?)",
+}
+
+CREATE = """CREATE TABLE sbtest{t}(
+  id INTEGER NOT NULL AUTO_INCREMENT,
+  k INTEGER DEFAULT '0' NOT NULL,
+  c CHAR(120) DEFAULT '' NOT NULL,
+  pad CHAR(60) DEFAULT '' NOT NULL,
+  PRIMARY KEY (id)
+) ENGINE = InnoDB"""
+
+BATCH = 1000
+
+
+def c_value(rng: random.Random) -> str:
+    """10 groups of 11 random digits joined by dashes (119 characters), as sysbench's c column."""
+    return "-".join(f"{rng.randrange(100_000_000_000):011d}" for _ in range(10))
+
+
+def pad_value(rng: random.Random) -> str:
+    """5 groups of 11 random digits (59 characters), as sysbench's pad column."""
+    return "-".join(f"{rng.randrange(100_000_000_000):011d}" for _ in range(5))
+
+
+class Sysbench(Workload):
+    def __init__(self, spec: SysbenchWorkload, seed: int) -> None:
+        self.spec = spec
+        self.seed = seed
+        self.names = (spec.test,)
+        self.weights = (1.0,)
+        self.retries = (spec.retries,)
+        # sysbench's default --mysql-ignore-errors: deadlock, record changed, lock wait timeout
+        self.retry_on = (frozenset({1213, 1020, 1205}),)
+
+    def description(self) -> dict[str, object]:
+        s = self.spec
+        return {"workload": f"sysbench-{s.tables}x{s.table_size}", "tables": s.tables, "table_size": s.table_size,
+                "create_secondary": s.create_secondary}
+
+    async def still_there(self, cur: Any) -> bool:
+        await cur.execute("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() "
+                          "AND TABLE_NAME LIKE 'sbtest%%'")
+        (n,) = await cur.fetchone()
+        return int(n) >= self.spec.tables
+
+    async def load(self, dsn: Dsn, progress: Progress) -> int:
+        s = self.spec
+        progress(f"creating {s.tables} table(s) of {s.table_size} rows")
+        loaded = 0
+        sem = asyncio.Semaphore(4)
+
+        async def one(t: int) -> None:
+            nonlocal loaded
+            async with sem:
+                rng = random.Random(self.seed * 1000 + t)
+                conn = await connect(dsn, dsn.database)
+                try:
+                    async with conn.cursor() as cur:
+                        await cur.execute(f"DROP TABLE IF EXISTS sbtest{t}")
+                        await cur.execute(CREATE.format(t=t))
+                        sql = f"INSERT INTO sbtest{t} (id, k, c, pad) VALUES (%s, %s, %s, %s)"
+                        for lo in range(1, s.table_size + 1, BATCH):
+                            hi = min(lo + BATCH, s.table_size + 1)
+                            rows = [(i, rng.randint(1, s.table_size), c_value(rng), pad_value(rng))
+                                    for i in range(lo, hi)]
+                            await cur.executemany(sql, rows)
+                            loaded += len(rows)
+                        if s.create_secondary:
+                            await cur.execute(f"CREATE INDEX k_{t} ON sbtest{t}(k)")
+                finally:
+                    conn.close()
+                progress(f"sbtest{t}: {s.table_size} rows")
+
+        await asyncio.gather(*(one(t) for t in range(1, s.tables + 1)))
+        return loaded
+
+    def session(self, rng: random.Random) -> Session:
+        return _SysbenchSession(self.spec, rng)
+
+
+class _SysbenchSession(Session):
+    def __init__(self, spec: SysbenchWorkload, rng: random.Random) -> None:
+        self.spec = spec
+        self.rng = rng
+        self.stmts: dict[tuple[str, int], Any] = {}
+        n = spec.table_size
+        match spec.rand_type:
+            case "uniform":
+                self.get_id = lambda: rng.randint(1, n)
+            case "zipfian":
+                z = zipf(1, n, 0.8)
+                self.get_id = lambda: z(rng)
+            case "pareto":
+                self.get_id = lambda: 1 + int(n * rng.random() ** (1 / (1 - 0.2)))
+            case "gaussian":
+                self.get_id = lambda: 1 + int(sum(rng.random() for _ in range(12)) * n / 12)
+            case _:
+                sp = special(1, n, spec.rand_spec_pct, spec.rand_spec_res, spec.rand_spec_iter)
+                self.get_id = lambda: sp(rng)
+
+    def forget(self) -> None:
+        self.stmts.clear()
+
+    async def _stmt(self, conn: asyncmy.Connection, key: str, t: int) -> Any:
+        st = self.stmts.get((key, t))
+        if st is None:
+            st = await conn.prepare(STATEMENTS[key].format(t=t))
+            self.stmts[(key, t)] = st
+        return st
+
+    def _table(self) -> int:
+        return self.rng.randint(1, self.spec.tables)
+
+    async def run(self, conn: asyncmy.Connection, tx: int) -> int:
+        s = self.spec
+        test = s.test
+        n = 0
+        trx = not s.skip_trx and test != "oltp_point_select"
+        if trx:
+            await conn.begin()
+            n += 1
+        try:
+            if test != "oltp_write_only":
+                n += await self._point_selects(conn)
+                if test != "oltp_point_select" and s.range_selects:
+                    for key in ("simple_ranges", "sum_ranges", "order_ranges", "distinct_ranges"):
+                        n += await self._ranges(conn, key)
+            if test in ("oltp_read_write", "oltp_write_only"):
+                n += await self._writes(conn)
+            if trx:
+                await conn.commit()
+                n += 1
+        except BaseException:
+            if trx:
+                try:
+                    await conn.rollback()
+                except Exception:
+                    pass
+            raise
+        return n
+
+    async def _point_selects(self, conn: asyncmy.Connection) -> int:
+        t = self._table()
+        st = await self._stmt(conn, "point_selects", t)
+        for _ in range(self.spec.point_selects):
+            await st.execute((self.get_id(),))
+        return self.spec.point_selects
+
+    async def _ranges(self, conn: asyncmy.Connection, key: str) -> int:
+        count: int = getattr(self.spec, key)
+        if not count:
+            return 0
+        t = self._table()
+        st = await self._stmt(conn, key, t)
+        size = self.spec.range_size
+        for _ in range(count):
+            lo = self.get_id()
+            await st.execute((lo, lo + size - 1))
+        return count
+
+    async def _writes(self, conn: asyncmy.Connection) -> int:
+        s = self.spec
+        n = 0
+        if s.index_updates:
+            t = self._table()
+            st = await self._stmt(conn, "index_updates", t)
+            for _ in range(s.index_updates):
+                await st.execute((self.get_id(),))
+            n += s.index_updates
+        if s.non_index_updates:
+            t = self._table()
+            st = await self._stmt(conn, "non_index_updates", t)
+            for _ in range(s.non_index_updates):
+                await st.execute((c_value(self.rng), self.get_id()))
+            n += s.non_index_updates
+        if s.delete_inserts:
+            t = self._table()
+            de = await self._stmt(conn, "deletes", t)
+            ins = await self._stmt(conn, "inserts", t)
+            for _ in range(s.delete_inserts):
+                i, k = self.get_id(), self.get_id()
+                await de.execute((i,))
+                await ins.execute((i, k, c_value(self.rng), pad_value(self.rng)))
+            n += 2 * s.delete_inserts
+        return n
