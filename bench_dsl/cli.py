@@ -93,7 +93,7 @@ def cmd_check(args: argparse.Namespace, err: Console) -> int:
         try:
             sc = _load(f, defines)
         except ScenarioError as e:
-            err.print(e.render(), markup=False, highlight=False)
+            print(e.render(), file=sys.stderr)
             status = ExitCode.BAD_SCENARIO
             continue
         if args.plan:
@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_run(args, err)
         return cmd_run(args, err, prepare_only=True)
     except ScenarioError as e:
-        err.print(e.render(), markup=False, highlight=False)
+        print(e.render(), file=sys.stderr)  # not through rich: diagnostics must never be re-wrapped
         return int(e.exit_code)
     except BenchError as e:
         err.print(f"bench: {e}", markup=False, highlight=False)

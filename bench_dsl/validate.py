@@ -345,6 +345,9 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
     else:
         workload = _workload(c, wl_nodes[0])  # type: ignore[arg-type]
     tx_names = workload.transaction_names if workload else ()
+    if workload is None and wl_nodes:  # still check conditions against what the file declares
+        node0 = wl_nodes[0]
+        tx_names = tuple(t.name for t in node0.transactions) or ((node0.variant,) if node0.variant else ())  # type: ignore[attr-defined]
 
     # users and ramp ------------------------------------------------------------------------------
     warmup = 0.0

@@ -1,0 +1,44 @@
+"""Tests talk to a real server: BENCH_DSN when set, else one throwaway server for the session."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bench_dsl.dsn import Dsn, parse_dsn
+from bench_dsl.server import EmbeddedServer
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = [sys.executable, "-m", "bench_dsl.cli"]
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[tuple[Dsn, EmbeddedServer | None]]:
+    if os.environ.get("BENCH_DSN"):
+        yield parse_dsn(os.environ["BENCH_DSN"]), None
+        return
+    srv = EmbeddedServer(max_connections=400)
+    dsn = asyncio.run(srv.start())
+    os.environ["BENCH_DSN"] = f"mysql://root@127.0.0.1:{dsn.port}/benchdsl"
+    try:
+        yield dsn, srv
+    finally:
+        os.environ.pop("BENCH_DSN", None)
+        srv.stop()
+
+
+@pytest.fixture(scope="session")
+def dsn_url(server: tuple[Dsn, EmbeddedServer | None]) -> str:
+    return os.environ["BENCH_DSN"]
+
+
+def run_bench(*args: str, env: dict[str, str] | None = None, timeout: float = 300,
+              cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*BENCH, *args], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})}, cwd=cwd or ROOT)

@@ -1,0 +1,136 @@
+"""Planner, metrics, stop conditions and generators: pure code, no clock, no database."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+from bench_dsl import model as m
+from bench_dsl.conditions import WindowedConditions, judge
+from bench_dsl.generators import compile_value, nurand, special, zipf
+from bench_dsl.metrics import Aggregate, Recorder, Tick, TxStats
+from bench_dsl.planner import Phase, plan
+from bench_dsl.validate import load
+
+from .conftest import ROOT
+
+
+def test_step_plan_is_exact() -> None:
+    sc = load(ROOT / "examples/step-saturation.bench", env={})
+    p = plan(sc)
+    assert p.steps == 64  # 4, 8, ... 256
+    assert p.phases[:4] == (Phase("warmup", None, 4, 4, 10.0), Phase("hold", 1, 4, 4, 20.0),
+                            Phase("settle", 2, 8, 8, 5.0), Phase("hold", 2, 8, 8, 20.0))
+    assert p.phases[-1] == Phase("hold", 64, 256, 256, 20.0)
+    small = plan(sc, time_scale=0.1, max_steps=2)
+    assert small.phases == (Phase("warmup", None, 4, 4, 1.0), Phase("hold", 1, 4, 4, 2.0),
+                            Phase("settle", 2, 8, 8, 1.0), Phase("hold", 2, 8, 8, 2.0))
+
+
+def test_multiplicative_and_linear_plans() -> None:
+    assert m.StepRamp(1, None, 2.0, 0, 1, 16).user_counts() == [1, 2, 4, 8, 16]
+    assert m.StepRamp(32, 32, None, 0, 1, 100).user_counts() == [32, 64, 96]
+    sc = load(ROOT / "examples/custom-hot-rows.bench", env={})
+    assert plan(sc).phases == (Phase("ramp", 1, 1, 32, 30.0), Phase("hold", 1, 32, 32, 30.0))
+
+
+def _agg(latencies_us: list[int], seconds: float = 1.0, errors: int = 0, cpu: float | None = None) -> Aggregate:
+    st = TxStats()
+    for v in latencies_us:
+        st.hist.record_value(v)
+    st.count = len(latencies_us)
+    st.errors = Counter({1213: errors}) if errors else Counter()
+    agg = Aggregate(("t",))
+    agg.add(Tick(seconds, seconds, "hold", 1, 1, {"t": st}, {"server": cpu, "host": None, "client": None}))
+    return agg
+
+
+def _cond(text: str, ramp: str = "ramp step { start 1 users step +1 users hold 10s max 4 users }") -> m.Condition:
+    sc = load("c.bench", env={}, text=f'scenario "c" {{ workload custom {{ transaction t {{ query "SELECT 1" }} }} '
+                                       f'{ramp} stop when {{ {text} }} }}')
+    return sc.stop[0]
+
+
+def test_thresholds_plateau_kink() -> None:
+    fast, slow = _agg([1000] * 100), _agg([10_000] * 100)
+    p90 = _cond("p90(t) > 5ms")
+    assert not judge(p90, fast).fired and judge(p90, slow).fired
+    # seconds inside, ms when shown; HDR keeps 3 significant digits
+    assert judge(p90, slow).value == pytest.approx(10.0 / 1000, rel=1e-3)
+    assert judge(p90, slow).to_json()["value"] == pytest.approx(10.0, rel=1e-3)
+    kink = _cond("p90 kink 3x")
+    assert judge(kink, slow, fast).fired and not judge(kink, fast, slow).fired
+    plateau = _cond("tps plateau 5%")
+    assert judge(plateau, _agg([1] * 104), _agg([1] * 100)).fired  # +4% < 5%
+    assert not judge(plateau, _agg([1] * 110), _agg([1] * 100)).fired
+    err = _cond("error_rate > 1%")
+    assert judge(err, _agg([1] * 98, errors=2)).fired and not judge(err, _agg([1] * 99, errors=1)).fired
+    cpu = _cond("cpu(server) > 80% for 3s")
+    assert judge(cpu, _agg([1], cpu=90.0)).fired
+
+
+def test_windowed_condition_needs_a_full_window() -> None:
+    c = _cond("cpu(server) > 80% for 3s")
+    w = WindowedConditions((c,), ("t",))
+    ticks = [Tick(i, 1.0, "hold", 1, 1, {"t": TxStats()}, {"server": v, "host": None, "client": None})
+             for i, v in enumerate([95, 95, 60, 95, 95, 95])]
+    fired = [any(v.fired for v in w.add(t)) for t in ticks]
+    # window of 3 ticks: (95,95,60)=83.3 fires at the 3rd tick already: the mean of the window is judged
+    assert fired == [False, False, True, True, True, True]
+    w.reset()
+    assert w.add(ticks[0]) == []
+
+
+def test_recorder_swap_and_wire_roundtrip_merge_exactly() -> None:
+    rec = Recorder(("a", "b"))
+    rng = random.Random(1)
+    for _ in range(5000):
+        rec.ok(0, rng.randint(100, 50_000), 3)
+    rec.error(1, 1213)
+    rec.retry(0)
+    first = rec.swap()
+    assert first["a"].count == 5000 and first["a"].queries == 15000 and first["a"].retries == 1
+    assert first["b"].errors == Counter({1213: 1})
+    assert rec.swap()["a"].count == 0
+    # two "processes" merged over the wire give the same percentiles as one
+    half1, half2, whole = TxStats(), TxStats(), TxStats()
+    for i in range(10_000):
+        v = 100 + (i * 7919) % 90_000
+        (half1 if i % 2 else half2).hist.record_value(v)
+        whole.hist.record_value(v)
+    half1.count = half2.count = 5000
+    whole.count = 10_000
+    merged = TxStats.from_wire(half1.to_wire())
+    merged.merge(TxStats.from_wire(half2.to_wire()))
+    assert merged.latency_ms() == whole.latency_ms()
+
+
+def test_generators_stay_in_range_and_are_skewed() -> None:
+    rng = random.Random(7)
+    z = zipf(1, 1000, 1.1)
+    zs = [z(rng) for _ in range(20_000)]
+    assert min(zs) >= 1 and max(zs) <= 1000
+    assert zs.count(1) > zs.count(10) > zs.count(500)
+    nu = nurand(1023, 1, 3000, 123)
+    assert all(1 <= nu(rng) <= 3000 for _ in range(5000))
+    sp = special(1, 10_000)
+    vals = [sp(rng) for _ in range(20_000)]
+    middle = sum(1 for v in vals if 4950 <= v <= 5051)
+    assert 0.70 < middle / len(vals) < 0.85  # sysbench: 75% of values in 1% of the range
+    seq = compile_value(m.Generator("sequence", (10,)), seed=1, offset=5)
+    assert [seq(rng) for _ in range(3)] == [15, 16, 17]
+    rs = compile_value(m.Generator("randstr", (3, 5)), seed=1)
+    assert all(3 <= len(str(rs(rng))) <= 5 for _ in range(100))
+
+
+def test_engine_and_model_import_without_textual() -> None:
+    code = ("import sys\nimport bench_dsl.cli, bench_dsl.runner, bench_dsl.model, bench_dsl.validate, bench_dsl.sinks\n"
+            "bad = [m for m in sys.modules if m == 'textual' or m.startswith('textual.')]\n"
+            "assert not bad, bad\nprint('clean')")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "clean" in r.stdout
