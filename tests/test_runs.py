@@ -224,7 +224,7 @@ def test_passwords_never_appear(server, dsn_url: str, tmp_path: Path) -> None:
 
 def test_prepare_is_skipped_when_data_is_there(dsn_url: str, tmp_path: Path) -> None:
     f = tmp_path / "p.bench"
-    f.write_text('scenario "p" { workload sysbench oltp_point_select { tables = 1 table_size = 1234 } '
+    f.write_text('scenario "p" { target env("BENCH_DSN") workload sysbench oltp_point_select { tables = 1 table_size = 1234 } '
                  'users 1 duration 1s }')
     first = run_bench("prepare", str(f), "--force-prepare")
     assert first.returncode == 0 and "prepared 1234 rows" in first.stderr
