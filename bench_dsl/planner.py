@@ -74,9 +74,8 @@ def plan(sc: m.Scenario, time_scale: float = 1.0, max_steps: int | None = None) 
 
 def describe(sc: m.Scenario, p: Plan) -> str:
     """The plan as `bench check --plan` prints it."""
-    target = sc.target_redacted if hasattr(sc, "target_redacted") else None
     lines = [f'scenario "{sc.name}"']
-    lines.append("  target:   " + (target or _target_line(sc)))
+    lines.append("  target:   " + _target_line(sc))
     wl = sc.workload
     if isinstance(wl, m.SysbenchWorkload):
         lines.append(f"  workload: sysbench {wl.test}, {wl.tables} table(s) x {wl.table_size} rows")

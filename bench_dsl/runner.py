@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import os
 import platform
 import random
 import re
@@ -447,8 +446,8 @@ class Run:
 
     def _step_end(self, ph: Phase) -> None:
         agg = self.step_agg
+        # `for D` conditions are judged live, tick by tick, not here
         verdicts = [judge(c, agg, self.prev_step) for c in self.sc.stop if not c.window]
-        verdicts += [v for v in self._window_verdicts()]
         self._record_step(ph, complete=True, verdicts=verdicts)
         fired = next((v for v in verdicts if v.fired), None)
         if fired is not None:
@@ -457,9 +456,6 @@ class Run:
             self.saturation_users = ph.users
             self.saturation_step = ph.step
         self.prev_step = agg
-
-    def _window_verdicts(self) -> list[Verdict]:
-        return []  # windowed conditions are judged live, tick by tick
 
     def _record_step(self, ph: Phase, complete: bool, verdicts: list[Verdict]) -> None:
         agg = self.step_agg
@@ -602,10 +598,3 @@ def expand_output(template: str, sc: m.Scenario, when: dt.datetime | None = None
     when = when or dt.datetime.now()
     return template.format(scenario=safe_name(sc.name), time=when.strftime("%Y%m%d-%H%M%S"), seed=sc.seed)
 
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except OSError:
-        return False
-    return True
