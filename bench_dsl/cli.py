@@ -179,6 +179,9 @@ def main(argv: list[str] | None = None) -> int:
         return int(e.exit_code)
     except KeyboardInterrupt:
         return int(ExitCode.INTERRUPTED)
+    except BrokenPipeError:  # `bench check --plan f | head`: the reader left, nothing is wrong
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return int(ExitCode.OK)
     except Exception:
         if os.environ.get("BENCH_DEBUG"):
             traceback.print_exc()

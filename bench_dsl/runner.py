@@ -471,9 +471,13 @@ class Run:
         c = v.condition
         self.stop_reason = {"reason": "stop_condition", **v.to_json(), "step": ph.step,
                             "users": self.pool.active if self.pool else None, "at_s": round(self.elapsed(), 3)}
-        unit = "ms" if c.metric.name == "latency" and c.kind == "threshold" else c.unit
-        self.log(f"stop condition fired: {c.text}  (measured {show(v.value, c)}{unit} against {show_limit(c)}"
-                 f"{unit}{'' if v.reference is None else f', previous step {show(v.reference, c)}'})", "warning")
+        if c.kind == "threshold":
+            unit = "ms" if c.metric.name == "latency" else c.unit
+            detail = f"measured {show(v.value, c)}{unit} against {show_limit(c)}{unit}"
+        else:  # plateau / kink: the figure of this step and of the one before
+            unit = "ms" if c.metric.name == "latency" else f" {c.metric.name}"
+            detail = f"this step {show(v.value, c)}{unit}, the step before {show(v.reference, c)}{unit}"
+        self.log(f"stop condition fired: {c.text}  ({detail})", "warning")
         self.emit("fired", **self.stop_reason)
 
     def _watch_target(self) -> None:

@@ -311,8 +311,9 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
     target_from: str | None = None
     if (t := item("target")) is not None:
         v = c.value(t.value)
-        if isinstance(t.value, ast.Call) and t.value.name == "env" and t.value.args:
-            target_from = f"env {t.value.args[0].value}"  # type: ignore[union-attr]
+        if isinstance(t.value, ast.Call) and t.value.name == "env" and t.value.args \
+                and isinstance(t.value.args[0], ast.Str):
+            target_from = f"env {t.value.args[0].value}"
         if v is None:
             pass  # env() unset without default: the embedded server, said so by the plan
         elif not isinstance(v, str) or not re.match(r"^(mysql|mariadb)://", v):
@@ -601,6 +602,9 @@ def _condition(c: _Checker, node: ast.Condition, txs: tuple[str, ...], ramp: m.R
             return None
         limit, unit = v.value, "users"
 
+    if node.kind in ("plateau", "kink") and expect:
+        c.error(f"{node.kind} compares steps while the run goes: it belongs in 'stop when'", node.span)
+        return None
     if node.kind in ("plateau", "kink") and not isinstance(ramp, m.StepRamp):
         c.error(f"{node.kind} compares one step with the one before: it needs 'ramp step'", node.span)
         return None

@@ -63,6 +63,9 @@ class Sysbench(Workload):
         return {"workload": f"sysbench-{s.tables}x{s.table_size}", "tables": s.tables, "table_size": s.table_size,
                 "create_secondary": s.create_secondary}
 
+    def marker_name(self) -> str:
+        return "sysbench"  # one marker for the sbtestN tables, whatever their shape: a new shape reloads
+
     async def still_there(self, cur: Any) -> bool:
         await cur.execute("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() "
                           "AND TABLE_NAME LIKE 'sbtest%%'")
