@@ -90,6 +90,14 @@ class Workload(abc.ABC):
         return True
 
 
+async def rollback_quietly(conn: asyncmy.Connection) -> None:
+    """After a failed statement: end the transaction; a broken connection is dealt with by the caller."""
+    try:
+        await conn.rollback()
+    except Exception:
+        pass
+
+
 def error_code(exc: BaseException) -> int:
     """The MySQL error number of a driver exception; 2013 (lost connection) for a broken socket."""
     args = getattr(exc, "args", ())

@@ -13,7 +13,7 @@ from bench_dsl.dsn import Dsn
 from bench_dsl.generators import Gen, compile_value
 from bench_dsl.model import CustomWorkload, Fill, Scenario, SetupSql
 from bench_dsl.server import connect
-from bench_dsl.workloads.base import Progress, Session, Workload
+from bench_dsl.workloads.base import Progress, Session, Workload, rollback_quietly
 
 BATCH = 1000
 PARALLEL = 4
@@ -129,10 +129,7 @@ class _CustomSession(Session):
                 await conn.commit()
         except BaseException:
             if trx:
-                try:
-                    await conn.rollback()
-                except Exception:
-                    pass
+                await rollback_quietly(conn)
             raise
         return len(queries) + (2 if trx else 0)
 

@@ -13,7 +13,7 @@ from bench_dsl.dsn import Dsn
 from bench_dsl.generators import special, zipf
 from bench_dsl.model import SysbenchWorkload
 from bench_dsl.server import connect
-from bench_dsl.workloads.base import Progress, Session, Workload
+from bench_dsl.workloads.base import Progress, Session, Workload, rollback_quietly
 
 STATEMENTS = {
     "point_selects": "SELECT c FROM sbtest{t} WHERE id=?",
@@ -161,10 +161,7 @@ class _SysbenchSession(Session):
                 n += 1
         except BaseException:
             if trx:
-                try:
-                    await conn.rollback()
-                except Exception:
-                    pass
+                await rollback_quietly(conn)
             raise
         return n
 
