@@ -14,7 +14,6 @@ from rich.console import Console
 from bench_dsl import __version__
 from bench_dsl.errors import BenchError, ExitCode, ScenarioError, UsageError
 from bench_dsl.events import Sink
-from bench_dsl.model import Scenario
 from bench_dsl.planner import describe, plan
 from bench_dsl.runner import Options, Run, expand_output
 from bench_dsl.sinks import ConsoleSink, JsonLinesSink, JsonResultSink
@@ -79,11 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     pr = sub.add_parser("prepare", help="create and load the scenario's data only",
                         description="Create and load the data a scenario needs, then stop.")
     run_opts(pr)
+    pr.set_defaults(time_scale=1.0, max_steps=None, quiet=False, json=None, jsonl=None, headless=False)
     return p
-
-
-def _load(path: str, defines: dict[str, str]) -> Scenario:
-    return load(path, defines)
 
 
 def cmd_check(args: argparse.Namespace, err: Console) -> int:
@@ -91,7 +87,7 @@ def cmd_check(args: argparse.Namespace, err: Console) -> int:
     defines = _defines(args.defines)
     for f in args.files:
         try:
-            sc = _load(f, defines)
+            sc = load(f, defines)
         except ScenarioError as e:
             print(e.render(), file=sys.stderr)
             status = ExitCode.BAD_SCENARIO
@@ -113,12 +109,12 @@ def _run_loop(coro):  # type: ignore[no-untyped-def]
 
 
 def cmd_run(args: argparse.Namespace, err: Console, prepare_only: bool = False) -> int:
-    sc = _load(args.file, _defines(args.defines))
-    if getattr(args, "time_scale", 1.0) <= 0:
+    sc = load(args.file, _defines(args.defines))
+    if args.time_scale <= 0:
         raise UsageError("--time-scale must be larger than 0")
-    p = plan(sc, getattr(args, "time_scale", 1.0), getattr(args, "max_steps", None))
+    p = plan(sc, args.time_scale, args.max_steps)
     sinks: list[Sink] = []
-    if not getattr(args, "quiet", False):
+    if not args.quiet:
         sinks.append(ConsoleSink(err))
     else:
         sinks.append(_VerdictOnly(ConsoleSink(err)))
@@ -130,7 +126,7 @@ def cmd_run(args: argparse.Namespace, err: Console, prepare_only: bool = False) 
         if args.jsonl:
             stream = sys.stdout if args.jsonl == "-" else open(args.jsonl, "w", encoding="utf-8")  # noqa: SIM115
             sinks.append(JsonLinesSink(stream))
-    opts = Options(time_scale=getattr(args, "time_scale", 1.0), max_steps=getattr(args, "max_steps", None),
+    opts = Options(time_scale=args.time_scale, max_steps=args.max_steps,
                    keep_server=args.keep_server, force_prepare=args.force_prepare, prepare_only=prepare_only,
                    target=args.target)
     if opts.target:

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 
 from bench_dsl import model as m
+from bench_dsl.dsn import redact
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,8 +112,6 @@ def _target_line(sc: m.Scenario) -> str:
     if sc.target is None:
         extra = f" ({sc.target_from} is not set)" if sc.target_from else ""
         return "an embedded throwaway server" + extra
-    from bench_dsl.dsn import redact
-
     return redact(sc.target)
 
 

@@ -229,6 +229,9 @@ class Run:
         self.saturation_users: int | None = None
         self.saturation_step: int | None = None
         self.prev_step: Aggregate | None = None
+        self.step_agg = Aggregate(self.names)
+        self.step_of_agg: int | None = None
+        self.step_started = 0.0
         self.windowed = WindowedConditions(sc.stop, self.names)
         self.errors: Counter[int] = Counter()
         self.warnings: list[str] = []
@@ -365,11 +368,12 @@ class Run:
         self.log(f"{label}: {ph.users if ph.users == ph.users_end else f'{ph.users} -> {ph.users_end}'} users "
                  f"for {ph.seconds:g}s")
         await self.pool.resize(ph.users)
-        if ph.kind == "hold" or ph.kind == "ramp":
+        if ph.measured and ph.step != self.step_of_agg:
+            # a step's figures start with its first measured phase: a linear ramp's ramp and hold are one step
             self.windowed.reset()
-            if ph.kind == "hold" or ph.step is not None:
-                self.step_agg = Aggregate(self.names)
-                self.step_started = self.elapsed()
+            self.step_agg = Aggregate(self.names)
+            self.step_of_agg = ph.step
+            self.step_started = self.elapsed()
         self.recorder.swap()  # connecting is not measured
         self.emit("phase", phase=ph.kind, step=ph.step, steps=self.plan.steps, users=ph.users,
                   users_end=ph.users_end, seconds=ph.seconds, t=round(self.elapsed(), 3))
@@ -446,13 +450,14 @@ class Run:
 
     def _step_end(self, ph: Phase) -> None:
         agg = self.step_agg
-        # `for D` conditions are judged live, tick by tick, not here
-        verdicts = [judge(c, agg, self.prev_step) for c in self.sc.stop if not c.window]
+        # `for D` conditions are judged live, tick by tick; a linear ramp's thresholds at each interval
+        linear = isinstance(self.sc.ramp, m.LinearRamp)
+        verdicts = [] if linear else [judge(c, agg, self.prev_step) for c in self.sc.stop if not c.window]
         self._record_step(ph, complete=True, verdicts=verdicts)
         fired = next((v for v in verdicts if v.fired), None)
         if fired is not None:
             self._fire(fired, ph)
-        elif not isinstance(self.sc.ramp, m.LinearRamp):
+        elif not linear:
             self.saturation_users = ph.users
             self.saturation_step = ph.step
         self.prev_step = agg

@@ -129,7 +129,7 @@ class EmbeddedServer:
     def _install(self, mysqld: str, datadir: Path) -> None:
         installer = find_binary("mariadb-install-db", "mysql_install_db")
         user = ["--user=root"] if os.geteuid() == 0 else []
-        if installer and "mariadb" in Path(installer).name or (installer and "mariadb" in mysqld):
+        if installer is not None:
             cmd = [installer, "--no-defaults", f"--datadir={datadir}", "--auth-root-authentication-method=normal",
                    "--skip-test-db", *user]
             basedir = Path(mysqld).resolve().parent.parent

@@ -283,7 +283,11 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
             try:
                 expr = parse_expr(defines[let.name], f"-D {let.name}")
             except ScenarioError as err:
-                c.diags.extend(err.diagnostics)
+                # the value is not in the file: quote it in the message instead of pointing into the file
+                d = err.diagnostics[0]
+                c.error(f"-D {let.name}={defines[let.name]}: {d.message}", None,
+                        d.hint or 'quote text values: -D name=\'"text"\'')
+                c.lets[let.name] = None  # declared: no follow-on "$name is not defined"
                 continue
         v = c.value(expr)
         c.lets[let.name] = v
@@ -335,7 +339,13 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
         for st in blk.entries:  # type: ignore[attr-defined]
             val = c.scalar(st.value)
             if val is not None:
-                settings.append(m.ServerSetting(st.name, val, c.text[_offset(c.text, st.value.span):_offset_end(c.text, st.value.span)], st.span))
+                # as written (256M), or the resolved value of a $reference
+                text = (str(_plain(c.lets.get(st.value.name))) if isinstance(st.value, ast.Var)
+                        else c.text[_offset(c.text, st.value.span):_offset_end(c.text, st.value.span)])
+                settings.append(m.ServerSetting(st.name, val, text, st.span))
+            elif isinstance(st.value, ast.Call) and st.value.name == "env":
+                c.error(f"{st.name}: the environment variable is not set and there is no default", st.value.span,
+                        'give a default: env("NAME", "value")')
 
     # workload -------------------------------------------------------------------------------------
     workload: m.WorkloadSpec | None = None
