@@ -463,7 +463,10 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
 def _plain(v: Value) -> object:
     if isinstance(v, Quantity):
         n = int(v.value) if v.value.is_integer() else v.value
-        return n if v.unit is None else f"{_num(v.value)}{'' if v.unit in TIME_UNITS or v.unit in SIZE_UNITS or v.unit in ('%', 'x') else ' '}{v.unit}"
+        if v.unit is None:
+            return n
+        attached = v.unit in TIME_UNITS or v.unit in SIZE_UNITS or v.unit in ("%", "x")  # 10s, but 8 users
+        return f"{_num(v.value)}{'' if attached else ' '}{v.unit}"
     if isinstance(v, ast.Call):
         return f"{v.name}(...)"
     return v
@@ -573,7 +576,7 @@ def _condition(c: _Checker, node: ast.Condition, txs: tuple[str, ...], ramp: m.R
     limit: float
     unit: str
     if node.kind == "plateau":
-        if metric.name not in ("tps", "tpm", "qps") or metric.transaction is not None and False:
+        if metric.name not in ("tps", "tpm", "qps"):
             c.error(f"plateau applies to throughput (tps, tpm, qps), not {metric.label()}", ref.span)
             return None
         if v.unit != "%":
