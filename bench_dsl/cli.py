@@ -13,7 +13,7 @@ from rich.console import Console
 
 from bench_dsl import __version__
 from bench_dsl.errors import BenchError, ExitCode, ScenarioError, UsageError
-from bench_dsl.events import Sink
+from bench_dsl.events import Event, Sink
 from bench_dsl.planner import describe, plan
 from bench_dsl.runner import Options, Run, expand_output
 from bench_dsl.sinks import ConsoleSink, JsonLinesSink, JsonResultSink
@@ -114,10 +114,16 @@ def cmd_run(args: argparse.Namespace, err: Console, prepare_only: bool = False) 
         raise UsageError("--time-scale must be larger than 0")
     p = plan(sc, args.time_scale, args.max_steps)
     sinks: list[Sink] = []
-    if not args.quiet:
+    # A person at a terminal gets the live UI; CI, pipes and --headless get console lines on stderr.
+    use_ui = (not prepare_only and not args.headless and not args.quiet and args.jsonl != "-"
+              and sys.stdout.isatty() and sys.stderr.isatty())
+    deferred = _VerdictOnly(ConsoleSink(err), defer=use_ui)
+    if use_ui:
+        sinks.append(deferred)  # the verdict is printed once the UI has left the screen
+    elif not args.quiet:
         sinks.append(ConsoleSink(err))
     else:
-        sinks.append(_VerdictOnly(ConsoleSink(err)))
+        sinks.append(deferred)
     out_path: Path | None = None
     if not prepare_only:
         template = args.json or sc.output or DEFAULT_OUTPUT
@@ -134,7 +140,12 @@ def cmd_run(args: argparse.Namespace, err: Console, prepare_only: bool = False) 
 
         open_target(opts.target)  # a bad --target is a usage error before anything starts
     run = Run(sc, p, sinks, opts)
-    code = _run_loop(run.execute())
+    if use_ui:
+        from bench_dsl.tui.app import run_with_ui  # textual is imported only for a person at a terminal
+
+        code = _run_loop(run_with_ui(run))
+    else:
+        code = _run_loop(run.execute())
     for s in sinks:
         s.close()
     if out_path is not None:
@@ -143,15 +154,24 @@ def cmd_run(args: argparse.Namespace, err: Console, prepare_only: bool = False) 
 
 
 class _VerdictOnly:
-    def __init__(self, inner: ConsoleSink) -> None:
-        self.inner = inner
+    """Passes on errors and the verdict only; with `defer`, keeps them until close()."""
 
-    def emit(self, event) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, inner: ConsoleSink, defer: bool = False) -> None:
+        self.inner = inner
+        self.defer = defer
+        self.kept: list[Event] = []
+
+    def emit(self, event: Event) -> None:
         if event.type == "finished" or (event.type == "log" and event.data["level"] == "error"):
-            self.inner.emit(event)
+            if self.defer:
+                self.kept.append(event)
+            else:
+                self.inner.emit(event)
 
     def close(self) -> None:
-        pass
+        for event in self.kept:
+            self.inner.emit(event)
+        self.kept.clear()
 
 
 def main(argv: list[str] | None = None) -> int:

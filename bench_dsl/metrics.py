@@ -31,6 +31,7 @@ class TxStats:
     queries: int = 0
     retries: int = 0
     errors: Counter[int] = field(default_factory=Counter)
+    rollbacks: int = 0  # completed, then rolled back on purpose (counted in `count` too)
 
     def merge(self, other: TxStats) -> None:
         if other.count:
@@ -39,6 +40,7 @@ class TxStats:
         self.queries += other.queries
         self.retries += other.retries
         self.errors.update(other.errors)
+        self.rollbacks += other.rollbacks
 
     @property
     def error_count(self) -> int:
@@ -66,7 +68,8 @@ class TxStats:
     def to_wire(self) -> dict[str, object]:
         """What a worker process sends to the coordinator for one interval."""
         return {"hist": self.hist.encode().decode("ascii") if self.count else None, "count": self.count,
-                "queries": self.queries, "retries": self.retries, "errors": dict(self.errors)}
+                "queries": self.queries, "retries": self.retries, "errors": dict(self.errors),
+                "rollbacks": self.rollbacks}
 
     @classmethod
     def from_wire(cls, d: dict[str, object]) -> TxStats:
@@ -77,7 +80,8 @@ class TxStats:
             full.add(hist)
             hist = full
         return cls(hist, int(d["count"]), int(d["queries"]), int(d["retries"]),  # type: ignore[call-overload]
-                   Counter({int(k): int(v) for k, v in d["errors"].items()}))  # type: ignore[attr-defined]
+                   Counter({int(k): int(v) for k, v in d["errors"].items()}),  # type: ignore[attr-defined]
+                   int(d.get("rollbacks", 0)))  # type: ignore[call-overload]
 
 
 def _pkey(p: float) -> str:
@@ -87,7 +91,7 @@ def _pkey(p: float) -> str:
 class Recorder:
     """The hot path: every transaction's outcome lands here. One per worker process."""
 
-    __slots__ = ("names", "_hists", "_counts", "_queries", "_retries", "_errors")
+    __slots__ = ("names", "_hists", "_counts", "_queries", "_retries", "_errors", "_rollbacks")
 
     def __init__(self, names: tuple[str, ...]) -> None:
         self.names = names
@@ -100,6 +104,7 @@ class Recorder:
         self._queries = [0] * n
         self._retries = [0] * n
         self._errors: list[Counter[int]] = [Counter() for _ in range(n)]
+        self._rollbacks = [0] * n
 
     def ok(self, i: int, micros: int, queries: int) -> None:
         self._hists[i].record_value(micros if micros < HIGHEST_US else HIGHEST_US)
@@ -112,9 +117,13 @@ class Recorder:
     def retry(self, i: int) -> None:
         self._retries[i] += 1
 
+    def rollback(self, i: int) -> None:
+        self._rollbacks[i] += 1
+
     def swap(self) -> dict[str, TxStats]:
         """Everything recorded since the last swap, per transaction name; starts afresh."""
-        out = {name: TxStats(self._hists[i], self._counts[i], self._queries[i], self._retries[i], self._errors[i])
+        out = {name: TxStats(self._hists[i], self._counts[i], self._queries[i], self._retries[i], self._errors[i],
+                             self._rollbacks[i])
                for i, name in enumerate(self.names)}
         self._reset()
         return out
@@ -193,6 +202,8 @@ class Aggregate:
                 return self.rate(st.count)
             case "tpm":
                 return self.rate(st.count) * 60
+            case "nopm":
+                return self.nopm()
             case "qps":
                 return self.rate(st.queries)
             case "error_rate":
@@ -201,6 +212,13 @@ class Aggregate:
             case "cpu":
                 return self.cpu(metric.source or "server")
         return None
+
+    def nopm(self) -> float | None:
+        """New orders per minute (TPC-C's tpmC): committed new_order transactions, rollbacks excluded."""
+        st = self.tx.get("new_order")
+        if st is None:
+            return None
+        return self.rate(st.count - st.rollbacks) * 60
 
     def summary(self) -> dict[str, object]:
         """The figures every report carries: throughput, latency, errors, CPU, per transaction."""
@@ -213,6 +231,7 @@ class Aggregate:
                 "errors": st.error_count,
                 "errors_by_code": {str(k): v for k, v in sorted(st.errors.items())},
                 "retries": st.retries,
+                "rollbacks": st.rollbacks,
                 "latency_ms": st.latency_ms(),
             }
 
@@ -220,6 +239,7 @@ class Aggregate:
             "seconds": round(self.seconds, 3),
             "users": self.users_max,
             **one(self.all),
+            **({"nopm": round(n, 1)} if (n := self.nopm()) is not None else {}),
             "cpu": {k: _r(self.cpu(k)) for k in ("server", "host", "client")},
             "transactions": {n: one(self.tx[n]) for n in self.names},
         }

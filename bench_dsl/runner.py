@@ -30,7 +30,7 @@ from bench_dsl.metrics import Aggregate, Recorder, Tick
 from bench_dsl.planner import Phase, Plan
 from bench_dsl.server import CONNECTION_LOST, EmbeddedServer, apply_settings, connect, ensure_database, facts, open_target
 from bench_dsl.workloads import Session, Workload, make_workload
-from bench_dsl.workloads.base import error_code
+from bench_dsl.workloads.base import IntendedRollback, Progress, error_code
 
 TARGET_TIMEOUT = 10.0  # seconds without a connection before the target counts as lost
 RESULT_SCHEMA = "https://bench-dsl.dev/schema/result-v1.json"
@@ -136,6 +136,11 @@ class UserPool:
                 while True:
                     try:
                         q = await u.session.run(conn, i)
+                    except IntendedRollback as rb:
+                        rec.ok(i, (time.perf_counter_ns() - t0) // 1000, rb.statements)
+                        rec.rollback(i)
+                        self.last_progress = time.monotonic()
+                        break
                     except (asyncmy.errors.MySQLError, OSError, EOFError, asyncio.IncompleteReadError) as exc:
                         code = error_code(exc)
                         if code in CONNECTION_LOST or code == -1 or not _connected(conn):
@@ -239,6 +244,11 @@ class Run:
         self.pool: UserPool | None = None
         self.doc: dict[str, Any] = {}
         self.secrets: list[str] = []
+        self._prep_t0: float | None = None
+        self.holding = False
+        self._skip = False
+        self._skip_step: int | None = None
+        self._prep_last = 0.0
 
     # events ------------------------------------------------------------------------------------
     def emit(self, type_: str, **data: Any) -> None:
@@ -273,6 +283,32 @@ class Run:
                 if u.task:
                     u.task.cancel()
         self._wake.set()
+
+    # What a front end may ask while the run goes on (the terminal UI's keys). Each takes effect at
+    # the next tick and is announced with a "control" event.
+    def request_stop(self) -> None:
+        """Stop and save what was measured, as Ctrl-C does."""
+        self._interrupts += 1
+        if self.stop_reason is None:
+            self.stop_reason = {"reason": "interrupted", "signal": "user"}
+            self.log("stop requested: stopping and saving what was measured", "warning")
+            self.emit("control", action="stop", holding=self.holding, t=round(self.elapsed(), 3))
+        self._wake.set()
+
+    def next_step(self) -> None:
+        """End the current step (or the warmup) now: a hold ends and is judged on what it measured."""
+        self._skip = True
+        self.holding = False
+        self.emit("control", action="next", holding=False, t=round(self.elapsed(), 3))
+        self._wake.set()
+
+    def toggle_hold(self) -> bool:
+        """Hold the current phase at its users until called again (the phase's clock stops)."""
+        self.holding = not self.holding
+        self.log("holding at the current users (press again to go on)" if self.holding else "hold released")
+        self.emit("control", action="hold", holding=self.holding, t=round(self.elapsed(), 3))
+        self._wake.set()
+        return self.holding
 
     async def execute(self) -> int:
         loop = asyncio.get_running_loop()
@@ -345,7 +381,7 @@ class Run:
 
         # prepare -----------------------------------------------------------------------------------
         self.emit("phase", phase="prepare", step=None, steps=self.plan.steps, users=0, seconds=None)
-        prep = await self.workload.prepare(dsn, lambda msg: self.log(msg), force=self.opt.force_prepare)
+        prep = await self.workload.prepare(dsn, Progress(self.log, self._prepare_rows), force=self.opt.force_prepare)
         self.doc["prepare"] = prep
         if self.opt.prepare_only:
             self.status = "prepared"
@@ -357,9 +393,24 @@ class Run:
         self.pool = UserPool(dsn, self.workload, self.recorder, sc.seed)
         self.recorder.swap()
         for ph in self.plan.phases:
+            if ph.step is not None and ph.step == self._skip_step:
+                continue
             await self._phase(ph)
             if self.stop_reason:
                 break
+
+    def _prepare_rows(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if self._prep_t0 is None:
+            self._prep_t0 = now
+        if done < total and now - self._prep_last < 0.25:
+            return  # a progress bar needs a few updates a second, not one per batch
+        self._prep_last = now
+        secs = now - self._prep_t0
+        rate = done / secs if secs > 0 else 0.0
+        eta = (total - done) / rate if rate > 0 else None
+        self.emit("prepare", done=done, total=total, rows_per_s=round(rate, 1),
+                  eta_s=None if eta is None else round(eta, 1), t=round(self.elapsed(), 3))
 
     # the tick loop -------------------------------------------------------------------------------
     async def _phase(self, ph: Phase) -> None:
@@ -382,9 +433,10 @@ class Run:
         start = time.monotonic()
         end = start + ph.seconds
         last = start
+        held = 0.0  # seconds the phase's clock stood still (toggle_hold)
         k = 1
         while True:
-            at = min(start + k, end)
+            at = min(start + k, end + held) if not self.holding else start + k
             self._wake.clear()
             delay = at - time.monotonic()
             if delay > 0:
@@ -395,19 +447,27 @@ class Run:
             now = time.monotonic()
             if self.stop_reason is None and now < at - 1e-3:
                 continue  # woken early without a reason
+            if self.holding:
+                held += now - last  # the phase's clock stands still while held
             users = self.pool.active
             tick = Tick(round(self.elapsed(), 3), now - last, ph.kind, ph.step, users, self.recorder.swap(),
                         self.cpu.sample())
             last = now
             self._tick(tick, ph)
             self._watch_target()
-            if self.stop_reason is not None or now >= end - 1e-3:
+            self.emit("tick", t=tick.t, phase=ph.kind, step=ph.step, users=users, holding=self.holding,
+                      remaining_s=None if self.holding else round(max(0.0, end + held - now), 1),
+                      **_tick_figures(tick))
+            if self.stop_reason is not None or self._skip or (not self.holding and now >= end + held - 1e-3):
                 break
             k += 1
-            if ph.kind == "ramp":
-                frac = min(1.0, (now - start) / ph.seconds)
+            if ph.kind == "ramp" and not self.holding:
+                frac = min(1.0, (now - start - held) / ph.seconds)
                 await self.pool.resize(round(ph.users + (ph.users_end - ph.users) * frac), wait=False)
         self._flush_interval(ph)
+        if self._skip and ph.kind == "settle":
+            self._skip_step = ph.step  # `n` during a settle skips that step's hold too
+        self._skip = False
         if ph.measured and ph.kind == "hold" and self.stop_reason is None:
             self._step_end(ph)
         elif ph.measured and self.stop_reason is not None and ph.kind in ("hold", "ramp"):
@@ -434,7 +494,15 @@ class Run:
                "phase": ph.kind, "step": ph.step, "measured": ph.measured, **agg.summary()}
         row["users"] = self.pool.active if self.pool else 0
         self.intervals.append(row)
-        self.emit("interval", **row)
+        live = dict(row)
+        if ph.measured and self.step_agg.ticks:
+            # for live displays: the step so far beside this interval (percentiles are not additive)
+            step = self.step_agg.summary()
+            live["step_so_far"] = {"seconds": step["seconds"], "tps": step["tps"], "count": step["count"],
+                                  "errors": step["errors"], "latency_ms": step["latency_ms"],
+                                  "transactions": {n: {k: t[k] for k in ("count", "tps", "errors", "latency_ms")}
+                                                   for n, t in step["transactions"].items()}}  # type: ignore[attr-defined]
+        self.emit("interval", **live)
         self.interval_agg = Aggregate(self.names)
         self.interval_start = self.elapsed()
         # a linear ramp has no steps: its thresholds are judged on every measured interval
@@ -591,6 +659,25 @@ class Run:
         self.emit("finished", status=self.status, exit_code=int(self.exit_code), saturation=self.doc["saturation"],
                   stop=self.stop_reason, expect=expect_results, summary=_light(self.doc["summary"]),
                   elapsed_s=self.doc["elapsed_s"])
+
+
+def _tick_figures(tick: Tick) -> dict[str, Any]:
+    """A tick's figures for a live display: cheap (no percentiles), computed once a second."""
+    secs = tick.seconds or 1.0
+    count = sum(st.count for st in tick.tx.values())
+    out: dict[str, Any] = {
+        "tps": round(count / secs, 1), "tpm": round(count * 60 / secs, 1),
+        "qps": round(sum(st.queries for st in tick.tx.values()) / secs, 1),
+        "errors_per_s": round(sum(st.error_count for st in tick.tx.values()) / secs, 2),
+        "retries_per_s": round(sum(st.retries for st in tick.tx.values()) / secs, 2),
+        "cpu": {k: (None if v is None else round(v, 1)) for k, v in tick.cpu.items()},
+        "transactions": {n: {"count": st.count, "tps": round(st.count / secs, 1), "errors": st.error_count}
+                         for n, st in tick.tx.items()},
+    }
+    no = tick.tx.get("new_order")
+    if no is not None:
+        out["nopm"] = round((no.count - no.rollbacks) * 60 / secs, 1)
+    return out
 
 
 def _light(summary: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -14,7 +14,31 @@ import asyncmy
 from bench_dsl.dsn import Dsn
 from bench_dsl.server import connect
 
-Progress = Callable[[str], None]
+
+
+class Progress:
+    """How a loader reports: messages for the log, and rows done out of a total for a progress bar."""
+
+    def __init__(self, log: Callable[[str], None], rows: Callable[[int, int], None] | None = None) -> None:
+        self._log = log
+        self._rows = rows
+
+    def __call__(self, message: str) -> None:
+        self._log(message)
+
+    def rows(self, done: int, total: int) -> None:
+        """Call as often as convenient (it is cheap); `total` is the rows the load will write."""
+        if self._rows is not None:
+            self._rows(done, total)
+
+
+class IntendedRollback(Exception):
+    """Raised by Session.run after a transaction rolled back on purpose (TPC-C's 1% of new orders
+    with an unused item): it counts as a completed transaction for latency, and as a rollback."""
+
+    def __init__(self, statements: int) -> None:
+        super().__init__(statements)
+        self.statements = statements
 
 MARKER_TABLE = "bench_dsl_prepared"
 
@@ -81,6 +105,11 @@ class Workload(abc.ABC):
             conn.close()
         progress(f"prepared {rows} rows in {secs:.1f}s ({rows / secs if secs else 0:,.0f} rows/s)")
         return {"skipped": False, "rows": rows, "seconds": round(secs, 3)}
+
+    async def server_counters(self, conn: asyncmy.Connection) -> dict[str, int]:
+        """Counters read from the server at each step boundary, whose deltas the run reports beside
+        the client's own figures (TPC-C: the sum of d_next_o_id, i.e. new orders as HammerDB counts)."""
+        return {}
 
     def marker_name(self) -> str:
         return str(self.description().get("workload", "workload"))[:64]

@@ -139,4 +139,8 @@ def make_workload(sc: Scenario) -> Workload:
 
     if sc.workload.kind == "sysbench":
         return Sysbench(sc.workload, sc.seed)  # type: ignore[arg-type]
+    if sc.workload.kind == "tpcc":
+        from bench_dsl.workloads.tpcc import Tpcc
+
+        return Tpcc(sc.workload, sc.seed)
     return Custom(sc.workload, sc.setup, sc.seed)  # type: ignore[arg-type]
