@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from bench_dsl.errors import Span
+from bench_dsl.errors import Diagnostic, Span
 
 # Canonical units inside the model: durations and latencies in seconds, percentages as
-# percent (80.0), rates per second, sizes in bytes, user counts as ints.
+# percent (80.0), rates in their own unit (tps and qps per second, tpm and nopm per minute),
+# sizes in bytes, user counts as ints.
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +165,7 @@ class Metric:
     """What a condition measures.
 
     name: "latency" (with stat), "tps", "tpm", "qps", "nopm", "error_rate", "cpu", "saturation".
+    "nopm" is new orders per minute (TPC-C's tpmC): committed new_order transactions only.
     stat: for latency, "p" with a percentile, or "avg" / "max" / "min".
     """
 
@@ -193,11 +195,18 @@ class Condition:
     kind: Literal["threshold", "plateau", "kink"]
     metric: Metric
     op: str | None  # threshold only
-    limit: float  # canonical units (seconds, percent, per second, users, factor)
-    unit: str  # how to show values: "ms", "%", "tps", "tpm", "qps", "users", "x", ""
+    limit: float  # seconds, percent, the rate's own unit (tps per second, tpm and nopm per minute), users, factor
+    unit: str  # how to show values: "ms", "%", "tps", "tpm", "qps", "nopm", "users", "x", ""
     window: float | None  # `for D`: judged live over a sliding window of D seconds
     text: str  # as written in the file
     span: Span | None = None
+    # `text` with each $name and env() replaced by its value ("p90 > $p90_limit" -> "p90 > 250ms"),
+    # for reports that must show the limit a run used; the same as `text` when it has neither.
+    resolved: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.resolved:
+            object.__setattr__(self, "resolved", self.text)
 
     def holds(self, value: float) -> bool:
         """True when the measured value crosses the limit (the condition 'fires')."""
@@ -254,3 +263,7 @@ class Scenario:
     expect: tuple[Condition, ...]
     output: str | None
     setup: tuple[Fill | SetupSql, ...] = field(default_factory=tuple)
+    workers: int | None = None  # processes that run the virtual users; None: auto, one per core
+    # Findings that do not stop a run (a TPC-C mix below the minimums of clause 5.2.3), each
+    # rendered like an error with severity "warning".
+    warnings: tuple[Diagnostic, ...] = field(default_factory=tuple)

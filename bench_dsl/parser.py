@@ -9,7 +9,12 @@ from importlib import resources
 from typing import Any
 
 from lark import Lark, Token, Transformer, Tree, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.exceptions import (
+    UnexpectedCharacters,
+    UnexpectedEOF,
+    UnexpectedInput,
+    UnexpectedToken,
+)
 from lark.tree import Meta
 
 from bench_dsl import syntax as ast
@@ -48,10 +53,7 @@ _TERMINAL_WORDS = {
     "PERCENTILE": "a percentile such as p99.9",
     "USERS": "'users'",
     "USER": "'user'",
-    "TPS": "'tps'",
-    "TPM": "'tpm'",
-    "QPS": "'qps'",
-    "NOPM": "'nopm'",
+    "RATE_UNIT": "a unit word (tps, tpm, qps, nopm)",
     "$END": "the end of the file",
 }
 
@@ -80,11 +82,15 @@ def _keywords(expected: set[str]) -> list[str]:
     return sorted(words)
 
 
-def _syntax_diagnostic(err: UnexpectedInput, file: str) -> Diagnostic:
+_WORD_UNITS = ("users", "user", "tps", "tpm", "qps", "nopm")
+_NUMBER_AND_WORD = re.compile(r"-?[0-9]+(?:\.[0-9]+)?([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _syntax_diagnostic(err: UnexpectedInput, file: str, text: str) -> Diagnostic:
     line, col = max(err.line, 1), max(err.column, 1)
     if isinstance(err, UnexpectedToken):
         tok = err.token
-        expected = {t for t in err.expected if not t.startswith("__ANON") or True}
+        expected = set(err.expected)
         names = sorted({_describe(t) for t in expected})
         shown = "end of file" if tok.type == "$END" else repr(str(tok))
         span = Span(file, line, col, line, col + max(1, len(str(tok))))
@@ -101,21 +107,70 @@ def _syntax_diagnostic(err: UnexpectedInput, file: str) -> Diagnostic:
             hint = "expected " + " or ".join(names[:6])
         if tok.type == "STRING" and "NAME" in expected and not close:
             hint = "names are written without quotes"
+        spaced = _spaced_unit(text, tok.start_pos, str(tok)) if tok.type != "$END" else None
+        if spaced:
+            hint = spaced
         return Diagnostic(f"unexpected {shown}", span, hint)
     if isinstance(err, UnexpectedCharacters):
         ch = err.char
         hint = None
+        width = 1
+        glued = _NUMBER_AND_WORD.match(text, err.pos_in_stream)
+        if glued:
+            width = glued.end() - glued.start()
+            number, word = glued.group(0)[: -len(glued.group(1))], glued.group(1)
+            if word in _WORD_UNITS:
+                hint = f"a unit word follows its number after a space: {number} {word}"
+            else:
+                hint = (f"'{word}' is not a unit; units are written against the number: ms, s, m, h "
+                        "(durations), % (percent), K, M, G, T (sizes), x (factors)")
+            return Diagnostic(f"unexpected {glued.group(0)!r}", Span(file, line, col, line, col + width), hint)
         if ch == "'":
             hint = 'strings use double quotes: "..."'
+        elif ch == "%" and (spaced := _spaced_unit(text, err.pos_in_stream, ch)):
+            hint = spaced
         elif ch.isdigit() or ch == ".":
             hint = "a unit is written against its number, without a space: 10s, 250ms, 80%, 256M"
         elif ch == "$":
             hint = "a reference is $ followed by a name declared with let"
-        return Diagnostic(f"unexpected character {ch!r}", Span(file, line, col, line, col + 1), hint)
+        elif ch in "/:":
+            hint = 'a path or an address is written in double quotes: "results/run.json", "mysql://host:3306/db"'
+        return Diagnostic(f"unexpected character {ch!r}", Span(file, line, col, line, col + width), hint)
     if isinstance(err, UnexpectedEOF):
         return Diagnostic("unexpected end of file", Span(file, line, col, line, col + 1),
                           "a block is not closed: add the missing '}'")
     return Diagnostic(str(err), Span(file, line, col, line, col + 1))
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ATTACHED_UNITS = ("us", "ms", "s", "m", "h", "%", "K", "M", "G", "T", "x")
+_NUMBER_THEN_SPACE = re.compile(r"(-?[0-9]+(?:\.[0-9]+)?)[ \t]+$")
+
+
+def _spaced_unit(text: str, pos: int, word: str) -> str | None:
+    """The hint for `10 s` or `80 %`: a unit that is written against its number."""
+    before = _NUMBER_THEN_SPACE.search(text, 0, pos) if word in _ATTACHED_UNITS else None
+    if before is None:
+        return None
+    return f"a unit is written against its number, without a space: {before.group(1)}{word}"
+
+
+def _keyword_as_name(err: UnexpectedInput) -> bool:
+    """Read a keyword as a name where the parser wants a name and not that keyword.
+
+    So `max = uniform(1, 9)` in a fill block and `max(read) > 2s` in a stop block work after any
+    entry. The contextual lexer picks a token from the parser state before the reductions of what
+    precedes it, and LALR shares that state among every place a value can end (a fill column, a
+    ramp's `settle 1s`, ...), so `max` comes out as the ramp keyword. Once the parser has reduced
+    and refused it, feeding the same text as a NAME gives what a per-context keyword would have.
+    """
+    if not isinstance(err, UnexpectedToken) or err.interactive_parser is None:
+        return False
+    tok = err.token
+    if tok.type == "NAME" or not _NAME.fullmatch(str(tok)) or "NAME" not in err.expected:
+        return False
+    err.interactive_parser.feed_token(Token.new_borrow_pos("NAME", str(tok), tok))
+    return True
 
 
 def _span(file: str, meta: Meta | Token) -> Span:
@@ -183,6 +238,7 @@ class _ToSyntax(Transformer[Token, Any]):
     duration = _item("duration")
     report = _item("report")
     output = _item("output")
+    workers = _item("workers")
 
     def server(self, meta: Meta, ch: list[Any]) -> ast.Block:
         return ast.Block("server", tuple(ch), self._s(meta))
@@ -208,13 +264,12 @@ class _ToSyntax(Transformer[Token, Any]):
         kind, variant, *body = ch
         settings = tuple(b for b in body if isinstance(b, ast.Setting))
         txs = tuple(b for b in body if isinstance(b, ast.Transaction))
-        mixes = [b for b in body if isinstance(b, tuple)]
-        mix = mixes[-1] if mixes else None
-        return ast.Workload(str(kind), str(variant) if variant is not None else None, settings, txs, mix,
-                            self._s(meta))
+        mixes = tuple(b for b in body if isinstance(b, ast.Mix))
+        return ast.Workload(str(kind), str(variant) if variant is not None else None, settings, txs, mixes,
+                            self._s(meta), self._s(kind), self._s(variant) if variant is not None else None)
 
-    def mix(self, meta: Meta, ch: list[Any]) -> tuple[ast.MixEntry, ...]:
-        return tuple(ch)
+    def mix(self, meta: Meta, ch: list[Any]) -> ast.Mix:
+        return ast.Mix(tuple(ch), self._s(meta))
 
     def mix_entry(self, meta: Meta, ch: list[Any]) -> ast.MixEntry:
         return ast.MixEntry(str(ch[0]), ch[1], self._s(meta))
@@ -266,7 +321,8 @@ class _ToSyntax(Transformer[Token, Any]):
     # conditions ------------------------------------------------------------------------------
     def metric(self, meta: Meta, ch: list[Any]) -> ast.MetricRef:
         name, arg = ch
-        return ast.MetricRef(str(name), str(arg) if arg is not None else None, self._s(meta))
+        return ast.MetricRef(str(name), str(arg) if arg is not None else None, self._s(meta),
+                             self._s(arg) if arg is not None else None)
 
     def for_clause(self, meta: Meta, ch: list[Any]) -> Any:
         return ch[0]
@@ -308,9 +364,9 @@ def _unquote(raw: str) -> str:
 def parse(text: str, file: str = "<string>") -> ast.FileNode:
     """Parse a whole .bench file; raises ScenarioError with a located diagnostic."""
     try:
-        tree = _parser().parse(text, start="start")
+        tree = _parser().parse(text, start="start", on_error=_keyword_as_name)
     except UnexpectedInput as err:
-        raise ScenarioError([_syntax_diagnostic(err, file)], text) from None
+        raise ScenarioError([_syntax_diagnostic(err, file, text)], text) from None
     lets, scenario = _ToSyntax(file, text).transform(tree)
     return ast.FileNode(lets, scenario, file, text)
 
@@ -318,9 +374,9 @@ def parse(text: str, file: str = "<string>") -> ast.FileNode:
 def parse_expr(text: str, file: str = "<-D>") -> ast.Expr:
     """Parse one value, as given to `-D name=value`."""
     try:
-        tree: Tree[Token] = _parser().parse(text, start="expr")
+        tree: Tree[Token] = _parser().parse(text, start="expr", on_error=_keyword_as_name)
     except UnexpectedInput as err:
-        raise ScenarioError([_syntax_diagnostic(err, file)], text) from None
+        raise ScenarioError([_syntax_diagnostic(err, file, text)], text) from None
     result = _ToSyntax(file, text).transform(tree)
     if isinstance(result, Token):  # a bare token when the rule inlined to it
         return _ToSyntax(file, text).word(None, [result])  # type: ignore[arg-type]

@@ -80,11 +80,18 @@ def describe(sc: m.Scenario, p: Plan) -> str:
     wl = sc.workload
     if isinstance(wl, m.SysbenchWorkload):
         lines.append(f"  workload: sysbench {wl.test}, {wl.tables} table(s) x {wl.table_size} rows")
+    elif isinstance(wl, m.TpccWorkload):
+        mix = ", ".join(f"{name} {share:g}%" for name, share in wl.mix)
+        lines.append(f"  workload: tpcc, {wl.warehouses} warehouse(s) ({mix})")
+        lines.append(f"            keying and think times {'on' if wl.keying_time else 'off'}, "
+                     f"{'stored procedures' if wl.procedures else 'statements from the client'}, "
+                     f"{wl.retries} retries on deadlock or lock wait timeout")
     else:
         mix = ", ".join(f"{t.name} {t.weight:g}" for t in wl.transactions)
         lines.append(f"  workload: custom ({mix})")
     if sc.server_settings:
         lines.append("  server:   " + ", ".join(f"{s.name}={s.text}" for s in sc.server_settings))
+    lines.append("  workers:  " + (f"{sc.workers} process(es)" if sc.workers else "auto (one process per core)"))
     lines.append(f"  seed:     {sc.seed}" + ("" if sc.seed_given else " (random; set 'seed' to repeat a run)"))
     lines.append("  prepare:  load the data unless it is already there (--force-prepare reloads)")
     t = 0.0
@@ -101,10 +108,11 @@ def describe(sc: m.Scenario, p: Plan) -> str:
             when = f"live, over a {c.window:g}s window" if c.window else (
                 "at each step's end" if c.kind != "threshold" or isinstance(sc.ramp, m.StepRamp)
                 else "at each report interval" if isinstance(sc.ramp, m.LinearRamp) else "at the end")
-            lines.append(f"    {c.text:<36} ({when})")
+            lines.append(f"    {c.resolved:<36} ({when})")
     if sc.expect:
-        lines.append("  expect:   " + "; ".join(c.text for c in sc.expect))
+        lines.append("  expect:   " + "; ".join(c.resolved for c in sc.expect))
     lines.append(f"  report every {sc.report_every:g}s" + (f'; output "{sc.output}"' if sc.output else ""))
+    lines.extend(d.render(sc.text) for d in sc.warnings)
     return "\n".join(lines)
 
 

@@ -107,13 +107,21 @@ class MixEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class Mix:
+    entries: tuple[MixEntry, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
 class Workload:
     kind: str
     variant: str | None
     settings: tuple[Setting, ...]
     transactions: tuple[Transaction, ...]
-    mix: tuple[MixEntry, ...] | None
+    mixes: tuple[Mix, ...]  # every `mix { }` written, so that a second one can be reported
     span: Span
+    kind_span: Span
+    variant_span: Span | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +129,7 @@ class MetricRef:
     name: str
     arg: str | None
     span: Span
+    arg_span: Span | None = None  # the name in p90(name): where an unknown one is pointed at
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +173,7 @@ class SetupSql:
 
 @dataclass(frozen=True, slots=True)
 class Item:
-    """A one-value scenario item: target, seed, users, warmup, duration, report, output."""
+    """A one-value scenario item: target, seed, users, warmup, duration, report, output, workers."""
 
     keyword: str
     value: Expr

@@ -112,3 +112,171 @@ def test_all_problems_at_once() -> None:
     assert "did you mean uniform(min, max)?" in out
     assert "did you mean p95(read)?" in out
     assert "x.bench:5:9:" in out
+
+
+def _scenario(body: str, lets: str = "", env: dict[str, str] | None = None,
+              workload: str = 'workload custom { transaction read { query "SELECT 1" } }') -> m.Scenario:
+    return load("t.bench", text=f'{lets}\nscenario "t" {{\n{workload}\n{body}\n}}\n', env=env or {})
+
+
+def _problems(body: str, lets: str = "", env: dict[str, str] | None = None,
+              workload: str = 'workload custom { transaction read { query "SELECT 1" } }') -> str:
+    with pytest.raises(ScenarioError) as e:
+        _scenario(body, lets, env, workload)
+    return e.value.render()
+
+
+STEP = "ramp step { start 1 users  step +1 users  hold 10s  max 4 users }"
+
+
+@pytest.mark.parametrize(("stop", "texts"), [
+    ("tpm < 1000  tps plateau 5%", ["tpm < 1000", "tps plateau 5%"]),
+    ("tpm < 1000\n tps plateau 5%", ["tpm < 1000", "tps plateau 5%"]),
+    ("tpm < $floor  tps plateau 5%", ["tpm < $floor", "tps plateau 5%"]),
+    ("error_rate > 1%  tps < 5", ["error_rate > 1%", "tps < 5"]),
+    ("tps < 100  # comment between\n tps(read) > 5", ["tps < 100", "tps(read) > 5"]),
+    ("tpm < 1000 tpm  qps < 10 qps for 5s  tps plateau 5%", ["tpm < 1000 tpm", "qps < 10 qps for 5s", "tps plateau 5%"]),
+])
+def test_a_rate_word_after_a_limit_is_a_unit_only_when_no_condition_follows(stop: str, texts: list[str]) -> None:
+    sc = _scenario(f"{STEP}\nstop when {{ {stop} }}", lets="let floor = 1000")
+    assert [c.text for c in sc.stop] == texts
+
+
+def test_keywords_are_names_where_a_name_is_expected() -> None:
+    sc = _scenario(f"""{STEP}
+        server {{ max_connections = 100  start = 1  weight = 2  users = 3 }}
+        setup {{ fill t rows 10 {{ id = sequence(1)  max = uniform(1, 9)  start = 2  weight = 3 }} }}
+        stop when {{ p90 > 1s  max(read) > 2s  min > 1ms  tps < 5  max > 3s }}""")
+    assert [s.name for s in sc.server_settings] == ["max_connections", "start", "weight", "users"]
+    fill = sc.setup[0]
+    assert isinstance(fill, m.Fill) and [n for n, _ in fill.columns] == ["id", "max", "start", "weight"]
+    assert [c.metric.label() for c in sc.stop] == ["p90", "max(read)", "min", "tps", "max"]
+
+
+def test_a_keyword_typo_is_still_a_syntax_error() -> None:
+    with pytest.raises(ScenarioError) as e:
+        load("t.bench", text='scenario "t" { ramp step { start 1 users  step +1 users  hold 1s  mux 4 users } }',
+             env={})
+    assert "did you mean 'max'?" in e.value.render()
+
+
+def test_for_windows_must_be_able_to_fire() -> None:
+    linear = _problems("ramp linear from 1 to 4 users over 10s\nduration 20s\nstop when { p90 > 1s for 30s }")
+    assert "the window (30s) is longer than the run (20s): it could never fire" in linear
+    short = _problems(f"{STEP}\nstop when {{ p90 > 1s for 999ms }}")
+    assert "shorter than one sample" in short and "hint: for 1s or longer" in short
+    sc = _scenario("users 2\nduration 10s\nstop when { p90 > 1s for 10s }")
+    assert sc.stop[0].window == 10.0
+
+
+def test_a_condition_keeps_its_text_and_shows_its_values() -> None:
+    sc = load(ROOT / "scenarios/sysbench-step-saturation.bench", env={}, defines={"p90_limit": "250ms"})
+    p90 = next(c for c in sc.stop if c.metric.transaction == "oltp_read_write")
+    assert p90.text == "p90(oltp_read_write) > $p90_limit"
+    assert p90.resolved == "p90(oltp_read_write) > 250ms" and p90.limit == 0.25
+    sc = _scenario("users 2\nduration 10s\nstop when { tps < $t tps for $w  p99 > env(\"P99\", 1s)  error_rate > 1% }",
+                   lets="let t = 100\nlet w = 5s", env={"P99": "20ms"})
+    assert [c.resolved for c in sc.stop] == ["tps < 100 tps for 5s", "p99 > 20ms", "error_rate > 1%"]
+    assert [c.text for c in sc.stop] == ['tps < $t tps for $w', 'p99 > env("P99", 1s)', "error_rate > 1%"]
+    built = m.Condition("threshold", m.Metric("tps"), "<", 5.0, "tps", None, "tps < 5")
+    assert built.resolved == "tps < 5"
+
+
+def test_env_values_are_read_as_numbers_where_numbers_are_expected() -> None:
+    body = 'users env("N", 4)\nduration env("D", 10s)\nstop when { p90 > $limit }'
+    lets = 'let limit = env("LIMIT", 1s)'
+    sc = _scenario(body, lets, env={"N": "16", "D": "1m", "LIMIT": "250ms"})
+    assert sc.ramp == m.ConstantRamp(16, 60.0)
+    assert sc.stop[0].limit == 0.25 and sc.stop[0].resolved == "p90 > 250ms"
+    assert _scenario(body, lets).ramp == m.ConstantRamp(4, 10.0)  # unset: the defaults
+    out = _problems(body, lets, env={"N": "lots", "D": "60", "LIMIT": "mysql://u:hunter2@db/x"})
+    assert "users: the environment variable N holds 'lots', not a number" in out
+    assert "duration must be a duration (the environment variable D holds '60')" in out
+    assert "the environment variable LIMIT holds 'mysql://u:***@db/x', not a duration" in out
+    assert "hunter2" not in out
+
+
+def test_a_target_that_is_not_mysql_is_a_scenario_error() -> None:
+    body = 'target env("BENCH_DSN")\nusers 2\nduration 10s'
+    out = _problems(body, env={"BENCH_DSN": "postgres://u:hunter2@db:5432/x"})
+    assert "the environment variable BENCH_DSN holds a postgres:// address" in out and "hunter2" not in out
+    assert "hint: bench-dsl runs against MySQL and MariaDB" in out
+    unset = _scenario(body)
+    assert (unset.target, unset.target_from) == (None, "env BENCH_DSN")  # the embedded throwaway server
+    assert _scenario(body, env={"BENCH_DSN": "mariadb://db/x"}).target == "mariadb://db/x"
+
+
+TPCC = """let warehouses = 10
+scenario "tpcc saturation" {
+  target env("BENCH_DSN")
+  workload tpcc {
+    warehouses = $warehouses
+    mix { new_order 45%  payment 43%  order_status 4%  delivery 4%  stock_level 4% }
+    keying_time = off          # optional, on|off
+    procedures = on            # optional, on|off
+    loader_connections = 4     # optional
+    retries = 10               # optional
+  }
+  warmup 2m
+  ramp step { start 32 users  step +32 users  settle 30s  hold 5m  max 512 users }
+  stop when {
+    p90(new_order) > 5s      p90(payment) > 5s      p90(order_status) > 5s
+    p90(delivery) > 5s       p90(stock_level) > 20s
+    cpu(server) > 80% for 60s
+    nopm plateau 2%
+    p90 kink 3x
+  }
+}
+"""
+
+
+def test_tpcc_contract() -> None:
+    sc = load("tpcc.bench", text=TPCC, env={})
+    assert sc.target is None and sc.target_from == "env BENCH_DSN"
+    assert sc.workload == m.TpccWorkload(warehouses=10, mix=m.TPCC_DEFAULT_MIX, keying_time=False, procedures=True,
+                                         loader_connections=4, retries=10)
+    assert sc.workload.transaction_names == m.TPCC_TRANSACTIONS
+    assert [c.metric.transaction for c in sc.stop[:5]] == list(m.TPCC_TRANSACTIONS)
+    nopm = sc.stop[6]
+    assert (nopm.kind, nopm.metric, nopm.limit, nopm.unit) == ("plateau", m.Metric("nopm"), 2.0, "%")
+    assert sc.warnings == ()
+    plain = load("t.bench", text='scenario "t" { workload tpcc { } users 2 duration 10s }', env={})
+    assert plain.workload == m.TpccWorkload()
+
+
+def test_tpcc_mix() -> None:
+    wl = 'workload tpcc {{ mix {{ {} }} }}'
+    sc = _scenario("users 2\nduration 10s", workload=wl.format("payment 40%  new_order 52%  delivery 4%  stock_level 4%"))
+    assert isinstance(sc.workload, m.TpccWorkload)
+    assert sc.workload.mix == (("new_order", 52.0), ("payment", 40.0), ("order_status", 0.0), ("delivery", 4.0),
+                               ("stock_level", 4.0))
+    assert [(w.severity, w.message) for w in sc.warnings] == [  # in the order of the file
+        ("warning", "order_status is not in the mix: it is not run (TPC-C's minimum is 4%, clause 5.2.3)"),
+        ("warning", "payment 40% is below TPC-C's minimum of 43% (clause 5.2.3)")]
+    out = _problems("users 2\nduration 10s",
+                    workload=wl.format("new_order 45%  payment 43%  order_status 4%  delivery 4%  stock_level 5.5%"))
+    assert "the mix adds up to 101.5%, not 100%" in out
+    out = _problems("users 2\nduration 10s", workload=wl.format("new_order 45%  new_order 55%"))
+    assert "new_order is given twice in the mix" in out
+    out = _problems("users 2\nduration 10s", workload="workload sysbench oltp_read_only { mix { x 100% } }")
+    assert "a sysbench test runs one transaction: it has no mix" in out
+
+
+def test_nopm_needs_a_new_order_transaction() -> None:
+    custom = 'workload custom { transaction new_order { query "SELECT 1" } }'
+    sc = _scenario(f"{STEP}\nstop when {{ nopm < 1000  nopm plateau 2% }}\nexpect {{ nopm > 10 nopm }}", workload=custom)
+    assert [(c.metric, c.unit, c.limit) for c in (*sc.stop, *sc.expect)] == [
+        (m.Metric("nopm"), "nopm", 1000.0), (m.Metric("nopm"), "%", 2.0), (m.Metric("nopm"), "nopm", 10.0)]
+    out = _problems("users 2\nduration 10s\nexpect { nopm > 10 }", workload="workload sysbench oltp_read_only { }")
+    assert "nopm counts new orders: the workload has no transaction 'new_order'" in out
+    assert "tpm" in out.split("hint:")[1]
+
+
+@pytest.mark.parametrize(("text", "workers"), [("", None), ("workers auto", None), ("workers 4", 4)])
+def test_workers(text: str, workers: int | None) -> None:
+    assert _scenario(f"users 2\nduration 10s\n{text}").workers == workers
+
+
+def test_workers_must_be_a_positive_count() -> None:
+    assert "workers must be at least 1" in _problems("users 2\nduration 10s\nworkers 0")
+    assert "workers must be a whole number" in _problems("users 2\nduration 10s\nworkers 1.5")
