@@ -1,0 +1,273 @@
+"""The live terminal UI of `bench run`: a Textual app that watches a Run through its event stream and
+drives it only through its three control methods. The engine never imports this module.
+
+    run_with_ui(run) -> exit code
+
+The run executes as an asyncio task beside the app on the same event loop. Its events go to a sink
+that folds them into LiveState at once (cheap, so the engine never waits and nothing queues); the
+app redraws the parts that changed four times a second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+from textual import on
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.events import Resize
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Footer, Static
+
+from bench_dsl.events import Event
+
+from . import render
+from .state import LiveState
+from .widgets import (ConditionsPanel, Figures, LogPanel, RunHeader, StatePanel, TimeChartPanel, TxPanel,
+                      UsersChartPanel, VerdictPanel)
+
+REFRESH_S = 0.25  # the screen looks for changes four times a second; it draws only what changed
+
+
+class Controls(Protocol):
+    """What the UI may ask of a run (bench_dsl.runner.Run has these)."""
+
+    def request_stop(self) -> None: ...
+
+    def next_step(self) -> None: ...
+
+    def toggle_hold(self) -> bool: ...
+
+
+class UiSink:
+    """The run's sink for the screen: folds each event into the state as it arrives."""
+
+    def __init__(self, state: LiveState) -> None:
+        self.state = state
+        self.failures = 0
+
+    def emit(self, event: Event) -> None:
+        try:
+            self.state.apply(event.type, event.data)
+        except Exception as exc:  # a display problem must never stop a measurement
+            self.failures += 1
+            if self.failures <= 3:
+                self.state.log.add("warning", f"the screen could not show a {event.type} event: {exc!r}", None)
+                self.state.changed.add("log")
+
+    def close(self) -> None:
+        pass
+
+
+class ConfirmStop(ModalScreen[bool]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y,enter,q", "answer(True)", "stop and save"),
+        Binding("n,escape", "answer(False)", "go on"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Static("[b]Stop the run now?[/b]\n\nEverything measured so far is saved and the verdict is "
+                         "worked out from the steps that ended.\n\n[b]y[/b] stop and save    [b]n[/b] go on")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,question_mark,q", "close", "close")]
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="help"):
+            yield Static(render.HELP)
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class MainScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "stop", "stop & save"),
+        Binding("q", "leave", "quit"),
+        Binding("enter", "leave", "quit", show=False),
+        Binding("n", "next_step", "next step"),
+        Binding("h", "hold", "hold / go on"),
+        Binding("question_mark", "help", "help", key_display="?"),
+    ]
+
+    def __init__(self, state: LiveState, results: Path | None) -> None:
+        super().__init__()
+        self.state = state
+        self.results = results
+
+    def compose(self) -> ComposeResult:
+        st = self.state
+        yield RunHeader(st, id="header")
+        yield Figures(st, id="figures")
+        with Horizontal(id="charts"):
+            yield TimeChartPanel(st, id="time-chart")
+            yield UsersChartPanel(st, id="users-chart")
+        yield TxPanel(st, id="tx")
+        with Horizontal(id="bottom"):
+            yield ConditionsPanel(st, id="conditions")
+            yield LogPanel(st, id="log")
+        yield VerdictPanel(st, self.results, id="verdict")
+        yield Footer()
+
+    def update_from(self, changes: set[str]) -> None:
+        for panel in self.query(StatePanel):
+            panel.update_from(changes)
+
+    @on(Resize)
+    def _fit(self, event: Resize) -> None:
+        # 80x24 is usable: a short screen drops the borders of the transaction table and the figures' gap
+        self.set_class(event.size.height < 32, "-short")
+        self.set_class(event.size.width < 100, "-narrow")
+
+    @property
+    def bench(self) -> BenchApp:
+        app = self.app
+        assert isinstance(app, BenchApp)
+        return app
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        app = self.bench
+        if action == "stop":
+            return not app.done
+        if action == "leave":
+            return app.done
+        if action in ("next_step", "hold"):
+            if app.done or app.leaving or self.state.stopping:
+                return False
+            # only once users run: during the prepare the engine would carry the key to the warmup
+            return True if self.state.phase in ("warmup", "settle", "hold", "ramp") else None
+        return True
+
+    def action_stop(self) -> None:
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.bench.stop_run()
+
+        self.app.push_screen(ConfirmStop(), answered)
+
+    def action_leave(self) -> None:
+        self.bench.leave()
+
+    def action_next_step(self) -> None:
+        self.bench.controls.next_step()
+
+    def action_hold(self) -> None:
+        self.bench.controls.toggle_hold()
+
+    def action_help(self) -> None:
+        self.app.push_screen(HelpScreen())
+
+
+class BenchApp(App[int]):
+    """The screen of one run. `run_done` is called when the run's task has ended (results written)."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "bench-dsl"
+    ENABLE_COMMAND_PALETTE = False  # nothing to command but the keys in the footer
+    BINDINGS: ClassVar[list[BindingType]] = [
+        # as Ctrl-C in a shell: stop and save at once, then leave when the results are written
+        Binding("ctrl+c", "interrupt", "stop", show=False, priority=True),
+        Binding("ctrl+q", "interrupt", "stop", show=False, priority=True),
+    ]
+
+    def __init__(self, state: LiveState, controls: Controls, *, results: Path | None = None,
+                 wait_for_key: bool = True, refresh_s: float = REFRESH_S) -> None:
+        super().__init__()
+        self.state = state
+        self.controls = controls
+        self.results = results
+        self.wait_for_key = wait_for_key
+        self.refresh_s = refresh_s
+        self.done = False
+        self.leaving = False  # the person asked to stop: leave as soon as the run has ended
+        self.exit_code: int | None = None
+        self.main = MainScreen(state, results)
+
+    @property
+    def waiting_for_key(self) -> bool:
+        return self.done and not self.leaving
+
+    def on_mount(self) -> None:
+        self.push_screen(self.main)
+        self.set_interval(self.refresh_s, self.pull)
+
+    def pull(self) -> None:
+        """Redraws what changed since the last look."""
+        changes = self.state.take_changes()
+        if changes and self.main.is_mounted:
+            self.main.update_from(changes)
+            self.main.refresh_bindings()
+
+    def stop_run(self) -> None:
+        self.leaving = True
+        if self.done:
+            self.exit(self.exit_code)
+            return
+        self.controls.request_stop()
+        self.state.stopping = True
+        self.state.changed.add("header")
+        self.pull()
+
+    def action_interrupt(self) -> None:
+        self.stop_run()
+
+    def leave(self) -> None:
+        if self.done:
+            self.exit(self.exit_code)
+
+    def run_done(self, exit_code: int) -> None:
+        """The run has ended and its results are written: leave, or show the verdict until a key."""
+        self.done = True
+        self.exit_code = exit_code
+        status = (self.state.finished or {}).get("status")
+        if self.leaving or not self.wait_for_key or status == "interrupted":
+            self.exit(exit_code)
+            return
+        while len(self.screen_stack) > 2:  # a question about stopping no longer applies
+            self.pop_screen()
+        self.state.changed |= {"header", "verdict"}
+        self.pull()
+
+
+def results_path(sinks: list[Any]) -> Path | None:
+    from bench_dsl.sinks import JsonResultSink
+
+    return next((s.path for s in sinks if isinstance(s, JsonResultSink)), None)
+
+
+async def run_with_ui(run: Any, *, wait_for_key: bool | None = None, headless: bool = False,
+                      size: tuple[int, int] | None = None) -> int:
+    """Runs `run` (a bench_dsl.runner.Run) with the live screen; returns the run's exit code.
+
+    wait_for_key: keep the verdict on screen until q or Enter (default: when stdin is a terminal,
+    so a run started with its input redirected never waits for a key nobody can press).
+    """
+    state = LiveState.for_scenario(run.sc)
+    run.sinks.append(UiSink(state))
+    if wait_for_key is None:
+        wait_for_key = sys.stdin.isatty()
+    app = BenchApp(state, run, results=results_path(run.sinks), wait_for_key=wait_for_key)
+    task = asyncio.create_task(run.execute(), name="bench-run")
+
+    def ended(t: asyncio.Task[int]) -> None:
+        if app.is_running:
+            code = t.result() if not t.cancelled() and t.exception() is None else 1
+            app.call_later(app.run_done, code)
+
+    task.add_done_callback(ended)
+    try:
+        await app.run_async(headless=headless, size=size)
+    finally:
+        if not task.done():
+            run.request_stop()  # the screen went away first (an error, a closed terminal): save all the same
+        code = await asyncio.shield(task)
+    return int(code)

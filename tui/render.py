@@ -1,0 +1,410 @@
+"""The text panels as pure Rich renderables built from LiveState: header, figures, the transaction
+and condition tables, the log and the verdict. The widgets only call these with their size."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from bench_dsl.dsn import redact
+
+from .live_conditions import ConditionRow
+from .live_conditions import fmt_num
+from .state import ERROR_NAMES, LiveState, LogEntry
+
+DIM = "bright_black"
+
+
+def clock(seconds: float) -> str:
+    s = int(seconds)
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+
+
+def short_version(version: str) -> str:
+    """'10.11.19-MariaDB-0+deb12u1' -> 'MariaDB 10.11.19'; '8.0.36' -> 'MySQL 8.0.36'."""
+    if not version:
+        return ""
+    number = version.split("-")[0]
+    return f"MariaDB {number}" if "mariadb" in version.lower() else f"MySQL {number}"
+
+
+def short_target(target: str) -> str:
+    """The target without its scheme; redacted again, so a password can never reach the screen."""
+    t = redact(target)
+    return t.split("://", 1)[1] if "://" in t else t
+
+
+def bar(fraction: float, width: int) -> Text:
+    """A progress bar in eighths of a cell."""
+    width = max(width, 1)
+    fraction = min(max(fraction, 0.0), 1.0)
+    eighths = int(round(fraction * width * 8))
+    full, part = divmod(eighths, 8)
+    s = "█" * full + (" ▏▎▍▌▋▊▉"[part] if part and full < width else "")
+    return Text(s.ljust(width), style="green on grey23")
+
+
+def fmt_int(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.0f}"
+
+
+def fmt_rate(v: float | None) -> str:
+    if v is None:
+        return "-"
+    return f"{v:,.0f}" if v >= 1000 else f"{v:.1f}"
+
+
+def fmt_ms(v: float | None) -> str:
+    """Latency in ms in at most 5 characters."""
+    if v is None:
+        return "-"
+    if v >= 10_000:
+        return f"{v / 1000:.0f}s"
+    if v >= 100:
+        return f"{v:.0f}"
+    if v >= 10:
+        return f"{v:.1f}"
+    return f"{v:.2f}"
+
+
+def fmt_pct(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.0f}%"
+
+
+# header ---------------------------------------------------------------------------------------------
+def header(st: LiveState, width: int, waiting_for_key: bool = False) -> Text:
+    """Two lines: what runs where, and where the run is."""
+    top = Text(no_wrap=True, overflow="ellipsis")
+    top.append(" bench-dsl ", "bold reverse")
+    top.append(" ")
+    top.append(st.scenario or "starting…", "bold")
+    if st.target:
+        where = short_target(st.target)
+        top.append("  on ", DIM)
+        top.append(short_version(st.server_version) or "server", "cyan")
+        top.append(f" {where}")
+        if st.embedded:
+            top.append(" (throwaway)", DIM)
+    elapsed = f"elapsed {clock(st.t)} "
+    top.truncate(max(width - len(elapsed) - 2, 1), overflow="ellipsis")  # the clock always stays in sight
+    top.append(" " * max(width - top.cell_len - len(elapsed), 2))
+    top.append(elapsed, "bold")
+
+    line = Text(no_wrap=True, overflow="ellipsis")
+    line.append(" ")
+    fin = st.finished
+    if fin is not None:
+        status = fin.get("status", "")
+        style = "bold green" if fin.get("exit_code") == 0 else "bold red"
+        line.append(f"finished: {status}, exit {fin.get('exit_code')}", style)
+        if waiting_for_key:
+            line.append("   q or Enter to leave", DIM)
+    elif st.stopping:
+        line.append("stopping: saving what was measured…", "bold yellow")
+    elif st.phase == "starting":
+        line.append("starting: connecting to the target…", DIM)
+    elif st.phase == "prepare":
+        p = st.prepare
+        if p and p.get("total"):
+            frac = p["done"] / p["total"]
+            line.append("prepare ", "bold")
+            line.append_text(bar(frac, min(30, max(width // 4, 10))))
+            line.append(f" {frac:4.0%}  {p['done']:,}/{p['total']:,} rows")
+            if p.get("rows_per_s"):
+                line.append(f" · {p['rows_per_s']:,.0f} rows/s", DIM)
+            if p.get("eta_s") is not None:
+                line.append(f" · {clock(p['eta_s'])} left", DIM)
+        else:
+            line.append("prepare: checking and loading the data…", "bold")
+    else:
+        _phase_line(st, line, width)
+    line.truncate(width)
+    return Text("\n").join([top, line])
+
+
+def _phase_line(st: LiveState, line: Text, width: int) -> None:
+    label = "warmup" if st.step is None else f"step {st.step}/{st.steps} {st.phase}"
+    line.append(label, "bold")
+    tick = st.tick
+    same_phase = tick is not None and tick.get("phase") == st.phase and tick.get("step") == st.step
+    users = tick.get("users") if tick is not None and same_phase else st.phase_users
+    if users is not None:
+        line.append(f" · {users} users")
+    if st.holding:
+        line.append("  ")
+        line.append(" HOLDING ", "bold black on yellow")
+        line.append("  h to go on", DIM)
+        return
+    total = st.phase_seconds
+    left = st.remaining_s
+    if left is not None:
+        line.append(f" · {left:.0f}s left")
+    if total and left is not None:
+        line.append("  ")
+        line.append_text(bar(1 - left / total, min(24, max(width // 5, 8))))
+
+
+# figures --------------------------------------------------------------------------------------------
+def figures(st: LiveState) -> Table:
+    """The headline figures of the last second: labels above, values below."""
+    t = st.tick or {}
+    cpu = t.get("cpu") or {}
+    cells: list[tuple[str, str, str]] = [
+        ("users", fmt_int(t.get("users")), "bold"),
+        ("tps", fmt_rate(t.get("tps")), "bold bright_cyan"),
+        ("tpm", fmt_int(t.get("tpm")), "bold cyan"),
+    ]
+    if "nopm" in t:
+        cells.append(("NOPM", fmt_int(t.get("nopm")), "bold bright_green"))
+    errors, retries = t.get("errors_per_s"), t.get("retries_per_s")
+    cells += [
+        ("errors/s", "-" if errors is None else f"{errors:.1f}", "bold red" if errors else "bold"),
+        ("retries/s", "-" if retries is None else f"{retries:.1f}", "bold yellow" if retries else "bold"),
+        ("cpu server", fmt_pct(cpu.get("server")) if t else "-", "bold"),
+        ("cpu client", fmt_pct(cpu.get("client")) if t else "-", "bold"),
+    ]
+    grid = Table.grid(expand=True)
+    for _ in cells:
+        grid.add_column(justify="center", ratio=1, no_wrap=True, overflow="ellipsis")
+    grid.add_row(*[Text(label, DIM) for label, _, _ in cells])
+    grid.add_row(*[Text(value, style) for _, value, style in cells])
+    return grid
+
+
+# transactions ---------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class _Col:
+    key: str
+    head: str
+    group: str  # "w" the last interval, "s" the step, "" the name
+    width: int
+    keep: int  # the higher, the longer it stays when the table is too wide
+
+
+_COLS = (
+    _Col("name", "transaction", "", 14, 99),
+    _Col("count", "count", "w", 7, 2), _Col("tps", "tps", "w", 7, 9), _Col("p50", "p50", "w", 5, 4),
+    _Col("p90", "p90", "w", 5, 8), _Col("p95", "p95", "w", 5, 1), _Col("p99", "p99", "w", 5, 6),
+    _Col("max", "max", "w", 5, 3), _Col("errors", "err", "w", 5, 7),
+    _Col("count", "count", "s", 7, 9), _Col("tps", "tps", "s", 7, 9), _Col("p50", "p50", "s", 5, 5),
+    _Col("p90", "p90", "s", 5, 9), _Col("p95", "p95", "s", 5, 2), _Col("p99", "p99", "s", 5, 8),
+    _Col("max", "max", "s", 5, 4), _Col("errors", "err", "s", 6, 8),
+)
+
+
+def tx_columns(width: int, name_width: int = 14) -> list[_Col]:
+    """The columns that fit: the least needed go first when the table is narrow."""
+    cols = [_Col("name", "transaction", "", name_width, 99) if c.key == "name" else c for c in _COLS]
+    # each column has a space after it; one more column separates the interval's from the step's
+    while sum(c.width + 1 for c in cols) + 2 > width and len(cols) > 3:
+        cols.remove(min((c for c in cols if c.key != "name"), key=lambda c: c.keep))
+    return cols
+
+
+def tx_title(st: LiveState) -> str:
+    iv = st.interval
+    window = f"last {iv['seconds']:.0f}s" if iv and iv.get("seconds") else "last interval"
+    if st.step_so_far is not None and iv is not None:
+        step = f"step {iv.get('step')} so far"
+    elif st.last_step is not None:
+        step = f"step {st.last_step.get('step')} (ended)"
+    else:
+        step = "step"
+    return f"transactions: {window} │ {step}"
+
+
+def _cell(fig: Mapping[str, Any] | None, key: str) -> str:
+    if not fig:
+        return "-"
+    if key in ("count", "errors"):
+        return fmt_int(fig.get(key))
+    if key == "tps":
+        return fmt_rate(fig.get("tps"))
+    return fmt_ms((fig.get("latency_ms") or {}).get(key))
+
+
+def tx_table(st: LiveState, width: int) -> Table:
+    iv = st.interval or {}
+    names = st.transactions or list((iv.get("transactions") or {}).keys())
+    cols = tx_columns(width, min(20, max([len("transaction"), *(len(n) for n in names)])))
+    step = st.step_so_far if st.step_so_far is not None else st.last_step
+    table = Table(box=None, padding=(0, 1, 0, 0), expand=False, show_edge=False, header_style="bold")
+    layout: list[_Col | None] = []  # None: the rule between the interval's columns and the step's
+    for c in cols:
+        if c.group == "s" and layout and layout[-1] is not None and layout[-1].group == "w":
+            layout.append(None)
+        layout.append(c)
+    for c in layout:
+        if c is None:
+            table.add_column(Text("│", DIM), width=1, style=DIM)
+        elif c.key == "name":
+            table.add_column("transaction", width=c.width, no_wrap=True, overflow="ellipsis")
+        else:
+            step_col = c.group == "s"
+            table.add_column(Text(c.head, "bold cyan" if step_col else "bold"), justify="right", min_width=c.width,
+                             no_wrap=True, style="cyan" if step_col else None)
+    rows: list[tuple[str, Mapping[str, Any] | None, Mapping[str, Any] | None]] = [
+        (n, (iv.get("transactions") or {}).get(n), ((step or {}).get("transactions") or {}).get(n)) for n in names]
+    if len(names) > 1:
+        rows.append(("all", iv or None, step))
+    for name, w, s in rows:
+        cells: list[Text | str] = []
+        for c in layout:
+            if c is None:
+                cells.append("│")
+            elif c.key == "name":
+                cells.append(Text(name, "bold" if name == "all" else ""))
+            else:
+                value = _cell(w if c.group == "w" else s, c.key)
+                cells.append(Text(value, "red" if c.key == "errors" and value not in ("-", "0") else ""))
+        table.add_row(*cells)
+    return table
+
+
+# conditions -----------------------------------------------------------------------------------------
+STATE_STYLE = {"ok": "green", "near": "bold yellow", "over": "bold dark_orange", "FIRED": "bold white on red",
+               "-": DIM}
+
+
+def conditions_table(rows: Sequence[ConditionRow], width: int, header: bool = True) -> RenderableType:
+    if not rows:
+        return Text("no stop conditions: the run goes to its last step", DIM)
+    table = Table(box=None, padding=(0, 1, 0, 0), show_edge=False, header_style="bold", expand=True,
+                  show_header=header)
+    table.add_column("state", width=6, no_wrap=True)
+    table.add_column("condition", ratio=3, no_wrap=True, overflow="ellipsis")
+    table.add_column("now", justify="right", no_wrap=True, min_width=7)
+    table.add_column("limit", justify="right", no_wrap=True, min_width=7)
+    if width >= 64:
+        table.add_column("from", ratio=1, no_wrap=True, overflow="ellipsis", style=DIM)
+    for r in rows:
+        cells: list[Text | str] = [Text(f"{r.state:^5}" if r.state != "-" else "  -  ", STATE_STYLE[r.state]),
+                                   r.text, Text(r.value, "bold" if r.state != "-" else DIM), r.limit]
+        if width >= 64:
+            cells.append(r.source)
+        table.add_row(*cells)
+    return table
+
+
+# log ------------------------------------------------------------------------------------------------
+LEVEL_STYLE = {"info": "", "warning": "yellow", "error": "red"}
+
+
+def log_line(e: LogEntry) -> Text:
+    t = Text(no_wrap=True, overflow="ellipsis")
+    t.append(clock(e.t) if e.t is not None else "    ", DIM)
+    t.append(" ")
+    if e.count > 1:  # first, so that a line cut at the pane's edge keeps it
+        t.append(f"{e.count:,}× ", "bold")
+    if e.code is not None:
+        name = ERROR_NAMES.get(e.code)
+        t.append(f"error {e.code}" + (f" {name}" if name else ""), "bold red")
+        if e.where:
+            t.append(f" in {', '.join(sorted(e.where))}", "red")
+        if e.message:
+            t.append(f": {e.message}", "red")
+    else:
+        t.append(e.message, LEVEL_STYLE.get(e.level, ""))
+    return t
+
+
+def log_text(entries: Sequence[LogEntry], width: int) -> Text:
+    lines = [log_line(e) for e in entries]
+    for line in lines:
+        line.truncate(width, overflow="ellipsis")
+    return Text("\n").join(lines) if lines else Text("")
+
+
+# verdict --------------------------------------------------------------------------------------------
+def verdict(st: LiveState, results: Path | None, waiting_for_key: bool) -> RenderableType:
+    fin = st.finished or {}
+    sat = fin.get("saturation") or {}
+    stop = fin.get("stop") or {}
+    users, step = sat.get("users"), sat.get("step")
+    lines: list[Text] = []
+    head = Text()
+    if sat.get("saturated"):
+        if users is not None:
+            head.append(f"Saturation point: {users} users", "bold bright_green")
+            head.append(f" (step {step}, the last step that met every condition)", DIM)
+        else:
+            head.append("Saturated below the first step's users", "bold red")
+    elif users is not None:
+        head.append(f"No stop condition fired: {users} users met every condition", "bold")
+        head.append(f" (step {step})", DIM)
+    else:
+        head.append("No step was completed", "bold yellow")
+    lines.append(head)
+    why = Text()
+    reason = stop.get("reason")
+    if reason == "stop_condition":
+        why.append("ended by ", DIM)
+        why.append(str(stop.get("condition")), "bold red")
+        unit = stop.get("unit") or ""
+        if stop.get("kind") == "threshold":
+            why.append(f": measured {_n(stop.get('value'))}{unit} against {_n(stop.get('limit'))}{unit}")
+        else:
+            why.append(f": this step {_n(stop.get('value'))}, the step before {_n(stop.get('previous'))}")
+        why.append(f", step {stop.get('step')} at {stop.get('users')} users", DIM)
+    elif reason == "interrupted":
+        why.append("ended: stopped on request; everything measured up to then is saved", "yellow")
+    elif reason:
+        why.append(f"ended early ({reason})", "bold red")
+        if stop.get("message"):
+            why.append(f": {stop['message']}", "red")
+    else:
+        why.append("the run went through every step of its plan", DIM)
+    lines.append(why)
+    summary = fin.get("summary")
+    if summary:
+        lat = summary.get("latency_ms") or {}
+        lines.append(Text(f"measured {summary.get('count', 0):,} transactions in {clock(summary.get('seconds') or 0)}: "
+                          f"tps {fmt_rate(summary.get('tps'))}, p90 {fmt_ms(lat.get('p90'))} ms, "
+                          f"p99 {fmt_ms(lat.get('p99'))} ms, errors {summary.get('errors', 0):,}", DIM))
+    for e in fin.get("expect") or []:
+        t = Text("expect ", DIM)
+        t.append(str(e.get("expect")))
+        t.append("  pass" if e.get("passed") else "  FAIL", "bold green" if e.get("passed") else "bold red")
+        t.append(f" (measured {e.get('value')})", DIM)
+        lines.append(t)
+    res = Text("results ", DIM)
+    res.append(str(results) if results is not None else "not written (no JSON output)", "bold")
+    lines.append(res)
+    tail = Text(f"status {fin.get('status')} · exit {fin.get('exit_code')}", DIM)
+    if waiting_for_key:
+        tail.append("   press q or Enter to leave", "bold")
+    lines.append(tail)
+    return Group(*lines)
+
+
+def _n(v: Any) -> str:
+    return fmt_num(float(v)) if isinstance(v, int | float) else str(v)
+
+
+HELP = """\
+[b]Keys[/b]
+  [b]q[/b]      stop the run and save what was measured (asks first); after the verdict: leave
+  [b]n[/b]      end this step now and go to the next one (a hold is judged on what it measured)
+  [b]h[/b]      hold at the current users until pressed again (the phase's clock stands still)
+  [b]?[/b]      this help          [b]ctrl+c[/b]  stop and save at once, as in a shell
+
+[b]Stop conditions[/b]
+  [green]ok[/green]     the current value is clear of its limit
+  [yellow]near[/yellow]   within 20% of the limit
+  [dark_orange]over[/dark_orange]   past the limit so far; the engine judges it at the step's end
+  [white on red]FIRED[/white on red]  the engine judged it: the run ends, the step before is the saturation point
+  "now" is read over the same window the engine judges: the step so far (a linear ramp: the last
+  interval; a `for D` condition: the last D seconds).
+
+[b]Charts[/b]
+  left: throughput each second, dim while not measured (warmup, settle); a dotted line where a
+  step begins, with its users.  right: each step's throughput ([cyan]●[/cyan], left axis) and p90
+  ([magenta]◆[/magenta], right axis, ms) against users; the p90 limit in red, the saturation point in green.
+
+Press ? or Escape to close."""

@@ -1,0 +1,134 @@
+"""Thin widgets: each draws one part of LiveState with a pure renderable (render.py, chart.py) at its
+own size, and is redrawn only when an event changed that part."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from rich.console import RenderableType
+from textual.widget import Widget
+
+from . import render
+from .chart import ThroughputChart, UsersChart, doubling
+from .state import CONDITIONS, FIGURES, HEADER, LOG, TIME_CHART, TX, USERS_CHART, VERDICT, LiveState
+
+
+class StatePanel(Widget):
+    """A part of the screen drawn from LiveState."""
+
+    PARTS: ClassVar[frozenset[str]] = frozenset()
+    RESIZES = False  # its height follows its content: a redraw may change the layout
+
+    def __init__(self, state: LiveState, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.state = state
+
+    def update_from(self, changes: set[str]) -> None:
+        if changes & self.PARTS:
+            self.retitle()
+            self.refresh(layout=self.RESIZES)
+
+    def on_mount(self) -> None:
+        self.retitle()
+
+    def retitle(self) -> None:
+        """Border titles follow the state; set here, never while rendering."""
+
+    @property
+    def waiting_for_key(self) -> bool:
+        return bool(getattr(self.app, "waiting_for_key", False))
+
+
+class RunHeader(StatePanel):
+    PARTS = frozenset({HEADER})
+
+    def render(self) -> RenderableType:
+        return render.header(self.state, self.content_size.width, self.waiting_for_key)
+
+
+class Figures(StatePanel):
+    PARTS = frozenset({FIGURES})
+
+    def render(self) -> RenderableType:
+        return render.figures(self.state)
+
+
+class TimeChartPanel(StatePanel):
+    PARTS = frozenset({TIME_CHART})
+
+    def retitle(self) -> None:
+        self.border_title = "throughput (tps) each second"
+        self.border_subtitle = "[cyan]━[/] measured  [dim cyan]━[/] warmup/settle  [bright_black]┆[/] step start"
+
+    def render(self) -> RenderableType:
+        size = self.content_size
+        return ThroughputChart(self.state.series, self.state.boundaries, size.width, size.height)
+
+
+class UsersChartPanel(StatePanel):
+    PARTS = frozenset({USERS_CHART})
+
+    def retitle(self) -> None:
+        p90 = f"p90({self.state.p90_tx})" if self.state.p90_tx else "p90"
+        self.border_title = f"tps and {p90} by users"
+        self.border_subtitle = f"[cyan]●[/] tps  [magenta]◆[/] {p90} ms  [green]│[/] saturation"
+
+    def render(self) -> RenderableType:
+        st, size = self.state, self.content_size
+        step_users = sorted({p["users"] for p in st.plan.get("phases") or [] if p.get("step") is not None})
+        running = st.finished is None and st.phase in ("settle", "hold", "ramp")
+        return UsersChart(st.step_points, size.width, size.height, p90_limit_ms=st.p90_limit_ms,
+                          saturation=st.saturation_users, next_users=st.phase_users if running else None,
+                          log_scale=doubling(step_users))
+
+
+class TxPanel(StatePanel):
+    PARTS = frozenset({TX})
+    RESIZES = True
+
+    def retitle(self) -> None:
+        self.border_title = render.tx_title(self.state)
+
+    def render(self) -> RenderableType:
+        return render.tx_table(self.state, self.content_size.width)
+
+
+class ConditionsPanel(StatePanel):
+    PARTS = frozenset({CONDITIONS})
+
+    def retitle(self) -> None:
+        self.border_title = "stop conditions"
+
+    def render(self) -> RenderableType:
+        # on a short screen every row counts: the column names go before any condition does
+        size = self.content_size
+        rows = self.state.board.rows()
+        return render.conditions_table(rows, size.width, header=size.height > len(rows))
+
+
+class LogPanel(StatePanel):
+    PARTS = frozenset({LOG})
+
+    def retitle(self) -> None:
+        self.border_title = "log"
+
+    def render(self) -> RenderableType:
+        size = self.content_size
+        return render.log_text(self.state.log.tail(size.height), size.width)
+
+
+class VerdictPanel(StatePanel):
+    PARTS = frozenset({VERDICT})
+    RESIZES = True
+
+    def __init__(self, state: LiveState, results: Path | None, *, id: str | None = None) -> None:
+        super().__init__(state, id=id)
+        self.results = results
+
+    def retitle(self) -> None:
+        self.border_title = "verdict"
+        self.display = self.state.finished is not None
+
+    def render(self) -> RenderableType:
+        return render.verdict(self.state, self.results, self.waiting_for_key)
