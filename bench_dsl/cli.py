@@ -74,11 +74,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="multiply every duration by F (e.g. 0.1 for a smoke run; phases last at least 1s)")
     r.add_argument("--max-steps", type=int, metavar="N", help="run at most N steps of a ramp")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress lines, only the verdict")
+    r.add_argument("--workers", type=_workers, metavar="N|auto",
+                   help="processes that run the virtual users (overrides the file's `workers`; auto: one per core)")
 
     pr = sub.add_parser("prepare", help="create and load the scenario's data only",
                         description="Create and load the data a scenario needs, then stop.")
     run_opts(pr)
-    pr.set_defaults(time_scale=1.0, max_steps=None, quiet=False, json=None, jsonl=None, headless=False)
+    pr.set_defaults(time_scale=1.0, max_steps=None, quiet=False, json=None, jsonl=None, headless=False, workers=None)
     return p
 
 
@@ -97,6 +99,18 @@ def cmd_check(args: argparse.Namespace, err: Console) -> int:
         else:
             err.print(f"{f}: ok", markup=False, highlight=False)
     return status
+
+
+def _workers(text: str) -> int:
+    if text == "auto":
+        return 0  # given, and auto: overrides a number in the file
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of processes or auto, not {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError("at least 1 process")
+    return n
 
 
 def _run_loop(coro):  # type: ignore[no-untyped-def]
@@ -134,7 +148,7 @@ def cmd_run(args: argparse.Namespace, err: Console, prepare_only: bool = False) 
             sinks.append(JsonLinesSink(stream))
     opts = Options(time_scale=args.time_scale, max_steps=args.max_steps,
                    keep_server=args.keep_server, force_prepare=args.force_prepare, prepare_only=prepare_only,
-                   target=args.target)
+                   target=args.target, workers=args.workers)
     if opts.target:
         from bench_dsl.server import open_target
 

@@ -3,22 +3,53 @@
 from __future__ import annotations
 
 import contextlib
+import time
 
 import psutil
 
 
 class CpuSampler:
+    """bench-dsl itself is this process and its worker processes; a throwaway server is also our
+    child process but counts as the server, never as the client."""
+
     def __init__(self, server_pid: int | None) -> None:
         self.ncpu = psutil.cpu_count() or 1
-        self.client = psutil.Process()
+        self.me = psutil.Process()
+        self.server_pid = server_pid
         self.server: psutil.Process | None = None
         if server_pid is not None:
             with contextlib.suppress(psutil.Error):
                 self.server = psutil.Process(server_pid)
+        self._client_times: dict[int, float] = {}
+        self._last = time.monotonic()
         self.sample()  # the first reading of cpu_percent is meaningless: prime it
+
+    def _client_processes(self) -> list[psutil.Process]:
+        try:
+            kids = self.me.children(recursive=True)
+        except psutil.Error:
+            kids = []
+        return [self.me, *(k for k in kids if k.pid != self.server_pid)]
+
+    def _client_percent(self, wall: float) -> float:
+        # cpu_times deltas rather than cpu_percent: worker processes come and go between samples
+        busy = 0.0
+        seen: dict[int, float] = {}
+        for p in self._client_processes():
+            try:
+                t = p.cpu_times()
+            except psutil.Error:
+                continue
+            total = t.user + t.system
+            seen[p.pid] = total
+            busy += total - self._client_times.get(p.pid, total)
+        self._client_times = seen
+        return 100.0 * busy / wall / self.ncpu if wall > 0 else 0.0
 
     def sample(self) -> dict[str, float | None]:
         """Percent of all cores since the previous call; server is None when it cannot be seen."""
+        now = time.monotonic()
+        wall, self._last = now - self._last, now
         server: float | None = None
         if self.server is not None:
             try:
@@ -28,5 +59,5 @@ class CpuSampler:
         return {
             "server": server,
             "host": psutil.cpu_percent(None),
-            "client": self.client.cpu_percent(None) / self.ncpu,
+            "client": self._client_percent(wall),
         }

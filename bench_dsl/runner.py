@@ -4,16 +4,15 @@ Emits events to sinks; never imports a user interface."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import platform
-import random
 import re
 import signal
 import socket
 import time
 from collections import Counter
-from dataclasses import dataclass, field
-from itertools import accumulate
+from dataclasses import dataclass
 from typing import Any
 
 import asyncmy
@@ -23,20 +22,19 @@ from bench_dsl import __version__
 from bench_dsl import model as m
 from bench_dsl.conditions import Verdict, WindowedConditions, judge, show, show_limit
 from bench_dsl.cpu import CpuSampler
-from bench_dsl.dsn import Dsn, redact
+from bench_dsl.dsn import redact
 from bench_dsl.errors import ExitCode, TargetError
 from bench_dsl.events import Event, Sink
-from bench_dsl.metrics import Aggregate, Recorder, Tick
+from bench_dsl.fleet import Fleet, LocalFleet, ProcessFleet, WorkerFailed, worker_count
+from bench_dsl.metrics import Aggregate, Tick
 from bench_dsl.planner import Phase, Plan
-from bench_dsl.server import CONNECTION_LOST, EmbeddedServer, apply_settings, connect, ensure_database, facts, open_target
-from bench_dsl.workloads import Session, Workload, make_workload
-from bench_dsl.workloads.base import IntendedRollback, Progress, error_code
+from bench_dsl.server import EmbeddedServer, apply_settings, connect, ensure_database, facts, open_target
+from bench_dsl.workloads import make_workload
+from bench_dsl.workloads.base import Progress
 
 TARGET_TIMEOUT = 10.0  # seconds without a connection before the target counts as lost
 RESULT_SCHEMA = "https://bench-dsl.dev/schema/result-v1.json"
 
-# Errors that mean the scenario itself is wrong: no point going on.
-SCENARIO_ERRORS = {1044, 1045, 1046, 1049, 1054, 1064, 1142, 1146, 1149, 1210, 1318, 1364, 1406, 1452}
 
 
 @dataclass
@@ -47,153 +45,7 @@ class Options:
     force_prepare: bool = False
     prepare_only: bool = False
     target: str | None = None  # --target overrides the file
-
-
-@dataclass
-class _User:
-    session: Session
-    rng: random.Random
-    stop: bool = False
-    connected: asyncio.Event = field(default_factory=asyncio.Event)
-    task: asyncio.Task[None] | None = None
-
-
-class UserPool:
-    """Closed-loop virtual users, one connection each, added and removed while the run goes on."""
-
-    def __init__(self, dsn: Dsn, workload: Workload, recorder: Recorder, seed: int) -> None:
-        self.dsn = dsn
-        self.workload = workload
-        self.recorder = recorder
-        self.seed = seed
-        self.users: list[_User] = []
-        self.started = 0
-        self.last_progress = time.monotonic()
-        self.connect_failures = 0
-        self.fatal: tuple[int, str, str] | None = None
-        self.error_messages: dict[int, str] = {}
-        self.cum_weights = list(accumulate(workload.weights))
-
-    @property
-    def active(self) -> int:
-        return sum(1 for u in self.users if not u.stop)
-
-    async def resize(self, n: int, wait: bool = True) -> None:
-        live = [u for u in self.users if not u.stop]
-        new: list[_User] = []
-        while len(live) + len(new) < n:
-            rng = random.Random(self.seed * 100_003 + self.started)
-            self.started += 1
-            u = _User(self.workload.session(rng), rng)
-            u.task = asyncio.create_task(self._loop(u), name=f"user-{self.started}")
-            new.append(u)
-        self.users.extend(new)
-        for u in live[n:]:
-            u.stop = True  # finishes its transaction, then closes its connection
-        self.users = [u for u in self.users if not (u.stop and u.task is not None and u.task.done())]
-        if wait and new:
-            await asyncio.wait([asyncio.create_task(u.connected.wait()) for u in new], timeout=60)
-
-    async def stop_all(self, grace: float = 5.0) -> None:
-        for u in self.users:
-            u.stop = True
-        tasks = [u.task for u in self.users if u.task is not None]
-        if not tasks:
-            return
-        _, pending = await asyncio.wait(tasks, timeout=grace)
-        for t in pending:
-            t.cancel()
-        if pending:
-            await asyncio.wait(pending, timeout=2)
-
-    async def _loop(self, u: _User) -> None:
-        wl = self.workload
-        rec = self.recorder
-        ntx = len(wl.names)
-        cum = self.cum_weights
-        total = cum[-1]
-        conn: asyncmy.Connection | None = None
-        backoff = 0.1
-        try:
-            while not u.stop:
-                if conn is None:
-                    try:
-                        conn = await connect(self.dsn, self.dsn.database, timeout=5)
-                    except Exception as exc:  # unmeasured: connecting is not part of a transaction
-                        self.connect_failures += 1
-                        self._remember(error_code(exc), exc)
-                        u.connected.set()
-                        await asyncio.sleep(backoff)
-                        backoff = min(backoff * 2, 2.0)
-                        continue
-                    backoff = 0.1
-                    self.connect_failures = 0
-                    self.last_progress = time.monotonic()
-                    u.connected.set()
-                i = 0 if ntx == 1 else _pick(u.rng, cum, total)
-                attempt = 0
-                t0 = time.perf_counter_ns()
-                while True:
-                    try:
-                        q = await u.session.run(conn, i)
-                    except IntendedRollback as rb:
-                        rec.ok(i, (time.perf_counter_ns() - t0) // 1000, rb.statements)
-                        rec.rollback(i)
-                        self.last_progress = time.monotonic()
-                        break
-                    except (asyncmy.errors.MySQLError, OSError, EOFError, asyncio.IncompleteReadError) as exc:
-                        code = error_code(exc)
-                        if code in CONNECTION_LOST or code == -1 or not _connected(conn):
-                            rec.error(i, code if code > 0 else 2013)
-                            self._remember(code, exc)
-                            _close(conn)
-                            conn = None
-                            u.session.forget()
-                            break
-                        if code in wl.retry_on[i] and attempt < wl.retries[i]:
-                            attempt += 1
-                            rec.retry(i)
-                            continue
-                        rec.error(i, code)
-                        self._remember(code, exc)
-                        if code in SCENARIO_ERRORS and self.fatal is None:
-                            self.fatal = (code, str(exc.args[1]) if len(exc.args) > 1 else str(exc), wl.names[i])
-                        break
-                    else:
-                        rec.ok(i, (time.perf_counter_ns() - t0) // 1000, q)
-                        self.last_progress = time.monotonic()
-                        break
-        finally:
-            u.connected.set()
-            if conn is not None:
-                _close(conn)
-
-    def _remember(self, code: int, exc: BaseException) -> None:
-        if code not in self.error_messages:
-            args = getattr(exc, "args", ())
-            self.error_messages[code] = redact(str(args[1] if len(args) > 1 else (args[0] if args else exc)))
-
-
-def _pick(rng: random.Random, cum: list[float], total: float) -> int:
-    x = rng.random() * total
-    for i, c in enumerate(cum):
-        if x < c:
-            return i
-    return len(cum) - 1
-
-
-def _connected(conn: asyncmy.Connection) -> bool:
-    try:
-        return bool(conn.connected)
-    except Exception:
-        return False
-
-
-def _close(conn: asyncmy.Connection) -> None:
-    try:
-        conn.close()
-    except Exception:
-        pass
+    workers: int | None = None  # --workers overrides the file (0: auto); None: the file's setting
 
 
 def machine_info() -> dict[str, object]:
@@ -221,7 +73,6 @@ class Run:
         self.opt = options or Options()
         self.workload = make_workload(sc)
         self.names = self.workload.names
-        self.recorder = Recorder(self.names)
         self.stop_reason: dict[str, Any] | None = None
         self.status = "running"
         self.exit_code = ExitCode.OK
@@ -239,9 +90,12 @@ class Run:
         self.step_started = 0.0
         self.windowed = WindowedConditions(sc.stop, self.names)
         self.errors: Counter[int] = Counter()
+        self.error_messages: dict[int, str] = {}
         self.warnings: list[str] = []
         self.server: EmbeddedServer | None = None
-        self.pool: UserPool | None = None
+        self.fleet: Fleet | None = None
+        self.ctl: asyncmy.Connection | None = None  # the coordinator's own connection: server counters
+        self.step_counters: tuple[float, dict[str, int]] | None = None
         self.doc: dict[str, Any] = {}
         self.secrets: list[str] = []
         self._prep_t0: float | None = None
@@ -278,10 +132,8 @@ class Run:
         if self.stop_reason is None:
             self.stop_reason = {"reason": "interrupted", "signal": name}
             self.log(f"{name}: stopping and saving what was measured (again to stop at once)", "warning")
-        elif self._interrupts > 1 and self.pool is not None:
-            for u in self.pool.users:  # a second Ctrl-C: cancel in-flight transactions too
-                if u.task:
-                    u.task.cancel()
+        elif self._interrupts > 1 and self.fleet is not None:
+            self.fleet.cancel_in_flight()  # a second Ctrl-C: cancel in-flight transactions too
         self._wake.set()
 
     # What a front end may ask while the run goes on (the terminal UI's keys). Each takes effect at
@@ -327,9 +179,17 @@ class Run:
             self.exit_code = ExitCode.TARGET_FAILED
             self.stop_reason = self.stop_reason or {"reason": "target_failed", "message": self._scrub(str(exc))}
             self.log(str(exc), "error")
+        except WorkerFailed as exc:
+            self.status = "failed"
+            self.exit_code = ExitCode.FAILURE
+            self.stop_reason = self.stop_reason or {"reason": "worker_failed", "message": self._scrub(str(exc))}
+            self.log(f"{exc}: bench-dsl itself failed; what was measured so far is kept", "error")
         finally:
-            if self.pool is not None:
-                await self.pool.stop_all()
+            if self.fleet is not None:
+                with contextlib.suppress(Exception):
+                    await self.fleet.stop()
+            if self.ctl is not None:
+                self.ctl.close()
             if self.server is not None:
                 self.server.stop()
                 if self.opt.keep_server and self.server.basedir:
@@ -390,8 +250,16 @@ class Run:
             return
 
         self.cpu = CpuSampler(info.pid)
-        self.pool = UserPool(dsn, self.workload, self.recorder, sc.seed)
-        self.recorder.swap()
+        workers = worker_count(self.opt.workers if self.opt.workers is not None else getattr(sc, "workers", None), self.plan.max_users)
+        if workers == 1:
+            self.fleet = LocalFleet(dsn, self.workload, sc.seed)
+        else:
+            self.fleet = ProcessFleet(sc, dsn, self.names, workers, lambda msg, level: self.log(msg, level))
+        await self.fleet.start()
+        self.doc["workers"] = workers
+        self.log(f"virtual users run in {workers} process{'es' if workers > 1 else ''}")
+        with contextlib.suppress(Exception):
+            self.ctl = await connect(dsn, dsn.database)
         for ph in self.plan.phases:
             if ph.step is not None and ph.step == self._skip_step:
                 continue
@@ -414,18 +282,20 @@ class Run:
 
     # the tick loop -------------------------------------------------------------------------------
     async def _phase(self, ph: Phase) -> None:
-        assert self.pool is not None
+        fleet = self.fleet
+        assert fleet is not None
         label = "warmup" if ph.step is None else f"step {ph.step}/{self.plan.steps} {ph.kind}"
         self.log(f"{label}: {ph.users if ph.users == ph.users_end else f'{ph.users} -> {ph.users_end}'} users "
                  f"for {ph.seconds:g}s")
-        await self.pool.resize(ph.users)
+        await fleet.resize(ph.users)
+        await fleet.collect()  # connecting is not measured
         if ph.measured and ph.step != self.step_of_agg:
             # a step's figures start with its first measured phase: a linear ramp's ramp and hold are one step
             self.windowed.reset()
             self.step_agg = Aggregate(self.names)
             self.step_of_agg = ph.step
             self.step_started = self.elapsed()
-        self.recorder.swap()  # connecting is not measured
+            self.step_counters = await self._server_counters()
         self.emit("phase", phase=ph.kind, step=ph.step, steps=self.plan.steps, users=ph.users,
                   users_end=ph.users_end, seconds=ph.seconds, t=round(self.elapsed(), 3))
         self.interval_agg = Aggregate(self.names)
@@ -449,8 +319,8 @@ class Run:
                 continue  # woken early without a reason
             if self.holding:
                 held += now - last  # the phase's clock stands still while held
-            users = self.pool.active
-            tick = Tick(round(self.elapsed(), 3), now - last, ph.kind, ph.step, users, self.recorder.swap(),
+            users = fleet.active
+            tick = Tick(round(self.elapsed(), 3), now - last, ph.kind, ph.step, users, await fleet.collect(),
                         self.cpu.sample())
             last = now
             self._tick(tick, ph)
@@ -463,15 +333,17 @@ class Run:
             k += 1
             if ph.kind == "ramp" and not self.holding:
                 frac = min(1.0, (now - start - held) / ph.seconds)
-                await self.pool.resize(round(ph.users + (ph.users_end - ph.users) * frac), wait=False)
+                await fleet.resize(round(ph.users + (ph.users_end - ph.users) * frac), wait=False)
+        # read right after the last tick, so the server's window matches the measured one
+        server = await self._server_figures() if ph.measured and ph.kind in ("hold", "ramp") else None
         self._flush_interval(ph)
         if self._skip and ph.kind == "settle":
             self._skip_step = ph.step  # `n` during a settle skips that step's hold too
         self._skip = False
         if ph.measured and ph.kind == "hold" and self.stop_reason is None:
-            self._step_end(ph)
+            self._step_end(ph, server)
         elif ph.measured and self.stop_reason is not None and ph.kind in ("hold", "ramp"):
-            self._record_step(ph, complete=False, verdicts=[])
+            self._record_step(ph, complete=False, verdicts=[], server=server)
 
     def _tick(self, tick: Tick, ph: Phase) -> None:
         for st in tick.tx.values():
@@ -492,7 +364,7 @@ class Run:
             return
         row = {"type": "interval", "t": round(self.elapsed(), 3), "start_s": round(self.interval_start, 3),
                "phase": ph.kind, "step": ph.step, "measured": ph.measured, **agg.summary()}
-        row["users"] = self.pool.active if self.pool else 0
+        row["users"] = self.fleet.active if self.fleet else 0
         self.intervals.append(row)
         live = dict(row)
         if ph.measured and self.step_agg.ticks:
@@ -516,12 +388,12 @@ class Run:
                 self.saturation_step = ph.step
         self._checkpoint()
 
-    def _step_end(self, ph: Phase) -> None:
+    def _step_end(self, ph: Phase, server: dict[str, Any] | None) -> None:
         agg = self.step_agg
         # `for D` conditions are judged live, tick by tick; a linear ramp's thresholds at each interval
         linear = isinstance(self.sc.ramp, m.LinearRamp)
         verdicts = [] if linear else [judge(c, agg, self.prev_step) for c in self.sc.stop if not c.window]
-        self._record_step(ph, complete=True, verdicts=verdicts)
+        self._record_step(ph, complete=True, verdicts=verdicts, server=server)
         fired = next((v for v in verdicts if v.fired), None)
         if fired is not None:
             self._fire(fired, ph)
@@ -530,20 +402,24 @@ class Run:
             self.saturation_step = ph.step
         self.prev_step = agg
 
-    def _record_step(self, ph: Phase, complete: bool, verdicts: list[Verdict]) -> None:
+    def _record_step(self, ph: Phase, complete: bool, verdicts: list[Verdict], server: dict[str, Any] | None) -> None:
         agg = self.step_agg
         if agg.ticks == 0:
             return
+        summary = agg.summary()
+        if server is not None and "nopm" in server and summary.get("nopm"):
+            server["nopm_client_vs_server_pct"] = round(100.0 * (summary["nopm"] - server["nopm"])  # type: ignore[operator]
+                                                        / server["nopm"], 2) if server["nopm"] else None
         row = {"type": "step", "step": ph.step, "users": ph.users if ph.kind == "hold" else agg.users_max,
-               "complete": complete, "start_s": round(self.step_started, 3), **agg.summary(),
-               "conditions": [v.to_json() for v in verdicts], "histograms": agg.histograms()}
+               "complete": complete, "start_s": round(self.step_started, 3), **summary,
+               "server": server, "conditions": [v.to_json() for v in verdicts], "histograms": agg.histograms()}
         self.steps.append(row)
         self.emit("step", **{k: v for k, v in row.items() if k != "histograms"})
 
     def _fire(self, v: Verdict, ph: Phase) -> None:
         c = v.condition
         self.stop_reason = {"reason": "stop_condition", **v.to_json(), "step": ph.step,
-                            "users": self.pool.active if self.pool else None, "at_s": round(self.elapsed(), 3)}
+                            "users": self.fleet.active if self.fleet else None, "at_s": round(self.elapsed(), 3)}
         if c.kind == "threshold":
             unit = "ms" if c.metric.name == "latency" else c.unit
             detail = f"measured {show(v.value, c)}{unit} against {show_limit(c)}{unit}"
@@ -554,20 +430,51 @@ class Run:
         self.emit("fired", **self.stop_reason)
 
     def _watch_target(self) -> None:
-        pool = self.pool
-        assert pool is not None
+        assert self.fleet is not None
+        health = self.fleet.health()
+        self.error_messages.update({k: v for k, v in health.error_messages.items() if k not in self.error_messages})
         if self.stop_reason is not None:
             return
         if self.server is not None and not self.server.alive():
             self._lost("the throwaway server process exited")
-        elif pool.connect_failures and time.monotonic() - pool.last_progress > TARGET_TIMEOUT:
-            msg = next(iter(pool.error_messages.values()), "no connection")
+        elif health.connect_failures and health.idle_s > TARGET_TIMEOUT:
+            msg = next(iter(health.error_messages.values()), "no connection")
             self._lost(f"no connection to the server for {TARGET_TIMEOUT:g}s: {msg}")
-        elif pool.fatal is not None:
-            code, msg, tx = pool.fatal
+        elif health.fatal is not None:
+            code, msg, tx = health.fatal
             self.stop_reason = {"reason": "scenario_error", "code": code, "message": self._scrub(msg),
                                 "transaction": tx}
             self.log(f"transaction {tx} failed with error {code}: {msg}; the scenario cannot run as written", "error")
+
+    async def _server_counters(self) -> tuple[float, dict[str, int]] | None:
+        """The server's own count of what happened, read at step boundaries (None when unreadable)."""
+        if self.ctl is None:
+            return None
+        try:
+            async with self.ctl.cursor() as cur:
+                await cur.execute("SHOW GLOBAL STATUS WHERE Variable_name IN ('Com_commit', 'Com_rollback')")
+                counters = {"commits_rollbacks": sum(int(v) for _, v in await cur.fetchall())}
+            counters |= await self.workload.server_counters(self.ctl)
+        except Exception as exc:
+            self.log(f"could not read the server's counters: {self._scrub(str(exc))}", "warning")
+            self.ctl.close()
+            self.ctl = None
+            return None
+        return time.monotonic(), counters
+
+    async def _server_figures(self) -> dict[str, Any] | None:
+        """Per minute over the step, from the server's counters: TPM as HammerDB computes it
+        (Com_commit + Com_rollback) and, for TPC-C, NOPM from the districts' next order ids."""
+        before = self.step_counters  # read when the step's first measured phase began
+        after = await self._server_counters()
+        if before is None or after is None or after[0] <= before[0]:
+            return None
+        minutes = (after[0] - before[0]) / 60
+        out: dict[str, Any] = {"seconds": round(after[0] - before[0], 3)}
+        for key, name in (("commits_rollbacks", "tpm"), ("new_orders", "nopm")):
+            if key in after[1] and key in before[1]:
+                out[name] = round((after[1][key] - before[1][key]) / minutes, 1)
+        return out
 
     def _lost(self, why: str) -> None:
         self.stop_reason = {"reason": "target_failed", "message": self._scrub(why)}
@@ -593,7 +500,7 @@ class Run:
                          "seed": sc.seed, "workload": self.workload.description() | {"transactions": list(self.names)},
                          "stop": [c.text for c in sc.stop], "expect": [c.text for c in sc.expect],
                          "plan": self._plan_json()},
-            "machine": machine_info(), "server": None, "prepare": None,
+            "machine": machine_info(), "server": None, "prepare": None, "workers": None,
             "steps": [], "intervals": [], "stop": None,
             "saturation": None, "expect": [], "summary": None, "errors": [], "warnings": [],
         }
@@ -605,7 +512,7 @@ class Run:
         d["steps"] = self.steps
         d["intervals"] = self.intervals
         d["stop"] = self.stop_reason
-        d["errors"] = [{"code": k, "count": v, "message": (self.pool.error_messages.get(k, "") if self.pool else "")}
+        d["errors"] = [{"code": k, "count": v, "message": self.error_messages.get(k, "")}
                        for k, v in sorted(self.errors.items())]
         d["warnings"] = self.warnings
         d["summary"] = self.run_agg.summary() | {"histograms": self.run_agg.histograms()} if self.run_agg.ticks else None

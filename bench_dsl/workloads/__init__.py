@@ -1,6 +1,6 @@
-"""The workloads bench-dsl can run: sysbench's OLTP tests and the user's own (custom)."""
+"""The workloads bench-dsl can run: sysbench's OLTP tests, TPC-C and the user's own (custom)."""
 
 from bench_dsl.workloads.base import Session, Workload
-from bench_dsl.workloads.custom import make_workload
+from bench_dsl.workloads.custom import build_workload, make_workload
 
-__all__ = ["Session", "Workload", "make_workload"]
+__all__ = ["Session", "Workload", "build_workload", "make_workload"]

@@ -65,7 +65,9 @@ class Workload(abc.ABC):
     def description(self) -> dict[str, object]: ...
 
     @abc.abstractmethod
-    def session(self, rng: random.Random) -> Session: ...
+    def session(self, rng: random.Random, user: int) -> Session:
+        """The session of virtual user number `user` (0, 1, 2 ... over the whole run, whichever
+        worker process runs it): TPC-C derives each user's home warehouse from it."""
 
     @abc.abstractmethod
     async def load(self, dsn: Dsn, progress: Progress) -> int:

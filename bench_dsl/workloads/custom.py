@@ -11,7 +11,7 @@ import asyncmy
 
 from bench_dsl.dsn import Dsn
 from bench_dsl.generators import Gen, compile_value
-from bench_dsl.model import CustomWorkload, Fill, Scenario, SetupSql
+from bench_dsl.model import CustomWorkload, Fill, Scenario, SetupSql, WorkloadSpec
 from bench_dsl.server import connect
 from bench_dsl.workloads.base import Progress, Session, Workload, rollback_quietly
 
@@ -92,7 +92,7 @@ class Custom(Workload):
         progress(f"fill {fill.table}: {done} rows")
         return done
 
-    def session(self, rng: random.Random) -> Session:
+    def session(self, rng: random.Random, user: int) -> Session:
         return _CustomSession(self, rng)
 
 
@@ -135,12 +135,17 @@ class _CustomSession(Session):
 
 
 def make_workload(sc: Scenario) -> Workload:
+    return build_workload(sc.workload, sc.setup, sc.seed)
+
+
+def build_workload(spec: WorkloadSpec, setup: tuple[Fill | SetupSql, ...], seed: int) -> Workload:
+    """The workload of a scenario from just the parts a worker process needs to be sent."""
     from bench_dsl.workloads.sysbench import Sysbench
 
-    if sc.workload.kind == "sysbench":
-        return Sysbench(sc.workload, sc.seed)  # type: ignore[arg-type]
-    if sc.workload.kind == "tpcc":
+    if spec.kind == "sysbench":
+        return Sysbench(spec, seed)
+    if spec.kind == "tpcc":
         from bench_dsl.workloads.tpcc import Tpcc
 
-        return Tpcc(sc.workload, sc.seed)
-    return Custom(sc.workload, sc.setup, sc.seed)  # type: ignore[arg-type]
+        return Tpcc(spec, seed)
+    return Custom(spec, setup, seed)

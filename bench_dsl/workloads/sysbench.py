@@ -103,7 +103,7 @@ class Sysbench(Workload):
         await asyncio.gather(*(one(t) for t in range(1, s.tables + 1)))
         return loaded
 
-    def session(self, rng: random.Random) -> Session:
+    def session(self, rng: random.Random, user: int) -> Session:
         return _SysbenchSession(self.spec, rng)
 
 

@@ -1,0 +1,192 @@
+"""Virtual users: closed-loop, one connection each, added and removed while the run goes on.
+This is the hot path: one pass of `_loop` per transaction."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from dataclasses import dataclass, field
+from itertools import accumulate
+
+import asyncmy
+
+from bench_dsl.dsn import Dsn, redact
+from bench_dsl.metrics import Recorder
+from bench_dsl.server import CONNECTION_LOST, connect
+from bench_dsl.workloads import Session, Workload
+from bench_dsl.workloads.base import IntendedRollback, error_code
+
+# Errors that mean the scenario itself is wrong: no point going on.
+SCENARIO_ERRORS = {1044, 1045, 1046, 1049, 1054, 1064, 1142, 1146, 1149, 1210, 1318, 1364, 1406, 1452}
+
+
+@dataclass
+class _User:
+    session: Session
+    rng: random.Random
+    stop: bool = False
+    connected: asyncio.Event = field(default_factory=asyncio.Event)
+    task: asyncio.Task[None] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    """What the run needs to tell a lost target from a slow one, and a wrong scenario from both."""
+
+    connect_failures: int  # consecutive failed connects, 0 once a user connects
+    idle_s: float  # seconds since a user last connected or completed a transaction
+    fatal: tuple[int, str, str] | None  # (code, message, transaction) of a scenario error
+    error_messages: dict[int, str]  # first message seen per MySQL error code, passwords redacted
+
+
+class UserPool:
+    """The users of one process. User k of this pool is user `offset + k * stride` of the run, so
+    that several pools (worker processes) give every user of the run its own seed."""
+
+    def __init__(self, dsn: Dsn, workload: Workload, recorder: Recorder, seed: int,
+                 offset: int = 0, stride: int = 1) -> None:
+        self.dsn = dsn
+        self.workload = workload
+        self.recorder = recorder
+        self.seed = seed
+        self.offset = offset
+        self.stride = stride
+        self.users: list[_User] = []
+        self.started = 0
+        self.last_progress = time.monotonic()
+        self.connect_failures = 0
+        self.fatal: tuple[int, str, str] | None = None
+        self.error_messages: dict[int, str] = {}
+        self.cum_weights = list(accumulate(workload.weights))
+
+    @property
+    def active(self) -> int:
+        return sum(1 for u in self.users if not u.stop)
+
+    def health(self) -> Health:
+        return Health(self.connect_failures, time.monotonic() - self.last_progress, self.fatal,
+                      dict(self.error_messages))
+
+    async def resize(self, n: int, wait: bool = True) -> None:
+        live = [u for u in self.users if not u.stop]
+        new: list[_User] = []
+        while len(live) + len(new) < n:
+            index = self.offset + self.started * self.stride
+            rng = random.Random(self.seed * 100_003 + index)
+            self.started += 1
+            u = _User(self.workload.session(rng, index), rng)
+            u.task = asyncio.create_task(self._loop(u), name=f"user-{index}")
+            new.append(u)
+        self.users.extend(new)
+        for u in live[n:]:
+            u.stop = True  # finishes its transaction, then closes its connection
+        self.users = [u for u in self.users if not (u.stop and u.task is not None and u.task.done())]
+        if wait and new:
+            await asyncio.wait([asyncio.create_task(u.connected.wait()) for u in new], timeout=60)
+
+    def cancel_in_flight(self) -> None:
+        for u in self.users:
+            if u.task:
+                u.task.cancel()
+
+    async def stop_all(self, grace: float = 5.0) -> None:
+        for u in self.users:
+            u.stop = True
+        tasks = [u.task for u in self.users if u.task is not None]
+        if not tasks:
+            return
+        _, pending = await asyncio.wait(tasks, timeout=grace)
+        for t in pending:
+            t.cancel()
+        if pending:
+            await asyncio.wait(pending, timeout=2)
+
+    async def _loop(self, u: _User) -> None:
+        wl = self.workload
+        rec = self.recorder
+        ntx = len(wl.names)
+        cum = self.cum_weights
+        total = cum[-1]
+        conn: asyncmy.Connection | None = None
+        backoff = 0.1
+        try:
+            while not u.stop:
+                if conn is None:
+                    try:
+                        conn = await connect(self.dsn, self.dsn.database, timeout=5)
+                    except Exception as exc:  # unmeasured: connecting is not part of a transaction
+                        self.connect_failures += 1
+                        self._remember(error_code(exc), exc)
+                        u.connected.set()
+                        await asyncio.sleep(backoff)
+                        backoff = min(backoff * 2, 2.0)
+                        continue
+                    backoff = 0.1
+                    self.connect_failures = 0
+                    self.last_progress = time.monotonic()
+                    u.connected.set()
+                i = 0 if ntx == 1 else _pick(u.rng, cum, total)
+                attempt = 0
+                t0 = time.perf_counter_ns()
+                while True:
+                    try:
+                        q = await u.session.run(conn, i)
+                    except IntendedRollback as rb:
+                        rec.ok(i, (time.perf_counter_ns() - t0) // 1000, rb.statements)
+                        rec.rollback(i)
+                        self.last_progress = time.monotonic()
+                        break
+                    except (asyncmy.errors.MySQLError, OSError, EOFError, asyncio.IncompleteReadError) as exc:
+                        code = error_code(exc)
+                        if code in CONNECTION_LOST or code == -1 or not _connected(conn):
+                            rec.error(i, code if code > 0 else 2013)
+                            self._remember(code, exc)
+                            _close(conn)
+                            conn = None
+                            u.session.forget()
+                            break
+                        if code in wl.retry_on[i] and attempt < wl.retries[i]:
+                            attempt += 1
+                            rec.retry(i)
+                            continue
+                        rec.error(i, code)
+                        self._remember(code, exc)
+                        if code in SCENARIO_ERRORS and self.fatal is None:
+                            self.fatal = (code, str(exc.args[1]) if len(exc.args) > 1 else str(exc), wl.names[i])
+                        break
+                    else:
+                        rec.ok(i, (time.perf_counter_ns() - t0) // 1000, q)
+                        self.last_progress = time.monotonic()
+                        break
+        finally:
+            u.connected.set()
+            if conn is not None:
+                _close(conn)
+
+    def _remember(self, code: int, exc: BaseException) -> None:
+        if code not in self.error_messages:
+            args = getattr(exc, "args", ())
+            self.error_messages[code] = redact(str(args[1] if len(args) > 1 else (args[0] if args else exc)))
+
+
+def _pick(rng: random.Random, cum: list[float], total: float) -> int:
+    x = rng.random() * total
+    for i, c in enumerate(cum):
+        if x < c:
+            return i
+    return len(cum) - 1
+
+
+def _connected(conn: asyncmy.Connection) -> bool:
+    try:
+        return bool(conn.connected)
+    except Exception:
+        return False
+
+
+def _close(conn: asyncmy.Connection) -> None:
+    try:
+        conn.close()
+    except Exception:
+        pass

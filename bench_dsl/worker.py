@@ -1,0 +1,130 @@
+"""A worker process: runs its share of the virtual users and reports what they measured.
+
+The coordinator (bench_dsl.fleet.ProcessFleet) talks to each worker with one JSON object per line on
+the worker's stdin/stdout. The protocol is deliberately small so that the same worker can later run
+on another machine under a distributed engine without the run noticing:
+
+  coordinator -> worker                       worker -> coordinator
+  {"op": "start", "id", "setup": <b64>}       {"op": "ready", "id", "pid"}
+  {"op": "users", "id", "n", "wait"}          {"op": "users", "id", "active"}
+  {"op": "report", "id"}                      {"op": "report", "id", "active", "tx": {name: wire}, "health"}
+  {"op": "cancel", "id"}                      {"op": "cancel", "id"}
+  {"op": "stop", "id", "grace"}               {"op": "stop", "id", "active": 0, "tx", "health"}, then exit
+
+`setup` is the pickled (workload spec, setup steps, seed, Dsn, worker index, worker count): what
+the worker needs to build the workload, not the whole scenario. `wire` is TxStats.to_wire(): counts
+and HdrHistogram's compressed encoding, merged exactly by the coordinator. A worker whose stdin closes
+(the coordinator died) stops its users and exits: it never outlives the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import pickle
+import signal
+import sys
+import traceback
+from dataclasses import asdict
+from typing import Any
+
+from bench_dsl.metrics import Recorder
+from bench_dsl.users import UserPool
+from bench_dsl.workloads import build_workload
+
+
+class Worker:
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self.writer = writer
+        self.pool: UserPool | None = None
+        self.recorder: Recorder | None = None
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    def send(self, msg: dict[str, Any]) -> None:
+        self.writer.write(json.dumps(msg, separators=(",", ":")).encode() + b"\n")
+
+    def report(self, op: str, mid: int) -> dict[str, Any]:
+        assert self.pool is not None and self.recorder is not None
+        tx = {name: st.to_wire() for name, st in self.recorder.swap().items()}
+        return {"op": op, "id": mid, "active": self.pool.active, "tx": tx, "health": asdict(self.pool.health())}
+
+    async def handle(self, msg: dict[str, Any]) -> bool:
+        """One request; False when the worker should exit."""
+        op, mid = msg["op"], msg["id"]
+        if op == "start":
+            spec, setup, seed, dsn, index, count = pickle.loads(base64.b64decode(msg["setup"]))
+            workload = build_workload(spec, setup, seed)
+            self.recorder = Recorder(workload.names)
+            self.pool = UserPool(dsn, workload, self.recorder, seed, offset=index, stride=count)
+            self.send({"op": "ready", "id": mid, "pid": os.getpid()})
+            return True
+        assert self.pool is not None
+        if op == "users":
+            # connecting can take a while: answer reports meanwhile
+            task = asyncio.create_task(self._resize(mid, int(msg["n"]), bool(msg.get("wait", True))))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+        elif op == "report":
+            self.send(self.report("report", mid))
+        elif op == "cancel":
+            self.pool.cancel_in_flight()
+            self.send({"op": "cancel", "id": mid})
+        elif op == "stop":
+            await self.pool.stop_all(float(msg.get("grace", 5.0)))
+            self.send(self.report("stop", mid))
+            return False
+        return True
+
+    async def _resize(self, mid: int, n: int, wait: bool) -> None:
+        assert self.pool is not None
+        await self.pool.resize(n, wait)
+        self.send({"op": "users", "id": mid, "active": self.pool.active})
+
+
+async def serve() -> None:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=1 << 24)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, sys.stdout)
+    writer = asyncio.StreamWriter(transport, protocol, reader, loop)
+    worker = Worker(writer)
+    try:
+        while True:
+            line = await reader.readline()
+            if not line:
+                break  # the coordinator is gone
+            if not await worker.handle(json.loads(line)):
+                break
+            await writer.drain()
+    finally:
+        if worker.pool is not None:
+            await worker.pool.stop_all(1.0)
+        try:
+            await writer.drain()
+        except (ConnectionError, RuntimeError):
+            pass
+
+
+def main() -> None:
+    # Ctrl-C at the terminal reaches the whole process group: only the coordinator decides to stop.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        import uvloop
+
+        runner = uvloop.run
+    except ImportError:
+        runner = asyncio.run
+    try:
+        runner(serve())
+    except Exception as exc:
+        # one line on stderr, which the coordinator logs; the whole story only when asked for
+        if os.environ.get("BENCH_DEBUG"):
+            traceback.print_exc()
+        print(f"internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

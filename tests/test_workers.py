@@ -1,0 +1,125 @@
+"""Virtual users spread over worker processes measure what one process measures."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+
+import psutil
+import pytest
+
+from bench_dsl.events import Event
+from bench_dsl.fleet import ProcessFleet, worker_count
+from bench_dsl.planner import plan
+from bench_dsl.runner import Options, Run
+from bench_dsl.validate import load
+
+pytestmark = pytest.mark.slow
+
+# Every transaction sleeps 20 ms on the server: whatever runs the users, 4 users make ~195 tps with
+# a median latency just above 20 ms. That is the meaning both modes must agree on.
+SLEEPER = """
+scenario "sleeper" {
+  target env("BENCH_DSN")
+  workload custom {
+    transaction nap { query "SELECT SLEEP(0.02)" }
+  }
+  users 4
+  warmup 1s
+  duration 4s
+  report every 1s
+}
+"""
+
+
+class Collect:
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def emit(self, event: Event) -> None:
+        self.events.append(event)
+
+    def close(self) -> None:
+        pass
+
+
+async def _run(path: Path, workers: int) -> tuple[int, dict, Run]:
+    sc = load(str(path), {})
+    sink = Collect()
+    run = Run(sc, plan(sc), [sink], Options(workers=workers))
+    code = await run.execute()
+    return code, run.doc, run
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+async def test_one_process_and_several_measure_the_same(workers: int, dsn_url: str, tmp_path: Path) -> None:
+    path = tmp_path / "sleeper.bench"
+    path.write_text(SLEEPER)
+    code, doc, _ = await _run(path, workers)
+    assert code == 0
+    assert doc["workers"] == workers
+    summary = doc["summary"]
+    assert summary["errors"] == 0
+    assert summary["users"] == 4
+    # 4 users, each ~20.3 ms per transaction (sleep + round trip): 180-197 tps
+    assert 170 <= summary["tps"] <= 200, summary["tps"]
+    lat = summary["latency_ms"]
+    assert 20.0 <= lat["p50"] <= 25.0, lat
+    assert lat["min"] >= 20.0  # SLEEP(0.02) can never answer sooner: no latency was lost in transit
+    # every interval's count adds up to the step's: nothing dropped or counted twice between processes
+    hold = [i for i in doc["intervals"] if i["phase"] == "hold"]
+    assert sum(i["count"] for i in hold) == doc["steps"][0]["count"] == summary["count"]
+
+
+def test_worker_count() -> None:
+    assert worker_count(None, 1) == 1  # one user needs no second process
+    assert worker_count(None, 1000) == (os.cpu_count() or 1)
+    assert worker_count(3, 2) == 2
+    assert worker_count(4, 100) == 4
+
+
+async def test_users_are_spread_evenly_with_distinct_seeds(dsn_url: str, tmp_path: Path) -> None:
+    path = tmp_path / "sleeper.bench"
+    path.write_text(SLEEPER)
+    sc = load(str(path), {})
+    from bench_dsl.dsn import parse_dsn
+
+    fleet = ProcessFleet(sc, parse_dsn(dsn_url), ("nap",), 3, lambda msg, level: None)
+    assert fleet.share(10) == [4, 3, 3]
+    assert fleet.share(2) == [1, 1, 0]
+    await fleet.start()
+    try:
+        await fleet.resize(7)
+        assert fleet.active == 7
+        await asyncio.sleep(0.5)
+        stats = await fleet.collect()
+        assert stats["nap"].count > 0
+        await fleet.resize(2)
+        await asyncio.sleep(0.3)
+        await fleet.collect()
+        assert fleet.active == 2
+    finally:
+        await fleet.stop()
+    assert all(p.proc.returncode is not None for p in fleet.procs)
+
+
+async def test_a_dead_worker_fails_the_run_but_keeps_the_data(dsn_url: str, tmp_path: Path) -> None:
+    path = tmp_path / "sleeper.bench"
+    path.write_text(SLEEPER.replace("duration 4s", "duration 30s"))
+    sc = load(str(path), {})
+    sink = Collect()
+    run = Run(sc, plan(sc), [sink], Options(workers=2))
+    task = asyncio.create_task(run.execute())
+    while not any(e.type == "interval" and e.data.get("phase") == "hold" for e in sink.events):
+        await asyncio.sleep(0.2)
+    assert isinstance(run.fleet, ProcessFleet)
+    os.kill(run.fleet.procs[1].proc.pid, signal.SIGKILL)
+    code = await asyncio.wait_for(task, 30)
+    assert code == 1
+    assert run.doc["status"] == "failed"
+    assert run.doc["stop"]["reason"] == "worker_failed"
+    assert run.doc["intervals"] and run.doc["summary"]["count"] > 0
+    me = psutil.Process()
+    assert not [c for c in me.children(recursive=True) if "bench_dsl.worker" in " ".join(c.cmdline())]
