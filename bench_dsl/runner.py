@@ -250,7 +250,7 @@ class Run:
             return
 
         self.cpu = CpuSampler(info.pid)
-        workers = worker_count(self.opt.workers if self.opt.workers is not None else getattr(sc, "workers", None), self.plan.max_users)
+        workers = worker_count(self.opt.workers if self.opt.workers is not None else sc.workers, self.plan.max_users)
         if workers == 1:
             self.fleet = LocalFleet(dsn, self.workload, sc.seed)
         else:
