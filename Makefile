@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 BENCH := .venv/bin/bench
 
-.PHONY: run test setup check clean
+.PHONY: run test setup check clean bench
 
 setup:
 	@scripts/setup.sh
@@ -14,6 +14,12 @@ run: setup
 ## Run the whole test suite (starts its own throwaway server unless BENCH_DSN is set).
 test: setup
 	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+## Benchmark bench-dsl against sysbench side by side on a throwaway server (~15 min; installs sysbench
+## when missing); writes bench/results/latest.md and .json. Options: BENCH_ARGS="--quick" (see --help).
+bench: setup
+	@bench/install-sysbench.sh
+	$(PY) -m bench.run $(BENCH_ARGS)
 
 ## Validate every shipped scenario and example.
 check: setup

@@ -1,0 +1,187 @@
+"""sysbench and bench-dsl side by side: one data set prepared once, then at each user count the two
+clients alternately (A = sysbench, B = bench-dsl, A B A B ...), and the medians of the paired ratios."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.clients import (
+    BENCH_CMD,
+    Measure,
+    Target,
+    bench_file,
+    run_bench_dsl,
+    run_sysbench,
+    sysbench_cmd,
+    sysbench_workload,
+)
+from bench.stats import limit_note, median, ratio_summary
+
+Log = Callable[[str], None]
+
+# The goals of the performance issue, as ratios bench-dsl / sysbench.
+TPS_RATIO_GOAL = 1.0
+CPU_RATIO_GOAL = 1.3
+
+
+@dataclass(frozen=True)
+class Settings:
+    pairs: int
+    warmup: int
+    duration: int
+    tables: int
+    table_size: int
+    seed: int
+    workers: str | None
+
+
+async def sql(target: Target, statements: Sequence[str], database: str | None = None) -> list[list[tuple[Any, ...]]]:
+    import asyncmy
+
+    args: dict[str, Any] = {"user": target.user, "password": target.password, "connect_timeout": 10}
+    if target.socket:
+        args["unix_socket"] = target.socket
+    else:
+        args.update(host=target.host, port=target.port)
+    conn = await asyncmy.connect(**args, database=database, autocommit=True)
+    out: list[list[tuple[Any, ...]]] = []
+    try:
+        async with conn.cursor() as cur:
+            for s in statements:
+                await cur.execute(s)
+                out.append(list(await cur.fetchall()))
+    finally:
+        conn.close()
+    return out
+
+
+def _normalise(create: str) -> str:
+    return re.sub(r"\s+AUTO_INCREMENT=\d+", "", create)
+
+
+def prepare(target: Target, s: Settings, workdir: Path, env: dict[str, str], log: Log) -> dict[str, Any]:
+    """Load the tables with bench-dsl (so that its marker says they are there and it never reloads
+    them between runs), load the same tables with sysbench into a scratch database, and check that
+    both have the same layout and size: then both clients run on tables sysbench would have made."""
+    check_db = f"{target.database}_sbcheck"
+    asyncio.run(sql(target, [f"DROP DATABASE IF EXISTS `{check_db}`", f"CREATE DATABASE `{check_db}`"]))
+    t0 = time.perf_counter()
+    r = subprocess.run(sysbench_cmd(target, "oltp_point_select", s.tables, s.table_size, 1, 0, 0, "prepare",
+                                    database=check_db), check=False, capture_output=True, text=True, timeout=3600)
+    sysbench_s = time.perf_counter() - t0
+    if r.returncode != 0:
+        raise RuntimeError(f"sysbench prepare failed: {(r.stderr or r.stdout)[-1500:]}")
+
+    src = workdir / "prepare.bench"
+    src.write_text(bench_file("harness-prepare", target, sysbench_workload("oltp_point_select", s.tables, s.table_size),
+                              1, 0, 1, s.seed, None))
+    t0 = time.perf_counter()
+    r = subprocess.run([*BENCH_CMD, "prepare", str(src), "--force-prepare"], check=False, capture_output=True,
+                       text=True, env=env, cwd=workdir, timeout=3600)
+    bench_s = time.perf_counter() - t0
+    if r.returncode != 0:
+        raise RuntimeError(f"bench prepare failed (exit {r.returncode}): {r.stderr[-1500:]}")
+    own = re.search(r"prepared (\d+) rows in ([\d.]+)s", r.stderr)
+
+    queries: list[str] = []
+    for t in range(1, s.tables + 1):
+        queries += [f"SHOW CREATE TABLE sbtest{t}", f"SELECT COUNT(*), MIN(id), MAX(id) FROM sbtest{t}"]
+    ours = asyncio.run(sql(target, queries, target.database))
+    theirs = asyncio.run(sql(target, queries, check_db))
+    asyncio.run(sql(target, [f"DROP DATABASE `{check_db}`"]))
+    differences = []
+    for i in range(0, len(queries), 2):
+        t = i // 2 + 1
+        if _normalise(ours[i][0][1]) != _normalise(theirs[i][0][1]):
+            differences.append(f"sbtest{t}: bench-dsl's table\n{ours[i][0][1]}\nsysbench's\n{theirs[i][0][1]}")
+        if tuple(ours[i + 1][0]) != tuple(theirs[i + 1][0]) or int(ours[i + 1][0][0]) != s.table_size:
+            differences.append(f"sbtest{t}: rows/min id/max id bench-dsl {tuple(ours[i + 1][0])}, "
+                               f"sysbench {tuple(theirs[i + 1][0])}")
+    if differences:
+        raise RuntimeError("bench-dsl's and sysbench's tables differ, the figures would not compare:\n"
+                           + "\n".join(differences))
+    log(f"prepared {s.tables} x {s.table_size:,} rows: bench-dsl {bench_s:.1f}s, sysbench {sysbench_s:.1f}s; "
+        "same layout and row counts")
+    return {"tables": s.tables, "table_size": s.table_size, "layout_identical": True,
+            "bench_dsl_s": round(bench_s, 2), "bench_dsl_own_s": float(own.group(2)) if own else None,
+            "sysbench_s": round(sysbench_s, 2), "ratio": round(bench_s / sysbench_s, 3) if sysbench_s else None,
+            "note": "one load each (not alternated): an indication, not a measured ratio"}
+
+
+def _side(ms: list[Measure]) -> dict[str, Any]:
+    ok = [m for m in ms if m.ok]
+    u = [m.usage for m in ok if m.usage is not None]
+    return {
+        "runs": len(ms), "ok": len(ok),
+        "tps": _r(median([m.tps for m in ok]), 1), "qps": _r(median([m.qps for m in ok]), 1),
+        "p95_ms": _r(median([m.p95_ms for m in ok]), 3),
+        "cpu_per_10k_tx_s": _r(median([m.cpu_per_10k for m in ok]), 4),
+        "client_cores": _r(median([x.client_cores for x in u]), 3),
+        "client_busiest_cores": _r(median([x.client_busiest_cores for x in u]), 3),
+        "client_processes": max((x.client_processes for x in u), default=None),
+        "server_cores": _r(median([x.server_cores for x in u]), 3),
+        "host_busy_cores": _r(median([x.host_busy_cores for x in u]), 3),
+        "other_cores": _r(median([x.other_cores for x in u]), 3),
+        "errors": sum(m.errors for m in ok),
+        "failures": [m.error for m in ms if not m.ok],
+    }
+
+
+def _r(v: float | None, nd: int) -> float | None:
+    return None if v is None else round(v, nd)
+
+
+def run_point(target: Target, test: str, users: int, s: Settings, workdir: Path, env: dict[str, str], ncpu: int,
+              log: Log) -> dict[str, Any]:
+    wl = sysbench_workload(test, s.tables, s.table_size)
+    text = bench_file(f"{test}-{users}", target, wl, users, s.warmup, s.duration, s.seed, s.workers)
+    a_runs: list[Measure] = []
+    b_runs: list[Measure] = []
+    for i in range(s.pairs):
+        a = run_sysbench(target, test, s.tables, s.table_size, users, s.warmup, s.duration, workdir)
+        b, _ = run_bench_dsl(text, f"{test}@{users}", users, s.warmup, s.duration, workdir, env,
+                             server_pid=target.server_pid)
+        a_runs.append(a)
+        b_runs.append(b)
+        log(f"{test} {users:>4} users, pair {i + 1}/{s.pairs}: " + _pair_line(a, b))
+    pairs = [(a, b) for a, b in zip(a_runs, b_runs, strict=True) if a.ok and b.ok]
+    pa, pb = [p[0] for p in pairs], [p[1] for p in pairs]
+    ratios = {
+        "tps": ratio_summary([m.tps for m in pa], [m.tps for m in pb]),
+        "qps": ratio_summary([m.qps for m in pa], [m.qps for m in pb]),
+        "p95": ratio_summary([m.p95_ms for m in pa], [m.p95_ms for m in pb]),
+        "cpu_per_10k_tx": ratio_summary([m.cpu_per_10k for m in pa], [m.cpu_per_10k for m in pb]),
+    }
+    sb, bd = _side(a_runs), _side(b_runs)
+    tps_r, cpu_r = ratios["tps"]["median"], ratios["cpu_per_10k_tx"]["median"]
+    return {
+        "test": test, "users": users, "sysbench": sb, "bench_dsl": bd, "ratios": ratios,
+        "goals": {"tps_ratio_at_least": TPS_RATIO_GOAL, "cpu_ratio_at_most": CPU_RATIO_GOAL,
+                  "tps_met": None if tps_r is None else tps_r >= TPS_RATIO_GOAL,
+                  "cpu_met": None if cpu_r is None else cpu_r <= CPU_RATIO_GOAL,
+                  "no_errors": bd["errors"] == 0 and not bd["failures"]},
+        "limit": {"sysbench": limit_note("sysbench", sb["client_cores"], sb["client_busiest_cores"],
+                                         float(min(users, ncpu)), sb["server_cores"], sb["host_busy_cores"], ncpu,
+                                         sb["other_cores"]),
+                  "bench_dsl": limit_note("bench-dsl", bd["client_cores"], bd["client_busiest_cores"], 1.0,
+                                          bd["server_cores"], bd["host_busy_cores"], ncpu, bd["other_cores"])},
+        "runs": [{"sysbench": a.to_json(), "bench_dsl": b.to_json()} for a, b in zip(a_runs, b_runs, strict=True)],
+    }
+
+
+def _pair_line(a: Measure, b: Measure) -> str:
+    def one(m: Measure) -> str:
+        if not m.ok:
+            return f"{m.client} FAILED ({(m.error or '').splitlines()[0][:120]})"
+        cpu = m.cpu_per_10k
+        return f"{m.client} {m.tps:,.0f} tps p95 {m.p95_ms}ms cpu/10k {cpu:.2f}s" if cpu is not None else \
+            f"{m.client} {m.tps:,.0f} tps"
+    ratio = f" -> {b.tps / a.tps:.2f}x" if a.ok and b.ok and a.tps and b.tps is not None else ""
+    return f"{one(a)} | {one(b)}{ratio}"

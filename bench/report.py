@@ -1,0 +1,151 @@
+"""The result document as a markdown page: the machine, the side-by-side table, what limits each
+point, and the engine's own costs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _n(v: float | None, nd: int = 0) -> str:
+    if v is None:
+        return "-"
+    return f"{v:,.{nd}f}"
+
+
+def _ratio(r: dict[str, Any] | None, goal_ok: bool | None = None) -> str:
+    if not r or r.get("median") is None:
+        return "-"
+    mark = "" if goal_ok is None else (" ✓" if goal_ok else " ✗")
+    spread = f" ({r['min']:.2f}-{r['max']:.2f})" if r.get("pairs", 0) > 1 else ""
+    return f"**{r['median']:.2f}x**{mark}{spread}"
+
+
+def _skipped(section: dict[str, Any] | None) -> str | None:
+    if section is None:
+        return "not run"
+    if "skipped" in section:
+        return str(section["skipped"])
+    if "error" in section:
+        return f"failed: {section['error']}"
+    return None
+
+
+def render(doc: dict[str, Any]) -> str:
+    m, srv, st = doc["machine"], doc.get("server") or {}, doc["settings"]
+    out: list[str] = []
+    status = "" if doc.get("status") == "completed" else f" ({doc.get('status')})"
+    out.append(f"# bench-dsl vs sysbench: {doc['started_at']}{status}\n")
+    out.append(f"- **Machine**: {m['cpu_model']}, {m['cpu_logical']} logical cores ({m['cpu_physical']} physical), "
+               f"{m['memory_gib']} GiB, {m['os']}, kernel {m['kernel']}; load average at start "
+               f"{m['loadavg_start']}, at end {m.get('loadavg_end', '-')}")
+    out.append(f"- **Server**: {srv.get('version', '-')} ({'throwaway, embedded' if srv.get('embedded') else 'given target'}), "
+               f"max_connections {srv.get('max_connections', '-')}, buffer pool {srv.get('buffer_pool_mib', '-')} MiB, "
+               f"TCP to {srv.get('address', '-')}")
+    t = doc["tools"]
+    out.append(f"- **Clients**: {t.get('sysbench', '-')}; {t.get('bench_dsl', '-')} (commit {t.get('commit', '-')}"
+               f"{', engine with uncommitted changes' if t.get('engine_dirty') else ''}), Python {m['python']}")
+    out.append(f"- **Method**: {st['pairs']} pair(s) per point, alternated sysbench then bench-dsl; each run "
+               f"{st['warmup']}s warm-up + {st['duration']}s measured; {st['tables']} table(s) x "
+               f"{st['table_size']:,} rows; `workers` {st['workers'] or 'not set (engine default)'}. Figures are "
+               "medians of the runs; ratios are medians of the paired ratios bench-dsl / sysbench, (min-max).")
+    if doc.get("notes"):
+        for note in doc["notes"]:
+            out.append(f"- **Note**: {note}")
+    out.append("")
+
+    points = doc.get("compare") or []
+    if points:
+        out.append("## Side by side\n")
+        out.append("| test | users | tps sysbench | tps bench-dsl | tps ratio (goal >= 1.0) | qps sysbench / bench-dsl "
+                   "| p95 ms sysbench / bench-dsl | p95 ratio | client CPU s / 10k tx sysbench / bench-dsl "
+                   "| CPU ratio (goal <= 1.3) | bench-dsl errors |")
+        out.append("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+        for p in points:
+            sb, bd, r, g = p["sysbench"], p["bench_dsl"], p["ratios"], p["goals"]
+            errs = str(bd["errors"]) + (f", {len(bd['failures'])} failed run(s)" if bd["failures"] else "")
+            if sb["failures"]:
+                errs += f"; sysbench: {len(sb['failures'])} failed run(s)"
+            out.append(f"| {p['test']} | {p['users']} | {_n(sb['tps'])} | {_n(bd['tps'])} | "
+                       f"{_ratio(r['tps'], g['tps_met'])} | {_n(sb['qps'])} / {_n(bd['qps'])} | "
+                       f"{_n(sb['p95_ms'], 2)} / {_n(bd['p95_ms'], 2)} | {_ratio(r['p95'])} | "
+                       f"{_n(sb['cpu_per_10k_tx_s'], 2)} / {_n(bd['cpu_per_10k_tx_s'], 2)} | "
+                       f"{_ratio(r['cpu_per_10k_tx'], g['cpu_met'])} | {errs} |")
+        out.append("")
+        out.append("## What limits each point\n")
+        out.append("Cores are CPU seconds per second over the measured window (client: the whole process tree; "
+                   "server: mariadbd; others: the rest of the machine's busy time, i.e. load that is not ours).\n")
+        out.append("| test | users | sysbench | bench-dsl | bench-dsl processes, busiest at |")
+        out.append("|---|--:|---|---|--:|")
+        for p in points:
+            bd = p["bench_dsl"]
+            busiest = "-" if bd["client_busiest_cores"] is None else f"{bd['client_busiest_cores']:.0%} of a core"
+            out.append(f"| {p['test']} | {p['users']} | {p['limit']['sysbench']} | {p['limit']['bench_dsl']} | "
+                       f"{bd['client_processes'] or '-'}, {busiest} |")
+        out.append("")
+
+    out.append("## The engine's own costs\n")
+    out.append("| what | measured | reference in the same run | ratio | target |")
+    out.append("|---|--:|--:|--:|---|")
+    ov = doc.get("overhead")
+    if (why := _skipped(ov)) is None and ov is not None:
+        out.append(f"| timing + recording one transaction | {ov['ns_per_tx']:,.0f} ns | {ov['reference_ns']:,.0f} ns "
+                   f"(a method call that only counts) | {_ratio(ov['ratio_to_reference'])} | < 2,000 ns "
+                   f"{'✓' if ov['meets_target'] else '✗'} |")
+    else:
+        out.append(f"| timing + recording one transaction | {why} | | | |")
+    ss = doc.get("server_start")
+    if (why := _skipped(ss)) is None and ss is not None:
+        out.append(f"| embedded server start to first query | {ss['seconds']:.2f} s | {ss['reference_seconds']:.2f} s "
+                   f"(install-db + mariadbd by hand) | {_ratio(ss['ratio_to_reference'])} | < 1.5 s "
+                   f"{'✓' if ss['meets_target'] else '✗'} |")
+    else:
+        out.append(f"| embedded server start to first query | {why} | | | |")
+    mem = doc.get("memory")
+    if (why := _skipped(mem)) is None and mem is not None:
+        per = mem.get("rss_per_user_kib")
+        marg = mem.get("marginal_per_user_kib")
+        ref = mem.get("sysbench_rss_per_user_kib")
+        out.append(f"| memory at {mem['users']:,} users (RSS, process tree) | {_n(mem.get('rss_mib'))} MiB: "
+                   f"{_n(per)} KiB/user, {_n(marg)} KiB per added user | sysbench: {_n(mem.get('sysbench_rss_mib'))} "
+                   f"MiB, {_n(ref)} KiB/user | - | no errors from bench-dsl: {mem['errors']} "
+                   f"{'✓' if mem['meets_target'] else '✗'} |")
+    else:
+        out.append(f"| memory per virtual user | {why} | | | |")
+    pr = doc.get("prepare")
+    if pr and "bench_dsl_s" in pr:
+        out.append(f"| loading {pr['tables']} x {pr['table_size']:,} sysbench rows | {pr['bench_dsl_s']:.1f} s | "
+                   f"sysbench prepare: {pr['sysbench_s']:.1f} s | {pr['ratio']:.2f}x (one load each) | - |")
+    out.append("")
+
+    tp = doc.get("tpcc")
+    out.append("## TPC-C\n")
+    if (why := _skipped(tp)) is None and tp is not None:
+        out.append(f"{tp['warehouses']} warehouses, {tp['users']} users.\n")
+        out.append("| loading | NOPM client-side | NOPM procedures | procedures / client-side | errors |")
+        out.append("|--:|--:|--:|--:|--:|")
+        out.append(f"| {_n(tp['load_s'], 1)} s | {_n(tp['nopm_client_side'])} | {_n(tp['nopm_procedures'])} | "
+                   f"{_ratio(tp['procedures_vs_client_side'])} | {tp['errors']} |")
+        out.append(f"\n{tp['note']}.")
+    else:
+        out.append(str(why))
+    out.append("")
+
+    ui = doc.get("ui_overhead")
+    out.append("## Terminal UI overhead\n")
+    if (why := _skipped(ui)) is None and ui is not None:
+        if isinstance(ui.get("markdown"), str):
+            out.append(ui["markdown"])
+        else:
+            out.append("| figure | value |")
+            out.append("|---|---|")
+            for k, v in ui.items():
+                if isinstance(v, (int, float, str, bool)) or v is None:
+                    out.append(f"| {k} | {v} |")
+    else:
+        out.append(str(why))
+    out.append("")
+    if doc.get("errors"):
+        out.append("## Errors\n")
+        out.extend(f"- {e}" for e in doc["errors"])
+        out.append("")
+    return "\n".join(out)

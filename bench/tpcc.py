@@ -1,0 +1,87 @@
+"""TPC-C, when bench-dsl has the workload: how long loading 2 warehouses takes, and NOPM at 8 users
+with the transactions sent statement by statement (client-side) and as stored procedures,
+alternated A B A B. No TPC-C reference client runs here, so the load time is an absolute figure of
+this machine at this moment: compare it with a BenchBase load on the same machine, not across them."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.clients import BENCH_CMD, Target, bench_check, bench_file, run_bench_dsl
+from bench.compare import Log, Settings
+from bench.stats import median, ratio_summary
+
+WAREHOUSES = 2
+USERS = 8
+
+
+def available() -> str | None:
+    """None when the tpcc workload is there; else why the section is skipped."""
+    if importlib.util.find_spec("bench_dsl.workloads.tpcc") is None:
+        return "skipped: bench-dsl has no TPC-C workload yet (bench_dsl/workloads/tpcc.py)"
+    return None
+
+
+def _workload(procedures: bool) -> str:
+    return f"workload tpcc {{ warehouses = {WAREHOUSES}  procedures = {'on' if procedures else 'off'} }}"
+
+
+def tpcc(target: Target, s: Settings, warmup: int, duration: int, workdir: Path, env: dict[str, str],
+         log: Log) -> dict[str, Any]:
+    if (why := available()) is not None:
+        return {"skipped": why}
+    modes = {"client_side": (False, f"{target.database}_tpcc"), "procedures": (True, f"{target.database}_tpcc_sp")}
+    texts = {k: bench_file(f"tpcc-{k}", target, _workload(p), USERS, warmup, duration, s.seed, s.workers, db)
+             for k, (p, db) in modes.items()}
+    for k, text in texts.items():
+        src = workdir / f"tpcc-{k}.bench"
+        src.write_text(text)
+        ok, msg = bench_check(src, env)
+        if not ok:
+            return {"skipped": f"skipped: bench check does not accept the TPC-C scenario ({k}):\n{msg}"}
+
+    # Each mode gets its own database, loaded once: stored procedures may change what is loaded,
+    # and reloading between alternated runs would cost more than the runs.
+    loads: dict[str, Any] = {}
+    for k in modes:
+        t0 = time.perf_counter()
+        r = subprocess.run([*BENCH_CMD, "prepare", str(workdir / f"tpcc-{k}.bench"), "--force-prepare"],
+                           check=False, capture_output=True, text=True, env=env, cwd=workdir, timeout=3600)
+        secs = time.perf_counter() - t0
+        if r.returncode != 0:
+            return {"error": f"bench prepare (tpcc, {k}) exit {r.returncode}: {r.stderr[-1500:]}"}
+        own = re.search(r"prepared (\d+) rows in ([\d.]+)s", r.stderr)
+        loads[k] = {"seconds": round(secs, 2), "rows": int(own.group(1)) if own else None,
+                    "own_seconds": float(own.group(2)) if own else None}
+        log(f"tpcc: loaded {WAREHOUSES} warehouses ({k}) in {secs:.1f}s")
+
+    a_runs, b_runs = [], []
+    for i in range(s.pairs):
+        a, _ = run_bench_dsl(texts["client_side"], "tpcc@client", USERS, warmup, duration, workdir, env,
+                             server_pid=target.server_pid)
+        b, _ = run_bench_dsl(texts["procedures"], "tpcc@procedures", USERS, warmup, duration, workdir, env,
+                             server_pid=target.server_pid)
+        a_runs.append(a)
+        b_runs.append(b)
+        log(f"tpcc {USERS} users, pair {i + 1}/{s.pairs}: client-side NOPM {a.extra.get('nopm')}, "
+            f"procedures NOPM {b.extra.get('nopm')}" + ("" if a.ok and b.ok else
+                                                        f" (failed: {(a.error or b.error or '')[:200]})"))
+    na = [m.extra.get("nopm") if m.ok else None for m in a_runs]
+    nb = [m.extra.get("nopm") if m.ok else None for m in b_runs]
+    return {
+        "warehouses": WAREHOUSES, "users": USERS,
+        "load_s": median([v["seconds"] for v in loads.values()]), "loads": loads,
+        "nopm_client_side": median(na), "nopm_procedures": median(nb),
+        "tpm_client_side": median([m.tps * 60 if m.ok and m.tps else None for m in a_runs]),
+        "tpm_procedures": median([m.tps * 60 if m.ok and m.tps else None for m in b_runs]),
+        "procedures_vs_client_side": ratio_summary(na, nb),
+        "errors": sum(m.errors for m in a_runs + b_runs if m.ok),
+        "runs": [{"client_side": a.to_json(), "procedures": b.to_json()} for a, b in zip(a_runs, b_runs, strict=True)],
+        "note": "load time: no BenchBase in this run; the issue's 11 s for BenchBase was measured on another "
+                "day and machine, so compare only on the same machine",
+    }
