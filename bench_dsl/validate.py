@@ -85,6 +85,7 @@ class _Checker:
         self.env = env
         self.diags: list[Diagnostic] = []
         self.lets: dict[str, Value] = {}
+        self.unset_lets: dict[str, str] = {}  # let name -> the unset variable of its env() without default
 
     def error(self, message: str, span: Span | None, hint: str | None = None) -> None:
         self.diags.append(Diagnostic(message, span, hint))
@@ -167,7 +168,18 @@ class _Checker:
         v = self.value(e)
         if isinstance(v, EnvText):
             return self.from_env(v, what, expected, f"{v.variable}={example}")
+        if v is None and (variable := self.unset_env(e)) is not None:
+            self.error(f"{what}: the environment variable {variable} is not set and there is no default",
+                       _span_of(e), f'give a default: env("{variable}", {example})')
         return v
+
+    def unset_env(self, e: ast.Expr) -> str | None:
+        """The variable of an env() without a default that is not set, used directly or through a let."""
+        if isinstance(e, ast.Call) and e.name == "env" and len(e.args) == 1 and isinstance(e.args[0], ast.Str):
+            return e.args[0].value if e.args[0].value not in self.env else None
+        if isinstance(e, ast.Var):
+            return self.unset_lets.get(e.name)
+        return None
 
     def number(self, e: ast.Expr | None, what: str, *, integer: bool = False, minimum: float | None = None,
                allow_units: tuple[str, ...] = ()) -> float | None:
@@ -245,6 +257,9 @@ class _Checker:
         v = self.value(e)
         if isinstance(v, EnvText):
             v = _env_quantity(v) or v  # a constant may be a string
+        if v is None and (variable := self.unset_env(e)) is not None:
+            self.error(f"the environment variable {variable} is not set and there is no default", _span_of(e),
+                       f'give a default: env("{variable}", 1)')
         if isinstance(v, Quantity):
             if v.unit is not None:
                 self.error(f"a {where} value is a plain number, string or generator", v.span)
@@ -434,6 +449,8 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
                 continue
         v = c.value(expr)
         c.lets[let.name] = v
+        if v is None and (variable := c.unset_env(expr)) is not None:
+            c.unset_lets[let.name] = variable
         params[let.name] = _plain(v)
 
     sc = tree.scenario
@@ -569,6 +586,8 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
             # a bare word would do as a file name, but `output results` most often means a directory
             # and reads like a keyword: a path is always a string
             c.error("output is a path: write it in double quotes", o.value.span, f'output "{o.value.name}"')
+        elif ov is None and c.unset_env(o.value) is not None:
+            pass  # env() unset and no default: as if no output were given, like a target
         elif not isinstance(ov, str):
             c.error('output must be a "path"', o.value.span, 'output "results/{scenario}-{time}.json"')
         else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,14 @@ GOLDEN = sorted((ROOT / "tests" / "golden").glob("*.bench"))
 def test_shipped_files_validate(path: Path) -> None:
     sc = load(path, env={})
     assert sc.workload.transaction_names
+
+
+DOC_EXAMPLES = re.findall(r"```bench\n(.*?)```", (ROOT / "docs" / "language.md").read_text(), re.DOTALL)
+
+
+@pytest.mark.parametrize("text", DOC_EXAMPLES, ids=lambda t: re.search(r'scenario "([^"]*)"', t)[1])  # type: ignore[index]
+def test_doc_examples_validate(text: str) -> None:
+    load("docs/language.md", text=text, env={})
 
 
 @pytest.mark.parametrize("path", GOLDEN, ids=lambda p: p.name)
@@ -194,6 +203,9 @@ def test_env_values_are_read_as_numbers_where_numbers_are_expected() -> None:
     assert "duration must be a duration (the environment variable D holds '60')" in out
     assert "the environment variable LIMIT holds 'mysql://u:***@db/x', not a duration" in out
     assert "hunter2" not in out
+    unset = _problems("users $n\nduration 10s", lets='let n = env("NOPE")')
+    assert "users: the environment variable NOPE is not set and there is no default" in unset
+    assert 'hint: give a default: env("NOPE", 16)' in unset
 
 
 def test_a_target_that_is_not_mysql_is_a_scenario_error() -> None:
