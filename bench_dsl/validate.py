@@ -381,7 +381,7 @@ def _inside_string(text: str, span: Span | None, index: int, length: int) -> Spa
     start = _offset(text, span)
     raw = text[start:_offset_end(text, span)]
     if raw.startswith('"""'):
-        pos = 3 + index  # taken as written
+        pos = 3 + index  # a """ string has no escapes: the value is the text
     else:
         pos = 1
         for _ in range(index):
@@ -918,7 +918,7 @@ def _unknown_option(c: _Checker, st: ast.Setting, workload: str, allowed: list[s
 def _sysbench(c: _Checker, node: ast.Workload) -> m.SysbenchWorkload | None:
     if node.variant not in m.SYSBENCH_TESTS:
         close = difflib.get_close_matches(node.variant or "", list(m.SYSBENCH_TESTS), n=1)
-        where = node.variant_span or node.kind_span  # no test name: point after 'sysbench'
+        where = node.variant_span or node.kind_span  # no test name: point at 'sysbench'
         c.error(f"unknown sysbench test '{node.variant}'" if node.variant else "workload sysbench needs a test name", where,
                 f"did you mean {close[0]}?" if close else "tests: " + ", ".join(m.SYSBENCH_TESTS))
         return None
