@@ -190,6 +190,7 @@ class BenchApp(App[int]):
         self.done = False
         self.leaving = False  # the person asked to stop: leave as soon as the run has ended
         self.exit_code: int | None = None
+        self.run_task: asyncio.Task[int] | None = None  # set by run_app
         self.main = MainScreen(state, results)
 
     @property
@@ -199,6 +200,9 @@ class BenchApp(App[int]):
     def on_mount(self) -> None:
         self.push_screen(self.main)
         self.set_interval(self.refresh_s, self.pull)
+        task = self.run_task
+        if task is not None and task.done():  # it ended before the screen was up (an unreachable target)
+            self.run_done(_code(task))
 
     def pull(self) -> None:
         """Redraws what changed since the last look."""
@@ -226,6 +230,8 @@ class BenchApp(App[int]):
 
     def run_done(self, exit_code: int) -> None:
         """The run has ended and its results are written: leave, or show the verdict until a key."""
+        if self.done:
+            return
         self.done = True
         self.exit_code = exit_code
         status = (self.state.finished or {}).get("status")
@@ -244,9 +250,13 @@ def results_path(sinks: list[Any]) -> Path | None:
     return next((s.path for s in sinks if isinstance(s, JsonResultSink)), None)
 
 
-async def run_with_ui(run: Any, *, wait_for_key: bool | None = None, headless: bool = False,
-                      size: tuple[int, int] | None = None) -> int:
-    """Runs `run` (a bench_dsl.runner.Run) with the live screen; returns the run's exit code.
+def _code(task: asyncio.Task[int]) -> int:
+    """The run's exit code; 1 when it failed (the error itself comes out of run_app)."""
+    return int(task.result()) if not task.cancelled() and task.exception() is None else 1
+
+
+def attach_ui(run: Any, *, wait_for_key: bool | None = None) -> BenchApp:
+    """The screen of `run` (a bench_dsl.runner.Run): its sink is added to the run's sinks.
 
     wait_for_key: keep the verdict on screen until q or Enter (default: when stdin is a terminal,
     so a run started with its input redirected never waits for a key nobody can press).
@@ -255,19 +265,29 @@ async def run_with_ui(run: Any, *, wait_for_key: bool | None = None, headless: b
     run.sinks.append(UiSink(state))
     if wait_for_key is None:
         wait_for_key = sys.stdin.isatty()
-    app = BenchApp(state, run, results=results_path(run.sinks), wait_for_key=wait_for_key)
+    return BenchApp(state, run, results=results_path(run.sinks), wait_for_key=wait_for_key)
+
+
+async def run_app(app: BenchApp, run: Any, **run_async: Any) -> int:
+    """Executes the run beside the app on this event loop; returns the run's exit code once its
+    results are written, however the app ended."""
     task = asyncio.create_task(run.execute(), name="bench-run")
+    app.run_task = task
 
     def ended(t: asyncio.Task[int]) -> None:
         if app.is_running:
-            code = t.result() if not t.cancelled() and t.exception() is None else 1
-            app.call_later(app.run_done, code)
+            app.call_later(app.run_done, _code(t))
 
     task.add_done_callback(ended)
     try:
-        await app.run_async(headless=headless, size=size)
+        await app.run_async(**run_async)
     finally:
         if not task.done():
             run.request_stop()  # the screen went away first (an error, a closed terminal): save all the same
         code = await asyncio.shield(task)
     return int(code)
+
+
+async def run_with_ui(run: Any, *, wait_for_key: bool | None = None) -> int:
+    """Runs `run` (a bench_dsl.runner.Run) with the live screen; returns the run's exit code."""
+    return await run_app(attach_ui(run, wait_for_key=wait_for_key), run)

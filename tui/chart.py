@@ -138,9 +138,8 @@ def fmt_time(s: float) -> str:
 
 def time_ticks(lo: float, hi: float, n: int) -> list[float]:
     """Round instants (1 2 5 10 15 30 s, minutes, hours) between lo and hi, at most n of them."""
-    span = max(hi - lo, 1e-9)
     for step in (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 21600, 43200, 86400):
-        if span / step <= max(n - 1, 1):
+        if math.floor(hi / step) - math.ceil(lo / step) + 1 <= max(n, 1):
             break
     first = math.ceil(lo / step) * step
     out = []
@@ -276,7 +275,7 @@ class ThroughputChart:
             else:
                 cv.dot(x, y, style)
             prev = (x, y)
-        ticks = time_ticks(t0, t1, max(2, cv.cols // 8))
+        ticks = time_ticks(t0, t1, max(2, cv.cols // 10))  # a label every ten columns or so
         xl = _place(cv.cols, [(x_of(v) // 2, fmt_time(v)) for v in ticks])
         return frame.compose(cv, left, [], xl)
 

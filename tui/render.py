@@ -107,6 +107,10 @@ def header(st: LiveState, width: int, waiting_for_key: bool = False) -> Text:
             line.append("   q or Enter to leave", DIM)
     elif st.stopping:
         line.append("stopping: saving what was measured…", "bold yellow")
+    elif st.fired is not None:
+        line.append(" FIRED ", "bold white on red")
+        line.append(f" {st.fired.get('condition')}", "bold red")
+        line.append(f" at step {st.fired.get('step')}: ending the run and saving the results…")
     elif st.phase == "starting":
         line.append("starting: connecting to the target…", DIM)
     elif st.phase == "prepare":

@@ -1,0 +1,302 @@
+"""The UI's logic without an app: the state folded from events, the stop conditions' live values and
+states, the log, and the renderables as text. Fed by a recorded run (tests/fixtures/steps.jsonl)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from rich.console import Console, RenderableType
+from rich.style import Style
+
+from bench_dsl.events import Event
+from bench_dsl.model import Condition
+from bench_dsl.tui import render
+from bench_dsl.tui.chart import Canvas, ThroughputChart, UsersChart, doubling, nice_ceiling, time_ticks
+from bench_dsl.tui.live_conditions import ConditionBoard, figure, show_value, state_of
+from bench_dsl.tui.state import MAX_POINTS, Boundary, LiveState, LogBook, StepPoint
+from bench_dsl.validate import load
+
+from .fixtures.replay import QUICKSTART, events, scenario, upto
+
+
+def text_of(r: RenderableType, width: int = 120) -> str:
+    c = Console(width=width, color_system=None, record=True, file=None, legacy_windows=False)
+    with c.capture() as cap:
+        c.print(r)
+    return cap.get()
+
+
+def fold(evs: list[Event], sc_name: str = "steps") -> LiveState:
+    st = LiveState.for_scenario(scenario(sc_name))
+    for e in evs:
+        st.apply(e.type, e.data)
+    return st
+
+
+def conditions(tmp_path: Path, *texts: str) -> dict[str, Condition]:
+    """Conditions parsed as the engine parses them (limits in canonical units)."""
+    f = tmp_path / "c.bench"
+    f.write_text('scenario "c" { workload custom { transaction locked { query "SELECT 1" } } '
+                 'ramp step { start 1 users step +1 users settle 1s hold 1s max 3 users } '
+                 'stop when { ' + "\n".join(texts) + " } }")
+    return {c.text: c for c in load(str(f)).stop}
+
+
+# the conditions' values and states -----------------------------------------------------------------
+def test_figures_are_read_in_the_files_units(tmp_path: Path) -> None:
+    cs = conditions(tmp_path, "p90(locked) > 200ms", "p99.9 > 1s", "avg(locked) > 50ms", "tps < 10", "tpm < 600",
+                    "qps < 5", "error_rate > 1%", "cpu(server) > 80%", "cpu(client) > 80%")
+    iv = next(e.data for e in events() if e.type == "interval" and e.data["step"] == 5 and e.data["measured"])
+    lat = iv["transactions"]["locked"]["latency_ms"]
+    got = {t: figure(c.metric, iv) for t, c in cs.items()}
+    assert got["p90(locked) > 200ms"] == lat["p90"]
+    assert got["p99.9 > 1s"] == iv["latency_ms"]["p99_9"]
+    assert got["avg(locked) > 50ms"] == lat["avg"]
+    assert got["tps < 10"] == iv["tps"] and got["tpm < 600"] == iv["tpm"] and got["qps < 5"] == iv["qps"]
+    assert got["error_rate > 1%"] == pytest.approx(100 * iv["errors"] / (iv["count"] + iv["errors"]))
+    assert got["cpu(server) > 80%"] == iv["cpu"]["server"] and got["cpu(client) > 80%"] == iv["cpu"]["client"]
+    # a step so far has no tpm: it comes from its tps
+    assert figure(cs["tpm < 600"].metric, iv["step_so_far"]) == pytest.approx(iv["step_so_far"]["tps"] * 60)
+
+
+def test_states_ok_near_over(tmp_path: Path) -> None:
+    cs = conditions(tmp_path, "p90 > 200ms", "tps < 100", "tps plateau 10%", "p90 kink 4x", "error_rate == 0%")
+    p90, tps, plateau, kink, exact = cs.values()
+    assert [state_of(p90, v) for v in (100.0, 165.0, 200.0, 201.0)] == ["ok", "near", "near", "over"]
+    assert [state_of(tps, v) for v in (200.0, 120.0, 99.0)] == ["ok", "near", "over"]
+    # plateau: the gain over the step before (100 tps)
+    assert [state_of(plateau, v, 100.0) for v in (130.0, 111.0, 105.0)] == ["ok", "near", "over"]
+    assert show_value(plateau, 111.0, 100.0) == "+11.0%"
+    assert [state_of(kink, v, 10.0) for v in (20.0, 35.0, 41.0)] == ["ok", "near", "over"]
+    assert show_value(kink, 35.0, 10.0) == "3.50x"
+    assert state_of(plateau, 120.0, None) == "-"  # the first step has nothing to compare with
+    assert state_of(exact, 0.0) == "over" and state_of(exact, 1.0) == "ok"  # no "near" for == or !=
+    assert state_of(p90, None) == "-"
+
+
+def test_live_values_are_the_ones_the_engine_then_judges() -> None:
+    """Just before each step's verdict, the board shows the value the engine judged, for every kind of
+    condition judged at a step's end (threshold, plateau, kink, error rate)."""
+    sc = scenario()
+    board = ConditionBoard(sc.stop)
+    by_text = {c.text: c for c in sc.stop}
+    checked = 0
+    for e in events():
+        if e.type == "step":
+            live = {r.text: r for r in board.rows()}
+            for v in e.data["conditions"]:
+                c = by_text[v["condition"]]
+                assert live[v["condition"]].value == show_value(c, v["value"], v["previous"]), (e.data["step"], c.text)
+                assert live[v["condition"]].source == f"step {e.data['step']} so far"
+                checked += 1
+            board.on_step(e.data)
+        elif e.type == "interval":
+            board.on_interval(e.data)
+        elif e.type == "tick":
+            board.on_tick(e.data)
+    assert checked == 6 * 4  # six steps, four conditions judged at a step's end
+
+
+def test_the_board_through_the_recorded_run() -> None:
+    evs = events()
+    # step 5 so far: the plateau is read against step 4's throughput
+    st = fold(upto(evs, lambda e: e.type == "interval" and e.data["step"] == 5 and e.data["measured"], after=0))
+    rows = {r.text: r for r in st.board.rows()}
+    step4 = next(e.data for e in evs if e.type == "step" and e.data["step"] == 4)
+    so_far = st.interval["step_so_far"]  # type: ignore[index]
+    gain = 100 * (so_far["tps"] - step4["tps"]) / step4["tps"]
+    assert rows["tps plateau 10%"].value == f"{gain:+.1f}%"
+    assert rows["p90(locked) > 200ms"].source == "step 5 so far"
+    # `for 3s`: the mean of the last three measured ticks
+    ticks = [e.data for e in evs if e.type == "tick" and e.data["step"] == 5 and e.data["phase"] == "hold"]
+    st = fold(upto(evs, lambda e: e.data is ticks[3]))
+    cpu = sum(t["cpu"]["server"] for t in ticks[1:4]) / 3
+    row = {r.text: r for r in st.board.rows()}["cpu(server) > 95% for 3s"]
+    assert row.source == "last 3s" and row.value == render.fmt_num(cpu) + "%" and row.state == "ok"
+    # the last step's verdicts: p90 and the plateau both fired, before the `fired` event names p90
+    st = fold(upto(evs, lambda e: e.type == "step" and e.data["step"] == 6))
+    rows = {r.text: r for r in st.board.rows()}
+    assert rows["p90(locked) > 200ms"].state == "FIRED" and rows["tps plateau 10%"].state == "FIRED"
+    assert rows["p90 kink 4x"].state == "ok" and rows["p90 kink 4x"].source == "step 6"
+    st = fold(evs)
+    rows = {r.text: r for r in st.board.rows()}
+    assert (rows["p90(locked) > 200ms"].value, rows["p90(locked) > 200ms"].state) == ("246ms", "FIRED")
+
+
+def test_conditions_without_a_parsed_scenario_are_listed_by_text() -> None:
+    st = LiveState()  # a replay with no scenario: the texts of the `started` event only
+    for e in events():
+        st.apply(e.type, e.data)
+    rows = st.board.rows()
+    assert [r.text for r in rows][:2] == ["p90(locked) > 200ms", "tps plateau 10%"]
+    assert rows[0].state == "FIRED" and rows[1].state == "-"
+
+
+# the state --------------------------------------------------------------------------------------------
+def test_saturation_is_known_when_a_condition_fires_and_final_when_the_run_ends() -> None:
+    evs = events()
+    assert fold(upto(evs, lambda e: e.type == "step" and e.data["step"] == 6)).saturation_users is None
+    assert fold(upto(evs, lambda e: e.type == "fired")).saturation_users == 16
+    assert fold(evs).saturation_users == 16
+    qs = fold(events(QUICKSTART), "quickstart")
+    assert qs.saturation_users == 8 and not qs.finished["saturation"]["saturated"]  # type: ignore[index]
+
+
+def test_steps_and_boundaries_follow_the_run() -> None:
+    st = fold(events())
+    assert [(p.step, p.users) for p in st.step_points] == [(1, 1), (2, 2), (3, 4), (4, 8), (5, 16), (6, 32)]
+    assert [b.users for b in st.boundaries] == [1, 2, 4, 8, 16, 32]
+    assert all(p.p90_ms is not None and p.tps > 0 for p in st.step_points)
+    assert st.p90_tx == "locked" and st.p90_limit_ms == pytest.approx(200.0)
+
+
+def test_a_flood_of_ticks_keeps_the_state_small_and_the_peaks() -> None:
+    st = LiveState()
+    for i in range(20 * MAX_POINTS):
+        st.apply("tick", {"t": float(i + 1), "phase": "hold", "step": 1, "users": 4, "holding": False,
+                          "remaining_s": 1.0, "tps": 5000.0 if i == 7777 else 100.0})
+    assert len(st.series) <= MAX_POINTS
+    assert max(p.hi for p in st.series) == 5000.0 and min(p.lo for p in st.series) == 100.0
+    assert st.series[-1].t == 20 * MAX_POINTS
+    assert st.take_changes() and not st.take_changes()  # changes are handed over once
+
+
+def test_hold_and_stop_show_in_the_header() -> None:
+    evs = events()
+    st = fold(upto(evs, lambda e: e.type == "control" and e.data["action"] == "hold", after=1))
+    head = render.header(st, 120).plain
+    assert "step 3/6 hold · 4 users" in head and "HOLDING" in head and "left" not in head
+    st.apply("control", {"action": "stop", "holding": False, "t": 30.0})
+    assert "stopping: saving what was measured" in render.header(st, 120).plain
+
+
+def test_prepare_shows_a_progress_bar() -> None:
+    st = fold(upto(events(QUICKSTART), lambda e: e.type == "phase" and e.data["phase"] == "prepare"), "quickstart")
+    assert "prepare: checking and loading the data" in render.header(st, 100).plain
+    st.apply("prepare", {"done": 4500, "total": 10000, "rows_per_s": 12345.0, "eta_s": 0.4, "t": 2.0})
+    line = render.header(st, 100).plain.splitlines()[1]
+    assert "45%" in line and "4,500/10,000 rows" in line and "12,345 rows/s" in line and "0:00 left" in line
+    assert "█" in line
+
+
+def test_the_target_never_shows_a_password() -> None:
+    st = LiveState()
+    st.apply("started", {"scenario": "s", "target": "mysql://app:Sekret-99@db.example:3306/shop",
+                         "server_version": "8.0.36", "embedded": False, "plan": {}, "transactions": [],
+                         "conditions": []})
+    head = render.header(st, 120).plain
+    assert "Sekret-99" not in head and "MySQL 8.0.36" in head and "db.example:3306/shop" in head
+    # at 80 columns the target is cut, never the clock
+    assert render.header(st, 60).plain.splitlines()[0].rstrip().endswith("elapsed 0:00")
+
+
+# the log ------------------------------------------------------------------------------------------------
+def test_repeated_lines_fold_into_one_with_a_count() -> None:
+    book = LogBook(keep=3)
+    book.add("info", "a", 1.0)
+    book.add("warning", "b", 2.0)
+    book.add("info", "a", 3.0)
+    assert [(e.message, e.count, e.t) for e in book.tail(5)] == [("b", 1, 2.0), ("a", 2, 3.0)]
+    book.error(1213, 4, "payment", 4.0, "")
+    book.error(1213, 3, "new_order", 5.0, "")
+    book.describe(1213, "Deadlock found when trying to get lock")
+    e = book.tail(1)[0]
+    assert (e.code, e.count, e.where, e.t) == (1213, 7, {"payment", "new_order"}, 5.0)
+    assert render.log_line(e).plain == "0:05 7× error 1213 deadlock in new_order, payment: Deadlock found when " \
+                                       "trying to get lock"
+    book.add("info", "c", 6.0)
+    assert len(book.tail(10)) == 3  # the oldest goes
+
+
+def test_errors_of_the_recording_are_one_line_with_their_message() -> None:
+    st = fold(events())
+    errors = [e for e in st.log.tail(100) if e.code is not None]
+    assert len(errors) == 1
+    total = sum(int(n) for e in events() if e.type == "interval"
+                for n in e.data["transactions"]["dup"]["errors_by_code"].values())
+    assert errors[0].count == total and errors[0].message == "Duplicate entry '1' for key 'PRIMARY'"
+
+
+# the renderables ------------------------------------------------------------------------------------
+def test_axis_helpers() -> None:
+    assert [nice_ceiling(v) for v in (0.0, 7.0, 101.0, 349.0, 9999.0)] == [1.0, 8.0, 150.0, 400.0, 10000.0]
+    assert time_ticks(0, 60, 5) == [0, 15, 30, 45, 60]
+    assert time_ticks(3, 100, 4) == [30, 60, 90]
+    assert doubling([1, 2, 4, 8]) and not doubling([4, 8, 12, 16]) and not doubling([1, 2])
+
+
+def test_canvas_draws_braille_dots() -> None:
+    cv = Canvas(2, 1)
+    cv.dot(0, 3, Style())  # the top left dot of the first cell
+    cv.line(2, 0, 3, 3, Style())  # the second cell: a diagonal from its bottom left to its top right
+    # dots of a cell: 0x01 0x08 / 0x02 0x10 / 0x04 0x20 / 0x40 0x80, top to bottom
+    assert [t.plain for t in cv.lines()] == [chr(0x2800 + 0x01) + chr(0x2800 + 0x40 + 0x04 + 0x10 + 0x08)]
+
+
+def test_throughput_chart_marks_steps_and_fits_its_box() -> None:
+    st = fold(events())
+    lines = ThroughputChart(st.series, st.boundaries, 70, 12).lines()
+    assert len(lines) == 12 and all(line.cell_len <= 70 for line in lines)
+    top = lines[0].plain
+    assert top.startswith("400┤") and all(f"{u}u" in top for u in (1, 2, 4, 8, 16, 32))
+    assert lines[-1].plain.split() == ["10s", "20s", "30s", "40s"]
+    # measured seconds bright, warmup and settle dim
+    styles = {str(span.style) for line in lines for span in line.spans}
+    assert "bright_cyan" in styles and "dim cyan" in styles
+    assert "waiting" in ThroughputChart([], [], 70, 12).lines()[0].plain
+
+
+def test_users_chart_draws_each_step_the_limit_and_the_saturation_point() -> None:
+    p90s = (5.0, 6.0, 12.0, 45.0)  # latency rises late, throughput early: the markers do not meet
+    pts = [StepPoint(i + 1, u, 100.0 * (i + 1), p90s[i], True) for i, u in enumerate((1, 2, 4, 8))]
+    lines = UsersChart(pts, 60, 12, p90_limit_ms=35.0, saturation=4, log_scale=True).lines()
+    body = "\n".join(line.plain for line in lines)
+    assert body.count("●") == 4 and body.count("◆") == 4
+    assert "sat 4" in body and "p90 limit" in body
+    assert lines[-1].plain.split() == ["1", "2", "4", "8"]
+    # a log scale spaces doubling users evenly
+    cols = [lines[-1].plain.index(f" {u}") for u in (1, 2, 4, 8)]
+    gaps = {b - a for a, b in zip(cols, cols[1:], strict=False)}
+    assert max(gaps) - min(gaps) <= 1
+    assert lines[0].plain.startswith("500┤") and lines[0].plain.rstrip().endswith("├50")
+
+
+def test_transactions_table_keeps_what_matters_when_narrow() -> None:
+    st = fold(upto(events(), lambda e: e.type == "interval" and e.data["step"] == 5 and e.data["measured"]))
+    wide = text_of(render.tx_table(st, 116), 116).splitlines()
+    assert wide[0].split() == ["transaction", "count", "tps", "p50", "p90", "p99", "max", "err", "│", "count", "tps",
+                               "p50", "p90", "p95", "p99", "max", "err"]
+    assert [line.split()[0] for line in wide[1:]] == ["locked", "dup", "all"]
+    locked = st.interval["transactions"]["locked"]  # type: ignore[index]
+    assert wide[1].split()[2] == f"{locked['tps']:.1f}"
+    narrow = text_of(render.tx_table(st, 76), 76).splitlines()
+    assert narrow[0].split() == ["transaction", "tps", "p90", "p99", "err", "│", "count", "tps", "p90", "p99", "err"]
+    assert all(len(line) <= 76 for line in narrow)
+
+
+def test_verdict_says_where_it_stopped_and_where_the_results_are() -> None:
+    text = text_of(render.verdict(fold(events()), Path("results/four-locks.json"), waiting_for_key=True))
+    assert "Saturation point: 16 users (step 5" in text
+    assert "ended by p90(locked) > 200ms: measured 246ms against 200ms, step 6 at 32 users" in text
+    assert "results results/four-locks.json" in text and "press q or Enter to leave" in text
+    qs = text_of(render.verdict(fold(events(QUICKSTART), "quickstart"), None, waiting_for_key=False))
+    assert "No stop condition fired: 8 users met every condition" in qs and "press q" not in qs
+
+
+def test_figures_show_the_last_second() -> None:
+    evs = events()
+    st = fold(upto(evs, lambda e: e.type == "tick" and e.data["step"] == 5 and e.data["phase"] == "hold"))
+    tick = st.tick
+    assert tick is not None
+    labels, values = text_of(render.figures(st)).splitlines()
+    assert labels.split() == ["users", "tps", "tpm", "errors/s", "retries/s", "cpu", "server", "cpu", "client"]
+    assert values.split()[:3] == ["16", f"{tick['tps']:.1f}", f"{tick['tpm']:,.0f}"]
+    st.apply("tick", {**tick, "nopm": 1234.0})
+    assert "NOPM" in text_of(render.figures(st)) and "1,234" in text_of(render.figures(st))
+
+
+def test_a_boundary_label_never_runs_off_the_chart() -> None:
+    st = fold(events())
+    lines = ThroughputChart(st.series, [*st.boundaries, Boundary(st.series[-1].t, 7, 64)], 40, 6).lines()
+    assert all(line.cell_len <= 40 for line in lines)
