@@ -95,9 +95,12 @@ def cmd_check(args: argparse.Namespace, err: Console) -> int:
             status = ExitCode.BAD_SCENARIO
             continue
         if args.plan:
-            print(describe(sc, plan(sc)))
+            print(describe(sc, plan(sc)))  # the plan lists the warnings too
         else:
-            err.print(f"{f}: ok", markup=False, highlight=False)
+            for w in sc.warnings:
+                print(w.render(sc.text), file=sys.stderr)
+            err.print(f"{f}: ok" + (f" ({len(sc.warnings)} warning{'s' if len(sc.warnings) > 1 else ''})"
+                                    if sc.warnings else ""), markup=False, highlight=False, soft_wrap=True)
     return status
 
 

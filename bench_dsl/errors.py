@@ -5,6 +5,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from bench_dsl.dsn import redact
+
 
 class ExitCode(enum.IntEnum):
     OK = 0
@@ -44,7 +46,7 @@ class Diagnostic:
             if source is not None:
                 lines = source.splitlines()
                 if 1 <= s.line <= len(lines):
-                    text = lines[s.line - 1]
+                    text = redact(lines[s.line - 1])  # a target line may hold a password
                     width = (s.end_col - s.col) if s.end_line == s.line and s.end_col > s.col else 1
                     width = max(1, min(width, len(text) - s.col + 1))
                     out += f"\n  {s.line:>4} | {text}\n       | {' ' * (s.col - 1)}{'^' * width}"

@@ -292,3 +292,23 @@ def test_workers(text: str, workers: int | None) -> None:
 def test_workers_must_be_a_positive_count() -> None:
     assert "workers must be at least 1" in _problems("users 2\nduration 10s\nworkers 0")
     assert "workers must be a whole number" in _problems("users 2\nduration 10s\nworkers 1.5")
+
+
+def test_a_diagnostic_on_a_target_line_hides_the_password() -> None:
+    text = 'scenario "x" {\n  target "mysql://bob:s3cret@127.0.0.1:port/db"\n  users 2  duration 5s\n}\n'
+    with pytest.raises(ScenarioError) as info:
+        load("pw.bench", text=text, env={})
+    shown = info.value.render()
+    assert "pw.bench:2:" in shown and "mysql://bob:***@127.0.0.1" in shown
+    assert "s3cret" not in shown
+
+
+def test_check_prints_warnings_and_still_passes(tmp_path: Path) -> None:
+    f = tmp_path / "mix.bench"
+    f.write_text('scenario "x" {\n  workload tpcc { warehouses = 1\n'
+                 '    mix { new_order 47%  payment 40%  order_status 5%  delivery 4%  stock_level 4% } }\n'
+                 '  users 2  duration 5s\n}\n')
+    r = run_bench("check", str(f))
+    assert r.returncode == 0, r.stderr
+    assert "mix.bench:3:34: warning: payment 40% is below TPC-C's minimum of 43%" in r.stderr
+    assert "ok (1 warning)" in r.stderr
