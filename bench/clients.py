@@ -282,3 +282,36 @@ def run_bench_dsl(text: str, label: str, users: int, warmup: int, duration: int,
     if "nopm" in summary:
         m.extra["nopm"] = summary["nopm"]
     return m, doc
+
+
+# the driver floor ------------------------------------------------------------------------------
+
+def run_floor(target: Target, users: int, warmup: int, duration: int, tables: int, table_size: int,
+              workdir: Path) -> Measure:
+    """bench/floor.py: a plain asyncmy loop, the least a Python client can spend per query."""
+    m = Measure("asyncmy-loop", f"floor@{users}", users)
+    env = {**os.environ, "BENCH_FLOOR_DSN": target.url()}
+    child = Child([sys.executable, "-m", "bench.floor", str(users), str(warmup), str(duration), str(tables),
+                   str(table_size)], workdir / "floor.err", env=env, cwd=Path(__file__).resolve().parent.parent)
+    start: Snapshot | None = None
+    end: Snapshot | None = None
+    fig: dict[str, Any] = {}
+    for line in child.lines(time.monotonic() + warmup + duration + 60 + users / 10):
+        try:
+            ev = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if ev.get("event") == "start":
+            start = snapshot(child.pid, target.server_pid)
+        elif ev.get("event") == "end" and start is not None:
+            end = snapshot(child.pid, target.server_pid)
+            fig = ev
+    code = child.wait()
+    if code != 0 or start is None or end is None or not fig.get("count"):
+        m.error = f"floor exit {code}: {child.stderr_tail()}"
+        return m
+    m.ok = True
+    m.count, m.seconds = int(fig["count"]), float(fig["seconds"])
+    m.tps = m.qps = m.count / m.seconds
+    m.usage = usage(start, end)
+    return m

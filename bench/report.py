@@ -30,6 +30,17 @@ def _skipped(section: dict[str, Any] | None) -> str | None:
     return None
 
 
+# Other people's load (busy cores that were neither client nor server) above which a run is flagged.
+BUSY_CORES = 0.2
+
+
+def others_median(doc: dict[str, Any]) -> float | None:
+    """The median over all measured windows of the load that was not ours."""
+    vals = sorted(run[side]["usage"]["other_cores"] for p in doc.get("compare") or [] for run in p["runs"]
+                  for side in ("sysbench", "bench_dsl") if run[side].get("usage"))
+    return vals[len(vals) // 2] if vals else None
+
+
 def render(doc: dict[str, Any]) -> str:
     m, srv, st = doc["machine"], doc.get("server") or {}, doc["settings"]
     out: list[str] = []
@@ -48,6 +59,10 @@ def render(doc: dict[str, Any]) -> str:
                f"{st['warmup']}s warm-up + {st['duration']}s measured; {st['tables']} table(s) x "
                f"{st['table_size']:,} rows; `workers` {st['workers'] or 'not set (engine default)'}. Figures are "
                "medians of the runs; ratios are medians of the paired ratios bench-dsl / sysbench, (min-max).")
+    if (busy := others_median(doc)) is not None and busy >= BUSY_CORES:
+        out.append(f"- **Note**: the machine was shared: other processes used a median {busy:.2f} of "
+                   f"{m['cpu_logical']} cores during the measured windows. Absolute figures are not representative; "
+                   "the paired ratios are indicative at best.")
     if doc.get("notes"):
         for note in doc["notes"]:
             out.append(f"- **Note**: {note}")
@@ -81,6 +96,25 @@ def render(doc: dict[str, Any]) -> str:
             busiest = "-" if bd["client_busiest_cores"] is None else f"{bd['client_busiest_cores']:.0%} of a core"
             out.append(f"| {p['test']} | {p['users']} | {p['limit']['sysbench']} | {p['limit']['bench_dsl']} | "
                        f"{bd['client_processes'] or '-'}, {busiest} |")
+        out.append("")
+
+    floors = [p for p in points if p.get("floor")]
+    if floors:
+        out.append("## The driver's floor\n")
+        out.append("A plain asyncmy loop (one process, uvloop, one prepared point select per loop, nothing measured) "
+                   "run right after each pair: what any Python client on this driver spends, against which "
+                   "bench-dsl's own additions show.\n")
+        out.append("| users | tps sysbench / loop / bench-dsl | loop / sysbench | bench-dsl / loop "
+                   "| client CPU s / 10k tx sysbench / loop / bench-dsl | CPU loop / sysbench | CPU bench-dsl / loop |")
+        out.append("|--:|--:|--:|--:|--:|--:|--:|")
+        for p in floors:
+            f, lo = p["floor"], p["floor"]["asyncmy_loop"]
+            out.append(f"| {p['users']} | {_n(p['sysbench']['tps'])} / {_n(lo['tps'])} / {_n(p['bench_dsl']['tps'])} | "
+                       f"{_ratio(f['loop_vs_sysbench']['tps'])} | {_ratio(f['bench_dsl_vs_loop']['tps'])} | "
+                       f"{_n(p['sysbench']['cpu_per_10k_tx_s'], 2)} / {_n(lo['cpu_per_10k_tx_s'], 2)} / "
+                       f"{_n(p['bench_dsl']['cpu_per_10k_tx_s'], 2)} | "
+                       f"{_ratio(f['loop_vs_sysbench']['cpu_per_10k_tx'])} | "
+                       f"{_ratio(f['bench_dsl_vs_loop']['cpu_per_10k_tx'])} |")
         out.append("")
 
     out.append("## The engine's own costs\n")
@@ -130,7 +164,7 @@ def render(doc: dict[str, Any]) -> str:
         out.append(str(why))
     out.append("")
 
-    ui = doc.get("ui_overhead")
+    ui = doc.get("ui")
     out.append("## Terminal UI overhead\n")
     if (why := _skipped(ui)) is None and ui is not None:
         if isinstance(ui.get("markdown"), str):

@@ -63,6 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--duration", type=int, help="measured seconds of each run (default 8; quick 2)")
     p.add_argument("--users", type=_ints, help="oltp_point_select user counts (default 1,4,16,64,256; quick 4)")
     p.add_argument("--rw-users", type=_ints, help="oltp_read_write user counts, '' for none (default 4,16,64; quick none)")
+    p.add_argument("--floor-users", type=_ints,
+                   help="oltp_point_select user counts at which a plain asyncmy loop runs too, the driver's floor "
+                        "('' for none; default 1,4; quick 4)")
     p.add_argument("--tables", type=int, help="sysbench tables (default 4; quick 1)")
     p.add_argument("--table-size", type=int, help="rows per table (default 50000; quick 10000)")
     p.add_argument("--workers", metavar="auto|N",
@@ -85,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _defaults(a: argparse.Namespace) -> argparse.Namespace:
     quick = a.quick
     for name, full, small in (("pairs", 3, 1), ("warmup", 2, 1), ("duration", 8, 2), ("users", [1, 4, 16, 64, 256], [4]),
-                              ("rw_users", [4, 16, 64], []), ("tables", 4, 1), ("table_size", 50_000, 10_000),
+                              ("rw_users", [4, 16, 64], []), ("floor_users", [1, 4], [4]), ("tables", 4, 1), ("table_size", 50_000, 10_000),
                               ("memory_users", 1000, 50)):
         if getattr(a, name) is None:
             setattr(a, name, small if quick else full)
@@ -110,7 +113,8 @@ class Harness:
             "format": FORMAT, "format_version": 1, "status": "running",
             "started_at": self.started.astimezone().isoformat(timespec="seconds"), "finished_at": None,
             "settings": {"pairs": args.pairs, "warmup": args.warmup, "duration": args.duration,
-                         "users": args.users, "rw_users": args.rw_users, "tables": args.tables,
+                         "users": args.users, "rw_users": args.rw_users, "floor_users": args.floor_users,
+                         "tables": args.tables,
                          "table_size": args.table_size, "workers": args.workers, "memory_users": args.memory_users,
                          "sections": list(args.sections), "quick": args.quick, "seed": args.seed},
             "machine": machine(), "server": None, "tools": {}, "notes": [], "errors": [],
@@ -144,7 +148,7 @@ class Harness:
         a, per_run = self.a, self.a.warmup + self.a.duration
         n = 0.0
         if "compare" in a.sections:
-            n += (len(a.users) + len(a.rw_users)) * a.pairs * 2 * (per_run + 3) + 20
+            n += (2 * (len(a.users) + len(a.rw_users)) + len(a.floor_users)) * a.pairs * (per_run + 3) + 20
         if "memory" in a.sections:
             n += 3 * (per_run + 3) + a.memory_users / 100
         if "tpcc" in a.sections:
@@ -258,8 +262,9 @@ class Harness:
         self.doc["compare"] = points  # filled point by point, so a partial run still has its points
         for test, counts in (("oltp_point_select", self.a.users), ("oltp_read_write", self.a.rw_users)):
             for users in counts:
+                floor = test == "oltp_point_select" and users in self.a.floor_users
                 points.append(run_point(self.target, test, users, self.settings, self.workdir, env, self.ncpu,
-                                        self.log))
+                                        self.log, floor=floor))
                 self.write()
         return points
 
