@@ -168,7 +168,9 @@ def run_sysbench(target: Target, test: str, tables: int, table_size: int, users:
         m.rss_peak = rss.stop()
     code = child.wait()
     if code != 0 or start is None or end is None or not final:
-        m.error = f"sysbench exit {code}: " + (child.stderr_tail() or "\n".join(out_lines[-10:]))
+        why = "" if code != 0 else f"no '{opener}' line or no final report in its output"
+        m.error = f"sysbench exit {code}{': ' + why if why else ''}: " + (child.stderr_tail()
+                                                                       or "\n".join(out_lines[-10:]))
         return m
     try:
         fig = parse_sysbench_report("\n".join(final))
@@ -270,7 +272,9 @@ def run_bench_dsl(text: str, label: str, users: int, warmup: int, duration: int,
         pass
     summary = (doc or {}).get("summary")
     if code != 0 or summary is None or start is None or end is None:
-        m.error = f"bench exit {code}: {child.stderr_tail()}"
+        why = ("" if code != 0 else "no summary in its JSON result" if summary is None
+               else "no `phase` hold / `step` event in its --jsonl stream to time the window by")
+        m.error = f"bench exit {code}{': ' + why if why else ''}: {child.stderr_tail()}"
         return m, doc
     m.ok = True
     m.tps, m.qps, m.count = float(summary["tps"]), float(summary["qps"]), int(summary["count"])

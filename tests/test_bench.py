@@ -142,3 +142,39 @@ def test_quick_benchmark_runs_end_to_end(dsn_url: str, tmp_path: Path) -> None:
     md = (tmp_path / "latest.md").read_text()
     assert "## Side by side" in md and "oltp_point_select | 4 |" in md and "## The driver's floor" in md
     assert len(list(tmp_path.glob("2*.json"))) == 1
+
+
+def test_the_ui_section_calls_ui_overhead_main_with_out_and_the_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.machinery
+    import os
+    import types
+
+    from bench.run import Harness, _defaults, build_parser
+
+    seen: dict[str, object] = {}
+
+    def main(argv: list[str]) -> int:
+        seen["argv"], seen["dsn"] = argv, os.environ.get("BENCH_DSN")
+        Path(argv[1]).write_text(json.dumps({"overhead_pct": 1.5}))
+        return 0
+
+    fake = types.ModuleType("bench.ui_overhead")
+    fake.__spec__ = importlib.machinery.ModuleSpec("bench.ui_overhead", None)
+    fake.main = main  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "bench.ui_overhead", fake)
+    monkeypatch.delenv("BENCH_DSN", raising=False)
+    h = Harness(_defaults(build_parser().parse_args(["--quick", "--target", "mysql://root@127.0.0.1:3306/x"])))
+    try:
+        h.target = TARGET
+        assert h._ui() == {"overhead_pct": 1.5}
+    finally:
+        h.a.keep_files = False
+        h.close()
+    assert seen["argv"][0] == "--out" and seen["dsn"] == TARGET.url()  # type: ignore[index]
+    assert "BENCH_DSN" not in os.environ
+
+
+def test_unknown_sections_are_a_usage_error() -> None:
+    from bench.run import main
+
+    assert main(["--sections", "compare,bogus"]) == 2
