@@ -359,7 +359,9 @@ def tools(workdir: Path, env: dict[str, str]) -> dict[str, Any]:
             r = subprocess.run(cmd, check=False, capture_output=True, text=True, cwd=cwd, env=env, timeout=60)
         except (OSError, subprocess.TimeoutExpired):
             return None
-        return (r.stdout or r.stderr).strip() or None if r.returncode == 0 else None
+        if r.returncode != 0:
+            return None
+        return (r.stdout or r.stderr).strip() or None
 
     version = out(["sysbench", "--version"], workdir)
     dirty = out(["git", "status", "--porcelain", "--", "bench_dsl", "grammar"], ROOT)
