@@ -56,6 +56,7 @@ class LocalFleet:
     def __init__(self, dsn: Dsn, workload: Workload, seed: int) -> None:
         self.recorder = Recorder(workload.names)
         self.pool = UserPool(dsn, workload, self.recorder, seed)
+        self._health = self.pool.health()
 
     @property
     def active(self) -> int:
@@ -72,10 +73,12 @@ class LocalFleet:
         await self.pool.resize(n, wait)
 
     async def collect(self) -> dict[str, TxStats]:
-        return self.recorder.swap()
+        stats = self.recorder.swap()
+        self._health = self.pool.health(sum(st.count for st in stats.values()))
+        return stats
 
     def health(self) -> Health:
-        return self.pool.health()
+        return self._health
 
     def cancel_in_flight(self) -> None:
         self.pool.cancel_in_flight()

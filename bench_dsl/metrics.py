@@ -95,9 +95,14 @@ def _pkey(p: float) -> str:
 
 
 class Recorder:
-    """The hot path: every transaction's outcome lands here. One per worker process."""
+    """The hot path: every transaction's outcome lands here. One per worker process.
 
-    __slots__ = ("names", "_hists", "_counts", "_queries", "_retries", "_errors", "_rollbacks", "_total_us")
+    A latency is counted into a dict by its exact microsecond value: hdrh's record_value is pure
+    Python (~2.4 us a call), while a dict increment is ~0.1 us. The histograms are built at each
+    swap (once a second), one record_value per distinct value, which are far fewer than the
+    transactions; the figures are the same as recording each value on its own."""
+
+    __slots__ = ("names", "_lat", "_queries", "_retries", "_errors", "_rollbacks")
 
     def __init__(self, names: tuple[str, ...]) -> None:
         self.names = names
@@ -105,19 +110,16 @@ class Recorder:
 
     def _reset(self) -> None:
         n = len(self.names)
-        self._hists = [new_histogram() for _ in range(n)]
-        self._counts = [0] * n
+        self._lat: list[dict[int, int]] = [{} for _ in range(n)]
         self._queries = [0] * n
         self._retries = [0] * n
         self._errors: list[Counter[int]] = [Counter() for _ in range(n)]
         self._rollbacks = [0] * n
-        self._total_us = [0] * n
 
     def ok(self, i: int, micros: int, queries: int) -> None:
-        self._hists[i].record_value(micros if micros < HIGHEST_US else HIGHEST_US)
-        self._counts[i] += 1
+        lat = self._lat[i]
+        lat[micros] = lat.get(micros, 0) + 1
         self._queries[i] += queries
-        self._total_us[i] += micros
 
     def error(self, i: int, code: int) -> None:
         self._errors[i][code] += 1
@@ -130,9 +132,16 @@ class Recorder:
 
     def swap(self) -> dict[str, TxStats]:
         """Everything recorded since the last swap, per transaction name; starts afresh."""
-        out = {name: TxStats(self._hists[i], self._counts[i], self._queries[i], self._retries[i], self._errors[i],
-                             self._rollbacks[i], self._total_us[i])
-               for i, name in enumerate(self.names)}
+        out = {}
+        for i, name in enumerate(self.names):
+            hist = new_histogram()
+            count = total = 0
+            for us, n in self._lat[i].items():
+                hist.record_value(us if us < HIGHEST_US else HIGHEST_US, n)
+                count += n
+                total += us * n
+            out[name] = TxStats(hist, count, self._queries[i], self._retries[i], self._errors[i],
+                                self._rollbacks[i], total)
         self._reset()
         return out
 

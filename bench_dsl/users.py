@@ -64,7 +64,10 @@ class UserPool:
     def active(self) -> int:
         return sum(1 for u in self.users if not u.stop)
 
-    def health(self) -> Health:
+    def health(self, completed: int = 0) -> Health:
+        """`completed`: transactions measured since the last call (the hot path keeps no clock of its own)."""
+        if completed:
+            self.last_progress = time.monotonic()
         return Health(self.connect_failures, time.monotonic() - self.last_progress, self.fatal,
                       dict(self.error_messages))
 
@@ -135,7 +138,6 @@ class UserPool:
                     except IntendedRollback as rb:
                         rec.ok(i, (time.perf_counter_ns() - t0) // 1000, rb.statements)
                         rec.rollback(i)
-                        self.last_progress = time.monotonic()
                         break
                     except (asyncmy.errors.MySQLError, OSError, EOFError, asyncio.IncompleteReadError) as exc:
                         code = error_code(exc)
@@ -157,7 +159,6 @@ class UserPool:
                         break
                     else:
                         rec.ok(i, (time.perf_counter_ns() - t0) // 1000, q)
-                        self.last_progress = time.monotonic()
                         break
         finally:
             u.connected.set()

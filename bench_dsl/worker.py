@@ -47,8 +47,10 @@ class Worker:
 
     def report(self, op: str, mid: int) -> dict[str, Any]:
         assert self.pool is not None and self.recorder is not None
-        tx = {name: st.to_wire() for name, st in self.recorder.swap().items()}
-        return {"op": op, "id": mid, "active": self.pool.active, "tx": tx, "health": asdict(self.pool.health())}
+        stats = self.recorder.swap()
+        health = self.pool.health(sum(st.count for st in stats.values()))
+        tx = {name: st.to_wire() for name, st in stats.items()}
+        return {"op": op, "id": mid, "active": self.pool.active, "tx": tx, "health": asdict(health)}
 
     async def handle(self, msg: dict[str, Any]) -> bool:
         """One request; False when the worker should exit."""

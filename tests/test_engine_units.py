@@ -12,7 +12,7 @@ import pytest
 from bench_dsl import model as m
 from bench_dsl.conditions import WindowedConditions, judge
 from bench_dsl.generators import compile_value, nurand, special, zipf
-from bench_dsl.metrics import Aggregate, Recorder, Tick, TxStats
+from bench_dsl.metrics import HIGHEST_US, Aggregate, Recorder, Tick, TxStats, new_histogram
 from bench_dsl.planner import Phase, plan
 from bench_dsl.validate import load
 
@@ -134,3 +134,25 @@ def test_engine_and_model_import_without_textual() -> None:
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert "clean" in r.stdout
+
+
+def test_recorder_counts_exactly_what_a_histogram_would() -> None:
+    """Recording by dict and folding into HDR at the swap gives the figures of recording each value."""
+    rng = random.Random(7)
+    values = [int(rng.lognormvariate(7, 1.2)) + 1 for _ in range(20_000)] + [HIGHEST_US * 2]
+    rec = Recorder(("a", "b"))
+    direct = new_histogram()
+    for v in values:
+        rec.ok(0, v, 3)
+        direct.record_value(min(v, HIGHEST_US))
+    rec.error(1, 1213)
+    rec.retry(1)
+    stats = rec.swap()
+    a = stats["a"]
+    assert a.count == len(values) and a.queries == 3 * len(values)
+    assert a.total_us == sum(values)
+    for p in (50, 90, 99, 99.9, 100):
+        assert a.hist.get_value_at_percentile(p) == direct.get_value_at_percentile(p)
+    assert a.hist.get_total_count() == direct.get_total_count()
+    assert stats["b"].count == 0 and stats["b"].errors == {1213: 1} and stats["b"].retries == 1
+    assert rec.swap()["a"].count == 0  # a swap starts afresh
