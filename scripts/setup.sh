@@ -14,6 +14,9 @@ if ! command -v mariadbd >/dev/null 2>&1 && ! command -v mysqld >/dev/null 2>&1 
    && [ ! -x /usr/sbin/mariadbd ] && [ ! -x /usr/sbin/mysqld ]; then
   need_apt+=(mariadb-server)
 fi
+if ! command -v tmux >/dev/null 2>&1; then
+  need_apt+=(tmux)  # the terminal UI's end-to-end test reads a real terminal's screen
+fi
 if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
   need_apt+=(python3-venv)
 fi

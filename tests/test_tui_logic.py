@@ -13,7 +13,7 @@ from bench_dsl.events import Event
 from bench_dsl.model import Condition
 from bench_dsl.tui import render
 from bench_dsl.tui.chart import Canvas, ThroughputChart, UsersChart, doubling, nice_ceiling, time_ticks
-from bench_dsl.tui.live_conditions import ConditionBoard, figure, show_value, state_of
+from bench_dsl.tui.live_conditions import ConditionBoard, figure, show_limit, show_value, state_of
 from bench_dsl.tui.state import MAX_POINTS, Boundary, LiveState, LogBook, StepPoint
 from bench_dsl.validate import load
 
@@ -73,6 +73,9 @@ def test_states_ok_near_over(tmp_path: Path) -> None:
     assert state_of(plateau, 120.0, None) == "-"  # the first step has nothing to compare with
     assert state_of(exact, 0.0) == "over" and state_of(exact, 1.0) == "ok"  # no "near" for == or !=
     assert state_of(p90, None) == "-"
+    # a second or more reads in seconds, as the file would write it
+    p99 = conditions(tmp_path, "p99 > 10s")["p99 > 10s"]
+    assert (show_limit(p99), show_value(p99, 1500.0), show_value(p99, 5.15)) == ("> 10s", "1.5s", "5.15ms")
 
 
 def test_live_values_are_the_ones_the_engine_then_judges() -> None:

@@ -92,6 +92,11 @@ def fmt_num(v: float) -> str:
     return f"{v:.2f}".rstrip("0").rstrip(".")
 
 
+def fmt_latency(ms: float) -> str:
+    """Milliseconds, or seconds from one second up (a `p99 > 10s` limit reads 10s, not 10,000ms)."""
+    return f"{fmt_num(ms / 1000)}s" if abs(ms) >= 1000 else f"{fmt_num(ms)}ms"
+
+
 def _unit(c: Condition) -> str:
     if c.metric.name == "latency":
         return "ms"
@@ -103,6 +108,8 @@ def show_limit(c: Condition) -> str:
         return f"gain < {fmt_num(c.limit)}%"
     if c.kind == "kink":
         return f"{fmt_num(c.limit)}x before"
+    if c.metric.name == "latency":
+        return f"{c.op} {fmt_latency(limit_shown(c))}"
     return f"{c.op} {fmt_num(limit_shown(c))}{_unit(c)}"
 
 
@@ -117,6 +124,8 @@ def show_value(c: Condition, value: float | None, before: float | None = None) -
         if before is None or before <= 0:
             return "-"
         return f"{value / before:.2f}x"
+    if c.metric.name == "latency":
+        return fmt_latency(value)
     return f"{fmt_num(value)}{_unit(c)}"
 
 

@@ -15,7 +15,7 @@ from rich.text import Text
 from bench_dsl.dsn import redact
 
 from .live_conditions import ConditionRow
-from .live_conditions import fmt_num
+from .live_conditions import fmt_latency, fmt_num
 from .state import ERROR_NAMES, LiveState, LogEntry
 
 DIM = "bright_black"
@@ -351,7 +351,9 @@ def verdict(st: LiveState, results: Path | None, waiting_for_key: bool) -> Rende
         why.append("ended by ", DIM)
         why.append(str(stop.get("condition")), "bold red")
         unit = stop.get("unit") or ""
-        if stop.get("kind") == "threshold":
+        if stop.get("kind") == "threshold" and unit == "ms":
+            why.append(f": measured {_latency(stop.get('value'))} against {_latency(stop.get('limit'))}")
+        elif stop.get("kind") == "threshold":
             why.append(f": measured {_n(stop.get('value'))}{unit} against {_n(stop.get('limit'))}{unit}")
         else:
             why.append(f": this step {_n(stop.get('value'))}, the step before {_n(stop.get('previous'))}")
@@ -389,6 +391,10 @@ def verdict(st: LiveState, results: Path | None, waiting_for_key: bool) -> Rende
 
 def _n(v: Any) -> str:
     return fmt_num(float(v)) if isinstance(v, int | float) else str(v)
+
+
+def _latency(v: Any) -> str:
+    return fmt_latency(float(v)) if isinstance(v, int | float) else str(v)
 
 
 HELP = """\
