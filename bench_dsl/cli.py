@@ -145,6 +145,12 @@ def cmd_run(args: argparse.Namespace, err: Console, prepare_only: bool = False) 
     if not prepare_only:
         template = args.json or sc.output or DEFAULT_OUTPUT
         out_path = Path(expand_output(template, sc))
+        try:  # find out now, not after an hour of measuring
+            out_path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"cannot write the results to {out_path}: {exc.strerror}") from None
+        if not os.access(out_path.parent, os.W_OK):
+            raise UsageError(f"cannot write the results to {out_path}: {out_path.parent} is not writable")
         sinks.append(JsonResultSink(out_path))
         if args.jsonl:
             stream = sys.stdout if args.jsonl == "-" else open(args.jsonl, "w", encoding="utf-8")  # noqa: SIM115
@@ -164,9 +170,14 @@ def cmd_run(args: argparse.Namespace, err: Console, prepare_only: bool = False) 
     else:
         code = _run_loop(run.execute())
     for s in sinks:
-        s.close()
+        try:
+            s.close()
+        except OSError as exc:
+            err.print(f"bench: could not write {out_path}: {exc}", markup=False, highlight=False)
+            out_path = None
+            code = ExitCode.FAILURE
     if out_path is not None:
-        err.print(f"results: {out_path}", markup=False, highlight=False)
+        err.print(f"results: {out_path}", markup=False, highlight=False, soft_wrap=True)
     return int(code)
 
 

@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import IO, Any
 
@@ -30,17 +31,50 @@ def write_atomically(path: Path, text: str) -> None:
 
 
 class JsonResultSink:
-    """The versioned result document (schema: bench_dsl/schema/result-v1.json)."""
+    """The versioned result document (schema: bench_dsl/schema/result-v1.json).
+
+    Encoding and fsyncing a long run's document takes long enough to stall the virtual users of a
+    single-process run, so a thread writes it; the newest checkpoint replaces one not yet written.
+    close() writes the last one before it returns."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._pending: dict[str, Any] | None = None
+        self._error: BaseException | None = None
+        self._closed = False
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._write_loop, name="json-result", daemon=True)
+        self._thread.start()
 
     def emit(self, event: Event) -> None:
         if event.type == "checkpoint":
-            write_atomically(self.path, json.dumps(event.data["document"], indent=1, default=str) + "\n")
+            doc = event.data["document"]
+            # the run appends to its lists while the thread encodes: hand over copies of them
+            snapshot = {k: (list(v) if isinstance(v, list) else v) for k, v in doc.items()}
+            with self._cond:
+                self._pending = snapshot
+                self._cond.notify()
+
+    def _write_loop(self) -> None:
+        while True:
+            with self._cond:
+                while self._pending is None and not self._closed:
+                    self._cond.wait()
+                doc, self._pending = self._pending, None
+                if doc is None:
+                    return
+            try:
+                write_atomically(self.path, json.dumps(doc, indent=1, default=str) + "\n")
+            except BaseException as exc:  # reported by close(): the run must not die of a full disk
+                self._error = exc
 
     def close(self) -> None:
-        pass
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
 
 
 class JsonLinesSink:
