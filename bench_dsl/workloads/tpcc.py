@@ -1,0 +1,474 @@
+"""TPC-C (the specification's clauses 1 to 5) as tpcc-mysql and HammerDB run it on MySQL: nine
+tables, a parallel loader, the five transactions with NURand inputs, home warehouses, 1% of new
+orders rolled back, and the counters NOPM is computed from.
+
+Client-side mode sends each transaction as a few server-side prepared statements chosen to keep
+round trips low (one IN (...) query for all of an order's items, one for its stocks, the order
+lines in one bulk insert, updates of hot rows placed just before COMMIT so their locks are held for
+one round trip). `procedures = on` sends one CALL per transaction instead (tpcc_procs)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+import random
+from collections.abc import Awaitable, Callable, Sequence
+from decimal import Decimal
+from typing import Any
+
+import asyncmy
+
+from bench_dsl.dsn import Dsn
+from bench_dsl.errors import BenchError, TargetError
+from bench_dsl.model import TPCC_TRANSACTIONS, TpccWorkload
+from bench_dsl.server import connect
+from bench_dsl.workloads import tpcc_load, tpcc_procs
+from bench_dsl.workloads.base import IntendedRollback, Progress, Session, Workload, rollback_quietly
+from bench_dsl.workloads.tpcc_check import Condition, check_consistency
+from bench_dsl.workloads.tpcc_data import (
+    A_C_ID,
+    A_C_LAST,
+    A_OL_I_ID,
+    CUSTOMERS_PER_DISTRICT,
+    DISTRICTS_PER_WAREHOUSE,
+    ITEMS,
+    LAST_NAMES,
+    RunConstants,
+    run_constants,
+)
+from bench_dsl.workloads.tpcc_schema import CONSTANTS_TABLE, SCHEMA_VERSION, TABLES
+
+__all__ = ["Condition", "Tpcc", "check", "check_consistency", "keying_time", "think_time"]
+
+# Deadlock, lock wait timeout, record changed: the transaction is retried (as HammerDB does).
+RETRY_ON = frozenset({1213, 1205, 1020})
+MAX_LINES = 15  # an order has 5 to 15 lines: IN lists are padded to this many entries
+
+# Clause 5.2.5.7: keying time and mean think time, in seconds, per transaction (TPCC_TRANSACTIONS order).
+KEYING_S = (18.0, 3.0, 2.0, 2.0, 2.0)
+THINK_MEAN_S = (12.0, 12.0, 10.0, 5.0, 5.0)
+
+
+def keying_time(tx: int) -> float:
+    return KEYING_S[tx]
+
+
+def think_time(tx: int, rng: random.Random) -> float:
+    """Clause 5.2.5.4: negative exponential with the transaction's mean, cut at 10 times the mean."""
+    mean = THINK_MEAN_S[tx]
+    return min(-math.log(1.0 - rng.random()) * mean, 10 * mean)
+
+
+class Tpcc(Workload):
+    def __init__(self, spec: TpccWorkload, seed: int) -> None:
+        self.spec = spec
+        self.seed = seed
+        self.names = TPCC_TRANSACTIONS
+        mix = dict(spec.mix)
+        self.weights = tuple(float(mix.get(n, 0.0)) for n in self.names)
+        self.retries = (spec.retries,) * len(self.names)
+        self.retry_on = (RETRY_ON,) * len(self.names)
+        self.constants: RunConstants | None = None
+        self._procedures_ready = False
+        self._procedures_lock = asyncio.Lock()
+
+    # data ----------------------------------------------------------------------------------------
+    def description(self) -> dict[str, object]:
+        s = self.spec
+        return {"workload": "tpcc", "warehouses": s.warehouses, "procedures": s.procedures,
+                "keying_time": s.keying_time, "mix": dict(s.mix), "schema": SCHEMA_VERSION,
+                "loader_connections": s.loader_connections or tpcc_load.default_connections()}
+
+    def fingerprint(self) -> str:
+        # Only what shapes the data: a run with procedures, keying times or another mix reuses it.
+        data = {"workload": "tpcc", "warehouses": self.spec.warehouses, "schema": SCHEMA_VERSION}
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:32]
+
+    def marker_name(self) -> str:
+        return "tpcc"
+
+    async def still_there(self, cur: Any) -> bool:
+        await cur.execute("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() "
+                          f"AND TABLE_NAME IN ({', '.join(['%s'] * (len(TABLES) + 1))})", (*TABLES, CONSTANTS_TABLE))
+        (n,) = await cur.fetchone()
+        if int(n) != len(TABLES) + 1:
+            return False
+        await cur.execute("SELECT COUNT(*) FROM warehouse")
+        (w,) = await cur.fetchone()
+        return int(w) == self.spec.warehouses
+
+    async def load(self, dsn: Dsn, progress: Progress) -> int:
+        return await tpcc_load.load(dsn, self.spec.warehouses, self.seed, progress, self.spec.loader_connections)
+
+    async def prepare(self, dsn: Dsn, progress: Progress, force: bool = False) -> dict[str, object]:
+        out = await super().prepare(dsn, progress, force)
+        conn = await connect(dsn, dsn.database)
+        try:
+            await self._load_constants(conn)
+            if self.spec.procedures:
+                fresh = await self.ensure_procedures(conn)
+                progress("stored procedures " + ("installed" if fresh else "already installed")
+                         + " (procedures = on: one CALL per transaction)")
+        finally:
+            conn.close()
+        return out
+
+    async def ensure_procedures(self, conn: asyncmy.Connection) -> bool:
+        """Make sure this version of the stored procedures is on the server (prepare installs them;
+        worker processes only check). True when they had to be (re)created."""
+        async with self._procedures_lock:
+            if self._procedures_ready:
+                return False
+            fresh = await tpcc_procs.install(conn)
+            self._procedures_ready = True
+            return fresh
+
+    async def _load_constants(self, conn: asyncmy.Connection) -> RunConstants:
+        """C_RUN for C_LAST must differ from the load's C_LOAD as clause 2.1.6.1 says, so it is
+        chosen against the constant stored with the data."""
+        if self.constants is None:
+            async with conn.cursor() as cur:
+                await cur.execute(f"SELECT value FROM {CONSTANTS_TABLE} WHERE name = 'c_last'")
+                row = await cur.fetchone()
+            if row is None:
+                raise RuntimeError("the TPC-C data has no load constants: load it again (bench prepare --force-prepare)")
+            self.constants = run_constants(int(row[0]), random.Random(self.seed * 1_000_003 + 11))
+        return self.constants
+
+    async def server_counters(self, conn: asyncmy.Connection) -> dict[str, int]:
+        # HammerDB's NOPM: every committed new order moved its district's d_next_o_id on by one.
+        async with conn.cursor() as cur:
+            await cur.execute("SELECT SUM(d_next_o_id) FROM district")
+            (n,) = await cur.fetchone()
+        return {"new_orders": int(n or 0)}
+
+    # users ---------------------------------------------------------------------------------------
+    def session(self, rng: random.Random, user: int) -> Session:
+        # Users spread evenly over warehouses, as in tpcc-mysql and HammerDB; within a warehouse each
+        # of the first ten users has its own district for Stock-Level (clause 2.8.1.1).
+        w = user % self.spec.warehouses + 1
+        d = (user // self.spec.warehouses) % DISTRICTS_PER_WAREHOUSE + 1
+        if self.spec.procedures:
+            return tpcc_procs.ProcedureSession(self, rng, w, d)
+        return TpccSession(self, rng, w, d)
+
+
+async def check(dsn: Dsn, numbers: tuple[int, ...] | None = None) -> list[Condition]:
+    """The consistency conditions of clause 3.3.2 (all, or those numbered) on the data at `dsn`."""
+    try:
+        conn = await connect(dsn, dsn.database, timeout=10)
+    except Exception as exc:
+        raise TargetError(f"cannot reach {dsn.redacted()}: {_reason(exc)}") from None
+    try:
+        async with conn.cursor() as cur:
+            await cur.execute("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()")
+            present = {str(r[0]).lower() for r in await cur.fetchall()}
+        missing = [t for t in TABLES if t not in present]
+        if missing:
+            what = "tables" if len(missing) == len(TABLES) else f"table {', '.join(missing)}"
+            raise BenchError(f"{dsn.redacted()} has no TPC-C data (no {what}): load it with `bench prepare FILE` "
+                             "on a scenario with this target")
+        return await check_consistency(conn, numbers)
+    except asyncmy.errors.MySQLError as exc:
+        raise TargetError(f"checking {dsn.redacted()} failed: {_reason(exc)}") from None
+    finally:
+        conn.close()
+
+
+def _reason(exc: BaseException) -> str:
+    args = getattr(exc, "args", ())
+    if len(args) >= 2 and isinstance(args[0], int):
+        return f"({args[0]}) {args[1]}"
+    return str(exc) or type(exc).__name__
+
+
+# Statements of the client-side mode. `?` are bound by the server (prepared statements).
+_IN15 = ", ".join(["?"] * MAX_LINES)
+_PAIRS15 = ", ".join(["(?, ?)"] * MAX_LINES)
+_PAIRS10 = ", ".join(["(?, ?)"] * DISTRICTS_PER_WAREHOUSE)
+
+SQL: dict[str, str] = {
+    # New-Order. The head row (i_id 0) carries the customer, warehouse and district; the others the items.
+    "no_head_items": "SELECT 0, c_discount, c_last, c_credit, w_tax + d_tax FROM warehouse "
+                     "JOIN district ON d_w_id = w_id JOIN customer ON c_w_id = w_id AND c_d_id = d_id "
+                     "WHERE w_id = ? AND d_id = ? AND c_id = ? "
+                     f"UNION ALL SELECT i_id, i_price, i_name, i_data, NULL FROM item WHERE i_id IN ({_IN15})",
+    "no_stock": "SELECT s_w_id, s_i_id, s_quantity, s_data, ELT(?, s_dist_01, s_dist_02, s_dist_03, s_dist_04, "
+                "s_dist_05, s_dist_06, s_dist_07, s_dist_08, s_dist_09, s_dist_10) FROM stock "
+                f"WHERE (s_w_id, s_i_id) IN ({_PAIRS15}) FOR UPDATE",
+    "no_stock_update": "UPDATE stock SET s_quantity = ?, s_ytd = s_ytd + ?, s_order_cnt = s_order_cnt + ?, "
+                       "s_remote_cnt = s_remote_cnt + ? WHERE s_w_id = ? AND s_i_id = ?",
+    # LAST_INSERT_ID(x) hands the new order id back in the OK packet: no SELECT needed.
+    "no_district": "UPDATE district SET d_next_o_id = LAST_INSERT_ID(d_next_o_id + 1) WHERE d_w_id = ? AND d_id = ?",
+    "no_order": "INSERT INTO orders (o_id, o_d_id, o_w_id, o_c_id, o_entry_d, o_ol_cnt, o_all_local) "
+                "VALUES (?, ?, ?, ?, NOW(), ?, ?)",
+    "no_new_order": "INSERT INTO new_orders (no_o_id, no_d_id, no_w_id) VALUES (?, ?, ?)",
+    "no_line": "INSERT INTO order_line (ol_o_id, ol_d_id, ol_w_id, ol_number, ol_i_id, ol_supply_w_id, ol_quantity, "
+               "ol_amount, ol_dist_info) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    # Payment and Order-Status: the customer by last name is the middle one by first name (2.5.2.2).
+    "customer_by_name": "SELECT c_id FROM customer WHERE c_w_id = ? AND c_d_id = ? AND c_last = ? ORDER BY c_first",
+    "pay_customer": "UPDATE customer SET c_balance = c_balance - ? / 100, c_ytd_payment = c_ytd_payment + ? / 100, "
+                    "c_payment_cnt = c_payment_cnt + 1, c_data = IF(c_credit = 'BC', LEFT(CONCAT_WS(' ', c_id, c_d_id, "
+                    "c_w_id, ?, ?, ? / 100, '|', c_data), 500), c_data) WHERE c_w_id = ? AND c_d_id = ? AND c_id = ?",
+    "pay_read": "SELECT c_first, c_middle, c_last, c_street_1, c_street_2, c_city, c_state, c_zip, c_phone, c_since, "
+                "c_credit, c_credit_lim, c_discount, c_balance, IF(c_credit = 'BC', LEFT(c_data, 200), NULL), "
+                "w_name, w_street_1, w_street_2, w_city, w_state, w_zip, "
+                "d_name, d_street_1, d_street_2, d_city, d_state, d_zip "
+                "FROM customer, warehouse JOIN district ON d_w_id = w_id "
+                "WHERE c_w_id = ? AND c_d_id = ? AND c_id = ? AND w_id = ? AND d_id = ?",
+    "pay_history": "INSERT INTO history (h_c_id, h_c_d_id, h_c_w_id, h_d_id, h_w_id, h_date, h_amount, h_data) "
+                   "VALUES (?, ?, ?, ?, ?, NOW(), ? / 100, ?)",
+    # Last: the warehouse row is every payment's hot spot, so its lock is held for one round trip.
+    "pay_ytd": "UPDATE warehouse JOIN district ON d_w_id = w_id SET w_ytd = w_ytd + ? / 100, d_ytd = d_ytd + ? / 100 "
+               "WHERE w_id = ? AND d_id = ?",
+    "os_read": "SELECT c_balance, c_first, c_middle, c_last, o_id, o_entry_d, o_carrier_id, "
+               "ol_i_id, ol_supply_w_id, ol_quantity, ol_amount, ol_delivery_d FROM customer "
+               "JOIN orders ON o_w_id = c_w_id AND o_d_id = c_d_id AND o_id = "
+               "(SELECT MAX(o_id) FROM orders WHERE o_w_id = ? AND o_d_id = ? AND o_c_id = ?) "
+               "JOIN order_line ON ol_w_id = o_w_id AND ol_d_id = o_d_id AND ol_o_id = o_id "
+               "WHERE c_w_id = ? AND c_d_id = ? AND c_id = ?",
+    # Delivery: the oldest undelivered order of each district, locked (one LIMIT 1 per district).
+    "dl_oldest": " UNION ALL ".join(
+        f"(SELECT no_d_id, no_o_id FROM new_orders WHERE no_w_id = ? AND no_d_id = {d} "
+        "ORDER BY no_o_id LIMIT 1 FOR UPDATE)" for d in range(1, DISTRICTS_PER_WAREHOUSE + 1)),
+    "dl_sums": "SELECT o_d_id, o_c_id, SUM(ol_amount) FROM orders JOIN order_line ON ol_w_id = o_w_id "
+               f"AND ol_d_id = o_d_id AND ol_o_id = o_id WHERE o_w_id = ? AND (o_d_id, o_id) IN ({_PAIRS10}) "
+               "GROUP BY o_d_id, o_c_id",
+    "dl_delete": f"DELETE FROM new_orders WHERE no_w_id = ? AND (no_d_id, no_o_id) IN ({_PAIRS10})",
+    "dl_deliver": "UPDATE orders JOIN order_line ON ol_w_id = o_w_id AND ol_d_id = o_d_id AND ol_o_id = o_id "
+                  f"SET o_carrier_id = ?, ol_delivery_d = NOW() WHERE o_w_id = ? AND (o_d_id, o_id) IN ({_PAIRS10})",
+    "dl_customer": "UPDATE customer SET c_balance = c_balance + ?, c_delivery_cnt = c_delivery_cnt + 1 "
+                   "WHERE c_w_id = ? AND c_d_id = ? AND c_id = ?",
+    "sl_count": "SELECT COUNT(DISTINCT s_i_id) FROM district JOIN order_line ON ol_w_id = d_w_id AND ol_d_id = d_id "
+                "AND ol_o_id >= d_next_o_id - 20 AND ol_o_id < d_next_o_id JOIN stock ON s_w_id = ol_w_id "
+                "AND s_i_id = ol_i_id AND s_quantity < ? WHERE d_w_id = ? AND d_id = ?",
+}
+
+
+class Inputs:
+    """The random inputs of the five transactions (clauses 2.4.1 to 2.8.1), shared by both modes."""
+
+    def __init__(self, wl: Tpcc, rng: random.Random, w: int, d_stock_level: int) -> None:
+        self.rng = rng
+        self.w = w
+        self.warehouses = wl.spec.warehouses
+        self.d_stock_level = d_stock_level
+        self.wl = wl
+
+    def nurand(self, a: int, x: int, y: int, c: int) -> int:
+        rnd = self.rng.random
+        return (((int(rnd() * (a + 1)) | (x + int(rnd() * (y - x + 1)))) + c) % (y - x + 1)) + x
+
+    def district(self) -> int:
+        return 1 + int(self.rng.random() * DISTRICTS_PER_WAREHOUSE)
+
+    def other_warehouse(self) -> int:
+        """A warehouse other than the home one, uniformly (only called with two or more)."""
+        o = 1 + int(self.rng.random() * (self.warehouses - 1))
+        return o + 1 if o >= self.w else o
+
+    def customer(self, k: RunConstants) -> tuple[int, str | None]:
+        """60% of Payment and Order-Status inputs name the customer by last name (2.5.1.2, 2.6.1.2)."""
+        if self.rng.random() < 0.6:
+            return 0, LAST_NAMES[self.nurand(A_C_LAST, 0, 999, k.c_last)]
+        return self.nurand(A_C_ID, 1, CUSTOMERS_PER_DISTRICT, k.c_id), None
+
+    def new_order(self, k: RunConstants) -> tuple[int, int, list[int], list[int], list[int], bool]:
+        """District, customer, items, supplying warehouses, quantities, and whether it rolls back:
+        1% of orders end on an unused item (2.4.1.4), 1% of lines come from another warehouse (2.4.1.5)."""
+        rnd = self.rng.random
+        d = self.district()
+        c = self.nurand(A_C_ID, 1, CUSTOMERS_PER_DISTRICT, k.c_id)
+        count = 5 + int(rnd() * 11)
+        rollback = rnd() < 0.01
+        items = [self.nurand(A_OL_I_ID, 1, ITEMS, k.ol_i_id) for _ in range(count)]
+        if rollback:
+            items[-1] = ITEMS + 1
+        remote = self.warehouses > 1
+        supply = [self.other_warehouse() if remote and rnd() < 0.01 else self.w for _ in range(count)]
+        quantities = [1 + int(rnd() * 10) for _ in range(count)]
+        return d, c, items, supply, quantities, rollback
+
+    def payment(self, k: RunConstants) -> tuple[int, int, int, int, str | None, int]:
+        """District, customer's warehouse and district (15% remote, 2.5.1.2), customer id or last name,
+        amount in cents (1.00 to 5,000.00)."""
+        rnd = self.rng.random
+        d = self.district()
+        if self.warehouses > 1 and rnd() >= 0.85:
+            c_w, c_d = self.other_warehouse(), self.district()
+        else:
+            c_w, c_d = self.w, d
+        c, last = self.customer(k)
+        return d, c_w, c_d, c, last, 100 + int(rnd() * 499_901)
+
+    def carrier(self) -> int:
+        return 1 + int(self.rng.random() * 10)
+
+    def threshold(self) -> int:
+        return 10 + int(self.rng.random() * 11)
+
+
+class TpccSession(Session):
+    """One terminal in client-side mode: a home warehouse, prepared statements, five transactions."""
+
+    def __init__(self, wl: Tpcc, rng: random.Random, w: int, d_stock_level: int) -> None:
+        self.wl = wl
+        self.rng = rng
+        self.w = w
+        self.inputs = Inputs(wl, rng, w, d_stock_level)
+        self.conn: asyncmy.Connection | None = None
+        self.st: dict[str, Any] = {}
+        self.bulk = False
+        self.k: RunConstants | None = wl.constants
+        self.txs: tuple[Callable[[asyncmy.Connection], Awaitable[int]], ...] = (
+            self.new_order, self.payment, self.order_status, self.delivery, self.stock_level)
+
+    def forget(self) -> None:
+        self.conn = None
+        self.st = {}
+
+    async def pause(self, tx: int) -> None:
+        """Clause 5.2.5: think time after the previous transaction and keying time before this one.
+        To be awaited by the engine outside the measured response time."""
+
+    async def _setup(self, conn: asyncmy.Connection) -> None:
+        self.st = {}
+        # Every transaction ends with an explicit COMMIT, so no BEGIN round trip is needed, and the
+        # server's Com_commit counts each one (the server-side TPM).
+        await conn.autocommit(False)
+        for name, sql in SQL.items():
+            self.st[name] = await conn.prepare(sql)
+        self.bulk = bool(getattr(conn, "_bulk_supported", False))  # MariaDB's COM_STMT_BULK_EXECUTE
+        if self.k is None:
+            self.k = await self.wl._load_constants(conn)
+        self.conn = conn
+
+    async def _many(self, name: str, rows: Sequence[tuple[Any, ...]]) -> None:
+        """One round trip for many rows where the server can (MariaDB), else one per row."""
+        st = self.st[name]
+        if self.bulk and len(rows) > 1:
+            await st.execute_bulk(rows)
+        else:
+            for r in rows:
+                await st.execute(r)
+
+    async def run(self, conn: asyncmy.Connection, tx: int) -> int:
+        if conn is not self.conn:
+            await self._setup(conn)
+        try:
+            return await self.txs[tx](conn)
+        except IntendedRollback:
+            raise
+        except BaseException:
+            await rollback_quietly(conn)
+            raise
+
+    # The five transactions. Each returns the statements it sent, COMMIT included. -------------------
+    async def new_order(self, conn: asyncmy.Connection) -> int:
+        st, w = self.st, self.w
+        assert self.k is not None
+        d, c, items, supply, quantities, rollback = self.inputs.new_order(self.k)
+        count = len(items)
+        pad_items = items + [items[0]] * (MAX_LINES - count)
+        head, *found = (await st["no_head_items"].execute((w, d, c, *pad_items))).rows
+        if head[0] != 0:  # UNION ALL returns its parts in order; guard against a plan that does not
+            rows = (head, *found)
+            head = next(r for r in rows if r[0] == 0)
+            found = [r for r in rows if r[0] != 0]
+        item = {r[0]: r for r in found}
+        keys: list[int] = []
+        for i, sw in zip(items, supply):
+            if i in item:
+                keys += (sw, i)
+        keys += keys[:2] * (MAX_LINES - len(keys) // 2)
+        stock = {(r[0], r[1]): r for r in (await st["no_stock"].execute((d, *keys))).rows}
+        # Lines may repeat an item: each line takes its quantity from what the previous one left.
+        left: dict[tuple[int, int], list[int]] = {}
+        lines: list[list[Any]] = []
+        total = Decimal(0)
+        for n, (i, sw, q) in enumerate(zip(items, supply, quantities), 1):
+            it = item.get(i)
+            if it is None:
+                break  # the unused item: the order is rolled back below
+            s = stock[(sw, i)]
+            acc = left.get((sw, i))
+            if acc is None:
+                acc = left[(sw, i)] = [s[2], 0, 0, 0]  # quantity, ytd, order count, remote count
+            acc[0] = acc[0] - q if acc[0] >= q + 10 else acc[0] - q + 91
+            acc[1] += q
+            acc[2] += 1
+            acc[3] += sw != w
+            amount = it[1] * q
+            total += amount
+            _brand = "B" if "ORIGINAL" in it[3] and "ORIGINAL" in s[3] else "G"
+            lines.append([0, d, w, n, i, sw, q, amount, s[4]])
+        await self._many("no_stock_update", [(a[0], a[1], a[2], a[3], sw, i) for (sw, i), a in left.items()])
+        o_id = (await st["no_district"].execute((w, d))).insert_id - 1
+        await st["no_order"].execute((o_id, d, w, c, count, int(all(sw == w for sw in supply))))
+        await st["no_new_order"].execute((o_id, d, w))
+        for line in lines:
+            line[0] = o_id
+        await self._many("no_line", [tuple(x) for x in lines])
+        _total = total * (1 - head[1]) * (1 + head[4])  # the amount the terminal would display
+        if rollback:
+            await conn.rollback()
+            raise IntendedRollback(8)
+        await conn.commit()
+        return 8
+
+    async def _customer_id(self, w: int, d: int, last: str) -> int:
+        rows = (await self.st["customer_by_name"].execute((w, d, last))).rows
+        return int(rows[(len(rows) - 1) // 2][0])  # position n/2 rounded up, counted from 1
+
+    async def payment(self, conn: asyncmy.Connection) -> int:
+        st, w = self.st, self.w
+        assert self.k is not None
+        d, c_w, c_d, c, last, cents = self.inputs.payment(self.k)
+        n = 5
+        if last is not None:
+            c = await self._customer_id(c_w, c_d, last)
+            n += 1
+        await st["pay_customer"].execute((cents, cents, d, w, cents, c_w, c_d, c))
+        row = (await st["pay_read"].execute((c_w, c_d, c, w, d))).rows[0]
+        await st["pay_history"].execute((c, c_d, c_w, d, w, cents, f"{row[15]}    {row[21]}"))
+        await st["pay_ytd"].execute((cents, cents, w, d))
+        await conn.commit()
+        return n
+
+    async def order_status(self, conn: asyncmy.Connection) -> int:
+        w = self.w
+        assert self.k is not None
+        d = self.inputs.district()
+        c, last = self.inputs.customer(self.k)
+        n = 2
+        if last is not None:
+            c = await self._customer_id(w, d, last)
+            n += 1
+        await self.st["os_read"].execute((w, d, c, w, d, c))
+        await conn.commit()
+        return n
+
+    async def delivery(self, conn: asyncmy.Connection) -> int:
+        st, w = self.st, self.w
+        carrier = self.inputs.carrier()
+        oldest = (await st["dl_oldest"].execute((w,) * DISTRICTS_PER_WAREHOUSE)).rows
+        if not oldest:  # every district delivered (2.7.4.2: skipped, and the skip would be logged)
+            await conn.commit()
+            return 2
+        keys: list[int] = []
+        for d, o in oldest:
+            keys += (d, o)
+        keys += keys[:2] * (DISTRICTS_PER_WAREHOUSE - len(oldest))
+        sums = (await st["dl_sums"].execute((w, *keys))).rows
+        await st["dl_delete"].execute((w, *keys))
+        await st["dl_deliver"].execute((carrier, w, *keys))
+        await self._many("dl_customer", [(amount, w, d, c) for d, c, amount in sums])
+        await conn.commit()
+        return 6
+
+    async def stock_level(self, conn: asyncmy.Connection) -> int:
+        await self.st["sl_count"].execute((self.inputs.threshold(), self.w, self.inputs.d_stock_level))
+        await conn.commit()
+        return 2
