@@ -168,17 +168,17 @@ def test_a_flood_of_ticks_keeps_the_state_small_and_the_peaks() -> None:
 def test_hold_and_stop_show_in_the_header() -> None:
     evs = events()
     st = fold(upto(evs, lambda e: e.type == "control" and e.data["action"] == "hold", after=1))
-    head = render.header(st, 120).plain
+    head = text_of(render.header(st, 120), 120)
     assert "step 3/6 hold · 4 users" in head and "HOLDING" in head and "left" not in head
     st.apply("control", {"action": "stop", "holding": False, "t": 30.0})
-    assert "stopping: saving what was measured" in render.header(st, 120).plain
+    assert "stopping: saving what was measured" in text_of(render.header(st, 120), 120)
 
 
 def test_prepare_shows_a_progress_bar() -> None:
     st = fold(upto(events(QUICKSTART), lambda e: e.type == "phase" and e.data["phase"] == "prepare"), "quickstart")
-    assert "prepare: checking and loading the data" in render.header(st, 100).plain
+    assert "prepare: checking and loading the data" in text_of(render.header(st, 100), 100)
     st.apply("prepare", {"done": 4500, "total": 10000, "rows_per_s": 12345.0, "eta_s": 0.4, "t": 2.0})
-    line = render.header(st, 100).plain.splitlines()[1]
+    line = text_of(render.header(st, 100), 100).splitlines()[1]
     assert "45%" in line and "4,500/10,000 rows" in line and "12,345 rows/s" in line and "0:00 left" in line
     assert "█" in line
 
@@ -188,10 +188,10 @@ def test_the_target_never_shows_a_password() -> None:
     st.apply("started", {"scenario": "s", "target": "mysql://app:Sekret-99@db.example:3306/shop",
                          "server_version": "8.0.36", "embedded": False, "plan": {}, "transactions": [],
                          "conditions": []})
-    head = render.header(st, 120).plain
+    head = text_of(render.header(st, 120), 120)
     assert "Sekret-99" not in head and "MySQL 8.0.36" in head and "db.example:3306/shop" in head
     # at 80 columns the target is cut, never the clock
-    assert render.header(st, 60).plain.splitlines()[0].rstrip().endswith("elapsed 0:00")
+    assert text_of(render.header(st, 60), 60).splitlines()[0].rstrip().endswith("elapsed 0:00")
 
 
 # the log ------------------------------------------------------------------------------------------------
@@ -292,14 +292,32 @@ def test_figures_show_the_last_second() -> None:
     st = fold(upto(evs, lambda e: e.type == "tick" and e.data["step"] == 5 and e.data["phase"] == "hold"))
     tick = st.tick
     assert tick is not None
-    labels, values = text_of(render.figures(st)).splitlines()
+    labels, values = text_of(render.figures(st, 120)).splitlines()
     assert labels.split() == ["users", "tps", "tpm", "errors/s", "retries/s", "cpu", "server", "cpu", "client"]
     assert values.split()[:3] == ["16", f"{tick['tps']:.1f}", f"{tick['tpm']:,.0f}"]
     st.apply("tick", {**tick, "nopm": 1234.0})
-    assert "NOPM" in text_of(render.figures(st)) and "1,234" in text_of(render.figures(st))
+    assert "NOPM" in text_of(render.figures(st, 120)) and "1,234" in text_of(render.figures(st, 120))
 
 
 def test_a_boundary_label_never_runs_off_the_chart() -> None:
     st = fold(events())
     lines = ThroughputChart(st.series, [*st.boundaries, Boundary(st.series[-1].t, 7, 64)], 40, 6).lines()
     assert all(line.cell_len <= 40 for line in lines)
+
+
+def test_a_linear_ramp_is_judged_and_drawn_per_interval(tmp_path: Path) -> None:
+    f = tmp_path / "lin.bench"
+    f.write_text('scenario "lin" { workload custom { transaction read { query "SELECT 1" } } '
+                 'ramp linear from 1 to 8 users over 4s  duration 4s  stop when { tps < 5  p99(read) > 50ms } }')
+    st = LiveState.for_scenario(load(str(f)))
+    st.apply("phase", {"phase": "ramp", "step": 1, "steps": 1, "users": 1, "users_end": 8, "seconds": 4.0, "t": 1.0})
+    for i, (users, tps) in enumerate(((1, 50.0), (3, 140.0), (6, 260.0))):
+        lat = {"p50": 1.0, "p90": 2.0 + i, "p99": 3.0 + i}
+        st.apply("interval", {"t": 2.0 + i, "phase": "ramp", "step": 1, "measured": True, "seconds": 1.0,
+                              "users": users, "tps": tps, "count": int(tps), "errors": 0, "latency_ms": lat,
+                              "transactions": {"read": {"tps": tps, "count": int(tps), "errors": 0,
+                                                        "latency_ms": lat}}})
+    assert [(p.users, p.tps, p.p90_ms) for p in st.step_points] == [(1, 50.0, 2.0), (3, 140.0, 3.0), (6, 260.0, 4.0)]
+    rows = {r.text: r for r in st.board.rows()}
+    assert (rows["tps < 5"].value, rows["tps < 5"].source) == ("260", "last interval")
+    assert rows["p99(read) > 50ms"].value == "5ms" and rows["p99(read) > 50ms"].state == "ok"

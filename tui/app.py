@@ -191,6 +191,7 @@ class BenchApp(App[int]):
         self.leaving = False  # the person asked to stop: leave as soon as the run has ended
         self.exit_code: int | None = None
         self.run_task: asyncio.Task[int] | None = None  # set by run_app
+        self._keys: tuple[bool, ...] = ()
         self.main = MainScreen(state, results)
 
     @property
@@ -209,7 +210,16 @@ class BenchApp(App[int]):
         changes = self.state.take_changes()
         if changes and self.main.is_mounted:
             self.main.update_from(changes)
-            self.main.refresh_bindings()
+            # the footer is rebuilt when bindings are refreshed (a full layout): only when keys change
+            keys = self.keys_state()
+            if keys != self._keys:
+                self._keys = keys
+                self.main.refresh_bindings()
+
+    def keys_state(self) -> tuple[bool, ...]:
+        """What decides which keys the footer offers (MainScreen.check_action)."""
+        st = self.state
+        return (self.done, self.leaving, st.stopping, st.phase in ("warmup", "settle", "hold", "ramp"))
 
     def stop_run(self) -> None:
         self.leaving = True

@@ -12,6 +12,7 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.style import Style
 from rich.text import Text
 
+from .lines import Lines
 from .state import Boundary, Point, StepPoint
 
 BRAILLE = 0x2800
@@ -90,17 +91,27 @@ class Canvas:
                 self.text[(row, col + i)] = (ch, style)
 
     def lines(self) -> list[Text]:
+        """One Text per row, cells of the same style appended together (one span per run, not one
+        per cell: this is drawn every second)."""
         out = []
         for r in range(self.rows):
             t = Text()
+            run: list[str] = []
+            run_style: Style | None = None
             for c in range(self.cols):
                 if (r, c) in self.text:
                     ch, st = self.text[(r, c)]
-                    t.append(ch, st)
                 elif self.bits[r][c]:
-                    t.append(chr(BRAILLE + self.bits[r][c]), self.styles[r][c])
+                    ch, st = chr(BRAILLE + self.bits[r][c]), self.styles[r][c]
                 else:
-                    t.append(" ")
+                    ch, st = " ", None
+                if st != run_style and run:
+                    t.append("".join(run), run_style)
+                    run = []
+                run_style = st
+                run.append(ch)
+            if run:
+                t.append("".join(run), run_style)
             out.append(t)
         return out
 
@@ -212,21 +223,6 @@ def _place(width: int, items: Iterable[tuple[int, str]]) -> Text:
     return Text("".join(chars).rstrip(), LABEL)
 
 
-class _Lines:
-    """A list of Text lines as a renderable, cut to the space given."""
-
-    def __init__(self, lines: list[Text]) -> None:
-        self.lines_ = lines
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        height = options.height or len(self.lines_)
-        for line in self.lines_[:height]:
-            line = line.copy()
-            line.truncate(options.max_width)
-            line.end = "\n"
-            yield line
-
-
 @dataclass
 class ThroughputChart:
     """tps against time: measured seconds bright, warmup and settle dim, a dotted line where each
@@ -280,7 +276,7 @@ class ThroughputChart:
         return frame.compose(cv, left, [], xl)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield _Lines(self.lines())
+        yield Lines(self.lines())
 
 
 @dataclass
@@ -362,7 +358,7 @@ class UsersChart:
         return frame.compose(cv, left, right, xl, left_style=Style(color="cyan"), right_style=Style(color="magenta"))
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield _Lines(self.lines())
+        yield Lines(self.lines())
 
 
 def doubling(users: Sequence[int]) -> bool:

@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rich.console import Group, RenderableType
-from rich.table import Table
+from rich.console import RenderableType
 from rich.text import Text
 
 from bench_dsl.dsn import redact
 
+from .lines import Lines, cells
 from .live_conditions import ConditionRow
 from .live_conditions import fmt_latency, fmt_num
 from .state import ERROR_NAMES, LiveState, LogEntry
@@ -78,7 +78,7 @@ def fmt_pct(v: float | None) -> str:
 
 
 # header ---------------------------------------------------------------------------------------------
-def header(st: LiveState, width: int, waiting_for_key: bool = False) -> Text:
+def header(st: LiveState, width: int, waiting_for_key: bool = False) -> Lines:
     """Two lines: what runs where, and where the run is."""
     top = Text(no_wrap=True, overflow="ellipsis")
     top.append(" bench-dsl ", "bold reverse")
@@ -128,8 +128,7 @@ def header(st: LiveState, width: int, waiting_for_key: bool = False) -> Text:
             line.append("prepare: checking and loading the data…", "bold")
     else:
         _phase_line(st, line, width)
-    line.truncate(width)
-    return Text("\n").join([top, line])
+    return Lines([top, line])
 
 
 def _phase_line(st: LiveState, line: Text, width: int) -> None:
@@ -155,30 +154,31 @@ def _phase_line(st: LiveState, line: Text, width: int) -> None:
 
 
 # figures --------------------------------------------------------------------------------------------
-def figures(st: LiveState) -> Table:
-    """The headline figures of the last second: labels above, values below."""
+def figures(st: LiveState, width: int) -> Lines:
+    """The headline figures of the last second: labels above, values below, evenly spread."""
     t = st.tick or {}
     cpu = t.get("cpu") or {}
-    cells: list[tuple[str, str, str]] = [
+    items: list[tuple[str, str, str]] = [
         ("users", fmt_int(t.get("users")), "bold"),
         ("tps", fmt_rate(t.get("tps")), "bold bright_cyan"),
         ("tpm", fmt_int(t.get("tpm")), "bold cyan"),
     ]
     if "nopm" in t:
-        cells.append(("NOPM", fmt_int(t.get("nopm")), "bold bright_green"))
+        items.append(("NOPM", fmt_int(t.get("nopm")), "bold bright_green"))
     errors, retries = t.get("errors_per_s"), t.get("retries_per_s")
-    cells += [
+    items += [
         ("errors/s", "-" if errors is None else f"{errors:.1f}", "bold red" if errors else "bold"),
         ("retries/s", "-" if retries is None else f"{retries:.1f}", "bold yellow" if retries else "bold"),
         ("cpu server", fmt_pct(cpu.get("server")) if t else "-", "bold"),
         ("cpu client", fmt_pct(cpu.get("client")) if t else "-", "bold"),
     ]
-    grid = Table.grid(expand=True)
-    for _ in cells:
-        grid.add_column(justify="center", ratio=1, no_wrap=True, overflow="ellipsis")
-    grid.add_row(*[Text(label, DIM) for label, _, _ in cells])
-    grid.add_row(*[Text(value, style) for _, value, style in cells])
-    return grid
+    cell = max(width // len(items), 1)
+    margin = " " * max((width - cell * len(items)) // 2, 0)
+    labels, values = Text(margin), Text(margin)
+    for label, value, style in items:
+        labels.append(label[:cell].center(cell), DIM)
+        values.append(value[:cell].center(cell), style)
+    return Lines([labels, values])
 
 
 # transactions ---------------------------------------------------------------------------------------
@@ -233,42 +233,41 @@ def _cell(fig: Mapping[str, Any] | None, key: str) -> str:
     return fmt_ms((fig.get("latency_ms") or {}).get(key))
 
 
-def tx_table(st: LiveState, width: int) -> Table:
+def tx_table(st: LiveState, width: int) -> Lines:
     iv = st.interval or {}
     names = st.transactions or list((iv.get("transactions") or {}).keys())
     cols = tx_columns(width, min(20, max([len("transaction"), *(len(n) for n in names)])))
     step = st.step_so_far if st.step_so_far is not None else st.last_step
-    table = Table(box=None, padding=(0, 1, 0, 0), expand=False, show_edge=False, header_style="bold")
     layout: list[_Col | None] = []  # None: the rule between the interval's columns and the step's
     for c in cols:
         if c.group == "s" and layout and layout[-1] is not None and layout[-1].group == "w":
             layout.append(None)
         layout.append(c)
+    head: list[tuple[str | Text, int, str]] = []
     for c in layout:
         if c is None:
-            table.add_column(Text("│", DIM), width=1, style=DIM)
-        elif c.key == "name":
-            table.add_column("transaction", width=c.width, no_wrap=True, overflow="ellipsis")
+            head.append((Text("│", DIM), 1, "<"))
         else:
-            step_col = c.group == "s"
-            table.add_column(Text(c.head, "bold cyan" if step_col else "bold"), justify="right", min_width=c.width,
-                             no_wrap=True, style="cyan" if step_col else None)
+            head.append((Text(c.head, "bold cyan" if c.group == "s" else "bold"), c.width,
+                         "<" if c.key == "name" else ">"))
+    lines = [cells(head)]
     rows: list[tuple[str, Mapping[str, Any] | None, Mapping[str, Any] | None]] = [
         (n, (iv.get("transactions") or {}).get(n), ((step or {}).get("transactions") or {}).get(n)) for n in names]
     if len(names) > 1:
         rows.append(("all", iv or None, step))
     for name, w, s in rows:
-        cells: list[Text | str] = []
+        parts: list[tuple[str | Text, int, str]] = []
         for c in layout:
             if c is None:
-                cells.append("│")
+                parts.append((Text("│", DIM), 1, "<"))
             elif c.key == "name":
-                cells.append(Text(name, "bold" if name == "all" else ""))
+                parts.append((Text(name, "bold" if name == "all" else ""), c.width, "<"))
             else:
                 value = _cell(w if c.group == "w" else s, c.key)
-                cells.append(Text(value, "red" if c.key == "errors" and value not in ("-", "0") else ""))
-        table.add_row(*cells)
-    return table
+                style = "red" if c.key == "errors" and value not in ("-", "0") else "cyan" if c.group == "s" else ""
+                parts.append((Text(value, style), c.width, ">"))
+        lines.append(cells(parts))
+    return Lines(lines)
 
 
 # conditions -----------------------------------------------------------------------------------------
@@ -279,21 +278,28 @@ STATE_STYLE = {"ok": "green", "near": "bold yellow", "over": "bold dark_orange",
 def conditions_table(rows: Sequence[ConditionRow], width: int, header: bool = True) -> RenderableType:
     if not rows:
         return Text("no stop conditions: the run goes to its last step", DIM)
-    table = Table(box=None, padding=(0, 1, 0, 0), show_edge=False, header_style="bold", expand=True,
-                  show_header=header)
-    table.add_column("state", width=6, no_wrap=True)
-    table.add_column("condition", ratio=3, no_wrap=True, overflow="ellipsis")
-    table.add_column("now", justify="right", no_wrap=True, min_width=7)
-    table.add_column("limit", justify="right", no_wrap=True, min_width=7)
-    if width >= 64:
-        table.add_column("from", ratio=1, no_wrap=True, overflow="ellipsis", style=DIM)
+    show_from = width >= 64
+    now_w = max(7, *(len(r.value) for r in rows))
+    limit_w = max(7, *(len(r.limit) for r in rows))
+    from_w = min(16, max(4, *(len(r.source) for r in rows))) if show_from else 0
+    fixed = 6 + now_w + limit_w + (from_w + 1 if show_from else 0) + 4
+    text_w = max(width - fixed, 10)
+    lines: list[Text] = []
+    if header:
+        head: list[tuple[str | Text, int, str]] = [("state", 6, "<"), ("condition", text_w, "<"), ("now", now_w, ">"),
+                                                  ("limit", limit_w, ">")]
+        if show_from:
+            head.append(("from", from_w, "<"))
+        lines.append(cells(head, "bold"))
     for r in rows:
-        cells: list[Text | str] = [Text(f"{r.state:^5}" if r.state != "-" else "  -  ", STATE_STYLE[r.state]),
-                                   r.text, Text(r.value, "bold" if r.state != "-" else DIM), r.limit]
-        if width >= 64:
-            cells.append(r.source)
-        table.add_row(*cells)
-    return table
+        badge = Text(f"{r.state:^5}" if r.state != "-" else "  -  ", STATE_STYLE[r.state])
+        parts: list[tuple[str | Text, int, str]] = [
+            (badge, 6, "<"), (r.text, text_w, "<"), (Text(r.value, "bold" if r.state != "-" else DIM), now_w, ">"),
+            (r.limit, limit_w, ">")]
+        if show_from:
+            parts.append((Text(r.source, DIM), from_w, "<"))
+        lines.append(cells(parts))
+    return Lines(lines)
 
 
 # log ------------------------------------------------------------------------------------------------
@@ -318,11 +324,8 @@ def log_line(e: LogEntry) -> Text:
     return t
 
 
-def log_text(entries: Sequence[LogEntry], width: int) -> Text:
-    lines = [log_line(e) for e in entries]
-    for line in lines:
-        line.truncate(width, overflow="ellipsis")
-    return Text("\n").join(lines) if lines else Text("")
+def log_text(entries: Sequence[LogEntry], width: int) -> Lines:
+    return Lines([log_line(e) for e in entries])
 
 
 # verdict --------------------------------------------------------------------------------------------
@@ -386,7 +389,7 @@ def verdict(st: LiveState, results: Path | None, waiting_for_key: bool) -> Rende
     if waiting_for_key:
         tail.append("   press q or Enter to leave", "bold")
     lines.append(tail)
-    return Group(*lines)
+    return Lines(lines)
 
 
 def _n(v: Any) -> str:

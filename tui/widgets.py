@@ -18,22 +18,36 @@ class StatePanel(Widget):
     """A part of the screen drawn from LiveState."""
 
     PARTS: ClassVar[frozenset[str]] = frozenset()
-    RESIZES = False  # its height follows its content: a redraw may change the layout
 
     def __init__(self, state: LiveState, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.state = state
+        self._lines = -1
 
     def update_from(self, changes: set[str]) -> None:
         if changes & self.PARTS:
             self.retitle()
-            self.refresh(layout=self.RESIZES)
+            # a new layout repaints the whole screen: only when this panel's height may change
+            lines = self.content_lines()
+            self.refresh(layout=lines != self._lines)
+            self._lines = lines
+
+    def content_lines(self) -> int:
+        """How many lines the content takes, for panels whose height follows it (height: auto)."""
+        return 0
 
     def on_mount(self) -> None:
         self.retitle()
 
     def retitle(self) -> None:
         """Border titles follow the state; set here, never while rendering."""
+
+    def title(self, title: str, subtitle: str | None = None) -> None:
+        """Sets the border's titles when they change (each setting is parsed as markup and redrawn)."""
+        if title != self.border_title:
+            self.border_title = title
+        if subtitle is not None and subtitle != self.border_subtitle:
+            self.border_subtitle = subtitle
 
     @property
     def waiting_for_key(self) -> bool:
@@ -51,15 +65,16 @@ class Figures(StatePanel):
     PARTS = frozenset({FIGURES})
 
     def render(self) -> RenderableType:
-        return render.figures(self.state)
+        return render.figures(self.state, self.content_size.width)
 
 
 class TimeChartPanel(StatePanel):
     PARTS = frozenset({TIME_CHART})
 
     def retitle(self) -> None:
-        self.border_title = "throughput (tps) each second"
-        self.border_subtitle = "[cyan]━[/] measured  [dim cyan]━[/] warmup/settle  [bright_black]┆[/] step start"
+        # Textual's markup: its colour names, not Rich's (bright_black would be looked up, and fail, each time)
+        self.title("throughput (tps) each second",
+                   "[cyan]━[/] measured  [dim cyan]━[/] warmup/settle  [dim]┆[/] step start")
 
     def render(self) -> RenderableType:
         size = self.content_size
@@ -71,8 +86,7 @@ class UsersChartPanel(StatePanel):
 
     def retitle(self) -> None:
         p90 = f"p90({self.state.p90_tx})" if self.state.p90_tx else "p90"
-        self.border_title = f"tps and {p90} by users"
-        self.border_subtitle = f"[cyan]●[/] tps  [magenta]◆[/] {p90} ms  [green]│[/] saturation"
+        self.title(f"tps and {p90} by users", f"[cyan]●[/] tps  [magenta]◆[/] {p90} ms  [green]│[/] saturation")
 
     def render(self) -> RenderableType:
         st, size = self.state, self.content_size
@@ -85,10 +99,13 @@ class UsersChartPanel(StatePanel):
 
 class TxPanel(StatePanel):
     PARTS = frozenset({TX})
-    RESIZES = True
+
+    def content_lines(self) -> int:
+        n = len(self.state.transactions)
+        return 1 + n + (1 if n > 1 else 0)
 
     def retitle(self) -> None:
-        self.border_title = render.tx_title(self.state)
+        self.title(render.tx_title(self.state))
 
     def render(self) -> RenderableType:
         return render.tx_table(self.state, self.content_size.width)
@@ -98,7 +115,7 @@ class ConditionsPanel(StatePanel):
     PARTS = frozenset({CONDITIONS})
 
     def retitle(self) -> None:
-        self.border_title = "stop conditions"
+        self.title("stop conditions")
 
     def render(self) -> RenderableType:
         # on a short screen every row counts: the column names go before any condition does
@@ -111,7 +128,7 @@ class LogPanel(StatePanel):
     PARTS = frozenset({LOG})
 
     def retitle(self) -> None:
-        self.border_title = "log"
+        self.title("log")
 
     def render(self) -> RenderableType:
         size = self.content_size
@@ -120,15 +137,18 @@ class LogPanel(StatePanel):
 
 class VerdictPanel(StatePanel):
     PARTS = frozenset({VERDICT})
-    RESIZES = True
+
+    def content_lines(self) -> int:
+        return len((self.state.finished or {}).get("expect") or []) if self.state.finished else -1
 
     def __init__(self, state: LiveState, results: Path | None, *, id: str | None = None) -> None:
         super().__init__(state, id=id)
         self.results = results
 
     def retitle(self) -> None:
-        self.border_title = "verdict"
-        self.display = self.state.finished is not None
+        self.title("verdict")
+        if self.display != (self.state.finished is not None):
+            self.display = self.state.finished is not None
 
     def render(self) -> RenderableType:
         return render.verdict(self.state, self.results, self.waiting_for_key)
