@@ -19,6 +19,10 @@ if TYPE_CHECKING:
 
 _DISTS = "s_dist_01, s_dist_02, s_dist_03, s_dist_04, s_dist_05, s_dist_06, s_dist_07, s_dist_08, s_dist_09, s_dist_10"
 
+_LINES = "JSON_TABLE(p_lines, '$[*]' COLUMNS (i INT PATH '$[0]', sw INT PATH '$[1]', q INT PATH '$[2]')) l"
+_LINES_N = ("JSON_TABLE(p_lines, '$[*]' COLUMNS (n FOR ORDINALITY, i INT PATH '$[0]', sw INT PATH '$[1]', "
+            "q INT PATH '$[2]')) l")
+
 # Any error ends the transaction before it reaches the client, which then retries deadlocks.
 _ON_ERROR = "DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;"
 
@@ -32,22 +36,22 @@ _BY_NAME = """
   END IF;"""
 
 PROCEDURES: dict[str, str] = {
-    # Lines come as fixed-width digit strings: item ids (6), supplying warehouses (5), quantities (2).
+    # The order's lines come as JSON, [[item, supplying warehouse, quantity], ...], sorted by stock key
+    # so that concurrent orders lock stock rows in one order. Set-based, like the client-side mode:
+    # one UPDATE for all stock rows, one INSERT for all lines, the district locked last. An order
+    # that names a stock row twice takes the loop (each line must see what the previous one left).
     "tpcc_new_order": f"""CREATE PROCEDURE tpcc_new_order(p_w INT, p_d INT, p_c INT, p_count INT, p_all_local INT,
-    p_items VARCHAR(90), p_supply VARCHAR(75), p_qty VARCHAR(30))
+    p_lines VARCHAR(400), p_repeats INT)
 BEGIN
   DECLARE v_discount DECIMAL(4,4);
   DECLARE v_last VARCHAR(16);
   DECLARE v_credit CHAR(2);
   DECLARE v_w_tax, v_d_tax DECIMAL(4,4);
   DECLARE v_o, v_i, v_sw, v_q, v_sq INT;
+  DECLARE v_found INT DEFAULT 0;
   DECLARE v_n INT DEFAULT 1;
   DECLARE v_price DECIMAL(5,2);
-  DECLARE v_name VARCHAR(24);
-  DECLARE v_i_data, v_s_data VARCHAR(50);
-  DECLARE v_dist CHAR(24);
-  DECLARE v_brand CHAR(1);
-  DECLARE v_amount DECIMAL(6,2);
+  DECLARE v_i_data VARCHAR(50);
   DECLARE v_total DECIMAL(12,2) DEFAULT 0;
   DECLARE v_missing INT DEFAULT 0;
   DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_missing = 1;
@@ -55,29 +59,37 @@ BEGIN
   START TRANSACTION;
   SELECT c_discount, c_last, c_credit, w_tax INTO v_discount, v_last, v_credit, v_w_tax
     FROM customer, warehouse WHERE w_id = p_w AND c_w_id = w_id AND c_d_id = p_d AND c_id = p_c;
+  IF p_repeats = 0 THEN
+    SELECT COUNT(*), SUM(l.q * i_price) INTO v_found, v_total FROM {_LINES} JOIN item ON i_id = l.i;
+    SET v_missing = v_found < p_count;  -- the unused item of 1% of orders: rolled back below
+    UPDATE stock JOIN {_LINES} ON s_w_id = l.sw AND s_i_id = l.i
+      SET s_quantity = IF(s_quantity >= l.q + 10, s_quantity - l.q, s_quantity - l.q + 91), s_ytd = s_ytd + l.q,
+      s_order_cnt = s_order_cnt + 1, s_remote_cnt = s_remote_cnt + (l.sw <> p_w);
+  ELSE
+    each_line: WHILE v_n <= p_count DO
+      SET v_i = JSON_VALUE(p_lines, CONCAT('$[', v_n - 1, '][0]')),
+          v_sw = JSON_VALUE(p_lines, CONCAT('$[', v_n - 1, '][1]')),
+          v_q = JSON_VALUE(p_lines, CONCAT('$[', v_n - 1, '][2]'));
+      SELECT i_price, i_data INTO v_price, v_i_data FROM item WHERE i_id = v_i;
+      IF v_missing THEN
+        LEAVE each_line;
+      END IF;
+      SELECT s_quantity INTO v_sq FROM stock WHERE s_w_id = v_sw AND s_i_id = v_i FOR UPDATE;
+      UPDATE stock SET s_quantity = IF(v_sq >= v_q + 10, v_sq - v_q, v_sq - v_q + 91), s_ytd = s_ytd + v_q,
+        s_order_cnt = s_order_cnt + 1, s_remote_cnt = s_remote_cnt + (v_sw <> p_w)
+        WHERE s_w_id = v_sw AND s_i_id = v_i;
+      SET v_total = v_total + v_q * v_price, v_n = v_n + 1;
+    END WHILE;
+  END IF;
   UPDATE district SET d_next_o_id = d_next_o_id + 1 WHERE d_w_id = p_w AND d_id = p_d;
   SELECT d_next_o_id - 1, d_tax INTO v_o, v_d_tax FROM district WHERE d_w_id = p_w AND d_id = p_d;
   INSERT INTO orders (o_id, o_d_id, o_w_id, o_c_id, o_entry_d, o_ol_cnt, o_all_local)
     VALUES (v_o, p_d, p_w, p_c, NOW(), p_count, p_all_local);
   INSERT INTO new_orders (no_o_id, no_d_id, no_w_id) VALUES (v_o, p_d, p_w);
-  each_line: WHILE v_n <= p_count DO
-    SET v_i = SUBSTRING(p_items, v_n * 6 - 5, 6), v_sw = SUBSTRING(p_supply, v_n * 5 - 4, 5),
-        v_q = SUBSTRING(p_qty, v_n * 2 - 1, 2);
-    SELECT i_price, i_name, i_data INTO v_price, v_name, v_i_data FROM item WHERE i_id = v_i;
-    IF v_missing THEN
-      LEAVE each_line;  -- the unused item of 1% of orders: the whole order is rolled back
-    END IF;
-    SELECT s_quantity, s_data, ELT(p_d, {_DISTS}) INTO v_sq, v_s_data, v_dist
-      FROM stock WHERE s_w_id = v_sw AND s_i_id = v_i FOR UPDATE;
-    UPDATE stock SET s_quantity = IF(v_sq >= v_q + 10, v_sq - v_q, v_sq - v_q + 91), s_ytd = s_ytd + v_q,
-      s_order_cnt = s_order_cnt + 1, s_remote_cnt = s_remote_cnt + (v_sw <> p_w)
-      WHERE s_w_id = v_sw AND s_i_id = v_i;
-    SET v_amount = v_q * v_price, v_total = v_total + v_amount,
-        v_brand = IF(INSTR(v_i_data, 'ORIGINAL') > 0 AND INSTR(v_s_data, 'ORIGINAL') > 0, 'B', 'G');
-    INSERT INTO order_line (ol_o_id, ol_d_id, ol_w_id, ol_number, ol_i_id, ol_supply_w_id, ol_quantity, ol_amount,
-      ol_dist_info) VALUES (v_o, p_d, p_w, v_n, v_i, v_sw, v_q, v_amount, v_dist);
-    SET v_n = v_n + 1;
-  END WHILE;
+  INSERT INTO order_line (ol_o_id, ol_d_id, ol_w_id, ol_number, ol_i_id, ol_supply_w_id, ol_quantity, ol_amount,
+    ol_dist_info)
+    SELECT v_o, p_d, p_w, l.n, l.i, l.sw, l.q, l.q * i_price, ELT(p_d, {_DISTS})
+    FROM {_LINES_N} JOIN item ON i_id = l.i JOIN stock ON s_w_id = l.sw AND s_i_id = l.i;
   IF v_missing THEN
     ROLLBACK;
   ELSE
@@ -188,7 +200,7 @@ END""",
 PRIVILEGE_ERRORS = {1044, 1142, 1227, 1370}
 
 CALLS = {
-    "new_order": "CALL tpcc_new_order(?, ?, ?, ?, ?, ?, ?, ?)",
+    "new_order": "CALL tpcc_new_order(?, ?, ?, ?, ?, ?, ?)",
     "payment": "CALL tpcc_payment(?, ?, ?, ?, ?, ?, ?)",
     "order_status": "CALL tpcc_order_status(?, ?, ?, ?)",
     "delivery": "CALL tpcc_delivery(?, ?)",
@@ -268,12 +280,12 @@ class ProcedureSession(Session):
             if tx == 0:
                 d, c, items, supply, quantities, _ = inp.new_order(k)
                 local = int(all(sw == w for sw in supply))
-                # Sorted by item, so that concurrent orders lock stock rows in one order and cannot
-                # deadlock each other; the unused item (100001) stays last.
-                lines = sorted(zip(items, supply, quantities))
+                # By stock key, so that concurrent orders lock stock rows in one order (no deadlocks).
+                lines = sorted(zip(supply, items, quantities))
+                repeats = len({(sw, i) for sw, i, _ in lines}) < len(lines)
                 res = await self.calls[0].execute((
-                    w, d, c, len(lines), local, "".join(f"{i:06d}" for i, _, _ in lines),
-                    "".join(f"{sw:05d}" for _, sw, _ in lines), "".join(f"{q:02d}" for _, _, q in lines)))
+                    w, d, c, len(lines), local, "[" + ",".join(f"[{i},{sw},{q}]" for sw, i, q in lines) + "]",
+                    int(repeats)))
                 if not res.rows[0][0]:
                     raise IntendedRollback(1)  # the procedure rolled the order back
             elif tx == 1:
