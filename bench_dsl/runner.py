@@ -288,22 +288,26 @@ class Run:
         self.log(f"{label}: {ph.users if ph.users == ph.users_end else f'{ph.users} -> {ph.users_end}'} users "
                  f"for {ph.seconds:g}s")
         await fleet.resize(ph.users)
-        await fleet.collect()  # connecting is not measured
-        if ph.measured and ph.step != self.step_of_agg:
+        new_step = ph.measured and ph.step != self.step_of_agg
+        if new_step:
             # a step's figures start with its first measured phase: a linear ramp's ramp and hold are one step
             self.windowed.reset()
             self.step_agg = Aggregate(self.names)
             self.step_of_agg = ph.step
-            self.step_started = self.elapsed()
-            self.step_counters = await self._server_counters()
         self.emit("phase", phase=ph.kind, step=ph.step, steps=self.plan.steps, users=ph.users,
                   users_end=ph.users_end, seconds=ph.seconds, t=round(self.elapsed(), 3))
         self.interval_agg = Aggregate(self.names)
-        self.interval_start = self.elapsed()
+        if new_step:
+            self.step_counters = await self._server_counters()
+        await fleet.collect()  # connecting, and all before this moment, is not measured
         start = time.monotonic()
+        self.interval_start = self.elapsed()
+        if new_step:
+            self.step_started = self.interval_start
         end = start + ph.seconds
         last = start
         held = 0.0  # seconds the phase's clock stood still (toggle_hold)
+        end_counters: tuple[float, dict[str, int]] | None = None
         k = 1
         while True:
             at = min(start + k, end + held) if not self.holding else start + k
@@ -320,8 +324,11 @@ class Run:
             if self.holding:
                 held += now - last  # the phase's clock stands still while held
             users = fleet.active
-            tick = Tick(round(self.elapsed(), 3), now - last, ph.kind, ph.step, users, await fleet.collect(),
-                        self.cpu.sample())
+            stats = await fleet.collect()
+            if ph.measured and not self.holding and now >= end + held - 1e-3:
+                # the step's last tick: the server's counters at the same moment as the client's
+                end_counters = await self._server_counters()
+            tick = Tick(round(self.elapsed(), 3), now - last, ph.kind, ph.step, users, stats, self.cpu.sample())
             last = now
             self._tick(tick, ph)
             self._watch_target()
@@ -334,8 +341,7 @@ class Run:
             if ph.kind == "ramp" and not self.holding:
                 frac = min(1.0, (now - start - held) / ph.seconds)
                 await fleet.resize(round(ph.users + (ph.users_end - ph.users) * frac), wait=False)
-        # read right after the last tick, so the server's window matches the measured one
-        server = await self._server_figures() if ph.measured and ph.kind in ("hold", "ramp") else None
+        server = await self._server_figures(end_counters) if ph.measured and ph.kind in ("hold", "ramp") else None
         self._flush_interval(ph)
         if self._skip and ph.kind == "settle":
             self._skip_step = ph.step  # `n` during a settle skips that step's hold too
@@ -462,11 +468,11 @@ class Run:
             return None
         return time.monotonic(), counters
 
-    async def _server_figures(self) -> dict[str, Any] | None:
+    async def _server_figures(self, after: tuple[float, dict[str, int]] | None) -> dict[str, Any] | None:
         """Per minute over the step, from the server's counters: TPM as HammerDB computes it
         (Com_commit + Com_rollback) and, for TPC-C, NOPM from the districts' next order ids."""
         before = self.step_counters  # read when the step's first measured phase began
-        after = await self._server_counters()
+        after = after or await self._server_counters()  # a run that ends early reads them now
         if before is None or after is None or after[0] <= before[0]:
             return None
         minutes = (after[0] - before[0]) / 60
