@@ -16,6 +16,7 @@ import pytest
 
 from bench_dsl.cli import main
 from bench_dsl.dsn import Dsn
+from bench_dsl.errors import UsageError
 from bench_dsl.model import TPCC_DEFAULT_MIX, TPCC_TRANSACTIONS, TpccWorkload
 from bench_dsl.server import EmbeddedServer, connect
 from bench_dsl.workloads.base import IntendedRollback, Progress
@@ -122,6 +123,19 @@ def test_keying_and_think_times_of_clause_5_2_5() -> None:
         draws = [think_time(tx, rng) for _ in range(20_000)]
         assert max(draws) <= 10 * mean
         assert abs(sum(draws) / len(draws) - mean) < 0.05 * mean
+
+
+def test_pause_waits_the_previous_think_time_then_the_keying_time() -> None:
+    inp = _inputs(1, 1)
+    assert inp.pause_before(0) == KEYING_S[0]  # nothing to think about yet: New-Order's keying time
+    owed = inp.think
+    assert 0 <= owed <= 10 * THINK_MEAN_S[0]
+    assert inp.pause_before(1) == owed + KEYING_S[1]
+
+
+def test_keying_time_on_is_refused_while_the_engine_would_count_it_as_latency() -> None:
+    with pytest.raises(UsageError, match="keying_time = on is not available yet"):
+        Tpcc(TpccWorkload(keying_time=True), 1)
 
 
 # ---------------------------------------------------------------------------------------------------

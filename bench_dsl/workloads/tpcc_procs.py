@@ -4,6 +4,7 @@ the run's constants, remote lines, the 1% unused item), so both modes run the sa
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import random
 from typing import TYPE_CHECKING, Any
@@ -262,6 +263,10 @@ class ProcedureSession(Session):
     def forget(self) -> None:
         self.conn = None
         self.calls = []
+
+    async def pause(self, tx: int) -> None:
+        """Clause 5.2.5's waits before transaction `tx` (keying_time = on), outside its response time."""
+        await asyncio.sleep(self.inputs.pause_before(tx))
 
     async def _setup(self, conn: asyncmy.Connection) -> None:
         await self.wl.ensure_procedures(conn)
