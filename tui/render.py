@@ -410,7 +410,7 @@ HELP = """\
 [b]Stop conditions[/b]
   [green]ok[/green]     the current value is clear of its limit
   [yellow]near[/yellow]   within 20% of the limit
-  [dark_orange]over[/dark_orange]   past the limit so far; the engine judges it at the step's end
+  [orange]over[/orange]   past the limit so far; the engine judges it at the step's end
   [white on red]FIRED[/white on red]  the engine judged it: the run ends, the step before is the saturation point
   "now" is read over the same window the engine judges: the step so far (a linear ramp: the last
   interval; a `for D` condition: the last D seconds).
