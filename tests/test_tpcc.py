@@ -289,6 +289,16 @@ async def test_transactions_keep_the_data_consistent_and_count_new_orders(
     assert all(n >= 1 for n in statements) and (max(statements) == 1) is procedures
     conditions = await check(dsn)
     assert all(c.passed for c in conditions), [c.to_json() for c in conditions if not c.passed]
+    # New-Order's lines and stock updates (2.4.2.2): amounts, district info, and stock counters that
+    # add up to the lines written since the load (loaded orders have ids up to 3000, stock counters 0)
+    lines = await _one(dsn, "SELECT COUNT(*), SUM(ol_amount <> ol_quantity * i_price), "
+                            "SUM(ol_dist_info <> ELT(ol_d_id, s_dist_01, s_dist_02, s_dist_03, s_dist_04, s_dist_05, "
+                            "s_dist_06, s_dist_07, s_dist_08, s_dist_09, s_dist_10)), SUM(ol_quantity), "
+                            "SUM(ol_supply_w_id <> ol_w_id) FROM order_line JOIN item ON i_id = ol_i_id "
+                            "JOIN stock ON s_w_id = ol_supply_w_id AND s_i_id = ol_i_id WHERE ol_o_id > 3000")
+    assert lines[0] > 0 and lines[1] == 0 and lines[2] == 0
+    assert await _one(dsn, "SELECT SUM(s_order_cnt), SUM(s_ytd), SUM(s_remote_cnt) FROM stock") == (
+        lines[0], lines[3], lines[4])
 
 
 # ---------------------------------------------------------------------------------------------------

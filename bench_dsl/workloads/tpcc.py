@@ -196,10 +196,11 @@ _PAIRS10 = ", ".join(["(?, ?)"] * DISTRICTS_PER_WAREHOUSE)
 
 SQL: dict[str, str] = {
     # New-Order. The head row (i_id 0) carries the customer, warehouse and district; the others the items.
-    "no_head_items": "SELECT 0, c_discount, c_last, c_credit, w_tax + d_tax FROM warehouse "
+    # Prices also come in cents, so that amounts are summed as integers.
+    "no_head_items": "SELECT 0, c_discount, c_last, c_credit, w_tax + d_tax, 0 FROM warehouse "
                      "JOIN district ON d_w_id = w_id JOIN customer ON c_w_id = w_id AND c_d_id = d_id "
-                     "WHERE w_id = ? AND d_id = ? AND c_id = ? "
-                     f"UNION ALL SELECT i_id, i_price, i_name, i_data, NULL FROM item WHERE i_id IN ({_IN15})",
+                     "WHERE w_id = ? AND d_id = ? AND c_id = ? UNION ALL SELECT i_id, i_price, i_name, i_data, "
+                     f"NULL, CAST(i_price * 100 AS UNSIGNED) FROM item WHERE i_id IN ({_IN15})",
     "no_stock": "SELECT s_w_id, s_i_id, s_quantity, s_data, ELT(?, s_dist_01, s_dist_02, s_dist_03, s_dist_04, "
                 "s_dist_05, s_dist_06, s_dist_07, s_dist_08, s_dist_09, s_dist_10) FROM stock "
                 f"WHERE (s_w_id, s_i_id) IN ({_PAIRS15}) FOR UPDATE",
@@ -211,7 +212,7 @@ SQL: dict[str, str] = {
                 "VALUES (?, ?, ?, ?, NOW(), ?, ?)",
     "no_new_order": "INSERT INTO new_orders (no_o_id, no_d_id, no_w_id) VALUES (?, ?, ?)",
     "no_line": "INSERT INTO order_line (ol_o_id, ol_d_id, ol_w_id, ol_number, ol_i_id, ol_supply_w_id, ol_quantity, "
-               "ol_amount, ol_dist_info) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+               "ol_amount, ol_dist_info) VALUES (?, ?, ?, ?, ?, ?, ?, ? / 100, ?)",
     # Payment and Order-Status: the customer by last name is the middle one by first name (2.5.2.2).
     "customer_by_name": "SELECT c_id FROM customer WHERE c_w_id = ? AND c_d_id = ? AND c_last = ? ORDER BY c_first",
     "pay_customer": "UPDATE customer SET c_balance = c_balance - ? / 100, c_ytd_payment = c_ytd_payment + ? / 100, "
@@ -358,14 +359,16 @@ class TpccSession(Session):
             self.k = await self.wl._load_constants(conn)
         self.conn = conn
 
-    async def _many(self, name: str, rows: Sequence[tuple[Any, ...]]) -> None:
-        """One round trip for many rows where the server can (MariaDB), else one per row."""
+    async def _many(self, name: str, rows: Sequence[tuple[Any, ...]]) -> int:
+        """One round trip for many rows where the server can (MariaDB), else one per row; returns
+        the statements sent."""
         st = self.st[name]
         if self.bulk and len(rows) > 1:
             await st.execute_bulk(rows)
-        else:
-            for r in rows:
-                await st.execute(r)
+            return 1
+        for r in rows:
+            await st.execute(r)
+        return len(rows)
 
     async def run(self, conn: asyncmy.Connection, tx: int) -> int:
         if conn is not self.conn:
@@ -399,8 +402,8 @@ class TpccSession(Session):
         stock = {(r[0], r[1]): r for r in (await st["no_stock"].execute((d, *keys))).rows}
         # Lines may repeat an item: each line takes its quantity from what the previous one left.
         left: dict[tuple[int, int], list[int]] = {}
-        lines: list[list[Any]] = []
-        total = Decimal(0)
+        lines: list[tuple[int, int, int, int, int, str]] = []
+        total = 0  # cents: integer arithmetic, no Decimal per line
         for n, (i, sw, q) in enumerate(zip(items, supply, quantities), 1):
             it = item.get(i)
             if it is None:
@@ -413,23 +416,21 @@ class TpccSession(Session):
             acc[1] += q
             acc[2] += 1
             acc[3] += sw != w
-            amount = it[1] * q
+            amount = it[5] * q
             total += amount
             _brand = "B" if "ORIGINAL" in it[3] and "ORIGINAL" in s[3] else "G"
-            lines.append([0, d, w, n, i, sw, q, amount, s[4]])
-        await self._many("no_stock_update", [(a[0], a[1], a[2], a[3], sw, i) for (sw, i), a in left.items()])
+            lines.append((n, i, sw, q, amount, s[4]))
+        sent = 5 + await self._many("no_stock_update", [(a[0], a[1], a[2], a[3], sw, i) for (sw, i), a in left.items()])
         o_id = (await st["no_district"].execute((w, d))).insert_id - 1
         await st["no_order"].execute((o_id, d, w, c, count, int(all(sw == w for sw in supply))))
         await st["no_new_order"].execute((o_id, d, w))
-        for line in lines:
-            line[0] = o_id
-        await self._many("no_line", [tuple(x) for x in lines])
-        _total = total * (1 - head[1]) * (1 + head[4])  # the amount the terminal would display
+        sent += await self._many("no_line", [(o_id, d, w, n, i, sw, q, a, dist) for n, i, sw, q, a, dist in lines])
+        _total = Decimal(total) / 100 * (1 - head[1]) * (1 + head[4])  # the amount the terminal would display
         if rollback:
             await conn.rollback()
-            raise IntendedRollback(8)
+            raise IntendedRollback(sent)
         await conn.commit()
-        return 8
+        return sent
 
     async def _customer_id(self, w: int, d: int, last: str) -> int:
         rows = (await self.st["customer_by_name"].execute((w, d, last))).rows
@@ -477,9 +478,9 @@ class TpccSession(Session):
         sums = (await st["dl_sums"].execute((w, *keys))).rows
         await st["dl_delete"].execute((w, *keys))
         await st["dl_deliver"].execute((carrier, w, *keys))
-        await self._many("dl_customer", [(amount, w, d, c) for d, c, amount in sums])
+        sent = 5 + await self._many("dl_customer", [(amount, w, d, c) for d, c, amount in sums])
         await conn.commit()
-        return 6
+        return sent
 
     async def stock_level(self, conn: asyncmy.Connection) -> int:
         await self.st["sl_count"].execute((self.inputs.threshold(), self.w, self.inputs.d_stock_level))
