@@ -26,7 +26,7 @@ from textual.widgets import Footer, Static
 from bench_dsl.events import Event
 
 from . import render
-from .state import LiveState
+from .state import HEADER, LOG, VERDICT, LiveState
 from .widgets import (ConditionsPanel, Figures, LogPanel, RunHeader, StatePanel, TimeChartPanel, TxPanel,
                       UsersChartPanel, VerdictPanel)
 
@@ -57,7 +57,7 @@ class UiSink:
             self.failures += 1
             if self.failures <= 3:
                 self.state.log.add("warning", f"the screen could not show a {event.type} event: {exc!r}", None)
-                self.state.changed.add("log")
+                self.state.changed.add(LOG)
 
     def close(self) -> None:
         pass
@@ -207,8 +207,10 @@ class BenchApp(App[int]):
 
     def pull(self) -> None:
         """Redraws what changed since the last look."""
+        if not self.main.is_mounted:
+            return  # the first drawing reads the whole state anyway
         changes = self.state.take_changes()
-        if changes and self.main.is_mounted:
+        if changes:
             self.main.update_from(changes)
             # the footer is rebuilt when bindings are refreshed (a full layout): only when keys change
             keys = self.keys_state()
@@ -228,7 +230,7 @@ class BenchApp(App[int]):
             return
         self.controls.request_stop()
         self.state.stopping = True
-        self.state.changed.add("header")
+        self.state.changed.add(HEADER)
         self.pull()
 
     def action_interrupt(self) -> None:
@@ -250,7 +252,7 @@ class BenchApp(App[int]):
             return
         while len(self.screen_stack) > 2:  # a question about stopping no longer applies
             self.pop_screen()
-        self.state.changed |= {"header", "verdict"}
+        self.state.changed |= {HEADER, VERDICT}
         self.pull()
 
 
