@@ -130,6 +130,10 @@ class UserPool:
                     self.last_progress = time.monotonic()
                     u.connected.set()
                 i = 0 if ntx == 1 else _pick(u.rng, cum, total)
+                if u.session.paced:
+                    await u.session.pause(i)  # keying and think time: not part of the response time
+                    if u.stop:
+                        break
                 attempt = 0
                 t0 = time.perf_counter_ns()
                 while True:

@@ -51,6 +51,13 @@ class Session(abc.ABC):
         """Run transaction number `tx` once; return the number of statements sent. Raises the
         driver's error on failure; the caller retries or counts it."""
 
+    # True when the session waits between transactions (TPC-C's keying and think times): the
+    # engine then awaits pause() before each transaction, outside its measured response time.
+    paced: bool = False
+
+    async def pause(self, tx: int) -> None:
+        """Wait as a terminal's user would before transaction `tx` (only called when `paced`)."""
+
     def forget(self) -> None:
         """The connection was replaced: statements prepared on the old one are gone."""
 
