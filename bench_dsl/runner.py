@@ -236,7 +236,10 @@ class Run:
         }
         self.emit("started", scenario=sc.name, target=dsn.redacted(), server_version=info.version,
                   embedded=self.server is not None, plan=self._plan_json(), transactions=list(self.names),
-                  conditions=[c.text for c in sc.stop])
+                  conditions=[c.text for c in sc.stop],
+                  condition_specs=[{"text": c.text, "resolved": c.resolved, "kind": c.kind, "metric": c.metric.label(),
+                                    "op": c.op, "limit": show_limit(c), "unit": c.unit, "window_s": c.window}
+                                   for c in sc.stop])
         self._checkpoint()
 
         # prepare -----------------------------------------------------------------------------------
@@ -376,8 +379,8 @@ class Run:
         if ph.measured and self.step_agg.ticks:
             # for live displays: the step so far beside this interval (percentiles are not additive)
             step = self.step_agg.summary()
-            live["step_so_far"] = {"seconds": step["seconds"], "tps": step["tps"], "count": step["count"],
-                                  "errors": step["errors"], "latency_ms": step["latency_ms"],
+            live["step_so_far"] = {k: step[k] for k in ("seconds", "users", "count", "tps", "tpm", "qps", "nopm",
+                                                        "errors", "retries", "latency_ms", "cpu") if k in step} | {
                                   "transactions": {n: {k: t[k] for k in ("count", "tps", "errors", "latency_ms")}
                                                    for n, t in step["transactions"].items()}}  # type: ignore[attr-defined]
         self.emit("interval", **live)

@@ -71,6 +71,7 @@ class Custom(Workload):
         cols = ", ".join(f"`{c}`" for c, _ in fill.columns)
         sql = f"INSERT INTO `{fill.table}` ({cols}) VALUES ({', '.join(['%s'] * len(fill.columns))})"
         chunk = -(-fill.rows // PARALLEL)
+        written = [0] * PARALLEL
 
         async def part(k: int) -> int:
             lo, hi = k * chunk, min(fill.rows, (k + 1) * chunk)
@@ -84,6 +85,8 @@ class Custom(Workload):
                     for b in range(lo, hi, BATCH):
                         rows = [tuple(g(rng) for g in gens) for _ in range(min(BATCH, hi - b))]
                         await cur.executemany(sql, rows)
+                        written[k] += len(rows)
+                        progress.rows(sum(written), fill.rows)
             finally:
                 conn.close()
             return hi - lo

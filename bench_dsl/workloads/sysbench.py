@@ -76,6 +76,7 @@ class Sysbench(Workload):
         s = self.spec
         progress(f"creating {s.tables} table(s) of {s.table_size} rows")
         loaded = 0
+        total = s.tables * s.table_size
         sem = asyncio.Semaphore(4)
 
         async def one(t: int) -> None:
@@ -94,6 +95,7 @@ class Sysbench(Workload):
                                     for i in range(lo, hi)]
                             await cur.executemany(sql, rows)
                             loaded += len(rows)
+                            progress.rows(loaded, total)
                         if s.create_secondary:
                             await cur.execute(f"CREATE INDEX k_{t} ON sbtest{t}(k)")
                 finally:
