@@ -420,7 +420,9 @@ class TpccSession(Session):
             total += amount
             _brand = "B" if "ORIGINAL" in it[3] and "ORIGINAL" in s[3] else "G"
             lines.append((n, i, sw, q, amount, s[4]))
-        sent = 5 + await self._many("no_stock_update", [(a[0], a[1], a[2], a[3], sw, i) for (sw, i), a in left.items()])
+        # head and items, stocks, district, order, new order, COMMIT; then the bulk statements
+        updates = [(a[0], a[1], a[2], a[3], sw, i) for (sw, i), a in left.items()]
+        sent = 6 + await self._many("no_stock_update", updates)
         o_id = (await st["no_district"].execute((w, d))).insert_id - 1
         await st["no_order"].execute((o_id, d, w, c, count, int(all(sw == w for sw in supply))))
         await st["no_new_order"].execute((o_id, d, w))
