@@ -205,7 +205,8 @@ async def test_population_values_of_clause_4_3_3_1(loaded: tuple[Dsn, dict[str, 
     assert stock[:5] == (10, 100, 24, 24, 0) and 0.09 < float(stock[5]) < 0.11 and stock[6:] == (26, 50)
     w = await _one(dsn, "SELECT w_ytd, w_tax BETWEEN 0 AND 0.2, w_zip LIKE '____11111', LENGTH(w_state) FROM warehouse")
     assert w == (300_000, 1, 1, 2)
-    d = await _one(dsn, "SELECT MIN(d_next_o_id), MAX(d_next_o_id), MIN(d_ytd), MAX(d_ytd), MAX(d_tax) <= 0.2 FROM district")
+    d = await _one(dsn, "SELECT MIN(d_next_o_id), MAX(d_next_o_id), MIN(d_ytd), MAX(d_ytd), MAX(d_tax) <= 0.2 "
+                        "FROM district")
     assert d == (3001, 3001, 30_000, 30_000, 1)
     c = await _one(dsn, "SELECT MIN(c_middle), MAX(c_middle), AVG(c_credit = 'BC'), MIN(c_credit_lim), MAX(c_balance), "
                         "MIN(c_balance), SUM(c_ytd_payment), SUM(c_payment_cnt), SUM(c_delivery_cnt), "

@@ -138,7 +138,8 @@ class Tpcc(Workload):
                 await cur.execute(f"SELECT value FROM {CONSTANTS_TABLE} WHERE name = 'c_last'")
                 row = await cur.fetchone()
             if row is None:
-                raise RuntimeError("the TPC-C data has no load constants: load it again (bench prepare --force-prepare)")
+                raise BenchError("the TPC-C data has no load constants (table tpcc_constants): load it again with "
+                                 "bench prepare --force-prepare")
             self.constants = run_constants(int(row[0]), random.Random(self.seed * 1_000_003 + 11))
         return self.constants
 

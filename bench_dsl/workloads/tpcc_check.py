@@ -41,7 +41,8 @@ def _result(number: int, text: str, checked: int, bad: list[str]) -> Condition:
 async def condition_1(conn: asyncmy.Connection) -> Condition:
     rows = await _rows(conn, "SELECT w_id, w_ytd, SUM(d_ytd) FROM warehouse JOIN district ON d_w_id = w_id "
                              "GROUP BY w_id, w_ytd")
-    bad = [f"warehouse {w}: W_YTD {ytd} but the sum of D_YTD is {s}" for w, ytd, s in rows if Decimal(ytd) != Decimal(s)]
+    bad = [f"warehouse {w}: W_YTD {ytd} but the sum of D_YTD is {s}" for w, ytd, s in rows
+           if Decimal(ytd) != Decimal(s)]
     return _result(1, "W_YTD = sum(D_YTD) for each warehouse", len(rows), bad)
 
 

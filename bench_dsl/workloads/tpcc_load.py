@@ -128,7 +128,8 @@ def customer_sql(r: _Rand, w: int, d: int, c_load: int) -> str:
             f"SELECT n, {d}, {w}, {_astr(r, 8, 16)}, 'OE', {name}, {_address(r)}, "
             f"SUBSTRING(p.digits, {_int(r, 1, DIGIT_CHARS - 16)}, 16), NOW(), IF({r()} < 0.1, 'BC', 'GC'), 50000, "
             f"({_int(r, 0, 5000)}) / 10000, -10, 10, 1, 0, {_astr(r, 300, 500)} "
-            f"FROM (SELECT n, IF(n <= 1000, n - 1, ((FLOOR({r()} * 256) | FLOOR({r()} * 1000)) + {c_load}) % 1000) AS ln "
+            f"FROM (SELECT n, IF(n <= 1000, n - 1, ((FLOOR({r()} * 256) | FLOOR({r()} * 1000)) + {c_load}) % 1000) "
+            f"AS ln "
             f"FROM {NUMS_TABLE} WHERE n <= {CUSTOMERS_PER_DISTRICT} ORDER BY n {MATERIALIZE}) x {POOL_JOIN}")
 
 
@@ -179,10 +180,12 @@ def plan_units(warehouses: int, seed: int, c_load: int) -> list[Unit]:
         small.append(Unit(f"warehouse {w}", (warehouse_sql(_Rand(seed, 2, w), w), district_sql(_Rand(seed, 3, w), w))))
         for lo in range(1, ITEMS + 1, STOCK_CHUNK):
             hi = min(ITEMS, lo + STOCK_CHUNK - 1)
-            stock.append(Unit(f"stock of warehouse {w}, items {lo}-{hi}", (stock_sql(_Rand(seed, 4, w, lo), w, lo, hi),)))
+            stock.append(Unit(f"stock of warehouse {w}, items {lo}-{hi}",
+                              (stock_sql(_Rand(seed, 4, w, lo), w, lo, hi),)))
         for d in range(1, DISTRICTS_PER_WAREHOUSE + 1):
             customers.append(Unit(f"customers of warehouse {w} district {d}",
-                                  (customer_sql(_Rand(seed, 5, w, d), w, d, c_load), history_sql(_Rand(seed, 6, w, d), w, d))))
+                                  (customer_sql(_Rand(seed, 5, w, d), w, d, c_load),
+                                   history_sql(_Rand(seed, 6, w, d), w, d))))
             orders.append(Unit(f"orders of warehouse {w} district {d}",
                                (orders_sql(_Rand(seed, 7, w, d), w, d), new_orders_sql(w, d),
                                 order_line_sql(_Rand(seed, 8, w, d), w, d))))
