@@ -218,25 +218,28 @@ def cmd_run(args: argparse.Namespace, err: Console, prepare_only: bool = False) 
             sinks.append(JsonLinesSink(stream))
     opts = Options(time_scale=args.time_scale, max_steps=args.max_steps,
                    keep_server=args.keep_server, force_prepare=args.force_prepare, prepare_only=prepare_only,
-                   target=args.target, workers=args.workers)
+                   target=args.target, workers=args.workers, isolate_users=use_ui)
     if opts.target:
         from bench_dsl.server import open_target
 
         open_target(opts.target)  # a bad --target is a usage error before anything starts
-    run = Run(sc, p, sinks, opts)
-    if use_ui:
-        from bench_dsl.tui.app import run_with_ui  # textual is imported only for a person at a terminal
+    run = Run(sc, p, list(sinks), opts)
+    code: int = ExitCode.FAILURE
+    try:
+        if use_ui:
+            from bench_dsl.tui.app import run_with_ui  # textual is imported only for a person at a terminal
 
-        code = _run_loop(run_with_ui(run))
-    else:
-        code = _run_loop(run.execute())
-    for s in sinks:
-        try:
-            s.close()
-        except OSError as exc:
-            err.print(f"bench: could not write {out_path}: {exc}", markup=False, highlight=False)
-            out_path = None
-            code = ExitCode.FAILURE
+            code = _run_loop(run_with_ui(run))
+        else:
+            code = _run_loop(run.execute())
+    finally:
+        for s in sinks:  # every sink, also one the run dropped, and also when the run raised
+            try:
+                s.close()
+            except OSError as exc:
+                err.print(f"bench: could not write {out_path}: {exc}", markup=False, highlight=False)
+                out_path = None
+                code = ExitCode.FAILURE
     if out_path is not None:
         err.print(f"results: {out_path}", markup=False, highlight=False, soft_wrap=True)
     return int(code)

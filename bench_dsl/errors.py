@@ -14,6 +14,7 @@ class ExitCode(enum.IntEnum):
     BAD_SCENARIO = 2
     EXPECT_FAILED = 3
     TARGET_FAILED = 4
+    HANGUP = 129
     INTERRUPTED = 130
     TERMINATED = 143
 

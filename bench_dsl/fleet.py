@@ -194,7 +194,10 @@ class ProcessFleet:
     async def resize(self, n: int, wait: bool = True) -> None:
         futs = [self._send(p, {"op": "users", "n": k, "wait": wait}) for p, k in zip(self.procs, self.share(n), strict=True)]
         if wait:
-            await asyncio.wait_for(asyncio.gather(*futs), 90)
+            try:
+                await asyncio.wait_for(asyncio.gather(*futs), 90)
+            except asyncio.TimeoutError:
+                raise WorkerFailed(f"the worker processes did not start {n} users in 90s") from None
         else:
             for f in futs:  # the answer only updates `active`; a failure shows at the next collect
                 f.add_done_callback(lambda f: f.exception())

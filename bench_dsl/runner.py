@@ -6,11 +6,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import os
 import platform
 import re
 import signal
 import socket
 import time
+import traceback
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -28,12 +30,15 @@ from bench_dsl.events import Event, Sink
 from bench_dsl.fleet import Fleet, LocalFleet, ProcessFleet, WorkerFailed, worker_count
 from bench_dsl.metrics import Aggregate, Tick
 from bench_dsl.planner import Phase, Plan
-from bench_dsl.server import EmbeddedServer, apply_settings, connect, ensure_database, facts, open_target
+from bench_dsl.server import CONNECTION_LOST, EmbeddedServer, apply_settings, connect, ensure_database, facts, open_target
 from bench_dsl.workloads import make_workload
-from bench_dsl.workloads.base import Progress
+from bench_dsl.users import SCENARIO_ERRORS
+from bench_dsl.workloads.base import Progress, error_code
 
 TARGET_TIMEOUT = 10.0  # seconds without a connection before the target counts as lost
 RESULT_SCHEMA = "https://bench-dsl.dev/schema/result-v1.json"
+# Ctrl-C, kill, and a closed terminal or ssh session: each stops the run and writes what was measured.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 
@@ -46,6 +51,8 @@ class Options:
     prepare_only: bool = False
     target: str | None = None  # --target overrides the file
     workers: int | None = None  # --workers overrides the file (0: auto); None: the file's setting
+    # Users never share the event loop of a live screen: with one worker, it is still a process
+    isolate_users: bool = False
 
 
 def machine_info() -> dict[str, object]:
@@ -99,6 +106,8 @@ class Run:
         self.doc: dict[str, Any] = {}
         self.secrets: list[str] = []
         self._prep_t0: float | None = None
+        self._prepare_task: asyncio.Task[dict[str, object]] | None = None
+        self._phase_now: Phase | None = None
         self.holding = False
         self._skip = False
         self._skip_step: int | None = None
@@ -107,8 +116,12 @@ class Run:
     # events ------------------------------------------------------------------------------------
     def emit(self, type_: str, **data: Any) -> None:
         ev = Event(type_, data)
-        for s in self.sinks:
-            s.emit(ev)
+        for s in list(self.sinks):
+            try:
+                s.emit(ev)
+            except Exception as exc:  # a sink (a closed pipe, a full disk) must never end the run
+                self.sinks.remove(s)
+                self.log(f"{type(s).__name__} stopped: {type(exc).__name__}: {exc}", "warning")
 
     def log(self, message: str, level: str = "info") -> None:
         message = self._scrub(message)
@@ -132,8 +145,13 @@ class Run:
         if self.stop_reason is None:
             self.stop_reason = {"reason": "interrupted", "signal": name}
             self.log(f"{name}: stopping and saving what was measured (again to stop at once)", "warning")
-        elif self._interrupts > 1 and self.fleet is not None:
-            self.fleet.cancel_in_flight()  # a second Ctrl-C: cancel in-flight transactions too
+        else:
+            if self.stop_reason.get("reason") == "interrupted" and signum != signal.SIGINT:
+                self.stop_reason["signal"] = name  # a TERM or HUP after a Ctrl-C: the exit status says so
+            if self._interrupts > 1 and self.fleet is not None:
+                self.fleet.cancel_in_flight()  # again: cancel in-flight transactions too
+        if self._prepare_task is not None and not self._prepare_task.done():
+            self._prepare_task.cancel()  # nothing is measured while loading: stop at once
         self._wake.set()
 
     # What a front end may ask while the run goes on (the terminal UI's keys). Each takes effect at
@@ -145,6 +163,8 @@ class Run:
             self.stop_reason = {"reason": "interrupted", "signal": "user"}
             self.log("stop requested: stopping and saving what was measured", "warning")
             self.emit("control", action="stop", holding=self.holding, t=round(self.elapsed(), 3))
+        if self._prepare_task is not None and not self._prepare_task.done():
+            self._prepare_task.cancel()
         self._wake.set()
 
     def next_step(self) -> None:
@@ -164,7 +184,7 @@ class Run:
 
     async def execute(self) -> int:
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in STOP_SIGNALS:
             try:
                 loop.add_signal_handler(sig, self.interrupt, sig)
             except (NotImplementedError, RuntimeError):
@@ -175,15 +195,31 @@ class Run:
         try:
             await self._execute()
         except TargetError as exc:
+            self._salvage()
             self.status = "target_failed"
             self.exit_code = ExitCode.TARGET_FAILED
             self.stop_reason = self.stop_reason or {"reason": "target_failed", "message": self._scrub(str(exc))}
             self.log(str(exc), "error")
         except WorkerFailed as exc:
+            self._salvage()
             self.status = "failed"
             self.exit_code = ExitCode.FAILURE
             self.stop_reason = self.stop_reason or {"reason": "worker_failed", "message": self._scrub(str(exc))}
             self.log(f"{exc}: bench-dsl itself failed; what was measured so far is kept", "error")
+        except asyncio.CancelledError:
+            if self.stop_reason is None or self._prepare_task is None or not self._prepare_task.cancelled():
+                raise
+            self.log("loading stopped: the data is incomplete and will be loaded again by the next run", "warning")
+        except Exception as exc:
+            # a defect of bench-dsl's own: still write what was measured, and say it failed
+            self._salvage()
+            self.status = "failed"
+            self.exit_code = ExitCode.FAILURE
+            self.stop_reason = self.stop_reason or {"reason": "internal_error",
+                                                    "message": self._scrub(f"{type(exc).__name__}: {exc}")}
+            self.log(f"internal error: {type(exc).__name__}: {exc} (BENCH_DEBUG=1 shows where)", "error")
+            if os.environ.get("BENCH_DEBUG"):
+                traceback.print_exc()
         finally:
             if self.fleet is not None:
                 with contextlib.suppress(Exception):
@@ -191,10 +227,10 @@ class Run:
             if self.ctl is not None:
                 self.ctl.close()
             if self.server is not None:
-                self.server.stop()
+                await asyncio.to_thread(self.server.stop)  # up to 30 s: never on the event loop
                 if self.opt.keep_server and self.server.basedir:
                     self.log(f"kept the throwaway server's files in {self.server.basedir}")
-            for sig in (signal.SIGINT, signal.SIGTERM):
+            for sig in STOP_SIGNALS:
                 try:
                     loop.remove_signal_handler(sig)
                 except (NotImplementedError, RuntimeError):
@@ -244,7 +280,21 @@ class Run:
 
         # prepare -----------------------------------------------------------------------------------
         self.emit("phase", phase="prepare", step=None, steps=self.plan.steps, users=0, seconds=None)
-        prep = await self.workload.prepare(dsn, Progress(self.log, self._prepare_rows), force=self.opt.force_prepare)
+        self._prepare_task = asyncio.create_task(
+            self.workload.prepare(dsn, Progress(self.log, self._prepare_rows), force=self.opt.force_prepare))
+        try:
+            prep = await self._prepare_task
+        except asyncmy.errors.MySQLError as exc:
+            code = error_code(exc)
+            if code in CONNECTION_LOST:
+                raise TargetError(f"lost the server while loading the data: {self._scrub(str(exc))}") from None
+            if code in SCENARIO_ERRORS:
+                self.stop_reason = {"reason": "scenario_error", "code": code, "transaction": None,
+                                    "message": self._scrub(str(exc.args[1]) if len(exc.args) > 1 else str(exc))}
+                self.log(f"loading the data failed with error {code}: {self.stop_reason['message']}; "
+                         "the scenario cannot run as written", "error")
+                return
+            raise
         self.doc["prepare"] = prep
         if self.opt.prepare_only:
             self.status = "prepared"
@@ -254,7 +304,7 @@ class Run:
 
         self.cpu = CpuSampler(info.pid)
         workers = worker_count(self.opt.workers if self.opt.workers is not None else sc.workers, self.plan.max_users)
-        if workers == 1:
+        if workers == 1 and not self.opt.isolate_users:
             self.fleet = LocalFleet(dsn, self.workload, sc.seed)
         else:
             self.fleet = ProcessFleet(sc, dsn, self.names, workers, lambda msg, level: self.log(msg, level))
@@ -300,6 +350,7 @@ class Run:
         self.emit("phase", phase=ph.kind, step=ph.step, steps=self.plan.steps, users=ph.users,
                   users_end=ph.users_end, seconds=ph.seconds, t=round(self.elapsed(), 3))
         self.interval_agg = Aggregate(self.names)
+        self._phase_now = ph  # from here on, an error inside the phase keeps what it measured (_salvage)
         if new_step:
             self.step_counters = await self._server_counters()
         await fleet.collect()  # connecting, and all before this moment, is not measured
@@ -345,6 +396,7 @@ class Run:
                 frac = min(1.0, (now - start - held) / ph.seconds)
                 await fleet.resize(round(ph.users + (ph.users_end - ph.users) * frac), wait=False)
         server = await self._server_figures(end_counters) if ph.measured and ph.kind in ("hold", "ramp") else None
+        self._phase_now = None
         self._flush_interval(ph)
         if self._skip and ph.kind == "settle":
             self._skip_step = ph.step  # `n` during a settle skips that step's hold too
@@ -451,6 +503,8 @@ class Run:
             self._lost(f"no connection to the server for {TARGET_TIMEOUT:g}s: {msg}")
         elif health.fatal is not None:
             code, msg, tx = health.fatal
+            if code == -1:  # not a MySQL error: the workload's code or bench-dsl's failed
+                raise WorkerFailed(f"a virtual user failed running {tx}: {msg}")
             self.stop_reason = {"reason": "scenario_error", "code": code, "message": self._scrub(msg),
                                 "transaction": tx}
             self.log(f"transaction {tx} failed with error {code}: {msg}; the scenario cannot run as written", "error")
@@ -484,6 +538,17 @@ class Run:
             if key in after[1] and key in before[1]:
                 out[name] = round((after[1][key] - before[1][key]) / minutes, 1)
         return out
+
+    def _salvage(self) -> None:
+        """The run ends by an error inside a phase: keep its last interval and its step so far."""
+        ph = self._phase_now
+        if ph is None:
+            return
+        with contextlib.suppress(Exception):
+            self._flush_interval(ph)
+            if ph.measured:
+                self._record_step(ph, complete=False, verdicts=[], server=None)
+        self._phase_now = None
 
     def _lost(self, why: str) -> None:
         self.stop_reason = {"reason": "target_failed", "message": self._scrub(why)}
@@ -558,7 +623,7 @@ class Run:
         self.doc["expect"] = expect_results
         if self.status == "interrupted":
             sig = (self.stop_reason or {}).get("signal")
-            self.exit_code = ExitCode.TERMINATED if sig == "SIGTERM" else ExitCode.INTERRUPTED
+            self.exit_code = {"SIGTERM": ExitCode.TERMINATED, "SIGHUP": ExitCode.HANGUP}.get(sig, ExitCode.INTERRUPTED)
         elif self.status == "target_failed":
             self.exit_code = ExitCode.TARGET_FAILED
         elif self.status == "scenario_error":

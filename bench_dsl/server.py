@@ -41,6 +41,17 @@ logging.getLogger("asyncmy").setLevel(logging.ERROR)
 CONNECTION_LOST = {2002, 2003, 2006, 2011, 2013, 2055}
 
 
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGTERM when bench-dsl dies, even by kill -9, so that a throwaway
+    server never outlives its run (Linux only; elsewhere the run's own cleanup must do)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def find_binary(*names: str) -> str | None:
     for n in names:
         found = shutil.which(n) or next((str(p) for d in ("/usr/sbin", "/usr/local/sbin", "/usr/bin")
@@ -104,7 +115,8 @@ class EmbeddedServer:
             args.append("--max-prepared-stmt-count=1048576")
         args += [_size_arg(s) for s in self.settings] + self.extra_args
         self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.DEVNULL, start_new_session=True)
+                                        stderr=subprocess.DEVNULL, start_new_session=True,
+                                        preexec_fn=_die_with_parent)
         self.dsn = Dsn("127.0.0.1", self.port, "root", "", "benchdsl", None)
         deadline = time.monotonic() + 60
         while True:

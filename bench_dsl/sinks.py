@@ -64,8 +64,12 @@ class JsonResultSink:
                 if doc is None:
                     return
             try:
-                write_atomically(self.path, json.dumps(doc, indent=1, default=str) + "\n")
-            except BaseException as exc:  # reported by close(): the run must not die of a full disk
+                # json's C encoder only runs without indent: a long run's document is rewritten
+                # every interval, so checkpoints are compact and only the final one is indented
+                final = doc.get("status") != "running"
+                write_atomically(self.path, json.dumps(doc, indent=1 if final else None, default=str) + "\n")
+                self._error = None
+            except Exception as exc:  # reported by close(): the run must not die of a full disk
                 self._error = exc
 
     def close(self) -> None:
@@ -92,7 +96,13 @@ class JsonLinesSink:
             self.stream.flush()
 
     def close(self) -> None:
-        if self.stream not in (sys.stdout, sys.stderr):
+        if self.stream in (sys.stdout, sys.stderr):
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                # the reader left (`| head`): keep Python from complaining about stdout at exit
+                os.dup2(os.open(os.devnull, os.O_WRONLY), self.stream.fileno())
+        else:
             self.stream.close()
 
 

@@ -86,7 +86,10 @@ class UserPool:
             u.stop = True  # finishes its transaction, then closes its connection
         self.users = [u for u in self.users if not (u.stop and u.task is not None and u.task.done())]
         if wait and new:
-            await asyncio.wait([asyncio.create_task(u.connected.wait()) for u in new], timeout=60)
+            waiters = [asyncio.create_task(u.connected.wait()) for u in new]
+            _, pending = await asyncio.wait(waiters, timeout=60)
+            for w in pending:
+                w.cancel()
 
     def cancel_in_flight(self) -> None:
         for u in self.users:
@@ -113,6 +116,7 @@ class UserPool:
         total = cum[-1]
         conn: asyncmy.Connection | None = None
         backoff = 0.1
+        i = 0
         try:
             while not u.stop:
                 if conn is None:
@@ -164,6 +168,14 @@ class UserPool:
                     else:
                         rec.ok(i, (time.perf_counter_ns() - t0) // 1000, q)
                         break
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            # not a MySQL error (a defect in a workload or in bench-dsl): the run must hear of it,
+            # not go on counting a user that no longer exists
+            u.stop = True
+            if self.fatal is None:
+                self.fatal = (-1, f"{type(exc).__name__}: {exc}", wl.names[i])
         finally:
             u.connected.set()
             if conn is not None:

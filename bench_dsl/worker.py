@@ -41,6 +41,7 @@ class Worker:
         self.pool: UserPool | None = None
         self.recorder: Recorder | None = None
         self.tasks: set[asyncio.Task[None]] = set()
+        self.finished = asyncio.Event()  # the stop answer is sent: the worker may exit
 
     def send(self, msg: dict[str, Any]) -> None:
         self.writer.write(json.dumps(msg, separators=(",", ":")).encode() + b"\n")
@@ -52,8 +53,8 @@ class Worker:
         tx = {name: st.to_wire() for name, st in stats.items()}
         return {"op": op, "id": mid, "active": self.pool.active, "tx": tx, "health": asdict(health)}
 
-    async def handle(self, msg: dict[str, Any]) -> bool:
-        """One request; False when the worker should exit."""
+    async def handle(self, msg: dict[str, Any]) -> None:
+        """One request. Answers that take time (users, stop) are sent by tasks."""
         op, mid = msg["op"], msg["id"]
         if op == "start":
             spec, setup, seed, dsn, index, count = pickle.loads(base64.b64decode(msg["setup"]))
@@ -61,7 +62,7 @@ class Worker:
             self.recorder = Recorder(workload.names)
             self.pool = UserPool(dsn, workload, self.recorder, seed, offset=index, stride=count)
             self.send({"op": "ready", "id": mid, "pid": os.getpid()})
-            return True
+            return
         assert self.pool is not None
         if op == "users":
             # connecting can take a while: answer reports meanwhile
@@ -74,10 +75,16 @@ class Worker:
             self.pool.cancel_in_flight()
             self.send({"op": "cancel", "id": mid})
         elif op == "stop":
-            await self.pool.stop_all(float(msg.get("grace", 5.0)))
-            self.send(self.report("stop", mid))
-            return False
+            # in a task, so that a "cancel" (a second Ctrl-C) is still read during the grace period
+            task = asyncio.create_task(self._stop(mid, float(msg.get("grace", 5.0))))
+            self.tasks.add(task)
         return True
+
+    async def _stop(self, mid: int, grace: float) -> None:
+        assert self.pool is not None
+        await self.pool.stop_all(grace)
+        self.send(self.report("stop", mid))
+        self.finished.set()
 
     async def _resize(self, mid: int, n: int, wait: bool) -> None:
         assert self.pool is not None
@@ -92,13 +99,18 @@ async def serve() -> None:
     transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, sys.stdout)
     writer = asyncio.StreamWriter(transport, protocol, reader, loop)
     worker = Worker(writer)
+    finished = asyncio.create_task(worker.finished.wait())
     try:
         while True:
-            line = await reader.readline()
+            reading = asyncio.create_task(reader.readline())
+            await asyncio.wait({reading, finished}, return_when=asyncio.FIRST_COMPLETED)
+            if finished.done():
+                reading.cancel()
+                break
+            line = reading.result()
             if not line:
                 break  # the coordinator is gone
-            if not await worker.handle(json.loads(line)):
-                break
+            await worker.handle(json.loads(line))
             await writer.drain()
     finally:
         if worker.pool is not None:

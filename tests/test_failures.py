@@ -1,0 +1,120 @@
+"""The ways a run ends badly: each writes what was measured, says what happened in its exit status,
+and leaves no process behind."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from .conftest import BENCH, ROOT, run_bench
+from .test_runs import _result, _wait_for_intervals
+
+pytestmark = pytest.mark.slow
+
+
+def _server_children(pid: int, within: float = 60) -> list[psutil.Process]:
+    """The throwaway server the run at `pid` started (waits until it is there)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            kids = [k for k in psutil.Process(pid).children(recursive=True) if "mariadbd" in k.name()
+                    or "mysqld" in k.name()]
+        except psutil.NoSuchProcess:
+            kids = []
+        if kids:
+            return kids
+        time.sleep(0.2)
+    raise AssertionError("the run started no server")
+
+
+def _gone(procs: list[psutil.Process], within: float = 60) -> bool:
+    _, alive = psutil.wait_procs(procs, timeout=within)
+    return not alive
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGHUP, 129), (signal.SIGTERM, 143)])
+def test_hangup_and_terminate_write_the_results_and_stop_the_server(sig: int, code: int, tmp_path: Path) -> None:
+    out = tmp_path / "h.json"
+    proc = subprocess.Popen([*BENCH, "run", "examples/quickstart.bench", "--headless", "--json", str(out)],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    servers = _server_children(proc.pid)
+    _wait_for_intervals(out, 2, proc)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=90)
+    assert proc.returncode == code, err
+    doc = _result(out)
+    assert doc["status"] == "interrupted" and doc["exit_code"] == code
+    assert doc["stop"]["signal"] == signal.Signals(sig).name
+    assert doc["intervals"]
+    assert _gone(servers)
+
+
+def test_killed_coordinator_takes_its_server_and_workers_along(tmp_path: Path) -> None:
+    out = tmp_path / "k.json"
+    proc = subprocess.Popen([*BENCH, "run", "examples/quickstart.bench", "--headless", "--workers", "2",
+                             "--json", str(out)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    servers = _server_children(proc.pid)
+    _wait_for_intervals(out, 2, proc)
+    workers = [k for k in psutil.Process(proc.pid).children(recursive=True) if "bench_dsl.worker" in " ".join(k.cmdline())]
+    assert len(workers) == 2
+    proc.kill()
+    proc.communicate(timeout=30)
+    assert _gone(servers) and _gone(workers)
+    doc = json.loads(out.read_text())  # the last checkpoint: complete JSON, the run still "running"
+    assert doc["status"] == "running" and doc["intervals"]
+
+
+def test_ctrl_c_while_loading_stops_at_once(dsn_url: str, tmp_path: Path) -> None:
+    f = tmp_path / "big.bench"
+    f.write_text('scenario "big load" {\n  target env("BENCH_DSN")\n'
+                 '  setup {\n    sql "CREATE TABLE IF NOT EXISTS big (id INT PRIMARY KEY, v INT)"\n'
+                 '    fill big rows 5000000 { id = sequence(1)  v = uniform(1, 9) }\n  }\n'
+                 '  workload custom { transaction t { query "SELECT v FROM big WHERE id = 1" } }\n'
+                 '  users 1  duration 5s\n}\n')
+    out = tmp_path / "big.json"
+    proc = subprocess.Popen([*BENCH, "run", str(f), "--headless", "--force-prepare", "--json", str(out)],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(4)
+    assert proc.poll() is None  # still loading
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)  # a guard against a hang, not a speed goal
+    assert proc.returncode == 130, err
+    assert "loading stopped" in err
+    doc = _result(out)
+    assert doc["status"] == "interrupted" and doc["intervals"] == []
+
+
+def test_a_failing_setup_statement_is_a_scenario_error(dsn_url: str, tmp_path: Path) -> None:
+    f = tmp_path / "bad.bench"
+    f.write_text('scenario "bad setup" {\n  target env("BENCH_DSN")\n'
+                 '  setup { sql "INSERT INTO no_such_table VALUES (1)" }\n'
+                 '  workload custom { transaction t { query "SELECT 1" } }\n  users 1  duration 3s\n}\n')
+    out = tmp_path / "bad.json"
+    r = run_bench("run", str(f), "--headless", "--force-prepare", "--json", str(out))
+    assert r.returncode == 2, r.stderr
+    assert "error 1146" in r.stderr and "Traceback" not in r.stderr
+    doc = _result(out)
+    assert doc["status"] == "scenario_error" and doc["exit_code"] == 2
+    assert doc["stop"]["reason"] == "scenario_error" and doc["stop"]["code"] == 1146
+
+
+def test_a_reader_that_leaves_does_not_end_the_run(dsn_url: str, tmp_path: Path) -> None:
+    out = tmp_path / "p.json"
+    bench = subprocess.Popen([*BENCH, "run", "examples/quickstart.bench", "--target", dsn_url, "--time-scale", "0.2",
+                              "--jsonl", "-", "--json", str(out)],
+                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert bench.stdout is not None
+    first = bench.stdout.readline()  # `| head -1`
+    bench.stdout.close()
+    _, err = bench.communicate(timeout=120)
+    assert json.loads(first)["type"] == "started"
+    assert bench.returncode == 0, err
+    doc = _result(out)
+    assert doc["status"] == "completed" and doc["steps"]
+    assert b"JsonLinesSink stopped" in err and b"Traceback" not in err
