@@ -19,7 +19,7 @@ class Verdict:
     def to_json(self) -> dict[str, object]:
         c = self.condition
         return {
-            "condition": c.text, "kind": c.kind, "metric": c.metric.label(), "fired": self.fired,
+            "condition": c.text, "resolved": c.resolved, "kind": c.kind, "metric": c.metric.label(), "fired": self.fired,
             "value": show(self.value, c), "limit": show_limit(c), "unit": c.unit,
             "previous": show(self.reference, c) if self.reference is not None else None,
             "window_s": c.window,

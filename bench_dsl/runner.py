@@ -487,7 +487,8 @@ class Run:
         else:  # plateau / kink: the figure of this step and of the one before
             unit = "ms" if c.metric.name == "latency" else f" {c.metric.name}"
             detail = f"this step {show(v.value, c)}{unit}, the step before {show(v.reference, c)}{unit}"
-        self.log(f"stop condition fired: {c.text}  ({detail})", "warning")
+        quoted = c.text if c.resolved == c.text else f"{c.text} [{c.resolved}]"  # $refs: say what they held
+        self.log(f"stop condition fired: {quoted}  ({detail})", "warning")
         self.emit("fired", **self.stop_reason)
 
     def _watch_target(self) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from rich.console import Console
+from rich.markup import escape as esc  # scenario text may hold [brackets]: never read them as styles
 
 from bench_dsl.events import Event
 
@@ -121,10 +122,10 @@ class ConsoleSink:
         d = event.data
         match event.type:
             case "started":
-                self.c.print(f"[bold]{d['scenario']}[/] on {d['target']} ({d['server_version']})")
+                self.c.print(f"[bold]{esc(d['scenario'])}[/] on {esc(d['target'])} ({esc(d['server_version'])})")
             case "log":
                 style = {"warning": "yellow", "error": "bold red"}.get(d["level"], "dim")
-                self.c.print(f"[{style}]{d['message']}[/]", markup=True)
+                self.c.print(f"[{style}]{esc(d['message'])}[/]", markup=True)
             case "interval":
                 lat = d["latency_ms"]
                 cpu = d["cpu"]
@@ -150,7 +151,7 @@ class ConsoleSink:
         if sat.get("saturated"):
             head = f"[bold green]saturation point: {users} users[/]" if users is not None else \
                 "[bold red]saturated below the first step's users[/]"
-            self.c.print(f"{head}  ({sat['reason']})")
+            self.c.print(f"{head}  ({esc(sat['reason'])})")
         elif users is not None:
             self.c.print(f"[bold]no stop condition fired; highest users that met every condition: {users}[/]")
         s = d.get("summary")
@@ -160,7 +161,7 @@ class ConsoleSink:
                          f"p95 {_ms(lat['p95']).strip()} ms, errors {s['errors']}")
         for e in d.get("expect") or []:
             mark = "[green]pass[/]" if e["passed"] else "[red]FAIL[/]"
-            self.c.print(f"expect {e['expect']}: {mark} (measured {e['value']})")
+            self.c.print(f"expect {esc(e['expect'])}: {mark} (measured {e['value']})")
         self.c.print(f"status: {d['status']} (exit {d['exit_code']})")
 
     def close(self) -> None:
