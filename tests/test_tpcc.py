@@ -262,9 +262,10 @@ async def test_consistency_holds_after_the_load(loaded: tuple[Dsn, dict[str, Any
 # ---------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("procedures", [False, True], ids=["client-side", "procedures"])
+@pytest.mark.parametrize(("procedures", "json_keys"), [(False, True), (False, False), (True, False)],
+                         ids=["client-side", "client-side-row-in-lists", "procedures"])
 async def test_transactions_keep_the_data_consistent_and_count_new_orders(
-        loaded: tuple[Dsn, dict[str, Any]], procedures: bool) -> None:
+        loaded: tuple[Dsn, dict[str, Any]], procedures: bool, json_keys: bool) -> None:
     dsn, _ = loaded
     wl = Tpcc(TpccWorkload(warehouses=1, procedures=procedures), 11)
     await wl.prepare(dsn, Progress(lambda m: None))
@@ -273,6 +274,8 @@ async def test_transactions_keep_the_data_consistent_and_count_new_orders(
     try:
         before = (await wl.server_counters(ctl))["new_orders"]
         session = wl.session(random.Random(4), 0)
+        if not procedures:
+            session.use_json = json_keys  # type: ignore[attr-defined]  # the path of servers without JSON_TABLE
         committed = rolled_back = 0
         statements: dict[int, set[int]] = {tx: set() for tx in range(5)}
         for tx in [0] * 150 + [1, 2, 3, 4] * 20:
@@ -289,7 +292,9 @@ async def test_transactions_keep_the_data_consistent_and_count_new_orders(
     assert after - before == committed and committed + rolled_back == 150
     if procedures:
         assert all(sent == {1} for sent in statements.values())  # one CALL each
-    elif getattr(session, "bulk", False):  # MariaDB: many rows, one round trip
+    else:
+        assert session.json is json_keys  # type: ignore[attr-defined]
+    if not procedures and getattr(session, "bulk", False):  # MariaDB: many rows, one round trip
         # New-Order 8, Payment 5 (+1 by last name), Order-Status 2 (+1), Delivery 6, Stock-Level 2
         assert statements == {0: {8}, 1: {5, 6}, 2: {2, 3}, 3: {6}, 4: {2}}
     conditions = await check(dsn)
