@@ -303,14 +303,17 @@ class Run:
             return
 
         self.cpu = CpuSampler(info.pid)
-        workers = worker_count(self.opt.workers if self.opt.workers is not None else sc.workers, self.plan.max_users)
+        requested = self.opt.workers if self.opt.workers is not None else sc.workers
+        workers = worker_count(requested, self.plan.max_users, server_local=info.pid is not None)
         if workers == 1 and not self.opt.isolate_users:
             self.fleet = LocalFleet(dsn, self.workload, sc.seed)
         else:
             self.fleet = ProcessFleet(sc, dsn, self.names, workers, lambda msg, level: self.log(msg, level))
         await self.fleet.start()
         self.doc["workers"] = workers
-        self.log(f"virtual users run in {workers} process{'es' if workers > 1 else ''}")
+        why = "" if requested else (" (workers auto: half the cores, the server runs here)" if info.pid is not None
+                                    else " (workers auto: one per core)")
+        self.log(f"virtual users run in {workers} process{'es' if workers > 1 else ''}{why}")
         with contextlib.suppress(Exception):
             self.ctl = await connect(dsn, dsn.database)
         for ph in self.plan.phases:

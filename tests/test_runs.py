@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow
 SCHEMA = json.loads(resources.files("bench_dsl.schema").joinpath("result-v1.json").read_text())
 SHIPPED = sorted([*ROOT.glob("examples/*.bench"), *ROOT.glob("scenarios/*.bench")])
 # Shipped scenarios use the data sizes of the studies they reproduce; the tests shrink them.
-SMALL = {"table_size": "2000", "tables": "2", "users": "8"}
+SMALL = {"table_size": "2000", "tables": "2", "users": "8", "warehouses": "1"}
 
 
 def _result(path: Path) -> dict:

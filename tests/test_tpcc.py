@@ -16,7 +16,6 @@ import pytest
 
 from bench_dsl.cli import main
 from bench_dsl.dsn import Dsn
-from bench_dsl.errors import UsageError
 from bench_dsl.model import TPCC_DEFAULT_MIX, TPCC_TRANSACTIONS, TpccWorkload
 from bench_dsl.server import EmbeddedServer, connect
 from bench_dsl.workloads.base import IntendedRollback, Progress
@@ -133,9 +132,11 @@ def test_pause_waits_the_previous_think_time_then_the_keying_time() -> None:
     assert inp.pause_before(1) == owed + KEYING_S[1]
 
 
-def test_keying_time_on_is_refused_while_the_engine_would_count_it_as_latency() -> None:
-    with pytest.raises(UsageError, match="keying_time = on is not available yet"):
-        Tpcc(TpccWorkload(keying_time=True), 1)
+def test_keying_time_on_paces_the_sessions() -> None:
+    rng = random.Random(1)
+    assert Tpcc(TpccWorkload(keying_time=True), 1).session(rng, 0).paced
+    assert Tpcc(TpccWorkload(keying_time=True, procedures=True), 1).session(rng, 0).paced
+    assert not Tpcc(TpccWorkload(), 1).session(rng, 0).paced
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -76,6 +76,7 @@ async def test_one_process_and_several_measure_the_same(workers: int, dsn_url: s
 def test_worker_count() -> None:
     assert worker_count(None, 1) == 1  # one user needs no second process
     assert worker_count(None, 1000) == (os.cpu_count() or 1)
+    assert worker_count(None, 1000, server_local=True) == max(1, (os.cpu_count() or 1) // 2)
     assert worker_count(3, 2) == 2
     assert worker_count(4, 100) == 4
 
@@ -123,3 +124,47 @@ async def test_a_dead_worker_fails_the_run_but_keeps_the_data(dsn_url: str, tmp_
     assert run.doc["intervals"] and run.doc["summary"]["count"] > 0
     me = psutil.Process()
     assert not [c for c in me.children(recursive=True) if "bench_dsl.worker" in " ".join(c.cmdline())]
+
+
+class _Paced:
+    """A session that waits 0.2 s before each transaction, as a TPC-C terminal keys and thinks."""
+
+    paced = True
+
+    def __init__(self) -> None:
+        self.stmt = None
+
+    async def pause(self, tx: int) -> None:
+        await asyncio.sleep(0.2)
+
+    async def run(self, conn, tx: int) -> int:  # type: ignore[no-untyped-def]
+        if self.stmt is None:
+            self.stmt = await conn.prepare("SELECT 1")
+        await self.stmt.execute(())
+        return 1
+
+    def forget(self) -> None:
+        self.stmt = None
+
+
+async def test_pauses_are_not_part_of_the_response_time(dsn_url: str) -> None:
+    from bench_dsl.dsn import parse_dsn
+    from bench_dsl.metrics import Recorder
+    from bench_dsl.users import UserPool
+
+    class Workload:
+        names, weights, retries, retry_on = ("t",), (1.0,), (0,), (frozenset(),)
+
+        def session(self, rng, user):  # type: ignore[no-untyped-def]
+            return _Paced()
+
+    rec = Recorder(("t",))
+    pool = UserPool(parse_dsn(dsn_url), Workload(), rec, 1)  # type: ignore[arg-type]
+    await pool.resize(2)
+    rec.swap()
+    await asyncio.sleep(2.0)
+    st = rec.swap()["t"]
+    await pool.stop_all(1.0)
+    # two users pausing 0.2 s each time: about 20 transactions, none of them 0.2 s long
+    assert 10 <= st.count <= 22, st.count
+    assert st.hist.get_max_value() < 150_000  # microseconds: the pause is never measured

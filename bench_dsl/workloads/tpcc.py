@@ -21,7 +21,7 @@ from typing import Any
 import asyncmy
 
 from bench_dsl.dsn import Dsn
-from bench_dsl.errors import BenchError, TargetError, UsageError
+from bench_dsl.errors import BenchError, TargetError
 from bench_dsl.model import TPCC_TRANSACTIONS, TpccWorkload
 from bench_dsl.server import connect
 from bench_dsl.workloads import tpcc_load, tpcc_procs
@@ -63,11 +63,6 @@ def think_time(tx: int, rng: random.Random) -> float:
 
 class Tpcc(Workload):
     def __init__(self, spec: TpccWorkload, seed: int) -> None:
-        if spec.keying_time:
-            # Sessions know their waits (pause), but the engine does not yet wait them outside the
-            # measured response time: run without rather than report keying time as latency.
-            raise UsageError("keying_time = on is not available yet: the engine does not wait the keying and think "
-                             "times outside the measured response times (Session.pause); use keying_time = off")
         self.spec = spec
         self.seed = seed
         self.names = TPCC_TRANSACTIONS
@@ -156,9 +151,11 @@ class Tpcc(Workload):
         # of the first ten users has its own district for Stock-Level (clause 2.8.1.1).
         w = user % self.spec.warehouses + 1
         d = (user // self.spec.warehouses) % DISTRICTS_PER_WAREHOUSE + 1
-        if self.spec.procedures:
-            return tpcc_procs.ProcedureSession(self, rng, w, d)
-        return TpccSession(self, rng, w, d)
+        session: Session = (tpcc_procs.ProcedureSession(self, rng, w, d) if self.spec.procedures
+                             else TpccSession(self, rng, w, d))
+        # keying_time = on: the engine awaits pause() before each transaction, outside its response time
+        session.paced = self.spec.keying_time
+        return session
 
 
 async def check(dsn: Dsn, numbers: tuple[int, ...] | None = None) -> list[Condition]:
