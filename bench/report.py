@@ -170,11 +170,7 @@ def render(doc: dict[str, Any]) -> str:
         if isinstance(ui.get("markdown"), str):
             out.append(ui["markdown"])
         else:
-            out.append("| figure | value |")
-            out.append("|---|---|")
-            for k, v in ui.items():
-                if isinstance(v, (int, float, str, bool)) or v is None:
-                    out.append(f"| {k} | {v} |")
+            out.append(_ui_table(ui))
     else:
         out.append(str(why))
     out.append("")
@@ -183,3 +179,24 @@ def render(doc: dict[str, Any]) -> str:
         out.extend(f"- {e}" for e in doc["errors"])
         out.append("")
     return "\n".join(out)
+
+
+def _ui_table(ui: dict[str, Any]) -> str:
+    """bench/ui_overhead.py's JSON: the same scenario headless and with the live screen, paired."""
+    st = ui.get("settings", {})
+    lines = [f"{st.get('workload', '?')}, {st.get('users', '?')} users, {st.get('pairs', '?')} pairs of "
+             f"{st.get('warmup_s', '?')} s + {st.get('duration_s', '?')} s, terminal {st.get('terminal', '?')}. "
+             f"Goal: {ui.get('goal', '')}.\n",
+             "| workers | tps UI / headless (median of pairs) | range | UI overhead | client CPU per tx, UI vs headless |",
+             "|---|--:|--:|--:|--:|"]
+    for r in ui.get("results", []):
+        ratios = r.get("ratios") or []
+        rng = f"{min(ratios):.2f}-{max(ratios):.2f}" if ratios else "-"
+        mark = "✓" if r.get("met") else "✗"
+        lines.append(f"| {r.get('workers')} | **{r.get('median_ratio', 0):.2f}x** | {rng} | "
+                     f"{r.get('overhead_pct', 0):+.1f}% {mark} | {r.get('client_cpu_per_tx_overhead_pct', 0):+.1f}% |")
+    rd = ui.get("redraws")
+    if rd:
+        lines.append(f"\nDrawing the screen: {rd.get('cpu_ms_per_s_of_run')} ms of CPU per second of run "
+                     f"({rd.get('of_one_core_pct')}% of one core; {rd.get('how', '')}).")
+    return "\n".join(lines)

@@ -606,6 +606,15 @@ class Run:
                            "condition": self.stop_reason.get("condition") if fired else None,  # type: ignore[union-attr]
                            "reason": reason, "steps_completed": len(complete)}
 
+    def _log_report(self, report: dict[str, Any]) -> None:
+        if "mix" in report:
+            self.log("mix run: " + ", ".join(f"{n} {_fmt_pct(m['run_pct'])} (asked {_fmt_pct(m['asked_pct'])})"
+                                              for n, m in report["mix"].items()))
+        if "p90_limits" in report:
+            self.log("p90 against the specification: " + ", ".join(
+                f"{n} {p['p90_ms']} ms / {p['limit_ms']:g} ms {'ok' if p['within'] else 'OVER'}"
+                for n, p in report["p90_limits"].items()))
+
     def _checkpoint(self) -> None:
         self._fill_document()
         self.emit("checkpoint", document=self.doc)
@@ -638,12 +647,21 @@ class Run:
                 if not e["passed"]:
                     self.log(f"expectation failed: {e['expect']} (measured {e['value']})", "error")
         self._fill_document()
+        if self.doc["summary"] is not None:
+            report = self.workload.report(self.doc["summary"])
+            if report is not None:
+                self.doc["workload_report"] = report
+                self._log_report(report)
         self.doc["exit_code"] = int(self.exit_code)
         self.doc["finished_at"] = _now()
         self.emit("checkpoint", document=self.doc)
         self.emit("finished", status=self.status, exit_code=int(self.exit_code), saturation=self.doc["saturation"],
                   stop=self.stop_reason, expect=expect_results, summary=_light(self.doc["summary"]),
                   elapsed_s=self.doc["elapsed_s"])
+
+
+def _fmt_pct(v: float) -> str:
+    return f"{v:g}%"
 
 
 def _tick_figures(tick: Tick) -> dict[str, Any]:

@@ -357,6 +357,14 @@ def test_a_20s_run_has_the_mix_consistent_data_and_server_nopm(loaded: tuple[Dsn
     _check_mix(tx)
     assert 0 < tx["new_order"]["rollbacks"] < 0.03 * tx["new_order"]["count"]  # about 1%
     assert doc["summary"]["errors"] == 0
+    report = doc["workload_report"]  # the mix run and the p90s against clause 5.2.5.3, as reported
+    assert report["nopm"] == doc["summary"]["nopm"]
+    assert report["mix"]["new_order"]["asked_pct"] == 45.0
+    assert report["mix"]["new_order"]["run_pct"] == pytest.approx(100 * tx["new_order"]["count"]
+                                                                  / doc["summary"]["count"], abs=0.01)
+    assert report["p90_limits"]["stock_level"]["limit_ms"] == 20000
+    assert all(p["within"] for p in report["p90_limits"].values())
+    assert "mix run: new_order" in err and "p90 against the specification" in err
     step = doc["steps"][-1]
     assert step["nopm"] > 0 and step["server"]["nopm"] > 0
     # the client's count of committed new orders against the districts' D_NEXT_O_ID (HammerDB's NOPM)

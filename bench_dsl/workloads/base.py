@@ -8,6 +8,7 @@ import json
 import random
 import time
 from collections.abc import Callable
+from typing import Any
 
 import asyncmy
 
@@ -119,6 +120,11 @@ class Workload(abc.ABC):
         """Counters read from the server at each step boundary, whose deltas the run reports beside
         the client's own figures (TPC-C: the sum of d_next_o_id, i.e. new orders as HammerDB counts)."""
         return {}
+
+    def report(self, summary: dict[str, Any]) -> dict[str, Any] | None:
+        """What this workload adds to the result from the whole run's summary (TPC-C: the mix run
+        and the p90s against the specification's limits); None for nothing."""
+        return None
 
     def marker_name(self) -> str:
         return str(self.description().get("workload", "workload"))[:64]

@@ -61,6 +61,10 @@ def think_time(tx: int, rng: random.Random) -> float:
     return min(-math.log(1.0 - rng.random()) * mean, 10 * mean)
 
 
+# Clause 5.2.5.3: the 90th percentile response time each transaction must stay within.
+P90_LIMIT_S = {"new_order": 5.0, "payment": 5.0, "order_status": 5.0, "delivery": 5.0, "stock_level": 20.0}
+
+
 class Tpcc(Workload):
     def __init__(self, spec: TpccWorkload, seed: int) -> None:
         self.spec = spec
@@ -144,6 +148,21 @@ class Tpcc(Workload):
             await cur.execute("SELECT SUM(d_next_o_id) FROM district")
             (n,) = await cur.fetchone()
         return {"new_orders": int(n or 0)}
+
+    def report(self, summary: dict[str, Any]) -> dict[str, Any]:
+        """The mix actually run and each transaction's p90 against clause 5.2.5.3's limits."""
+        txs = summary["transactions"]
+        total = sum(t["count"] for t in txs.values()) or 1
+        asked = dict(self.spec.mix)
+        return {
+            "nopm": summary.get("nopm"),
+            "mix": {n: {"asked_pct": asked.get(n, 0.0), "run_pct": round(100.0 * txs[n]["count"] / total, 2)}
+                    for n in self.names},
+            "p90_limits": {n: {"p90_ms": txs[n]["latency_ms"]["p90"], "limit_ms": P90_LIMIT_S[n] * 1000,
+                               "within": (txs[n]["latency_ms"]["p90"] is not None
+                                          and txs[n]["latency_ms"]["p90"] <= P90_LIMIT_S[n] * 1000)}
+                           for n in self.names},
+        }
 
     # users ---------------------------------------------------------------------------------------
     def session(self, rng: random.Random, user: int) -> Session:
