@@ -188,7 +188,7 @@ async def ensure_database(dsn: Dsn) -> None:
     try:
         conn = await connect(dsn, None, timeout=5)
     except Exception as exc:
-        raise TargetError(f"cannot reach {dsn.redacted()}: {_reason(exc)}") from None
+        raise TargetError(f"cannot reach {dsn.redacted()}: {error_reason(exc)}") from None
     try:
         async with conn.cursor() as cur:
             await cur.execute(f"CREATE DATABASE IF NOT EXISTS `{dsn.database}`")
@@ -196,7 +196,8 @@ async def ensure_database(dsn: Dsn) -> None:
         conn.close()
 
 
-def _reason(exc: BaseException) -> str:
+def error_reason(exc: BaseException) -> str:
+    """A driver error as a person reads it: (code) message."""
     args = getattr(exc, "args", ())
     if len(args) >= 2 and isinstance(args[0], int):
         return f"({args[0]}) {args[1]}"
@@ -294,7 +295,7 @@ async def apply_settings(dsn: Dsn, settings: tuple[ServerSetting, ...], embedded
                     await cur.execute(f"SET GLOBAL {s.name} = %s", (s.value,))
                     note = "SET GLOBAL"
                 except asyncmy.errors.MySQLError as exc:
-                    note = f"not applied: {_reason(exc)}"
+                    note = f"not applied: {error_reason(exc)}"
                 await cur.execute("SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES "
                                   "WHERE VARIABLE_NAME = %s", (s.name.upper(),))
                 row = await cur.fetchone()

@@ -23,7 +23,7 @@ import asyncmy
 from bench_dsl.dsn import Dsn
 from bench_dsl.errors import BenchError, TargetError
 from bench_dsl.model import TPCC_TRANSACTIONS, TpccWorkload
-from bench_dsl.server import connect
+from bench_dsl.server import connect, error_reason
 from bench_dsl.workloads import tpcc_load, tpcc_procs
 from bench_dsl.workloads.base import IntendedRollback, Progress, Session, Workload, rollback_quietly
 from bench_dsl.workloads.tpcc_check import Condition, check_consistency
@@ -182,7 +182,7 @@ async def check(dsn: Dsn, numbers: tuple[int, ...] | None = None) -> list[Condit
     try:
         conn = await connect(dsn, dsn.database, timeout=10)
     except Exception as exc:
-        raise TargetError(f"cannot reach {dsn.redacted()}: {_reason(exc)}") from None
+        raise TargetError(f"cannot reach {dsn.redacted()}: {error_reason(exc)}") from None
     try:
         async with conn.cursor() as cur:
             await cur.execute("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()")
@@ -194,16 +194,9 @@ async def check(dsn: Dsn, numbers: tuple[int, ...] | None = None) -> list[Condit
                              "on a scenario with this target")
         return await check_consistency(conn, numbers)
     except asyncmy.errors.MySQLError as exc:
-        raise TargetError(f"checking {dsn.redacted()} failed: {_reason(exc)}") from None
+        raise TargetError(f"checking {dsn.redacted()} failed: {error_reason(exc)}") from None
     finally:
         conn.close()
-
-
-def _reason(exc: BaseException) -> str:
-    args = getattr(exc, "args", ())
-    if len(args) >= 2 and isinstance(args[0], int):
-        return f"({args[0]}) {args[1]}"
-    return str(exc) or type(exc).__name__
 
 
 # Statements of the client-side mode. `?` are bound by the server (prepared statements).

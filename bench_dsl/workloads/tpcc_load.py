@@ -21,7 +21,7 @@ import asyncmy
 
 from bench_dsl.dsn import Dsn
 from bench_dsl.errors import TargetError
-from bench_dsl.server import connect
+from bench_dsl.server import connect, error_reason
 from bench_dsl.workloads.base import Progress
 from bench_dsl.workloads.tpcc_data import (
     CUSTOMERS_PER_DISTRICT,
@@ -244,7 +244,7 @@ async def load(dsn: Dsn, warehouses: int, seed: int, progress: Progress, connect
                         try:
                             n = await wc.query(sql)
                         except asyncmy.errors.MySQLError as exc:
-                            raise TargetError(f"loading the TPC-C data failed on {unit.what}: {_reason(exc)}") from None
+                            raise TargetError(f"loading the TPC-C data failed on {unit.what}: {error_reason(exc)}") from None
                         done += n  # not `done += await ...`: that reads `done` before the wait
                         progress.rows(done, max(total, done))
             finally:
@@ -258,7 +258,7 @@ async def load(dsn: Dsn, warehouses: int, seed: int, progress: Progress, connect
             first = group.exceptions[0]
             if isinstance(first, TargetError):
                 raise first from None
-            raise TargetError(f"loading the TPC-C data failed: {_reason(first)}") from first
+            raise TargetError(f"loading the TPC-C data failed: {error_reason(first)}") from first
         progress.rows(done, done)
         async with conn.cursor() as cur:
             await cur.execute(f"DROP TABLE {POOL_TABLE}, {NUMS_TABLE}")
@@ -269,7 +269,3 @@ async def load(dsn: Dsn, warehouses: int, seed: int, progress: Progress, connect
         conn.close()
     return done
 
-
-def _reason(exc: BaseException) -> str:
-    args = getattr(exc, "args", ())
-    return f"({args[0]}) {args[1]}" if len(args) >= 2 else str(exc)
