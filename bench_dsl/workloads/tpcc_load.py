@@ -217,6 +217,9 @@ async def _setup(conn: asyncmy.Connection, warehouses: int, seed: int, c_load: i
                           ("c_last", c_load, "warehouses", warehouses, "schema", SCHEMA_VERSION))
 
 
+LOAD_RETRIES = 5  # a deadlocked load statement is run again this many times
+
+
 async def load(dsn: Dsn, warehouses: int, seed: int, progress: Progress, connections: int | None = None) -> int:
     """Drop and recreate the TPC-C tables, fill them for `warehouses` warehouses; return the rows written."""
     c_load = load_constant(seed)
@@ -236,15 +239,25 @@ async def load(dsn: Dsn, warehouses: int, seed: int, progress: Progress, connect
             nonlocal done
             wc = await connect(dsn, dsn.database)
             try:
-                # Keys are generated unique; checking them again only slows the load.
+                # Keys are generated unique; checking them again only slows the load. READ COMMITTED:
+                # INSERT ... SELECT then takes no shared locks on the numbers and pool tables.
                 await wc.query("SET SESSION unique_checks = 0, foreign_key_checks = 0")
+                await wc.query("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
                 while units:
                     unit = units.popleft()
                     for sql in unit.statements:
-                        try:
-                            n = await wc.query(sql)
-                        except asyncmy.errors.MySQLError as exc:
-                            raise TargetError(f"loading the TPC-C data failed on {unit.what}: {error_reason(exc)}") from None
+                        for attempt in range(LOAD_RETRIES + 1):
+                            try:
+                                n = await wc.query(sql)
+                                break
+                            except asyncmy.errors.MySQLError as exc:
+                                # parallel inserts into one table can still deadlock on gap locks;
+                                # each statement is its own transaction, rolled back whole: run it again
+                                if exc.args and exc.args[0] in (1213, 1205) and attempt < LOAD_RETRIES:
+                                    await asyncio.sleep(0.05 * (attempt + 1))
+                                    continue
+                                raise TargetError(f"loading the TPC-C data failed on {unit.what}: "
+                                                  f"{error_reason(exc)}") from None
                         done += n  # not `done += await ...`: that reads `done` before the wait
                         progress.rows(done, max(total, done))
             finally:
