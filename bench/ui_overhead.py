@@ -25,7 +25,6 @@ import asyncio
 import fcntl
 import json
 import os
-import pty
 import statistics
 import struct
 import subprocess

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what `make run` and `make test` need on a fresh Debian machine:
-# a MariaDB server from Debian's packages (when no mysqld/mariadbd is found), tmux for the
-# terminal tests, and the Python dependencies in ./.venv. Safe to run again: it only does
-# what is missing.
+# a MariaDB server from Debian's packages (when no mysqld/mariadbd is found), sysbench for the
+# benchmark's test, tmux for the terminal tests, and the Python dependencies in ./.venv.
+# Safe to run again: it only does what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +13,9 @@ need_apt=()
 if ! command -v mariadbd >/dev/null 2>&1 && ! command -v mysqld >/dev/null 2>&1 \
    && [ ! -x /usr/sbin/mariadbd ] && [ ! -x /usr/sbin/mysqld ]; then
   need_apt+=(mariadb-server)
+fi
+if ! command -v sysbench >/dev/null 2>&1; then
+  need_apt+=(sysbench)  # the reference client of the benchmark, whose quick run is a test
 fi
 if ! command -v tmux >/dev/null 2>&1; then
   need_apt+=(tmux)  # the terminal UI's end-to-end test reads a real terminal's screen

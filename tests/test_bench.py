@@ -120,8 +120,7 @@ def _database(url: str, name: str) -> str:
 
 @pytest.mark.slow
 def test_quick_benchmark_runs_end_to_end(dsn_url: str, tmp_path: Path) -> None:
-    if shutil.which("sysbench") is None:
-        pytest.skip("sysbench is not installed (make bench installs it)")
+    assert shutil.which("sysbench") is not None, "sysbench is not installed: run scripts/setup.sh (make test does)"
     # A database of its own: the harness drops and reloads its sbtest tables.
     target = _database(dsn_url, "bench_harness")
     r = subprocess.run([sys.executable, "-m", "bench.run", "--quick", "--target", target, "--out-dir", str(tmp_path)],

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -102,7 +101,7 @@ def test_tight_condition_finds_the_saturation_point(stop: str, kind: str, dsn_ur
     assert (step1["users"], step2["users"]) == (1, 4)
     fired = step2["conditions"][0]
     assert fired["fired"] and fired["kind"] == kind and fired["previous"] is not None
-    assert f"saturation point: 1 users" in r.stderr
+    assert "saturation point: 1 users" in r.stderr
 
 
 def test_sustained_condition_ends_the_run_mid_step(dsn_url: str, tmp_path: Path) -> None:
@@ -212,7 +211,7 @@ def test_passwords_never_appear(server, dsn_url: str, tmp_path: Path) -> None:
     f = tmp_path / "pw.bench"
     f.write_text(f'scenario "pw" {{ target "{secret_dsn}" '
                  'workload sysbench oltp_point_select { tables = 1 table_size = 1000 } users 2 duration 2s }')
-    out, lines = tmp_path / "pw.json", tmp_path / "pw.jsonl"
+    out = tmp_path / "pw.json"
     r = run_bench("run", str(f), "--json", str(out), "--jsonl", "-")
     assert r.returncode == 0, r.stderr
     everything = r.stdout + r.stderr + out.read_text()
