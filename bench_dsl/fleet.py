@@ -10,7 +10,6 @@ import json
 import os
 import pickle
 import sys
-import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -94,7 +93,6 @@ class _Proc:
         self.proc = proc
         self.pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self.active = 0
-        self.health: Health | None = None
         self.reader: asyncio.Task[None] | None = None
         self.stderr: asyncio.Task[None] | None = None
         self.dead = False
@@ -113,7 +111,6 @@ class ProcessFleet:
         self.procs: list[_Proc] = []
         self._next_id = 0
         self._last_health = Health(0, 0.0, None, {})
-        self._started_at = time.monotonic()
 
     @property
     def active(self) -> int:
