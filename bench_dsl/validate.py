@@ -510,6 +510,10 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
         node0: ast.Workload = wl_nodes[0]  # type: ignore[assignment]
         if node0.kind == "tpcc":
             tx_names = m.TPCC_TRANSACTIONS
+        elif node0.kind == "sysbench":
+            # a misspelt test: judge the conditions against the test it most likely means, so the
+            # typo is reported once, not again as the "transaction" every condition should name
+            tx_names = tuple(difflib.get_close_matches(node0.variant or "", m.SYSBENCH_TESTS, n=1)) or m.SYSBENCH_TESTS
         else:
             tx_names = tuple(t.name for t in node0.transactions) or ((node0.variant,) if node0.variant else ())
 

@@ -312,3 +312,12 @@ def test_check_prints_warnings_and_still_passes(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert "mix.bench:3:34: warning: payment 40% is below TPC-C's minimum of 43%" in r.stderr
     assert "ok (1 warning)" in r.stderr
+
+
+def test_a_misspelt_sysbench_test_is_reported_once() -> None:
+    text = ('scenario "x" {\n  workload sysbench oltp_read_wrte { tables = 2 }\n  users 8  duration 10s\n'
+            '  stop when { p90(oltp_read_write) > 250ms }\n}\n')
+    with pytest.raises(ScenarioError) as info:
+        load("typo.bench", text=text, env={})
+    messages = [d.message for d in info.value.diagnostics]
+    assert messages == ["unknown sysbench test 'oltp_read_wrte'"]
