@@ -4,6 +4,7 @@ This is the hot path: one pass of `_loop` per transaction."""
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import time
 from dataclasses import dataclass, field
@@ -13,6 +14,7 @@ import asyncmy
 
 from bench_dsl.dsn import Dsn, redact
 from bench_dsl.metrics import Recorder
+from bench_dsl.rawexec import NEXT, RECONNECT, RETRY, Program, RawLoop
 from bench_dsl.server import CONNECTION_LOST, connect
 from bench_dsl.workloads import Session, Workload
 from bench_dsl.workloads.base import IntendedRollback, error_code
@@ -59,6 +61,8 @@ class UserPool:
         self.fatal: tuple[int, str, str] | None = None
         self.error_messages: dict[int, str] = {}
         self.cum_weights = list(accumulate(workload.weights))
+        # BENCH_RAWEXEC=0: every statement through asyncmy (to compare, or to rule the raw executor out)
+        self.raw = os.environ.get("BENCH_RAWEXEC", "1") != "0"
 
     @property
     def active(self) -> int:
@@ -115,6 +119,7 @@ class UserPool:
         cum = self.cum_weights
         total = cum[-1]
         conn: asyncmy.Connection | None = None
+        program: Program | None = None
         backoff = 0.1
         i = 0
         try:
@@ -124,7 +129,7 @@ class UserPool:
                         conn = await connect(self.dsn, self.dsn.database, timeout=5)
                     except Exception as exc:  # unmeasured: connecting is not part of a transaction
                         self.connect_failures += 1
-                        self._remember(error_code(exc), exc)
+                        self._remember(error_code(exc), _message(exc))
                         u.connected.set()
                         await asyncio.sleep(backoff)
                         backoff = min(backoff * 2, 2.0)
@@ -133,6 +138,26 @@ class UserPool:
                     self.connect_failures = 0
                     self.last_progress = time.monotonic()
                     u.connected.set()
+                    program = None
+                    if self.raw and not u.session.paced:
+                        try:
+                            program = await u.session.raw_program(conn)
+                        except (asyncmy.errors.MySQLError, OSError, EOFError, asyncio.IncompleteReadError) as exc:
+                            # preparing failed: counted as the first transaction failing, as the driver path would
+                            if self._failed(0, error_code(exc), _message(exc), 1 << 30, _connected(conn)) == RECONNECT:
+                                _close(conn)
+                                conn = None
+                                u.session.forget()
+                            continue
+                if program is not None:
+                    loop = RawLoop(conn._transport, conn._deprecate_eof, program,  # type: ignore[attr-defined]
+                                   (lambda: 0) if ntx == 1 else (lambda: _pick(u.rng, cum, total)),
+                                   lambda: u.stop, rec.ok, self._failed)
+                    if await loop.run():
+                        _close(conn)
+                        conn = None
+                        u.session.forget()
+                    continue
                 i = 0 if ntx == 1 else _pick(u.rng, cum, total)
                 if u.session.paced:
                     await u.session.pause(i)  # keying and think time: not part of the response time
@@ -148,22 +173,14 @@ class UserPool:
                         rec.rollback(i)
                         break
                     except (asyncmy.errors.MySQLError, OSError, EOFError, asyncio.IncompleteReadError) as exc:
-                        code = error_code(exc)
-                        if code in CONNECTION_LOST or code == -1 or not _connected(conn):
-                            rec.error(i, code if code > 0 else 2013)
-                            self._remember(code, exc)
+                        verdict = self._failed(i, error_code(exc), _message(exc), attempt, _connected(conn))
+                        if verdict == RETRY:
+                            attempt += 1
+                            continue
+                        if verdict == RECONNECT:
                             _close(conn)
                             conn = None
                             u.session.forget()
-                            break
-                        if code in wl.retry_on[i] and attempt < wl.retries[i]:
-                            attempt += 1
-                            rec.retry(i)
-                            continue
-                        rec.error(i, code)
-                        self._remember(code, exc)
-                        if code in SCENARIO_ERRORS and self.fatal is None:
-                            self.fatal = (code, str(exc.args[1]) if len(exc.args) > 1 else str(exc), wl.names[i])
                         break
                     else:
                         rec.ok(i, (time.perf_counter_ns() - t0) // 1000, q)
@@ -181,10 +198,31 @@ class UserPool:
             if conn is not None:
                 _close(conn)
 
-    def _remember(self, code: int, exc: BaseException) -> None:
+    def _failed(self, i: int, code: int, message: str, attempt: int, connected: bool = True) -> int:
+        """Count a failed attempt at transaction `i` and say what comes next: RETRY it, go on with
+        the NEXT transaction, or RECONNECT. One policy for both ways of running statements."""
+        wl = self.workload
+        if code in CONNECTION_LOST or code == -1 or not connected:
+            self.recorder.error(i, code if code > 0 else 2013)
+            self._remember(code, message)
+            return RECONNECT
+        if code in wl.retry_on[i] and attempt < wl.retries[i]:
+            self.recorder.retry(i)
+            return RETRY
+        self.recorder.error(i, code)
+        self._remember(code, message)
+        if code in SCENARIO_ERRORS and self.fatal is None:
+            self.fatal = (code, message, wl.names[i])
+        return NEXT
+
+    def _remember(self, code: int, message: str) -> None:
         if code not in self.error_messages:
-            args = getattr(exc, "args", ())
-            self.error_messages[code] = redact(str(args[1] if len(args) > 1 else (args[0] if args else exc)))
+            self.error_messages[code] = redact(message)
+
+
+def _message(exc: BaseException) -> str:
+    args = getattr(exc, "args", ())
+    return str(args[1] if len(args) > 1 else (args[0] if args else exc))
 
 
 def _pick(rng: random.Random, cum: list[float], total: float) -> int:

@@ -13,6 +13,7 @@ from typing import Any
 import asyncmy
 
 from bench_dsl.dsn import Dsn
+from bench_dsl.rawexec import Program
 from bench_dsl.server import connect
 
 
@@ -61,6 +62,13 @@ class Session(abc.ABC):
 
     def forget(self) -> None:
         """The connection was replaced: statements prepared on the old one are gone."""
+
+    async def raw_program(self, conn: asyncmy.Connection) -> Program | None:
+        """Sessions whose transactions are fixed sequences of prepared statements, whose results
+        they never read, return the packets of each transaction (after preparing on `conn`): the
+        engine then runs them on the raw executor (bench_dsl/rawexec.py). None: every transaction
+        goes through `run`."""
+        return None
 
 
 class Workload(abc.ABC):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import re
 from typing import Any
 
 import asyncmy
@@ -12,6 +11,7 @@ import asyncmy
 from bench_dsl.dsn import Dsn
 from bench_dsl.generators import Gen, compile_value
 from bench_dsl.model import CustomWorkload, Fill, Scenario, SetupSql, WorkloadSpec
+from bench_dsl.rawexec import BEGIN, COMMIT, Program, Statement
 from bench_dsl.server import connect
 from bench_dsl.workloads.base import Progress, Session, Workload, rollback_quietly
 
@@ -99,9 +99,6 @@ class Custom(Workload):
         return _CustomSession(self, rng)
 
 
-_SELECTS = re.compile(r"^\s*(\(?\s*SELECT|SHOW|WITH|EXPLAIN|DESCRIBE)\b", re.I)
-
-
 class _CustomSession(Session):
     def __init__(self, wl: Custom, rng: random.Random) -> None:
         self.wl = wl
@@ -135,6 +132,29 @@ class _CustomSession(Session):
                 await rollback_quietly(conn)
             raise
         return len(queries) + (2 if trx else 0)
+
+    async def raw_program(self, conn: asyncmy.Connection) -> Program | None:
+        # custom transactions never read their results: all of them can run on the raw executor
+        plans: list[tuple[list[tuple[str, Gen]], list[tuple[Statement, tuple[str, ...]]], bool]] = []
+        for gens, queries, trx in self.plans:
+            steps = []
+            for sql, params in queries:
+                st = self.stmts.get(sql)
+                if st is None:
+                    st = self.stmts[sql] = await conn.prepare(sql)
+                steps.append((Statement(st._statement_id, st.parameter_count), params))
+            plans.append((gens, steps, trx))
+        rng = self.rng
+
+        def transaction(tx: int) -> list[bytes]:
+            gens, steps, trx = plans[tx]
+            values = {name: g(rng) for name, g in gens}
+            packets = [BEGIN] if trx else []
+            packets += [st.packet(*[values[p] for p in params]) for st, params in steps]
+            if trx:
+                packets.append(COMMIT)
+            return packets
+        return transaction
 
 
 def make_workload(sc: Scenario) -> Workload:

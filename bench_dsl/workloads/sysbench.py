@@ -12,6 +12,7 @@ import asyncmy
 from bench_dsl.dsn import Dsn
 from bench_dsl.generators import special, zipf
 from bench_dsl.model import SysbenchWorkload
+from bench_dsl.rawexec import BEGIN, COMMIT, Program, Statement
 from bench_dsl.server import connect
 from bench_dsl.workloads.base import Progress, Session, Workload, rollback_quietly
 
@@ -149,6 +150,44 @@ class _SysbenchSession(Session):
         # sysbench.rand.uniform(1, tables); randint is the slow path of random
         return 1 if self.tables == 1 else 1 + int(self.rng.random() * self.tables)
 
+    def _in_transaction(self) -> bool:
+        return not self.spec.skip_trx and self.spec.test != "oltp_point_select"
+
+    def _groups(self) -> list[tuple[str, int]]:
+        """The statement groups of one transaction, in sysbench's order (oltp_common.lua): each
+        group runs `count` times on one table drawn for the group."""
+        s = self.spec
+        out: list[tuple[str, int]] = []
+        if s.test != "oltp_write_only":
+            out.append(("point_selects", s.point_selects))
+            if s.test != "oltp_point_select" and s.range_selects:
+                out += [(key, getattr(s, key)) for key in ("simple_ranges", "sum_ranges", "order_ranges", "distinct_ranges")]
+        if s.test in ("oltp_read_write", "oltp_write_only"):
+            out += [("index_updates", s.index_updates), ("non_index_updates", s.non_index_updates),
+                    ("delete_inserts", s.delete_inserts)]
+        return [(key, n) for key, n in out if n]
+
+    def _plan(self) -> list[tuple[str, int, tuple[int | str, ...]]]:
+        """One transaction's statements (statement, table, parameters), BEGIN and COMMIT aside."""
+        get_id = self.get_id
+        size = self.spec.range_size
+        out: list[tuple[str, int, tuple[int | str, ...]]] = []
+        for key, count in self._groups():
+            t = self._table()
+            for _ in range(count):
+                if key in ("point_selects", "index_updates"):
+                    out.append((key, t, (get_id(),)))
+                elif key == "non_index_updates":
+                    out.append((key, t, (c_value(self.rng), get_id())))
+                elif key == "delete_inserts":
+                    i, k = get_id(), get_id()
+                    out.append(("deletes", t, (i,)))
+                    out.append(("inserts", t, (i, k, c_value(self.rng), pad_value(self.rng))))
+                else:
+                    lo = get_id()
+                    out.append((key, t, (lo, lo + size - 1)))
+        return out
+
     async def run(self, conn: asyncmy.Connection, tx: int) -> int:
         if self.point_only:
             t = self._table()
@@ -157,71 +196,43 @@ class _SysbenchSession(Session):
                 st = self.points[t] = await self._stmt(conn, "point_selects", t)
             await st.execute((self.get_id(),))
             return 1
-        s = self.spec
-        test = s.test
-        n = 0
-        trx = not s.skip_trx and test != "oltp_point_select"
+        trx = self._in_transaction()
+        plan = self._plan()
         if trx:
             await conn.begin()
-            n += 1
         try:
-            if test != "oltp_write_only":
-                n += await self._point_selects(conn)
-                if test != "oltp_point_select" and s.range_selects:
-                    for key in ("simple_ranges", "sum_ranges", "order_ranges", "distinct_ranges"):
-                        n += await self._ranges(conn, key)
-            if test in ("oltp_read_write", "oltp_write_only"):
-                n += await self._writes(conn)
+            for key, t, params in plan:
+                st = await self._stmt(conn, key, t)
+                await st.execute(params)
             if trx:
                 await conn.commit()
-                n += 1
         except BaseException:
             if trx:
                 await rollback_quietly(conn)
             raise
-        return n
+        return len(plan) + (2 if trx else 0)
 
-    async def _point_selects(self, conn: asyncmy.Connection) -> int:
-        t = self._table()
-        st = await self._stmt(conn, "point_selects", t)
-        for _ in range(self.spec.point_selects):
-            await st.execute((self.get_id(),))
-        return self.spec.point_selects
+    async def raw_program(self, conn: asyncmy.Connection) -> Program | None:
+        keys = [k for key, _ in self._groups() for k in (("deletes", "inserts") if key == "delete_inserts" else (key,))]
+        raw: dict[tuple[str, int], Statement] = {}
+        for key in keys:
+            for t in range(1, self.tables + 1):
+                st = await self._stmt(conn, key, t)
+                raw[(key, t)] = Statement(st._statement_id, st.parameter_count)
+        if self.point_only:
+            points = [raw[("point_selects", t)] if t else None for t in range(self.tables + 1)]
+            table, get_id = self._table, self.get_id
 
-    async def _ranges(self, conn: asyncmy.Connection, key: str) -> int:
-        count: int = getattr(self.spec, key)
-        if not count:
-            return 0
-        t = self._table()
-        st = await self._stmt(conn, key, t)
-        size = self.spec.range_size
-        for _ in range(count):
-            lo = self.get_id()
-            await st.execute((lo, lo + size - 1))
-        return count
+            def point(tx: int) -> tuple[bytes]:
+                return (points[table()].one(get_id()),)  # type: ignore[union-attr]
+            return point
 
-    async def _writes(self, conn: asyncmy.Connection) -> int:
-        s = self.spec
-        n = 0
-        if s.index_updates:
-            t = self._table()
-            st = await self._stmt(conn, "index_updates", t)
-            for _ in range(s.index_updates):
-                await st.execute((self.get_id(),))
-            n += s.index_updates
-        if s.non_index_updates:
-            t = self._table()
-            st = await self._stmt(conn, "non_index_updates", t)
-            for _ in range(s.non_index_updates):
-                await st.execute((c_value(self.rng), self.get_id()))
-            n += s.non_index_updates
-        if s.delete_inserts:
-            t = self._table()
-            de = await self._stmt(conn, "deletes", t)
-            ins = await self._stmt(conn, "inserts", t)
-            for _ in range(s.delete_inserts):
-                i, k = self.get_id(), self.get_id()
-                await de.execute((i,))
-                await ins.execute((i, k, c_value(self.rng), pad_value(self.rng)))
-            n += 2 * s.delete_inserts
-        return n
+        trx = self._in_transaction()
+
+        def transaction(tx: int) -> list[bytes]:
+            packets = [BEGIN] if trx else []
+            packets += [raw[(key, t)].packet(*params) for key, t, params in self._plan()]
+            if trx:
+                packets.append(COMMIT)
+            return packets
+        return transaction

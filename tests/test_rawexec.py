@@ -1,0 +1,201 @@
+"""The raw executor (bench_dsl/rawexec.py) against a real server: what it counts is what the server
+did, failures inside a transaction are rolled back, large replies and lost connections are handled."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import struct
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import asyncmy
+import pytest
+
+from bench_dsl.dsn import Dsn
+from bench_dsl.rawexec import BEGIN, COMMIT, NEXT, RECONNECT, Statement, RawLoop, command
+from bench_dsl.server import connect, ensure_database
+from tests.conftest import run_bench
+
+
+def test_execute_packet_layout() -> None:
+    one = Statement(7, 1).one(-5)
+    length, = struct.unpack("<I", one[:3] + b"\x00")
+    assert one[3] == 0 and length == len(one) - 4  # sequence 0, payload length
+    body = one[4:]
+    assert body[0] == 0x17 and struct.unpack("<IBI", body[1:10]) == (7, 0, 1)
+    assert body[10:12] == b"\x00\x01"  # NULL bitmap for one parameter, types follow
+    assert body[12:14] == b"\x08\x00" and struct.unpack("<q", body[14:]) == (-5,)
+    assert Statement(7, 1).packet(-5) == one
+
+    two = Statement(1, 2).packet("é" * 200, 3)[4:]
+    assert two[10:12] == b"\x00\x01" and two[12:16] == b"\xfd\x00\x08\x00"
+    assert two[16:19] == b"\xfc\x90\x01"  # 400 utf-8 bytes: a 2-byte length after 0xfc
+    assert two[19:419] == ("é" * 200).encode() and struct.unpack("<q", two[419:]) == (3,)
+    # NULL: a bit in the bitmap and no value; a float is a double; an int beyond 64 bits is text
+    mixed = Statement(1, 9).packet(None, 1.5, b"\x00\xff", 1, 2, 3, 4, 5, 1 << 70)[4:]
+    assert mixed[10:12] == b"\x01\x00" and mixed[12] == 1
+    assert mixed[13:31] == b"\x06\x00\x05\x00\xfc\x00" + b"\x08\x00" * 5 + b"\xfd\x00"
+    assert mixed[31:39] == struct.pack("<d", 1.5) and mixed[39:42] == b"\x02\x00\xff"
+    assert mixed[-23:] == b"\x16" + str(1 << 70).encode()
+    assert Statement(1, 1).one(1 << 70) == Statement(1, 1).packet(1 << 70)
+    assert Statement(2, 0).packet() == command(0x17, struct.pack("<IBI", 2, 0, 1))
+    with pytest.raises(ValueError):
+        Statement(1, 2).packet(1)
+
+
+@pytest.fixture
+async def db(server: tuple[Dsn, object]) -> Dsn:
+    dsn = server[0]
+    await ensure_database(dsn)
+    conn = await connect(dsn, dsn.database)
+    try:
+        async with conn.cursor() as cur:
+            await cur.execute("DROP TABLE IF EXISTS raw_t")
+            await cur.execute("CREATE TABLE raw_t (id INT PRIMARY KEY, k INT NOT NULL, c VARCHAR(200) NOT NULL)")
+            await cur.execute("INSERT INTO raw_t SELECT seq, 0, REPEAT('x', 120) FROM seq_1_to_6000")
+    finally:
+        conn.close()
+    return dsn
+
+
+def _stmt(prepared: object) -> Statement:
+    return Statement(prepared._statement_id, prepared.parameter_count)  # type: ignore[attr-defined]
+
+
+async def _scalar(dsn: Dsn, sql: str) -> int:
+    conn = await connect(dsn, dsn.database)
+    try:
+        async with conn.cursor() as cur:
+            await cur.execute(sql)
+            row = await cur.fetchone()
+            return int(row[0])
+    finally:
+        conn.close()
+
+
+class _Run:
+    """One RawLoop on a fresh connection, with what it reported."""
+
+    def __init__(self, conn: asyncmy.Connection, program: Callable[[int], Sequence[bytes]], limit: int,
+                 verdict: int = NEXT) -> None:
+        self.ok: list[tuple[int, int, int]] = []
+        self.errors: list[tuple[int, int, str, int]] = []
+        self.limit = limit
+        self.verdict = verdict
+        self.loop = RawLoop(conn._transport, conn._deprecate_eof, program, lambda: 0,
+                            lambda: len(self.ok) + len(self.errors) >= self.limit,
+                            lambda i, us, q: self.ok.append((i, us, q)), self._error)
+
+    def _error(self, i: int, code: int, message: str, attempt: int) -> int:
+        self.errors.append((i, code, message, attempt))
+        return self.verdict
+
+
+async def test_counted_transactions_are_what_the_server_did(db: Dsn) -> None:
+    conn = await connect(db, db.database)
+    try:
+        sel = _stmt(await conn.prepare("SELECT c FROM raw_t WHERE id=?"))
+        upd = _stmt(await conn.prepare("UPDATE raw_t SET k=k+1, c=? WHERE id=?"))
+        n = 0
+
+        def program(tx: int) -> list[bytes]:
+            nonlocal n
+            n += 1
+            return [BEGIN, sel.one(n % 6000 + 1), upd.packet(f"v{n}", 1), COMMIT]
+
+        run = _Run(conn, program, 500)
+        assert await run.loop.run() is False
+        assert len(run.ok) == 500 and not run.errors
+        assert all(q == 4 and us > 0 for _, us, q in run.ok)
+        # the driver gets its connection back, in step
+        async with conn.cursor() as cur:
+            await cur.execute("SELECT k, c FROM raw_t WHERE id=1")
+            assert await cur.fetchone() == (500, "v500")
+    finally:
+        conn.close()
+
+
+async def test_a_failed_statement_rolls_its_transaction_back(db: Dsn) -> None:
+    conn = await connect(db, db.database)
+    try:
+        upd = _stmt(await conn.prepare("UPDATE raw_t SET k=k+1 WHERE id=?"))
+        ins = _stmt(await conn.prepare("INSERT INTO raw_t VALUES (?, 0, 'dup')"))
+        run = _Run(conn, lambda tx: [BEGIN, upd.one(2), ins.one(3), COMMIT], 3)
+        assert await run.loop.run() is False
+        assert not run.ok and [e[1] for e in run.errors] == [1062, 1062, 1062]
+        assert "Duplicate entry" in run.errors[0][2]
+    finally:
+        conn.close()
+    assert await _scalar(db, "SELECT k FROM raw_t WHERE id=2") == 0
+
+
+async def test_replies_larger_than_the_buffer(db: Dsn) -> None:
+    conn = await connect(db, db.database)
+    try:
+        # 6,000 rows of 120 characters (about 800 KB, three times the first buffer), then one row
+        # larger than the buffer
+        rng = _stmt(await conn.prepare("SELECT c FROM raw_t WHERE id BETWEEN ? AND ?"))
+        big = _stmt(await conn.prepare("SELECT REPEAT('y', ?)"))
+        first = len(RawLoop(conn._transport, True, lambda tx: (), lambda: 0, lambda: True, print, print).buf)
+        run = _Run(conn, lambda tx: [rng.packet(1, 6000), big.one(3 * first), rng.packet(1, 1)], 5)
+        assert await run.loop.run() is False
+        assert len(run.ok) == 5 and not run.errors
+        assert len(run.loop.buf) > 3 * first
+    finally:
+        conn.close()
+
+
+async def test_a_killed_connection_asks_for_a_new_one(db: Dsn) -> None:
+    conn = await connect(db, db.database)
+    try:
+        slow = _stmt(await conn.prepare("SELECT SLEEP(?)"))
+        async with conn.cursor() as cur:
+            await cur.execute("SELECT CONNECTION_ID()")
+            (cid,) = await cur.fetchone()
+        run = _Run(conn, lambda tx: [slow.one(30)], 10, verdict=RECONNECT)
+        task = asyncio.create_task(run.loop.run())
+        await asyncio.sleep(0.3)
+        killer = await connect(db, db.database)
+        async with killer.cursor() as cur:
+            await cur.execute(f"KILL {int(cid)}")
+        killer.close()
+        assert await asyncio.wait_for(task, 10) is True
+        assert run.errors and run.errors[0][1] in (1927, 2013)  # "connection killed" or the lost socket
+    finally:
+        conn.close()
+
+
+async def test_cancelling_closes_the_connection(db: Dsn) -> None:
+    conn = await connect(db, db.database)
+    try:
+        slow = _stmt(await conn.prepare("SELECT SLEEP(?)"))
+        run = _Run(conn, lambda tx: [slow.one(5)], 10)
+        task = asyncio.create_task(run.loop.run())
+        await asyncio.sleep(0.2)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert conn._transport.is_closing()
+    finally:
+        conn.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("test", ["oltp_point_select", "oltp_read_write"])
+def test_both_ways_of_running_statements_measure_the_same_thing(test: str, dsn_url: str, tmp_path: Path) -> None:
+    """BENCH_RAWEXEC=0 runs every statement through asyncmy: the same transactions, the same
+    statements per transaction, the same effect on the data."""
+    src = tmp_path / "s.bench"
+    src.write_text(f'scenario "raw" {{ workload sysbench {test} {{ tables = 2  table_size = 2000 }}\n'
+                   '  users 4  warmup 1s  duration 2s }\n')
+    docs = {}
+    for raw in ("1", "0"):
+        out = tmp_path / f"{raw}.json"
+        r = run_bench("run", str(src), "--headless", "--json", str(out), env={"BENCH_RAWEXEC": raw})
+        assert r.returncode == 0, r.stderr
+        docs[raw] = json.loads(out.read_text())["summary"]
+    for s in docs.values():
+        tx = s["transactions"][test]
+        assert tx["count"] > 100 and s["errors"] == 0
+        assert tx["qps"] == pytest.approx(tx["tps"] * (1 if test == "oltp_point_select" else 20), rel=0.01)
