@@ -291,12 +291,13 @@ def run_bench_dsl(text: str, label: str, users: int, warmup: int, duration: int,
 # the driver floor ------------------------------------------------------------------------------
 
 def run_floor(target: Target, users: int, warmup: int, duration: int, tables: int, table_size: int,
-              workdir: Path) -> Measure:
-    """bench/floor.py: a plain asyncmy loop, the least a Python client can spend per query."""
-    m = Measure("asyncmy-loop", f"floor@{users}", users)
+              workdir: Path, mode: str = "asyncmy") -> Measure:
+    """bench/floor.py: a plain loop that measures nothing, executing through asyncmy (`mode`
+    "asyncmy") or on the raw executor ("raw"): the least a Python client spends per query that way."""
+    m = Measure(f"{mode}-loop", f"floor@{users}", users)
     env = {**os.environ, "BENCH_FLOOR_DSN": target.url()}
     child = Child([sys.executable, "-m", "bench.floor", str(users), str(warmup), str(duration), str(tables),
-                   str(table_size)], workdir / "floor.err", env=env, cwd=Path(__file__).resolve().parent.parent)
+                   str(table_size), mode], workdir / "floor.err", env=env, cwd=Path(__file__).resolve().parent.parent)
     start: Snapshot | None = None
     end: Snapshot | None = None
     fig: dict[str, Any] = {}

@@ -141,13 +141,15 @@ def _r(v: float | None, nd: int) -> float | None:
 
 def run_point(target: Target, test: str, users: int, s: Settings, workdir: Path, env: dict[str, str], ncpu: int,
               log: Log, floor: bool = False) -> dict[str, Any]:
-    """With `floor`, each pair becomes a triplet: sysbench, bench-dsl, then the plain asyncmy loop,
-    so that bench-dsl's cost splits into what the driver takes and what the engine adds."""
+    """With `floor`, each pair is followed by the two floors (plain loops that measure nothing):
+    through asyncmy, and on the raw executor, so that bench-dsl's cost splits into what executing
+    statements takes and what the engine adds."""
     wl = sysbench_workload(test, s.tables, s.table_size)
     text = bench_file(f"{test}-{users}", target, wl, users, s.warmup, s.duration, s.seed, s.workers)
     a_runs: list[Measure] = []
     b_runs: list[Measure] = []
     c_runs: list[Measure] = []
+    d_runs: list[Measure] = []
     for i in range(s.pairs):
         a = run_sysbench(target, test, s.tables, s.table_size, users, s.warmup, s.duration, workdir)
         b, _ = run_bench_dsl(text, f"{test}@{users}", users, s.warmup, s.duration, workdir, env,
@@ -156,11 +158,12 @@ def run_point(target: Target, test: str, users: int, s: Settings, workdir: Path,
         b_runs.append(b)
         line = _pair_line(a, b)
         if floor:
-            c = run_floor(target, users, s.warmup, s.duration, s.tables, s.table_size, workdir)
-            c_runs.append(c)
-            line += " | " + (f"asyncmy loop {c.tps:,.0f} tps cpu/10k {c.cpu_per_10k:.2f}s"
-                             if c.ok and c.tps is not None and c.cpu_per_10k is not None
-                             else f"asyncmy loop FAILED ({(c.error or '').splitlines()[0][:120]})")
+            for mode, runs in (("asyncmy", c_runs), ("raw", d_runs)):
+                c = run_floor(target, users, s.warmup, s.duration, s.tables, s.table_size, workdir, mode)
+                runs.append(c)
+                line += " | " + (f"{mode} loop {c.tps:,.0f} tps cpu/10k {c.cpu_per_10k:.2f}s"
+                                 if c.ok and c.tps is not None and c.cpu_per_10k is not None
+                                 else f"{mode} loop FAILED ({(c.error or '').splitlines()[0][:120]})")
         log(f"{test} {users:>4} users, pair {i + 1}/{s.pairs}: " + line)
     pairs = [(a, b) for a, b in zip(a_runs, b_runs, strict=True) if a.ok and b.ok]
     pa, pb = [p[0] for p in pairs], [p[1] for p in pairs]
@@ -174,18 +177,20 @@ def run_point(target: Target, test: str, users: int, s: Settings, workdir: Path,
     tps_r, cpu_r = ratios["tps"]["median"], ratios["cpu_per_10k_tx"]["median"]
     floor_out: dict[str, Any] | None = None
     if floor:
-        trip = [(a, b, c) for a, b, c in zip(a_runs, b_runs, c_runs, strict=True) if a.ok and b.ok and c.ok]
-        ta, tb, tc = [t[0] for t in trip], [t[1] for t in trip], [t[2] for t in trip]
-        floor_out = {
-            "asyncmy_loop": _side(c_runs),
-            "loop_vs_sysbench": {"tps": ratio_summary([m.tps for m in ta], [m.tps for m in tc]),
-                                 "cpu_per_10k_tx": ratio_summary([m.cpu_per_10k for m in ta],
-                                                                 [m.cpu_per_10k for m in tc])},
-            "bench_dsl_vs_loop": {"tps": ratio_summary([m.tps for m in tc], [m.tps for m in tb]),
-                                  "cpu_per_10k_tx": ratio_summary([m.cpu_per_10k for m in tc],
-                                                                  [m.cpu_per_10k for m in tb])},
-            "runs": [m.to_json() for m in c_runs],
-        }
+        floor_out = {}
+        for key, runs in (("asyncmy_loop", c_runs), ("raw_loop", d_runs)):
+            trip = [(a, b, c) for a, b, c in zip(a_runs, b_runs, runs, strict=True) if a.ok and b.ok and c.ok]
+            ta, tb, tc = [t[0] for t in trip], [t[1] for t in trip], [t[2] for t in trip]
+            floor_out[key] = {
+                **_side(runs),
+                "loop_vs_sysbench": {"tps": ratio_summary([m.tps for m in ta], [m.tps for m in tc]),
+                                     "cpu_per_10k_tx": ratio_summary([m.cpu_per_10k for m in ta],
+                                                                     [m.cpu_per_10k for m in tc])},
+                "bench_dsl_vs_loop": {"tps": ratio_summary([m.tps for m in tc], [m.tps for m in tb]),
+                                      "cpu_per_10k_tx": ratio_summary([m.cpu_per_10k for m in tc],
+                                                                      [m.cpu_per_10k for m in tb])},
+                "each_run": [m.to_json() for m in runs],
+            }
     return {
         "test": test, "users": users, "sysbench": sb, "bench_dsl": bd, "ratios": ratios, "floor": floor_out,
         "goals": {"tps_ratio_at_least": TPS_RATIO_GOAL, "cpu_ratio_at_most": CPU_RATIO_GOAL,

@@ -64,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--users", type=_ints, help="oltp_point_select user counts (default 1,4,16,64,256; quick 4)")
     p.add_argument("--rw-users", type=_ints, help="oltp_read_write user counts, '' for none (default 4,16,64; quick none)")
     p.add_argument("--floor-users", type=_ints,
-                   help="oltp_point_select user counts at which a plain asyncmy loop runs too, the driver's floor "
+                   help="oltp_point_select user counts at which the two floors (plain asyncmy and raw-executor loops) run too "
                         "('' for none; default 1,4; quick 4)")
     p.add_argument("--tables", type=int, help="sysbench tables (default 4; quick 1)")
     p.add_argument("--table-size", type=int, help="rows per table (default 50000; quick 10000)")
@@ -148,7 +148,7 @@ class Harness:
         a, per_run = self.a, self.a.warmup + self.a.duration
         n = 0.0
         if "compare" in a.sections:
-            n += (2 * (len(a.users) + len(a.rw_users)) + len(a.floor_users)) * a.pairs * (per_run + 3) + 20
+            n += (2 * (len(a.users) + len(a.rw_users)) + 2 * len(a.floor_users)) * a.pairs * (per_run + 3) + 20
         if "memory" in a.sections:
             n += 3 * (per_run + 3) + a.memory_users / 100
         if "tpcc" in a.sections:

@@ -134,12 +134,13 @@ def test_quick_benchmark_runs_end_to_end(dsn_url: str, tmp_path: Path) -> None:
     assert point["ratios"]["tps"]["median"] is not None
     assert point["ratios"]["cpu_per_10k_tx"]["median"] is not None
     assert point["bench_dsl"]["errors"] == 0
-    assert point["floor"]["asyncmy_loop"]["ok"] == 1  # --quick runs the driver's floor at its one point
-    assert point["floor"]["bench_dsl_vs_loop"]["tps"]["median"] is not None
+    for loop in ("asyncmy_loop", "raw_loop"):  # --quick runs both floors at its one point
+        assert point["floor"][loop]["ok"] == 1
+        assert point["floor"][loop]["bench_dsl_vs_loop"]["tps"]["median"] is not None
     assert doc["overhead"]["ns_per_tx"] > 0 and doc["server_start"]["seconds"] > 0
     assert doc["memory"]["errors"] == 0 and doc["memory"]["rss_per_user_kib"] > 0
     md = (tmp_path / "latest.md").read_text()
-    assert "## Side by side" in md and "oltp_point_select | 4 |" in md and "## The driver's floor" in md
+    assert "## Side by side" in md and "oltp_point_select | 4 |" in md and "## The floors" in md
     assert len(list(tmp_path.glob("2*.json"))) == 1
 
 
