@@ -164,6 +164,22 @@ def render(doc: dict[str, Any]) -> str:
         out.append("|--:|--:|--:|--:|--:|")
         out.append(f"| {_n(tp['load_s'], 1)} s | {_n(tp['nopm_client_side'])} | {_n(tp['nopm_procedures'])} | "
                    f"{_ratio(tp['procedures_vs_client_side'])} | {tp['errors']} |")
+        if tp.get("modes"):
+            from bench.tpcc import per_new_order_ms
+
+            out.append("\nWhat a new order costs. bench-dsl's rows are medians of this run; the issue's rows were "
+                       "measured on the same kind of machine on another day (NOPM drifts with the machine; CPU per "
+                       "new order much less).\n")
+            out.append("| client | NOPM | client cores | server cores | client CPU ms / new order | "
+                       "server CPU ms / new order |")
+            out.append("|---|--:|--:|--:|--:|--:|")
+            for k, name in (("client_side", "bench-dsl, client-side"), ("procedures", "bench-dsl, procedures = on")):
+                c = tp["modes"][k]
+                out.append(f"| **{name}** | {_n(c['nopm'])} | {_n(c['client_cores'], 2)} | {_n(c['server_cores'], 2)} | "
+                           f"{_n(c['client_ms_per_new_order'], 2)} | {_n(c['server_ms_per_new_order'], 2)} |")
+            for name, (nopm, cc, sc) in tp.get("reference", {}).items():
+                out.append(f"| {name} (issue 3) | {nopm:,} | {cc} | {sc} | {_n(per_new_order_ms(cc, nopm), 2)} | "
+                           f"{_n(per_new_order_ms(sc, nopm), 2)} |")
         out.append(f"\n{tp['note']}.")
     else:
         out.append(str(why))

@@ -73,6 +73,10 @@ class Statement:
         # the hot case, one integer (the point select): a constant header and one pack per execution
         head = self._prefix + b"\x00\x01\x08\x00"
         self._one_int = _HEADER(len(head) + 8) + head if params == 1 else None
+        # every parameter an integer (ranges, updates by key): one header, one pack
+        ints = self._prefix + bytes(self._bitmap) + b"\x01" + b"\x08\x00" * params
+        self._ints_head = _HEADER(len(ints) + 8 * params) + ints
+        self._ints = struct.Struct(f"<{params}q").pack
 
     def one(self, value: int) -> bytes:
         """The packet for a statement whose only parameter is an integer."""
@@ -85,6 +89,11 @@ class Statement:
             raise ValueError(f"{self.params} parameter(s) expected, got {len(values)}")
         if not values:
             return _HEADER(len(self._prefix)) + self._prefix
+        for v in values:
+            if type(v) is not int or not _INT_MIN <= v <= _INT_MAX:
+                break
+        else:
+            return self._ints_head + self._ints(*values)
         nulls = bytearray(self._bitmap)
         types: list[bytes] = []
         data: list[bytes] = []

@@ -39,14 +39,21 @@ CREATE = """CREATE TABLE sbtest{t}(
 BATCH = 1000
 
 
+def _digit_groups(rng: random.Random, groups: int) -> str:
+    # one big random number cut into groups of 11 digits: the same uniform digits as drawing each
+    # group on its own, at a third of the cost (this runs for every row loaded and every update)
+    s = "%0*d" % (11 * groups, rng.randrange(10 ** (11 * groups)))
+    return "-".join([s[i:i + 11] for i in range(0, 11 * groups, 11)])
+
+
 def c_value(rng: random.Random) -> str:
     """10 groups of 11 random digits joined by dashes (119 characters), as sysbench's c column."""
-    return "-".join(f"{rng.randrange(100_000_000_000):011d}" for _ in range(10))
+    return _digit_groups(rng, 10)
 
 
 def pad_value(rng: random.Random) -> str:
     """5 groups of 11 random digits (59 characters), as sysbench's pad column."""
-    return "-".join(f"{rng.randrange(100_000_000_000):011d}" for _ in range(5))
+    return _digit_groups(rng, 5)
 
 
 class Sysbench(Workload):
