@@ -265,14 +265,14 @@ class RawLoop(asyncio.BufferedProtocol):
             if self.state == _ROWS:
                 # the bulk of a range select: step over rows (they start with 0x00) to the EOF / OK
                 # (0xFE) or an error (0xFF) that ends them
-                while end - pos >= 5:
-                    first = b[pos + 4]
-                    if first == 0xFE or first == 0xFF:
+                last = end - 5
+                while pos <= last:
+                    if b[pos + 4] >= 0xFE:
                         break
-                    length = b[pos] | (b[pos + 1] << 8) | (b[pos + 2] << 16)
-                    if end - pos - 4 < length:
+                    nxt = pos + 4 + (b[pos] | (b[pos + 1] << 8) | (b[pos + 2] << 16))
+                    if nxt > end:
                         break
-                    pos += 4 + length
+                    pos = nxt
                 if end - pos < 4:
                     break
             length = b[pos] | (b[pos + 1] << 8) | (b[pos + 2] << 16)
