@@ -15,7 +15,8 @@ from bench_dsl import __version__
 from bench_dsl.errors import BenchError, ExitCode, ScenarioError, UsageError
 from bench_dsl.events import Event, Sink
 from bench_dsl.planner import describe, plan
-from bench_dsl.runner import Options, Run, expand_output
+from bench_dsl.results import expand_output
+from bench_dsl.runner import Options, Run
 from bench_dsl.sinks import ConsoleSink, JsonLinesSink, JsonResultSink
 from bench_dsl.validate import load
 

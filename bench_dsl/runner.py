@@ -5,12 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime as dt
 import os
-import platform
-import re
 import signal
-import socket
 import time
 import traceback
 from collections import Counter
@@ -18,10 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import asyncmy
-import psutil
 
-from bench_dsl import __version__
 from bench_dsl import model as m
+from bench_dsl import results
 from bench_dsl.conditions import Verdict, WindowedConditions, judge, show, show_limit
 from bench_dsl.cpu import CpuSampler
 from bench_dsl.dsn import redact
@@ -36,7 +31,6 @@ from bench_dsl.users import SCENARIO_ERRORS
 from bench_dsl.workloads.base import Progress, error_code
 
 TARGET_TIMEOUT = 10.0  # seconds without a connection before the target counts as lost
-RESULT_SCHEMA = "https://bench-dsl.dev/schema/result-v1.json"
 # Ctrl-C, kill, and a closed terminal or ssh session: each stops the run and writes what was measured.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -53,23 +47,6 @@ class Options:
     workers: int | None = None  # --workers overrides the file (0: auto); None: the file's setting
     # Users never share the event loop of a live screen: with one worker, it is still a process
     isolate_users: bool = False
-
-
-def machine_info() -> dict[str, object]:
-    cpu_model = platform.processor()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu_model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu_model)
-    except OSError:
-        pass
-    return {
-        "hostname": socket.gethostname(), "platform": platform.platform(), "python": platform.python_version(),
-        "cpu_model": cpu_model, "cpu_count": psutil.cpu_count(), "memory_bytes": psutil.virtual_memory().total,
-    }
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
 class Run:
@@ -190,7 +167,7 @@ class Run:
             except (NotImplementedError, RuntimeError):
                 pass
         self.t0 = time.monotonic()
-        started = _now()
+        started = results.now()
         self.doc = self._document(started)
         try:
             await self._execute()
@@ -271,7 +248,7 @@ class Run:
             "settings": [a.to_json() for a in applied],
         }
         self.emit("started", scenario=sc.name, target=dsn.redacted(), server_version=info.version,
-                  embedded=self.server is not None, plan=self._plan_json(), transactions=list(self.names),
+                  embedded=self.server is not None, plan=results.plan_json(self.plan, self.opt.time_scale, self.opt.max_steps), transactions=list(self.names),
                   conditions=[c.text for c in sc.stop],
                   condition_specs=[{"text": c.text, "resolved": c.resolved, "kind": c.kind, "metric": c.metric.label(),
                                     "op": c.op, "limit": show_limit(c), "unit": c.unit, "window_s": c.window}
@@ -559,52 +536,15 @@ class Run:
         self.log(f"target lost: {why}", "error")
 
     # results -----------------------------------------------------------------------------------
-    def _plan_json(self) -> dict[str, Any]:
-        return {"steps": self.plan.steps, "seconds": self.plan.seconds,
-                "phases": [{"kind": p.kind, "step": p.step, "users": p.users, "users_end": p.users_end,
-                            "seconds": p.seconds} for p in self.plan.phases],
-                "time_scale": self.opt.time_scale, "max_steps": self.opt.max_steps}
-
     def _document(self, started: str) -> dict[str, Any]:
-        sc = self.sc
-        return {
-            "$schema": RESULT_SCHEMA, "format": "bench-dsl-result", "format_version": 1,
-            "tool": {"name": "bench-dsl", "version": __version__},
-            "status": "running", "exit_code": None, "started_at": started, "finished_at": None,
-            "elapsed_s": 0.0,
-            "scenario": {"name": sc.name, "file": sc.file, "text": self._scrub(sc.text),
-                         "parameters": {k: self._scrub(str(v)) if isinstance(v, str) else v
-                                        for k, v in sc.parameters.items()},
-                         "seed": sc.seed, "workload": self.workload.description() | {"transactions": list(self.names)},
-                         "stop": [c.text for c in sc.stop], "expect": [c.text for c in sc.expect],
-                         "plan": self._plan_json()},
-            "machine": machine_info(), "server": None, "prepare": None, "workers": None,
-            "steps": [], "intervals": [], "stop": None,
-            "saturation": None, "expect": [], "summary": None, "errors": [], "warnings": [],
-        }
+        return results.new_document(self.sc, self.workload.description(), self.names, self.plan, self.opt.time_scale,
+                                    self.opt.max_steps, started, self._scrub)
 
     def _fill_document(self) -> None:
-        d = self.doc
-        d["status"] = self.status
-        d["elapsed_s"] = round(self.elapsed(), 3)
-        d["steps"] = self.steps
-        d["intervals"] = self.intervals
-        d["stop"] = self.stop_reason
-        d["errors"] = [{"code": k, "count": v, "message": self.error_messages.get(k, "")}
-                       for k, v in sorted(self.errors.items())]
-        d["warnings"] = self.warnings
-        d["summary"] = self.run_agg.summary() | {"histograms": self.run_agg.histograms()} if self.run_agg.ticks else None
-        complete = [s for s in self.steps if s["complete"]]
-        fired = bool(self.stop_reason and self.stop_reason.get("reason") == "stop_condition")
-        if fired:
-            reason = f"stopped by: {self.stop_reason['condition']}"  # type: ignore[index]
-        elif self.stop_reason:
-            reason = f"run ended early ({self.stop_reason['reason']})"  # type: ignore[index]
-        else:
-            reason = "no stop condition fired up to the last step"
-        d["saturation"] = {"users": self.saturation_users, "step": self.saturation_step, "saturated": fired,
-                           "condition": self.stop_reason.get("condition") if fired else None,  # type: ignore[union-attr]
-                           "reason": reason, "steps_completed": len(complete)}
+        results.fill(self.doc, status=self.status, elapsed_s=self.elapsed(), steps=self.steps,
+                     intervals=self.intervals, stop_reason=self.stop_reason, errors=self.errors,
+                     error_messages=self.error_messages, warnings=self.warnings, run_agg=self.run_agg,
+                     saturation_users=self.saturation_users, saturation_step=self.saturation_step)
 
     def _log_report(self, report: dict[str, Any]) -> None:
         if "mix" in report:
@@ -624,25 +564,12 @@ class Run:
         if self.status == "running":
             self.status = {"interrupted": "interrupted", "target_failed": "target_failed",
                            "scenario_error": "scenario_error", "stop_condition": "completed"}.get(reason, "completed")
-        expect_results = []
-        for c in self.sc.expect:
-            if c.metric.name == "saturation":
-                value: float | None = float(self.saturation_users) if self.saturation_users is not None else None
-            else:
-                value = self.run_agg.value(c.metric) if self.run_agg.ticks else None
-            ok = value is not None and c.holds(value)
-            expect_results.append({"expect": c.text, "value": show(value, c) if c.metric.name != "saturation"
-                                   else value, "limit": show_limit(c), "unit": c.unit, "passed": ok})
+        expect_results = results.expectations(self.sc.expect, self.saturation_users, self.run_agg)
         self.doc["expect"] = expect_results
-        if self.status == "interrupted":
-            sig = (self.stop_reason or {}).get("signal")
-            self.exit_code = {"SIGTERM": ExitCode.TERMINATED, "SIGHUP": ExitCode.HANGUP}.get(sig, ExitCode.INTERRUPTED)
-        elif self.status == "target_failed":
-            self.exit_code = ExitCode.TARGET_FAILED
-        elif self.status == "scenario_error":
-            self.exit_code = ExitCode.BAD_SCENARIO
-        elif self.status in ("completed", "prepared") and any(not e["passed"] for e in expect_results):
-            self.exit_code = ExitCode.EXPECT_FAILED
+        code = results.exit_code(self.status, self.stop_reason, expect_results)
+        if code is not None:
+            self.exit_code = code
+        if self.exit_code == ExitCode.EXPECT_FAILED:
             for e in expect_results:
                 if not e["passed"]:
                     self.log(f"expectation failed: {e['expect']} (measured {e['value']})", "error")
@@ -653,10 +580,10 @@ class Run:
                 self.doc["workload_report"] = report
                 self._log_report(report)
         self.doc["exit_code"] = int(self.exit_code)
-        self.doc["finished_at"] = _now()
+        self.doc["finished_at"] = results.now()
         self.emit("checkpoint", document=self.doc)
         self.emit("finished", status=self.status, exit_code=int(self.exit_code), saturation=self.doc["saturation"],
-                  stop=self.stop_reason, expect=expect_results, summary=_light(self.doc["summary"]),
+                  stop=self.stop_reason, expect=expect_results, summary=results.light(self.doc["summary"]),
                   elapsed_s=self.doc["elapsed_s"])
 
 
@@ -681,19 +608,3 @@ def _tick_figures(tick: Tick) -> dict[str, Any]:
     if no is not None:
         out["nopm"] = round((no.count - no.rollbacks) * 60 / secs, 1)
     return out
-
-
-def _light(summary: dict[str, Any] | None) -> dict[str, Any] | None:
-    if summary is None:
-        return None
-    return {k: v for k, v in summary.items() if k != "histograms"}
-
-
-def safe_name(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "scenario"
-
-
-def expand_output(template: str, sc: m.Scenario, when: dt.datetime | None = None) -> str:
-    when = when or dt.datetime.now()
-    return template.format(scenario=safe_name(sc.name), time=when.strftime("%Y%m%d-%H%M%S"), seed=sc.seed)
-

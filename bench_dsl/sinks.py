@@ -43,6 +43,7 @@ class JsonResultSink:
         self._pending: dict[str, Any] | None = None
         self._error: BaseException | None = None
         self._closed = False
+        self._encoded: list[str] = []  # the intervals written so far, each encoded once
         self._cond = threading.Condition()
         self._thread = threading.Thread(target=self._write_loop, name="json-result", daemon=True)
         self._thread.start()
@@ -68,10 +69,26 @@ class JsonResultSink:
                 # json's C encoder only runs without indent: a long run's document is rewritten
                 # every interval, so checkpoints are compact and only the final one is indented
                 final = doc.get("status") != "running"
-                write_atomically(self.path, json.dumps(doc, indent=1 if final else None, default=str) + "\n")
+                text = json.dumps(doc, indent=1, default=str) if final else self._compact(doc)
+                write_atomically(self.path, text + "\n")
                 self._error = None
             except Exception as exc:  # reported by close(): the run must not die of a full disk
                 self._error = exc
+
+    _INTERVALS = "\x00intervals\x00"
+
+    def _compact(self, doc: dict[str, Any]) -> str:
+        """The document without indent. Intervals are only ever appended, so each is encoded once:
+        a long run's checkpoint costs what is new, not the whole history again (the encoder holds
+        the interpreter lock, which a single-process run's users need)."""
+        intervals = doc.get("intervals")
+        if not isinstance(intervals, list):
+            return json.dumps(doc, default=str)
+        if len(intervals) < len(self._encoded):  # not the same run's list: start again
+            self._encoded = []
+        self._encoded += [json.dumps(i, default=str) for i in intervals[len(self._encoded):]]
+        head = json.dumps(doc | {"intervals": self._INTERVALS}, default=str)
+        return head.replace(json.dumps(self._INTERVALS), "[" + ",".join(self._encoded) + "]", 1)
 
     def close(self) -> None:
         with self._cond:

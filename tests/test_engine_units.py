@@ -156,3 +156,33 @@ def test_recorder_counts_exactly_what_a_histogram_would() -> None:
     assert a.hist.get_total_count() == direct.get_total_count()
     assert stats["b"].count == 0 and stats["b"].errors == {1213: 1} and stats["b"].retries == 1
     assert rec.swap()["a"].count == 0  # a swap starts afresh
+
+
+def test_result_checkpoints_encode_each_interval_once_and_read_back_whole(tmp_path) -> None:
+    import json
+    import time
+
+    from bench_dsl.events import Event
+    from bench_dsl.sinks import JsonResultSink
+
+    path = tmp_path / "r.json"
+    sink = JsonResultSink(path)
+    intervals: list[dict[str, object]] = []
+    doc: dict[str, object] = {"status": "running", "intervals": intervals, "name": 'a "quoted" name'}
+    for i in range(30):
+        intervals.append({"t": i, "tps": i * 1.5, "note": "\x00intervals\x00" if i == 3 else None})
+        sink.emit(Event("checkpoint", {"document": doc}))
+        if i % 10 == 9:  # let the writer catch up: what it wrote must read back as the document
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline and not (
+                    path.exists() and len(json.loads(path.read_text())["intervals"]) == i + 1):
+                time.sleep(0.01)
+            assert json.loads(path.read_text()) == doc
+    sink.close()
+    assert json.loads(path.read_text()) == doc
+    assert len(sink._encoded) == 30  # each interval encoded once, whatever the number of checkpoints
+    doc["status"] = "completed"  # the final document: indented, whole
+    sink = JsonResultSink(path)
+    sink.emit(Event("checkpoint", {"document": doc}))
+    sink.close()
+    assert json.loads(path.read_text()) == doc and "\n " in path.read_text()
