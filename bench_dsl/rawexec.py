@@ -26,6 +26,7 @@ COM_STMT_EXECUTE = 0x17
 
 # what the owner of the loop decides after an error
 RETRY, NEXT, RECONNECT = 0, 1, 2
+_NO_MORE_ATTEMPTS = 1 << 30
 
 _HEADER = struct.Struct("<I").pack  # 3-byte payload length, sequence id 0 in the high byte
 _Q = struct.Struct("<q").pack
@@ -123,6 +124,24 @@ class Statement:
 Program = Callable[[int], Sequence[bytes]]
 
 _FIRST, _COLUMNS, _COLUMNS_EOF, _ROWS = 0, 1, 2, 3
+# a point select's reply is ~100 bytes: a thousand users should not each hold asyncmy's 256 KiB
+# twice; the buffer doubles when a reply needs it
+_FIRST_BUFFER = 16 * 1024
+_MORE_RESULTS = 0x0008  # SERVER_MORE_RESULTS_EXISTS: another result of the same statement follows
+
+
+def _skip_lenenc(b: bytearray, p: int) -> int:
+    v = b[p]
+    return p + (1 if v < 0xFB else 3 if v == 0xFC else 4 if v == 0xFD else 9)
+
+
+def _more_results(b: bytearray, start: int, length: int) -> bool:
+    """Whether the OK or EOF packet at `start` says another result follows (a CALL's results)."""
+    if b[start] == 0xFE and length < 7:  # a classic EOF: 0xFE, warnings, status
+        p = start + 3
+    else:  # an OK packet (header 0x00, or 0xFE when it ends rows): affected rows, insert id, status
+        p = _skip_lenenc(b, _skip_lenenc(b, start + 1))
+    return p + 1 < start + length and bool(b[p] & _MORE_RESULTS)
 
 
 class RawLoop(asyncio.BufferedProtocol):
@@ -141,7 +160,7 @@ class RawLoop(asyncio.BufferedProtocol):
         self.should_stop = should_stop
         self.record_ok = record_ok
         self.on_error = on_error
-        self.buf = bytearray(1 << 18)
+        self.buf = bytearray(_FIRST_BUFFER)
         self.view = memoryview(self.buf)
         self.end = 0  # bytes in buf
         self.pos = 0  # first byte not yet parsed
@@ -160,6 +179,8 @@ class RawLoop(asyncio.BufferedProtocol):
         """Transactions until stopped; True when the connection must be replaced."""
         loop = asyncio.get_running_loop()
         self.done = loop.create_future()
+        if self.transport.is_closing():  # lost before we got it: no connection_lost will come
+            return True
         self._driver_protocol = self.transport.get_protocol()
         self.transport.set_protocol(self)
         try:
@@ -194,6 +215,8 @@ class RawLoop(asyncio.BufferedProtocol):
 
     def _start_attempt(self) -> None:
         self.packets = self.program(self.tx)
+        if not self.packets:
+            raise ValueError("a transaction without statements")
         self.k = 0
         self.state = _FIRST
         self.transport.write(self.packets[0])
@@ -216,7 +239,7 @@ class RawLoop(asyncio.BufferedProtocol):
         if self.failed is not None:  # the ROLLBACK itself failed: the session is in doubt
             code, message = self.failed
             self.failed = None
-            self.on_error(self.tx, code, message, self.attempt)
+            self.on_error(self.tx, code, message, _NO_MORE_ATTEMPTS)  # counted as an error, never retried
             self._finish(True)
             return
         if self.k > 0 and self.packets[0] is BEGIN:
@@ -239,12 +262,13 @@ class RawLoop(asyncio.BufferedProtocol):
     # -- asyncio.BufferedProtocol --------------------------------------------------------------
 
     def get_buffer(self, sizehint: int) -> memoryview:
-        if len(self.buf) - self.end < 65536:
+        room = len(self.buf) // 4  # read at least this much at a time
+        if len(self.buf) - self.end < room:
             if self.pos:  # drop what has been parsed
                 rest = self.end - self.pos
                 self.buf[:rest] = self.buf[self.pos:self.end]
                 self.pos, self.end = 0, rest
-            if len(self.buf) - self.end < 65536:  # a large reply: a new buffer, twice the size
+            if len(self.buf) - self.end < room:  # a large reply: a new buffer, twice the size
                 bigger = bytearray(2 * len(self.buf))
                 bigger[:self.end] = self.buf[:self.end]
                 self.buf, self.view = bigger, memoryview(bigger)
@@ -267,8 +291,8 @@ class RawLoop(asyncio.BufferedProtocol):
                 # (0xFE) or an error (0xFF) that ends them
                 last = end - 5
                 while pos <= last:
-                    if b[pos + 4] >= 0xFE:
-                        break
+                    if b[pos + 4] >= 0xFE or b[pos] == b[pos + 1] == b[pos + 2] == 0xFF:
+                        break  # the end, an error, or a 16 MiB packet (left to the checks below)
                     nxt = pos + 4 + (b[pos] | (b[pos + 1] << 8) | (b[pos + 2] << 16))
                     if nxt > end:
                         break
@@ -293,6 +317,8 @@ class RawLoop(asyncio.BufferedProtocol):
                 continue
             if state == _FIRST:
                 if first == 0x00 or first == 0xFE:  # OK: a statement without a result set
+                    if _more_results(b, start, length):
+                        continue
                     self.pos = pos
                     self._reply_ok()
                     pos = self.pos
@@ -308,6 +334,9 @@ class RawLoop(asyncio.BufferedProtocol):
             elif state == _COLUMNS_EOF:
                 self.state = _ROWS
             elif first == 0xFE:  # the EOF / OK after the rows
+                if _more_results(b, start, length):
+                    self.state = _FIRST
+                    continue
                 self.pos = pos
                 self._reply_ok()
                 pos = self.pos
@@ -322,5 +351,9 @@ class RawLoop(asyncio.BufferedProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         d = self.done
         if d is not None and not d.done():
-            self.on_error(self.tx, 2013, f"Lost connection to server during query ({exc or 'closed'})", self.attempt)
-            self._finish(True)
+            try:
+                self.on_error(self.tx, 2013, f"Lost connection to server during query ({exc or 'closed'})",
+                              _NO_MORE_ATTEMPTS)
+                self._finish(True)
+            except Exception as err:  # a defect in the policy: the run must hear of it
+                self._finish(True, err)

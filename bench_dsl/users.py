@@ -120,6 +120,7 @@ class UserPool:
         total = cum[-1]
         conn: asyncmy.Connection | None = None
         program: Program | None = None
+        raw: RawLoop | None = None
         backoff = 0.1
         i = 0
         try:
@@ -143,14 +144,16 @@ class UserPool:
                         try:
                             program = await u.session.raw_program(conn)
                         except (asyncmy.errors.MySQLError, OSError, EOFError, asyncio.IncompleteReadError) as exc:
-                            # preparing failed: counted as the first transaction failing, as the driver path would
-                            if self._failed(0, error_code(exc), _message(exc), 1 << 30, _connected(conn)) == RECONNECT:
+                            # Nothing counted here: on a live connection the driver path runs, meets the
+                            # same statement and reports it under the transaction it belongs to.
+                            program = None
+                            if error_code(exc) in CONNECTION_LOST or not _connected(conn):
                                 _close(conn)
                                 conn = None
                                 u.session.forget()
-                            continue
+                                continue
                 if program is not None:
-                    loop = RawLoop(conn._transport, conn._deprecate_eof, program,  # type: ignore[attr-defined]
+                    raw = loop = RawLoop(conn._transport, conn._deprecate_eof, program,  # type: ignore[attr-defined]
                                    (lambda: 0) if ntx == 1 else (lambda: _pick(u.rng, cum, total)),
                                    lambda: u.stop, rec.ok, self._failed)
                     if await loop.run():
@@ -192,7 +195,7 @@ class UserPool:
             # not go on counting a user that no longer exists
             u.stop = True
             if self.fatal is None:
-                self.fatal = (-1, f"{type(exc).__name__}: {exc}", wl.names[i])
+                self.fatal = (-1, f"{type(exc).__name__}: {exc}", wl.names[raw.tx if raw is not None else i])
         finally:
             u.connected.set()
             if conn is not None:

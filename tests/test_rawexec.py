@@ -199,3 +199,33 @@ def test_both_ways_of_running_statements_measure_the_same_thing(test: str, dsn_u
         tx = s["transactions"][test]
         assert tx["count"] > 100 and s["errors"] == 0
         assert tx["qps"] == pytest.approx(tx["tps"] * (1 if test == "oltp_point_select" else 20), rel=0.01)
+
+
+async def test_a_procedure_with_results_keeps_the_loop_in_step(db: Dsn) -> None:
+    """CALL of a procedure that selects sends a result set, then its own OK (more results flagged)."""
+    conn = await connect(db, db.database)
+    try:
+        async with conn.cursor() as cur:
+            await cur.execute("DROP PROCEDURE IF EXISTS raw_p")
+            await cur.execute("CREATE PROCEDURE raw_p(IN x INT) BEGIN SELECT c FROM raw_t WHERE id = x; "
+                              "SELECT k FROM raw_t WHERE id BETWEEN x AND x + 50; UPDATE raw_t SET k = k + 1 WHERE id = 7; END")
+        call = _stmt(await conn.prepare("CALL raw_p(?)"))
+        sel = _stmt(await conn.prepare("SELECT id FROM raw_t WHERE id = ?"))
+        run = _Run(conn, lambda tx: [call.one(1), sel.one(2)], 200)
+        assert await run.loop.run() is False
+        assert len(run.ok) == 200 and not run.errors
+        async with conn.cursor() as cur:  # the driver's connection is in step: no reply left unread
+            await cur.execute("SELECT k FROM raw_t WHERE id = 7")
+            assert await cur.fetchone() == (200,)
+    finally:
+        conn.close()
+
+
+async def test_a_transaction_without_statements_is_a_defect_not_a_hang(db: Dsn) -> None:
+    conn = await connect(db, db.database)
+    try:
+        run = _Run(conn, lambda tx: [], 5)
+        with pytest.raises(ValueError, match="without statements"):
+            await run.loop.run()
+    finally:
+        conn.close()
