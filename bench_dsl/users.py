@@ -153,10 +153,10 @@ class UserPool:
                                 u.session.forget()
                                 continue
                 if program is not None:
-                    raw = loop = RawLoop(conn._transport, conn._deprecate_eof, program,  # type: ignore[attr-defined]
-                                   (lambda: 0) if ntx == 1 else (lambda: _pick(u.rng, cum, total)),
-                                   lambda: u.stop, rec.ok, self._failed)
-                    if await loop.run():
+                    raw = RawLoop(conn._transport, conn._deprecate_eof, program,  # type: ignore[attr-defined]
+                                  (lambda: 0) if ntx == 1 else (lambda: _pick(u.rng, cum, total)),
+                                  lambda: u.stop, rec.ok, self._failed)
+                    if await raw.run():
                         _close(conn)
                         conn = None
                         u.session.forget()
