@@ -30,12 +30,12 @@ async def _user(args: dict[str, object], tables: int, size: int, seed: int, box:
     try:
         stmts = [await conn.prepare(f"SELECT c FROM sbtest{t} WHERE id=?") for t in range(1, tables + 1)]
         if mode == "raw":
-            raw = [Statement(st._statement_id, 1) for st in stmts]
+            raw = [Statement.of(st) for st in stmts]
 
             def count(i: int, us: int, q: int) -> None:
                 box[0] += 1
 
-            await RawLoop(conn._transport, conn._deprecate_eof,
+            await RawLoop(conn,
                           lambda tx: (raw[rng.randrange(tables)].one(rng.randint(1, size)),),
                           lambda: 0, stop.is_set, count, lambda *a: RECONNECT).run()
             return

@@ -68,22 +68,25 @@ class Statement:
 
     def __init__(self, statement_id: int, params: int) -> None:
         self.params = params
+        self._single_int = params == 1
         # statement id, no cursor, one iteration; then the NULL bitmap, and types with every execute
         self._prefix = bytes((COM_STMT_EXECUTE,)) + struct.pack("<IBI", statement_id, 0, 1)
         self._bitmap = (params + 7) // 8
-        # the hot case, one integer (the point select): a constant header and one pack per execution
-        head = self._prefix + b"\x00\x01\x08\x00"
-        self._one_int = _HEADER(len(head) + 8) + head if params == 1 else None
-        # every parameter an integer (ranges, updates by key): one header, one pack
+        # every parameter an integer (point selects, ranges, updates by key): one header, one pack
         ints = self._prefix + bytes(self._bitmap) + b"\x01" + b"\x08\x00" * params
         self._ints_head = _HEADER(len(ints) + 8 * params) + ints
         self._ints = struct.Struct(f"<{params}q").pack
 
+    @classmethod
+    def of(cls, prepared: Any) -> Statement:
+        """The encoder of a statement asyncmy prepared (`Connection.prepare`)."""
+        return cls(prepared._statement_id, prepared.parameter_count)
+
     def one(self, value: int) -> bytes:
-        """The packet for a statement whose only parameter is an integer."""
-        if self._one_int is None or not _INT_MIN <= value <= _INT_MAX:
+        """The packet for a statement whose only parameter is an integer (the hot case)."""
+        if not self._single_int or not _INT_MIN <= value <= _INT_MAX:
             return self.packet(value)
-        return self._one_int + _Q(value)
+        return self._ints_head + _Q(value)
 
     def packet(self, *values: object) -> bytes:
         if len(values) != self.params:
@@ -145,16 +148,15 @@ def _more_results(b: bytearray, start: int, length: int) -> bool:
 
 
 class RawLoop(asyncio.BufferedProtocol):
-    """Runs one user's transactions on an established connection until told to stop, an error
-    asks for a new connection, or the connection is lost. Borrows the connection's transport and
-    gives it back to the driver's own protocol when done."""
+    """Runs one user's transactions on an established asyncmy connection until told to stop, an
+    error asks for a new connection, or the connection is lost. Borrows the connection's transport
+    and gives it back to the driver's own protocol when done."""
 
-    def __init__(self, transport: asyncio.Transport, deprecate_eof: bool, program: Program,
-                 pick: Callable[[], int], should_stop: Callable[[], bool],
+    def __init__(self, conn: Any, program: Program, pick: Callable[[], int], should_stop: Callable[[], bool],
                  record_ok: Callable[[int, int, int], None],
                  on_error: Callable[[int, int, str, int], int]) -> None:
-        self.transport = transport
-        self.deprecate_eof = deprecate_eof
+        self.transport: asyncio.Transport = conn._transport
+        self.deprecate_eof: bool = conn._deprecate_eof  # no EOF packet between column definitions and rows
         self.program = program
         self.pick = pick
         self.should_stop = should_stop
@@ -309,19 +311,14 @@ class RawLoop(asyncio.BufferedProtocol):
             pos = start + length
             state = self.state
             if first == 0xFF and state != _COLUMNS:
-                self.pos = pos
                 code = b[start + 1] | (b[start + 2] << 8)
                 text = bytes(b[start + 9:pos]) if length > 9 and b[start + 3] == 0x23 else bytes(b[start + 3:pos])
                 self._reply_error(code, text.decode("utf-8", "replace"))
-                pos = self.pos
                 continue
             if state == _FIRST:
                 if first == 0x00 or first == 0xFE:  # OK: a statement without a result set
-                    if _more_results(b, start, length):
-                        continue
-                    self.pos = pos
-                    self._reply_ok()
-                    pos = self.pos
+                    if not _more_results(b, start, length):
+                        self._reply_ok()
                     continue
                 if first == 0xFB:
                     raise ValueError("LOCAL INFILE request: not supported by the raw executor")
@@ -336,10 +333,8 @@ class RawLoop(asyncio.BufferedProtocol):
             elif first == 0xFE:  # the EOF / OK after the rows
                 if _more_results(b, start, length):
                     self.state = _FIRST
-                    continue
-                self.pos = pos
-                self._reply_ok()
-                pos = self.pos
+                else:
+                    self._reply_ok()
         if pos == end:
             self.pos = self.end = 0
         else:

@@ -146,15 +146,13 @@ class UserPool:
                         except (asyncmy.errors.MySQLError, OSError, EOFError, asyncio.IncompleteReadError) as exc:
                             # Nothing counted here: on a live connection the driver path runs, meets the
                             # same statement and reports it under the transaction it belongs to.
-                            program = None
                             if error_code(exc) in CONNECTION_LOST or not _connected(conn):
                                 _close(conn)
                                 conn = None
                                 u.session.forget()
                                 continue
                 if program is not None:
-                    raw = RawLoop(conn._transport, conn._deprecate_eof, program,  # type: ignore[attr-defined]
-                                  (lambda: 0) if ntx == 1 else (lambda: _pick(u.rng, cum, total)),
+                    raw = RawLoop(conn, program, (lambda: 0) if ntx == 1 else (lambda: _pick(u.rng, cum, total)),
                                   lambda: u.stop, rec.ok, self._failed)
                     if await raw.run():
                         _close(conn)

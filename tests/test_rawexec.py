@@ -60,7 +60,7 @@ async def db(server: tuple[Dsn, object]) -> Dsn:
 
 
 def _stmt(prepared: object) -> Statement:
-    return Statement(prepared._statement_id, prepared.parameter_count)  # type: ignore[attr-defined]
+    return Statement.of(prepared)
 
 
 async def _scalar(dsn: Dsn, sql: str) -> int:
@@ -83,7 +83,7 @@ class _Run:
         self.errors: list[tuple[int, int, str, int]] = []
         self.limit = limit
         self.verdict = verdict
-        self.loop = RawLoop(conn._transport, conn._deprecate_eof, program, lambda: 0,
+        self.loop = RawLoop(conn, program, lambda: 0,
                             lambda: len(self.ok) + len(self.errors) >= self.limit,
                             lambda i, us, q: self.ok.append((i, us, q)), self._error)
 
@@ -137,7 +137,7 @@ async def test_replies_larger_than_the_buffer(db: Dsn) -> None:
         # larger than the buffer
         rng = _stmt(await conn.prepare("SELECT c FROM raw_t WHERE id BETWEEN ? AND ?"))
         big = _stmt(await conn.prepare("SELECT REPEAT('y', ?)"))
-        first = len(RawLoop(conn._transport, True, lambda tx: (), lambda: 0, lambda: True, print, print).buf)
+        first = len(RawLoop(conn, lambda tx: (), lambda: 0, lambda: True, print, print).buf)
         run = _Run(conn, lambda tx: [rng.packet(1, 6000), big.one(3 * first), rng.packet(1, 1)], 5)
         assert await run.loop.run() is False
         assert len(run.ok) == 5 and not run.errors

@@ -142,7 +142,7 @@ class _CustomSession(Session):
                 st = self.stmts.get(sql)
                 if st is None:
                     st = self.stmts[sql] = await conn.prepare(sql)
-                steps.append((Statement(st._statement_id, st.parameter_count), params))
+                steps.append((Statement.of(st), params))
             plans.append((gens, steps, trx))
         rng = self.rng
 

@@ -225,7 +225,7 @@ class _SysbenchSession(Session):
         for key in keys:
             for t in range(1, self.tables + 1):
                 st = await self._stmt(conn, key, t)
-                raw[(key, t)] = Statement(st._statement_id, st.parameter_count)
+                raw[(key, t)] = Statement.of(st)
         if self.point_only:
             points = [raw[("point_selects", t)] if t else None for t in range(self.tables + 1)]
             table, get_id = self._table, self.get_id
