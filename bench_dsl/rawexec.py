@@ -126,7 +126,8 @@ class Statement:
 # When the first is BEGIN, a failure inside it is followed by ROLLBACK before anything else.
 Program = Callable[[int], Sequence[bytes]]
 
-_FIRST, _COLUMNS, _COLUMNS_EOF, _ROWS = 0, 1, 2, 3
+# where the parser is inside a reply: at its first packet, among the column definitions, in the rows
+_FIRST, _COLUMNS, _ROWS = 0, 1, 2
 # a point select's reply is ~100 bytes: a thousand users should not each hold asyncmy's 256 KiB
 # twice; the buffer doubles when a reply needs it
 _FIRST_BUFFER = 16 * 1024
@@ -138,13 +139,13 @@ def _skip_lenenc(b: bytearray, p: int) -> int:
     return p + (1 if v < 0xFB else 3 if v == 0xFC else 4 if v == 0xFD else 9)
 
 
-def _more_results(b: bytearray, start: int, length: int) -> bool:
-    """Whether the OK or EOF packet at `start` says another result follows (a CALL's results)."""
-    if b[start] == 0xFE and length < 7:  # a classic EOF: 0xFE, warnings, status
-        p = start + 3
-    else:  # an OK packet (header 0x00, or 0xFE when it ends rows): affected rows, insert id, status
-        p = _skip_lenenc(b, _skip_lenenc(b, start + 1))
-    return p + 1 < start + length and bool(b[p] & _MORE_RESULTS)
+def _status_at(b: bytearray, start: int, length: int) -> int:
+    """Where the status flags of the OK or EOF packet at `start` are."""
+    if length < 7 or (b[start + 1] < 0xFB and b[start + 2] < 0xFB):
+        # a classic EOF (0xFE, warnings, status), or an OK whose affected rows and insert id
+        # take one byte each: the usual case, without a call per field
+        return start + 3
+    return _skip_lenenc(b, _skip_lenenc(b, start + 1))
 
 
 class RawLoop(asyncio.BufferedProtocol):
@@ -220,7 +221,6 @@ class RawLoop(asyncio.BufferedProtocol):
         if not self.packets:
             raise ValueError("a transaction without statements")
         self.k = 0
-        self.state = _FIRST
         self.transport.write(self.packets[0])
 
     def _reply_ok(self) -> None:
@@ -231,7 +231,6 @@ class RawLoop(asyncio.BufferedProtocol):
             return
         self.k += 1
         if self.k < len(self.packets):
-            self.state = _FIRST
             self.transport.write(self.packets[self.k])
             return
         self.record_ok(self.tx, (time.perf_counter_ns() - self.t0) // 1000, len(self.packets))
@@ -246,7 +245,6 @@ class RawLoop(asyncio.BufferedProtocol):
             return
         if self.k > 0 and self.packets[0] is BEGIN:
             self.failed = (code, message)
-            self.state = _FIRST
             self.transport.write(ROLLBACK)
             return
         self._after_error(code, message)
@@ -264,6 +262,8 @@ class RawLoop(asyncio.BufferedProtocol):
     # -- asyncio.BufferedProtocol --------------------------------------------------------------
 
     def get_buffer(self, sizehint: int) -> memoryview:
+        if not self.end:  # everything parsed (the usual case): the whole buffer
+            return self.view
         room = len(self.buf) // 4  # read at least this much at a time
         if len(self.buf) - self.end < room:
             if self.pos:  # drop what has been parsed
@@ -285,60 +285,58 @@ class RawLoop(asyncio.BufferedProtocol):
             self.transport.close()
 
     def _parse(self) -> None:
+        # Every reply is walked packet by packet, but only the packets that decide something are
+        # looked into: the first (OK, error, or a result set's column count) and the one after the
+        # rows. Column definitions and rows are stepped over by their headers. This runs once per
+        # packet received, so it is written for the interpreter: locals, no calls on the way.
         b = self.buf
         pos, end = self.pos, self.end
+        state, left = self.state, self.columns_left
         while end - pos >= 4:
-            if self.state == _ROWS:
-                # the bulk of a range select: step over rows (they start with 0x00) to the EOF / OK
-                # (0xFE) or an error (0xFF) that ends them
-                last = end - 5
-                while pos <= last:
-                    if b[pos + 4] >= 0xFE or b[pos] == b[pos + 1] == b[pos + 2] == 0xFF:
-                        break  # the end, an error, or a 16 MiB packet (left to the checks below)
-                    nxt = pos + 4 + (b[pos] | (b[pos + 1] << 8) | (b[pos + 2] << 16))
-                    if nxt > end:
-                        break
-                    pos = nxt
-                if end - pos < 4:
-                    break
             length = b[pos] | (b[pos + 1] << 8) | (b[pos + 2] << 16)
-            if end - pos - 4 < length:
-                break
-            if length == _MAX_PAYLOAD:
-                raise ValueError("a reply of 16 MiB or more: not supported by the raw executor")
-            first = b[pos + 4] if length else 0
             start = pos + 4
-            pos = start + length
-            state = self.state
-            if first == 0xFF and state != _COLUMNS:
+            nxt = start + length
+            if nxt > end:
+                break
+            if not 0 < length < _MAX_PAYLOAD:  # only a 16 MiB packet's continuation can be empty
+                raise ValueError("a reply of 16 MiB or more: not supported by the raw executor")
+            first = b[start]
+            if state == _ROWS:
+                if first < 0xFE:  # a row (binary rows start with 0x00)
+                    pos = nxt
+                    continue
+            elif state == _COLUMNS:  # a column definition, or the EOF after them before DEPRECATE_EOF
+                pos = nxt
+                left -= 1
+                if not left:
+                    state = _ROWS
+                continue
+            pos = nxt
+            if first == 0xFF:  # an error, first or instead of the end of the rows
                 code = b[start + 1] | (b[start + 2] << 8)
-                text = bytes(b[start + 9:pos]) if length > 9 and b[start + 3] == 0x23 else bytes(b[start + 3:pos])
+                text = bytes(b[start + 9:nxt]) if length > 9 and b[start + 3] == 0x23 else bytes(b[start + 3:nxt])
+                state = _FIRST
                 self._reply_error(code, text.decode("utf-8", "replace"))
                 continue
-            if state == _FIRST:
-                if first == 0x00 or first == 0xFE:  # OK: a statement without a result set
-                    if not _more_results(b, start, length):
-                        self._reply_ok()
-                    continue
+            if state == _FIRST and first != 0x00 and first != 0xFE:  # a result set: its column count
                 if first == 0xFB:
                     raise ValueError("LOCAL INFILE request: not supported by the raw executor")
-                self.columns_left = first if first < 0xFB else int.from_bytes(b[start + 1:start + (3 if first == 0xFC else 4)], "little")
-                self.state = _COLUMNS
-            elif state == _COLUMNS:
-                self.columns_left -= 1
-                if self.columns_left == 0:
-                    self.state = _ROWS if self.deprecate_eof else _COLUMNS_EOF
-            elif state == _COLUMNS_EOF:
-                self.state = _ROWS
-            elif first == 0xFE:  # the EOF / OK after the rows
-                if _more_results(b, start, length):
-                    self.state = _FIRST
-                else:
-                    self._reply_ok()
+                left = first if first < 0xFB else int.from_bytes(b[start + 1:start + (3 if first == 0xFC else 4)], "little")
+                if not self.deprecate_eof:
+                    left += 1
+                state = _COLUMNS
+                continue
+            # an OK, or the EOF / OK after the rows: the statement is done unless a result follows
+            state = _FIRST
+            p = _status_at(b, start, length)
+            if p < nxt and b[p] & _MORE_RESULTS:
+                continue
+            self._reply_ok()
         if pos == end:
             self.pos = self.end = 0
         else:
             self.pos = pos
+        self.state, self.columns_left = state, left
 
     def eof_received(self) -> bool | None:
         return None

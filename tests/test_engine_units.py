@@ -127,6 +127,24 @@ def test_generators_stay_in_range_and_are_skewed() -> None:
     assert all(3 <= len(str(rs(rng))) <= 5 for _ in range(100))
 
 
+def test_special_draws_what_sysbench_s_loop_draws() -> None:
+    """The unrolled default (12 draws) gives the values of sysbench's rand_special loop, draw for draw."""
+    def loop(rng: random.Random, a: int = 1, b: int = 50_000, iters: int = 12) -> int:
+        t = b - a
+        rnd = rng.random()
+        if rnd * t * (100.0 / 25.0) < t:
+            s = 0.0
+            for _ in range(iters):
+                s += rng.random()
+            return a + int(s * t * (1.0 / iters))
+        return a + int(rnd * (t * 0.01 + 1) + t / 2 - t * 0.005)
+
+    sp, r1, r2 = special(1, 50_000), random.Random(3), random.Random(3)
+    assert [sp(r1) for _ in range(50_000)] == [loop(r2) for _ in range(50_000)]
+    sp5, r1, r2 = special(1, 50_000, iters=5), random.Random(4), random.Random(4)
+    assert [sp5(r1) for _ in range(20_000)] == [loop(r2, iters=5) for _ in range(20_000)]
+
+
 def test_engine_and_model_import_without_textual() -> None:
     code = ("import sys\nimport bench_dsl.cli, bench_dsl.runner, bench_dsl.model, bench_dsl.validate, bench_dsl.sinks\n"
             "bad = [m for m in sys.modules if m == 'textual' or m.startswith('textual.')]\n"

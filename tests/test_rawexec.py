@@ -229,3 +229,85 @@ async def test_a_transaction_without_statements_is_a_defect_not_a_hang(db: Dsn) 
             await run.loop.run()
     finally:
         conn.close()
+
+
+class _Tee(RawLoop):
+    """A RawLoop that keeps every byte it receives, to replay them cut differently."""
+
+    received = bytearray()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.received += self.view[self.end:self.end + nbytes]
+        super().buffer_updated(nbytes)
+
+
+class _NoSocket:
+    def write(self, data: bytes) -> None:
+        pass
+
+    def is_closing(self) -> bool:
+        return False
+
+    def get_protocol(self) -> None:
+        return None
+
+    def set_protocol(self, protocol: object) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+async def test_replies_cut_anywhere_are_read_the_same(db: Dsn) -> None:
+    """The server's own replies (rows, an error, an OK with 300 affected rows, a CALL's several
+    results) fed back in pieces of every size: the same outcomes as when they came from the socket."""
+    conn = await connect(db, db.database)
+    try:
+        async with conn.cursor() as cur:
+            await cur.execute("DROP PROCEDURE IF EXISTS raw_q")
+            await cur.execute("CREATE PROCEDURE raw_q(IN x INT) BEGIN SELECT c, k FROM raw_t WHERE id BETWEEN x AND x + 3; "
+                              "SELECT COUNT(*) FROM raw_t; END")
+        point = _stmt(await conn.prepare("SELECT c FROM raw_t WHERE id=?"))
+        rng = _stmt(await conn.prepare("SELECT id, k, c FROM raw_t WHERE id BETWEEN ? AND ?"))
+        many = _stmt(await conn.prepare("UPDATE raw_t SET k=k+1 WHERE id <= ?"))
+        dup = _stmt(await conn.prepare("INSERT INTO raw_t VALUES (?, 0, 'dup')"))
+        call = _stmt(await conn.prepare("CALL raw_q(?)"))
+        plan = [[point.one(5)], [rng.packet(10, 109)], [many.one(300)], [dup.one(1)], [call.one(20)],
+                [BEGIN, point.one(6), many.one(2), COMMIT]]
+
+        def program(tx: int) -> list[bytes]:
+            return plan[tx % len(plan)]
+
+        tx = iter(range(10**6))
+        live = _Run(conn, program, 3 * len(plan))
+        live.loop = _Tee(conn, program, lambda: next(tx), live.loop.should_stop, live.loop.record_ok, live._error)
+        _Tee.received = bytearray()
+        assert await live.loop.run() is False
+        stream = bytes(_Tee.received)
+        async with conn.cursor() as cur:  # nothing left unread: the driver's connection is in step
+            await cur.execute("SELECT 42")
+            assert await cur.fetchone() == (42,)
+    finally:
+        conn.close()
+    outcomes = [("ok", i, q) for i, _, q in live.ok], [(i, code) for i, code, _, _ in live.errors]
+    assert outcomes == ([("ok", i, len(plan[i % 6])) for i in range(18) if i % 6 != 3], [(3, 1062), (9, 1062), (15, 1062)])
+
+    class Replay:
+        _transport, _deprecate_eof = _NoSocket(), conn._deprecate_eof
+
+    for size in (1, 2, 3, 5, 7, 64, 1000, len(stream)):
+        tx = iter(range(10**6))
+        again = _Run(Replay(), program, 3 * len(plan))  # type: ignore[arg-type]
+        again.loop = RawLoop(Replay(), program, lambda: next(tx), again.loop.should_stop,
+                             again.loop.record_ok, again._error)
+        task = asyncio.create_task(again.loop.run())
+        await asyncio.sleep(0)
+        at = 0
+        while at < len(stream):  # as a transport reads: at most what the buffer it is given holds
+            view = again.loop.get_buffer(-1)
+            chunk = stream[at:at + min(size, len(view))]
+            view[:len(chunk)] = chunk
+            again.loop.buffer_updated(len(chunk))
+            at += len(chunk)
+        assert await task is False
+        assert ([("ok", i, q) for i, _, q in again.ok], [(i, c) for i, c, _, _ in again.errors]) == outcomes, size
