@@ -32,6 +32,7 @@ _HEADER = struct.Struct("<I").pack  # 3-byte payload length, sequence id 0 in th
 _Q = struct.Struct("<q").pack
 _D = struct.Struct("<d").pack
 _INT_MIN, _INT_MAX = -(1 << 63), (1 << 63) - 1
+_now = time.perf_counter_ns
 _MAX_PAYLOAD = 0xFFFFFF
 
 
@@ -68,7 +69,6 @@ class Statement:
 
     def __init__(self, statement_id: int, params: int) -> None:
         self.params = params
-        self._single_int = params == 1
         # statement id, no cursor, one iteration; then the NULL bitmap, and types with every execute
         self._prefix = bytes((COM_STMT_EXECUTE,)) + struct.pack("<IBI", statement_id, 0, 1)
         self._bitmap = (params + 7) // 8
@@ -76,6 +76,7 @@ class Statement:
         ints = self._prefix + bytes(self._bitmap) + b"\x01" + b"\x08\x00" * params
         self._ints_head = _HEADER(len(ints) + 8 * params) + ints
         self._ints = struct.Struct(f"<{params}q").pack
+        self._one_head = self._ints_head if params == 1 else None
 
     @classmethod
     def of(cls, prepared: Any) -> Statement:
@@ -84,9 +85,13 @@ class Statement:
 
     def one(self, value: int) -> bytes:
         """The packet for a statement whose only parameter is an integer (the hot case)."""
-        if not self._single_int or not _INT_MIN <= value <= _INT_MAX:
-            return self.packet(value)
-        return self._ints_head + _Q(value)
+        head = self._one_head
+        if head is not None and type(value) is int:
+            try:
+                return head + _Q(value)
+            except struct.error:  # beyond 64 bits: sent as text
+                pass
+        return self.packet(value)
 
     def packet(self, *values: object) -> bytes:
         if len(values) != self.params:
@@ -213,15 +218,15 @@ class RawLoop(asyncio.BufferedProtocol):
             return
         self.tx = self.pick()
         self.attempt = 0
-        self.t0 = time.perf_counter_ns()
+        self.t0 = _now()
         self._start_attempt()
 
     def _start_attempt(self) -> None:
-        self.packets = self.program(self.tx)
-        if not self.packets:
+        packets = self.packets = self.program(self.tx)
+        if not packets:
             raise ValueError("a transaction without statements")
         self.k = 0
-        self.transport.write(self.packets[0])
+        self.transport.write(packets[0])
 
     def _reply_ok(self) -> None:
         if self.failed is not None:  # the ROLLBACK after a failed statement has been answered
@@ -229,11 +234,12 @@ class RawLoop(asyncio.BufferedProtocol):
             self.failed = None
             self._after_error(code, message)
             return
-        self.k += 1
-        if self.k < len(self.packets):
-            self.transport.write(self.packets[self.k])
+        k = self.k = self.k + 1
+        packets = self.packets
+        if k < len(packets):
+            self.transport.write(packets[k])
             return
-        self.record_ok(self.tx, (time.perf_counter_ns() - self.t0) // 1000, len(self.packets))
+        self.record_ok(self.tx, (_now() - self.t0) // 1000, k)
         self._next_transaction()
 
     def _reply_error(self, code: int, message: str) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import asyncmy
@@ -123,19 +125,19 @@ class _SysbenchSession(Session):
         self.rng = rng
         self.stmts: dict[tuple[str, int], Any] = {}
         n = spec.table_size
+        self.get_id: Callable[[], int]
         match spec.rand_type:
             case "uniform":
-                self.get_id = lambda: rng.randint(1, n)
+                self.get_id = partial(rng.randint, 1, n)
             case "zipfian":
                 z = zipf(1, n, 0.8)
-                self.get_id = lambda: z(rng)
+                self.get_id = partial(z, rng)
             case "pareto":
                 self.get_id = lambda: 1 + int(n * rng.random() ** (1 / (1 - 0.2)))
             case "gaussian":
                 self.get_id = lambda: 1 + int(sum(rng.random() for _ in range(12)) * n / 12)
             case _:
-                sp = special(1, n, spec.rand_spec_pct, spec.rand_spec_res, spec.rand_spec_iter)
-                self.get_id = lambda: sp(rng)
+                self.get_id = partial(special(1, n, spec.rand_spec_pct, spec.rand_spec_res, spec.rand_spec_iter), rng)
 
         self.tables = spec.tables
         # oltp_point_select is one statement a transaction: its own short path (no BEGIN, no loops)
@@ -227,12 +229,13 @@ class _SysbenchSession(Session):
                 st = await self._stmt(conn, key, t)
                 raw[(key, t)] = Statement.of(st)
         if self.point_only:
-            points = [raw[("point_selects", t)] if t else None for t in range(self.tables + 1)]
-            table, get_id = self._table, self.get_id
-
-            def point(tx: int) -> tuple[bytes]:
-                return (points[table()].one(get_id()),)  # type: ignore[union-attr]
-            return point
+            # the hot path of the hottest workload: the table drawn as _table() draws it, inline
+            ones = [raw[("point_selects", t)].one for t in range(1, self.tables + 1)]
+            tables, rnd, get_id = self.tables, self.rng.random, self.get_id
+            if tables == 1:
+                one = ones[0]
+                return lambda tx: (one(get_id()),)
+            return lambda tx: (ones[int(rnd() * tables)](get_id()),)
 
         trx = self._in_transaction()
 
