@@ -139,6 +139,14 @@ _FIRST_BUFFER = 16 * 1024
 _MORE_RESULTS = 0x0008  # SERVER_MORE_RESULTS_EXISTS: another result of the same statement follows
 
 
+_BYTES = [bytes((i,)) for i in range(256)]
+
+
+def _leading(s: bytearray, value: int) -> int:
+    """How many of the first bytes of `s` are `value`."""
+    return len(s) - len(s.lstrip(_BYTES[value]))
+
+
 def _skip_lenenc(b: bytearray, p: int) -> int:
     v = b[p]
     return p + (1 if v < 0xFB else 3 if v == 0xFC else 4 if v == 0xFD else 9)
@@ -309,7 +317,19 @@ class RawLoop(asyncio.BufferedProtocol):
             first = b[start]
             if state == _ROWS:
                 if first < 0xFE:  # a row (binary rows start with 0x00)
-                    pos = nxt
+                    stride = length + 4
+                    n = (end - pos) // stride
+                    if n > 2 and first == 0:
+                        # Rows of one length (fixed-width columns, such as sysbench's CHAR(120)) are
+                        # stepped over many at a time: every stride-th byte of the buffer is a
+                        # length byte or a row's first byte exactly as long as the rows keep this
+                        # length, and strided slices compare them in C.
+                        lim = pos + n * stride
+                        n = min(_leading(b[pos:lim:stride], b[pos]), _leading(b[pos + 1:lim:stride], b[pos + 1]),
+                                _leading(b[pos + 2:lim:stride], b[pos + 2]), _leading(b[start:lim:stride], 0))
+                        pos += n * stride
+                    else:
+                        pos = nxt
                     continue
             elif state == _COLUMNS:  # a column definition, or the EOF after them before DEPRECATE_EOF
                 pos = nxt
