@@ -201,7 +201,7 @@ class ProcessFleet:
 
     def _merge(self, replies: list[dict[str, Any]]) -> dict[str, TxStats]:
         out = {n: TxStats() for n in self.names}
-        fails, idle, fatal, messages = 0, float("inf"), None, {}
+        fails, idle, fatal, messages, executors = 0, float("inf"), None, {}, set()
         for r in replies:
             for name, wire in r["tx"].items():
                 if wire["count"] or wire["errors"] or wire["retries"]:
@@ -212,7 +212,9 @@ class ProcessFleet:
             fatal = fatal or (tuple(h["fatal"]) if h["fatal"] else None)
             for code, msg in h["error_messages"].items():
                 messages.setdefault(int(code), msg)
-        self._last_health = Health(fails, 0.0 if idle == float("inf") else idle, fatal, messages)  # type: ignore[arg-type]
+            executors.update(h.get("executors", ()))
+        self._last_health = Health(fails, 0.0 if idle == float("inf") else idle, fatal, messages,  # type: ignore[arg-type]
+                                   tuple(sorted(executors)))
         return out
 
     async def collect(self) -> dict[str, TxStats]:

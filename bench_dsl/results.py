@@ -61,7 +61,7 @@ def new_document(sc: m.Scenario, workload: dict[str, object], names: tuple[str, 
                      "seed": sc.seed, "workload": workload | {"transactions": list(names)},
                      "stop": [c.text for c in sc.stop], "expect": [c.text for c in sc.expect],
                      "plan": plan_json(plan, time_scale, max_steps)},
-        "machine": machine_info(), "server": None, "prepare": None, "workers": None,
+        "machine": machine_info(), "server": None, "prepare": None, "workers": None, "executor": None,
         "steps": [], "intervals": [], "stop": None,
         "saturation": None, "expect": [], "summary": None, "errors": [], "warnings": [],
     }
@@ -70,9 +70,10 @@ def new_document(sc: m.Scenario, workload: dict[str, object], names: tuple[str, 
 def fill(d: dict[str, Any], *, status: str, elapsed_s: float, steps: list[dict[str, Any]],
          intervals: list[dict[str, Any]], stop_reason: dict[str, Any] | None, errors: dict[int, int],
          error_messages: dict[int, str], warnings: list[Any], run_agg: Aggregate,
-         saturation_users: int | None, saturation_step: int | None) -> None:
+         saturation_users: int | None, saturation_step: int | None, executor: str | None = None) -> None:
     """Bring the document up to the run's state (at every checkpoint, and at the end)."""
     d["status"] = status
+    d["executor"] = executor
     d["elapsed_s"] = round(elapsed_s, 3)
     d["steps"] = steps
     d["intervals"] = intervals

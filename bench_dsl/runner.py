@@ -75,6 +75,7 @@ class Run:
         self.windowed = WindowedConditions(sc.stop, self.names)
         self.errors: Counter[int] = Counter()
         self.error_messages: dict[int, str] = {}
+        self.executors: set[str] = set()  # how the users sent statements, over the whole run
         self.warnings: list[str] = []
         self.server: EmbeddedServer | None = None
         self.fleet: Fleet | None = None
@@ -541,10 +542,13 @@ class Run:
                                     self.opt.max_steps, started, self._scrub)
 
     def _fill_document(self) -> None:
+        if self.fleet is not None:
+            self.executors.update(self.fleet.health().executors)
         results.fill(self.doc, status=self.status, elapsed_s=self.elapsed(), steps=self.steps,
                      intervals=self.intervals, stop_reason=self.stop_reason, errors=self.errors,
                      error_messages=self.error_messages, warnings=self.warnings, run_agg=self.run_agg,
-                     saturation_users=self.saturation_users, saturation_step=self.saturation_step)
+                     saturation_users=self.saturation_users, saturation_step=self.saturation_step,
+                     executor="+".join(sorted(self.executors)) or None)
 
     def _log_report(self, report: dict[str, Any]) -> None:
         if "mix" in report:

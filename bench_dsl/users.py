@@ -40,6 +40,7 @@ class Health:
     idle_s: float  # seconds since a user last connected or completed a transaction
     fatal: tuple[int, str, str] | None  # (code, message, transaction) of a scenario error
     error_messages: dict[int, str]  # first message seen per MySQL error code, passwords redacted
+    executors: tuple[str, ...] = ()  # how statements have been sent: "raw" (rawexec), "driver" (asyncmy)
 
 
 class UserPool:
@@ -60,6 +61,7 @@ class UserPool:
         self.connect_failures = 0
         self.fatal: tuple[int, str, str] | None = None
         self.error_messages: dict[int, str] = {}
+        self.executors: set[str] = set()
         self.cum_weights = list(accumulate(workload.weights))
         # BENCH_RAWEXEC=0: every statement through asyncmy (to compare, or to rule the raw executor out)
         self.raw = os.environ.get("BENCH_RAWEXEC", "1") != "0"
@@ -73,7 +75,7 @@ class UserPool:
         if completed:
             self.last_progress = time.monotonic()
         return Health(self.connect_failures, time.monotonic() - self.last_progress, self.fatal,
-                      dict(self.error_messages))
+                      dict(self.error_messages), tuple(sorted(self.executors)))
 
     async def resize(self, n: int, wait: bool = True) -> None:
         live = [u for u in self.users if not u.stop]
@@ -151,6 +153,7 @@ class UserPool:
                                 conn = None
                                 u.session.forget()
                                 continue
+                    self.executors.add("driver" if program is None else "raw")
                 if program is not None:
                     raw = RawLoop(conn, program, (lambda: 0) if ntx == 1 else (lambda: _pick(u.rng, cum, total)),
                                   lambda: u.stop, rec.ok, self._failed)
