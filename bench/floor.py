@@ -23,25 +23,39 @@ import asyncmy
 from bench_dsl.rawexec import RECONNECT, RawLoop, Statement
 
 
-async def _user(args: dict[str, object], tables: int, size: int, seed: int, box: list[int],
-                stop: asyncio.Event, mode: str) -> None:
+class _Floor:
+    """The users' shared count and stop flag."""
+
+    def __init__(self) -> None:
+        self.driver_count = 0
+        self.loops: list[RawLoop] = []  # raw mode: each counts its own transactions
+        self.stopped = False
+
+    def count(self) -> int:
+        return self.driver_count + sum(loop.completed for loop in self.loops)
+
+    def stop(self) -> None:
+        self.stopped = True
+        for loop in self.loops:
+            loop.stop = True
+
+
+async def _user(args: dict[str, object], tables: int, size: int, seed: int, floor: _Floor, mode: str) -> None:
     rng = random.Random(seed)
     conn = await asyncmy.connect(**args, autocommit=True)
     try:
         stmts = [await conn.prepare(f"SELECT c FROM sbtest{t} WHERE id=?") for t in range(1, tables + 1)]
         if mode == "raw":
             raw = [Statement.of(st) for st in stmts]
-
-            def count(i: int, us: int, q: int) -> None:
-                box[0] += 1
-
-            await RawLoop(conn,
-                          lambda tx: (raw[rng.randrange(tables)].one(rng.randint(1, size)),),
-                          lambda: 0, stop.is_set, count, lambda *a: RECONNECT).run()
+            loop = RawLoop(conn, lambda tx: (raw[rng.randrange(tables)].one(rng.randint(1, size)),),
+                           None, None, lambda *a: RECONNECT)
+            floor.loops.append(loop)
+            loop.stop = floor.stopped
+            await loop.run()
             return
-        while not stop.is_set():
+        while not floor.stopped:
             await stmts[rng.randrange(tables)].execute((rng.randint(1, size),))
-            box[0] += 1
+            floor.driver_count += 1
     finally:
         conn.close()
 
@@ -51,16 +65,15 @@ async def main(dsn: str, users: int, warmup: float, duration: float, tables: int
 
     d = parse_dsn(dsn)
     args: dict[str, object] = {**d.connect_args(), "database": d.database}
-    box = [0]
-    stop = asyncio.Event()
-    tasks = [asyncio.create_task(_user(args, tables, size, 1000 + i, box, stop, mode)) for i in range(users)]
+    floor = _Floor()
+    tasks = [asyncio.create_task(_user(args, tables, size, 1000 + i, floor, mode)) for i in range(users)]
     await asyncio.sleep(warmup)
-    start_count, t0 = box[0], time.perf_counter()
+    start_count, t0 = floor.count(), time.perf_counter()
     print(json.dumps({"event": "start"}), flush=True)
     await asyncio.sleep(duration)
-    count, secs = box[0] - start_count, time.perf_counter() - t0
+    count, secs = floor.count() - start_count, time.perf_counter() - t0
     print(json.dumps({"event": "end", "count": count, "seconds": round(secs, 4)}), flush=True)
-    stop.set()
+    floor.stop()
     await asyncio.gather(*tasks)
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from hdrh.histogram import HdrHistogram
 
+from bench_dsl import native
 from bench_dsl.model import Metric
 
 LOWEST_US = 1
@@ -94,32 +95,52 @@ def _pkey(p: float) -> str:
     return str(int(p)) if float(p).is_integer() else str(p).replace(".", "_")
 
 
-class Recorder:
-    """The hot path: every transaction's outcome lands here. One per worker process.
+class PyCounts:
+    """The pure-Python twin of _rawcore.Counts: latencies counted by their exact microsecond value
+    (a dict increment, ~0.1 us; hdrh's record_value is pure Python, ~2.4 us a call), and statements,
+    per transaction type."""
 
-    A latency is counted into a dict by its exact microsecond value: hdrh's record_value is pure
-    Python (~2.4 us a call), while a dict increment is ~0.1 us. The histograms are built at each
-    swap (once a second), one record_value per distinct value, which are far fewer than the
-    transactions; the figures are the same as recording each value on its own."""
-
-    __slots__ = ("names", "_lat", "_queries", "_retries", "_errors", "_rollbacks")
-
-    def __init__(self, names: tuple[str, ...]) -> None:
-        self.names = names
-        self._reset()
-
-    def _reset(self) -> None:
-        n = len(self.names)
+    def __init__(self, n: int) -> None:
         self._lat: list[dict[int, int]] = [{} for _ in range(n)]
         self._queries = [0] * n
-        self._retries = [0] * n
-        self._errors: list[Counter[int]] = [Counter() for _ in range(n)]
-        self._rollbacks = [0] * n
 
     def ok(self, i: int, micros: int, queries: int) -> None:
         lat = self._lat[i]
         lat[micros] = lat.get(micros, 0) + 1
         self._queries[i] += queries
+
+    def take(self) -> list[tuple[dict[int, int], int]]:
+        """What was counted since the last take, per type; starts afresh."""
+        out = list(zip(self._lat, self._queries))
+        self._lat = [{} for _ in self._lat]
+        self._queries = [0] * len(self._queries)
+        return out
+
+
+def new_counts(n: int) -> PyCounts:
+    return native.core.Counts(n) if native.core is not None else PyCounts(n)  # type: ignore[no-any-return]
+
+
+class Recorder:
+    """The hot path: every transaction's outcome lands here. One per worker process.
+
+    Latencies are counted (Counts, in C unless BENCH_RAWEXEC=py) and the histograms built at each
+    swap (once a second), one record_value per distinct value, which are far fewer than the
+    transactions; the figures are the same as recording each value on its own."""
+
+    __slots__ = ("names", "counts", "ok", "_retries", "_errors", "_rollbacks")
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.names = names
+        self.counts = new_counts(len(names))
+        self.ok = self.counts.ok  # ok(i, micros, statements): the raw executor counts without calling it
+        self._reset()
+
+    def _reset(self) -> None:
+        n = len(self.names)
+        self._retries = [0] * n
+        self._errors: list[Counter[int]] = [Counter() for _ in range(n)]
+        self._rollbacks = [0] * n
 
     def error(self, i: int, code: int) -> None:
         self._errors[i][code] += 1
@@ -133,14 +154,14 @@ class Recorder:
     def swap(self) -> dict[str, TxStats]:
         """Everything recorded since the last swap, per transaction name; starts afresh."""
         out = {}
-        for i, name in enumerate(self.names):
+        for i, (name, (lat, queries)) in enumerate(zip(self.names, self.counts.take())):
             hist = new_histogram()
             count = total = 0
-            for us, n in self._lat[i].items():
+            for us, n in lat.items():
                 hist.record_value(us if us < HIGHEST_US else HIGHEST_US, n)
                 count += n
                 total += us * n
-            out[name] = TxStats(hist, count, self._queries[i], self._retries[i], self._errors[i],
+            out[name] = TxStats(hist, count, queries, self._retries[i], self._errors[i],
                                 self._rollbacks[i], total)
         self._reset()
         return out

@@ -3,10 +3,14 @@ their replies walked in the socket's callback, one virtual user's transactions b
 
 Why not asyncmy for this: a transaction through any coroutine driver costs a future, a task switch
 and a chain of coroutine frames per statement. Measured on 2 cores against MariaDB 10.11 (point
-selects, 16 connections): asyncmy's fastest path spends ~11 us of user CPU per query, this loop
-~8 us, sysbench (C) ~7 us. On a machine where the client shares the cores with the server, that
-difference is throughput taken from the server. asyncmy still does everything else: connecting,
-authenticating, preparing, text queries, and every workload that reads what it gets back (TPC-C).
+selects, 16 connections): asyncmy's fastest path spends ~11 us of user CPU per query, this loop in
+Python ~8 us, sysbench (C) ~5-7 us. On a machine where the client shares the cores with the server,
+that difference is throughput taken from the server. So the work done once per reply and once per
+transaction (walking the reply, stepping to the next statement, timing and counting, and for
+sysbench's point selects drawing the key and encoding the packet) runs in C: `_rawcore.Core` is
+RawLoop's base, and `_PyCore` here is its pure-Python twin, the reference the tests hold the C code
+to (BENCH_RAWEXEC=py runs it). asyncmy still does everything else: connecting, authenticating,
+preparing, text queries, and every workload that reads what it gets back (TPC-C).
 
 Only what a load generator needs is implemented: COM_STMT_EXECUTE (integer, float, text, blob and
 NULL parameters), COM_QUERY for BEGIN/COMMIT/ROLLBACK, and replies read only far enough to know where
@@ -16,10 +20,14 @@ them)."""
 from __future__ import annotations
 
 import asyncio
+import random
 import struct
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from itertools import accumulate
+from typing import TYPE_CHECKING, Any, Protocol
+
+from bench_dsl import native
 
 COM_QUERY = 0x03
 COM_STMT_EXECUTE = 0x17
@@ -78,6 +86,13 @@ class Statement:
         self._ints = struct.Struct(f"<{params}q").pack
         self._one_head = self._ints_head if params == 1 else None
 
+    @property
+    def int_head(self) -> bytes:
+        """The packet up to its value, for a statement whose only parameter is a 64-bit integer."""
+        if self._one_head is None:
+            raise ValueError("not a one-parameter statement")
+        return self._one_head
+
     @classmethod
     def of(cls, prepared: Any) -> Statement:
         """The encoder of a statement asyncmy prepared (`Connection.prepare`)."""
@@ -130,6 +145,8 @@ class Statement:
 # A transaction as the workload sends it: the packets, in order, one reply awaited after each.
 # When the first is BEGIN, a failure inside it is followed by ROLLBACK before anything else.
 Program = Callable[[int], Sequence[bytes]]
+# The next transaction type; None: always 0
+Pick = Callable[[], int] | None
 
 # where the parser is inside a reply: at its first packet, among the column definitions, in the rows
 _FIRST, _COLUMNS, _ROWS = 0, 1, 2
@@ -161,70 +178,76 @@ def _status_at(b: bytearray, start: int, length: int) -> int:
     return _skip_lenenc(b, _skip_lenenc(b, start + 1))
 
 
-class RawLoop(asyncio.BufferedProtocol):
-    """Runs one user's transactions on an established asyncmy connection until told to stop, an
-    error asks for a new connection, or the connection is lost. Borrows the connection's transport
-    and gives it back to the driver's own protocol when done."""
+class PyMix:
+    """The pure-Python twin of _rawcore.Mix: a transaction type drawn by weight with the user's
+    random.Random (one `random()` a draw, compared with the running sum of the weights)."""
 
-    def __init__(self, conn: Any, program: Program, pick: Callable[[], int], should_stop: Callable[[], bool],
-                 record_ok: Callable[[int, int, int], None],
-                 on_error: Callable[[int, int, str, int], int]) -> None:
-        self.transport: asyncio.Transport = conn._transport
-        self.deprecate_eof: bool = conn._deprecate_eof  # no EOF packet between column definitions and rows
+    def __init__(self, rng: random.Random, weights: Sequence[float]) -> None:
+        self.random = rng.random
+        self.cum = list(accumulate(weights))
+        self.total = self.cum[-1]
+
+    def __call__(self) -> int:
+        x = self.random() * self.total
+        for i, c in enumerate(self.cum):
+            if x < c:
+                return i
+        return len(self.cum) - 1
+
+
+def mix(rng: random.Random, weights: Sequence[float]) -> Pick:
+    """What picks each transaction of a user: None when there is one type."""
+    if len(weights) == 1:
+        return None
+    return native.core.Mix(rng, weights) if native.core is not None else PyMix(rng, weights)
+
+
+class Recording(Protocol):
+    def ok(self, i: int, micros: int, queries: int) -> None: ...
+
+
+class _PyCore:
+    """The pure-Python twin of _rawcore.Core: the reply parser and the step from one statement and
+    one transaction to the next. Kept as the reference the C code is tested against, and run when
+    BENCH_RAWEXEC=py. Attribute names are the C type's."""
+
+    def __init__(self, write: Callable[[bytes], object], program: Program, pick: Pick,
+                 record: Recording | None, deprecate_eof: bool) -> None:
+        self.write = write
         self.program = program
         self.pick = pick
-        self.should_stop = should_stop
-        self.record_ok = record_ok
-        self.on_error = on_error
+        self.record = record
+        self.deprecate_eof = deprecate_eof  # no EOF packet between column definitions and rows
         self.buf = bytearray(_FIRST_BUFFER)
         self.view = memoryview(self.buf)
         self.end = 0  # bytes in buf
         self.pos = 0  # first byte not yet parsed
         self.state = _FIRST
         self.columns_left = 0
+        self.stop = False
         self.tx = 0
         self.attempt = 0
         self.t0 = 0
+        self.completed = 0
         self.packets: Sequence[bytes] = ()
         self.k = 0  # index of the packet whose reply is awaited
         self.failed: tuple[int, str] | None = None  # an error waiting for its ROLLBACK's reply
-        self.done: asyncio.Future[bool] | None = None
-        self._driver_protocol: Any = None
 
-    async def run(self) -> bool:
-        """Transactions until stopped; True when the connection must be replaced."""
-        loop = asyncio.get_running_loop()
-        self.done = loop.create_future()
-        if self.transport.is_closing():  # lost before we got it: no connection_lost will come
-            return True
-        self._driver_protocol = self.transport.get_protocol()
-        self.transport.set_protocol(self)
-        try:
-            self._next_transaction()
-            return await self.done
-        except asyncio.CancelledError:
-            # a statement may be in flight: the connection is out of step, only closing is safe
-            self.transport.close()
-            raise
-        finally:
-            if not self.transport.is_closing():
-                self.transport.set_protocol(self._driver_protocol)
+    if TYPE_CHECKING:  # _Control's, beside this in RawLoop's bases
+        def _finish(self, reconnect: bool, exc: BaseException | None = None) -> None: ...
+        def _broken(self, exc: BaseException) -> None: ...
+        def _rollback_answered(self) -> None: ...
+        def _reply_error(self, code: int, message: str) -> None: ...
 
-    # -- the loop, driven by replies --------------------------------------------------------
-
-    def _finish(self, reconnect: bool, exc: BaseException | None = None) -> None:
-        d = self.done
-        if d is not None and not d.done():
-            if exc is not None:
-                d.set_exception(exc)
-            else:
-                d.set_result(reconnect)
+    @property
+    def buffer_size(self) -> int:
+        return len(self.buf)
 
     def _next_transaction(self) -> None:
-        if self.should_stop():
+        if self.stop:
             self._finish(False)
             return
-        self.tx = self.pick()
+        self.tx = 0 if self.pick is None else self.pick()
         self.attempt = 0
         self.t0 = _now()
         self._start_attempt()
@@ -234,46 +257,25 @@ class RawLoop(asyncio.BufferedProtocol):
         if not packets:
             raise ValueError("a transaction without statements")
         self.k = 0
-        self.transport.write(packets[0])
+        self.write(packets[0])
 
     def _reply_ok(self) -> None:
         if self.failed is not None:  # the ROLLBACK after a failed statement has been answered
-            code, message = self.failed
-            self.failed = None
-            self._after_error(code, message)
+            self._rollback_answered()
             return
         k = self.k = self.k + 1
         packets = self.packets
         if k < len(packets):
-            self.transport.write(packets[k])
+            self.write(packets[k])
             return
-        self.record_ok(self.tx, (_now() - self.t0) // 1000, k)
+        if self.record is not None:
+            self.record.ok(self.tx, (_now() - self.t0) // 1000, k)
+        self.completed += 1
         self._next_transaction()
 
-    def _reply_error(self, code: int, message: str) -> None:
-        if self.failed is not None:  # the ROLLBACK itself failed: the session is in doubt
-            code, message = self.failed
-            self.failed = None
-            self.on_error(self.tx, code, message, _NO_MORE_ATTEMPTS)  # counted as an error, never retried
-            self._finish(True)
-            return
-        if self.k > 0 and self.packets[0] is BEGIN:
-            self.failed = (code, message)
-            self.transport.write(ROLLBACK)
-            return
-        self._after_error(code, message)
-
-    def _after_error(self, code: int, message: str) -> None:
-        verdict = self.on_error(self.tx, code, message, self.attempt)
-        if verdict == RETRY:
-            self.attempt += 1
-            self._start_attempt()
-        elif verdict == NEXT:
-            self._next_transaction()
-        else:
-            self._finish(True)
-
-    # -- asyncio.BufferedProtocol --------------------------------------------------------------
+    def _incoming(self, n: int) -> bytes:
+        """The n bytes read into the buffer and not yet announced by buffer_updated."""
+        return bytes(self.view[self.end:self.end + n])
 
     def get_buffer(self, sizehint: int) -> memoryview:
         if not self.end:  # everything parsed (the usual case): the whole buffer
@@ -295,8 +297,7 @@ class RawLoop(asyncio.BufferedProtocol):
         try:
             self._parse()
         except Exception as exc:  # a defect here must reach the run, not the loop's log
-            self._finish(True, exc)
-            self.transport.close()
+            self._broken(exc)
 
     def _parse(self) -> None:
         # Every reply is walked packet by packet, but only the packets that decide something are
@@ -364,6 +365,87 @@ class RawLoop(asyncio.BufferedProtocol):
             self.pos = pos
         self.state, self.columns_left = state, left
 
+
+class _Control(asyncio.BufferedProtocol):
+    """What RawLoop does in Python whichever core it runs on: starting and ending, the rare paths
+    (an error reply, a failed ROLLBACK, a lost connection) and the error policy's verdicts."""
+
+    transport: asyncio.Transport
+    on_error: Callable[[int, int, str, int], int]
+    done: asyncio.Future[bool] | None
+    _driver_protocol: Any
+    # the core's (C or _PyCore)
+    tx: int
+    k: int
+    attempt: int
+    packets: Sequence[bytes]
+    failed: tuple[int, str] | None
+
+    if TYPE_CHECKING:  # the core's
+        def _next_transaction(self) -> None: ...
+        def _start_attempt(self) -> None: ...
+
+    async def run(self) -> bool:
+        """Transactions until stopped; True when the connection must be replaced."""
+        loop = asyncio.get_running_loop()
+        self.done = loop.create_future()
+        if self.transport.is_closing():  # lost before we got it: no connection_lost will come
+            return True
+        self._driver_protocol = self.transport.get_protocol()
+        self.transport.set_protocol(self)
+        try:
+            self._next_transaction()
+            return await self.done
+        except asyncio.CancelledError:
+            # a statement may be in flight: the connection is out of step, only closing is safe
+            self.transport.close()
+            raise
+        finally:
+            if not self.transport.is_closing():
+                self.transport.set_protocol(self._driver_protocol)
+
+    def _finish(self, reconnect: bool, exc: BaseException | None = None) -> None:
+        d = self.done
+        if d is not None and not d.done():
+            if exc is not None:
+                d.set_exception(exc)
+            else:
+                d.set_result(reconnect)
+
+    def _broken(self, exc: BaseException) -> None:
+        """A defect while reading replies: the run must hear of it, the connection is out of step."""
+        self._finish(True, exc)
+        self.transport.close()
+
+    def _rollback_answered(self) -> None:
+        failed = self.failed
+        assert failed is not None
+        self.failed = None
+        self._after_error(*failed)
+
+    def _reply_error(self, code: int, message: str) -> None:
+        if self.failed is not None:  # the ROLLBACK itself failed: the session is in doubt
+            code, message = self.failed
+            self.failed = None
+            self.on_error(self.tx, code, message, _NO_MORE_ATTEMPTS)  # counted as an error, never retried
+            self._finish(True)
+            return
+        if self.k > 0 and self.packets[0] is BEGIN:
+            self.failed = (code, message)
+            self.transport.write(ROLLBACK)
+            return
+        self._after_error(code, message)
+
+    def _after_error(self, code: int, message: str) -> None:
+        verdict = self.on_error(self.tx, code, message, self.attempt)
+        if verdict == RETRY:
+            self.attempt += 1
+            self._start_attempt()
+        elif verdict == NEXT:
+            self._next_transaction()
+        else:
+            self._finish(True)
+
     def eof_received(self) -> bool | None:
         return None
 
@@ -376,3 +458,41 @@ class RawLoop(asyncio.BufferedProtocol):
                 self._finish(True)
             except Exception as err:  # a defect in the policy: the run must hear of it
                 self._finish(True, err)
+
+
+def _init(self: Any, core: type, conn: Any, program: Program, pick: Pick, record: Recording | None,
+          on_error: Callable[[int, int, str, int], int]) -> None:
+    self.transport = conn._transport
+    core.__init__(self, self.transport.write, program, pick, record, bool(conn._deprecate_eof))
+    self.on_error = on_error
+    self.done = None
+    self._driver_protocol = None
+
+
+class PyRawLoop(_PyCore, _Control):
+    """RawLoop on the pure-Python core."""
+
+    executor = "raw-py"
+
+    def __init__(self, conn: Any, program: Program, pick: Pick, record: Recording | None,
+                 on_error: Callable[[int, int, str, int], int]) -> None:
+        _init(self, _PyCore, conn, program, pick, record, on_error)
+
+
+if native.compiled is not None or TYPE_CHECKING:
+    class CRawLoop(native.compiled.Core if native.compiled is not None else _PyCore, _Control):  # type: ignore[misc]
+        """RawLoop on the C core."""
+
+        executor = "raw"
+
+        def __init__(self, conn: Any, program: Program, pick: Pick, record: Recording | None,
+                     on_error: Callable[[int, int, str, int], int]) -> None:
+            _init(self, native.compiled.Core, conn, program, pick, record, on_error)
+
+RawLoop: type[PyRawLoop] | type[CRawLoop] = CRawLoop if native.core is not None else PyRawLoop
+RawLoop.__doc__ = """Runs one user's transactions on an established asyncmy connection until `stop` is set (then
+finishes the transaction in flight), an error asks for a new connection, or the connection is lost.
+Borrows the connection's transport and gives it back to the driver's own protocol when done.
+`program(tx)` gives each transaction's packets, `pick()` its type (None: always 0), `record.ok(tx,
+microseconds, statements)` is told of each completed one (metrics.Counts: counted in C), and
+`on_error(tx, code, message, attempt)` says what follows a failure (RETRY, NEXT or RECONNECT)."""

@@ -8,13 +8,12 @@ import os
 import random
 import time
 from dataclasses import dataclass, field
-from itertools import accumulate
 
 import asyncmy
 
 from bench_dsl.dsn import Dsn, redact
 from bench_dsl.metrics import Recorder
-from bench_dsl.rawexec import NEXT, RECONNECT, RETRY, Program, RawLoop
+from bench_dsl.rawexec import NEXT, RECONNECT, RETRY, PyMix, RawLoop, mix
 from bench_dsl.server import CONNECTION_LOST, connect
 from bench_dsl.workloads import Session, Workload
 from bench_dsl.workloads.base import IntendedRollback, error_code
@@ -30,6 +29,13 @@ class _User:
     stop: bool = False
     connected: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None
+    raw: RawLoop | None = None  # while its transactions run on the raw executor
+
+    def halt(self) -> None:
+        """Finish the transaction in flight, then close the connection."""
+        self.stop = True
+        if self.raw is not None:
+            self.raw.stop = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +68,6 @@ class UserPool:
         self.fatal: tuple[int, str, str] | None = None
         self.error_messages: dict[int, str] = {}
         self.executors: set[str] = set()
-        self.cum_weights = list(accumulate(workload.weights))
         # BENCH_RAWEXEC=0: every statement through asyncmy (to compare, or to rule the raw executor out)
         self.raw = os.environ.get("BENCH_RAWEXEC", "1") != "0"
 
@@ -89,7 +94,7 @@ class UserPool:
             new.append(u)
         self.users.extend(new)
         for u in live[n:]:
-            u.stop = True  # finishes its transaction, then closes its connection
+            u.halt()
         self.users = [u for u in self.users if not (u.stop and u.task is not None and u.task.done())]
         if wait and new:
             waiters = [asyncio.create_task(u.connected.wait()) for u in new]
@@ -104,7 +109,7 @@ class UserPool:
 
     async def stop_all(self, grace: float = 5.0) -> None:
         for u in self.users:
-            u.stop = True
+            u.halt()
         tasks = [u.task for u in self.users if u.task is not None]
         if not tasks:
             return
@@ -118,10 +123,9 @@ class UserPool:
         wl = self.workload
         rec = self.recorder
         ntx = len(wl.names)
-        cum = self.cum_weights
-        total = cum[-1]
+        pick = PyMix(u.rng, wl.weights)  # the driver path's
         conn: asyncmy.Connection | None = None
-        program: Program | None = None
+        program = None
         raw: RawLoop | None = None
         backoff = 0.1
         i = 0
@@ -153,16 +157,20 @@ class UserPool:
                                 conn = None
                                 u.session.forget()
                                 continue
-                    self.executors.add("driver" if program is None else "raw")
+                    self.executors.add("driver" if program is None else RawLoop.executor)
                 if program is not None:
-                    raw = RawLoop(conn, program, (lambda: 0) if ntx == 1 else (lambda: _pick(u.rng, cum, total)),
-                                  lambda: u.stop, rec.ok, self._failed)
-                    if await raw.run():
+                    raw = u.raw = RawLoop(conn, program, mix(u.rng, wl.weights), rec.counts, self._failed)
+                    raw.stop = u.stop  # halted while connecting
+                    try:
+                        reconnect = await raw.run()
+                    finally:
+                        u.raw = None
+                    if reconnect:
                         _close(conn)
                         conn = None
                         u.session.forget()
                     continue
-                i = 0 if ntx == 1 else _pick(u.rng, cum, total)
+                i = 0 if ntx == 1 else pick()
                 if u.session.paced:
                     await u.session.pause(i)  # keying and think time: not part of the response time
                     if u.stop:
@@ -227,14 +235,6 @@ class UserPool:
 def _message(exc: BaseException) -> str:
     args = getattr(exc, "args", ())
     return str(args[1] if len(args) > 1 else (args[0] if args else exc))
-
-
-def _pick(rng: random.Random, cum: list[float], total: float) -> int:
-    x = rng.random() * total
-    for i, c in enumerate(cum):
-        if x < c:
-            return i
-    return len(cum) - 1
 
 
 def _connected(conn: asyncmy.Connection) -> bool:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what `make run` and `make test` need on a fresh Debian machine:
 # a MariaDB server from Debian's packages (when no mysqld/mariadbd is found), sysbench for the
-# benchmark's test, tmux for the terminal tests, and the Python dependencies in ./.venv.
+# benchmark's test, tmux for the terminal tests, a C compiler and Python's headers for the raw
+# executor's C core when missing, and the Python dependencies in ./.venv.
 # Safe to run again: it only does what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +24,13 @@ fi
 if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
   need_apt+=(python3-venv)
 fi
+# the raw executor's C core (bench_dsl/_rawcore.c) is compiled when the package is installed
+if ! command -v cc >/dev/null 2>&1 && ! command -v gcc >/dev/null 2>&1; then
+  need_apt+=(gcc libc6-dev)
+fi
+if ! python3 -c 'import os, sysconfig; raise SystemExit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' >/dev/null 2>&1; then
+  need_apt+=(python3-dev)
+fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]} from Debian's packages" >&2
   $SUDO apt-get update -qq
@@ -34,7 +42,8 @@ stamp=.venv/.installed
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+# an editable install compiles the C core once: install again when it changes
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ bench_dsl/_rawcore.c -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip >&2
   .venv/bin/python -m pip install -q -e '.[test]' >&2
   touch "$stamp"

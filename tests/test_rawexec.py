@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import struct
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import asyncmy
 import pytest
 
 from bench_dsl.dsn import Dsn
-from bench_dsl.rawexec import BEGIN, COMMIT, NEXT, RECONNECT, Statement, RawLoop, command
+from bench_dsl.rawexec import BEGIN, COMMIT, NEXT, RECONNECT, CRawLoop, PyRawLoop, Statement, command
 from bench_dsl.server import connect, ensure_database
 from tests.conftest import run_bench
 
@@ -74,25 +77,37 @@ async def _scalar(dsn: Dsn, sql: str) -> int:
         conn.close()
 
 
-class _Run:
-    """One RawLoop on a fresh connection, with what it reported."""
+# every test of a loop runs on both cores: the C one (the default) and its pure-Python twin
+Loop = type[CRawLoop] | type[PyRawLoop]
 
-    def __init__(self, conn: asyncmy.Connection, program: Callable[[int], Sequence[bytes]], limit: int,
-                 verdict: int = NEXT) -> None:
+
+@pytest.fixture(params=[CRawLoop, PyRawLoop], ids=["c", "py"])
+def core(request: pytest.FixtureRequest) -> Loop:
+    return request.param  # type: ignore[no-any-return]
+
+
+class _Run:
+    """One RawLoop on a fresh connection, with what it reported; stops after `limit` outcomes."""
+
+    def __init__(self, conn: Any, program: Callable[[int], Sequence[bytes]], limit: int,
+                 verdict: int = NEXT, core: Loop = CRawLoop, pick: Callable[[], int] | None = None) -> None:
         self.ok: list[tuple[int, int, int]] = []
         self.errors: list[tuple[int, int, str, int]] = []
         self.limit = limit
         self.verdict = verdict
-        self.loop = RawLoop(conn, program, lambda: 0,
-                            lambda: len(self.ok) + len(self.errors) >= self.limit,
-                            lambda i, us, q: self.ok.append((i, us, q)), self._error)
+        self.loop = core(conn, program, pick, SimpleNamespace(ok=self._ok), self._error)
+
+    def _ok(self, i: int, us: int, q: int) -> None:
+        self.ok.append((i, us, q))
+        self.loop.stop = len(self.ok) + len(self.errors) >= self.limit
 
     def _error(self, i: int, code: int, message: str, attempt: int) -> int:
         self.errors.append((i, code, message, attempt))
+        self.loop.stop = len(self.ok) + len(self.errors) >= self.limit
         return self.verdict
 
 
-async def test_counted_transactions_are_what_the_server_did(db: Dsn) -> None:
+async def test_counted_transactions_are_what_the_server_did(db: Dsn, core: Loop) -> None:
     conn = await connect(db, db.database)
     try:
         sel = _stmt(await conn.prepare("SELECT c FROM raw_t WHERE id=?"))
@@ -104,7 +119,7 @@ async def test_counted_transactions_are_what_the_server_did(db: Dsn) -> None:
             n += 1
             return [BEGIN, sel.one(n % 6000 + 1), upd.packet(f"v{n}", 1), COMMIT]
 
-        run = _Run(conn, program, 500)
+        run = _Run(conn, program, 500, core=core)
         assert await run.loop.run() is False
         assert len(run.ok) == 500 and not run.errors
         assert all(q == 4 and us > 0 for _, us, q in run.ok)
@@ -116,12 +131,12 @@ async def test_counted_transactions_are_what_the_server_did(db: Dsn) -> None:
         conn.close()
 
 
-async def test_a_failed_statement_rolls_its_transaction_back(db: Dsn) -> None:
+async def test_a_failed_statement_rolls_its_transaction_back(db: Dsn, core: Loop) -> None:
     conn = await connect(db, db.database)
     try:
         upd = _stmt(await conn.prepare("UPDATE raw_t SET k=k+1 WHERE id=?"))
         ins = _stmt(await conn.prepare("INSERT INTO raw_t VALUES (?, 0, 'dup')"))
-        run = _Run(conn, lambda tx: [BEGIN, upd.one(2), ins.one(3), COMMIT], 3)
+        run = _Run(conn, lambda tx: [BEGIN, upd.one(2), ins.one(3), COMMIT], 3, core=core)
         assert await run.loop.run() is False
         assert not run.ok and [e[1] for e in run.errors] == [1062, 1062, 1062]
         assert "Duplicate entry" in run.errors[0][2]
@@ -130,30 +145,30 @@ async def test_a_failed_statement_rolls_its_transaction_back(db: Dsn) -> None:
     assert await _scalar(db, "SELECT k FROM raw_t WHERE id=2") == 0
 
 
-async def test_replies_larger_than_the_buffer(db: Dsn) -> None:
+async def test_replies_larger_than_the_buffer(db: Dsn, core: Loop) -> None:
     conn = await connect(db, db.database)
     try:
         # 6,000 rows of 120 characters (about 800 KB, three times the first buffer), then one row
         # larger than the buffer
         rng = _stmt(await conn.prepare("SELECT c FROM raw_t WHERE id BETWEEN ? AND ?"))
         big = _stmt(await conn.prepare("SELECT REPEAT('y', ?)"))
-        first = len(RawLoop(conn, lambda tx: (), lambda: 0, lambda: True, print, print).buf)
-        run = _Run(conn, lambda tx: [rng.packet(1, 6000), big.one(3 * first), rng.packet(1, 1)], 5)
+        first = core(conn, lambda tx: (), None, None, print).buffer_size
+        run = _Run(conn, lambda tx: [rng.packet(1, 6000), big.one(3 * first), rng.packet(1, 1)], 5, core=core)
         assert await run.loop.run() is False
         assert len(run.ok) == 5 and not run.errors
-        assert len(run.loop.buf) > 3 * first
+        assert run.loop.buffer_size > 3 * first
     finally:
         conn.close()
 
 
-async def test_a_killed_connection_asks_for_a_new_one(db: Dsn) -> None:
+async def test_a_killed_connection_asks_for_a_new_one(db: Dsn, core: Loop) -> None:
     conn = await connect(db, db.database)
     try:
         slow = _stmt(await conn.prepare("SELECT SLEEP(?)"))
         async with conn.cursor() as cur:
             await cur.execute("SELECT CONNECTION_ID()")
             (cid,) = await cur.fetchone()
-        run = _Run(conn, lambda tx: [slow.one(30)], 10, verdict=RECONNECT)
+        run = _Run(conn, lambda tx: [slow.one(30)], 10, verdict=RECONNECT, core=core)
         task = asyncio.create_task(run.loop.run())
         await asyncio.sleep(0.3)
         killer = await connect(db, db.database)
@@ -166,11 +181,11 @@ async def test_a_killed_connection_asks_for_a_new_one(db: Dsn) -> None:
         conn.close()
 
 
-async def test_cancelling_closes_the_connection(db: Dsn) -> None:
+async def test_cancelling_closes_the_connection(db: Dsn, core: Loop) -> None:
     conn = await connect(db, db.database)
     try:
         slow = _stmt(await conn.prepare("SELECT SLEEP(?)"))
-        run = _Run(conn, lambda tx: [slow.one(5)], 10)
+        run = _Run(conn, lambda tx: [slow.one(5)], 10, core=core)
         task = asyncio.create_task(run.loop.run())
         await asyncio.sleep(0.2)
         task.cancel()
@@ -184,18 +199,18 @@ async def test_cancelling_closes_the_connection(db: Dsn) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("test", ["oltp_point_select", "oltp_read_write"])
 def test_both_ways_of_running_statements_measure_the_same_thing(test: str, dsn_url: str, tmp_path: Path) -> None:
-    """BENCH_RAWEXEC=0 runs every statement through asyncmy: the same transactions, the same
-    statements per transaction, the same effect on the data."""
+    """BENCH_RAWEXEC=0 runs every statement through asyncmy, BENCH_RAWEXEC=py the raw executor's
+    pure-Python core: the same transactions, the same statements per transaction."""
     src = tmp_path / "s.bench"
     src.write_text(f'scenario "raw" {{ workload sysbench {test} {{ tables = 2  table_size = 2000 }}\n'
                    '  users 4  warmup 1s  duration 2s }\n')
     docs = {}
-    for raw in ("1", "0"):
+    for raw in ("1", "py", "0"):
         out = tmp_path / f"{raw}.json"
         r = run_bench("run", str(src), "--headless", "--json", str(out), env={"BENCH_RAWEXEC": raw})
         assert r.returncode == 0, r.stderr
         doc = json.loads(out.read_text())
-        assert doc["executor"] == {"1": "raw", "0": "driver"}[raw]  # the result says which way ran
+        assert doc["executor"] == {"1": "raw", "py": "raw-py", "0": "driver"}[raw]  # the result says which way ran
         docs[raw] = doc["summary"]
     for s in docs.values():
         tx = s["transactions"][test]
@@ -203,7 +218,7 @@ def test_both_ways_of_running_statements_measure_the_same_thing(test: str, dsn_u
         assert tx["qps"] == pytest.approx(tx["tps"] * (1 if test == "oltp_point_select" else 20), rel=0.01)
 
 
-async def test_a_procedure_with_results_keeps_the_loop_in_step(db: Dsn) -> None:
+async def test_a_procedure_with_results_keeps_the_loop_in_step(db: Dsn, core: Loop) -> None:
     """CALL of a procedure that selects sends a result set, then its own OK (more results flagged)."""
     conn = await connect(db, db.database)
     try:
@@ -213,7 +228,7 @@ async def test_a_procedure_with_results_keeps_the_loop_in_step(db: Dsn) -> None:
                               "SELECT k FROM raw_t WHERE id BETWEEN x AND x + 50; UPDATE raw_t SET k = k + 1 WHERE id = 7; END")
         call = _stmt(await conn.prepare("CALL raw_p(?)"))
         sel = _stmt(await conn.prepare("SELECT id FROM raw_t WHERE id = ?"))
-        run = _Run(conn, lambda tx: [call.one(1), sel.one(2)], 200)
+        run = _Run(conn, lambda tx: [call.one(1), sel.one(2)], 200, core=core)
         assert await run.loop.run() is False
         assert len(run.ok) == 200 and not run.errors
         async with conn.cursor() as cur:  # the driver's connection is in step: no reply left unread
@@ -223,24 +238,27 @@ async def test_a_procedure_with_results_keeps_the_loop_in_step(db: Dsn) -> None:
         conn.close()
 
 
-async def test_a_transaction_without_statements_is_a_defect_not_a_hang(db: Dsn) -> None:
+async def test_a_transaction_without_statements_is_a_defect_not_a_hang(db: Dsn, core: Loop) -> None:
     conn = await connect(db, db.database)
     try:
-        run = _Run(conn, lambda tx: [], 5)
+        run = _Run(conn, lambda tx: [], 5, core=core)
         with pytest.raises(ValueError, match="without statements"):
             await run.loop.run()
     finally:
         conn.close()
 
 
-class _Tee(RawLoop):
-    """A RawLoop that keeps every byte it receives, to replay them cut differently."""
+def _tee(core: Loop) -> Any:
+    """A RawLoop on `core` that keeps every byte it receives, to replay them cut differently."""
 
-    received = bytearray()
+    class Tee(core):  # type: ignore[valid-type,misc]
+        received = bytearray()
 
-    def buffer_updated(self, nbytes: int) -> None:
-        self.received += self.view[self.end:self.end + nbytes]
-        super().buffer_updated(nbytes)
+        def buffer_updated(self, nbytes: int) -> None:
+            Tee.received += self._incoming(nbytes)
+            super().buffer_updated(nbytes)
+
+    return Tee
 
 
 class _NoSocket:
@@ -260,7 +278,7 @@ class _NoSocket:
         pass
 
 
-async def test_replies_cut_anywhere_are_read_the_same(db: Dsn) -> None:
+async def test_replies_cut_anywhere_are_read_the_same(db: Dsn, core: Loop) -> None:
     """The server's own replies (rows, an error, an OK with 300 affected rows, a CALL's several
     results) fed back in pieces of every size: the same outcomes as when they came from the socket."""
     conn = await connect(db, db.database)
@@ -282,11 +300,10 @@ async def test_replies_cut_anywhere_are_read_the_same(db: Dsn) -> None:
             return plan[tx % len(plan)]
 
         tx = iter(range(10**6))
-        live = _Run(conn, program, 3 * len(plan))
-        live.loop = _Tee(conn, program, lambda: next(tx), live.loop.should_stop, live.loop.record_ok, live._error)
-        _Tee.received = bytearray()
+        tee = _tee(core)
+        live = _Run(conn, program, 3 * len(plan), core=tee, pick=lambda: next(tx))
         assert await live.loop.run() is False
-        stream = bytes(_Tee.received)
+        stream = bytes(tee.received)
         async with conn.cursor() as cur:  # nothing left unread: the driver's connection is in step
             await cur.execute("SELECT 42")
             assert await cur.fetchone() == (42,)
@@ -300,17 +317,51 @@ async def test_replies_cut_anywhere_are_read_the_same(db: Dsn) -> None:
 
     for size in (1, 2, 3, 5, 7, 64, 131, 135, 1000, 4096, len(stream)):
         tx = iter(range(10**6))
-        again = _Run(Replay(), program, 3 * len(plan))  # type: ignore[arg-type]
-        again.loop = RawLoop(Replay(), program, lambda: next(tx), again.loop.should_stop,
-                             again.loop.record_ok, again._error)
+        again = _Run(Replay(), program, 3 * len(plan), core=core, pick=lambda: next(tx))
         task = asyncio.create_task(again.loop.run())
         await asyncio.sleep(0)
         at = 0
         while at < len(stream):  # as a transport reads: at most what the buffer it is given holds
-            view = again.loop.get_buffer(-1)
-            chunk = stream[at:at + min(size, len(view))]
-            view[:len(chunk)] = chunk
+            with memoryview(again.loop.get_buffer(-1)) as view:
+                chunk = stream[at:at + min(size, len(view))]
+                view[:len(chunk)] = chunk
             again.loop.buffer_updated(len(chunk))
             at += len(chunk)
         assert await task is False
         assert ([("ok", i, q) for i, _, q in again.ok], [(i, c) for i, c, _, _ in again.errors]) == outcomes, size
+
+
+def test_the_c_twins_draw_and_count_as_the_python_ones() -> None:
+    """_rawcore's PointSelect, Mix and Counts against what they replace: the same keys, tables and
+    packets from the same seed, the same transaction types, the same counts."""
+    from functools import partial
+
+    from bench_dsl import _rawcore
+    from bench_dsl.generators import special
+    from bench_dsl.metrics import PyCounts
+    from bench_dsl.rawexec import PyMix
+
+    for tables, (pct, res, iters) in [(4, (1, 75, 12)), (1, (5.0, 50.0, 7)), (3, (100, 0, 1))]:
+        c_rng, py_rng = random.Random(7), random.Random(7)
+        stmts = [Statement(i, 1) for i in range(1, tables + 1)]
+        fast = _rawcore.PointSelect([s.int_head for s in stmts], c_rng, 1, 50_000, pct, res, iters)
+        key = partial(special(1, 50_000, pct, res, iters), py_rng)
+        table = (lambda: int(py_rng.random() * tables)) if tables > 1 else (lambda: 0)
+        for _ in range(50_000):
+            t = table()
+            assert fast(0) == (stmts[t].one(key()),)
+    with pytest.raises(ValueError):
+        _rawcore.PointSelect([], random.Random(), 1, 10, 1, 75, 12)
+
+    for weights in ([45, 43, 4, 4, 4], [0.1, 0.2, 0.7], [1]):
+        c_mix, py_mix = _rawcore.Mix(random.Random(3), weights), PyMix(random.Random(3), weights)
+        assert [c_mix() for _ in range(20_000)] == [py_mix() for _ in range(20_000)]
+
+    c, py = _rawcore.Counts(2), PyCounts(2)
+    for ok in [(0, 5, 1), (0, 5, 1), (1, 7, 20), (0, 1 << 40, 2)]:
+        c.ok(*ok)
+        py.ok(*ok)
+    assert c.take() == py.take() == [({5: 2, 1 << 40: 1}, 4), ({7: 1}, 20)]
+    assert c.take() == py.take() == [({}, 0), ({}, 0)]
+    with pytest.raises(IndexError):
+        c.ok(2, 1, 1)

@@ -11,6 +11,7 @@ from typing import Any
 
 import asyncmy
 
+from bench_dsl import native
 from bench_dsl.dsn import Dsn
 from bench_dsl.generators import special, zipf
 from bench_dsl.model import SysbenchWorkload
@@ -229,7 +230,14 @@ class _SysbenchSession(Session):
                 st = await self._stmt(conn, key, t)
                 raw[(key, t)] = Statement.of(st)
         if self.point_only:
-            # the hot path of the hottest workload: the table drawn as _table() draws it, inline
+            s = self.spec
+            if native.core is not None and s.rand_type == "special":
+                # the hottest workload drawn and encoded in C, with this session's random.Random:
+                # the same tables and keys as the lines below
+                return native.core.PointSelect(  # type: ignore[no-any-return]
+                    [raw[("point_selects", t)].int_head for t in range(1, self.tables + 1)], self.rng,
+                    1, s.table_size, s.rand_spec_pct, s.rand_spec_res, s.rand_spec_iter)
+            # the table drawn as _table() draws it, inline
             ones = [raw[("point_selects", t)].one for t in range(1, self.tables + 1)]
             tables, rnd, get_id = self.tables, self.rng.random, self.get_id
             if tables == 1:

@@ -1,0 +1,798 @@
+/* The raw executor's hot path in C: what bench_dsl/rawexec.py's pure-Python core does, with the
+ * same names and the same behaviour, for the work done once per reply and once per transaction.
+ *
+ * Why C: on a machine where the client shares the cores with the server, the client's CPU per
+ * transaction is throughput taken from the server. Profiled on 2 cores (point selects, 16 users),
+ * the interpreter was 40% of bench-dsl's CPU: walking replies, drawing keys, encoding packets and
+ * counting latencies. Here these run without a Python frame; Python is called only for what is
+ * rare (an error reply, the end of the run) or for what a workload writes in Python (its
+ * transactions' packets, when they are not one of the shapes known here).
+ *
+ * Types (each has a pure-Python twin in rawexec.py or metrics.py that the tests hold it to):
+ *   Core         the base of RawLoop: an asyncio BufferedProtocol's get_buffer/buffer_updated, the
+ *                reply parser, and the step from one statement and one transaction to the next.
+ *   Counts       latencies counted by their microsecond value, and statements, per transaction type.
+ *   Mix          picks a transaction type by weight, with the user's random.Random.
+ *   PointSelect  sysbench's oltp_point_select: a table drawn uniformly, a key from its "special"
+ *                distribution, drawn with the user's random.Random exactly as generators.special
+ *                draws it (the same keys for the same seed).
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_PAYLOAD 0xFFFFFF
+#define FIRST_BUFFER (16 * 1024)
+#define MORE_RESULTS 0x0008 /* SERVER_MORE_RESULTS_EXISTS: another result of the same statement follows */
+enum { S_FIRST = 0, S_COLUMNS = 1, S_ROWS = 2 };
+
+static long long now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts); /* what time.perf_counter_ns reads on Linux */
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Counts                                                                                          */
+
+typedef struct {
+    PyObject_HEAD
+    Py_ssize_t n;
+    PyObject *lat;        /* list of n dicts: microseconds -> transactions */
+    long long *queries;   /* statements per transaction type */
+} Counts;
+
+static PyTypeObject CountsType;
+
+static PyObject *fresh_dicts(Py_ssize_t n) {
+    PyObject *list = PyList_New(n);
+    if (list == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *d = PyDict_New();
+        if (d == NULL) { Py_DECREF(list); return NULL; }
+        PyList_SET_ITEM(list, i, d);
+    }
+    return list;
+}
+
+static int Counts_init(Counts *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"n", NULL};
+    Py_ssize_t n;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "n", kwlist, &n)) return -1;
+    if (n < 1) { PyErr_SetString(PyExc_ValueError, "at least one transaction type"); return -1; }
+    PyObject *lat = fresh_dicts(n);
+    if (lat == NULL) return -1;
+    long long *q = PyMem_Calloc((size_t)n, sizeof(long long));
+    if (q == NULL) { Py_DECREF(lat); PyErr_NoMemory(); return -1; }
+    Py_XSETREF(self->lat, lat);
+    PyMem_Free(self->queries);
+    self->queries = q;
+    self->n = n;
+    return 0;
+}
+
+static void Counts_dealloc(Counts *self) {
+    PyObject_GC_UnTrack(self);
+    Py_CLEAR(self->lat);
+    PyMem_Free(self->queries);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int Counts_traverse(Counts *self, visitproc visit, void *arg) {
+    Py_VISIT(self->lat);
+    return 0;
+}
+
+static int Counts_clear(Counts *self) {
+    Py_CLEAR(self->lat);
+    return 0;
+}
+
+/* lat[i][us] += 1; queries[i] += q. 0, or -1 with an exception set. */
+static int counts_add(Counts *self, long long i, long long us, long long q) {
+    if (self->lat == NULL) { PyErr_SetString(PyExc_ValueError, "Counts not initialised"); return -1; }
+    if (i < 0 || i >= self->n) { PyErr_SetString(PyExc_IndexError, "transaction type out of range"); return -1; }
+    PyObject *d = PyList_GET_ITEM(self->lat, i);
+    PyObject *key = PyLong_FromLongLong(us);
+    if (key == NULL) return -1;
+    PyObject *old = PyDict_GetItemWithError(d, key); /* borrowed */
+    long long n = 1;
+    if (old != NULL) {
+        n = PyLong_AsLongLong(old) + 1;
+        if (n == 0 && PyErr_Occurred()) { Py_DECREF(key); return -1; }
+    } else if (PyErr_Occurred()) {
+        Py_DECREF(key);
+        return -1;
+    }
+    PyObject *val = PyLong_FromLongLong(n);
+    if (val == NULL) { Py_DECREF(key); return -1; }
+    int rc = PyDict_SetItem(d, key, val);
+    Py_DECREF(key);
+    Py_DECREF(val);
+    if (rc == 0) self->queries[i] += q;
+    return rc;
+}
+
+static PyObject *Counts_ok(Counts *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) { PyErr_SetString(PyExc_TypeError, "ok(i, micros, queries)"); return NULL; }
+    long long i = PyLong_AsLongLong(args[0]);
+    long long us = PyLong_AsLongLong(args[1]);
+    long long q = PyLong_AsLongLong(args[2]);
+    if (PyErr_Occurred()) return NULL;
+    if (counts_add(self, i, us, q) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *Counts_take(Counts *self, PyObject *unused) {
+    if (self->lat == NULL) { PyErr_SetString(PyExc_ValueError, "Counts not initialised"); return NULL; }
+    PyObject *fresh = fresh_dicts(self->n);
+    if (fresh == NULL) return NULL;
+    PyObject *out = PyList_New(self->n);
+    if (out == NULL) { Py_DECREF(fresh); return NULL; }
+    for (Py_ssize_t i = 0; i < self->n; i++) {
+        PyObject *pair = Py_BuildValue("(OL)", PyList_GET_ITEM(self->lat, i), self->queries[i]);
+        if (pair == NULL) { Py_DECREF(out); Py_DECREF(fresh); return NULL; }
+        PyList_SET_ITEM(out, i, pair);
+    }
+    Py_SETREF(self->lat, fresh);
+    memset(self->queries, 0, (size_t)self->n * sizeof(long long));
+    return out;
+}
+
+static PyMethodDef Counts_methods[] = {
+    {"ok", (PyCFunction)(void (*)(void))Counts_ok, METH_FASTCALL,
+     "ok(i, micros, queries): one completed transaction of type i"},
+    {"take", (PyCFunction)Counts_take, METH_NOARGS,
+     "take() -> [(latencies {us: count}, statements)] per type, and start afresh"},
+    {NULL}};
+
+static PyTypeObject CountsType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "bench_dsl._rawcore.Counts",
+    .tp_doc = "Latencies counted by their microsecond value, and statements, per transaction type.",
+    .tp_basicsize = sizeof(Counts),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Counts_init,
+    .tp_dealloc = (destructor)Counts_dealloc,
+    .tp_traverse = (traverseproc)Counts_traverse,
+    .tp_clear = (inquiry)Counts_clear,
+    .tp_methods = Counts_methods,
+};
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Random draws through the user's random.Random (its own Mersenne Twister: the same values as the  */
+/* Python path draws)                                                                             */
+
+static int draw(PyObject *random, double *out) {
+    PyObject *r = PyObject_CallNoArgs(random);
+    if (r == NULL) return -1;
+    *out = PyFloat_AsDouble(r);
+    Py_DECREF(r);
+    return (*out == -1.0 && PyErr_Occurred()) ? -1 : 0;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Mix                                                                                             */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *random;  /* rng.random */
+    double *cum;       /* cumulative weights */
+    Py_ssize_t n;
+} Mix;
+
+static PyTypeObject MixType;
+
+static int Mix_init(Mix *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"rng", "weights", NULL};
+    PyObject *rng, *weights;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO", kwlist, &rng, &weights)) return -1;
+    PyObject *seq = PySequence_Fast(weights, "weights must be a sequence");
+    if (seq == NULL) return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n < 1) { Py_DECREF(seq); PyErr_SetString(PyExc_ValueError, "no weights"); return -1; }
+    double *cum = PyMem_Malloc((size_t)n * sizeof(double));
+    if (cum == NULL) { Py_DECREF(seq); PyErr_NoMemory(); return -1; }
+    /* the running sum of the weights as Python's itertools.accumulate adds them */
+    PyObject *acc = NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *w = PySequence_Fast_GET_ITEM(seq, i);
+        PyObject *next = acc == NULL ? Py_NewRef(w) : PyNumber_Add(acc, w);
+        Py_XDECREF(acc);
+        acc = next;
+        if (acc == NULL) break;
+        cum[i] = PyFloat_AsDouble(acc);
+        if (cum[i] == -1.0 && PyErr_Occurred()) { Py_CLEAR(acc); break; }
+    }
+    Py_DECREF(seq);
+    if (acc == NULL) { PyMem_Free(cum); return -1; }
+    Py_DECREF(acc);
+    PyObject *random = PyObject_GetAttrString(rng, "random");
+    if (random == NULL) { PyMem_Free(cum); return -1; }
+    Py_XSETREF(self->random, random);
+    PyMem_Free(self->cum);
+    self->cum = cum;
+    self->n = n;
+    return 0;
+}
+
+/* rawexec.Mix.__call__: x = rng.random() * total; the first type whose cumulative weight is above x */
+static long long mix_pick(Mix *self) {
+    double r;
+    if (draw(self->random, &r) < 0) return -1;
+    double x = r * self->cum[self->n - 1];
+    for (Py_ssize_t i = 0; i < self->n; i++)
+        if (x < self->cum[i]) return i;
+    return self->n - 1;
+}
+
+static PyObject *Mix_call(Mix *self, PyObject *args, PyObject *kwds) {
+    if (self->cum == NULL) { PyErr_SetString(PyExc_ValueError, "Mix not initialised"); return NULL; }
+    long long i = mix_pick(self);
+    return i < 0 ? NULL : PyLong_FromLongLong(i);
+}
+
+static void Mix_dealloc(Mix *self) {
+    PyObject_GC_UnTrack(self);
+    Py_CLEAR(self->random);
+    PyMem_Free(self->cum);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int Mix_traverse(Mix *self, visitproc visit, void *arg) {
+    Py_VISIT(self->random);
+    return 0;
+}
+
+static int Mix_clear(Mix *self) {
+    Py_CLEAR(self->random);
+    return 0;
+}
+
+static PyTypeObject MixType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "bench_dsl._rawcore.Mix",
+    .tp_doc = "Mix(rng, weights)(): a transaction type drawn by weight.",
+    .tp_basicsize = sizeof(Mix),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Mix_init,
+    .tp_dealloc = (destructor)Mix_dealloc,
+    .tp_traverse = (traverseproc)Mix_traverse,
+    .tp_clear = (inquiry)Mix_clear,
+    .tp_call = (ternaryfunc)Mix_call,
+};
+
+/* ---------------------------------------------------------------------------------------------- */
+/* PointSelect                                                                                     */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *heads;     /* tuple of bytes: each table's packet up to its one integer parameter */
+    PyObject *random;    /* rng.random */
+    long long a, t;      /* keys in [a, a + t] */
+    double res_mult, pct_mult, pct2_mult, iter_mult;
+    int iters;
+} PointSelect;
+
+static PyTypeObject PointSelectType;
+
+static int PointSelect_init(PointSelect *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"heads", "rng", "a", "b", "pct", "res", "iters", NULL};
+    PyObject *heads, *rng;
+    long long a, b;
+    double pct, res;
+    int iters;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOLLddi", kwlist, &heads, &rng, &a, &b, &pct, &res, &iters))
+        return -1;
+    PyObject *tup = PySequence_Tuple(heads);
+    if (tup == NULL) return -1;
+    if (PyTuple_GET_SIZE(tup) < 1) { Py_DECREF(tup); PyErr_SetString(PyExc_ValueError, "no tables"); return -1; }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tup); i++) {
+        if (!PyBytes_CheckExact(PyTuple_GET_ITEM(tup, i))) {
+            Py_DECREF(tup);
+            PyErr_SetString(PyExc_TypeError, "heads must be bytes");
+            return -1;
+        }
+    }
+    if (b < a || iters < 1 || res >= 100.0) {
+        Py_DECREF(tup);
+        PyErr_SetString(PyExc_ValueError, "a <= b, iters >= 1 and res < 100 expected");
+        return -1;
+    }
+    PyObject *random = PyObject_GetAttrString(rng, "random");
+    if (random == NULL) { Py_DECREF(tup); return -1; }
+    Py_XSETREF(self->heads, tup);
+    Py_XSETREF(self->random, random);
+    self->a = a;
+    self->t = b - a;
+    /* generators.special's constants, computed as it computes them */
+    self->res_mult = 100.0 / (100.0 - res);
+    self->pct_mult = pct / 100.0;
+    self->pct2_mult = pct / 200.0;
+    self->iter_mult = 1.0 / iters;
+    self->iters = iters;
+    return 0;
+}
+
+/* generators.special, operation for operation (IEEE doubles in the same order give the same key) */
+static int special_key(PointSelect *self, long long *key) {
+    double rnd, s = 0.0, r;
+    double t = (double)self->t;
+    if (draw(self->random, &rnd) < 0) return -1;
+    if (rnd * t * self->res_mult < t) {
+        for (int i = 0; i < self->iters; i++) {
+            if (draw(self->random, &r) < 0) return -1;
+            s += r;
+        }
+        *key = self->a + (long long)(s * t * self->iter_mult);
+        return 0;
+    }
+    double d = t * self->pct_mult;
+    *key = self->a + (long long)(rnd * (d + 1) + t / 2 - t * self->pct2_mult);
+    return 0;
+}
+
+/* one transaction: a 1-tuple with the packet, as the Python program returns it */
+static PyObject *point_select_packets(PointSelect *self) {
+    Py_ssize_t tables = PyTuple_GET_SIZE(self->heads), table = 0;
+    if (tables > 1) { /* int(rng.random() * tables), drawn before the key */
+        double r;
+        if (draw(self->random, &r) < 0) return NULL;
+        table = (Py_ssize_t)(r * (double)tables);
+    }
+    long long key;
+    if (special_key(self, &key) < 0) return NULL;
+    PyObject *head = PyTuple_GET_ITEM(self->heads, table);
+    Py_ssize_t hlen = PyBytes_GET_SIZE(head);
+    PyObject *packet = PyBytes_FromStringAndSize(NULL, hlen + 8);
+    if (packet == NULL) return NULL;
+    char *p = PyBytes_AS_STRING(packet);
+    memcpy(p, PyBytes_AS_STRING(head), (size_t)hlen);
+    unsigned long long u = (unsigned long long)key;
+    for (int i = 0; i < 8; i++) p[hlen + i] = (char)((u >> (8 * i)) & 0xFF); /* '<q' */
+    PyObject *out = PyTuple_New(1);
+    if (out == NULL) { Py_DECREF(packet); return NULL; }
+    PyTuple_SET_ITEM(out, 0, packet);
+    return out;
+}
+
+static PyObject *PointSelect_call(PointSelect *self, PyObject *args, PyObject *kwds) {
+    if (self->heads == NULL) { PyErr_SetString(PyExc_ValueError, "PointSelect not initialised"); return NULL; }
+    return point_select_packets(self);
+}
+
+static void PointSelect_dealloc(PointSelect *self) {
+    PyObject_GC_UnTrack(self);
+    Py_CLEAR(self->heads);
+    Py_CLEAR(self->random);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int PointSelect_traverse(PointSelect *self, visitproc visit, void *arg) {
+    Py_VISIT(self->heads);
+    Py_VISIT(self->random);
+    return 0;
+}
+
+static int PointSelect_clear(PointSelect *self) {
+    Py_CLEAR(self->heads);
+    Py_CLEAR(self->random);
+    return 0;
+}
+
+static PyTypeObject PointSelectType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "bench_dsl._rawcore.PointSelect",
+    .tp_doc = "PointSelect(heads, rng, a, b, pct, res, iters)(tx): one point select's packets.",
+    .tp_basicsize = sizeof(PointSelect),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)PointSelect_init,
+    .tp_dealloc = (destructor)PointSelect_dealloc,
+    .tp_traverse = (traverseproc)PointSelect_traverse,
+    .tp_clear = (inquiry)PointSelect_clear,
+    .tp_call = (ternaryfunc)PointSelect_call,
+};
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Core                                                                                            */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *write;      /* the transport's write */
+    PyObject *program;    /* tx -> packets */
+    PyObject *pick;       /* () -> tx */
+    PyObject *record;     /* Counts, or anything with ok(tx, us, statements), or None */
+    PyObject *packets;    /* the transaction in flight */
+    PyObject *failed;     /* None, or (code, message) of an error whose ROLLBACK's reply is awaited */
+    char *buf;
+    Py_ssize_t cap, end, pos;
+    Py_ssize_t exports;   /* buffers handed out and not yet released: buf must not move */
+    Py_ssize_t columns_left;
+    int state;
+    char deprecate_eof;
+    char stop;
+    long long tx, attempt, k, t0, completed;
+} Core;
+
+static PyTypeObject CoreType;
+
+static int Core_init(Core *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"write", "program", "pick", "record", "deprecate_eof", NULL};
+    PyObject *write, *program, *pick, *record;
+    int deprecate_eof;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOp", kwlist, &write, &program, &pick, &record, &deprecate_eof))
+        return -1;
+    if (self->exports) { PyErr_SetString(PyExc_BufferError, "buffer in use"); return -1; }
+    char *buf = PyMem_Malloc(FIRST_BUFFER);
+    if (buf == NULL) { PyErr_NoMemory(); return -1; }
+    PyMem_Free(self->buf);
+    self->buf = buf;
+    self->cap = FIRST_BUFFER;
+    self->end = self->pos = 0;
+    self->state = S_FIRST;
+    self->columns_left = 0;
+    Py_XSETREF(self->write, Py_NewRef(write));
+    Py_XSETREF(self->program, Py_NewRef(program));
+    Py_XSETREF(self->pick, Py_NewRef(pick));
+    Py_XSETREF(self->record, Py_NewRef(record));
+    Py_XSETREF(self->packets, PyTuple_New(0));
+    Py_XSETREF(self->failed, Py_NewRef(Py_None));
+    if (self->packets == NULL) return -1;
+    self->deprecate_eof = (char)deprecate_eof;
+    self->stop = 0;
+    self->tx = self->attempt = self->k = self->t0 = self->completed = 0;
+    return 0;
+}
+
+static void Core_dealloc(Core *self) {
+    PyObject_GC_UnTrack(self);
+    Py_CLEAR(self->write);
+    Py_CLEAR(self->program);
+    Py_CLEAR(self->pick);
+    Py_CLEAR(self->record);
+    Py_CLEAR(self->packets);
+    Py_CLEAR(self->failed);
+    PyMem_Free(self->buf);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int Core_traverse(Core *self, visitproc visit, void *arg) {
+    Py_VISIT(self->write);
+    Py_VISIT(self->program);
+    Py_VISIT(self->pick);
+    Py_VISIT(self->record);
+    Py_VISIT(self->packets);
+    Py_VISIT(self->failed);
+    return 0;
+}
+
+static int Core_clear(Core *self) {
+    Py_CLEAR(self->write);
+    Py_CLEAR(self->program);
+    Py_CLEAR(self->pick);
+    Py_CLEAR(self->record);
+    Py_CLEAR(self->packets);
+    Py_CLEAR(self->failed);
+    return 0;
+}
+
+static int write_packet(Core *self, Py_ssize_t k) {
+    PyObject *packets = self->packets, *p;
+    if (PyTuple_CheckExact(packets)) p = Py_NewRef(PyTuple_GET_ITEM(packets, k));
+    else if (PyList_CheckExact(packets)) p = Py_NewRef(PyList_GET_ITEM(packets, k));
+    else p = PySequence_GetItem(packets, k);
+    if (p == NULL) return -1;
+    PyObject *r = PyObject_CallOneArg(self->write, p);
+    Py_DECREF(p);
+    if (r == NULL) return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+static int start_attempt(Core *self) {
+    PyObject *packets;
+    if (Py_IS_TYPE(self->program, &PointSelectType)) {
+        packets = point_select_packets((PointSelect *)self->program);
+    } else {
+        PyObject *tx = PyLong_FromLongLong(self->tx);
+        if (tx == NULL) return -1;
+        packets = PyObject_CallOneArg(self->program, tx);
+        Py_DECREF(tx);
+    }
+    if (packets == NULL) return -1;
+    Py_ssize_t n = PyObject_Length(packets);
+    if (n <= 0) {
+        Py_DECREF(packets);
+        if (n == 0) PyErr_SetString(PyExc_ValueError, "a transaction without statements");
+        return -1;
+    }
+    Py_SETREF(self->packets, packets);
+    self->k = 0;
+    return write_packet(self, 0);
+}
+
+static int call_method0(Core *self, const char *name) {
+    PyObject *r = PyObject_CallMethod((PyObject *)self, name, NULL);
+    if (r == NULL) return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+static int next_transaction(Core *self) {
+    if (self->stop) {
+        PyObject *r = PyObject_CallMethod((PyObject *)self, "_finish", "O", Py_False);
+        if (r == NULL) return -1;
+        Py_DECREF(r);
+        return 0;
+    }
+    if (self->pick == Py_None) {
+        self->tx = 0;
+    } else if (Py_IS_TYPE(self->pick, &MixType)) {
+        long long tx = mix_pick((Mix *)self->pick);
+        if (tx < 0) return -1;
+        self->tx = tx;
+    } else {
+        PyObject *r = PyObject_CallNoArgs(self->pick);
+        if (r == NULL) return -1;
+        long long tx = PyLong_AsLongLong(r);
+        Py_DECREF(r);
+        if (tx == -1 && PyErr_Occurred()) return -1;
+        self->tx = tx;
+    }
+    self->attempt = 0;
+    self->t0 = now_ns();
+    return start_attempt(self);
+}
+
+static int reply_ok(Core *self) {
+    if (self->failed != Py_None) /* the ROLLBACK after a failed statement has been answered */
+        return call_method0(self, "_rollback_answered");
+    Py_ssize_t k = (Py_ssize_t)++self->k;
+    Py_ssize_t n = PyObject_Length(self->packets);
+    if (n < 0) return -1;
+    if (k < n) return write_packet(self, k);
+    long long us = (now_ns() - self->t0) / 1000;
+    if (Py_IS_TYPE(self->record, &CountsType)) {
+        if (counts_add((Counts *)self->record, self->tx, us, k) < 0) return -1;
+    } else if (self->record != Py_None) {
+        PyObject *r = PyObject_CallMethod(self->record, "ok", "LLn", self->tx, us, k);
+        if (r == NULL) return -1;
+        Py_DECREF(r);
+    }
+    self->completed++;
+    return next_transaction(self);
+}
+
+static int reply_error(Core *self, int code, const unsigned char *text, Py_ssize_t len) {
+    PyObject *r = PyObject_CallMethod((PyObject *)self, "_reply_error", "iN", code,
+                                      PyUnicode_DecodeUTF8((const char *)text, len, "replace"));
+    if (r == NULL) return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+static Py_ssize_t skip_lenenc(const unsigned char *b, Py_ssize_t p) {
+    unsigned char v = b[p];
+    return p + (v < 0xFB ? 1 : v == 0xFC ? 3 : v == 0xFD ? 4 : 9);
+}
+
+/* Where the status flags of the OK or EOF packet at `start` are. */
+static Py_ssize_t status_at(const unsigned char *b, Py_ssize_t start, Py_ssize_t length) {
+    if (length < 7 || (b[start + 1] < 0xFB && b[start + 2] < 0xFB)) return start + 3;
+    return skip_lenenc(b, skip_lenenc(b, start + 1));
+}
+
+/* rawexec._PyCore._parse. Callbacks may write and finish, never touch the buffer. */
+static int parse(Core *self) {
+    const unsigned char *b = (const unsigned char *)self->buf;
+    Py_ssize_t pos = self->pos, end = self->end, left = self->columns_left;
+    int state = self->state;
+    while (end - pos >= 4) {
+        Py_ssize_t length = b[pos] | (b[pos + 1] << 8) | (b[pos + 2] << 16);
+        Py_ssize_t start = pos + 4, nxt = start + length;
+        if (nxt > end) break;
+        if (!(0 < length && length < MAX_PAYLOAD)) {
+            PyErr_SetString(PyExc_ValueError, "a reply of 16 MiB or more: not supported by the raw executor");
+            return -1;
+        }
+        unsigned char first = b[start];
+        if (state == S_ROWS) {
+            if (first < 0xFE) { pos = nxt; continue; } /* a row (binary rows start with 0x00) */
+        } else if (state == S_COLUMNS) { /* a column definition, or the EOF after them */
+            pos = nxt;
+            if (--left == 0) state = S_ROWS;
+            continue;
+        }
+        pos = nxt;
+        if (first == 0xFF) { /* an error, first or instead of the end of the rows */
+            int code = b[start + 1] | (b[start + 2] << 8);
+            state = S_FIRST;
+            int rc = (length > 9 && b[start + 3] == 0x23)
+                         ? reply_error(self, code, b + start + 9, nxt - (start + 9))
+                         : reply_error(self, code, b + start + 3, nxt - (start + 3));
+            if (rc < 0) return -1;
+            continue;
+        }
+        if (state == S_FIRST && first != 0x00 && first != 0xFE) { /* a result set: its column count */
+            if (first == 0xFB) {
+                PyErr_SetString(PyExc_ValueError, "LOCAL INFILE request: not supported by the raw executor");
+                return -1;
+            }
+            if (first < 0xFB) left = first;
+            else {
+                int bytes = first == 0xFC ? 2 : 3;
+                left = 0;
+                for (int i = bytes - 1; i >= 0; i--) left = (left << 8) | b[start + 1 + i];
+            }
+            if (!self->deprecate_eof) left += 1;
+            state = S_COLUMNS;
+            continue;
+        }
+        /* an OK, or the EOF / OK after the rows: the statement is done unless a result follows */
+        state = S_FIRST;
+        Py_ssize_t p = status_at(b, start, length);
+        if (p < nxt && (b[p] & MORE_RESULTS)) continue;
+        if (reply_ok(self) < 0) return -1;
+    }
+    if (pos == end) self->pos = self->end = 0;
+    else self->pos = pos;
+    self->state = state;
+    self->columns_left = left;
+    return 0;
+}
+
+/* asyncio.BufferedProtocol.get_buffer: a view of the free space (the Core exports it) */
+static PyObject *Core_get_buffer(Core *self, PyObject *sizehint) {
+    if (self->buf == NULL) { PyErr_SetString(PyExc_ValueError, "Core not initialised"); return NULL; }
+    if (self->end) {
+        Py_ssize_t room = self->cap / 4; /* read at least this much at a time */
+        if (self->cap - self->end < room) {
+            if (self->exports) { PyErr_SetString(PyExc_BufferError, "buffer in use"); return NULL; }
+            if (self->pos) { /* drop what has been parsed */
+                Py_ssize_t rest = self->end - self->pos;
+                memmove(self->buf, self->buf + self->pos, (size_t)rest);
+                self->pos = 0;
+                self->end = rest;
+            }
+            if (self->cap - self->end < room) { /* a large reply: a buffer twice the size */
+                char *bigger = PyMem_Realloc(self->buf, (size_t)(2 * self->cap));
+                if (bigger == NULL) return PyErr_NoMemory();
+                self->buf = bigger;
+                self->cap *= 2;
+            }
+        }
+    }
+    return PyMemoryView_FromObject((PyObject *)self);
+}
+
+static int Core_getbuffer(Core *self, Py_buffer *view, int flags) {
+    if (self->buf == NULL) { PyErr_SetString(PyExc_BufferError, "Core not initialised"); return -1; }
+    int rc = PyBuffer_FillInfo(view, (PyObject *)self, self->buf + self->end, self->cap - self->end, 0, flags);
+    if (rc == 0) self->exports++;
+    return rc;
+}
+
+static void Core_releasebuffer(Core *self, Py_buffer *view) {
+    self->exports--;
+}
+
+static PyBufferProcs Core_as_buffer = {
+    .bf_getbuffer = (getbufferproc)Core_getbuffer,
+    .bf_releasebuffer = (releasebufferproc)Core_releasebuffer,
+};
+
+/* asyncio.BufferedProtocol.buffer_updated: parse what came; a defect reaches the run (_broken) */
+static PyObject *Core_buffer_updated(Core *self, PyObject *arg) {
+    Py_ssize_t n = PyLong_AsSsize_t(arg);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    if (n < 0 || n > self->cap - self->end) {
+        PyErr_SetString(PyExc_ValueError, "more bytes than the buffer holds");
+        return NULL;
+    }
+    self->end += n;
+    if (parse(self) == 0) Py_RETURN_NONE;
+    if (!PyErr_ExceptionMatches(PyExc_Exception)) return NULL; /* KeyboardInterrupt and the like go on */
+    PyObject *type, *exc, *tb;
+    PyErr_Fetch(&type, &exc, &tb);
+    PyErr_NormalizeException(&type, &exc, &tb);
+    if (tb != NULL) PyException_SetTraceback(exc, tb);
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+    PyObject *r = PyObject_CallMethod((PyObject *)self, "_broken", "O", exc);
+    Py_DECREF(exc);
+    if (r == NULL) return NULL;
+    Py_DECREF(r);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Core_next_transaction(Core *self, PyObject *unused) {
+    if (next_transaction(self) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *Core_start_attempt(Core *self, PyObject *unused) {
+    if (start_attempt(self) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *Core_incoming(Core *self, PyObject *arg) {
+    /* the n bytes read into the buffer and not yet announced by buffer_updated (tests replay them) */
+    Py_ssize_t n = PyLong_AsSsize_t(arg);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    if (n < 0 || n > self->cap - self->end) { PyErr_SetString(PyExc_ValueError, "out of range"); return NULL; }
+    return PyBytes_FromStringAndSize(self->buf + self->end, n);
+}
+
+static PyObject *Core_get_buffer_size(Core *self, void *closure) {
+    return PyLong_FromSsize_t(self->cap);
+}
+
+static PyMethodDef Core_methods[] = {
+    {"get_buffer", (PyCFunction)Core_get_buffer, METH_O, "BufferedProtocol.get_buffer"},
+    {"buffer_updated", (PyCFunction)Core_buffer_updated, METH_O, "BufferedProtocol.buffer_updated"},
+    {"_next_transaction", (PyCFunction)Core_next_transaction, METH_NOARGS, "pick and start the next transaction"},
+    {"_start_attempt", (PyCFunction)Core_start_attempt, METH_NOARGS, "send the first statement of an attempt"},
+    {"_incoming", (PyCFunction)Core_incoming, METH_O, "the n bytes read and not yet announced"},
+    {NULL}};
+
+static PyMemberDef Core_members[] = {
+    {"program", T_OBJECT_EX, offsetof(Core, program), 0, NULL},
+    {"packets", T_OBJECT_EX, offsetof(Core, packets), 0, NULL},
+    {"failed", T_OBJECT_EX, offsetof(Core, failed), 0, NULL},
+    {"stop", T_BOOL, offsetof(Core, stop), 0, "finish after the transaction in flight"},
+    {"tx", T_LONGLONG, offsetof(Core, tx), 0, NULL},
+    {"attempt", T_LONGLONG, offsetof(Core, attempt), 0, NULL},
+    {"k", T_LONGLONG, offsetof(Core, k), 0, NULL},
+    {"t0", T_LONGLONG, offsetof(Core, t0), 0, NULL},
+    {"completed", T_LONGLONG, offsetof(Core, completed), 0, "transactions completed"},
+    {NULL}};
+
+static PyGetSetDef Core_getset[] = {
+    {"buffer_size", (getter)Core_get_buffer_size, NULL, "bytes the receive buffer holds", NULL},
+    {NULL}};
+
+static PyTypeObject CoreType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "bench_dsl._rawcore.Core",
+    .tp_doc = "The raw executor's reply parser and transaction stepping (see rawexec._PyCore).",
+    .tp_basicsize = sizeof(Core),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Core_init,
+    .tp_dealloc = (destructor)Core_dealloc,
+    .tp_traverse = (traverseproc)Core_traverse,
+    .tp_clear = (inquiry)Core_clear,
+    .tp_methods = Core_methods,
+    .tp_members = Core_members,
+    .tp_getset = Core_getset,
+    .tp_as_buffer = &Core_as_buffer,
+};
+
+/* ---------------------------------------------------------------------------------------------- */
+
+static struct PyModuleDef rawcore_module = {
+    PyModuleDef_HEAD_INIT, "bench_dsl._rawcore",
+    "The raw executor's hot path in C (see bench_dsl/rawexec.py for its pure-Python twin).", -1, NULL,
+};
+
+PyMODINIT_FUNC PyInit__rawcore(void) {
+    PyTypeObject *types[] = {&CountsType, &MixType, &PointSelectType, &CoreType};
+    const char *names[] = {"Counts", "Mix", "PointSelect", "Core"};
+    for (int i = 0; i < 4; i++)
+        if (PyType_Ready(types[i]) < 0) return NULL;
+    PyObject *m = PyModule_Create(&rawcore_module);
+    if (m == NULL) return NULL;
+    for (int i = 0; i < 4; i++) {
+        if (PyModule_AddObjectRef(m, names[i], (PyObject *)types[i]) < 0) {
+            Py_DECREF(m);
+            return NULL;
+        }
+    }
+    return m;
+}
