@@ -76,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--max-steps", type=int, metavar="N", help="run at most N steps of a ramp")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress lines, only the verdict")
     r.add_argument("--workers", type=_workers, metavar="N|auto",
-                   help="processes that run the virtual users (overrides the file's `workers`; auto: one per core, half of them when the server runs on this machine)")
+                   help="processes that run the virtual users (overrides the file's `workers`; auto: one per core; TPC-C: half of them when the server runs on this machine)")
 
     pr = sub.add_parser("prepare", help="create and load the scenario's data only",
                         description="Create and load the data a scenario needs, then stop.")

@@ -250,11 +250,13 @@ class ProcessFleet:
         return self._merge(replies)
 
 
-def worker_count(requested: int | None, max_users: int, server_local: bool = False) -> int:
+def worker_count(requested: int | None, max_users: int, server_local: bool = False, light: bool = True) -> int:
     """`workers auto` (None or 0): one process per core, never more than the users there will be.
-    A server on this machine needs its cores too: then auto takes half of them. (Measured on 2
-    cores with a local server: a second process cost 20% of TPC-C's NOPM and point-select tps,
-    the extra process's CPU being taken from the server.)"""
+    When the server runs on this machine and the users are `light` on the client's CPU (the raw
+    executor's C core), a process per core still pays: on 2 cores, two processes gave point selects
+    +40% tps at 4 users and +2% to +6% at 16 and 64 (alternated runs). Users on asyncmy (TPC-C,
+    BENCH_RAWEXEC=0) are not light: each process's CPU is taken from the server beside it (a second
+    process cost 20% of TPC-C's NOPM), so auto takes half the cores."""
     cores = os.cpu_count() or 1
-    n = requested if requested else (max(1, cores // 2) if server_local else cores)
+    n = requested if requested else (max(1, cores // 2) if server_local and not light else cores)
     return max(1, min(n, max_users))

@@ -282,15 +282,16 @@ class Run:
 
         self.cpu = CpuSampler(info.pid)
         requested = self.opt.workers if self.opt.workers is not None else sc.workers
-        workers = worker_count(requested, self.plan.max_users, server_local=info.pid is not None)
+        light = self.workload.raw and os.environ.get("BENCH_RAWEXEC") != "0"
+        workers = worker_count(requested, self.plan.max_users, server_local=info.pid is not None, light=light)
         if workers == 1 and not self.opt.isolate_users:
             self.fleet = LocalFleet(dsn, self.workload, sc.seed)
         else:
             self.fleet = ProcessFleet(sc, dsn, self.names, workers, lambda msg, level: self.log(msg, level))
         await self.fleet.start()
         self.doc["workers"] = workers
-        why = "" if requested else (" (workers auto: half the cores, the server runs here)" if info.pid is not None
-                                    else " (workers auto: one per core)")
+        why = "" if requested else (" (workers auto: half the cores, the server runs here)"
+                                    if info.pid is not None and not light else " (workers auto: one per core)")
         self.log(f"virtual users run in {workers} process{'es' if workers > 1 else ''}{why}")
         with contextlib.suppress(Exception):
             self.ctl = await connect(dsn, dsn.database)

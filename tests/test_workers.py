@@ -76,7 +76,8 @@ async def test_one_process_and_several_measure_the_same(workers: int, dsn_url: s
 def test_worker_count() -> None:
     assert worker_count(None, 1) == 1  # one user needs no second process
     assert worker_count(None, 1000) == (os.cpu_count() or 1)
-    assert worker_count(None, 1000, server_local=True) == max(1, (os.cpu_count() or 1) // 2)
+    assert worker_count(None, 1000, server_local=True) == (os.cpu_count() or 1)  # raw executor: light users
+    assert worker_count(None, 1000, server_local=True, light=False) == max(1, (os.cpu_count() or 1) // 2)
     assert worker_count(3, 2) == 2
     assert worker_count(4, 100) == 4
 

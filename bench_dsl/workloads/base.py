@@ -76,6 +76,8 @@ class Workload(abc.ABC):
     weights: tuple[float, ...]
     retries: tuple[int, ...]
     retry_on: tuple[frozenset[int], ...]
+    # its sessions return a raw_program: the users cost the client little CPU (the raw executor's C core)
+    raw: bool = False
 
     @abc.abstractmethod
     def description(self) -> dict[str, object]: ...

@@ -20,6 +20,8 @@ PARALLEL = 4
 
 
 class Custom(Workload):
+    raw = True
+
     def __init__(self, spec: CustomWorkload, setup: tuple[Fill | SetupSql, ...], seed: int) -> None:
         self.spec = spec
         self.setup = setup

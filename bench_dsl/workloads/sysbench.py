@@ -60,6 +60,8 @@ def pad_value(rng: random.Random) -> str:
 
 
 class Sysbench(Workload):
+    raw = True
+
     def __init__(self, spec: SysbenchWorkload, seed: int) -> None:
         self.spec = spec
         self.seed = seed
