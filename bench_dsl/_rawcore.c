@@ -74,13 +74,6 @@ static int Counts_init(Counts *self, PyObject *args, PyObject *kwds) {
     return 0;
 }
 
-static void Counts_dealloc(Counts *self) {
-    PyObject_GC_UnTrack(self);
-    Py_CLEAR(self->lat);
-    PyMem_Free(self->queries);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
 static int Counts_traverse(Counts *self, visitproc visit, void *arg) {
     Py_VISIT(self->lat);
     return 0;
@@ -89,6 +82,13 @@ static int Counts_traverse(Counts *self, visitproc visit, void *arg) {
 static int Counts_clear(Counts *self) {
     Py_CLEAR(self->lat);
     return 0;
+}
+
+static void Counts_dealloc(Counts *self) {
+    PyObject_GC_UnTrack(self);
+    Counts_clear(self);
+    PyMem_Free(self->queries);
+    Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 /* lat[i][us] += 1; queries[i] += q. 0, or -1 with an exception set. */
@@ -236,13 +236,6 @@ static PyObject *Mix_call(Mix *self, PyObject *args, PyObject *kwds) {
     return i < 0 ? NULL : PyLong_FromLongLong(i);
 }
 
-static void Mix_dealloc(Mix *self) {
-    PyObject_GC_UnTrack(self);
-    Py_CLEAR(self->random);
-    PyMem_Free(self->cum);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
 static int Mix_traverse(Mix *self, visitproc visit, void *arg) {
     Py_VISIT(self->random);
     return 0;
@@ -251,6 +244,13 @@ static int Mix_traverse(Mix *self, visitproc visit, void *arg) {
 static int Mix_clear(Mix *self) {
     Py_CLEAR(self->random);
     return 0;
+}
+
+static void Mix_dealloc(Mix *self) {
+    PyObject_GC_UnTrack(self);
+    Mix_clear(self);
+    PyMem_Free(self->cum);
+    Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 static PyTypeObject MixType = {
@@ -366,10 +366,11 @@ static PyObject *PointSelect_call(PointSelect *self, PyObject *args, PyObject *k
     return point_select_packets(self);
 }
 
+static int PointSelect_clear(PointSelect *self);
+
 static void PointSelect_dealloc(PointSelect *self) {
     PyObject_GC_UnTrack(self);
-    Py_CLEAR(self->heads);
-    Py_CLEAR(self->random);
+    PointSelect_clear(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -450,18 +451,6 @@ static int Core_init(Core *self, PyObject *args, PyObject *kwds) {
     return 0;
 }
 
-static void Core_dealloc(Core *self) {
-    PyObject_GC_UnTrack(self);
-    Py_CLEAR(self->write);
-    Py_CLEAR(self->program);
-    Py_CLEAR(self->pick);
-    Py_CLEAR(self->record);
-    Py_CLEAR(self->packets);
-    Py_CLEAR(self->failed);
-    PyMem_Free(self->buf);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
 static int Core_traverse(Core *self, visitproc visit, void *arg) {
     Py_VISIT(self->write);
     Py_VISIT(self->program);
@@ -480,6 +469,13 @@ static int Core_clear(Core *self) {
     Py_CLEAR(self->packets);
     Py_CLEAR(self->failed);
     return 0;
+}
+
+static void Core_dealloc(Core *self) {
+    PyObject_GC_UnTrack(self);
+    Core_clear(self);
+    PyMem_Free(self->buf);
+    Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 static int write_packet(Core *self, Py_ssize_t k) {
