@@ -43,7 +43,7 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 # an editable install compiles the C core once: install again when it changes
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ bench_dsl/_rawcore.c -nt "$stamp" ]; then
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ bench_dsl/_rawcore.c -nt "$stamp" ] || [ setup.py -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip >&2
   .venv/bin/python -m pip install -q -e '.[test]' >&2
   touch "$stamp"
