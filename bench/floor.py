@@ -1,8 +1,10 @@
 """The floors: the plainest Python clients bench-dsl could be, one process, uvloop, one server-side
-prepared point select per loop, uniform ids, nothing measured per query. Mode `asyncmy` executes
-through the driver (`PreparedStatement.execute`); mode `raw` on bench-dsl's raw executor
-(bench_dsl/rawexec.py) without recording anything. What a floor costs per query is what that way
-of executing costs; whatever bench-dsl costs beyond the raw floor is the engine's.
+prepared point select per loop, nothing measured per query. Mode `asyncmy` executes through the
+driver (`PreparedStatement.execute`), ids drawn uniformly in Python; mode `raw` on bench-dsl's raw
+executor (bench_dsl/rawexec.py) without recording anything, its point selects drawn and encoded by
+the executor's C core as bench-dsl's are (sysbench's default distribution). What a floor costs per
+query is what that way of executing costs; whatever bench-dsl costs beyond the raw floor is the
+engine's (timing, counting, the run's own work).
 
 Run by the harness as `python -m bench.floor USERS WARMUP DURATION TABLES TABLE_SIZE [MODE]`, the address in
 $BENCH_FLOOR_DSN (so that no password shows in a process list); prints one
@@ -20,6 +22,7 @@ import time
 
 import asyncmy
 
+from bench_dsl import native
 from bench_dsl.rawexec import RECONNECT, RawLoop, Statement
 
 
@@ -47,8 +50,10 @@ async def _user(args: dict[str, object], tables: int, size: int, seed: int, floo
         stmts = [await conn.prepare(f"SELECT c FROM sbtest{t} WHERE id=?") for t in range(1, tables + 1)]
         if mode == "raw":
             raw = [Statement.of(st) for st in stmts]
-            loop = RawLoop(conn, lambda tx: (raw[rng.randrange(tables)].one(rng.randint(1, size)),),
-                           None, None, lambda *a: RECONNECT)
+            program = (native.core.PointSelect([r.int_head for r in raw], rng, 1, size, 1.0, 75.0, 12)
+                       if native.core is not None else
+                       lambda tx: (raw[rng.randrange(tables)].one(rng.randint(1, size)),))
+            loop = RawLoop(conn, program, None, None, lambda *a: RECONNECT)
             floor.loops.append(loop)
             loop.stop = floor.stopped
             await loop.run()
