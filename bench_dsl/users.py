@@ -46,7 +46,7 @@ class Health:
     idle_s: float  # seconds since a user last connected or completed a transaction
     fatal: tuple[int, str, str] | None  # (code, message, transaction) of a scenario error
     error_messages: dict[int, str]  # first message seen per MySQL error code, passwords redacted
-    executors: tuple[str, ...] = ()  # how statements have been sent: "raw" (rawexec), "driver" (asyncmy)
+    executors: tuple[str, ...] = ()  # how statements were sent: "raw" / "raw-py" (rawexec, C or Python core), "driver"
 
 
 class UserPool:
