@@ -16,3 +16,5 @@ except ImportError:  # pragma: no cover - only a build without its extension
     compiled = None
 
 core: ModuleType | None = None if os.environ.get("BENCH_RAWEXEC") == "py" else compiled  # what runs
+# BENCH_RAWEXEC=0: no raw executor at all, every statement through asyncmy (to compare, or to rule it out)
+raw_executor: bool = os.environ.get("BENCH_RAWEXEC", "1") != "0"

@@ -16,6 +16,7 @@ from typing import Any
 import asyncmy
 
 from bench_dsl import model as m
+from bench_dsl import native
 from bench_dsl import results
 from bench_dsl.conditions import Verdict, WindowedConditions, judge, show, show_limit
 from bench_dsl.cpu import CpuSampler
@@ -282,7 +283,7 @@ class Run:
 
         self.cpu = CpuSampler(info.pid)
         requested = self.opt.workers if self.opt.workers is not None else sc.workers
-        light = self.workload.raw and os.environ.get("BENCH_RAWEXEC") != "0"
+        light = self.workload.raw and native.raw_executor
         workers = worker_count(requested, self.plan.max_users, server_local=info.pid is not None, light=light)
         if workers == 1 and not self.opt.isolate_users:
             self.fleet = LocalFleet(dsn, self.workload, sc.seed)

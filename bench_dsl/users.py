@@ -4,16 +4,16 @@ This is the hot path: one pass of `_loop` per transaction."""
 from __future__ import annotations
 
 import asyncio
-import os
 import random
 import time
 from dataclasses import dataclass, field
 
 import asyncmy
 
+from bench_dsl import native
 from bench_dsl.dsn import Dsn, redact
 from bench_dsl.metrics import Recorder
-from bench_dsl.rawexec import NEXT, RECONNECT, RETRY, PyMix, RawLoop, mix
+from bench_dsl.rawexec import NEXT, RECONNECT, RETRY, RawLoop, mix
 from bench_dsl.server import CONNECTION_LOST, connect
 from bench_dsl.workloads import Session, Workload
 from bench_dsl.workloads.base import IntendedRollback, error_code
@@ -68,8 +68,7 @@ class UserPool:
         self.fatal: tuple[int, str, str] | None = None
         self.error_messages: dict[int, str] = {}
         self.executors: set[str] = set()
-        # BENCH_RAWEXEC=0: every statement through asyncmy (to compare, or to rule the raw executor out)
-        self.raw = os.environ.get("BENCH_RAWEXEC", "1") != "0"
+        self.raw = native.raw_executor
 
     @property
     def active(self) -> int:
@@ -122,8 +121,7 @@ class UserPool:
     async def _loop(self, u: _User) -> None:
         wl = self.workload
         rec = self.recorder
-        ntx = len(wl.names)
-        pick = PyMix(u.rng, wl.weights)  # the driver path's
+        pick = mix(u.rng, wl.weights)  # one draw per transaction, whichever way it runs
         conn: asyncmy.Connection | None = None
         program = None
         raw: RawLoop | None = None
@@ -159,7 +157,7 @@ class UserPool:
                                 continue
                     self.executors.add("driver" if program is None else RawLoop.executor)
                 if program is not None:
-                    raw = u.raw = RawLoop(conn, program, mix(u.rng, wl.weights), rec.counts, self._failed)
+                    raw = u.raw = RawLoop(conn, program, pick, rec.counts, self._failed)
                     raw.stop = u.stop  # halted while connecting
                     try:
                         reconnect = await raw.run()
@@ -170,7 +168,7 @@ class UserPool:
                         conn = None
                         u.session.forget()
                     continue
-                i = 0 if ntx == 1 else pick()
+                i = 0 if pick is None else pick()
                 if u.session.paced:
                     await u.session.pause(i)  # keying and think time: not part of the response time
                     if u.stop:
