@@ -21,7 +21,11 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #define MAX_PAYLOAD 0xFFFFFF
@@ -38,11 +42,21 @@ static long long now_ns(void) {
 /* ---------------------------------------------------------------------------------------------- */
 /* Counts                                                                                          */
 
+/* one transaction measured by a Blocking user's thread, waiting for take() (which holds the GIL) */
+typedef struct {
+    int32_t tx, queries;
+    int64_t us;
+} Pending;
+
 typedef struct {
     PyObject_HEAD
     Py_ssize_t n;
     PyObject *lat;        /* list of n dicts: microseconds -> transactions */
     long long *queries;   /* statements per transaction type */
+    pthread_mutex_t mu;   /* guards pending: threads without the GIL add to it */
+    int mu_ready;
+    Pending *pending;
+    Py_ssize_t npending, cappending;
 } Counts;
 
 static PyTypeObject CountsType;
@@ -71,6 +85,13 @@ static int Counts_init(Counts *self, PyObject *args, PyObject *kwds) {
     PyMem_Free(self->queries);
     self->queries = q;
     self->n = n;
+    if (!self->mu_ready) {
+        if (pthread_mutex_init(&self->mu, NULL) != 0) { PyErr_SetString(PyExc_OSError, "pthread_mutex_init"); return -1; }
+        self->mu_ready = 1;
+    }
+    pthread_mutex_lock(&self->mu);
+    self->npending = 0;
+    pthread_mutex_unlock(&self->mu);
     return 0;
 }
 
@@ -88,6 +109,8 @@ static void Counts_dealloc(Counts *self) {
     PyObject_GC_UnTrack(self);
     Counts_clear(self);
     PyMem_Free(self->queries);
+    PyMem_RawFree(self->pending);
+    if (self->mu_ready) pthread_mutex_destroy(&self->mu);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -116,6 +139,40 @@ static int counts_add(Counts *self, long long i, long long us, long long q) {
     return rc;
 }
 
+/* What a thread without the GIL does instead of counts_add: the transaction waits in `pending`
+ * until take() counts it. 0, or -1 when out of memory (nothing set: no GIL). */
+static int counts_add_nogil(Counts *self, long long i, long long us, long long q) {
+    pthread_mutex_lock(&self->mu);
+    if (self->npending == self->cappending) {
+        Py_ssize_t cap = self->cappending ? 2 * self->cappending : 1024;
+        Pending *more = PyMem_RawRealloc(self->pending, (size_t)cap * sizeof(Pending));
+        if (more == NULL) { pthread_mutex_unlock(&self->mu); return -1; }
+        self->pending = more;
+        self->cappending = cap;
+    }
+    Pending *r = &self->pending[self->npending++];
+    r->tx = (int32_t)i;
+    r->queries = (int32_t)q;
+    r->us = us;
+    pthread_mutex_unlock(&self->mu);
+    return 0;
+}
+
+/* the transactions threads have added since the last call, counted (the GIL held) */
+static int counts_fold(Counts *self) {
+    if (!self->mu_ready) return 0;
+    pthread_mutex_lock(&self->mu);
+    Pending *p = self->pending;
+    Py_ssize_t n = self->npending;
+    self->pending = NULL;
+    self->npending = self->cappending = 0;
+    pthread_mutex_unlock(&self->mu);
+    int rc = 0;
+    for (Py_ssize_t j = 0; j < n && rc == 0; j++) rc = counts_add(self, p[j].tx, p[j].us, p[j].queries);
+    PyMem_RawFree(p);
+    return rc;
+}
+
 static PyObject *Counts_ok(Counts *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 3) { PyErr_SetString(PyExc_TypeError, "ok(i, micros, queries)"); return NULL; }
     long long i = PyLong_AsLongLong(args[0]);
@@ -128,6 +185,7 @@ static PyObject *Counts_ok(Counts *self, PyObject *const *args, Py_ssize_t nargs
 
 static PyObject *Counts_take(Counts *self, PyObject *unused) {
     if (self->lat == NULL) { PyErr_SetString(PyExc_ValueError, "Counts not initialised"); return NULL; }
+    if (counts_fold(self) < 0) return NULL;
     PyObject *fresh = fresh_dicts(self->n);
     if (fresh == NULL) return NULL;
     PyObject *out = PyList_New(self->n);
@@ -173,6 +231,101 @@ static int draw(PyObject *random, double *out) {
     *out = PyFloat_AsDouble(r);
     Py_DECREF(r);
     return (*out == -1.0 && PyErr_Occurred()) ? -1 : 0;
+}
+
+/* A copy of a random.Random's Mersenne Twister, for a thread that draws without the GIL: CPython's
+ * genrand_uint32 and random_random (Modules/_randommodule.c), so that the draws are the Python
+ * ones. Loaded from rng.getstate() before the thread runs and stored back with rng.setstate()
+ * after, so the Random goes on from where the thread left it. */
+#define MT_N 624
+#define MT_M 397
+typedef struct {
+    uint32_t s[MT_N];
+    int i;
+    PyObject *gauss; /* getstate()'s gauss_next, given back as it was */
+} MT;
+
+static uint32_t mt_next(MT *m) {
+    static const uint32_t mag01[2] = {0x0U, 0x9908b0dfU};
+    uint32_t y;
+    if (m->i >= MT_N) {
+        int kk;
+        for (kk = 0; kk < MT_N - MT_M; kk++) {
+            y = (m->s[kk] & 0x80000000U) | (m->s[kk + 1] & 0x7fffffffU);
+            m->s[kk] = m->s[kk + MT_M] ^ (y >> 1) ^ mag01[y & 0x1U];
+        }
+        for (; kk < MT_N - 1; kk++) {
+            y = (m->s[kk] & 0x80000000U) | (m->s[kk + 1] & 0x7fffffffU);
+            m->s[kk] = m->s[kk + (MT_M - MT_N)] ^ (y >> 1) ^ mag01[y & 0x1U];
+        }
+        y = (m->s[MT_N - 1] & 0x80000000U) | (m->s[0] & 0x7fffffffU);
+        m->s[MT_N - 1] = m->s[MT_M - 1] ^ (y >> 1) ^ mag01[y & 0x1U];
+        m->i = 0;
+    }
+    y = m->s[m->i++];
+    y ^= (y >> 11);
+    y ^= (y << 7) & 0x9d2c5680U;
+    y ^= (y << 15) & 0xefc60000U;
+    y ^= (y >> 18);
+    return y;
+}
+
+static double mt_random(MT *m) {
+    uint32_t a = mt_next(m) >> 5, b = mt_next(m) >> 6;
+    return (a * 67108864.0 + b) * (1.0 / 9007199254740992.0);
+}
+
+/* m = rng.getstate() (version 3: 624 words and the index). 0, or -1 with an exception set. */
+static int mt_load(MT *m, PyObject *rng) {
+    PyObject *st = PyObject_CallMethod(rng, "getstate", NULL);
+    if (st == NULL) return -1;
+    PyObject *words = NULL;
+    if (!PyTuple_Check(st) || PyTuple_GET_SIZE(st) != 3 || !PyTuple_Check(words = PyTuple_GET_ITEM(st, 1))
+        || PyTuple_GET_SIZE(words) != MT_N + 1) {
+        Py_DECREF(st);
+        PyErr_SetString(PyExc_ValueError, "not a version 3 random.Random state");
+        return -1;
+    }
+    for (int j = 0; j <= MT_N; j++) {
+        unsigned long v = PyLong_AsUnsignedLong(PyTuple_GET_ITEM(words, j));
+        if (v == (unsigned long)-1 && PyErr_Occurred()) { Py_DECREF(st); return -1; }
+        if (j < MT_N) m->s[j] = (uint32_t)v;
+        else m->i = (int)v;
+    }
+    if (m->i < 0 || m->i > MT_N) { Py_DECREF(st); PyErr_SetString(PyExc_ValueError, "bad state index"); return -1; }
+    m->gauss = Py_NewRef(PyTuple_GET_ITEM(st, 2));
+    Py_DECREF(st);
+    return 0;
+}
+
+/* rng.setstate() from m; m's reference to gauss is given away. 0, or -1 with an exception set. */
+static int mt_store(MT *m, PyObject *rng) {
+    PyObject *words = PyTuple_New(MT_N + 1), *st = NULL, *r = NULL;
+    if (words == NULL) goto done;
+    for (int j = 0; j <= MT_N; j++) {
+        PyObject *v = j < MT_N ? PyLong_FromUnsignedLong(m->s[j]) : PyLong_FromLong(m->i);
+        if (v == NULL) goto done;
+        PyTuple_SET_ITEM(words, j, v);
+    }
+    st = Py_BuildValue("(iOO)", 3, words, m->gauss);
+    if (st == NULL) goto done;
+    r = PyObject_CallMethod(rng, "setstate", "(O)", st);
+done:
+    Py_XDECREF(words);
+    Py_XDECREF(st);
+    Py_CLEAR(m->gauss);
+    if (r == NULL) return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+/* rng.random(), from the copy when there is one (no GIL needed then) */
+static int draw_from(PyObject *random, MT *mt, double *out) {
+    if (mt != NULL) {
+        *out = mt_random(mt);
+        return 0;
+    }
+    return draw(random, out);
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -274,6 +427,9 @@ typedef struct {
     PyObject_HEAD
     PyObject *heads;     /* tuple of bytes: each table's packet up to its one integer parameter */
     PyObject *random;    /* rng.random */
+    PyObject *rng;
+    int plain_rng;       /* rng is a random.Random itself: its draws can be made in C (MT) */
+    Py_ssize_t max_head;
     long long a, t;      /* keys in [a, a + t] */
     double res_mult, pct_mult, pct2_mult, iter_mult;
     int iters;
@@ -306,8 +462,20 @@ static int PointSelect_init(PointSelect *self, PyObject *args, PyObject *kwds) {
     }
     PyObject *random = PyObject_GetAttrString(rng, "random");
     if (random == NULL) { Py_DECREF(tup); return -1; }
+    PyObject *mod = PyImport_ImportModule("random"), *cls = NULL;
+    if (mod != NULL) {
+        cls = PyObject_GetAttrString(mod, "Random");
+        Py_DECREF(mod);
+    }
+    if (cls == NULL) { Py_DECREF(tup); Py_DECREF(random); return -1; }
+    self->plain_rng = (PyObject *)Py_TYPE(rng) == cls;
+    Py_DECREF(cls);
+    self->max_head = 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tup); i++)
+        if (PyBytes_GET_SIZE(PyTuple_GET_ITEM(tup, i)) > self->max_head) self->max_head = PyBytes_GET_SIZE(PyTuple_GET_ITEM(tup, i));
     Py_XSETREF(self->heads, tup);
     Py_XSETREF(self->random, random);
+    Py_XSETREF(self->rng, Py_NewRef(rng));
     self->a = a;
     self->t = b - a;
     /* generators.special's constants, computed as it computes them */
@@ -320,13 +488,13 @@ static int PointSelect_init(PointSelect *self, PyObject *args, PyObject *kwds) {
 }
 
 /* generators.special, operation for operation (IEEE doubles in the same order give the same key) */
-static int special_key(PointSelect *self, long long *key) {
+static int special_key(PointSelect *self, MT *mt, long long *key) {
     double rnd, s = 0.0, r;
     double t = (double)self->t;
-    if (draw(self->random, &rnd) < 0) return -1;
+    if (draw_from(self->random, mt, &rnd) < 0) return -1;
     if (rnd * t * self->res_mult < t) {
         for (int i = 0; i < self->iters; i++) {
-            if (draw(self->random, &r) < 0) return -1;
+            if (draw_from(self->random, mt, &r) < 0) return -1;
             s += r;
         }
         *key = self->a + (long long)(s * t * self->iter_mult);
@@ -337,24 +505,34 @@ static int special_key(PointSelect *self, long long *key) {
     return 0;
 }
 
-/* one transaction: a 1-tuple with the packet, as the Python program returns it */
-static PyObject *point_select_packets(PointSelect *self) {
+/* one point select's packet into out (max_head + 8 bytes); its length, or -1 with an exception set.
+ * Without the GIL only with mt: nothing else is touched that the GIL guards. */
+static Py_ssize_t point_select_encode(PointSelect *self, MT *mt, char *out) {
     Py_ssize_t tables = PyTuple_GET_SIZE(self->heads), table = 0;
     if (tables > 1) { /* int(rng.random() * tables), drawn before the key */
         double r;
-        if (draw(self->random, &r) < 0) return NULL;
+        if (draw_from(self->random, mt, &r) < 0) return -1;
         table = (Py_ssize_t)(r * (double)tables);
     }
     long long key;
-    if (special_key(self, &key) < 0) return NULL;
+    if (special_key(self, mt, &key) < 0) return -1;
     PyObject *head = PyTuple_GET_ITEM(self->heads, table);
     Py_ssize_t hlen = PyBytes_GET_SIZE(head);
-    PyObject *packet = PyBytes_FromStringAndSize(NULL, hlen + 8);
-    if (packet == NULL) return NULL;
-    char *p = PyBytes_AS_STRING(packet);
-    memcpy(p, PyBytes_AS_STRING(head), (size_t)hlen);
+    memcpy(out, PyBytes_AS_STRING(head), (size_t)hlen);
     unsigned long long u = (unsigned long long)key;
-    for (int i = 0; i < 8; i++) p[hlen + i] = (char)((u >> (8 * i)) & 0xFF); /* '<q' */
+    for (int i = 0; i < 8; i++) out[hlen + i] = (char)((u >> (8 * i)) & 0xFF); /* '<q' */
+    return hlen + 8;
+}
+
+/* one transaction: a 1-tuple with the packet, as the Python program returns it */
+static PyObject *point_select_packets(PointSelect *self) {
+    PyObject *packet = PyBytes_FromStringAndSize(NULL, self->max_head + 8);
+    if (packet == NULL) return NULL;
+    Py_ssize_t n = point_select_encode(self, NULL, PyBytes_AS_STRING(packet));
+    if (n < 0 || (n < self->max_head + 8 && _PyBytes_Resize(&packet, n) < 0)) {
+        Py_XDECREF(packet);
+        return NULL;
+    }
     PyObject *out = PyTuple_New(1);
     if (out == NULL) { Py_DECREF(packet); return NULL; }
     PyTuple_SET_ITEM(out, 0, packet);
@@ -377,12 +555,14 @@ static void PointSelect_dealloc(PointSelect *self) {
 static int PointSelect_traverse(PointSelect *self, visitproc visit, void *arg) {
     Py_VISIT(self->heads);
     Py_VISIT(self->random);
+    Py_VISIT(self->rng);
     return 0;
 }
 
 static int PointSelect_clear(PointSelect *self) {
     Py_CLEAR(self->heads);
     Py_CLEAR(self->random);
+    Py_CLEAR(self->rng);
     return 0;
 }
 
@@ -771,20 +951,470 @@ static PyTypeObject CoreType = {
 };
 
 /* ---------------------------------------------------------------------------------------------- */
+/* Blocking                                                                                        */
+/*                                                                                                 */
+/* One user's transactions on a thread of its own, with blocking reads and writes on the socket, as */
+/* sysbench runs each of its threads. Measured on 2 cores with the server on the same machine: one */
+/* event loop serving many connections wakes the server's threads across cores (0.43 rescheduling  */
+/* interrupts per transaction against sysbench's 0.1, ~42 us of server CPU per point select against */
+/* ~32), while a thread per connection that waits in recv() is woken where its server thread ran.   */
+/* The GIL is released for the whole loop when the transaction is built in C (PointSelect, drawn    */
+/* with a copy of the user's Mersenne Twister); a transaction built in Python takes it once.         */
+/* run() returns to Python for everything rare: an error reply, a lost connection, the stop.       */
+
+enum { B_STOPPED = 0, B_ERROR = 1, B_LOST = 2, B_DOUBT = 3 };
+enum { RD_OK, RD_ERR, RD_LOST, RD_BAD };
+#define MESSAGE_MAX 512
+
+static const char BEGIN_PACKET[] = "\x06\x00\x00\x00\x03" "BEGIN";
+static const char ROLLBACK_PACKET[] = "\x09\x00\x00\x00\x03" "ROLLBACK";
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *program;    /* tx -> packets, or a PointSelect */
+    PyObject *pick;       /* () -> tx, or None */
+    PyObject *record;     /* Counts, or anything with ok(tx, us, statements), or None */
+    PyObject *packets;    /* the transaction in flight, as a list or tuple of bytes (PySequence_Fast) */
+    const char **pk;      /* its packets' bytes, readable without the GIL while `packets` lives */
+    Py_ssize_t *pklen, npk, cappk;
+    char *out;            /* a packet built in C */
+    Py_ssize_t capout;
+    char *buf;
+    Py_ssize_t cap, end, pos;
+    char deprecate_eof;
+    char stop;            /* set by the event loop's thread, read by the user's */
+    char running;
+    long long tx, attempt, k, t0, completed;
+} Blocking;
+
+static PyTypeObject BlockingType;
+
+/* room for the packets of a transaction of n statements; 0, or -1 with an exception set */
+static int packet_slots(Blocking *self, Py_ssize_t n) {
+    if (n <= self->cappk) return 0;
+    const char **pk = PyMem_RawRealloc(self->pk, (size_t)n * sizeof(char *));
+    if (pk != NULL) self->pk = pk;
+    Py_ssize_t *pklen = pk == NULL ? NULL : PyMem_RawRealloc(self->pklen, (size_t)n * sizeof(Py_ssize_t));
+    if (pklen != NULL) self->pklen = pklen;
+    if (pk == NULL || pklen == NULL) { PyErr_NoMemory(); return -1; }
+    self->cappk = n;
+    return 0;
+}
+
+static int Blocking_init(Blocking *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"program", "pick", "record", "deprecate_eof", NULL};
+    PyObject *program, *pick, *record;
+    int deprecate_eof;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOp", kwlist, &program, &pick, &record, &deprecate_eof))
+        return -1;
+    if (self->running) { PyErr_SetString(PyExc_RuntimeError, "running"); return -1; }
+    if (self->buf == NULL) {
+        self->buf = PyMem_RawMalloc(FIRST_BUFFER);
+        if (self->buf == NULL) { PyErr_NoMemory(); return -1; }
+        self->cap = FIRST_BUFFER;
+    }
+    self->end = self->pos = 0;
+    Py_XSETREF(self->program, Py_NewRef(program));
+    Py_XSETREF(self->pick, Py_NewRef(pick));
+    Py_XSETREF(self->record, Py_NewRef(record));
+    Py_CLEAR(self->packets);
+    self->npk = 0;
+    self->deprecate_eof = (char)deprecate_eof;
+    self->stop = 0;
+    self->tx = self->attempt = self->k = self->t0 = self->completed = 0;
+    return 0;
+}
+
+static int Blocking_traverse(Blocking *self, visitproc visit, void *arg) {
+    Py_VISIT(self->program);
+    Py_VISIT(self->pick);
+    Py_VISIT(self->record);
+    Py_VISIT(self->packets);
+    return 0;
+}
+
+static int Blocking_clear(Blocking *self) {
+    Py_CLEAR(self->program);
+    Py_CLEAR(self->pick);
+    Py_CLEAR(self->record);
+    Py_CLEAR(self->packets);
+    return 0;
+}
+
+static void Blocking_dealloc(Blocking *self) {
+    PyObject_GC_UnTrack(self);
+    Blocking_clear(self);
+    PyMem_RawFree(self->buf);
+    PyMem_RawFree(self->out);
+    PyMem_RawFree(self->pk);
+    PyMem_RawFree(self->pklen);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* 0, or -1 with errno set */
+static int send_all(int fd, const char *p, Py_ssize_t n) {
+    while (n > 0) {
+        ssize_t w = send(fd, p, (size_t)n, MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        p += w;
+        n -= w;
+    }
+    return 0;
+}
+
+/* Reads one statement's whole reply (no GIL: only this object's buffer is touched). RD_OK; RD_ERR with
+ * *code and the message at *msg (valid until the next read); RD_LOST with *msg a static text; RD_BAD
+ * with *msg saying what is not supported. The walk is _PyCore._parse's, for one reply at a time. */
+static int read_reply(Blocking *self, int fd, int *code, const char **msg, Py_ssize_t *mlen) {
+    int state = S_FIRST;
+    Py_ssize_t left = 0;
+    for (;;) {
+        const unsigned char *b = (const unsigned char *)self->buf;
+        Py_ssize_t pos = self->pos, end = self->end;
+        while (end - pos >= 4) {
+            Py_ssize_t length = b[pos] | (b[pos + 1] << 8) | (b[pos + 2] << 16);
+            Py_ssize_t start = pos + 4, nxt = start + length;
+            if (nxt > end) break;
+            if (!(0 < length && length < MAX_PAYLOAD)) {
+                *msg = "a reply of 16 MiB or more: not supported by the raw executor";
+                return RD_BAD;
+            }
+            unsigned char first = b[start];
+            if (state == S_ROWS) {
+                if (first < 0xFE) { pos = nxt; continue; }
+            } else if (state == S_COLUMNS) {
+                pos = nxt;
+                if (--left == 0) state = S_ROWS;
+                continue;
+            }
+            pos = nxt;
+            if (first == 0xFF) {
+                *code = b[start + 1] | (b[start + 2] << 8);
+                Py_ssize_t from = (length > 9 && b[start + 3] == 0x23) ? start + 9 : start + 3;
+                *msg = (const char *)b + from;
+                *mlen = nxt - from;
+                self->pos = pos;
+                return RD_ERR;
+            }
+            if (state == S_FIRST && first != 0x00 && first != 0xFE) {
+                if (first == 0xFB) {
+                    *msg = "LOCAL INFILE request: not supported by the raw executor";
+                    return RD_BAD;
+                }
+                if (first < 0xFB) left = first;
+                else {
+                    int bytes = first == 0xFC ? 2 : 3;
+                    left = 0;
+                    for (int i = bytes - 1; i >= 0; i--) left = (left << 8) | b[start + 1 + i];
+                }
+                if (!self->deprecate_eof) left += 1;
+                state = S_COLUMNS;
+                continue;
+            }
+            state = S_FIRST;
+            Py_ssize_t p = status_at(b, start, length);
+            if (p < nxt && (b[p] & MORE_RESULTS)) continue;
+            if (pos == end) self->pos = self->end = 0;
+            else self->pos = pos;
+            return RD_OK;
+        }
+        /* more bytes needed: room for at least a quarter of the buffer, as get_buffer makes */
+        if (pos == end) pos = end = 0;
+        Py_ssize_t room = self->cap / 4;
+        if (self->cap - end < room && pos) {
+            memmove(self->buf, self->buf + pos, (size_t)(end - pos));
+            end -= pos;
+            pos = 0;
+        }
+        if (self->cap - end < room) {
+            char *bigger = PyMem_RawRealloc(self->buf, (size_t)(2 * self->cap));
+            if (bigger == NULL) {
+                *msg = "out of memory for a reply";
+                return RD_BAD;
+            }
+            self->buf = bigger;
+            self->cap *= 2;
+        }
+        self->pos = pos;
+        self->end = end;
+        ssize_t n = recv(fd, self->buf + end, (size_t)(self->cap - end), 0);
+        if (n > 0) {
+            self->end += n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        *msg = n == 0 ? "closed" : strerror(errno);
+        return RD_LOST;
+    }
+}
+
+/* The transaction's packets from Python (the GIL held): 0, or -1 with an exception set. */
+static int python_packets(Blocking *self) {
+    PyObject *packets;
+    if (Py_IS_TYPE(self->program, &PointSelectType)) {
+        packets = point_select_packets((PointSelect *)self->program);
+    } else {
+        PyObject *tx = PyLong_FromLongLong(self->tx);
+        if (tx == NULL) return -1;
+        packets = PyObject_CallOneArg(self->program, tx);
+        Py_DECREF(tx);
+    }
+    if (packets == NULL) return -1;
+    PyObject *fast = PySequence_Fast(packets, "a transaction's packets must be a sequence");
+    Py_DECREF(packets);
+    if (fast == NULL) return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    if (n == 0) {
+        Py_DECREF(fast);
+        PyErr_SetString(PyExc_ValueError, "a transaction without statements");
+        return -1;
+    }
+    if (packet_slots(self, n) < 0) { Py_DECREF(fast); return -1; }
+    PyObject **items = PySequence_Fast_ITEMS(fast);
+    for (Py_ssize_t j = 0; j < n; j++) {
+        if (!PyBytes_Check(items[j])) {
+            Py_DECREF(fast);
+            PyErr_SetString(PyExc_TypeError, "a transaction's packets must be bytes");
+            return -1;
+        }
+        self->pk[j] = PyBytes_AS_STRING(items[j]);
+        self->pklen[j] = PyBytes_GET_SIZE(items[j]);
+    }
+    Py_XSETREF(self->packets, fast);
+    self->npk = n;
+    return 0;
+}
+
+#define GIL_RELEASE() do { if (ts == NULL) ts = PyEval_SaveThread(); } while (0)
+#define GIL_TAKE() do { if (ts != NULL) { PyEval_RestoreThread(ts); ts = NULL; } } while (0)
+
+/* run(fd, retry) -> (outcome, code, message): transactions until one of them fails or `stop` is
+ * set. retry: start again the transaction that failed (tx and attempt as they are). */
+static PyObject *Blocking_run(Blocking *self, PyObject *args) {
+    int fd, retry;
+    if (!PyArg_ParseTuple(args, "ip", &fd, &retry)) return NULL;
+    if (self->program == NULL) { PyErr_SetString(PyExc_ValueError, "Blocking not initialised"); return NULL; }
+    if (self->running) { PyErr_SetString(PyExc_RuntimeError, "already running"); return NULL; }
+    PointSelect *ps = NULL;
+    MT *mt = NULL;
+    if (Py_IS_TYPE(self->program, &PointSelectType) && self->pick == Py_None &&
+        ((PointSelect *)self->program)->plain_rng) {
+        ps = (PointSelect *)self->program;
+        if (self->capout < ps->max_head + 8) {
+            char *out = PyMem_RawRealloc(self->out, (size_t)(ps->max_head + 8));
+            if (out == NULL) return PyErr_NoMemory();
+            self->out = out;
+            self->capout = ps->max_head + 8;
+        }
+        if (packet_slots(self, 1) < 0) return NULL;
+        mt = PyMem_RawMalloc(sizeof(MT));
+        if (mt == NULL) return PyErr_NoMemory();
+        if (mt_load(mt, ps->rng) < 0) { PyMem_RawFree(mt); return NULL; }
+    }
+    int counts = Py_IS_TYPE(self->record, &CountsType) && ((Counts *)self->record)->mu_ready;
+    self->running = 1;
+    PyThreadState *ts = NULL; /* NULL while this thread holds the GIL */
+    int outcome = -1, code = 0;
+    char message[MESSAGE_MAX];
+    Py_ssize_t mlen = 0;
+    const char *bad = NULL; /* a defect found without the GIL, raised once it is held */
+
+    for (;;) {
+        if (!retry) {
+            if (__atomic_load_n(&self->stop, __ATOMIC_RELAXED)) { outcome = B_STOPPED; break; }
+            if (self->pick == Py_None) {
+                self->tx = 0;
+            } else {
+                GIL_TAKE();
+                long long tx;
+                if (Py_IS_TYPE(self->pick, &MixType)) {
+                    tx = mix_pick((Mix *)self->pick);
+                } else {
+                    PyObject *r = PyObject_CallNoArgs(self->pick);
+                    tx = r == NULL ? -1 : PyLong_AsLongLong(r);
+                    Py_XDECREF(r);
+                    if (tx < 0 && !PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "negative transaction type");
+                }
+                if (tx < 0) break;
+                self->tx = tx;
+            }
+            self->attempt = 0;
+            self->t0 = now_ns();
+        }
+        retry = 0;
+        if (mt != NULL) {
+            self->pklen[0] = point_select_encode(ps, mt, self->out);
+            self->pk[0] = self->out;
+            self->npk = 1;
+        } else {
+            GIL_TAKE();
+            if (python_packets(self) < 0) break;
+        }
+        GIL_RELEASE();
+        int r = RD_OK;
+        const char *m = NULL;
+        for (self->k = 0; self->k < self->npk; self->k++) {
+            if (send_all(fd, self->pk[self->k], self->pklen[self->k]) < 0) {
+                r = RD_LOST;
+                m = strerror(errno);
+                break;
+            }
+            r = read_reply(self, fd, &code, &m, &mlen);
+            if (r != RD_OK) break;
+        }
+        if (r == RD_OK) {
+            long long us = (now_ns() - self->t0) / 1000;
+            if (counts) {
+                if (self->tx >= ((Counts *)self->record)->n) { bad = "transaction type out of range"; break; }
+                if (counts_add_nogil((Counts *)self->record, self->tx, us, self->k) < 0) { bad = "out of memory"; break; }
+            } else if (self->record != Py_None) {
+                GIL_TAKE();
+                PyObject *o = PyObject_CallMethod(self->record, "ok", "LLL", self->tx, us, self->k);
+                if (o == NULL) break;
+                Py_DECREF(o);
+            }
+            self->completed++;
+            continue;
+        }
+        if (r == RD_BAD) { bad = m; break; }
+        if (r == RD_LOST) {
+            mlen = (Py_ssize_t)strlen(m);
+            if (mlen >= MESSAGE_MAX) mlen = MESSAGE_MAX - 1;
+            memcpy(message, m, (size_t)mlen);
+            outcome = B_LOST;
+            break;
+        }
+        /* an error reply: its message kept before anything else is read */
+        if (mlen > MESSAGE_MAX) mlen = MESSAGE_MAX;
+        memcpy(message, m, (size_t)mlen);
+        outcome = B_ERROR;
+        if (self->k > 0 && self->pklen[0] == (Py_ssize_t)sizeof(BEGIN_PACKET) - 1 &&
+            memcmp(self->pk[0], BEGIN_PACKET, sizeof(BEGIN_PACKET) - 1) == 0) {
+            /* inside a transaction: rolled back before anything else, as _Control does */
+            int rcode;
+            Py_ssize_t rlen;
+            const char *rm = NULL;
+            int rr = send_all(fd, ROLLBACK_PACKET, sizeof(ROLLBACK_PACKET) - 1) < 0
+                         ? (rm = strerror(errno), RD_LOST) : read_reply(self, fd, &rcode, &rm, &rlen);
+            if (rr == RD_ERR) outcome = B_DOUBT; /* the session is in doubt: the first error is reported */
+            else if (rr == RD_BAD) bad = rm;
+            else if (rr == RD_LOST) {
+                mlen = (Py_ssize_t)strlen(rm);
+                if (mlen >= MESSAGE_MAX) mlen = MESSAGE_MAX - 1;
+                memcpy(message, rm, (size_t)mlen);
+                outcome = B_LOST;
+            }
+        }
+        break;
+    }
+    GIL_TAKE();
+    self->running = 0;
+    if (mt != NULL) {
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        int rc = mt_store(mt, ps->rng);
+        PyMem_RawFree(mt);
+        if (rc < 0) {
+            Py_XDECREF(et);
+            Py_XDECREF(ev);
+            Py_XDECREF(tb);
+            return NULL;
+        }
+        PyErr_Restore(et, ev, tb);
+    }
+    if (bad != NULL) {
+        if (!PyErr_Occurred()) PyErr_SetString(bad[0] == 'o' && bad[1] == 'u' ? PyExc_MemoryError : PyExc_ValueError, bad);
+        return NULL;
+    }
+    if (outcome < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "Blocking.run ended without an outcome");
+        return NULL;
+    }
+    PyObject *text = PyUnicode_DecodeUTF8(message, mlen, "replace");
+    if (text != NULL && outcome == B_LOST) {
+        code = 2013;
+        Py_SETREF(text, PyUnicode_FromFormat("Lost connection to server during query (%U)", text));
+    }
+    return text == NULL ? NULL : Py_BuildValue("(iiN)", outcome, code, text);
+}
+
+static PyObject *Blocking_get_buffer_size(Blocking *self, void *closure) {
+    return PyLong_FromSsize_t(self->cap);
+}
+
+static PyMethodDef Blocking_methods[] = {
+    {"run", (PyCFunction)Blocking_run, METH_VARARGS,
+     "run(fd, retry) -> (outcome, code, message): transactions until an error, a lost connection or stop"},
+    {NULL}};
+
+static PyMemberDef Blocking_members[] = {
+    {"stop", T_BOOL, offsetof(Blocking, stop), 0, "finish after the transaction in flight"},
+    {"tx", T_LONGLONG, offsetof(Blocking, tx), 0, NULL},
+    {"attempt", T_LONGLONG, offsetof(Blocking, attempt), 0, NULL},
+    {"k", T_LONGLONG, offsetof(Blocking, k), READONLY, NULL},
+    {"completed", T_LONGLONG, offsetof(Blocking, completed), READONLY, "transactions completed"},
+    {NULL}};
+
+static PyGetSetDef Blocking_getset[] = {
+    {"buffer_size", (getter)Blocking_get_buffer_size, NULL, "bytes the receive buffer holds", NULL},
+    {NULL}};
+
+static PyTypeObject BlockingType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "bench_dsl._rawcore.Blocking",
+    .tp_doc = "Blocking(program, pick, record, deprecate_eof): one user's transactions on a thread of its own.",
+    .tp_basicsize = sizeof(Blocking),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Blocking_init,
+    .tp_dealloc = (destructor)Blocking_dealloc,
+    .tp_traverse = (traverseproc)Blocking_traverse,
+    .tp_clear = (inquiry)Blocking_clear,
+    .tp_methods = Blocking_methods,
+    .tp_members = Blocking_members,
+    .tp_getset = Blocking_getset,
+};
+
+/* ---------------------------------------------------------------------------------------------- */
+
+/* _draws(rng, n): n values of rng.random() drawn from a copy of its Mersenne Twister, the way
+ * Blocking draws them, and rng left where the copy ended. The tests hold it to random.Random. */
+static PyObject *module_draws(PyObject *mod, PyObject *args) {
+    PyObject *rng;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "On", &rng, &n)) return NULL;
+    MT mt;
+    if (mt_load(&mt, rng) < 0) return NULL;
+    PyObject *out = PyList_New(n > 0 ? n : 0);
+    for (Py_ssize_t j = 0; out != NULL && j < n; j++) {
+        PyObject *v = PyFloat_FromDouble(mt_random(&mt));
+        if (v == NULL) Py_CLEAR(out);
+        else PyList_SET_ITEM(out, j, v);
+    }
+    if (mt_store(&mt, rng) < 0) Py_CLEAR(out);
+    return out;
+}
+
+static PyMethodDef module_methods[] = {
+    {"_draws", module_draws, METH_VARARGS, "_draws(rng, n): n rng.random() values drawn in C"},
+    {NULL}};
 
 static struct PyModuleDef rawcore_module = {
     PyModuleDef_HEAD_INIT, "bench_dsl._rawcore",
-    "The raw executor's hot path in C (see bench_dsl/rawexec.py for its pure-Python twin).", -1, NULL,
+    "The raw executor's hot path in C (see bench_dsl/rawexec.py for its pure-Python twin).", -1, module_methods,
 };
 
 PyMODINIT_FUNC PyInit__rawcore(void) {
-    PyTypeObject *types[] = {&CountsType, &MixType, &PointSelectType, &CoreType};
-    const char *names[] = {"Counts", "Mix", "PointSelect", "Core"};
-    for (int i = 0; i < 4; i++)
+    PyTypeObject *types[] = {&CountsType, &MixType, &PointSelectType, &CoreType, &BlockingType};
+    const char *names[] = {"Counts", "Mix", "PointSelect", "Core", "Blocking"};
+    for (int i = 0; i < 5; i++)
         if (PyType_Ready(types[i]) < 0) return NULL;
     PyObject *m = PyModule_Create(&rawcore_module);
     if (m == NULL) return NULL;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
         if (PyModule_AddObjectRef(m, names[i], (PyObject *)types[i]) < 0) {
             Py_DECREF(m);
             return NULL;

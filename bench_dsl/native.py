@@ -1,8 +1,13 @@
-"""Which implementation of the hot path runs: the C extension (bench_dsl/_rawcore.c, built by
-`pip install .`) or its pure-Python twins in rawexec.py and metrics.py, which define what the C
-code must do and which the tests hold it to. `BENCH_RAWEXEC=py` chooses the twins (to compare, or to
-rule the extension out); so does a build without the extension, and the result document then says
-`"executor": "raw-py"`."""
+"""Which implementation of the hot path runs, chosen by BENCH_RAWEXEC:
+
+- unset or `1`: the raw executor's C core on a thread per user doing blocking reads and writes
+  (blocking.py; the result document says `"executor": "raw-thread"`), the fastest way measured;
+- `loop`: the same C core on the event loop, every user of a process on one thread (`"raw"`);
+- `py`: the C core's pure-Python twins in rawexec.py and metrics.py, which define what the C code
+  must do and which the tests hold it to (`"raw-py"`); so does a build without the extension;
+- `0`: no raw executor at all, every statement through asyncmy (`"driver"`).
+
+The other three exist to compare with, or to rule the default out."""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ try:
 except ImportError:  # pragma: no cover - only a build without its extension
     compiled = None
 
-core: ModuleType | None = None if os.environ.get("BENCH_RAWEXEC") == "py" else compiled  # what runs
-# BENCH_RAWEXEC=0: no raw executor at all, every statement through asyncmy (to compare, or to rule it out)
-raw_executor: bool = os.environ.get("BENCH_RAWEXEC", "1") != "0"
+_mode = os.environ.get("BENCH_RAWEXEC", "1")
+core: ModuleType | None = None if _mode == "py" else compiled  # what runs
+raw_executor: bool = _mode != "0"
+threaded: bool = core is not None and _mode in ("1", "thread")

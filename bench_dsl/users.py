@@ -13,10 +13,13 @@ import asyncmy
 from bench_dsl import native
 from bench_dsl.dsn import Dsn, redact
 from bench_dsl.metrics import Recorder
+from bench_dsl.blocking import ThreadLoop
 from bench_dsl.rawexec import NEXT, RECONNECT, RETRY, RawLoop, mix
 from bench_dsl.server import CONNECTION_LOST, connect
 from bench_dsl.workloads import Session, Workload
 from bench_dsl.workloads.base import IntendedRollback, error_code
+
+Loop: type[RawLoop] | type[ThreadLoop] = ThreadLoop if native.threaded else RawLoop
 
 # Errors that mean the scenario itself is wrong: no point going on.
 SCENARIO_ERRORS = {1044, 1045, 1046, 1049, 1054, 1064, 1142, 1146, 1149, 1210, 1318, 1364, 1406, 1452}
@@ -29,7 +32,7 @@ class _User:
     stop: bool = False
     connected: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None
-    raw: RawLoop | None = None  # while its transactions run on the raw executor
+    raw: RawLoop | ThreadLoop | None = None  # while its transactions run on the raw executor
 
     def halt(self) -> None:
         """Finish the transaction in flight, then close the connection."""
@@ -124,7 +127,7 @@ class UserPool:
         pick = mix(u.rng, wl.weights)  # one draw per transaction, whichever way it runs
         conn: asyncmy.Connection | None = None
         program = None
-        raw: RawLoop | None = None
+        raw: RawLoop | ThreadLoop | None = None
         backoff = 0.1
         i = 0
         try:
@@ -155,9 +158,9 @@ class UserPool:
                                 conn = None
                                 u.session.forget()
                                 continue
-                    self.executors.add("driver" if program is None else RawLoop.executor)
+                    self.executors.add("driver" if program is None else Loop.executor)
                 if program is not None:
-                    raw = u.raw = RawLoop(conn, program, pick, rec.counts, self._failed)
+                    raw = u.raw = Loop(conn, program, pick, rec.counts, self._failed)
                     raw.stop = u.stop  # halted while connecting
                     try:
                         reconnect = await raw.run()

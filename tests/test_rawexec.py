@@ -4,9 +4,13 @@ did, failures inside a transaction are rolled back, large replies and lost conne
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import random
+import socket
 import struct
+import termios
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import SimpleNamespace
@@ -15,6 +19,7 @@ from typing import Any
 import asyncmy
 import pytest
 
+from bench_dsl.blocking import ThreadLoop
 from bench_dsl.dsn import Dsn
 from bench_dsl.rawexec import BEGIN, COMMIT, NEXT, RECONNECT, CRawLoop, PyRawLoop, Statement, command
 from bench_dsl.server import connect, ensure_database
@@ -77,11 +82,12 @@ async def _scalar(dsn: Dsn, sql: str) -> int:
         conn.close()
 
 
-# every test of a loop runs on both cores: the C one (the default) and its pure-Python twin
-Loop = type[CRawLoop] | type[PyRawLoop]
+# every test of a loop runs on the three: the C core on the event loop, its pure-Python twin, and
+# the C core on a thread per user (blocking.py)
+Loop = type[CRawLoop] | type[PyRawLoop] | type[ThreadLoop]
 
 
-@pytest.fixture(params=[CRawLoop, PyRawLoop], ids=["c", "py"])
+@pytest.fixture(params=[CRawLoop, PyRawLoop, ThreadLoop], ids=["c", "py", "thread"])
 def core(request: pytest.FixtureRequest) -> Loop:
     return request.param  # type: ignore[no-any-return]
 
@@ -199,18 +205,19 @@ async def test_cancelling_closes_the_connection(db: Dsn, core: Loop) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("test", ["oltp_point_select", "oltp_read_write"])
 def test_both_ways_of_running_statements_measure_the_same_thing(test: str, dsn_url: str, tmp_path: Path) -> None:
-    """BENCH_RAWEXEC=0 runs every statement through asyncmy, BENCH_RAWEXEC=py the raw executor's
-    pure-Python core: the same transactions, the same statements per transaction."""
+    """The default (the C core on a thread per user), BENCH_RAWEXEC=loop (the C core on the event
+    loop), BENCH_RAWEXEC=py (its pure-Python core) and BENCH_RAWEXEC=0 (every statement through
+    asyncmy): the same transactions, the same statements per transaction."""
     src = tmp_path / "s.bench"
     src.write_text(f'scenario "raw" {{ workload sysbench {test} {{ tables = 2  table_size = 2000 }}\n'
                    '  users 4  warmup 1s  duration 2s }\n')
     docs = {}
-    for raw in ("1", "py", "0"):
+    for raw in ("1", "loop", "py", "0"):
         out = tmp_path / f"{raw}.json"
         r = run_bench("run", str(src), "--headless", "--json", str(out), env={"BENCH_RAWEXEC": raw})
         assert r.returncode == 0, r.stderr
         doc = json.loads(out.read_text())
-        assert doc["executor"] == {"1": "raw", "py": "raw-py", "0": "driver"}[raw]  # the result says which way ran
+        assert doc["executor"] == {"1": "raw-thread", "loop": "raw", "py": "raw-py", "0": "driver"}[raw]  # the result says which way ran
         docs[raw] = doc["summary"]
     for s in docs.values():
         tx = s["transactions"][test]
@@ -300,7 +307,7 @@ async def test_replies_cut_anywhere_are_read_the_same(db: Dsn, core: Loop) -> No
             return plan[tx % len(plan)]
 
         tx = iter(range(10**6))
-        tee = _tee(core)
+        tee = _tee(CRawLoop if core is ThreadLoop else core)  # the bytes as the server sent them
         live = _Run(conn, program, 3 * len(plan), core=tee, pick=lambda: next(tx))
         assert await live.loop.run() is False
         stream = bytes(tee.received)
@@ -311,6 +318,10 @@ async def test_replies_cut_anywhere_are_read_the_same(db: Dsn, core: Loop) -> No
         conn.close()
     outcomes = [("ok", i, q) for i, _, q in live.ok], [(i, code) for i, code, _, _ in live.errors]
     assert outcomes == ([("ok", i, len(plan[i % 7])) for i in range(21) if i % 7 != 3], [(3, 1062), (10, 1062), (17, 1062)])
+
+    if core is ThreadLoop:
+        await _replay_to_threads(stream, program, 3 * len(plan), conn._deprecate_eof, outcomes)
+        return
 
     class Replay:
         _transport, _deprecate_eof = _NoSocket(), conn._deprecate_eof
@@ -329,6 +340,82 @@ async def test_replies_cut_anywhere_are_read_the_same(db: Dsn, core: Loop) -> No
             at += len(chunk)
         assert await task is False
         assert ([("ok", i, q) for i, _, q in again.ok], [(i, c) for i, c, _, _ in again.errors]) == outcomes, size
+
+
+class _PairTransport:
+    """The transport side of ThreadLoop on one end of a socket pair."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+
+    def get_extra_info(self, name: str) -> object:
+        return self.sock if name == "socket" else None
+
+    def is_closing(self) -> bool:
+        return False
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+async def _replay_to_threads(stream: bytes, program: Callable[[int], Sequence[bytes]], limit: int,
+                             deprecate_eof: bool, outcomes: Any) -> None:
+    """The server's bytes written to a socket pair in pieces of each size, each piece read before the
+    next is written, so that the thread's blocking reads end exactly there."""
+    for size in (7, 131, 1000, 4096, len(stream)):
+        ours, theirs = socket.socketpair()
+        try:
+            conn = SimpleNamespace(_transport=_PairTransport(ours), _deprecate_eof=deprecate_eof)
+            tx = iter(range(10**6))
+            again = _Run(conn, program, limit, core=ThreadLoop, pick=lambda: next(tx))
+
+            def feed() -> None:
+                queued = bytearray(4)
+                for at in range(0, len(stream), size):
+                    theirs.sendall(stream[at:at + size])
+                    while True:  # until the reader has taken it all
+                        fcntl.ioctl(ours.fileno(), termios.FIONREAD, queued)
+                        if not int.from_bytes(queued, "little"):
+                            break
+
+            feeder = threading.Thread(target=feed, daemon=True)
+            feeder.start()
+            assert await asyncio.wait_for(again.loop.run(), 30) is False
+            feeder.join(5)
+            assert ([("ok", i, q) for i, _, q in again.ok], [(i, c) for i, c, _, _ in again.errors]) == outcomes, size
+        finally:
+            ours.close()
+            theirs.close()
+
+
+async def test_a_thread_draws_the_keys_the_python_program_draws(db: Dsn) -> None:
+    """Point selects on a thread draw from a C copy of the user's Mersenne Twister: after N of them
+    the user's random.Random is where N point selects drawn in Python leave it."""
+    from bench_dsl import _rawcore
+    from bench_dsl.generators import special
+
+    conn = await connect(db, db.database)
+    try:
+        st = _stmt(await conn.prepare("SELECT c FROM raw_t WHERE id=?"))
+        rng = random.Random(11)
+        program = _rawcore.PointSelect([st.int_head, st.int_head], rng, 1, 6000, 1, 75, 12)
+        run = _Run(conn, program, 3000, core=ThreadLoop)
+        assert await run.loop.run() is False
+    finally:
+        conn.close()
+    assert len(run.ok) == 3000 and not run.errors
+    ref = random.Random(11)
+    key = special(1, 6000, 1, 75, 12)
+    for _ in range(3000):
+        int(ref.random() * 2)
+        key(ref)
+    assert rng.getstate() == ref.getstate()
 
 
 def test_the_c_twins_draw_and_count_as_the_python_ones() -> None:
@@ -352,6 +439,13 @@ def test_the_c_twins_draw_and_count_as_the_python_ones() -> None:
             assert fast(0) == (stmts[t].one(key()),)
     with pytest.raises(ValueError):
         _rawcore.PointSelect([], random.Random(), 1, 10, 1, 75, 12)
+
+    for seed in (0, 5, 2**40):  # the thread's copy of the Mersenne Twister draws as random.Random
+        c_rng, py_rng = random.Random(seed), random.Random(seed)
+        py_rng.gauss(0, 1)
+        c_rng.gauss(0, 1)  # a gauss_next kept in the state
+        assert _rawcore._draws(c_rng, 2000) == [py_rng.random() for _ in range(2000)]
+        assert c_rng.getstate() == py_rng.getstate() and c_rng.random() == py_rng.random()
 
     for weights in ([45, 43, 4, 4, 4], [0.1, 0.2, 0.7], [1]):
         c_mix, py_mix = _rawcore.Mix(random.Random(3), weights), PyMix(random.Random(3), weights)

@@ -261,6 +261,7 @@ def test_wheel_carries_the_grammar(tmp_path: Path) -> None:
     probe = subprocess.run([str(venv / "bin" / "python"), "-c",
                             "import bench_dsl.tui, importlib.resources as r; "
                             "print(r.files('bench_dsl.grammar').joinpath('bench.lark').is_file()); "
-                            "from bench_dsl import native, rawexec; print(native.core is not None, rawexec.RawLoop.executor)"],
+                            "from bench_dsl import native, rawexec, users; "
+                            "print(native.core is not None, rawexec.RawLoop.executor, users.Loop.executor)"],
                            capture_output=True, text=True, cwd=tmp_path)
-    assert probe.stdout.split() == ["True", "True", "raw"], probe.stderr
+    assert probe.stdout.split() == ["True", "True", "raw", "raw-thread"], probe.stderr
