@@ -1,8 +1,9 @@
 """The floors: the plainest Python clients bench-dsl could be, one process, uvloop, one server-side
 prepared point select per loop, nothing measured per query. Mode `asyncmy` executes through the
-driver (`PreparedStatement.execute`), ids drawn uniformly in Python; mode `raw` on bench-dsl's raw
-executor (bench_dsl/rawexec.py) without recording anything, its point selects drawn and encoded by
-the executor's C core as bench-dsl's are (sysbench's default distribution). What a floor costs per
+driver (`PreparedStatement.execute`), ids drawn uniformly in Python; mode `raw` on the raw executor
+bench-dsl runs (users.Loop: a thread per user by default, bench_dsl/blocking.py) without recording
+anything, its point selects drawn and encoded by the executor's C core as bench-dsl's are
+(sysbench's default distribution). What a floor costs per
 query is what that way of executing costs; whatever bench-dsl costs beyond the raw floor is the
 engine's (timing, counting, the run's own work).
 
@@ -23,7 +24,9 @@ import time
 import asyncmy
 
 from bench_dsl import native
+from bench_dsl.blocking import ThreadLoop
 from bench_dsl.rawexec import RECONNECT, RawLoop, Statement
+from bench_dsl.users import Loop
 
 
 class _Floor:
@@ -31,7 +34,7 @@ class _Floor:
 
     def __init__(self) -> None:
         self.driver_count = 0
-        self.loops: list[RawLoop] = []  # raw mode: each counts its own transactions
+        self.loops: list[RawLoop | ThreadLoop] = []  # raw mode: each counts its own transactions
         self.stopped = False
 
     def count(self) -> int:
@@ -53,7 +56,7 @@ async def _user(args: dict[str, object], tables: int, size: int, seed: int, floo
             program = (native.core.PointSelect([r.int_head for r in raw], rng, 1, size, 1.0, 75.0, 12)
                        if native.core is not None else
                        lambda tx: (raw[rng.randrange(tables)].one(rng.randint(1, size)),))
-            loop = RawLoop(conn, program, None, None, lambda *a: RECONNECT)
+            loop = Loop(conn, program, None, None, lambda *a: RECONNECT)
             floor.loops.append(loop)
             loop.stop = floor.stopped
             await loop.run()

@@ -1,5 +1,9 @@
-"""The hot path's own executor: prepared statements sent straight on the connection's socket, and
-their replies walked in the socket's callback, one virtual user's transactions back to back.
+"""The hot path's own executor on the event loop: prepared statements sent straight on the
+connection's socket, and their replies walked in the socket's callback, one virtual user's
+transactions back to back. By default the users run on blocking.py's ThreadLoop instead (the same
+packets, the same error policy, a thread per user: see there why); this one runs with
+BENCH_RAWEXEC=loop (C core) or py (pure-Python core), and its packet encoding, reply walk and
+error policy are what both share.
 
 Why not asyncmy for this: a transaction through any coroutine driver costs a future, a task switch
 and a chain of coroutine frames per statement. Measured on 2 cores against MariaDB 10.11 (point

@@ -12,13 +12,14 @@ import asyncmy
 
 from bench_dsl import native
 from bench_dsl.dsn import Dsn, redact
-from bench_dsl.metrics import Recorder
 from bench_dsl.blocking import ThreadLoop
+from bench_dsl.metrics import Recorder
 from bench_dsl.rawexec import NEXT, RECONNECT, RETRY, RawLoop, mix
 from bench_dsl.server import CONNECTION_LOST, connect
 from bench_dsl.workloads import Session, Workload
 from bench_dsl.workloads.base import IntendedRollback, error_code
 
+# the raw executor's way of running: a thread per user (the default), or the event loop's (rawexec)
 Loop: type[RawLoop] | type[ThreadLoop] = ThreadLoop if native.threaded else RawLoop
 
 # Errors that mean the scenario itself is wrong: no point going on.
