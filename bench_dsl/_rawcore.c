@@ -764,18 +764,31 @@ static Py_ssize_t status_at(const unsigned char *b, Py_ssize_t start, Py_ssize_t
     return skip_lenenc(b, skip_lenenc(b, start + 1));
 }
 
-/* rawexec._PyCore._parse. Callbacks may write and finish, never touch the buffer. */
-static int parse(Core *self) {
-    const unsigned char *b = (const unsigned char *)self->buf;
-    Py_ssize_t pos = self->pos, end = self->end, left = self->columns_left;
-    int state = self->state;
+/* Where a walk through replies is, between two packets. */
+typedef struct {
+    int state;
+    Py_ssize_t left; /* column definitions (and their EOF) still to step over */
+} Walk;
+
+/* what walk() and Blocking's read_reply() found */
+enum { RP_MORE, RP_OK, RP_ERR, RP_BAD, RP_LOST, RP_NOMEM };
+
+/* rawexec._PyCore._parse's walk: steps over the packets in b[*at, end) until a statement's reply
+ * ends. RP_OK; RP_ERR with *code and the message at *msg (*mlen bytes, inside b); RP_BAD with *msg saying
+ * what is not supported; RP_MORE when the next packet is not all there. *at is left after what was
+ * stepped over. Touches nothing but its arguments: runs with or without the GIL. */
+static int walk(Walk *w, const unsigned char *b, Py_ssize_t *at, Py_ssize_t end, char deprecate_eof,
+                int *code, const char **msg, Py_ssize_t *mlen) {
+    Py_ssize_t pos = *at, left = w->left;
+    int state = w->state, found = RP_MORE;
     while (end - pos >= 4) {
         Py_ssize_t length = b[pos] | (b[pos + 1] << 8) | (b[pos + 2] << 16);
         Py_ssize_t start = pos + 4, nxt = start + length;
         if (nxt > end) break;
         if (!(0 < length && length < MAX_PAYLOAD)) {
-            PyErr_SetString(PyExc_ValueError, "a reply of 16 MiB or more: not supported by the raw executor");
-            return -1;
+            *msg = "a reply of 16 MiB or more: not supported by the raw executor";
+            found = RP_BAD;
+            break;
         }
         unsigned char first = b[start];
         if (state == S_ROWS) {
@@ -785,20 +798,21 @@ static int parse(Core *self) {
             if (--left == 0) state = S_ROWS;
             continue;
         }
-        pos = nxt;
         if (first == 0xFF) { /* an error, first or instead of the end of the rows */
-            int code = b[start + 1] | (b[start + 2] << 8);
+            *code = b[start + 1] | (b[start + 2] << 8);
+            Py_ssize_t from = (length > 9 && b[start + 3] == 0x23) ? start + 9 : start + 3;
+            *msg = (const char *)b + from;
+            *mlen = nxt - from;
+            pos = nxt;
             state = S_FIRST;
-            int rc = (length > 9 && b[start + 3] == 0x23)
-                         ? reply_error(self, code, b + start + 9, nxt - (start + 9))
-                         : reply_error(self, code, b + start + 3, nxt - (start + 3));
-            if (rc < 0) return -1;
-            continue;
+            found = RP_ERR;
+            break;
         }
         if (state == S_FIRST && first != 0x00 && first != 0xFE) { /* a result set: its column count */
             if (first == 0xFB) {
-                PyErr_SetString(PyExc_ValueError, "LOCAL INFILE request: not supported by the raw executor");
-                return -1;
+                *msg = "LOCAL INFILE request: not supported by the raw executor";
+                found = RP_BAD;
+                break;
             }
             if (first < 0xFB) left = first;
             else {
@@ -806,20 +820,48 @@ static int parse(Core *self) {
                 left = 0;
                 for (int i = bytes - 1; i >= 0; i--) left = (left << 8) | b[start + 1 + i];
             }
-            if (!self->deprecate_eof) left += 1;
+            if (!deprecate_eof) left += 1;
             state = S_COLUMNS;
+            pos = nxt;
             continue;
         }
         /* an OK, or the EOF / OK after the rows: the statement is done unless a result follows */
+        pos = nxt;
         state = S_FIRST;
         Py_ssize_t p = status_at(b, start, length);
         if (p < nxt && (b[p] & MORE_RESULTS)) continue;
-        if (reply_ok(self) < 0) return -1;
+        found = RP_OK;
+        break;
+    }
+    *at = pos;
+    w->state = state;
+    w->left = left;
+    return found;
+}
+
+/* Every reply the buffer holds, each told to the core. Callbacks may write and finish, never touch
+ * the buffer. */
+static int parse(Core *self) {
+    const unsigned char *b = (const unsigned char *)self->buf;
+    Py_ssize_t pos = self->pos, end = self->end;
+    Walk w = {self->state, self->columns_left};
+    for (;;) {
+        int code = 0;
+        const char *msg = NULL;
+        Py_ssize_t mlen = 0;
+        int found = walk(&w, b, &pos, end, self->deprecate_eof, &code, &msg, &mlen);
+        if (found == RP_MORE) break;
+        if (found == RP_BAD) {
+            PyErr_SetString(PyExc_ValueError, msg);
+            return -1;
+        }
+        if ((found == RP_ERR ? reply_error(self, code, (const unsigned char *)msg, mlen) : reply_ok(self)) < 0)
+            return -1;
     }
     if (pos == end) self->pos = self->end = 0;
     else self->pos = pos;
-    self->state = state;
-    self->columns_left = left;
+    self->state = w.state;
+    self->columns_left = w.left;
     return 0;
 }
 
@@ -963,7 +1005,6 @@ static PyTypeObject CoreType = {
 /* run() returns to Python for everything rare: an error reply, a lost connection, the stop.       */
 
 enum { B_STOPPED = 0, B_ERROR = 1, B_LOST = 2, B_DOUBT = 3 };
-enum { RD_OK, RD_ERR, RD_LOST, RD_BAD };
 #define MESSAGE_MAX 512
 
 static const char BEGIN_PACKET[] = "\x06\x00\x00\x00\x03" "BEGIN";
@@ -1065,61 +1106,18 @@ static int send_all(int fd, const char *p, Py_ssize_t n) {
     return 0;
 }
 
-/* Reads one statement's whole reply (no GIL: only this object's buffer is touched). RD_OK; RD_ERR with
- * *code and the message at *msg (valid until the next read); RD_LOST with *msg a static text; RD_BAD
- * with *msg saying what is not supported. The walk is _PyCore._parse's, for one reply at a time. */
+/* Reads one statement's whole reply (no GIL: only this object's buffer is touched): walk()'s
+ * RP_OK, RP_ERR (the message valid until the next read) or RP_BAD, or RP_LOST with *msg a static text,
+ * or RP_NOMEM. */
 static int read_reply(Blocking *self, int fd, int *code, const char **msg, Py_ssize_t *mlen) {
-    int state = S_FIRST;
-    Py_ssize_t left = 0;
+    Walk w = {S_FIRST, 0};
     for (;;) {
-        const unsigned char *b = (const unsigned char *)self->buf;
         Py_ssize_t pos = self->pos, end = self->end;
-        while (end - pos >= 4) {
-            Py_ssize_t length = b[pos] | (b[pos + 1] << 8) | (b[pos + 2] << 16);
-            Py_ssize_t start = pos + 4, nxt = start + length;
-            if (nxt > end) break;
-            if (!(0 < length && length < MAX_PAYLOAD)) {
-                *msg = "a reply of 16 MiB or more: not supported by the raw executor";
-                return RD_BAD;
-            }
-            unsigned char first = b[start];
-            if (state == S_ROWS) {
-                if (first < 0xFE) { pos = nxt; continue; }
-            } else if (state == S_COLUMNS) {
-                pos = nxt;
-                if (--left == 0) state = S_ROWS;
-                continue;
-            }
-            pos = nxt;
-            if (first == 0xFF) {
-                *code = b[start + 1] | (b[start + 2] << 8);
-                Py_ssize_t from = (length > 9 && b[start + 3] == 0x23) ? start + 9 : start + 3;
-                *msg = (const char *)b + from;
-                *mlen = nxt - from;
-                self->pos = pos;
-                return RD_ERR;
-            }
-            if (state == S_FIRST && first != 0x00 && first != 0xFE) {
-                if (first == 0xFB) {
-                    *msg = "LOCAL INFILE request: not supported by the raw executor";
-                    return RD_BAD;
-                }
-                if (first < 0xFB) left = first;
-                else {
-                    int bytes = first == 0xFC ? 2 : 3;
-                    left = 0;
-                    for (int i = bytes - 1; i >= 0; i--) left = (left << 8) | b[start + 1 + i];
-                }
-                if (!self->deprecate_eof) left += 1;
-                state = S_COLUMNS;
-                continue;
-            }
-            state = S_FIRST;
-            Py_ssize_t p = status_at(b, start, length);
-            if (p < nxt && (b[p] & MORE_RESULTS)) continue;
+        int found = walk(&w, (const unsigned char *)self->buf, &pos, end, self->deprecate_eof, code, msg, mlen);
+        if (found != RP_MORE) {
             if (pos == end) self->pos = self->end = 0;
             else self->pos = pos;
-            return RD_OK;
+            return found;
         }
         /* more bytes needed: room for at least a quarter of the buffer, as get_buffer makes */
         if (pos == end) pos = end = 0;
@@ -1131,10 +1129,7 @@ static int read_reply(Blocking *self, int fd, int *code, const char **msg, Py_ss
         }
         if (self->cap - end < room) {
             char *bigger = PyMem_RawRealloc(self->buf, (size_t)(2 * self->cap));
-            if (bigger == NULL) {
-                *msg = "out of memory for a reply";
-                return RD_BAD;
-            }
+            if (bigger == NULL) return RP_NOMEM;
             self->buf = bigger;
             self->cap *= 2;
         }
@@ -1147,7 +1142,7 @@ static int read_reply(Blocking *self, int fd, int *code, const char **msg, Py_ss
         }
         if (n < 0 && errno == EINTR) continue;
         *msg = n == 0 ? "closed" : strerror(errno);
-        return RD_LOST;
+        return RP_LOST;
     }
 }
 
@@ -1186,6 +1181,14 @@ static int python_packets(Blocking *self) {
     Py_XSETREF(self->packets, fast);
     self->npk = n;
     return 0;
+}
+
+/* text (n bytes; up to its NUL when n < 0) kept as an outcome's message; its length */
+static Py_ssize_t keep(char *message, const char *text, Py_ssize_t n) {
+    if (n < 0) n = (Py_ssize_t)strlen(text);
+    if (n > MESSAGE_MAX) n = MESSAGE_MAX;
+    memcpy(message, text, (size_t)n);
+    return n;
 }
 
 #define GIL_RELEASE() do { if (ts == NULL) ts = PyEval_SaveThread(); } while (0)
@@ -1254,22 +1257,25 @@ static PyObject *Blocking_run(Blocking *self, PyObject *args) {
             if (python_packets(self) < 0) break;
         }
         GIL_RELEASE();
-        int r = RD_OK;
+        int r = RP_OK;
         const char *m = NULL;
         for (self->k = 0; self->k < self->npk; self->k++) {
             if (send_all(fd, self->pk[self->k], self->pklen[self->k]) < 0) {
-                r = RD_LOST;
+                r = RP_LOST;
                 m = strerror(errno);
                 break;
             }
             r = read_reply(self, fd, &code, &m, &mlen);
-            if (r != RD_OK) break;
+            if (r != RP_OK) break;
         }
-        if (r == RD_OK) {
+        if (r == RP_OK) {
             long long us = (now_ns() - self->t0) / 1000;
             if (counts) {
                 if (self->tx >= ((Counts *)self->record)->n) { bad = "transaction type out of range"; break; }
-                if (counts_add_nogil((Counts *)self->record, self->tx, us, self->k) < 0) { bad = "out of memory"; break; }
+                if (counts_add_nogil((Counts *)self->record, self->tx, us, self->k) < 0) {
+                    bad = "out of memory for a transaction's count";
+                    break;
+                }
             } else if (self->record != Py_None) {
                 GIL_TAKE();
                 PyObject *o = PyObject_CallMethod(self->record, "ok", "LLL", self->tx, us, self->k);
@@ -1279,32 +1285,25 @@ static PyObject *Blocking_run(Blocking *self, PyObject *args) {
             self->completed++;
             continue;
         }
-        if (r == RD_BAD) { bad = m; break; }
-        if (r == RD_LOST) {
-            mlen = (Py_ssize_t)strlen(m);
-            if (mlen >= MESSAGE_MAX) mlen = MESSAGE_MAX - 1;
-            memcpy(message, m, (size_t)mlen);
-            outcome = B_LOST;
+        if (r == RP_BAD || r == RP_NOMEM) {
+            bad = r == RP_BAD ? m : "out of memory for a reply";
             break;
         }
-        /* an error reply: its message kept before anything else is read */
-        if (mlen > MESSAGE_MAX) mlen = MESSAGE_MAX;
-        memcpy(message, m, (size_t)mlen);
-        outcome = B_ERROR;
-        if (self->k > 0 && self->pklen[0] == (Py_ssize_t)sizeof(BEGIN_PACKET) - 1 &&
+        /* an error reply's message or the reason of the loss, kept before anything else is read */
+        mlen = keep(message, m, r == RP_ERR ? mlen : -1);
+        outcome = r == RP_ERR ? B_ERROR : B_LOST;
+        if (r == RP_ERR && self->k > 0 && self->pklen[0] == (Py_ssize_t)sizeof(BEGIN_PACKET) - 1 &&
             memcmp(self->pk[0], BEGIN_PACKET, sizeof(BEGIN_PACKET) - 1) == 0) {
             /* inside a transaction: rolled back before anything else, as _Control does */
             int rcode;
             Py_ssize_t rlen;
             const char *rm = NULL;
             int rr = send_all(fd, ROLLBACK_PACKET, sizeof(ROLLBACK_PACKET) - 1) < 0
-                         ? (rm = strerror(errno), RD_LOST) : read_reply(self, fd, &rcode, &rm, &rlen);
-            if (rr == RD_ERR) outcome = B_DOUBT; /* the session is in doubt: the first error is reported */
-            else if (rr == RD_BAD) bad = rm;
-            else if (rr == RD_LOST) {
-                mlen = (Py_ssize_t)strlen(rm);
-                if (mlen >= MESSAGE_MAX) mlen = MESSAGE_MAX - 1;
-                memcpy(message, rm, (size_t)mlen);
+                         ? (rm = strerror(errno), RP_LOST) : read_reply(self, fd, &rcode, &rm, &rlen);
+            if (rr == RP_ERR) outcome = B_DOUBT; /* the session is in doubt: the first error is reported */
+            else if (rr == RP_BAD || rr == RP_NOMEM) bad = rr == RP_BAD ? rm : "out of memory for a reply";
+            else if (rr == RP_LOST) { /* as _Control: only the loss is reported */
+                mlen = keep(message, rm, -1);
                 outcome = B_LOST;
             }
         }
@@ -1326,7 +1325,8 @@ static PyObject *Blocking_run(Blocking *self, PyObject *args) {
         PyErr_Restore(et, ev, tb);
     }
     if (bad != NULL) {
-        if (!PyErr_Occurred()) PyErr_SetString(bad[0] == 'o' && bad[1] == 'u' ? PyExc_MemoryError : PyExc_ValueError, bad);
+        if (!PyErr_Occurred())
+            PyErr_SetString(strncmp(bad, "out of memory", 13) == 0 ? PyExc_MemoryError : PyExc_ValueError, bad);
         return NULL;
     }
     if (outcome < 0) {
