@@ -30,8 +30,6 @@ from bench_dsl.rawexec import _NO_MORE_ATTEMPTS, NEXT, RETRY, Pick, Program, Rec
 # what Blocking.run says, besides raising for a defect
 STOPPED, ERROR, LOST, DOUBT = 0, 1, 2, 3
 
-available = native.compiled is not None
-
 
 class ThreadLoop:
     """RawLoop's interface (`RawLoop(conn, program, pick, record, on_error)`, `stop`, `await run()`),

@@ -1,6 +1,6 @@
 """Which implementation of the hot path runs, chosen by BENCH_RAWEXEC:
 
-- unset or `1`: the raw executor's C core on a thread per user doing blocking reads and writes
+- unset, `1` or `thread`: the raw executor's C core on a thread per user doing blocking reads and writes
   (blocking.py; the result document says `"executor": "raw-thread"`), the fastest way measured;
 - `loop`: the same C core on the event loop, every user of a process on one thread (`"raw"`);
 - `py`: the C core's pure-Python twins in rawexec.py and metrics.py, which define what the C code

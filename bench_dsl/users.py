@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 import asyncmy
 
 from bench_dsl import native
-from bench_dsl.dsn import Dsn, redact
 from bench_dsl.blocking import ThreadLoop
+from bench_dsl.dsn import Dsn, redact
 from bench_dsl.metrics import Recorder
 from bench_dsl.rawexec import NEXT, RECONNECT, RETRY, RawLoop, mix
 from bench_dsl.server import CONNECTION_LOST, connect
