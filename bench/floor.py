@@ -3,9 +3,9 @@ prepared point select per loop, nothing measured per query. Mode `asyncmy` execu
 driver (`PreparedStatement.execute`), ids drawn uniformly in Python; mode `raw` on the raw executor
 bench-dsl runs (users.Loop: a thread per user by default, bench_dsl/blocking.py) without recording
 anything, its point selects drawn and encoded by the executor's C core as bench-dsl's are
-(sysbench's default distribution). What a floor costs per
-query is what that way of executing costs; whatever bench-dsl costs beyond the raw floor is the
-engine's (timing, counting, the run's own work).
+(sysbench's default distribution). What a floor costs per query is what that way of executing
+costs; whatever bench-dsl costs beyond the raw floor is the engine's (timing, counting, the run's
+own work).
 
 Run by the harness as `python -m bench.floor USERS WARMUP DURATION TABLES TABLE_SIZE [MODE]`, the address in
 $BENCH_FLOOR_DSN (so that no password shows in a process list); prints one

@@ -581,6 +581,56 @@ static PyTypeObject PointSelectType = {
 };
 
 /* ---------------------------------------------------------------------------------------------- */
+/* What both ways of running a user (Core on the event loop, Blocking on a thread) do alike         */
+
+/* The next transaction's type (the GIL held; pick is not None): 0, or -1 with an exception set. */
+static int pick_tx(PyObject *pick, long long *tx) {
+    if (Py_IS_TYPE(pick, &MixType)) {
+        *tx = mix_pick((Mix *)pick);
+        return *tx < 0 ? -1 : 0;
+    }
+    PyObject *r = PyObject_CallNoArgs(pick);
+    if (r == NULL) return -1;
+    *tx = PyLong_AsLongLong(r);
+    Py_DECREF(r);
+    if (*tx == -1 && PyErr_Occurred()) return -1;
+    if (*tx < 0) {
+        PyErr_SetString(PyExc_ValueError, "negative transaction type");
+        return -1;
+    }
+    return 0;
+}
+
+/* program(tx): transaction tx's packets, a new reference (the GIL held), or NULL with an exception. */
+static PyObject *program_packets(PyObject *program, long long tx) {
+    if (Py_IS_TYPE(program, &PointSelectType)) return point_select_packets((PointSelect *)program);
+    PyObject *arg = PyLong_FromLongLong(tx);
+    if (arg == NULL) return NULL;
+    PyObject *packets = PyObject_CallOneArg(program, arg);
+    Py_DECREF(arg);
+    return packets;
+}
+
+/* A receive buffer with at least a quarter of it free after `end`, so that a read takes a good
+ * part of a large reply at a time: what has been parsed (before `pos`) is dropped first, and the
+ * buffer doubles when that is not enough. 0, or -1 when out of memory (nothing set: no GIL needed). */
+static int make_room(char **buf, Py_ssize_t *cap, Py_ssize_t *pos, Py_ssize_t *end) {
+    Py_ssize_t room = *cap / 4;
+    if (*cap - *end >= room) return 0;
+    if (*pos) {
+        memmove(*buf, *buf + *pos, (size_t)(*end - *pos));
+        *end -= *pos;
+        *pos = 0;
+    }
+    if (*cap - *end >= room) return 0;
+    char *bigger = PyMem_RawRealloc(*buf, (size_t)(2 * *cap));
+    if (bigger == NULL) return -1;
+    *buf = bigger;
+    *cap *= 2;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
 /* Core                                                                                            */
 
 typedef struct {
@@ -610,9 +660,9 @@ static int Core_init(Core *self, PyObject *args, PyObject *kwds) {
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOp", kwlist, &write, &program, &pick, &record, &deprecate_eof))
         return -1;
     if (self->exports) { PyErr_SetString(PyExc_BufferError, "buffer in use"); return -1; }
-    char *buf = PyMem_Malloc(FIRST_BUFFER);
+    char *buf = PyMem_RawMalloc(FIRST_BUFFER);
     if (buf == NULL) { PyErr_NoMemory(); return -1; }
-    PyMem_Free(self->buf);
+    PyMem_RawFree(self->buf);
     self->buf = buf;
     self->cap = FIRST_BUFFER;
     self->end = self->pos = 0;
@@ -654,7 +704,7 @@ static int Core_clear(Core *self) {
 static void Core_dealloc(Core *self) {
     PyObject_GC_UnTrack(self);
     Core_clear(self);
-    PyMem_Free(self->buf);
+    PyMem_RawFree(self->buf);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -672,15 +722,7 @@ static int write_packet(Core *self, Py_ssize_t k) {
 }
 
 static int start_attempt(Core *self) {
-    PyObject *packets;
-    if (Py_IS_TYPE(self->program, &PointSelectType)) {
-        packets = point_select_packets((PointSelect *)self->program);
-    } else {
-        PyObject *tx = PyLong_FromLongLong(self->tx);
-        if (tx == NULL) return -1;
-        packets = PyObject_CallOneArg(self->program, tx);
-        Py_DECREF(tx);
-    }
+    PyObject *packets = program_packets(self->program, self->tx);
     if (packets == NULL) return -1;
     Py_ssize_t n = PyObject_Length(packets);
     if (n <= 0) {
@@ -707,20 +749,8 @@ static int next_transaction(Core *self) {
         Py_DECREF(r);
         return 0;
     }
-    if (self->pick == Py_None) {
-        self->tx = 0;
-    } else if (Py_IS_TYPE(self->pick, &MixType)) {
-        long long tx = mix_pick((Mix *)self->pick);
-        if (tx < 0) return -1;
-        self->tx = tx;
-    } else {
-        PyObject *r = PyObject_CallNoArgs(self->pick);
-        if (r == NULL) return -1;
-        long long tx = PyLong_AsLongLong(r);
-        Py_DECREF(r);
-        if (tx == -1 && PyErr_Occurred()) return -1;
-        self->tx = tx;
-    }
+    if (self->pick == Py_None) self->tx = 0;
+    else if (pick_tx(self->pick, &self->tx) < 0) return -1;
     self->attempt = 0;
     self->t0 = now_ns();
     return start_attempt(self);
@@ -868,24 +898,11 @@ static int parse(Core *self) {
 /* asyncio.BufferedProtocol.get_buffer: a view of the free space (the Core exports it) */
 static PyObject *Core_get_buffer(Core *self, PyObject *sizehint) {
     if (self->buf == NULL) { PyErr_SetString(PyExc_ValueError, "Core not initialised"); return NULL; }
-    if (self->end) {
-        Py_ssize_t room = self->cap / 4; /* read at least this much at a time */
-        if (self->cap - self->end < room) {
-            if (self->exports) { PyErr_SetString(PyExc_BufferError, "buffer in use"); return NULL; }
-            if (self->pos) { /* drop what has been parsed */
-                Py_ssize_t rest = self->end - self->pos;
-                memmove(self->buf, self->buf + self->pos, (size_t)rest);
-                self->pos = 0;
-                self->end = rest;
-            }
-            if (self->cap - self->end < room) { /* a large reply: a buffer twice the size */
-                char *bigger = PyMem_Realloc(self->buf, (size_t)(2 * self->cap));
-                if (bigger == NULL) return PyErr_NoMemory();
-                self->buf = bigger;
-                self->cap *= 2;
-            }
-        }
+    if (self->cap - self->end < self->cap / 4 && self->exports) {  /* make_room would move it */
+        PyErr_SetString(PyExc_BufferError, "buffer in use");
+        return NULL;
     }
+    if (make_room(&self->buf, &self->cap, &self->pos, &self->end) < 0) return PyErr_NoMemory();
     return PyMemoryView_FromObject((PyObject *)self);
 }
 
@@ -1119,20 +1136,8 @@ static int read_reply(Blocking *self, int fd, int *code, const char **msg, Py_ss
             else self->pos = pos;
             return found;
         }
-        /* more bytes needed: room for at least a quarter of the buffer, as get_buffer makes */
-        if (pos == end) pos = end = 0;
-        Py_ssize_t room = self->cap / 4;
-        if (self->cap - end < room && pos) {
-            memmove(self->buf, self->buf + pos, (size_t)(end - pos));
-            end -= pos;
-            pos = 0;
-        }
-        if (self->cap - end < room) {
-            char *bigger = PyMem_RawRealloc(self->buf, (size_t)(2 * self->cap));
-            if (bigger == NULL) return RP_NOMEM;
-            self->buf = bigger;
-            self->cap *= 2;
-        }
+        if (pos == end) pos = end = 0;  /* more bytes needed */
+        if (make_room(&self->buf, &self->cap, &pos, &end) < 0) return RP_NOMEM;
         self->pos = pos;
         self->end = end;
         ssize_t n = recv(fd, self->buf + end, (size_t)(self->cap - end), 0);
@@ -1148,15 +1153,7 @@ static int read_reply(Blocking *self, int fd, int *code, const char **msg, Py_ss
 
 /* The transaction's packets from Python (the GIL held): 0, or -1 with an exception set. */
 static int python_packets(Blocking *self) {
-    PyObject *packets;
-    if (Py_IS_TYPE(self->program, &PointSelectType)) {
-        packets = point_select_packets((PointSelect *)self->program);
-    } else {
-        PyObject *tx = PyLong_FromLongLong(self->tx);
-        if (tx == NULL) return -1;
-        packets = PyObject_CallOneArg(self->program, tx);
-        Py_DECREF(tx);
-    }
+    PyObject *packets = program_packets(self->program, self->tx);
     if (packets == NULL) return -1;
     PyObject *fast = PySequence_Fast(packets, "a transaction's packets must be a sequence");
     Py_DECREF(packets);
@@ -1232,17 +1229,7 @@ static PyObject *Blocking_run(Blocking *self, PyObject *args) {
                 self->tx = 0;
             } else {
                 GIL_TAKE();
-                long long tx;
-                if (Py_IS_TYPE(self->pick, &MixType)) {
-                    tx = mix_pick((Mix *)self->pick);
-                } else {
-                    PyObject *r = PyObject_CallNoArgs(self->pick);
-                    tx = r == NULL ? -1 : PyLong_AsLongLong(r);
-                    Py_XDECREF(r);
-                    if (tx < 0 && !PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "negative transaction type");
-                }
-                if (tx < 0) break;
-                self->tx = tx;
+                if (pick_tx(self->pick, &self->tx) < 0) break;
             }
             self->attempt = 0;
             self->t0 = now_ns();
