@@ -21,7 +21,7 @@ test-min: setup
 	@scripts/setup-min.sh
 	.venv-min/bin/python -m pytest -q -m "not slow" $(PYTEST_ARGS)
 
-## Benchmark bench-dsl against sysbench side by side on a throwaway server (~15 min; installs sysbench
+## Benchmark bench-dsl against sysbench side by side on a throwaway server (~30 min; installs sysbench
 ## when missing); writes bench/results/latest.md and .json. Options: BENCH_ARGS="--quick" (see --help).
 bench: setup
 	@bench/install-sysbench.sh

@@ -1,5 +1,6 @@
 """sysbench and bench-dsl side by side: one data set prepared once, then at each user count the two
-clients alternately (A = sysbench, B = bench-dsl, A B A B ...), and the medians of the paired ratios."""
+clients alternately (A = sysbench, B = bench-dsl, A B A B ... A), and the medians of the ratios of
+each B to the two A runs around it."""
 
 from __future__ import annotations
 
@@ -30,6 +31,9 @@ Log = Callable[[str], None]
 # The goals of the performance issue, as ratios bench-dsl / sysbench.
 TPS_RATIO_GOAL = 1.0
 CPU_RATIO_GOAL = 1.3
+
+# The ratios of a point: (name in the result, Measure attribute).
+RATIOS = (("tps", "tps"), ("qps", "qps"), ("p95", "p95_ms"), ("cpu_per_10k_tx", "cpu_per_10k"))
 
 
 @dataclass(frozen=True)
@@ -165,34 +169,37 @@ def run_point(target: Target, test: str, users: int, s: Settings, workdir: Path,
                                  if c.ok and c.tps is not None and c.cpu_per_10k is not None
                                  else f"{mode} loop FAILED ({(c.error or '').splitlines()[0][:120]})")
         log(f"{test} {users:>4} users, pair {i + 1}/{s.pairs}: " + line)
-    pairs = [(a, b) for a, b in zip(a_runs, b_runs, strict=True) if a.ok and b.ok]
-    pa, pb = [p[0] for p in pairs], [p[1] for p in pairs]
-    ratios = {
-        "tps": ratio_summary([m.tps for m in pa], [m.tps for m in pb]),
-        "qps": ratio_summary([m.qps for m in pa], [m.qps for m in pb]),
-        "p95": ratio_summary([m.p95_ms for m in pa], [m.p95_ms for m in pb]),
-        "cpu_per_10k_tx": ratio_summary([m.cpu_per_10k for m in pa], [m.cpu_per_10k for m in pb]),
-    }
-    sb, bd = _side(a_runs), _side(b_runs)
+    # the closing reference: every bench-dsl run (and floor) then has a sysbench run on either side
+    closing = run_sysbench(target, test, s.tables, s.table_size, users, s.warmup, s.duration, workdir)
+    refs = [*a_runs, closing]
+    log(f"{test} {users:>4} users, closing reference: {_one(closing)}")
+
+    def each(runs: list[Measure], key: str) -> list[float | None]:
+        return [getattr(m, key) if m.ok else None for m in runs]
+
+    def bracketed(runs: list[Measure], key: str) -> dict[str, float | int | None]:
+        return ratio_summary(each(refs, key), each(runs, key), bracketed=True)
+
+    ratios = {key: bracketed(b_runs, attr) for key, attr in RATIOS}
+    # the plain pairs (each bench-dsl run against the sysbench run just before it), for comparison
+    paired = {key: ratio_summary(each(a_runs, attr), each(b_runs, attr)) for key, attr in RATIOS}
+    sb, bd = _side(refs), _side(b_runs)
     tps_r, cpu_r = ratios["tps"]["median"], ratios["cpu_per_10k_tx"]["median"]
     floor_out: dict[str, Any] | None = None
     if floor:
         floor_out = {}
         for key, runs in (("asyncmy_loop", c_runs), ("raw_loop", d_runs)):
-            trip = [(a, b, c) for a, b, c in zip(a_runs, b_runs, runs, strict=True) if a.ok and b.ok and c.ok]
-            ta, tb, tc = [t[0] for t in trip], [t[1] for t in trip], [t[2] for t in trip]
             floor_out[key] = {
                 **_side(runs),
-                "loop_vs_sysbench": {"tps": ratio_summary([m.tps for m in ta], [m.tps for m in tc]),
-                                     "cpu_per_10k_tx": ratio_summary([m.cpu_per_10k for m in ta],
-                                                                     [m.cpu_per_10k for m in tc])},
-                "bench_dsl_vs_loop": {"tps": ratio_summary([m.tps for m in tc], [m.tps for m in tb]),
-                                      "cpu_per_10k_tx": ratio_summary([m.cpu_per_10k for m in tc],
-                                                                      [m.cpu_per_10k for m in tb])},
+                "loop_vs_sysbench": {"tps": bracketed(runs, "tps"), "cpu_per_10k_tx": bracketed(runs, "cpu_per_10k")},
+                # the floor runs right after bench-dsl: these stay plain pairs
+                "bench_dsl_vs_loop": {k: ratio_summary(each(runs, attr), each(b_runs, attr))
+                                      for k, attr in (("tps", "tps"), ("cpu_per_10k_tx", "cpu_per_10k"))},
                 "each_run": [m.to_json() for m in runs],
             }
     return {
-        "test": test, "users": users, "sysbench": sb, "bench_dsl": bd, "ratios": ratios, "floor": floor_out,
+        "test": test, "users": users, "sysbench": sb, "bench_dsl": bd, "ratios": ratios, "paired_ratios": paired,
+        "floor": floor_out,
         "goals": {"tps_ratio_at_least": TPS_RATIO_GOAL, "cpu_ratio_at_most": CPU_RATIO_GOAL,
                   "tps_met": None if tps_r is None else tps_r >= TPS_RATIO_GOAL,
                   "cpu_met": None if cpu_r is None else cpu_r <= CPU_RATIO_GOAL,
@@ -203,15 +210,18 @@ def run_point(target: Target, test: str, users: int, s: Settings, workdir: Path,
                   "bench_dsl": limit_note("bench-dsl", bd["client_cores"], bd["client_busiest_cores"], 1.0,
                                           bd["server_cores"], bd["host_busy_cores"], ncpu, bd["other_cores"])},
         "runs": [{"sysbench": a.to_json(), "bench_dsl": b.to_json()} for a, b in zip(a_runs, b_runs, strict=True)],
+        "closing_sysbench": closing.to_json(),
     }
 
 
+def _one(m: Measure) -> str:
+    if not m.ok:
+        return f"{m.client} FAILED ({(m.error or '').splitlines()[0][:120]})"
+    cpu = m.cpu_per_10k
+    return f"{m.client} {m.tps:,.0f} tps p95 {m.p95_ms}ms cpu/10k {cpu:.2f}s" if cpu is not None else \
+        f"{m.client} {m.tps:,.0f} tps"
+
+
 def _pair_line(a: Measure, b: Measure) -> str:
-    def one(m: Measure) -> str:
-        if not m.ok:
-            return f"{m.client} FAILED ({(m.error or '').splitlines()[0][:120]})"
-        cpu = m.cpu_per_10k
-        return f"{m.client} {m.tps:,.0f} tps p95 {m.p95_ms}ms cpu/10k {cpu:.2f}s" if cpu is not None else \
-            f"{m.client} {m.tps:,.0f} tps"
     ratio = f" -> {b.tps / a.tps:.2f}x" if a.ok and b.ok and a.tps and b.tps is not None else ""
-    return f"{one(a)} | {one(b)}{ratio}"
+    return f"{_one(a)} | {_one(b)}{ratio}"

@@ -55,10 +55,12 @@ def render(doc: dict[str, Any]) -> str:
     t = doc["tools"]
     out.append(f"- **Clients**: {t.get('sysbench', '-')}; {t.get('bench_dsl', '-')} (commit {t.get('commit', '-')}"
                f"{', engine with uncommitted changes' if t.get('engine_dirty') else ''}), Python {m['python']}")
-    out.append(f"- **Method**: {st['pairs']} pair(s) per point, alternated sysbench then bench-dsl; each run "
+    out.append(f"- **Method**: {st['pairs']} pair(s) per point, alternated sysbench then bench-dsl, and a closing "
+               f"sysbench run (A B A B ... A); each run "
                f"{st['warmup']}s warm-up + {st['duration']}s measured; {st['tables']} table(s) x "
                f"{st['table_size']:,} rows; `workers` {st['workers'] or 'not set (engine default)'}. Figures are "
-               "medians of the runs; ratios are medians of the paired ratios bench-dsl / sysbench, (min-max).")
+               "medians of the runs; ratios are medians, (min-max), of each bench-dsl run against the geometric "
+               "mean of the sysbench runs before and after it; *plain pairs* against the run before it only.")
     if (busy := others_median(doc)) is not None and busy >= BUSY_CORES:
         out.append(f"- **Note**: the machine was shared: other processes used a median {busy:.2f} of "
                    f"{m['cpu_logical']} cores during the measured windows. Absolute figures are not representative; "
@@ -71,17 +73,19 @@ def render(doc: dict[str, Any]) -> str:
     points = doc.get("compare") or []
     if points:
         out.append("## Side by side\n")
-        out.append("| test | users | tps sysbench | tps bench-dsl | tps ratio (goal >= 1.0) | qps sysbench / bench-dsl "
+        out.append("| test | users | tps sysbench | tps bench-dsl | tps ratio (goal >= 1.0) | plain pairs "
+                   "| qps sysbench / bench-dsl "
                    "| p95 ms sysbench / bench-dsl | p95 ratio | client CPU s / 10k tx sysbench / bench-dsl "
                    "| CPU ratio (goal <= 1.3) | bench-dsl errors |")
-        out.append("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+        out.append("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
         for p in points:
             sb, bd, r, g = p["sysbench"], p["bench_dsl"], p["ratios"], p["goals"]
             errs = str(bd["errors"]) + (f", {len(bd['failures'])} failed run(s)" if bd["failures"] else "")
             if sb["failures"]:
                 errs += f"; sysbench: {len(sb['failures'])} failed run(s)"
             out.append(f"| {p['test']} | {p['users']} | {_n(sb['tps'])} | {_n(bd['tps'])} | "
-                       f"{_ratio(r['tps'], g['tps_met'])} | {_n(sb['qps'])} / {_n(bd['qps'])} | "
+                       f"{_ratio(r['tps'], g['tps_met'])} | {_ratio((p.get('paired_ratios') or {}).get('tps'))} | "
+                       f"{_n(sb['qps'])} / {_n(bd['qps'])} | "
                        f"{_n(sb['p95_ms'], 2)} / {_n(bd['p95_ms'], 2)} | {_ratio(r['p95'])} | "
                        f"{_n(sb['cpu_per_10k_tx_s'], 2)} / {_n(bd['cpu_per_10k_tx_s'], 2)} | "
                        f"{_ratio(r['cpu_per_10k_tx'], g['cpu_met'])} | {errs} |")

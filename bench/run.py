@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
                "read the ratios, not the absolute figures.")
     p.add_argument("--quick", action="store_true",
                    help="a smoke run of the harness: 4 users, 1 pair, a few seconds each, small sections (~40 s)")
-    p.add_argument("--pairs", type=int, help="sysbench/bench-dsl pairs per point (default 3; quick 1)")
+    p.add_argument("--pairs", type=int, help="sysbench/bench-dsl pairs per point, plus a closing sysbench run (default 5; quick 1)")
     p.add_argument("--warmup", type=int, help="unmeasured seconds at the start of each run (default 2; quick 1)")
     p.add_argument("--duration", type=int, help="measured seconds of each run (default 8; quick 2)")
     p.add_argument("--users", type=_ints, help="oltp_point_select user counts (default 1,4,16,64,256; quick 4)")
@@ -87,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _defaults(a: argparse.Namespace) -> argparse.Namespace:
     quick = a.quick
-    for name, full, small in (("pairs", 3, 1), ("warmup", 2, 1), ("duration", 8, 2), ("users", [1, 4, 16, 64, 256], [4]),
+    for name, full, small in (("pairs", 5, 1), ("warmup", 2, 1), ("duration", 8, 2), ("users", [1, 4, 16, 64, 256], [4]),
                               ("rw_users", [4, 16, 64], []), ("floor_users", [1, 4], [4]), ("tables", 4, 1), ("table_size", 50_000, 10_000),
                               ("memory_users", 1000, 50)):
         if getattr(a, name) is None:
@@ -148,7 +148,8 @@ class Harness:
         a, per_run = self.a, self.a.warmup + self.a.duration
         n = 0.0
         if "compare" in a.sections:
-            n += (2 * (len(a.users) + len(a.rw_users)) + 2 * len(a.floor_users)) * a.pairs * (per_run + 3) + 20
+            points = len(a.users) + len(a.rw_users)
+            n += ((2 * points + 2 * len(a.floor_users)) * a.pairs + points) * (per_run + 3) + 20
         if "memory" in a.sections:
             n += 3 * (per_run + 3) + a.memory_users / 100
         if "tpcc" in a.sections:

@@ -1,9 +1,11 @@
-"""The method: every figure beside a reference taken in the same run, alternated A B A B, and the
-median of the paired ratios (this kind of machine drifts by up to 2x within the hour, so an
-absolute figure alone means little). Also: what limits a point (client, server, machine)."""
+"""The method: every figure beside a reference taken in the same run, alternated A B A B ... A, and
+the median of the ratios of each B to the references on either side of it (this kind of machine
+drifts by up to 2x within the hour, so an absolute figure alone means little). Also: what limits a
+point (client, server, machine)."""
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 
@@ -18,8 +20,26 @@ def paired_ratios(a: Sequence[float | None], b: Sequence[float | None]) -> list[
     return [y / x for x, y in zip(a, b, strict=True) if x is not None and y is not None and x > 0]
 
 
-def ratio_summary(a: Sequence[float | None], b: Sequence[float | None]) -> dict[str, float | int | None]:
-    rs = paired_ratios(a, b)
+def bracketed_ratios(a: Sequence[float | None], b: Sequence[float | None]) -> list[float]:
+    """b_i against the geometric mean of the references on either side of it, a_i and a_(i+1), for
+    a sequence run as a_0 b_0 a_1 b_1 ... a_n: a drift of the machine's speed during a pair then
+    cancels to first order instead of landing on b's side or a's. Where one neighbour is missing
+    (failed, or the run stopped before the closing reference), the other stands alone."""
+    if len(a) not in (len(b), len(b) + 1):
+        raise ValueError(f"{len(a)} references cannot bracket {len(b)} runs")
+    out = []
+    for i, y in enumerate(b):
+        around = [x for x in a[i:i + 2] if x is not None and x > 0]
+        if y is not None and around:
+            out.append(y / math.prod(around) ** (1 / len(around)))
+    return out
+
+
+def ratio_summary(a: Sequence[float | None], b: Sequence[float | None],
+                  bracketed: bool = False) -> dict[str, float | int | None]:
+    """Median, min and max of the ratios b / a: paired (b_i / a_i), or with `bracketed`, each b
+    against the references run before and after it (`bracketed_ratios`)."""
+    rs = bracketed_ratios(a, b) if bracketed else paired_ratios(a, b)
     return {"median": round(statistics.median(rs), 4) if rs else None,
             "min": round(min(rs), 4) if rs else None, "max": round(max(rs), 4) if rs else None,
             "pairs": len(rs)}

@@ -15,7 +15,7 @@ import pytest
 from bench.clients import Target, bench_check, bench_env, bench_file, parse_sysbench_report, sysbench_workload
 from bench.procs import Snapshot, usage
 from bench.report import render
-from bench.stats import limit_note, paired_ratios, ratio_summary
+from bench.stats import bracketed_ratios, limit_note, paired_ratios, ratio_summary
 
 from .conftest import ROOT
 
@@ -61,6 +61,21 @@ def test_ratios_are_paired_and_skip_missing_runs() -> None:
     assert paired_ratios([10.0, None, 20.0], [5.0, 7.0, 30.0]) == [0.5, 1.5]
     assert ratio_summary([10.0, 20.0, 10.0], [5.0, 30.0, 10.0]) == {"median": 1.0, "min": 0.5, "max": 1.5, "pairs": 3}
     assert ratio_summary([None], [1.0])["median"] is None
+
+
+def test_bracketed_ratios_cancel_a_steady_drift() -> None:
+    # the machine slows down by 10% a run: A 100, B 90, A 81, B 72.9, A 65.61; b equals a at any moment
+    a, b = [100.0, 81.0, 65.61], [90.0, 72.9]
+    assert paired_ratios(a[:2], b) == pytest.approx([0.9, 0.9])  # b pays for the drift
+    assert bracketed_ratios(a, b) == pytest.approx([1.0, 1.0])
+    # a failed reference leaves the other neighbour; a failed run is skipped
+    assert bracketed_ratios([100.0, None, 50.0], [90.0, 60.0]) == pytest.approx([0.9, 1.2])
+    assert bracketed_ratios([100.0, 81.0, 65.61], [None, 72.9]) == pytest.approx([1.0])
+    # a run stopped before its closing reference: the last run keeps the one before it
+    assert bracketed_ratios([100.0, 81.0], [90.0, 72.9]) == pytest.approx([1.0, 0.9])
+    assert ratio_summary(a, b, bracketed=True) == {"median": 1.0, "min": 1.0, "max": 1.0, "pairs": 2}
+    with pytest.raises(ValueError):
+        bracketed_ratios([1.0], [1.0, 2.0, 3.0])
 
 
 def test_limit_notes_name_the_bottleneck() -> None:
@@ -130,7 +145,9 @@ def test_quick_benchmark_runs_end_to_end(dsn_url: str, tmp_path: Path) -> None:
     assert doc["status"] == "completed" and doc["errors"] == []
     assert doc["prepare"]["layout_identical"] is True
     (point,) = doc["compare"]
-    assert point["sysbench"]["ok"] == 1 and point["bench_dsl"]["ok"] == 1
+    # one pair and its closing reference: sysbench ran twice around bench-dsl's run
+    assert point["sysbench"]["ok"] == 2 and point["bench_dsl"]["ok"] == 1 and point["closing_sysbench"]["ok"]
+    assert point["paired_ratios"]["tps"]["median"] is not None
     assert point["ratios"]["tps"]["median"] is not None
     assert point["ratios"]["cpu_per_10k_tx"]["median"] is not None
     assert point["bench_dsl"]["errors"] == 0
