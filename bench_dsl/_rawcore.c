@@ -791,7 +791,8 @@ static Py_ssize_t skip_lenenc(const unsigned char *b, Py_ssize_t p) {
 /* Where the status flags of the OK or EOF packet at `start` are. */
 static Py_ssize_t status_at(const unsigned char *b, Py_ssize_t start, Py_ssize_t length) {
     if (length < 7 || (b[start + 1] < 0xFB && b[start + 2] < 0xFB)) return start + 3;
-    return skip_lenenc(b, skip_lenenc(b, start + 1));
+    Py_ssize_t p = skip_lenenc(b, start + 1);
+    return p < start + length ? skip_lenenc(b, p) : start + length; /* past the packet: no flags */
 }
 
 /* Where a walk through replies is, between two packets. */
@@ -829,6 +830,11 @@ static int walk(Walk *w, const unsigned char *b, Py_ssize_t *at, Py_ssize_t end,
             continue;
         }
         if (first == 0xFF) { /* an error, first or instead of the end of the rows */
+            if (length < 3) {
+                *msg = "a malformed reply: an error packet without its code";
+                found = RP_BAD;
+                break;
+            }
             *code = b[start + 1] | (b[start + 2] << 8);
             Py_ssize_t from = (length > 9 && b[start + 3] == 0x23) ? start + 9 : start + 3;
             *msg = (const char *)b + from;
@@ -847,6 +853,11 @@ static int walk(Walk *w, const unsigned char *b, Py_ssize_t *at, Py_ssize_t end,
             if (first < 0xFB) left = first;
             else {
                 int bytes = first == 0xFC ? 2 : 3;
+                if (length < 1 + bytes) {
+                    *msg = "a malformed reply: a column count cut short";
+                    found = RP_BAD;
+                    break;
+                }
                 left = 0;
                 for (int i = bytes - 1; i >= 0; i--) left = (left << 8) | b[start + 1 + i];
             }
@@ -1225,12 +1236,11 @@ static PyObject *Blocking_run(Blocking *self, PyObject *args) {
     for (;;) {
         if (!retry) {
             if (__atomic_load_n(&self->stop, __ATOMIC_RELAXED)) { outcome = B_STOPPED; break; }
-            if (self->pick == Py_None) {
-                self->tx = 0;
-            } else {
-                GIL_TAKE();
-                if (pick_tx(self->pick, &self->tx) < 0) break;
-            }
+            /* the GIL first, when the transaction needs it: waiting for it (other users' threads,
+             * the interval's fold) is the client's time, not the transaction's */
+            if (self->pick != Py_None || mt == NULL) GIL_TAKE();
+            if (self->pick == Py_None) self->tx = 0;
+            else if (pick_tx(self->pick, &self->tx) < 0) break;
             self->attempt = 0;
             self->t0 = now_ns();
         }

@@ -54,6 +54,11 @@ class ThreadLoop:
         self.core.stop = value  # read by the user's thread before each transaction
 
     @property
+    def tx(self) -> int:
+        """The transaction type in flight (or last run): what a defect is reported under."""
+        return int(self.core.tx)
+
+    @property
     def buffer_size(self) -> int:
         return int(self.core.buffer_size)
 
@@ -121,7 +126,9 @@ class ThreadLoop:
 
         try:
             threading.Thread(target=work, name="bench-user", daemon=True).start()
-        except BaseException:
+        except Exception:
+            # no thread ("can't start new thread"): nobody else will close it. An interrupt while
+            # start() waits for a thread that did start leaves the descriptor to that thread.
             os.close(mine)
             raise
         return fut

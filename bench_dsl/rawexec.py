@@ -179,7 +179,8 @@ def _status_at(b: bytearray, start: int, length: int) -> int:
         # a classic EOF (0xFE, warnings, status), or an OK whose affected rows and insert id
         # take one byte each: the usual case, without a call per field
         return start + 3
-    return _skip_lenenc(b, _skip_lenenc(b, start + 1))
+    p = _skip_lenenc(b, start + 1)
+    return _skip_lenenc(b, p) if p < start + length else start + length  # past the packet: no flags
 
 
 class PyMix:
@@ -344,6 +345,8 @@ class _PyCore:
                 continue
             pos = nxt
             if first == 0xFF:  # an error, first or instead of the end of the rows
+                if length < 3:
+                    raise ValueError("a malformed reply: an error packet without its code")
                 code = b[start + 1] | (b[start + 2] << 8)
                 text = bytes(b[start + 9:nxt]) if length > 9 and b[start + 3] == 0x23 else bytes(b[start + 3:nxt])
                 state = _FIRST
@@ -352,6 +355,8 @@ class _PyCore:
             if state == _FIRST and first != 0x00 and first != 0xFE:  # a result set: its column count
                 if first == 0xFB:
                     raise ValueError("LOCAL INFILE request: not supported by the raw executor")
+                if first >= 0xFC and length < (3 if first == 0xFC else 4):
+                    raise ValueError("a malformed reply: a column count cut short")
                 left = first if first < 0xFB else int.from_bytes(b[start + 1:start + (3 if first == 0xFC else 4)], "little")
                 if not self.deprecate_eof:
                     left += 1

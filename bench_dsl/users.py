@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import resource
 import time
 from dataclasses import dataclass, field
 
@@ -24,6 +25,20 @@ Loop: type[RawLoop] | type[ThreadLoop] = ThreadLoop if native.threaded else RawL
 
 # Errors that mean the scenario itself is wrong: no point going on.
 SCENARIO_ERRORS = {1044, 1045, 1046, 1049, 1054, 1064, 1142, 1146, 1149, 1210, 1318, 1364, 1406, 1452}
+
+
+def allow_many_connections() -> None:
+    """Raise this process's soft limit of open descriptors to its hard limit. Each user holds a
+    socket (and on the thread executor a second descriptor of it): Debian's usual soft limit of
+    1,024 would end a run of a few hundred users per process in EMFILE. The hard limit is the
+    machine's own word and stays."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = 1 << 20 if hard == resource.RLIM_INFINITY else hard  # Linux refuses more than fs.nr_open
+    if soft != resource.RLIM_INFINITY and soft < want:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+        except (ValueError, OSError):
+            pass  # a stricter kernel or container: the soft limit stands, and EMFILE says so if reached
 
 
 @dataclass
@@ -73,6 +88,7 @@ class UserPool:
         self.error_messages: dict[int, str] = {}
         self.executors: set[str] = set()
         self.raw = native.raw_executor
+        allow_many_connections()
 
     @property
     def active(self) -> int:

@@ -9,8 +9,10 @@ import json
 import random
 import socket
 import struct
+import sys
 import termios
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import SimpleNamespace
@@ -19,8 +21,10 @@ from typing import Any
 import asyncmy
 import pytest
 
+from bench_dsl import users
 from bench_dsl.blocking import ThreadLoop
 from bench_dsl.dsn import Dsn
+from bench_dsl.metrics import Recorder
 from bench_dsl.rawexec import BEGIN, COMMIT, NEXT, RECONNECT, RETRY, CRawLoop, PyRawLoop, Statement, command
 from bench_dsl.server import connect, ensure_database
 from tests.conftest import run_bench
@@ -393,6 +397,126 @@ async def _replay_to_threads(stream: bytes, program: Callable[[int], Sequence[by
         finally:
             ours.close()
             theirs.close()
+
+
+# A column count announced on 3 bytes with none of them there, then an error packet without its code:
+# what a broken proxy might send. Each must be a defect reported, never bytes read past the packet.
+MALFORMED = {"column count": b"\x01\x00\x00\x01\xfd" + b"\x05\x00\x00\x02\x00abcd",
+             "error": b"\x01\x00\x00\x01\xff" + b"\x05\x00\x00\x02\x00abcd"}
+
+
+@pytest.mark.parametrize("reply", list(MALFORMED))
+async def test_a_malformed_reply_is_a_defect(core: Loop, reply: str) -> None:
+    stream = MALFORMED[reply]
+    packet = command(0x03, b"SELECT 1")
+    if core is ThreadLoop:
+        ours, theirs = socket.socketpair()
+        try:
+            theirs.sendall(stream)
+            conn = SimpleNamespace(_transport=_PairTransport(ours), _deprecate_eof=True)
+            run = _Run(conn, lambda tx: [packet], 5, core=core)
+            with pytest.raises(ValueError, match="malformed"):
+                await asyncio.wait_for(run.loop.run(), 10)
+        finally:
+            ours.close()
+            theirs.close()
+        return
+
+    class Replay:
+        _transport, _deprecate_eof = _NoSocket(), True
+
+    run = _Run(Replay(), lambda tx: [packet], 5, core=core)
+    task = asyncio.create_task(run.loop.run())
+    await asyncio.sleep(0)
+    with memoryview(run.loop.get_buffer(-1)) as view:
+        view[:len(stream)] = stream
+    run.loop.buffer_updated(len(stream))
+    with pytest.raises(ValueError, match="malformed"):
+        await asyncio.wait_for(task, 10)
+    assert run.ok == [] and run.errors == []
+
+
+async def test_waiting_for_the_gil_is_not_counted_as_latency(db: Dsn) -> None:
+    """A transaction built in Python takes the GIL on the user's thread before its clock starts:
+    while another thread holds the GIL (here: the test, for 50 ms at a time), the wait is the
+    client's, and the latency is the round trip's."""
+    conn = await connect(db, db.database)
+    old = sys.getswitchinterval()
+    try:
+        one = _stmt(await conn.prepare("SELECT 1"))
+        rec = Recorder(("t",))
+        loop = ThreadLoop(conn, lambda tx: [one.packet()], None, rec.counts, lambda *a: NEXT)
+        task = asyncio.create_task(loop.run())
+        await asyncio.sleep(0.3)
+        rec.swap()
+        sys.setswitchinterval(0.05)
+        end = time.monotonic() + 1.0
+        while time.monotonic() < end:  # the GIL held, given up only when the interval says
+            pass
+        sys.setswitchinterval(old)
+        loop.stop = True
+        assert await asyncio.wait_for(task, 10) is False
+        st = rec.swap()["t"]
+        # about one transaction per 50 ms handover; measured from the GIL, each one a round trip
+        assert st.count >= 5
+        assert st.hist.get_value_at_percentile(50) < 20_000, st.hist.get_value_at_percentile(50)
+    finally:
+        sys.setswitchinterval(old)
+        conn.close()
+
+
+@pytest.mark.parametrize("loop", [ThreadLoop, CRawLoop], ids=["thread", "c"])
+async def test_a_defect_in_a_program_stops_the_run_on_every_executor(db: Dsn, loop: Loop,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A program that raises (a defect in a workload) is reported under its transaction, as the
+    scenario error that ends the run: its user must not just vanish while the run goes on."""
+    monkeypatch.setattr(users, "Loop", loop)
+
+    class Session:
+        paced = False
+
+        async def raw_program(self, conn: Any) -> Callable[[int], list[bytes]]:
+            one = _stmt(await conn.prepare("SELECT 1"))
+
+            def program(tx: int) -> list[bytes]:
+                if tx == 1:
+                    raise ValueError("a defect in the program")
+                return [one.packet()]
+            return program
+
+        def forget(self) -> None:
+            pass
+
+    class Workload:
+        names, weights, retries, retry_on = ("fine", "broken"), (0.5, 0.5), (0, 0), (frozenset(), frozenset())
+
+        def session(self, rng: random.Random, user: int) -> Session:
+            return Session()
+
+    pool = users.UserPool(db, Workload(), Recorder(("fine", "broken")), 1)  # type: ignore[arg-type]
+    try:
+        await pool.resize(2)
+        for _ in range(100):
+            if pool.fatal is not None:
+                break
+            await asyncio.sleep(0.05)
+        assert pool.fatal == (-1, "ValueError: a defect in the program", "broken")
+        assert pool.health().fatal == pool.fatal
+    finally:
+        await pool.stop_all(2.0)
+
+
+def test_the_open_descriptors_limit_is_raised_to_the_hard_limit() -> None:
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(256, hard), hard))
+        users.allow_many_connections()
+        now, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        assert now == (hard if hard != resource.RLIM_INFINITY else 1 << 20)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
 async def test_a_thread_draws_the_keys_the_python_program_draws(db: Dsn) -> None:
