@@ -16,6 +16,9 @@
  *   PointSelect  sysbench's oltp_point_select: a table drawn uniformly, a key from its "special"
  *                distribution, drawn with the user's random.Random exactly as generators.special
  *                draws it (the same keys for the same seed).
+ *   Oltp         a transaction of sysbench's other OLTP tests (oltp_read_write and the like): its
+ *                statements' packets, every table, key and c/pad string drawn as the Python
+ *                session draws them (its twin: workloads/sysbench.py's transaction()).
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -32,6 +35,11 @@
 #define FIRST_BUFFER (16 * 1024)
 #define MORE_RESULTS 0x0008 /* SERVER_MORE_RESULTS_EXISTS: another result of the same statement follows */
 enum { S_FIRST = 0, S_COLUMNS = 1, S_ROWS = 2 };
+
+/* rawexec.BEGIN, COMMIT and ROLLBACK: COM_QUERY packets, sequence 0 */
+static const char BEGIN_PACKET[] = "\x06\x00\x00\x00\x03" "BEGIN";
+static const char COMMIT_PACKET[] = "\x07\x00\x00\x00\x03" "COMMIT";
+static const char ROLLBACK_PACKET[] = "\x09\x00\x00\x00\x03" "ROLLBACK";
 
 static long long now_ns(void) {
     struct timespec ts;
@@ -423,6 +431,78 @@ static PyTypeObject MixType = {
 /* ---------------------------------------------------------------------------------------------- */
 /* PointSelect                                                                                     */
 
+/* generators.special's parameters, computed as it computes them */
+typedef struct {
+    long long a, t;      /* keys in [a, a + t] */
+    double res_mult, pct_mult, pct2_mult, iter_mult;
+    int iters;
+} Special;
+
+/* 0, or -1 with an exception set */
+static int special_init(Special *sp, long long a, long long b, double pct, double res, int iters) {
+    if (b < a || iters < 1 || res >= 100.0) {
+        PyErr_SetString(PyExc_ValueError, "a <= b, iters >= 1 and res < 100 expected");
+        return -1;
+    }
+    sp->a = a;
+    sp->t = b - a;
+    sp->res_mult = 100.0 / (100.0 - res);
+    sp->pct_mult = pct / 100.0;
+    sp->pct2_mult = pct / 200.0;
+    sp->iter_mult = 1.0 / iters;
+    sp->iters = iters;
+    return 0;
+}
+
+/* generators.special, operation for operation (IEEE doubles in the same order give the same key) */
+static int special_key(const Special *sp, PyObject *random, MT *mt, long long *key) {
+    double rnd, s = 0.0, r;
+    double t = (double)sp->t;
+    if (draw_from(random, mt, &rnd) < 0) return -1;
+    if (rnd * t * sp->res_mult < t) {
+        for (int i = 0; i < sp->iters; i++) {
+            if (draw_from(random, mt, &r) < 0) return -1;
+            s += r;
+        }
+        *key = sp->a + (long long)(s * t * sp->iter_mult);
+        return 0;
+    }
+    double d = t * sp->pct_mult;
+    *key = sp->a + (long long)(rnd * (d + 1) + t / 2 - t * sp->pct2_mult);
+    return 0;
+}
+
+/* rng is a random.Random itself (not a subclass that draws otherwise): 1, 0, or -1 with an exception */
+static int is_plain_random(PyObject *rng) {
+    PyObject *mod = PyImport_ImportModule("random"), *cls = NULL;
+    if (mod != NULL) {
+        cls = PyObject_GetAttrString(mod, "Random");
+        Py_DECREF(mod);
+    }
+    if (cls == NULL) return -1;
+    int plain = (PyObject *)Py_TYPE(rng) == cls;
+    Py_DECREF(cls);
+    return plain;
+}
+
+/* a tuple of bytes from a sequence of them, and the longest's length; NULL with an exception set */
+static PyObject *bytes_tuple(PyObject *seq, Py_ssize_t *longest) {
+    PyObject *tup = PySequence_Tuple(seq);
+    if (tup == NULL) return NULL;
+    if (PyTuple_GET_SIZE(tup) < 1) { Py_DECREF(tup); PyErr_SetString(PyExc_ValueError, "no tables"); return NULL; }
+    *longest = 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tup); i++) {
+        PyObject *b = PyTuple_GET_ITEM(tup, i);
+        if (!PyBytes_CheckExact(b)) {
+            Py_DECREF(tup);
+            PyErr_SetString(PyExc_TypeError, "heads must be bytes");
+            return NULL;
+        }
+        if (PyBytes_GET_SIZE(b) > *longest) *longest = PyBytes_GET_SIZE(b);
+    }
+    return tup;
+}
+
 typedef struct {
     PyObject_HEAD
     PyObject *heads;     /* tuple of bytes: each table's packet up to its one integer parameter */
@@ -430,9 +510,7 @@ typedef struct {
     PyObject *rng;
     int plain_rng;       /* rng is a random.Random itself: its draws can be made in C (MT) */
     Py_ssize_t max_head;
-    long long a, t;      /* keys in [a, a + t] */
-    double res_mult, pct_mult, pct2_mult, iter_mult;
-    int iters;
+    Special sp;
 } PointSelect;
 
 static PyTypeObject PointSelectType;
@@ -445,63 +523,21 @@ static int PointSelect_init(PointSelect *self, PyObject *args, PyObject *kwds) {
     int iters;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOLLddi", kwlist, &heads, &rng, &a, &b, &pct, &res, &iters))
         return -1;
-    PyObject *tup = PySequence_Tuple(heads);
+    Special sp;
+    if (special_init(&sp, a, b, pct, res, iters) < 0) return -1;
+    int plain = is_plain_random(rng);
+    if (plain < 0) return -1;
+    Py_ssize_t longest;
+    PyObject *tup = bytes_tuple(heads, &longest);
     if (tup == NULL) return -1;
-    if (PyTuple_GET_SIZE(tup) < 1) { Py_DECREF(tup); PyErr_SetString(PyExc_ValueError, "no tables"); return -1; }
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tup); i++) {
-        if (!PyBytes_CheckExact(PyTuple_GET_ITEM(tup, i))) {
-            Py_DECREF(tup);
-            PyErr_SetString(PyExc_TypeError, "heads must be bytes");
-            return -1;
-        }
-    }
-    if (b < a || iters < 1 || res >= 100.0) {
-        Py_DECREF(tup);
-        PyErr_SetString(PyExc_ValueError, "a <= b, iters >= 1 and res < 100 expected");
-        return -1;
-    }
     PyObject *random = PyObject_GetAttrString(rng, "random");
     if (random == NULL) { Py_DECREF(tup); return -1; }
-    PyObject *mod = PyImport_ImportModule("random"), *cls = NULL;
-    if (mod != NULL) {
-        cls = PyObject_GetAttrString(mod, "Random");
-        Py_DECREF(mod);
-    }
-    if (cls == NULL) { Py_DECREF(tup); Py_DECREF(random); return -1; }
-    self->plain_rng = (PyObject *)Py_TYPE(rng) == cls;
-    Py_DECREF(cls);
-    self->max_head = 0;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tup); i++)
-        if (PyBytes_GET_SIZE(PyTuple_GET_ITEM(tup, i)) > self->max_head) self->max_head = PyBytes_GET_SIZE(PyTuple_GET_ITEM(tup, i));
     Py_XSETREF(self->heads, tup);
     Py_XSETREF(self->random, random);
     Py_XSETREF(self->rng, Py_NewRef(rng));
-    self->a = a;
-    self->t = b - a;
-    /* generators.special's constants, computed as it computes them */
-    self->res_mult = 100.0 / (100.0 - res);
-    self->pct_mult = pct / 100.0;
-    self->pct2_mult = pct / 200.0;
-    self->iter_mult = 1.0 / iters;
-    self->iters = iters;
-    return 0;
-}
-
-/* generators.special, operation for operation (IEEE doubles in the same order give the same key) */
-static int special_key(PointSelect *self, MT *mt, long long *key) {
-    double rnd, s = 0.0, r;
-    double t = (double)self->t;
-    if (draw_from(self->random, mt, &rnd) < 0) return -1;
-    if (rnd * t * self->res_mult < t) {
-        for (int i = 0; i < self->iters; i++) {
-            if (draw_from(self->random, mt, &r) < 0) return -1;
-            s += r;
-        }
-        *key = self->a + (long long)(s * t * self->iter_mult);
-        return 0;
-    }
-    double d = t * self->pct_mult;
-    *key = self->a + (long long)(rnd * (d + 1) + t / 2 - t * self->pct2_mult);
+    self->plain_rng = plain;
+    self->max_head = longest;
+    self->sp = sp;
     return 0;
 }
 
@@ -515,7 +551,7 @@ static Py_ssize_t point_select_encode(PointSelect *self, MT *mt, char *out) {
         table = (Py_ssize_t)(r * (double)tables);
     }
     long long key;
-    if (special_key(self, mt, &key) < 0) return -1;
+    if (special_key(&self->sp, self->random, mt, &key) < 0) return -1;
     PyObject *head = PyTuple_GET_ITEM(self->heads, table);
     Py_ssize_t hlen = PyBytes_GET_SIZE(head);
     memcpy(out, PyBytes_AS_STRING(head), (size_t)hlen);
@@ -581,6 +617,316 @@ static PyTypeObject PointSelectType = {
 };
 
 /* ---------------------------------------------------------------------------------------------- */
+/* Oltp                                                                                            */
+
+/* 10**digits as 32-bit words, least significant first, and its bit length */
+#define BIG_WORDS 12
+typedef struct {
+    uint32_t w[BIG_WORDS];
+    int words, bits;
+} Big;
+
+static void big_pow10(Big *n, int digits) {
+    memset(n, 0, sizeof *n);
+    n->w[0] = 1;
+    for (int d = 0; d < digits; d++) {
+        uint64_t carry = 0;
+        for (int i = 0; i < BIG_WORDS; i++) {
+            uint64_t v = (uint64_t)n->w[i] * 10 + carry;
+            n->w[i] = (uint32_t)v;
+            carry = v >> 32;
+        }
+    }
+    n->words = BIG_WORDS;
+    while (n->words > 1 && n->w[n->words - 1] == 0) n->words--;
+    uint32_t top = n->w[n->words - 1];
+    n->bits = 32 * (n->words - 1);
+    while (top) { n->bits++; top >>= 1; }
+}
+
+/* rng.randrange(n) for n = 10**digits, as CPython draws it (_randbelow_with_getrandbits: k =
+ * n.bit_length() bits from getrandbits(k), again while >= n; getrandbits fills 32-bit words from
+ * the least significant, the last one shifted right to its k mod 32 bits), written as `digits`
+ * decimal digits with leading zeros: "%0*d" % (digits, value). */
+static void big_below_pow10(MT *mt, const Big *n, int digits, char *out) {
+    uint32_t r[BIG_WORDS];
+    int words = (n->bits - 1) / 32 + 1;
+    for (;;) {
+        int k = n->bits;
+        for (int i = 0; i < words; i++, k -= 32) {
+            uint32_t v = mt_next(mt);
+            if (k < 32) v >>= (32 - k);
+            r[i] = v;
+        }
+        int i = words - 1; /* r >= n? from the most significant word */
+        while (i > 0 && r[i] == (i < n->words ? n->w[i] : 0)) i--;
+        if (r[i] < (i < n->words ? n->w[i] : 0)) break;
+    }
+    for (int pos = digits; pos > 0;) { /* nine digits at a time, from the least significant */
+        uint64_t rem = 0;
+        for (int i = words - 1; i >= 0; i--) {
+            uint64_t cur = (rem << 32) | r[i];
+            r[i] = (uint32_t)(cur / 1000000000u);
+            rem = cur % 1000000000u;
+        }
+        for (int j = 0; j < 9 && pos > 0; j++) {
+            out[--pos] = (char)('0' + rem % 10);
+            rem /= 10;
+        }
+    }
+}
+
+static Big C_BELOW, PAD_BELOW; /* 10**110 and 10**55: sysbench's c and pad columns' digits */
+
+/* sysbench.c_value / pad_value: `groups` groups of 11 random digits joined by dashes, as a
+ * length-encoded string parameter (the length is below 251: one byte). */
+static char *put_digit_groups(char *p, MT *mt, const Big *n, int groups) {
+    char digits[11 * 10];
+    big_below_pow10(mt, n, 11 * groups, digits);
+    *p++ = (char)(12 * groups - 1);
+    for (int g = 0; g < groups; g++) {
+        if (g) *p++ = '-';
+        memcpy(p, digits + 11 * g, 11);
+        p += 11;
+    }
+    return p;
+}
+
+static char *put_i64(char *p, long long v) { /* '<q' */
+    unsigned long long u = (unsigned long long)v;
+    for (int i = 0; i < 8; i++) *p++ = (char)((u >> (8 * i)) & 0xFF);
+    return p;
+}
+
+static char *put_bytes(char *p, PyObject *b) {
+    memcpy(p, PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b));
+    return p + PyBytes_GET_SIZE(b);
+}
+
+/* what a group's statements take: (the statement's parameters) */
+enum {
+    G_ID = 0,            /* (id): point selects, index updates */
+    G_RANGE = 1,         /* (lo, lo + range_size - 1): the four range selects */
+    G_C_ID = 2,          /* (c, id): non-index updates */
+    G_DELETE_INSERT = 3, /* (i) then (i, k, c, pad): a delete and its insert */
+};
+#define OLTP_GROUPS 16
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *groups;    /* the ((kind, count, heads, insert_heads or None), ...) given */
+    PyObject *rng;
+    Special sp;
+    Py_ssize_t tables, ngroups, max_out, max_packets;
+    long long range_size;
+    int trx;
+    int kind[OLTP_GROUPS], count[OLTP_GROUPS];
+    PyObject *heads[OLTP_GROUPS], *heads2[OLTP_GROUPS]; /* borrowed from groups */
+} Oltp;
+
+static PyTypeObject OltpType;
+
+static int Oltp_init(Oltp *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"groups", "rng", "a", "b", "pct", "res", "iters", "range_size", "trx", NULL};
+    PyObject *groups, *rng;
+    long long a, b, range_size;
+    double pct, res;
+    int iters, trx;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOLLddiLp", kwlist, &groups, &rng, &a, &b, &pct, &res, &iters,
+                                     &range_size, &trx))
+        return -1;
+    Special sp;
+    if (special_init(&sp, a, b, pct, res, iters) < 0) return -1;
+    int plain = is_plain_random(rng);
+    if (plain < 0) return -1;
+    if (!plain) { PyErr_SetString(PyExc_TypeError, "Oltp draws from a random.Random's own state"); return -1; }
+    PyObject *tup = PySequence_Tuple(groups);
+    if (tup == NULL) return -1;
+    Py_ssize_t n = PyTuple_GET_SIZE(tup), tables = -1, out = trx ? 2 * 16 : 0, packets = trx ? 2 : 0;
+    if (n < 1 || n > OLTP_GROUPS) {
+        Py_DECREF(tup);
+        PyErr_Format(PyExc_ValueError, "1 to %d groups of statements expected", OLTP_GROUPS);
+        return -1;
+    }
+    /* filled here, and this object's only once all is well: a failed init leaves it as it was */
+    int kinds[OLTP_GROUPS], counts[OLTP_GROUPS];
+    PyObject *all_heads[OLTP_GROUPS], *all_heads2[OLTP_GROUPS];
+    /* the tuples of heads, checked and kept in a tuple of our own (the borrowed pointers' owner) */
+    PyObject *kept = PyTuple_New(n);
+    if (kept == NULL) { Py_DECREF(tup); return -1; }
+    for (Py_ssize_t g = 0; g < n; g++) {
+        int kind, count;
+        PyObject *h, *h2, *heads = NULL, *heads2 = NULL;
+        Py_ssize_t longest = 0, longest2 = 0;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(tup, g), "iiOO", &kind, &count, &h, &h2)) goto fail;
+        if (kind < G_ID || kind > G_DELETE_INSERT || count < 1 || (kind == G_DELETE_INSERT) == (h2 == Py_None)) {
+            PyErr_SetString(PyExc_ValueError, "a group is (kind 0-3, count >= 1, heads, insert heads for kind 3)");
+            goto fail;
+        }
+        if ((heads = bytes_tuple(h, &longest)) == NULL) goto fail;
+        if (h2 != Py_None && (heads2 = bytes_tuple(h2, &longest2)) == NULL) { Py_DECREF(heads); goto fail; }
+        if ((tables >= 0 && PyTuple_GET_SIZE(heads) != tables) ||
+            (heads2 != NULL && PyTuple_GET_SIZE(heads2) != PyTuple_GET_SIZE(heads))) {
+            Py_DECREF(heads);
+            Py_XDECREF(heads2);
+            PyErr_SetString(PyExc_ValueError, "every group needs a head for each table");
+            goto fail;
+        }
+        tables = PyTuple_GET_SIZE(heads);
+        PyObject *item = Py_BuildValue("(NN)", heads, heads2 != NULL ? heads2 : Py_NewRef(Py_None));
+        if (item == NULL) goto fail;
+        PyTuple_SET_ITEM(kept, g, item);
+        kinds[g] = kind;
+        counts[g] = count;
+        all_heads[g] = heads;
+        all_heads2[g] = heads2;
+        /* the longest a statement of the group can be: its head and its values */
+        Py_ssize_t one = longest + (kind == G_RANGE ? 16 : kind == G_C_ID ? 8 + 120 : 8);
+        if (kind == G_DELETE_INSERT) one += longest2 + 16 + 120 + 60;
+        out += count * one;
+        packets += count * (kind == G_DELETE_INSERT ? 2 : 1);
+    }
+    Py_DECREF(tup);
+    memcpy(self->kind, kinds, sizeof kinds);
+    memcpy(self->count, counts, sizeof counts);
+    memcpy(self->heads, all_heads, sizeof all_heads);
+    memcpy(self->heads2, all_heads2, sizeof all_heads2);
+    Py_XSETREF(self->groups, kept);
+    Py_XSETREF(self->rng, Py_NewRef(rng));
+    self->sp = sp;
+    self->ngroups = n;
+    self->tables = tables;
+    self->range_size = range_size;
+    self->trx = trx;
+    self->max_out = out;
+    self->max_packets = packets;
+    return 0;
+fail:
+    Py_DECREF(tup);
+    Py_DECREF(kept);
+    return -1;
+}
+
+/* One transaction, drawn as sysbench._SysbenchSession._plan draws it (a table per group, then each
+ * statement's values in order) and encoded as Statement.packet encodes it: the packets written one
+ * after the other into out (max_out bytes), their starts and lengths into pk and pklen
+ * (max_packets each). How many. Touches nothing the GIL guards. */
+static Py_ssize_t oltp_encode(Oltp *self, MT *mt, char *out, const char **pk, Py_ssize_t *pklen) {
+    Py_ssize_t n = 0;
+    char *p = out;
+#define PACKET(start) do { pk[n] = (start); pklen[n] = p - (start); n++; } while (0)
+    if (self->trx) {
+        memcpy(p, BEGIN_PACKET, sizeof(BEGIN_PACKET) - 1);
+        p += sizeof(BEGIN_PACKET) - 1;
+        PACKET(out);
+    }
+    for (Py_ssize_t g = 0; g < self->ngroups; g++) {
+        Py_ssize_t t = self->tables > 1 ? (Py_ssize_t)(mt_random(mt) * (double)self->tables) : 0;
+        PyObject *head = PyTuple_GET_ITEM(self->heads[g], t);
+        for (int c = 0; c < self->count[g]; c++) {
+            char *start = p;
+            long long id, k;
+            switch (self->kind[g]) {
+            case G_ID:
+                special_key(&self->sp, NULL, mt, &id);
+                p = put_i64(put_bytes(p, head), id);
+                break;
+            case G_RANGE:
+                special_key(&self->sp, NULL, mt, &id);
+                p = put_i64(put_i64(put_bytes(p, head), id), id + self->range_size - 1);
+                break;
+            case G_C_ID:
+                p = put_digit_groups(put_bytes(p, head), mt, &C_BELOW, 10); /* c before the key */
+                special_key(&self->sp, NULL, mt, &id);
+                p = put_i64(p, id);
+                break;
+            default: /* G_DELETE_INSERT */
+                special_key(&self->sp, NULL, mt, &id);
+                special_key(&self->sp, NULL, mt, &k);
+                p = put_i64(put_bytes(p, head), id);
+                PACKET(start);
+                start = p;
+                p = put_i64(put_i64(put_bytes(p, PyTuple_GET_ITEM(self->heads2[g], t)), id), k);
+                p = put_digit_groups(put_digit_groups(p, mt, &C_BELOW, 10), mt, &PAD_BELOW, 5);
+            }
+            PACKET(start);
+        }
+    }
+    if (self->trx) {
+        char *start = p;
+        memcpy(p, COMMIT_PACKET, sizeof(COMMIT_PACKET) - 1);
+        p += sizeof(COMMIT_PACKET) - 1;
+        PACKET(start);
+    }
+#undef PACKET
+    return n;
+}
+
+/* one transaction as a list of bytes (the GIL held), from the Random's state and back to it */
+static PyObject *oltp_packets(Oltp *self) {
+    if (self->groups == NULL) { PyErr_SetString(PyExc_ValueError, "Oltp not initialised"); return NULL; }
+    char *out = PyMem_RawMalloc((size_t)self->max_out);
+    const char **pk = PyMem_RawMalloc((size_t)self->max_packets * sizeof(char *));
+    Py_ssize_t *pklen = PyMem_RawMalloc((size_t)self->max_packets * sizeof(Py_ssize_t));
+    MT *mt = PyMem_RawMalloc(sizeof(MT));
+    PyObject *list = NULL;
+    if (out == NULL || pk == NULL || pklen == NULL || mt == NULL) { PyErr_NoMemory(); goto done; }
+    if (mt_load(mt, self->rng) < 0) goto done;
+    Py_ssize_t n = oltp_encode(self, mt, out, pk, pklen);
+    if (mt_store(mt, self->rng) < 0) goto done;
+    list = PyList_New(n);
+    for (Py_ssize_t j = 0; list != NULL && j < n; j++) {
+        PyObject *b = PyBytes_FromStringAndSize(pk[j], pklen[j]);
+        if (b == NULL) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, j, b);
+    }
+done:
+    PyMem_RawFree(out);
+    PyMem_RawFree(pk);
+    PyMem_RawFree(pklen);
+    PyMem_RawFree(mt);
+    return list;
+}
+
+static PyObject *Oltp_call(Oltp *self, PyObject *args, PyObject *kwds) {
+    return oltp_packets(self);
+}
+
+static int Oltp_traverse(Oltp *self, visitproc visit, void *arg) {
+    Py_VISIT(self->groups);
+    Py_VISIT(self->rng);
+    return 0;
+}
+
+static int Oltp_clear(Oltp *self) {
+    Py_CLEAR(self->groups);
+    Py_CLEAR(self->rng);
+    self->ngroups = 0;
+    return 0;
+}
+
+static void Oltp_dealloc(Oltp *self) {
+    PyObject_GC_UnTrack(self);
+    Oltp_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyTypeObject OltpType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "bench_dsl._rawcore.Oltp",
+    .tp_doc = "Oltp(groups, rng, a, b, pct, res, iters, range_size, trx)(tx): one transaction of sysbench's "
+              "OLTP tests (its statements' packets), drawn with rng as the Python session draws it.",
+    .tp_basicsize = sizeof(Oltp),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Oltp_init,
+    .tp_dealloc = (destructor)Oltp_dealloc,
+    .tp_traverse = (traverseproc)Oltp_traverse,
+    .tp_clear = (inquiry)Oltp_clear,
+    .tp_call = (ternaryfunc)Oltp_call,
+};
+
+/* ---------------------------------------------------------------------------------------------- */
 /* What both ways of running a user (Core on the event loop, Blocking on a thread) do alike         */
 
 /* The next transaction's type (the GIL held; pick is not None): 0, or -1 with an exception set. */
@@ -604,6 +950,7 @@ static int pick_tx(PyObject *pick, long long *tx) {
 /* program(tx): transaction tx's packets, a new reference (the GIL held), or NULL with an exception. */
 static PyObject *program_packets(PyObject *program, long long tx) {
     if (Py_IS_TYPE(program, &PointSelectType)) return point_select_packets((PointSelect *)program);
+    if (Py_IS_TYPE(program, &OltpType)) return oltp_packets((Oltp *)program);
     PyObject *arg = PyLong_FromLongLong(tx);
     if (arg == NULL) return NULL;
     PyObject *packets = PyObject_CallOneArg(program, arg);
@@ -1028,19 +1375,17 @@ static PyTypeObject CoreType = {
 /* event loop serving many connections wakes the server's threads across cores (0.43 rescheduling  */
 /* interrupts per transaction against sysbench's 0.1, ~42 us of server CPU per point select against */
 /* ~32), while a thread per connection that waits in recv() is woken where its server thread ran.   */
-/* The GIL is released for the whole loop when the transaction is built in C (PointSelect, drawn    */
-/* with a copy of the user's Mersenne Twister); a transaction built in Python takes it once.         */
+/* The GIL is released for the whole loop when the transaction is built in C (PointSelect, Oltp,    */
+/* drawn with a copy of the user's Mersenne Twister); a transaction built in Python takes it once.   */
 /* run() returns to Python for everything rare: an error reply, a lost connection, the stop.       */
 
 enum { B_STOPPED = 0, B_ERROR = 1, B_LOST = 2, B_DOUBT = 3 };
 #define MESSAGE_MAX 512
 
-static const char BEGIN_PACKET[] = "\x06\x00\x00\x00\x03" "BEGIN";
-static const char ROLLBACK_PACKET[] = "\x09\x00\x00\x00\x03" "ROLLBACK";
 
 typedef struct {
     PyObject_HEAD
-    PyObject *program;    /* tx -> packets, or a PointSelect */
+    PyObject *program;    /* tx -> packets, or a PointSelect or an Oltp */
     PyObject *pick;       /* () -> tx, or None */
     PyObject *record;     /* Counts, or anything with ok(tx, us, statements), or None */
     PyObject *packets;    /* the transaction in flight, as a list or tuple of bytes (PySequence_Fast) */
@@ -1209,21 +1554,35 @@ static PyObject *Blocking_run(Blocking *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "ip", &fd, &retry)) return NULL;
     if (self->program == NULL) { PyErr_SetString(PyExc_ValueError, "Blocking not initialised"); return NULL; }
     if (self->running) { PyErr_SetString(PyExc_RuntimeError, "already running"); return NULL; }
+    /* a transaction built in C, drawn from a copy of the user's Random: no GIL in the loop */
     PointSelect *ps = NULL;
-    MT *mt = NULL;
-    if (Py_IS_TYPE(self->program, &PointSelectType) && self->pick == Py_None &&
+    Oltp *ol = NULL;
+    PyObject *rng = NULL;
+    Py_ssize_t need_out = 0, need_packets = 0;
+    if (self->pick == Py_None && Py_IS_TYPE(self->program, &PointSelectType) &&
         ((PointSelect *)self->program)->plain_rng) {
         ps = (PointSelect *)self->program;
-        if (self->capout < ps->max_head + 8) {
-            char *out = PyMem_RawRealloc(self->out, (size_t)(ps->max_head + 8));
+        rng = ps->rng;
+        need_out = ps->max_head + 8;
+        need_packets = 1;
+    } else if (self->pick == Py_None && Py_IS_TYPE(self->program, &OltpType) && ((Oltp *)self->program)->groups) {
+        ol = (Oltp *)self->program;
+        rng = ol->rng;
+        need_out = ol->max_out;
+        need_packets = ol->max_packets;
+    }
+    MT *mt = NULL;
+    if (rng != NULL) {
+        if (self->capout < need_out) {
+            char *out = PyMem_RawRealloc(self->out, (size_t)need_out);
             if (out == NULL) return PyErr_NoMemory();
             self->out = out;
-            self->capout = ps->max_head + 8;
+            self->capout = need_out;
         }
-        if (packet_slots(self, 1) < 0) return NULL;
+        if (packet_slots(self, need_packets) < 0) return NULL;
         mt = PyMem_RawMalloc(sizeof(MT));
         if (mt == NULL) return PyErr_NoMemory();
-        if (mt_load(mt, ps->rng) < 0) { PyMem_RawFree(mt); return NULL; }
+        if (mt_load(mt, rng) < 0) { PyMem_RawFree(mt); return NULL; }
     }
     int counts = Py_IS_TYPE(self->record, &CountsType) && ((Counts *)self->record)->mu_ready;
     self->running = 1;
@@ -1245,10 +1604,12 @@ static PyObject *Blocking_run(Blocking *self, PyObject *args) {
             self->t0 = now_ns();
         }
         retry = 0;
-        if (mt != NULL) {
+        if (ps != NULL) {
             self->pklen[0] = point_select_encode(ps, mt, self->out);
             self->pk[0] = self->out;
             self->npk = 1;
+        } else if (ol != NULL) {
+            self->npk = oltp_encode(ol, mt, self->out, self->pk, self->pklen);
         } else {
             GIL_TAKE();
             if (python_packets(self) < 0) break;
@@ -1311,7 +1672,7 @@ static PyObject *Blocking_run(Blocking *self, PyObject *args) {
     if (mt != NULL) {
         PyObject *et, *ev, *tb;
         PyErr_Fetch(&et, &ev, &tb);
-        int rc = mt_store(mt, ps->rng);
+        int rc = mt_store(mt, rng);
         PyMem_RawFree(mt);
         if (rc < 0) {
             Py_XDECREF(et);
@@ -1405,13 +1766,15 @@ static struct PyModuleDef rawcore_module = {
 };
 
 PyMODINIT_FUNC PyInit__rawcore(void) {
-    PyTypeObject *types[] = {&CountsType, &MixType, &PointSelectType, &CoreType, &BlockingType};
-    const char *names[] = {"Counts", "Mix", "PointSelect", "Core", "Blocking"};
-    for (int i = 0; i < 5; i++)
+    PyTypeObject *types[] = {&CountsType, &MixType, &PointSelectType, &OltpType, &CoreType, &BlockingType};
+    const char *names[] = {"Counts", "Mix", "PointSelect", "Oltp", "Core", "Blocking"};
+    big_pow10(&C_BELOW, 110);
+    big_pow10(&PAD_BELOW, 55);
+    for (int i = 0; i < 6; i++)
         if (PyType_Ready(types[i]) < 0) return NULL;
     PyObject *m = PyModule_Create(&rawcore_module);
     if (m == NULL) return NULL;
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 6; i++) {
         if (PyModule_AddObjectRef(m, names[i], (PyObject *)types[i]) < 0) {
             Py_DECREF(m);
             return NULL;

@@ -586,6 +586,108 @@ def test_the_c_twins_draw_and_count_as_the_python_ones() -> None:
         c.ok(2, 1, 1)
 
 
+class _Prepared:
+    """What raw_program reads of an asyncmy prepared statement."""
+
+    def __init__(self, statement_id: int, parameter_count: int) -> None:
+        self._statement_id, self.parameter_count = statement_id, parameter_count
+
+
+async def _sysbench_programs(spec: Any, seed: int) -> tuple[tuple[Any, Any], tuple[Any, Any]]:
+    """(session, program) built with the C core's Oltp, and the same with the Python transaction."""
+    from bench_dsl import native
+    from bench_dsl.workloads import sysbench
+
+    out = []
+    for core in (native.core, None):
+        session = sysbench._SysbenchSession(spec, random.Random(seed))
+        ids = iter(range(1, 1000))
+
+        async def prepared(conn: Any, key: str, t: int, session: Any = session) -> _Prepared:
+            return session.stmts.setdefault((key, t), _Prepared(next(ids), sysbench.STATEMENTS[key].count("?")))
+
+        session._stmt = prepared
+        saved, native.core = native.core, core
+        try:
+            out.append((session, await session.raw_program(None)))
+        finally:
+            native.core = saved
+    return out[0], out[1]
+
+
+@pytest.mark.parametrize("options", [
+    {"test": "oltp_read_write"}, {"test": "oltp_read_only", "tables": 3}, {"test": "oltp_write_only"},
+    {"test": "oltp_read_write", "tables": 1, "skip_trx": True, "range_size": 7},
+    {"test": "oltp_point_select", "point_selects": 3, "rand_spec_pct": 5.0, "rand_spec_res": 50.0},
+], ids=lambda o: "-".join(f"{v}" for v in o.values()))
+async def test_oltp_in_c_builds_what_the_python_session_builds(options: dict[str, Any]) -> None:
+    """_rawcore.Oltp against the Python transaction it replaces: the same packets (tables, keys, c
+    and pad strings drawn alike) from the same seed, and the user's Random left at the same place."""
+    from bench_dsl import _rawcore
+    from bench_dsl.model import SysbenchWorkload
+
+    spec = SysbenchWorkload(**{"tables": 4, "table_size": 50_000, **options})
+    (c_session, fast), (py_session, slow) = await _sysbench_programs(spec, 7)
+    assert type(fast) is _rawcore.Oltp and type(slow) is not _rawcore.Oltp
+    for i in range(2000):
+        assert fast(0) == slow(0), i
+    assert c_session.rng.getstate() == py_session.rng.getstate()
+
+
+def test_oltp_refuses_what_it_cannot_build() -> None:
+    from bench_dsl import _rawcore
+
+    head = (Statement(1, 1).int_head,)
+
+    class Mine(random.Random):
+        pass
+
+    with pytest.raises(TypeError):  # a subclass may draw otherwise: only random.Random's own state
+        _rawcore.Oltp([(0, 1, head, None)], Mine(1), 1, 10, 1, 75, 12, 100, True)
+    for groups in ([], [(4, 1, head, None)], [(3, 1, head, None)], [(0, 0, head, None)],
+                   [(0, 1, head, None), (0, 1, head * 2, None)]):
+        with pytest.raises(ValueError):
+            _rawcore.Oltp(groups, random.Random(1), 1, 10, 1, 75, 12, 100, True)
+
+
+async def test_a_thread_runs_read_write_transactions_built_in_c(db: Dsn) -> None:
+    """oltp_read_write on a thread, its transactions drawn and encoded in C: every one committed
+    (the server's count), none failed, the table as large as before (each delete has its insert),
+    and the user's Random where the Python transactions leave it."""
+    from bench_dsl import _rawcore
+    from bench_dsl.model import SysbenchWorkload
+    from bench_dsl.workloads import sysbench
+
+    conn = await connect(db, db.database)
+    try:
+        async with conn.cursor() as cur:
+            await cur.execute("DROP TABLE IF EXISTS sbtest1")
+            await cur.execute(sysbench.CREATE.format(t=1))
+            await cur.execute("INSERT INTO sbtest1 SELECT seq, seq, REPEAT('c', 119), REPEAT('p', 59) "
+                              "FROM seq_1_to_2000")
+        spec = SysbenchWorkload(test="oltp_read_write", tables=1, table_size=2000)
+        session = sysbench._SysbenchSession(spec, random.Random(5))
+        program = await session.raw_program(conn)
+        assert type(program) is _rawcore.Oltp
+        before = await _scalar(db, "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
+                                   "WHERE VARIABLE_NAME = 'COM_COMMIT'")
+        run = _Run(conn, program, 300, core=ThreadLoop, verdict=RETRY)
+        assert await run.loop.run() is False
+    finally:
+        conn.close()
+    assert len(run.ok) == 300 and not run.errors, run.errors[:3]
+    assert {q for _, _, q in run.ok} == {20}  # BEGIN, 18 statements, COMMIT
+    after = await _scalar(db, "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
+                              "WHERE VARIABLE_NAME = 'COM_COMMIT'")
+    assert after - before >= 300
+    assert await _scalar(db, "SELECT COUNT(*) FROM sbtest1") == 2000
+    (_, _), (py_session, slow) = await _sysbench_programs(SysbenchWorkload(test="oltp_read_write", tables=1,
+                                                                           table_size=2000), 5)
+    for _ in range(300):
+        slow(0)
+    assert session.rng.getstate() == py_session.rng.getstate()
+
+
 DEADLOCKS = """
 scenario "deadlocks" {
   target env("BENCH_DSN")

@@ -41,6 +41,9 @@ CREATE = """CREATE TABLE sbtest{t}(
 
 BATCH = 1000
 
+# what the statements of a group take, for the C core's Oltp: (id), (lo, hi), (c, id), (i) + (i, k, c, pad)
+_G_ID, _G_RANGE, _G_C_ID, _G_DELETE_INSERT = 0, 1, 2, 3
+
 
 def _digit_groups(rng: random.Random, groups: int) -> str:
     # one big random number cut into groups of 11 digits: the same uniform digits as drawing each
@@ -224,6 +227,25 @@ class _SysbenchSession(Session):
             raise
         return len(plan) + (2 if trx else 0)
 
+    def _c_groups(self, raw: dict[tuple[str, int], Statement]) -> list[tuple[int, int, tuple[bytes, ...], tuple[bytes, ...] | None]]:
+        """_groups() for the C core's Oltp: (what the statements take, how many, each table's packet
+        up to its values, and for delete_inserts the INSERT's)."""
+        c, pad, tables = "0" * 119, "0" * 59, range(1, self.tables + 1)
+
+        def heads(key: str, *sample: int | str) -> tuple[bytes, ...]:
+            return tuple(raw[(key, t)].template(*sample) for t in tables)
+        out: list[tuple[int, int, tuple[bytes, ...], tuple[bytes, ...] | None]] = []
+        for key, count in self._groups():
+            if key in ("point_selects", "index_updates"):
+                out.append((_G_ID, count, heads(key, 0), None))
+            elif key == "non_index_updates":
+                out.append((_G_C_ID, count, heads(key, c, 0), None))
+            elif key == "delete_inserts":
+                out.append((_G_DELETE_INSERT, count, heads("deletes", 0), heads("inserts", 0, 0, c, pad)))
+            else:
+                out.append((_G_RANGE, count, heads(key, 0, 0), None))
+        return out
+
     async def raw_program(self, conn: asyncmy.Connection) -> Program | None:
         keys = [k for key, _ in self._groups() for k in (("deletes", "inserts") if key == "delete_inserts" else (key,))]
         raw: dict[tuple[str, int], Statement] = {}
@@ -248,6 +270,12 @@ class _SysbenchSession(Session):
             return lambda tx: (ones[int(rnd() * tables)](get_id()),)
 
         trx = self._in_transaction()
+        s = self.spec
+        if native.core is not None and s.rand_type == "special" and type(self.rng) is random.Random:
+            # the whole transaction drawn and encoded in C (no GIL on the thread executor): the
+            # same tables, keys and strings as transaction() below, from this session's Random
+            return native.core.Oltp(self._c_groups(raw), self.rng, 1, s.table_size, s.rand_spec_pct,  # type: ignore[no-any-return]
+                                    s.rand_spec_res, s.rand_spec_iter, s.range_size, trx)
 
         def transaction(tx: int) -> list[bytes]:
             packets = [BEGIN] if trx else []
