@@ -22,9 +22,9 @@ from bench_dsl.validate import load
 
 DEFAULT_OUTPUT = "results/{scenario}-{time}.json"
 
-EPILOG = """exit status: 0 completed, 2 bad scenario or usage, 3 an expect failed,
-4 the target failed (unreachable, lost), 130 interrupted (143 terminated).
-Results already measured are always written, atomically."""
+EPILOG = """exit status: 0 completed, 1 internal error or results not written, 2 bad scenario or
+usage, 3 an expect failed, 4 the target failed (unreachable, lost), 130 interrupted (143
+terminated, 129 hung up). Results already measured are always written, atomically."""
 
 
 def _defines(pairs: list[str]) -> dict[str, str]:
@@ -225,23 +225,40 @@ def cmd_run(args: argparse.Namespace, err: Console, prepare_only: bool = False) 
 
         open_target(opts.target)  # a bad --target is a usage error before anything starts
     run = Run(sc, p, list(sinks), opts)
-    code: int = ExitCode.FAILURE
-    try:
-        if use_ui:
-            from bench_dsl.tui.app import run_with_ui  # textual is imported only for a person at a terminal
+    problems: list[str] = []
+    written = True
 
-            code = _run_loop(run_with_ui(run))
-        else:
-            code = _run_loop(run.execute())
-    finally:
+    def close_sinks() -> None:
+        nonlocal written
         for s in sinks:  # every sink, also one the run dropped, and also when the run raised
             try:
                 s.close()
             except OSError as exc:
-                err.print(f"bench: could not write {out_path}: {exc}", markup=False, highlight=False)
-                out_path = None
-                code = ExitCode.FAILURE
-    if out_path is not None:
+                if isinstance(s, JsonResultSink):
+                    written = False
+                    problems.append(f"could not write {out_path}: {exc}")
+                else:
+                    where = "stdout" if args.jsonl == "-" else args.jsonl
+                    problems.append(f"could not write the event stream to {where}: {exc}")
+
+    async def run_then_close() -> int:
+        try:
+            if use_ui:
+                from bench_dsl.tui.app import run_with_ui  # textual is imported only for a person at a terminal
+
+                return await run_with_ui(run)
+            return await run.execute()
+        finally:
+            # before the event loop ends: the run's signal handlers make a Ctrl-C or TERM now wait
+            # for the files instead of leaving a half-written result behind
+            await asyncio.to_thread(close_sinks)
+
+    code = int(_run_loop(run_then_close()))
+    for message in problems:
+        err.print(f"bench: {message}", markup=False, highlight=False)
+    if problems:
+        code = ExitCode.FAILURE
+    if out_path is not None and written:
         err.print(f"results: {out_path}", markup=False, highlight=False, soft_wrap=True)
     return int(code)
 

@@ -46,7 +46,8 @@ def parse_dsn(text: str) -> Dsn:
     )
 
 
-_PASSWORD = re.compile(r"(mysql|mariadb)://([^:/@\s]*):([^@\s]*)@")
+# the password runs to the authority's last '@', as urlsplit reads it: "p@ss" in mysql://u:p@ss@host/db
+_PASSWORD = re.compile(r"(mysql|mariadb)://([^:/?#@\s]*):([^/?#\s]*)@")
 
 
 def redact(text: str) -> str:

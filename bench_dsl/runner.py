@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import sys
 import time
 import traceback
 from collections import Counter
@@ -109,10 +110,9 @@ class Run:
         self.emit("log", level=level, message=message, t=round(self.elapsed(), 3))
 
     def _scrub(self, text: str) -> str:
-        text = redact(text)
-        for s in self.secrets:
+        for s in self.secrets:  # first: a password is found whatever surrounds it
             text = text.replace(s, "***")
-        return text
+        return redact(text)
 
     def elapsed(self) -> float:
         return time.monotonic() - self.t0 if self.t0 else 0.0
@@ -163,13 +163,19 @@ class Run:
 
     async def execute(self) -> int:
         loop = asyncio.get_running_loop()
-        for sig in STOP_SIGNALS:
+        # a signal this process was started to ignore (`nohup`, a shell's background job) stays ignored
+        signals = [sig for sig in STOP_SIGNALS if signal.getsignal(sig) != signal.SIG_IGN]
+        for sig in signals:
             try:
                 loop.add_signal_handler(sig, self.interrupt, sig)
             except (NotImplementedError, RuntimeError):
                 pass
         self.t0 = time.monotonic()
         started = results.now()
+        with contextlib.suppress(TargetError):  # known before the document quotes the scenario
+            dsn, _ = open_target(self.opt.target or self.sc.target)
+            if dsn is not None and dsn.password:
+                self.secrets.append(dsn.password)
         self.doc = self._document(started)
         try:
             await self._execute()
@@ -181,10 +187,14 @@ class Run:
             self.log(str(exc), "error")
         except WorkerFailed as exc:
             self._salvage()
-            self.status = "failed"
-            self.exit_code = ExitCode.FAILURE
-            self.stop_reason = self.stop_reason or {"reason": "worker_failed", "message": self._scrub(str(exc))}
-            self.log(f"{exc}: bench-dsl itself failed; what was measured so far is kept", "error")
+            if (self.stop_reason or {}).get("reason") == "interrupted":
+                # the signal that stopped the run reached the workers too: the run was interrupted
+                self.log(f"{exc} while stopping; what was measured so far is kept", "warning")
+            else:
+                self.status = "failed"
+                self.exit_code = ExitCode.FAILURE
+                self.stop_reason = self.stop_reason or {"reason": "worker_failed", "message": self._scrub(str(exc))}
+                self.log(f"{exc}: bench-dsl itself failed; what was measured so far is kept", "error")
         except asyncio.CancelledError:
             if self.stop_reason is None or self._prepare_task is None or not self._prepare_task.cancelled():
                 raise
@@ -204,25 +214,37 @@ class Run:
                 with contextlib.suppress(Exception):
                     await self.fleet.stop()
             if self.ctl is not None:
-                self.ctl.close()
+                with contextlib.suppress(Exception):
+                    self.ctl.close()
             if self.server is not None:
-                await asyncio.to_thread(self.server.stop)  # up to 30 s: never on the event loop
+                try:
+                    await asyncio.to_thread(self.server.stop)  # up to 30 s: never on the event loop
+                except Exception as exc:  # the results are still to be finished and written
+                    self.log(f"could not stop the throwaway server: {type(exc).__name__}: {exc}", "warning")
                 if self.opt.keep_server and self.server.basedir:
                     self.log(f"kept the throwaway server's files in {self.server.basedir}")
-            for sig in STOP_SIGNALS:
+            for sig in signals:  # from here on the results are being written: see _while_saving
                 try:
-                    loop.remove_signal_handler(sig)
+                    loop.add_signal_handler(sig, self._while_saving, sig)
                 except (NotImplementedError, RuntimeError):
                     pass
             self._finish()
         return int(self.exit_code)
 
+    def _while_saving(self, signum: int) -> None:
+        """A signal after the run, while its results are written (the front end closes its sinks
+        before the event loop ends): the first one waits for them, the next one is obeyed."""
+        loop = asyncio.get_running_loop()
+        for sig in STOP_SIGNALS:
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(sig)
+        print(f"bench: {signal.Signals(signum).name} while writing the results: finishing them first "
+              "(again to abandon them)", file=sys.stderr, flush=True)
+
     async def _execute(self) -> None:
         sc = self.sc
         target = self.opt.target or sc.target
         dsn, kind = open_target(target)
-        if dsn is not None and dsn.password:
-            self.secrets.append(dsn.password)
         if dsn is None:
             self.server = EmbeddedServer(sc.server_settings, keep=self.opt.keep_server,
                                          max_connections=self.plan.max_users + 50)
@@ -256,6 +278,8 @@ class Run:
                                     "op": c.op, "limit": show_limit(c), "unit": c.unit, "window_s": c.window}
                                    for c in sc.stop])
         self._checkpoint()
+        if self.stop_reason:  # interrupted while the server started: no loading to sit through
+            return
 
         # prepare -----------------------------------------------------------------------------------
         self.emit("phase", phase="prepare", step=None, steps=self.plan.steps, users=0, seconds=None)
@@ -297,11 +321,11 @@ class Run:
         with contextlib.suppress(Exception):
             self.ctl = await connect(dsn, dsn.database)
         for ph in self.plan.phases:
+            if self.stop_reason:  # also one that came while the workers started
+                break
             if ph.step is not None and ph.step == self._skip_step:
                 continue
             await self._phase(ph)
-            if self.stop_reason:
-                break
 
     def _prepare_rows(self, done: int, total: int) -> None:
         now = time.monotonic()
@@ -497,13 +521,20 @@ class Run:
         """The server's own count of what happened, read at step boundaries (None when unreadable)."""
         if self.ctl is None:
             return None
-        try:
-            async with self.ctl.cursor() as cur:
+        ctl = self.ctl
+
+        async def read() -> dict[str, int]:
+            async with ctl.cursor() as cur:
                 await cur.execute("SHOW GLOBAL STATUS WHERE Variable_name IN ('Com_commit', 'Com_rollback')")
                 counters = {"commits_rollbacks": sum(int(v) for _, v in await cur.fetchall())}
-            counters |= await self.workload.server_counters(self.ctl)
+            return counters | await self.workload.server_counters(ctl)
+        try:
+            # a server that stops answering (a host gone without a reset) must not hold the run
+            # for the kernel's retransmission timeout: the counters are given up instead
+            counters = await asyncio.wait_for(read(), TARGET_TIMEOUT)
         except Exception as exc:
-            self.log(f"could not read the server's counters: {self._scrub(str(exc))}", "warning")
+            why = f"no answer in {TARGET_TIMEOUT:g}s" if isinstance(exc, TimeoutError) else self._scrub(str(exc))
+            self.log(f"could not read the server's counters: {why}", "warning")
             self.ctl.close()
             self.ctl = None
             return None

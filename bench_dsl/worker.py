@@ -122,8 +122,11 @@ async def serve() -> None:
 
 
 def main() -> None:
-    # Ctrl-C at the terminal reaches the whole process group: only the coordinator decides to stop.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Ctrl-C at the terminal reaches the whole process group, and a supervisor's TERM or a hang-up
+    # may reach every process of the run: only the coordinator decides to stop (and then closes
+    # this worker's stdin, which ends it), so that it can still collect what the workers measured.
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
     try:
         import uvloop
 

@@ -55,6 +55,40 @@ def test_hangup_and_terminate_write_the_results_and_stop_the_server(sig: int, co
     assert _gone(servers)
 
 
+def test_a_hangup_the_run_was_started_to_ignore_stays_ignored(tmp_path: Path) -> None:
+    """`nohup bench run ...`: the terminal closing does not stop the run, nor its workers."""
+    out = tmp_path / "n.json"
+    proc = subprocess.Popen([*BENCH, "run", "examples/quickstart.bench", "--headless", "--workers", "2",
+                             "--time-scale", "0.3", "--json", str(out)], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))  # what nohup does
+    _wait_for_intervals(out, 1, proc)
+    for p in [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]:
+        if "mariadbd" not in p.name():
+            p.send_signal(signal.SIGHUP)  # as a hang-up reaches the whole session
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert _result(out)["status"] == "completed"
+
+
+def test_ctrl_c_while_the_server_starts_stops_before_loading(tmp_path: Path) -> None:
+    out = tmp_path / "s.json"
+    proc = subprocess.Popen([*BENCH, "run", "examples/quickstart.bench", "--headless", "--force-prepare",
+                             "--json", str(out)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    seen = ""
+    while "starting a throwaway server" not in seen:  # the run's handlers are in place from here on
+        line = proc.stderr.readline()
+        assert line, seen
+        seen += line
+    proc.send_signal(signal.SIGINT)
+    rest, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, seen + err
+    assert "prepared" not in err and "loading" not in err  # no load sat through after the Ctrl-C
+    doc = _result(out)
+    assert doc["status"] == "interrupted" and doc["intervals"] == []
+
+
 def test_killed_coordinator_takes_its_server_and_workers_along(tmp_path: Path) -> None:
     out = tmp_path / "k.json"
     proc = subprocess.Popen([*BENCH, "run", "examples/quickstart.bench", "--headless", "--workers", "2",
