@@ -43,6 +43,8 @@ BATCH = 1000
 
 # what the statements of a group take, for the C core's Oltp: (id), (lo, hi), (c, id), (i) + (i, k, c, pad)
 _G_ID, _G_RANGE, _G_C_ID, _G_DELETE_INSERT = 0, 1, 2, 3
+# (what they take, how many, each table's packet up to its values, the INSERT's for delete_inserts)
+_Group = tuple[int, int, tuple[bytes, ...], tuple[bytes, ...] | None]
 
 
 def _digit_groups(rng: random.Random, groups: int) -> str:
@@ -227,14 +229,13 @@ class _SysbenchSession(Session):
             raise
         return len(plan) + (2 if trx else 0)
 
-    def _c_groups(self, raw: dict[tuple[str, int], Statement]) -> list[tuple[int, int, tuple[bytes, ...], tuple[bytes, ...] | None]]:
-        """_groups() for the C core's Oltp: (what the statements take, how many, each table's packet
-        up to its values, and for delete_inserts the INSERT's)."""
+    def _c_groups(self, raw: dict[tuple[str, int], Statement]) -> list[_Group]:
+        """_groups() as the C core's Oltp takes them."""
         c, pad, tables = "0" * 119, "0" * 59, range(1, self.tables + 1)
 
         def heads(key: str, *sample: int | str) -> tuple[bytes, ...]:
             return tuple(raw[(key, t)].template(*sample) for t in tables)
-        out: list[tuple[int, int, tuple[bytes, ...], tuple[bytes, ...] | None]] = []
+        out: list[_Group] = []
         for key, count in self._groups():
             if key in ("point_selects", "index_updates"):
                 out.append((_G_ID, count, heads(key, 0), None))
@@ -253,8 +254,8 @@ class _SysbenchSession(Session):
             for t in range(1, self.tables + 1):
                 st = await self._stmt(conn, key, t)
                 raw[(key, t)] = Statement.of(st)
+        s = self.spec
         if self.point_only:
-            s = self.spec
             if native.core is not None and s.rand_type == "special":
                 # the hottest workload drawn and encoded in C, with this session's random.Random:
                 # the same tables and keys as the lines below
@@ -270,7 +271,6 @@ class _SysbenchSession(Session):
             return lambda tx: (ones[int(rnd() * tables)](get_id()),)
 
         trx = self._in_transaction()
-        s = self.spec
         if native.core is not None and s.rand_type == "special" and type(self.rng) is random.Random:
             # the whole transaction drawn and encoded in C (no GIL on the thread executor): the
             # same tables, keys and strings as transaction() below, from this session's Random
