@@ -431,6 +431,18 @@ static PyTypeObject MixType = {
 /* ---------------------------------------------------------------------------------------------- */
 /* PointSelect                                                                                     */
 
+/* a packet's parts, written at p; where the next one goes */
+static char *put_i64(char *p, long long v) { /* '<q' */
+    unsigned long long u = (unsigned long long)v;
+    for (int i = 0; i < 8; i++) *p++ = (char)((u >> (8 * i)) & 0xFF);
+    return p;
+}
+
+static char *put_bytes(char *p, PyObject *b) {
+    memcpy(p, PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b));
+    return p + PyBytes_GET_SIZE(b);
+}
+
 /* generators.special's parameters, computed as it computes them */
 typedef struct {
     long long a, t;      /* keys in [a, a + t] */
@@ -552,12 +564,7 @@ static Py_ssize_t point_select_encode(PointSelect *self, MT *mt, char *out) {
     }
     long long key;
     if (special_key(&self->sp, self->random, mt, &key) < 0) return -1;
-    PyObject *head = PyTuple_GET_ITEM(self->heads, table);
-    Py_ssize_t hlen = PyBytes_GET_SIZE(head);
-    memcpy(out, PyBytes_AS_STRING(head), (size_t)hlen);
-    unsigned long long u = (unsigned long long)key;
-    for (int i = 0; i < 8; i++) out[hlen + i] = (char)((u >> (8 * i)) & 0xFF); /* '<q' */
-    return hlen + 8;
+    return put_i64(put_bytes(out, PyTuple_GET_ITEM(self->heads, table)), key) - out;
 }
 
 /* one transaction: a 1-tuple with the packet, as the Python program returns it */
@@ -690,17 +697,6 @@ static char *put_digit_groups(char *p, MT *mt, const Big *n, int groups) {
         p += 11;
     }
     return p;
-}
-
-static char *put_i64(char *p, long long v) { /* '<q' */
-    unsigned long long u = (unsigned long long)v;
-    for (int i = 0; i < 8; i++) *p++ = (char)((u >> (8 * i)) & 0xFF);
-    return p;
-}
-
-static char *put_bytes(char *p, PyObject *b) {
-    memcpy(p, PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b));
-    return p + PyBytes_GET_SIZE(b);
 }
 
 /* what a group's statements take: (the statement's parameters) */

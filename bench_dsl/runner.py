@@ -21,7 +21,7 @@ from bench_dsl import native
 from bench_dsl import results
 from bench_dsl.conditions import Verdict, WindowedConditions, judge, show, show_limit
 from bench_dsl.cpu import CpuSampler
-from bench_dsl.dsn import redact
+from bench_dsl.dsn import Dsn, redact
 from bench_dsl.errors import ExitCode, TargetError
 from bench_dsl.events import Event, Sink
 from bench_dsl.fleet import Fleet, LocalFleet, ProcessFleet, WorkerFailed, worker_count
@@ -172,13 +172,21 @@ class Run:
                 pass
         self.t0 = time.monotonic()
         started = results.now()
-        with contextlib.suppress(TargetError):  # known before the document quotes the scenario
-            dsn, _ = open_target(self.opt.target or self.sc.target)
-            if dsn is not None and dsn.password:
-                self.secrets.append(dsn.password)
+        # the target read once, its password known before the document quotes the scenario; a bad
+        # address fails inside the run's handling below
+        given: Dsn | None = None
+        bad_target: TargetError | None = None
+        try:
+            given, _ = open_target(self.opt.target or self.sc.target)
+        except TargetError as exc:
+            bad_target = exc
+        if given is not None and given.password:
+            self.secrets.append(given.password)
         self.doc = self._document(started)
         try:
-            await self._execute()
+            if bad_target is not None:
+                raise bad_target
+            await self._execute(given)
         except TargetError as exc:
             self._salvage()
             self.status = "target_failed"
@@ -241,10 +249,9 @@ class Run:
         print(f"bench: {signal.Signals(signum).name} while writing the results: finishing them first "
               "(again to abandon them)", file=sys.stderr, flush=True)
 
-    async def _execute(self) -> None:
+    async def _execute(self, dsn: Dsn | None) -> None:
+        """The run against `dsn`, or against a throwaway server when it is None."""
         sc = self.sc
-        target = self.opt.target or sc.target
-        dsn, kind = open_target(target)
         if dsn is None:
             self.server = EmbeddedServer(sc.server_settings, keep=self.opt.keep_server,
                                          max_connections=self.plan.max_users + 50)
