@@ -24,7 +24,13 @@ REPLY_TIMEOUT = 10.0  # a worker that does not answer a report in this time is s
 
 
 class WorkerFailed(BenchError):
-    """A worker process died or stopped answering: bench-dsl's own failure, not the server's."""
+    """A worker process died or stopped answering: bench-dsl's own failure, not the server's.
+    `partial`: when it happened during a report, what the other workers reported (already taken
+    from them, so lost unless the caller counts it)."""
+
+    def __init__(self, message: str, partial: dict[str, TxStats] | None = None) -> None:
+        super().__init__(message)
+        self.partial = partial
 
 
 class Fleet(Protocol):
@@ -218,8 +224,15 @@ class ProcessFleet:
         return out
 
     async def collect(self) -> dict[str, TxStats]:
-        replies = await asyncio.gather(*(self._ask(p, {"op": "report"}) for p in self.procs))
-        return self._merge(list(replies))
+        results = await asyncio.gather(*(self._ask(p, {"op": "report"}) for p in self.procs), return_exceptions=True)
+        replies = [r for r in results if isinstance(r, dict)]
+        failed = next((r for r in results if isinstance(r, BaseException)), None)
+        if failed is None:
+            return self._merge(replies)
+        if isinstance(failed, WorkerFailed):
+            # the others reset their counts when they answered: their interval goes with the failure
+            raise WorkerFailed(str(failed), partial=self._merge(replies))
+        raise failed
 
     def health(self) -> Health:
         return self._last_health

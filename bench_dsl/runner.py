@@ -392,17 +392,20 @@ class Run:
             if self.holding:
                 held += now - last  # the phase's clock stands still while held
             users = fleet.active
-            stats = await fleet.collect()
+            try:
+                stats = await fleet.collect()
+            except WorkerFailed as exc:
+                if exc.partial is not None:  # the surviving workers' last second: measured, so kept
+                    self._count(Tick(round(self.elapsed(), 3), now - last, ph.kind, ph.step, users, exc.partial,
+                                     self.cpu.sample()), ph, end + held - now)
+                raise
             if ph.measured and not self.holding and now >= end + held - 1e-3:
                 # the step's last tick: the server's counters at the same moment as the client's
                 end_counters = await self._server_counters()
             tick = Tick(round(self.elapsed(), 3), now - last, ph.kind, ph.step, users, stats, self.cpu.sample())
             last = now
-            self._tick(tick, ph)
+            self._count(tick, ph, end + held - now)
             self._watch_target()
-            self.emit("tick", t=tick.t, phase=ph.kind, step=ph.step, users=users, holding=self.holding,
-                      remaining_s=None if self.holding else round(max(0.0, end + held - now), 1),
-                      **_tick_figures(tick))
             if self.stop_reason is not None or self._skip or (not self.holding and now >= end + held - 1e-3):
                 break
             k += 1
@@ -419,6 +422,12 @@ class Run:
             self._step_end(ph, server)
         elif ph.measured and self.stop_reason is not None and ph.kind in ("hold", "ramp"):
             self._record_step(ph, complete=False, verdicts=[], server=server)
+
+    def _count(self, tick: Tick, ph: Phase, remaining_s: float) -> None:
+        """A tick into the figures, then to the sinks."""
+        self._tick(tick, ph)
+        self.emit("tick", t=tick.t, phase=ph.kind, step=ph.step, users=tick.users, holding=self.holding,
+                  remaining_s=None if self.holding else round(max(0.0, remaining_s), 1), **_tick_figures(tick))
 
     def _tick(self, tick: Tick, ph: Phase) -> None:
         for st in tick.tx.values():
