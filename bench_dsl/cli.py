@@ -225,6 +225,9 @@ def cmd_run(args: argparse.Namespace, err: Console, prepare_only: bool = False) 
 
         open_target(opts.target)  # a bad --target is a usage error before anything starts
     run = Run(sc, p, list(sinks), opts)
+    for s in sinks:
+        if isinstance(s, JsonResultSink):  # a checkpoint that cannot be written is said during the run
+            s.warn = lambda message: run.log(message, "warning")
     problems: list[str] = []
     written = True
 

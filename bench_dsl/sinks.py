@@ -3,11 +3,13 @@ atomically at every interval, so a kill leaves the last complete picture), and J
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -36,12 +38,16 @@ class JsonResultSink:
 
     Encoding and fsyncing a long run's document takes long enough to stall the virtual users of a
     single-process run, so a thread writes it; the newest checkpoint replaces one not yet written.
-    close() writes the last one before it returns."""
+    close() writes the last one before it returns, and raises if it could not. A checkpoint that
+    could not be written (a full disk) is told to `warn` at the next checkpoint, once, and so is
+    the first one written again after it: the person watching knows the file is behind."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, warn: Callable[[str], None] | None = None) -> None:
         self.path = path
+        self.warn = warn  # called on the thread that emits (the run's), never the writer's
         self._pending: dict[str, Any] | None = None
         self._error: BaseException | None = None
+        self._told: BaseException | None = None  # the write error `warn` heard of
         self._closed = False
         self._encoded: list[str] = []  # the intervals written so far, each encoded once
         self._cond = threading.Condition()
@@ -50,6 +56,7 @@ class JsonResultSink:
 
     def emit(self, event: Event) -> None:
         if event.type == "checkpoint":
+            self._tell()
             doc = event.data["document"]
             # the run appends to its lists while the thread encodes: hand over copies of them
             snapshot = {k: (list(v) if isinstance(v, list) else v) for k, v in doc.items()}
@@ -74,6 +81,16 @@ class JsonResultSink:
                 self._error = None
             except Exception as exc:  # reported by close(): the run must not die of a full disk
                 self._error = exc
+
+    def _tell(self) -> None:
+        error = self._error
+        if self.warn is None or error is self._told:
+            return
+        if error is not None and self._told is None:
+            self.warn(f"could not write {self.path}: {error}; trying again at every interval")
+        elif error is None:
+            self.warn(f"{self.path} written again")
+        self._told = error
 
     _INTERVALS = "\x00intervals\x00"
 
@@ -100,18 +117,42 @@ class JsonResultSink:
 
 
 class JsonLinesSink:
-    """One JSON object per line, as the run goes: intervals, steps, stop, the end."""
+    """One JSON object per line, as the run goes: intervals, steps, stop, the end.
+
+    Each line is written whole by a write() of its own, past the stream's buffer. A line that cannot
+    be written whole (a full disk, a file size limit) is cut back off a regular file before the
+    error is raised, so that whoever reads the stream only ever meets whole lines; through the
+    buffer, its first part stayed in the file and the rest in the buffer, to be written after
+    whatever came next if the disk had room again by then."""
 
     TYPES = {"started", "phase", "interval", "step", "fired", "finished"}
 
     def __init__(self, stream: IO[str]) -> None:
         self.stream = stream
+        self.fd = stream.fileno()
 
     def emit(self, event: Event) -> None:
         if event.type in self.TYPES:
-            self.stream.write(json.dumps({"type": event.type, **{k: v for k, v in event.data.items()
-                                                                  if k != "type"}}, default=str) + "\n")
-            self.stream.flush()
+            line = json.dumps({"type": event.type, **{k: v for k, v in event.data.items() if k != "type"}},
+                              default=str) + "\n"
+            self._write(line.encode())
+
+    def _write(self, data: bytes) -> None:
+        self.stream.flush()  # whatever else went through the stream stays before this line
+        try:
+            start: int | None = os.lseek(self.fd, 0, os.SEEK_CUR)
+        except OSError:
+            start = None  # a pipe or a terminal: nothing to cut back
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(self.fd, view):]
+        except OSError:
+            if start is not None and len(view) < len(data):
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self.fd, start)
+                    os.lseek(self.fd, start, os.SEEK_SET)
+            raise
 
     def close(self) -> None:
         if self.stream in (sys.stdout, sys.stderr):

@@ -204,3 +204,78 @@ def test_result_checkpoints_encode_each_interval_once_and_read_back_whole(tmp_pa
     sink.emit(Event("checkpoint", {"document": doc}))
     sink.close()
     assert json.loads(path.read_text()) == doc and "\n " in path.read_text()
+
+
+_FULL_DISK = r"""
+import json, resource, signal, sys
+from bench_dsl.events import Event
+from bench_dsl.sinks import JsonLinesSink
+
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # past the limit, write() fails with EFBIG
+resource.setrlimit(resource.RLIMIT_FSIZE, (5000, resource.RLIM_INFINITY))
+sink = JsonLinesSink(open(sys.argv[1], "w", encoding="utf-8"))
+failed = 0
+for i in range(4):
+    try:
+        sink.emit(Event("interval", {"t": i, "note": "x" * 1900}))
+    except OSError:
+        failed += 1
+sink.close()
+print(failed)
+"""
+
+
+def test_event_stream_lines_that_do_not_fit_are_cut_back_whole(tmp_path) -> None:
+    """A full disk (here: a file size limit of 5,000 bytes, ~2.5 lines) leaves whole lines only."""
+    import json
+
+    path = tmp_path / "s.jsonl"
+    out = subprocess.run([sys.executable, "-c", _FULL_DISK, str(path)], capture_output=True, text=True,
+                         check=True, cwd=ROOT)
+    assert out.stdout.strip() == "2"  # the third line crossed the limit, the fourth did not fit
+    text = path.read_text()
+    assert text.endswith("\n") and [json.loads(line)["t"] for line in text.splitlines()] == [0, 1]
+
+
+_CHECKPOINTS = r"""
+import json, resource, signal, sys, time
+from pathlib import Path
+from bench_dsl.events import Event
+from bench_dsl.sinks import JsonResultSink
+
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (3000, resource.RLIM_INFINITY))  # a disk that fills up
+path = Path(sys.argv[1])
+heard = []
+sink = JsonResultSink(path, warn=heard.append)
+
+def checkpoint(n):
+    sink.emit(Event("checkpoint", {"document": {"status": "running", "intervals": [{"t": i} for i in range(n)],
+                                                "pad": "x" * 20 * n}}))
+    time.sleep(0.3)  # the writer thread's turn
+
+checkpoint(10)   # ~300 bytes: written
+checkpoint(200)  # ~6 KB: does not fit
+checkpoint(201)  # told now (the emit after the failure); fails again, not told twice
+checkpoint(202)
+resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))  # room again
+checkpoint(203)  # written
+checkpoint(204)  # told it was written again
+sink.close()
+print(json.dumps(heard))
+print(len(json.loads(path.read_text())["intervals"]))
+"""
+
+
+def test_a_checkpoint_that_cannot_be_written_is_said_at_once_and_so_is_its_recovery(tmp_path) -> None:
+    import json
+
+    path = tmp_path / "r.json"
+    out = subprocess.run([sys.executable, "-c", _CHECKPOINTS, str(path)], capture_output=True, text=True,
+                         check=True, cwd=ROOT)
+    heard, written = out.stdout.splitlines()
+    heard = json.loads(heard)
+    assert len(heard) == 2, heard
+    assert heard[0].startswith(f"could not write {path}: ") and "File too large" in heard[0]
+    assert heard[1] == f"{path} written again"
+    assert written == "204"
