@@ -12,11 +12,15 @@ def _n(v: float | None, nd: int = 0) -> str:
     return f"{v:,.{nd}f}"
 
 
-def _ratio(r: dict[str, Any] | None, goal_ok: bool | None = None) -> str:
+def _ratio(r: dict[str, Any] | None, goal_ok: bool | None = None, count_1: bool = False) -> str:
+    """median, goal, (range); with `count_1`, how many of the ratios reached 1.0 (where the machine's
+    noise is as wide as the difference, the count says more than the median alone)."""
     if not r or r.get("median") is None:
         return "-"
     mark = "" if goal_ok is None else (" ✓" if goal_ok else " ✗")
-    spread = f" ({r['min']:.2f}-{r['max']:.2f})" if r.get("pairs", 0) > 1 else ""
+    n = r.get("pairs", 0)
+    count = f"; {r['at_least_1']} of {n} >= 1" if count_1 and "at_least_1" in r else ""
+    spread = f" ({r['min']:.2f}-{r['max']:.2f}{count})" if n > 1 else ""
     return f"**{r['median']:.2f}x**{mark}{spread}"
 
 
@@ -60,7 +64,8 @@ def render(doc: dict[str, Any]) -> str:
                f"{st['warmup']}s warm-up + {st['duration']}s measured; {st['tables']} table(s) x "
                f"{st['table_size']:,} rows; `workers` {st['workers'] or 'not set (engine default)'}. Figures are "
                "medians of the runs; ratios are medians, (min-max), of each bench-dsl run against the geometric "
-               "mean of the sysbench runs before and after it; *plain pairs* against the run before it only.")
+               "mean of the sysbench runs before and after it (for tps, also how many of them reached 1.0); "
+               "*plain pairs* against the run before it only.")
     if (busy := others_median(doc)) is not None and busy >= BUSY_CORES:
         out.append(f"- **Note**: the machine was shared: other processes used a median {busy:.2f} of "
                    f"{m['cpu_logical']} cores during the measured windows. Absolute figures are not representative; "
@@ -84,7 +89,7 @@ def render(doc: dict[str, Any]) -> str:
             if sb["failures"]:
                 errs += f"; sysbench: {len(sb['failures'])} failed run(s)"
             out.append(f"| {p['test']} | {p['users']} | {_n(sb['tps'])} | {_n(bd['tps'])} | "
-                       f"{_ratio(r['tps'], g['tps_met'])} | {_ratio((p.get('paired_ratios') or {}).get('tps'))} | "
+                       f"{_ratio(r['tps'], g['tps_met'], count_1=True)} | {_ratio((p.get('paired_ratios') or {}).get('tps'))} | "
                        f"{_n(sb['qps'])} / {_n(bd['qps'])} | "
                        f"{_n(sb['p95_ms'], 2)} / {_n(bd['p95_ms'], 2)} | {_ratio(r['p95'])} | "
                        f"{_n(sb['cpu_per_10k_tx_s'], 2)} / {_n(bd['cpu_per_10k_tx_s'], 2)} | "

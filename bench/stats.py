@@ -42,7 +42,7 @@ def ratio_summary(a: Sequence[float | None], b: Sequence[float | None],
     rs = bracketed_ratios(a, b) if bracketed else paired_ratios(a, b)
     return {"median": round(statistics.median(rs), 4) if rs else None,
             "min": round(min(rs), 4) if rs else None, "max": round(max(rs), 4) if rs else None,
-            "pairs": len(rs)}
+            "pairs": len(rs), "at_least_1": sum(r >= 1.0 for r in rs)}
 
 
 # A process counts as saturated near a full core (or all of its share of the cores); the 15% margin

@@ -59,7 +59,8 @@ def test_a_truncated_sysbench_report_is_an_error() -> None:
 
 def test_ratios_are_paired_and_skip_missing_runs() -> None:
     assert paired_ratios([10.0, None, 20.0], [5.0, 7.0, 30.0]) == [0.5, 1.5]
-    assert ratio_summary([10.0, 20.0, 10.0], [5.0, 30.0, 10.0]) == {"median": 1.0, "min": 0.5, "max": 1.5, "pairs": 3}
+    assert ratio_summary([10.0, 20.0, 10.0], [5.0, 30.0, 10.0]) == {"median": 1.0, "min": 0.5, "max": 1.5, "pairs": 3,
+                                                                        "at_least_1": 2}
     assert ratio_summary([None], [1.0])["median"] is None
 
 
@@ -73,7 +74,7 @@ def test_bracketed_ratios_cancel_a_steady_drift() -> None:
     assert bracketed_ratios([100.0, 81.0, 65.61], [None, 72.9]) == pytest.approx([1.0])
     # a run stopped before its closing reference: the last run keeps the one before it
     assert bracketed_ratios([100.0, 81.0], [90.0, 72.9]) == pytest.approx([1.0, 0.9])
-    assert ratio_summary(a, b, bracketed=True) == {"median": 1.0, "min": 1.0, "max": 1.0, "pairs": 2}
+    assert ratio_summary(a, b, bracketed=True) == {"median": 1.0, "min": 1.0, "max": 1.0, "pairs": 2, "at_least_1": 2}
     with pytest.raises(ValueError):
         bracketed_ratios([1.0], [1.0, 2.0, 3.0])
 
