@@ -82,8 +82,12 @@ def fill(d: dict[str, Any], *, status: str, elapsed_s: float, steps: list[dict[s
     d["warnings"] = warnings
     d["summary"] = run_agg.summary() | {"histograms": run_agg.histograms()} if run_agg.ticks else None
     complete = [s for s in steps if s["complete"]]
-    fired = bool(stop_reason and stop_reason.get("reason") == "stop_condition")
-    if fired:
+    # the server refusing more connections ends the climb as a fired condition does
+    fired = bool(stop_reason and stop_reason.get("reason") in ("stop_condition", "connections_refused"))
+    if fired and stop_reason["reason"] == "connections_refused":  # type: ignore[index]
+        reason = (f"stopped by: the server refused connections at {stop_reason['users']} users, "  # type: ignore[index]
+                  f"{stop_reason['connected']} connected: {stop_reason['message']}")  # type: ignore[index]
+    elif fired:
         reason = f"stopped by: {stop_reason['condition']}"  # type: ignore[index]
     elif stop_reason:
         reason = f"run ended early ({stop_reason['reason']})"

@@ -29,10 +29,13 @@ from bench_dsl.metrics import Aggregate, Tick
 from bench_dsl.planner import Phase, Plan
 from bench_dsl.server import CONNECTION_LOST, EmbeddedServer, apply_settings, connect, ensure_database, facts, open_target
 from bench_dsl.workloads import make_workload
-from bench_dsl.users import SCENARIO_ERRORS
+from bench_dsl.users import SCENARIO_ERRORS, Health
 from bench_dsl.workloads.base import Progress, error_code
 
 TARGET_TIMEOUT = 10.0  # seconds without a connection before the target counts as lost
+# seconds some users may fail to connect while the others run before the run stops: a step with
+# fewer users than planned is not the step that was asked for (e.g. max_connections reached)
+CONNECT_GRACE = 5.0
 # Ctrl-C, kill, and a closed terminal or ssh session: each stops the run and writes what was measured.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -90,6 +93,7 @@ class Run:
         self._phase_now: Phase | None = None
         self.holding = False
         self._skip = False
+        self._refused_since: float | None = None  # since when some users could not connect
         self._skip_step: int | None = None
         self._prep_last = 0.0
 
@@ -391,22 +395,25 @@ class Run:
                 continue  # woken early without a reason
             if self.holding:
                 held += now - last  # the phase's clock stands still while held
-            users = fleet.active
+            users = fleet.active  # the users asked for; those that ran are known after the collect
             try:
                 stats = await fleet.collect()
             except WorkerFailed as exc:
                 if exc.partial is not None:  # the surviving workers' last second: measured, so kept
-                    self._count(Tick(round(self.elapsed(), 3), now - last, ph.kind, ph.step, users, exc.partial,
+                    # (timed at `now`: they answered then, the failure may have taken REPLY_TIMEOUT)
+                    self._count(Tick(round(now - self.t0, 3), now - last, ph.kind, ph.step, users, exc.partial,
                                      self.cpu.sample()), ph, end + held - now)
                 raise
-            if ph.measured and not self.holding and now >= end + held - 1e-3:
+            final = not self.holding and now >= end + held - 1e-3  # the phase's last tick
+            if ph.measured and final:
                 # the step's last tick: the server's counters at the same moment as the client's
                 end_counters = await self._server_counters()
+            users = min(users, fleet.health().connected)
             tick = Tick(round(self.elapsed(), 3), now - last, ph.kind, ph.step, users, stats, self.cpu.sample())
             last = now
             self._count(tick, ph, end + held - now)
-            self._watch_target()
-            if self.stop_reason is not None or self._skip or (not self.holding and now >= end + held - 1e-3):
+            self._watch_target(ending=ph.measured and final)
+            if self.stop_reason is not None or self._skip or final:
                 break
             k += 1
             if ph.kind == "ramp" and not self.holding:
@@ -447,8 +454,7 @@ class Run:
         if agg.ticks == 0:
             return
         row = {"type": "interval", "t": round(self.elapsed(), 3), "start_s": round(self.interval_start, 3),
-               "phase": ph.kind, "step": ph.step, "measured": ph.measured, **agg.summary()}
-        row["users"] = self.fleet.active if self.fleet else 0
+               "phase": ph.kind, "step": ph.step, "measured": ph.measured, **agg.summary()}  # users: those that ran
         self.intervals.append(row)
         live = dict(row)
         if ph.measured and self.step_agg.ticks:
@@ -514,17 +520,26 @@ class Run:
         self.log(f"stop condition fired: {quoted}  ({detail})", "warning")
         self.emit("fired", **self.stop_reason)
 
-    def _watch_target(self) -> None:
+    def _watch_target(self, ending: bool = False) -> None:
+        """`ending`: the last tick of a measured phase, whose users must all have run for it to count."""
         assert self.fleet is not None
         health = self.fleet.health()
         self.error_messages.update({k: v for k, v in health.error_messages.items() if k not in self.error_messages})
         if self.stop_reason is not None:
             return
+        # some users cannot connect while others run (none running: the target is lost, below)
+        now = time.monotonic()
+        if not (health.refused and health.connected):
+            self._refused_since = None
+        elif self._refused_since is None:
+            self._refused_since = now
         if self.server is not None and not self.server.alive():
             self._lost("the throwaway server process exited")
         elif health.connect_failures and health.idle_s > TARGET_TIMEOUT:
             msg = next(iter(health.error_messages.values()), "no connection")
             self._lost(f"no connection to the server for {TARGET_TIMEOUT:g}s: {msg}")
+        elif self._refused_since is not None and (ending or now - self._refused_since >= CONNECT_GRACE):
+            self._refused(health)
         elif health.fatal is not None:
             code, msg, tx = health.fatal
             if code == -1:  # not a MySQL error: the workload's code or bench-dsl's failed
@@ -580,6 +595,21 @@ class Run:
             if ph.measured:
                 self._record_step(ph, complete=False, verdicts=[], server=None)
         self._phase_now = None
+
+    def _refused(self, health: Health) -> None:
+        """The server would not take all the users planned (max_connections, max_user_connections,
+        a full accept queue): the step at hand is not the one asked for, so the run ends there,
+        and the last complete step is the saturation point, as when a stop condition fires."""
+        code, message = health.connect_error or (0, "unknown error")
+        asked = self.fleet.active if self.fleet else 0
+        ph = self._phase_now
+        self.stop_reason = {"reason": "connections_refused", "condition": "connections refused",
+                            "code": code, "message": self._scrub(f"({code}) {message}"), "users": asked,
+                            "connected": health.connected, "step": ph.step if ph else None,
+                            "at_s": round(self.elapsed(), 3)}
+        self.log(f"the server refused connections: {asked - health.connected} of {asked} users could not connect: "
+                 f"({code}) {message}", "warning")
+        self.emit("fired", **self.stop_reason)
 
     def _lost(self, why: str) -> None:
         self.stop_reason = {"reason": "target_failed", "message": self._scrub(why)}

@@ -49,6 +49,8 @@ class _User:
     connected: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None
     raw: RawLoop | ThreadLoop | None = None  # while its transactions run on the raw executor
+    live: bool = False  # has a connection
+    refused: bool = False  # its latest attempt to connect failed
 
     def halt(self) -> None:
         """Finish the transaction in flight, then close the connection."""
@@ -66,6 +68,9 @@ class Health:
     fatal: tuple[int, str, str] | None  # (code, message, transaction) of a scenario error
     error_messages: dict[int, str]  # first message seen per MySQL error code, passwords redacted
     executors: tuple[str, ...] = ()  # how statements were sent: "raw" / "raw-py" (rawexec, C or Python core), "driver"
+    connected: int = 0  # users with a connection
+    refused: int = 0  # users without one whose latest attempt to connect failed
+    connect_error: tuple[int, str] | None = None  # (code, message) of the latest failed connect
 
 
 class UserPool:
@@ -84,6 +89,7 @@ class UserPool:
         self.started = 0
         self.last_progress = time.monotonic()
         self.connect_failures = 0
+        self.connect_error: tuple[int, str] | None = None
         self.fatal: tuple[int, str, str] | None = None
         self.error_messages: dict[int, str] = {}
         self.executors: set[str] = set()
@@ -98,8 +104,10 @@ class UserPool:
         """`completed`: transactions measured since the last call (the hot path keeps no clock of its own)."""
         if completed:
             self.last_progress = time.monotonic()
+        running = [u for u in self.users if not u.stop]
         return Health(self.connect_failures, time.monotonic() - self.last_progress, self.fatal,
-                      dict(self.error_messages), tuple(sorted(self.executors)))
+                      dict(self.error_messages), tuple(sorted(self.executors)),
+                      sum(u.live for u in running), sum(u.refused and not u.live for u in running), self.connect_error)
 
     async def resize(self, n: int, wait: bool = True) -> None:
         live = [u for u in self.users if not u.stop]
@@ -154,12 +162,15 @@ class UserPool:
                         conn = await connect(self.dsn, self.dsn.database, timeout=5)
                     except Exception as exc:  # unmeasured: connecting is not part of a transaction
                         self.connect_failures += 1
+                        self.connect_error = (error_code(exc), redact(_message(exc)))
                         self._remember(error_code(exc), _message(exc))
+                        u.refused = True
                         u.connected.set()
                         await asyncio.sleep(backoff)
                         backoff = min(backoff * 2, 2.0)
                         continue
                     backoff = 0.1
+                    u.live, u.refused = True, False
                     self.connect_failures = 0
                     self.last_progress = time.monotonic()
                     u.connected.set()
@@ -172,7 +183,7 @@ class UserPool:
                             # same statement and reports it under the transaction it belongs to.
                             if error_code(exc) in CONNECTION_LOST or not _connected(conn):
                                 _close(conn)
-                                conn = None
+                                conn, u.live = None, False
                                 u.session.forget()
                                 continue
                     self.executors.add("driver" if program is None else Loop.executor)
@@ -185,7 +196,7 @@ class UserPool:
                         u.raw = None
                     if reconnect:
                         _close(conn)
-                        conn = None
+                        conn, u.live = None, False
                         u.session.forget()
                     continue
                 i = 0 if pick is None else pick()
@@ -209,7 +220,7 @@ class UserPool:
                             continue
                         if verdict == RECONNECT:
                             _close(conn)
-                            conn = None
+                            conn, u.live = None, False
                             u.session.forget()
                         break
                     else:
@@ -225,6 +236,7 @@ class UserPool:
                 self.fatal = (-1, f"{type(exc).__name__}: {exc}", wl.names[raw.tx if raw is not None else i])
         finally:
             u.connected.set()
+            u.live = False
             if conn is not None:
                 _close(conn)
 

@@ -223,6 +223,48 @@ def test_passwords_never_appear(server, dsn_url: str, tmp_path: Path, user: str,
     assert "Secret-42" not in ck.stdout + ck.stderr
 
 
+@pytest.mark.parametrize("hold", ["3s", "8s"])  # the refusal seen at the step's end; for 5 s mid-step
+def test_users_the_server_refuses_end_the_climb_at_the_last_full_step(server, dsn_url: str, tmp_path: Path,
+                                                                      hold: str) -> None:
+    """A user allowed 4 connections, the run's own and 3 users (as max_connections caps every
+    user): the step of 6 users never runs 6, so the run stops there and says why, and 2 users is
+    the saturation point."""
+    import asyncio
+
+    from bench_dsl.server import connect
+
+    dsn, _ = server
+
+    async def make_user() -> None:
+        conn = await connect(dsn, None)
+        async with conn.cursor() as cur:
+            await cur.execute("CREATE USER IF NOT EXISTS 'capped'@'%'")
+            await cur.execute("ALTER USER 'capped'@'%' WITH MAX_USER_CONNECTIONS 4")
+            await cur.execute("GRANT ALL ON *.* TO 'capped'@'%'")
+        conn.close()
+
+    asyncio.run(make_user())
+    f = tmp_path / "capped.bench"
+    f.write_text(f'scenario "capped" {{ target "mysql://capped@{dsn.host}:{dsn.port}/benchdsl"\n'
+                 '  workload sysbench oltp_point_select { tables = 1 table_size = 1000 }\n'
+                 '  warmup 1s  ramp step { start 2 users  step +4 users  settle 1s  hold ' + hold + '  max 6 users }\n'
+                 '  stop when { error_rate > 1% }  report every 1s }\n')
+    out = tmp_path / "c.json"
+    r = run_bench("run", str(f), "--json", str(out), "--workers", "1")
+    assert r.returncode == 0, r.stderr
+    doc = _result(out)
+    stop = doc["stop"]
+    assert stop["reason"] == "connections_refused" and stop["code"] == 1226, stop  # ER_USER_LIMIT_REACHED
+    assert (stop["users"], stop["connected"], stop["step"]) == (6, 3, 2)
+    sat = doc["saturation"]
+    assert (sat["users"], sat["saturated"], sat["condition"]) == (2, True, "connections refused")
+    assert [s["complete"] for s in doc["steps"]] == [True, False]
+    # the figures count the users that ran, not those asked for
+    assert doc["summary"]["users"] == 3
+    assert "the server refused connections: 3 of 6 users could not connect" in r.stderr
+    assert "saturation point: 2 users" in r.stderr
+
+
 def test_prepare_is_skipped_when_data_is_there(dsn_url: str, tmp_path: Path) -> None:
     f = tmp_path / "p.bench"
     f.write_text('scenario "p" { target env("BENCH_DSN") workload sysbench oltp_point_select { tables = 1 table_size = 1234 } '

@@ -361,6 +361,11 @@ def verdict(st: LiveState, results: Path | None, waiting_for_key: bool) -> Rende
         else:
             why.append(f": this step {_n(stop.get('value'))}, the step before {_n(stop.get('previous'))}")
         why.append(f", step {stop.get('step')} at {stop.get('users')} users", DIM)
+    elif reason == "connections_refused":
+        why.append("ended by ", DIM)
+        why.append("the server refusing connections", "bold red")
+        why.append(f": {stop.get('connected')} of {stop.get('users')} users connected, {stop.get('message')}")
+        why.append(f", step {stop.get('step')}", DIM)
     elif reason == "interrupted":
         why.append("ended: stopped on request; everything measured up to then is saved", "yellow")
     elif reason:
