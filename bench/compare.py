@@ -133,6 +133,10 @@ def _side(ms: list[Measure]) -> dict[str, Any]:
         "client_busiest_cores": _r(median([x.client_busiest_cores for x in u]), 3),
         "client_processes": max((x.client_processes for x in u), default=None),
         "server_cores": _r(median([x.server_cores for x in u]), 3),
+        # what the server spent per transaction under this client: where the machine is full, the
+        # CPU a client leaves goes to the server, and this says whether it bought transactions
+        "server_us_per_tx": _r(median([m.usage.server_cores / m.tps * 1e6 for m in ok
+                                       if m.usage is not None and m.usage.server_cores is not None and m.tps]), 1),
         "host_busy_cores": _r(median([x.host_busy_cores for x in u]), 3),
         "other_cores": _r(median([x.other_cores for x in u]), 3),
         "errors": sum(m.errors for m in ok),

@@ -98,12 +98,14 @@ def render(doc: dict[str, Any]) -> str:
         out.append("## What limits each point\n")
         out.append("Cores are CPU seconds per second over the measured window (client: the whole process tree; "
                    "server: mariadbd; others: the rest of the machine's busy time, i.e. load that is not ours).\n")
-        out.append("| test | users | sysbench | bench-dsl | bench-dsl processes, busiest at |")
-        out.append("|---|--:|---|---|--:|")
+        out.append("| test | users | sysbench | bench-dsl | server CPU us / tx sysbench / bench-dsl "
+                   "| bench-dsl processes, busiest at |")
+        out.append("|---|--:|---|---|--:|--:|")
         for p in points:
             bd = p["bench_dsl"]
             busiest = "-" if bd["client_busiest_cores"] is None else f"{bd['client_busiest_cores']:.0%} of a core"
             out.append(f"| {p['test']} | {p['users']} | {p['limit']['sysbench']} | {p['limit']['bench_dsl']} | "
+                       f"{_n(p['sysbench'].get('server_us_per_tx'), 1)} / {_n(bd.get('server_us_per_tx'), 1)} | "
                        f"{bd['client_processes'] or '-'}, {busiest} |")
         out.append("")
 
