@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,6 +17,14 @@ from bench_dsl.server import EmbeddedServer
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = [sys.executable, "-m", "bench_dsl.cli"]
+
+
+def default_signals() -> None:
+    """preexec_fn of a run that a test signals: the signals' default actions, as from a terminal,
+    whatever the suite was started under (`nohup`, or a background job, which ignores SIGINT: a
+    run keeps a signal it was started to ignore ignored, by design)."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from .conftest import BENCH, ROOT, run_bench
+from .conftest import BENCH, ROOT, default_signals, run_bench
 from .test_runs import _result, _wait_for_intervals
 
 pytestmark = pytest.mark.slow
@@ -41,11 +41,9 @@ def _gone(procs: list[psutil.Process], within: float = 60) -> bool:
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGHUP, 129), (signal.SIGTERM, 143)])
 def test_hangup_and_terminate_write_the_results_and_stop_the_server(sig: int, code: int, tmp_path: Path) -> None:
     out = tmp_path / "h.json"
-    # as from a terminal: the signal's default action, whatever this test was started under (`nohup
-    # make test` ignores hang-ups, and a run started that way rightly keeps ignoring them)
     proc = subprocess.Popen([*BENCH, "run", "examples/quickstart.bench", "--headless", "--json", str(out)],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(sig, signal.SIG_DFL))
+                            preexec_fn=default_signals)
     servers = _server_children(proc.pid)
     _wait_for_intervals(out, 2, proc)
     proc.send_signal(sig)
@@ -77,7 +75,8 @@ def test_a_hangup_the_run_was_started_to_ignore_stays_ignored(tmp_path: Path) ->
 def test_ctrl_c_while_the_server_starts_stops_before_loading(tmp_path: Path) -> None:
     out = tmp_path / "s.json"
     proc = subprocess.Popen([*BENCH, "run", "examples/quickstart.bench", "--headless", "--force-prepare",
-                             "--json", str(out)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             "--json", str(out)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_signals)
     assert proc.stderr is not None
     seen = ""
     while "starting a throwaway server" not in seen:  # the run's handlers are in place from here on
@@ -116,7 +115,8 @@ def test_ctrl_c_while_loading_stops_at_once(dsn_url: str, tmp_path: Path) -> Non
                  '  users 1  duration 5s\n}\n')
     out = tmp_path / "big.json"
     proc = subprocess.Popen([*BENCH, "run", str(f), "--headless", "--force-prepare", "--json", str(out)],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_signals)
     time.sleep(4)
     assert proc.poll() is None  # still loading
     proc.send_signal(signal.SIGINT)

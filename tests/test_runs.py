@@ -13,7 +13,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from .conftest import BENCH, ROOT, run_bench
+from .conftest import BENCH, ROOT, default_signals, run_bench
 
 pytestmark = pytest.mark.slow
 
@@ -146,7 +146,8 @@ def _wait_for_intervals(path: Path, n: int, proc: subprocess.Popen[str], timeout
 def test_ctrl_c_writes_everything_measured(dsn_url: str, tmp_path: Path) -> None:
     out, lines = tmp_path / "c.json", tmp_path / "c.jsonl"
     proc = subprocess.Popen([*BENCH, "run", "examples/quickstart.bench", "--json", str(out), "--jsonl", str(lines)],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_signals)
     _wait_for_intervals(out, 4, proc)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
