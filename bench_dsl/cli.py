@@ -13,7 +13,8 @@ from rich.console import Console
 
 from bench_dsl import __version__
 from bench_dsl.errors import BenchError, ExitCode, ScenarioError, UsageError
-from bench_dsl.events import Event, Sink
+from bench_dsl import events as ev
+from bench_dsl.events import Sink
 from bench_dsl.planner import describe, plan
 from bench_dsl.results import expand_output
 from bench_dsl.runner import Options, Run
@@ -225,9 +226,6 @@ def cmd_run(args: argparse.Namespace, err: Console, prepare_only: bool = False) 
 
         open_target(opts.target)  # a bad --target is a usage error before anything starts
     run = Run(sc, p, list(sinks), opts)
-    for s in sinks:
-        if isinstance(s, JsonResultSink):  # a checkpoint that cannot be written is said during the run
-            s.warn = lambda message: run.log(message, "warning")
     problems: list[str] = []
     written = True
 
@@ -272,10 +270,10 @@ class _VerdictOnly:
     def __init__(self, inner: ConsoleSink, defer: bool = False) -> None:
         self.inner = inner
         self.defer = defer
-        self.kept: list[Event] = []
+        self.kept: list[ev.Event] = []
 
-    def emit(self, event: Event) -> None:
-        if event.type == "finished" or (event.type == "log" and event.data["level"] == "error"):
+    def emit(self, event: ev.Event) -> None:
+        if isinstance(event, ev.Finished) or (isinstance(event, ev.Log) and event.level == "error"):
             if self.defer:
                 self.kept.append(event)
             else:

@@ -1,19 +1,346 @@
-"""What the engine tells its sinks. Sinks (console, JSON files, the terminal UI) only read these."""
+"""What the engine tells its sinks: one dataclass per event, in the order a run emits them.
+
+Sinks (the console, the JSON result and event-stream writers, the live screen) only read these;
+they never call back into the run. A sink that has something to say (a result file it could not
+write) returns events from `emit`, which the bus publishes to every sink like the engine's own.
+
+Every event has a `type` (its name in a JSON event stream) and `to_json()`: the object a `--jsonl`
+line holds. Figures a report carries whole (an interval's or a step's throughput, latency, errors,
+CPU, per transaction) stay a dict, the same dict the result document stores.
+
+The order of a run:
+    Begin                      the scenario, before anything starts (the result document's head)
+    Log*                       at any point: a line for the person watching (level info|warning|error)
+    Started                    the server is up: its version, settings, the plan, the conditions
+    Phase("prepare") Prepare*  loading data, with progress
+    Prepared                   what the load did (or that the data was already there)
+    Workers                    how many processes run the users
+    then, per phase of the plan:
+        Phase                  warmup | settle | hold | ramp begins
+        Tick*                  about once a second: cheap figures (no percentiles) for live displays
+        Conditions*            the judge's view of every stop condition: value, limit, state
+        Interval*              every `report every`: the figures of that interval
+        Totals*                the measured run so far (with its histograms), at each interval
+        Step                   a step's end: its figures, the server's counters, the verdicts
+        Fired                  a stop condition fired (or the server refused connections)
+        Saturation             the saturation point as it stands (after each judged step/interval)
+    ErrorMessages              when the users met an error code not described before
+    Control                    a front end's request (stop, next step, hold) taking effect
+    Finished                   the end: status, exit code, verdict, expectations, summary
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Protocol
+import dataclasses
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
+
+Json = dict[str, Any]
+
+
+class Event:
+    """Base of every event. `type` names it in a JSON stream."""
+
+    __slots__ = ()
+    type: ClassVar[str] = "event"
+
+    def to_json(self) -> Json:
+        out: Json = {"type": self.type}
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            out[f.name] = getattr(self, f.name)
+        return out
 
 
 @dataclass(frozen=True, slots=True)
-class Event:
-    type: str  # started | prepare | phase | interval | step | fired | log | checkpoint | finished
-    data: dict[str, Any]
+class Begin(Event):
+    """The run begins: what the result document says before anything is measured."""
+    type: ClassVar[str] = "begin"
+    tool_version: str
+    started_at: str
+    scenario: Json  # name, file, text and parameters (passwords removed), seed, workload, plan
+    machine: Json
+
+
+@dataclass(frozen=True, slots=True)
+class ConditionSpec:
+    """A stop condition as displays show it: the limit in the unit the file used (latency in ms)."""
+    text: str
+    resolved: str
+    kind: str  # threshold | plateau | kink
+    metric: str
+    op: str | None
+    limit: float
+    unit: str
+    window_s: float | None
+    latency: bool  # the metric is a latency (values and limit in ms)
+
+    def to_json(self) -> Json:
+        return {"text": self.text, "resolved": self.resolved, "kind": self.kind, "metric": self.metric,
+                "op": self.op, "limit": self.limit, "unit": self.unit, "window_s": self.window_s}
+
+
+@dataclass(frozen=True, slots=True)
+class Started(Event):
+    type: ClassVar[str] = "started"
+    scenario: str
+    target: str  # password removed
+    server_version: str
+    embedded: bool
+    plan: Json
+    transactions: list[str]
+    conditions: list[str]  # as written in the file
+    condition_specs: tuple[ConditionSpec, ...] = ()
+    server: Json = field(default_factory=dict)  # the result document's "server": variables, settings
+
+    def to_json(self) -> Json:
+        return {"type": self.type, "scenario": self.scenario, "target": self.target,
+                "server_version": self.server_version, "embedded": self.embedded, "plan": self.plan,
+                "transactions": self.transactions, "conditions": self.conditions,
+                "condition_specs": [c.to_json() for c in self.condition_specs]}
+
+
+@dataclass(frozen=True, slots=True)
+class Phase(Event):
+    type: ClassVar[str] = "phase"
+    phase: str  # prepare | warmup | settle | hold | ramp
+    step: int | None
+    steps: int
+    users: int
+    seconds: float | None
+    users_end: int | None = None
+    t: float | None = None
+
+    def to_json(self) -> Json:
+        out: Json = {"type": self.type, "phase": self.phase, "step": self.step, "steps": self.steps,
+                     "users": self.users, "seconds": self.seconds}
+        if self.phase != "prepare":
+            out["users_end"] = self.users_end
+            out["t"] = self.t
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Prepare(Event):
+    """Loading progress: rows written of the rows the load will write."""
+    type: ClassVar[str] = "prepare"
+    done: int
+    total: int
+    rows_per_s: float
+    eta_s: float | None
+    t: float
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared(Event):
+    type: ClassVar[str] = "prepared"
+    report: Json  # the result document's "prepare"
+
+
+@dataclass(frozen=True, slots=True)
+class Workers(Event):
+    type: ClassVar[str] = "workers"
+    processes: int
+
+
+@dataclass(frozen=True, slots=True)
+class Tick(Event):
+    """About one second of the run, with the cheap figures a live display needs (no percentiles)."""
+    type: ClassVar[str] = "tick"
+    t: float
+    phase: str
+    step: int | None
+    users: int  # the users that had a connection
+    holding: bool
+    remaining_s: float | None  # None while held
+    figures: Json  # tps, tpm, qps, errors_per_s, retries_per_s, cpu, transactions[, nopm]
+
+    def to_json(self) -> Json:
+        return {"type": self.type, "t": self.t, "phase": self.phase, "step": self.step, "users": self.users,
+                "holding": self.holding, "remaining_s": self.remaining_s, **self.figures}
+
+
+@dataclass(frozen=True, slots=True)
+class Interval(Event):
+    """One report interval (`report every`), as the result document's intervals hold it."""
+    type: ClassVar[str] = "interval"
+    row: Json  # t, start_s, phase, step, measured and the figures (see metrics.Aggregate.summary)
+    step_so_far: Json | None = None  # for live displays: the step so far beside this interval
+
+    def to_json(self) -> Json:
+        out: Json = {"type": self.type, **self.row}
+        if self.step_so_far is not None:
+            out["step_so_far"] = self.step_so_far
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Totals(Event):
+    """The run so far, at each interval and at the end: the result document's summary (the
+    measured part, with histograms), how the users sent statements, why it stops (if it does)."""
+    type: ClassVar[str] = "totals"
+    summary: Json | None
+    executor: str | None
+    stop: Json | None
+    elapsed_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class Step(Event):
+    """A step ended (complete, or cut short by a stop): as the result document's steps hold it."""
+    type: ClassVar[str] = "step"
+    row: Json  # step, users, complete, start_s, figures, server, conditions (verdicts), histograms
+
+    def to_json(self) -> Json:
+        return {"type": self.type, **{k: v for k, v in self.row.items() if k != "histograms"}}
+
+
+@dataclass(frozen=True, slots=True)
+class ConditionState:
+    """The judge's view of one stop condition at a moment of the run."""
+    text: str
+    value: float | None  # in the unit the file used for the limit (latency in ms)
+    previous: float | None  # plateau / kink: the step before's figure
+    state: str  # - | ok | near | over | fired   (over: past its limit, not judged yet)
+    source: str  # what the value was read from: "step 3 so far", "last 3s", "step 2", ...
+
+    def to_json(self) -> Json:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class Conditions(Event):
+    type: ClassVar[str] = "conditions"
+    t: float
+    states: tuple[ConditionState, ...]
+
+    def to_json(self) -> Json:
+        return {"type": self.type, "t": self.t, "states": [s.to_json() for s in self.states]}
+
+
+@dataclass(frozen=True, slots=True)
+class Fired(Event):
+    """Why the run stops climbing: a stop condition fired, or the server refused connections."""
+    type: ClassVar[str] = "fired"
+    stop: Json  # reason, condition, value, limit, step, users, at_s ... (the result's "stop")
+
+    def to_json(self) -> Json:
+        return {"type": self.type, **self.stop}
+
+
+@dataclass(frozen=True, slots=True)
+class Saturation(Event):
+    """The saturation point as it stands: users, step, saturated, condition, reason, steps_completed."""
+    type: ClassVar[str] = "saturation"
+    saturation: Json
+
+
+@dataclass(frozen=True, slots=True)
+class Log(Event):
+    type: ClassVar[str] = "log"
+    level: str  # info | warning | error
+    message: str  # passwords removed
+    t: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorMessages(Event):
+    """What the server said with error codes the users met (code -> message)."""
+    type: ClassVar[str] = "error_messages"
+    messages: dict[int, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Control(Event):
+    type: ClassVar[str] = "control"
+    action: str  # stop | next | hold
+    holding: bool
+    t: float
+
+
+@dataclass(frozen=True, slots=True)
+class Finished(Event):
+    type: ClassVar[str] = "finished"
+    status: str
+    exit_code: int
+    saturation: Json | None
+    stop: Json | None
+    expect: list[Json]
+    summary: Json | None  # without histograms
+    elapsed_s: float
+    finished_at: str = ""
+    executor: str | None = None
+    workload_report: Json | None = None
+
+    def to_json(self) -> Json:
+        return {"type": self.type, "status": self.status, "exit_code": self.exit_code,
+                "saturation": self.saturation, "stop": self.stop, "expect": self.expect,
+                "summary": self.summary, "elapsed_s": self.elapsed_s}
+
+
+EVENT_TYPES: dict[str, type[Event]] = {c.type: c for c in (
+    Begin, Started, Phase, Prepare, Prepared, Workers, Tick, Interval, Totals, Step, Conditions, Fired,
+    Saturation, Log, ErrorMessages, Control, Finished)}
+
+
+def from_json(d: Json) -> Event:
+    """An event back from its JSON form (a recorded stream replayed to a display)."""
+    d = dict(d)
+    kind = EVENT_TYPES[d.pop("type")]
+    if kind is Tick:
+        head = {k: d.pop(k) for k in ("t", "phase", "step", "users", "holding", "remaining_s")}
+        return Tick(**head, figures=d)
+    if kind is Interval:
+        so_far = d.pop("step_so_far", None)
+        return Interval(d, so_far)
+    if kind is Step:
+        return Step(d)
+    if kind is Fired:
+        return Fired(d)
+    if kind is Started:
+        specs = tuple(ConditionSpec(**s, latency=is_latency(s["metric"])) for s in d.pop("condition_specs", []))
+        return Started(**d, condition_specs=specs)
+    if kind is Conditions:
+        return Conditions(d["t"], tuple(ConditionState(**s) for s in d["states"]))
+    if kind is ErrorMessages:
+        return ErrorMessages({int(k): v for k, v in d["messages"].items()})
+    return kind(**d)
+
+
+def is_latency(metric: str) -> bool:
+    """Whether a metric's label (model.Metric.label: p90(tx), avg, max ...) names a latency."""
+    head = metric.split("(", 1)[0]
+    return head in ("avg", "max", "min") or re.fullmatch(r"p[0-9.]+", head) is not None
 
 
 class Sink(Protocol):
-    def emit(self, event: Event) -> None:
-        """Must not block the engine for long: it runs between ticks."""
+    def emit(self, event: Event) -> Iterable[Event] | None:
+        """Must not block the engine for long: it runs between ticks. May return events of its own
+        (a warning that a file could not be written), which every sink then receives."""
 
     def close(self) -> None: ...
+
+
+class Bus:
+    """Hands each event to every sink. A sink that raises (a closed pipe, a full disk) is dropped
+    and that is said as a warning: a sink must never end the run."""
+
+    def __init__(self, sinks: Sequence[Sink] = (), clock: Callable[[], float] | None = None) -> None:
+        self.sinks: list[Sink] = list(sinks)
+        self.clock = clock  # the run's elapsed seconds, for the warning that a sink stopped
+
+    def publish(self, event: Event) -> None:
+        queue = [event]
+        while queue:
+            ev = queue.pop(0)
+            for s in list(self.sinks):
+                try:
+                    said = s.emit(ev)
+                except Exception as exc:
+                    self.sinks.remove(s)
+                    queue.append(Log("warning", f"{type(s).__name__} stopped: {type(exc).__name__}: {exc}",
+                                     round(self.clock(), 3) if self.clock else None))
+                    continue
+                if said:
+                    queue.extend(said)

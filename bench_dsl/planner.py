@@ -16,6 +16,11 @@ class Phase:
     users: int  # users at the start of the phase
     users_end: int  # users at its end (differs only for a linear ramp)
     seconds: float
+    # when this phase's conditions without `for D` are judged: "step" at the end of its hold (a
+    # constant or step ramp), "interval" at each report interval (a linear ramp, which has no steps
+    # to compare), None: not judged (warmup, settle). `for D` conditions are judged at every
+    # measured tick whatever this says.
+    judge: str | None = None
 
     @property
     def measured(self) -> bool:
@@ -30,6 +35,10 @@ class Plan:
     @property
     def seconds(self) -> float:
         return sum(p.seconds for p in self.phases)
+
+    @property
+    def judged_per_interval(self) -> bool:
+        return any(p.judge == "interval" for p in self.phases)
 
     @property
     def max_users(self) -> int:
@@ -49,10 +58,10 @@ def plan(sc: m.Scenario, time_scale: float = 1.0, max_steps: int | None = None) 
     phases: list[Phase] = []
     first = r.users if isinstance(r, m.ConstantRamp) else r.start
     if sc.warmup > 0:
-        phases.append(Phase("warmup", None, first, first, _whole(sc.warmup, time_scale)))
+        phases.append(Phase("warmup", None, first, first, _whole(sc.warmup, time_scale), None))
     match r:
         case m.ConstantRamp():
-            phases.append(Phase("hold", 1, r.users, r.users, _whole(r.duration, time_scale)))
+            phases.append(Phase("hold", 1, r.users, r.users, _whole(r.duration, time_scale), "step"))
             steps = 1
         case m.StepRamp():
             counts = r.user_counts()
@@ -60,15 +69,15 @@ def plan(sc: m.Scenario, time_scale: float = 1.0, max_steps: int | None = None) 
                 counts = counts[:max_steps]
             for i, users in enumerate(counts, start=1):
                 if i > 1 and r.settle > 0:
-                    phases.append(Phase("settle", i, users, users, _whole(r.settle, time_scale)))
-                phases.append(Phase("hold", i, users, users, _whole(r.hold, time_scale)))
+                    phases.append(Phase("settle", i, users, users, _whole(r.settle, time_scale), None))
+                phases.append(Phase("hold", i, users, users, _whole(r.hold, time_scale), "step"))
             steps = len(counts)
         case m.LinearRamp():
             over = _whole(r.over, time_scale)
-            phases.append(Phase("ramp", 1, r.start, r.end, over))
+            phases.append(Phase("ramp", 1, r.start, r.end, over, "interval"))
             rest = _whole(r.duration, time_scale) - over
             if rest > 0:
-                phases.append(Phase("hold", 1, r.end, r.end, rest))
+                phases.append(Phase("hold", 1, r.end, r.end, rest, "interval"))
             steps = 1
     return Plan(tuple(phases), steps)
 
@@ -107,7 +116,7 @@ def describe(sc: m.Scenario, p: Plan) -> str:
         for c in sc.stop:
             when = f"live, over a {c.window:g}s window" if c.window else (
                 "at each step's end" if c.kind != "threshold" or isinstance(sc.ramp, m.StepRamp)
-                else "at each report interval" if isinstance(sc.ramp, m.LinearRamp) else "at the end")
+                else "at each report interval" if p.judged_per_interval else "at the end")
             lines.append(f"    {c.resolved:<36} ({when})")
     if sc.expect:
         lines.append("  expect:   " + "; ".join(c.resolved for c in sc.expect))

@@ -1,5 +1,6 @@
 """Sinks of the event stream: the console (rich, on stderr), the JSON result file (rewritten
-atomically at every interval, so a kill leaves the last complete picture), and JSON lines."""
+atomically at every interval, so a kill leaves the last complete picture), and JSON lines.
+They read events only: nothing here imports the engine."""
 
 from __future__ import annotations
 
@@ -9,14 +10,14 @@ import os
 import sys
 import tempfile
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
 from rich.console import Console
 from rich.markup import escape as esc  # scenario text may hold [brackets]: never read them as styles
 
-from bench_dsl.events import Event
+from bench_dsl import events as ev
+from bench_dsl.document import ResultDocument
 
 
 def write_atomically(path: Path, text: str) -> None:
@@ -34,35 +35,41 @@ def write_atomically(path: Path, text: str) -> None:
 
 
 class JsonResultSink:
-    """The versioned result document (schema: bench_dsl/schema/result-v1.json).
+    """The versioned result document (schema: bench_dsl/schema/result-v1.json), built from the
+    run's events (bench_dsl.document) and rewritten whole at each interval and at the end.
 
     Encoding and fsyncing a long run's document takes long enough to stall the virtual users of a
-    single-process run, so a thread writes it; the newest checkpoint replaces one not yet written.
-    close() writes the last one before it returns, and raises if it could not. A checkpoint that
-    could not be written (a full disk) is told to `warn` at the next checkpoint, once, and so is
-    the first one written again after it: the person watching knows the file is behind."""
+    single-process run, so a thread writes it; the newest state replaces one not yet written.
+    close() writes the last one before it returns, and raises if it could not. A write that failed
+    (a full disk) is said as a warning event at the next write, once, and so is the first one that
+    succeeds after it: the person watching knows the file is behind."""
 
-    def __init__(self, path: Path, warn: Callable[[str], None] | None = None) -> None:
+    WRITE_ON = (ev.Started, ev.Totals, ev.Finished)
+
+    def __init__(self, path: Path) -> None:
         self.path = path
-        self.warn = warn  # called on the thread that emits (the run's), never the writer's
+        self.document = ResultDocument()
         self._pending: dict[str, Any] | None = None
         self._error: BaseException | None = None
-        self._told: BaseException | None = None  # the write error `warn` heard of
+        self._told: BaseException | None = None  # the write error a warning said
         self._closed = False
         self._encoded: list[str] = []  # the intervals written so far, each encoded once
         self._cond = threading.Condition()
         self._thread = threading.Thread(target=self._write_loop, name="json-result", daemon=True)
         self._thread.start()
 
-    def emit(self, event: Event) -> None:
-        if event.type == "checkpoint":
-            self._tell()
-            doc = event.data["document"]
-            # the run appends to its lists while the thread encodes: hand over copies of them
-            snapshot = {k: (list(v) if isinstance(v, list) else v) for k, v in doc.items()}
-            with self._cond:
-                self._pending = snapshot
-                self._cond.notify()
+    def emit(self, event: ev.Event) -> list[ev.Event] | None:
+        self.document.apply(event)
+        if not isinstance(event, self.WRITE_ON):
+            return None
+        said = self._tell(event)
+        doc = self.document.doc
+        # the document's lists grow while the thread encodes: hand over copies of them
+        snapshot = {k: (list(v) if isinstance(v, list) else v) for k, v in doc.items()}
+        with self._cond:
+            self._pending = snapshot
+            self._cond.notify()
+        return said
 
     def _write_loop(self) -> None:
         while True:
@@ -82,15 +89,16 @@ class JsonResultSink:
             except Exception as exc:  # reported by close(): the run must not die of a full disk
                 self._error = exc
 
-    def _tell(self) -> None:
+    def _tell(self, event: ev.Event) -> list[ev.Event] | None:
+        """A warning when writes began to fail, and one when they work again; not one per failure."""
         error = self._error
-        if self.warn is None or error is self._told:
-            return
-        if error is not None and self._told is None:
-            self.warn(f"could not write {self.path}: {error}; trying again at every interval")
-        elif error is None:
-            self.warn(f"{self.path} written again")
+        if error is self._told or (error is not None and self._told is not None):
+            return None
         self._told = error
+        t = getattr(event, "elapsed_s", None)
+        if error is not None:
+            return [ev.Log("warning", f"could not write {self.path}: {error}; trying again at every interval", t)]
+        return [ev.Log("warning", f"{self.path} written again", t)]
 
     _INTERVALS = "\x00intervals\x00"
 
@@ -125,17 +133,15 @@ class JsonLinesSink:
     buffer, its first part stayed in the file and the rest in the buffer, to be written after
     whatever came next if the disk had room again by then."""
 
-    TYPES = {"started", "phase", "interval", "step", "fired", "finished"}
+    TYPES = (ev.Started, ev.Phase, ev.Interval, ev.Step, ev.Fired, ev.Finished)
 
     def __init__(self, stream: IO[str]) -> None:
         self.stream = stream
         self.fd = stream.fileno()
 
-    def emit(self, event: Event) -> None:
-        if event.type in self.TYPES:
-            line = json.dumps({"type": event.type, **{k: v for k, v in event.data.items() if k != "type"}},
-                              default=str) + "\n"
-            self._write(line.encode())
+    def emit(self, event: ev.Event) -> None:
+        if isinstance(event, self.TYPES):
+            self._write((json.dumps(event.to_json(), default=str) + "\n").encode())
 
     def _write(self, data: bytes) -> None:
         self.stream.flush()  # whatever else went through the stream stays before this line
@@ -176,15 +182,15 @@ class ConsoleSink:
         self.c = console or Console(stderr=True, highlight=False)
         self.c.soft_wrap = True  # one line per interval, as sysbench: never folded
 
-    def emit(self, event: Event) -> None:
-        d = event.data
-        match event.type:
-            case "started":
-                self.c.print(f"[bold]{esc(d['scenario'])}[/] on {esc(d['target'])} ({esc(d['server_version'])})")
-            case "log":
-                style = {"warning": "yellow", "error": "bold red"}.get(d["level"], "dim")
-                self.c.print(f"[{style}]{esc(d['message'])}[/]", markup=True)
-            case "interval":
+    def emit(self, event: ev.Event) -> None:
+        match event:
+            case ev.Started():
+                self.c.print(f"[bold]{esc(event.scenario)}[/] on {esc(event.target)} ({esc(event.server_version)})")
+            case ev.Log():
+                style = {"warning": "yellow", "error": "bold red"}.get(event.level, "dim")
+                self.c.print(f"[{style}]{esc(event.message)}[/]", markup=True)
+            case ev.Interval():
+                d = event.row
                 lat = d["latency_ms"]
                 cpu = d["cpu"]
                 cpus = " ".join(f"{k} {v:.0f}%" for k, v in cpu.items() if v is not None)
@@ -195,13 +201,14 @@ class ConsoleSink:
                     f"lat ms p50/p95/p99 {_ms(lat['p50']).strip()}/{_ms(lat['p95']).strip()}/{_ms(lat['p99']).strip()} "
                     f"err/s {d['errors'] / secs:.1f} retry/s {d['retries'] / secs:.1f} cpu {cpus}",
                     markup=False)
-            case "step":
+            case ev.Step():
+                d = event.row
                 lat = d["latency_ms"]
                 self.c.print(f"[bold cyan]step {d['step']} done:[/] {d['users']} users, tps {d['tps']:.1f}, "
                              f"p90 {_ms(lat['p90']).strip()} ms, p99 {_ms(lat['p99']).strip()} ms, "
                              f"errors {d['errors']}")
-            case "finished":
-                self._verdict(d)
+            case ev.Finished():
+                self._verdict(event.to_json())
 
     def _verdict(self, d: dict[str, Any]) -> None:
         sat = d["saturation"] or {}

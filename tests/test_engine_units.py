@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 
 from bench_dsl import model as m
-from bench_dsl.conditions import WindowedConditions, judge
+from bench_dsl.judge import WindowedConditions, judge
 from bench_dsl.generators import compile_value, nurand, special, zipf
 from bench_dsl.metrics import HIGHEST_US, Aggregate, Recorder, Tick, TxStats, new_histogram
 from bench_dsl.planner import Phase, plan
@@ -23,19 +23,19 @@ def test_step_plan_is_exact() -> None:
     sc = load(ROOT / "examples/step-saturation.bench", env={})
     p = plan(sc)
     assert p.steps == 64  # 4, 8, ... 256
-    assert p.phases[:4] == (Phase("warmup", None, 4, 4, 10.0), Phase("hold", 1, 4, 4, 20.0),
-                            Phase("settle", 2, 8, 8, 5.0), Phase("hold", 2, 8, 8, 20.0))
-    assert p.phases[-1] == Phase("hold", 64, 256, 256, 20.0)
+    assert p.phases[:4] == (Phase("warmup", None, 4, 4, 10.0), Phase("hold", 1, 4, 4, 20.0, "step"),
+                            Phase("settle", 2, 8, 8, 5.0), Phase("hold", 2, 8, 8, 20.0, "step"))
+    assert p.phases[-1] == Phase("hold", 64, 256, 256, 20.0, "step")
     small = plan(sc, time_scale=0.1, max_steps=2)
-    assert small.phases == (Phase("warmup", None, 4, 4, 1.0), Phase("hold", 1, 4, 4, 2.0),
-                            Phase("settle", 2, 8, 8, 1.0), Phase("hold", 2, 8, 8, 2.0))
+    assert small.phases == (Phase("warmup", None, 4, 4, 1.0), Phase("hold", 1, 4, 4, 2.0, "step"),
+                            Phase("settle", 2, 8, 8, 1.0), Phase("hold", 2, 8, 8, 2.0, "step"))
 
 
 def test_multiplicative_and_linear_plans() -> None:
     assert m.StepRamp(1, None, 2.0, 0, 1, 16).user_counts() == [1, 2, 4, 8, 16]
     assert m.StepRamp(32, 32, None, 0, 1, 100).user_counts() == [32, 64, 96]
     sc = load(ROOT / "examples/custom-hot-rows.bench", env={})
-    assert plan(sc).phases == (Phase("ramp", 1, 1, 32, 30.0), Phase("hold", 1, 32, 32, 30.0))
+    assert plan(sc).phases == (Phase("ramp", 1, 1, 32, 30.0, "interval"), Phase("hold", 1, 32, 32, 30.0, "interval"))
 
 
 def _agg(latencies_us: list[int], seconds: float = 1.0, errors: int = 0, cpu: float | None = None) -> Aggregate:
@@ -180,35 +180,36 @@ def test_result_checkpoints_encode_each_interval_once_and_read_back_whole(tmp_pa
     import json
     import time
 
-    from bench_dsl.events import Event
+    from bench_dsl import events as ev
     from bench_dsl.sinks import JsonResultSink
 
     path = tmp_path / "r.json"
     sink = JsonResultSink(path)
-    intervals: list[dict[str, object]] = []
-    doc: dict[str, object] = {"status": "running", "intervals": intervals, "name": 'a "quoted" name'}
+    sink.emit(ev.Begin("1", "now", {"name": 'a "quoted" name'}, {}))
     for i in range(30):
-        intervals.append({"t": i, "tps": i * 1.5, "note": "\x00intervals\x00" if i == 3 else None})
-        sink.emit(Event("checkpoint", {"document": doc}))
+        sink.emit(ev.Interval({"t": i, "tps": i * 1.5, "note": "\x00intervals\x00" if i == 3 else None}))
+        sink.emit(ev.Totals(None, None, None, float(i)))
         if i % 10 == 9:  # let the writer catch up: what it wrote must read back as the document
             deadline = time.monotonic() + 5
             while time.monotonic() < deadline and not (
                     path.exists() and len(json.loads(path.read_text())["intervals"]) == i + 1):
                 time.sleep(0.01)
-            assert json.loads(path.read_text()) == doc
+            assert json.loads(path.read_text()) == sink.document.doc
     sink.close()
-    assert json.loads(path.read_text()) == doc
+    doc = sink.document.doc
+    assert json.loads(path.read_text()) == doc and len(doc["intervals"]) == 30
     assert len(sink._encoded) == 30  # each interval encoded once, whatever the number of checkpoints
-    doc["status"] = "completed"  # the final document: indented, whole
-    sink = JsonResultSink(path)
-    sink.emit(Event("checkpoint", {"document": doc}))
+    sink = JsonResultSink(path)  # the final document: indented, whole
+    sink.emit(ev.Begin("1", "now", {"name": "n"}, {}))
+    sink.emit(ev.Finished("completed", 0, None, None, [], None, 1.0, "later"))
     sink.close()
-    assert json.loads(path.read_text()) == doc and "\n " in path.read_text()
+    assert json.loads(path.read_text()) == sink.document.doc and "\n " in path.read_text()
+    assert sink.document.doc["status"] == "completed"
 
 
 _FULL_DISK = r"""
 import json, resource, signal, sys
-from bench_dsl.events import Event
+from bench_dsl import events as ev
 from bench_dsl.sinks import JsonLinesSink
 
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # past the limit, write() fails with EFBIG
@@ -217,7 +218,7 @@ sink = JsonLinesSink(open(sys.argv[1], "w", encoding="utf-8"))
 failed = 0
 for i in range(4):
     try:
-        sink.emit(Event("interval", {"t": i, "note": "x" * 1900}))
+        sink.emit(ev.Interval({"t": i, "note": "x" * 1900}))
     except OSError:
         failed += 1
 sink.close()
@@ -240,18 +241,23 @@ def test_event_stream_lines_that_do_not_fit_are_cut_back_whole(tmp_path) -> None
 _CHECKPOINTS = r"""
 import json, resource, signal, sys, time
 from pathlib import Path
-from bench_dsl.events import Event
+from bench_dsl import events as ev
 from bench_dsl.sinks import JsonResultSink
 
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 resource.setrlimit(resource.RLIMIT_FSIZE, (3000, resource.RLIM_INFINITY))  # a disk that fills up
 path = Path(sys.argv[1])
 heard = []
-sink = JsonResultSink(path, warn=heard.append)
+sink = JsonResultSink(path)
+sink.emit(ev.Begin("1", "now", {}, {}))
+count = 0
 
 def checkpoint(n):
-    sink.emit(Event("checkpoint", {"document": {"status": "running", "intervals": [{"t": i} for i in range(n)],
-                                                "pad": "x" * 20 * n}}))
+    global count
+    while count < n:
+        sink.emit(ev.Interval({"t": count, "pad": "x" * 20}))
+        count += 1
+    heard.extend(e.message for e in sink.emit(ev.Totals(None, None, None, float(n))) or [])  # warnings come back
     time.sleep(0.3)  # the writer thread's turn
 
 checkpoint(10)   # ~300 bytes: written

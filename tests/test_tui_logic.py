@@ -9,15 +9,14 @@ import pytest
 from rich.console import Console, RenderableType
 from rich.style import Style
 
+from bench_dsl import events as ev
 from bench_dsl.events import Event
-from bench_dsl.model import Condition
 from bench_dsl.tui import render
 from bench_dsl.tui.chart import Canvas, ThroughputChart, UsersChart, doubling, nice_ceiling, time_ticks
-from bench_dsl.tui.live_conditions import ConditionBoard, figure, show_limit, show_value, state_of
 from bench_dsl.tui.state import MAX_POINTS, Boundary, LiveState, LogBook, StepPoint
 from bench_dsl.validate import load
 
-from .fixtures.replay import QUICKSTART, events, scenario, upto
+from .fixtures.replay import QUICKSTART, events, upto
 
 
 def text_of(r: RenderableType, width: int = 120) -> str:
@@ -27,98 +26,32 @@ def text_of(r: RenderableType, width: int = 120) -> str:
     return cap.get()
 
 
-def fold(evs: list[Event], sc_name: str = "steps") -> LiveState:
-    st = LiveState.for_scenario(scenario(sc_name))
+def fold(evs: list[Event]) -> LiveState:
+    st = LiveState()
     for e in evs:
-        st.apply(e.type, e.data)
+        st.apply(e)
     return st
 
 
-def conditions(tmp_path: Path, *texts: str) -> dict[str, Condition]:
-    """Conditions parsed as the engine parses them (limits in canonical units)."""
-    f = tmp_path / "c.bench"
-    f.write_text('scenario "c" { workload custom { transaction locked { query "SELECT 1" } } '
-                 'ramp step { start 1 users step +1 users settle 1s hold 1s max 3 users } '
-                 'stop when { ' + "\n".join(texts) + " } }")
-    return {c.text: c for c in load(str(f)).stop}
-
-
-# the conditions' values and states -----------------------------------------------------------------
-def test_figures_are_read_in_the_files_units(tmp_path: Path) -> None:
-    cs = conditions(tmp_path, "p90(locked) > 200ms", "p99.9 > 1s", "avg(locked) > 50ms", "tps < 10", "tpm < 600",
-                    "qps < 5", "error_rate > 1%", "cpu(server) > 80%", "cpu(client) > 80%")
-    iv = next(e.data for e in events() if e.type == "interval" and e.data["step"] == 5 and e.data["measured"])
-    lat = iv["transactions"]["locked"]["latency_ms"]
-    got = {t: figure(c.metric, iv) for t, c in cs.items()}
-    assert got["p90(locked) > 200ms"] == lat["p90"]
-    assert got["p99.9 > 1s"] == iv["latency_ms"]["p99_9"]
-    assert got["avg(locked) > 50ms"] == lat["avg"]
-    assert got["tps < 10"] == iv["tps"] and got["tpm < 600"] == iv["tpm"] and got["qps < 5"] == iv["qps"]
-    assert got["error_rate > 1%"] == pytest.approx(100 * iv["errors"] / (iv["count"] + iv["errors"]))
-    assert got["cpu(server) > 80%"] == iv["cpu"]["server"] and got["cpu(client) > 80%"] == iv["cpu"]["client"]
-    # a step so far has no tpm: it comes from its tps
-    assert figure(cs["tpm < 600"].metric, iv["step_so_far"]) == pytest.approx(iv["step_so_far"]["tps"] * 60)
-
-
-def test_states_ok_near_over(tmp_path: Path) -> None:
-    cs = conditions(tmp_path, "p90 > 200ms", "tps < 100", "tps plateau 10%", "p90 kink 4x", "error_rate == 0%")
-    p90, tps, plateau, kink, exact = cs.values()
-    assert [state_of(p90, v) for v in (100.0, 165.0, 200.0, 201.0)] == ["ok", "near", "near", "over"]
-    assert [state_of(tps, v) for v in (200.0, 120.0, 99.0)] == ["ok", "near", "over"]
-    # plateau: the gain over the step before (100 tps)
-    assert [state_of(plateau, v, 100.0) for v in (130.0, 111.0, 105.0)] == ["ok", "near", "over"]
-    assert show_value(plateau, 111.0, 100.0) == "+11.0%"
-    assert [state_of(kink, v, 10.0) for v in (20.0, 35.0, 41.0)] == ["ok", "near", "over"]
-    assert show_value(kink, 35.0, 10.0) == "3.50x"
-    assert state_of(plateau, 120.0, None) == "-"  # the first step has nothing to compare with
-    assert state_of(exact, 0.0) == "over" and state_of(exact, 1.0) == "ok"  # no "near" for == or !=
-    assert state_of(p90, None) == "-"
-    # a second or more reads in seconds, as the file would write it
-    p99 = conditions(tmp_path, "p99 > 10s")["p99 > 10s"]
-    assert (show_limit(p99), show_value(p99, 1500.0), show_value(p99, 5.15)) == ("> 10s", "1.5s", "5.15ms")
-
-
-def test_live_values_are_the_ones_the_engine_then_judges() -> None:
-    """Just before each step's verdict, the board shows the value the engine judged, for every kind of
-    condition judged at a step's end (threshold, plateau, kink, error rate)."""
-    sc = scenario()
-    board = ConditionBoard(sc.stop)
-    by_text = {c.text: c for c in sc.stop}
-    checked = 0
-    for e in events():
-        if e.type == "step":
-            live = {r.text: r for r in board.rows()}
-            for v in e.data["conditions"]:
-                c = by_text[v["condition"]]
-                assert live[v["condition"]].value == show_value(c, v["value"], v["previous"]), (e.data["step"], c.text)
-                assert live[v["condition"]].source == f"step {e.data['step']} so far"
-                checked += 1
-            board.on_step(e.data)
-        elif e.type == "interval":
-            board.on_interval(e.data)
-        elif e.type == "tick":
-            board.on_tick(e.data)
-    assert checked == 6 * 4  # six steps, four conditions judged at a step's end
-
-
+# the conditions, as the judge's events say them ----------------------------------------------------
 def test_the_board_through_the_recorded_run() -> None:
     evs = events()
     # step 5 so far: the plateau is read against step 4's throughput
-    st = fold(upto(evs, lambda e: e.type == "interval" and e.data["step"] == 5 and e.data["measured"], after=0))
+    st = fold(upto(evs, lambda e: isinstance(e, ev.Interval) and e.row["step"] == 5 and e.row["measured"], after=1))
     rows = {r.text: r for r in st.board.rows()}
-    step4 = next(e.data for e in evs if e.type == "step" and e.data["step"] == 4)
+    step4 = next(e.row for e in evs if isinstance(e, ev.Step) and e.row["step"] == 4)
     so_far = st.interval["step_so_far"]  # type: ignore[index]
     gain = 100 * (so_far["tps"] - step4["tps"]) / step4["tps"]
     assert rows["tps plateau 10%"].value == f"{gain:+.1f}%"
     assert rows["p90(locked) > 200ms"].source == "step 5 so far"
     # `for 3s`: the mean of the last three measured ticks
-    ticks = [e.data for e in evs if e.type == "tick" and e.data["step"] == 5 and e.data["phase"] == "hold"]
-    st = fold(upto(evs, lambda e: e.data is ticks[3]))
-    cpu = sum(t["cpu"]["server"] for t in ticks[1:4]) / 3
+    ticks = [e for e in evs if isinstance(e, ev.Tick) and e.step == 5 and e.phase == "hold"]
+    st = fold(upto(evs, lambda e: e is ticks[3], after=1))  # the tick, then the judge's word on it
+    cpu = sum(t.figures["cpu"]["server"] for t in ticks[1:4]) / 3
     row = {r.text: r for r in st.board.rows()}["cpu(server) > 95% for 3s"]
     assert row.source == "last 3s" and row.value == render.fmt_num(cpu) + "%" and row.state == "ok"
     # the last step's verdicts: p90 and the plateau both fired, before the `fired` event names p90
-    st = fold(upto(evs, lambda e: e.type == "step" and e.data["step"] == 6))
+    st = fold(upto(evs, lambda e: isinstance(e, ev.Step) and e.row["step"] == 6, after=1))
     rows = {r.text: r for r in st.board.rows()}
     assert rows["p90(locked) > 200ms"].state == "FIRED" and rows["tps plateau 10%"].state == "FIRED"
     assert rows["p90 kink 4x"].state == "ok" and rows["p90 kink 4x"].source == "step 6"
@@ -127,22 +60,20 @@ def test_the_board_through_the_recorded_run() -> None:
     assert (rows["p90(locked) > 200ms"].value, rows["p90(locked) > 200ms"].state) == ("246ms", "FIRED")
 
 
-def test_conditions_without_a_parsed_scenario_are_listed_by_text() -> None:
-    st = LiveState()  # a replay with no scenario: the texts of the `started` event only
-    for e in events():
-        st.apply(e.type, e.data)
+def test_conditions_the_judge_has_not_spoken_of_are_listed_with_their_limits() -> None:
+    st = fold([e for e in events() if not isinstance(e, ev.Conditions)])
     rows = st.board.rows()
     assert [r.text for r in rows][:2] == ["p90(locked) > 200ms", "tps plateau 10%"]
-    assert rows[0].state == "FIRED" and rows[1].state == "-"
+    assert [(r.value, r.limit, r.state) for r in rows[:2]] == [("-", "> 200ms", "-"), ("-", "gain < 10%", "-")]
 
 
 # the state --------------------------------------------------------------------------------------------
 def test_saturation_is_known_when_a_condition_fires_and_final_when_the_run_ends() -> None:
     evs = events()
-    assert fold(upto(evs, lambda e: e.type == "step" and e.data["step"] == 6)).saturation_users is None
-    assert fold(upto(evs, lambda e: e.type == "fired")).saturation_users == 16
+    assert fold(upto(evs, lambda e: isinstance(e, ev.Step) and e.row["step"] == 6, after=1)).saturation_users is None
+    assert fold(upto(evs, lambda e: isinstance(e, ev.Fired))).saturation_users == 16
     assert fold(evs).saturation_users == 16
-    qs = fold(events(QUICKSTART), "quickstart")
+    qs = fold(events(QUICKSTART))
     assert qs.saturation_users == 8 and not qs.finished["saturation"]["saturated"]  # type: ignore[index]
 
 
@@ -157,8 +88,7 @@ def test_steps_and_boundaries_follow_the_run() -> None:
 def test_a_flood_of_ticks_keeps_the_state_small_and_the_peaks() -> None:
     st = LiveState()
     for i in range(20 * MAX_POINTS):
-        st.apply("tick", {"t": float(i + 1), "phase": "hold", "step": 1, "users": 4, "holding": False,
-                          "remaining_s": 1.0, "tps": 5000.0 if i == 7777 else 100.0})
+        st.apply(ev.Tick(float(i + 1), "hold", 1, 4, False, 1.0, {"tps": 5000.0 if i == 7777 else 100.0}))
     assert len(st.series) <= MAX_POINTS
     assert max(p.hi for p in st.series) == 5000.0 and min(p.lo for p in st.series) == 100.0
     assert st.series[-1].t == 20 * MAX_POINTS
@@ -167,17 +97,17 @@ def test_a_flood_of_ticks_keeps_the_state_small_and_the_peaks() -> None:
 
 def test_hold_and_stop_show_in_the_header() -> None:
     evs = events()
-    st = fold(upto(evs, lambda e: e.type == "control" and e.data["action"] == "hold", after=1))
+    st = fold(upto(evs, lambda e: isinstance(e, ev.Control) and e.action == "hold", after=1))
     head = text_of(render.header(st, 120), 120)
     assert "step 3/6 hold · 4 users" in head and "HOLDING" in head and "left" not in head
-    st.apply("control", {"action": "stop", "holding": False, "t": 30.0})
+    st.apply(ev.Control("stop", False, 30.0))
     assert "stopping: saving what was measured" in text_of(render.header(st, 120), 120)
 
 
 def test_prepare_shows_a_progress_bar() -> None:
-    st = fold(upto(events(QUICKSTART), lambda e: e.type == "phase" and e.data["phase"] == "prepare"), "quickstart")
+    st = fold(upto(events(QUICKSTART), lambda e: isinstance(e, ev.Phase) and e.phase == "prepare"))
     assert "prepare: checking and loading the data" in text_of(render.header(st, 100), 100)
-    st.apply("prepare", {"done": 4500, "total": 10000, "rows_per_s": 12345.0, "eta_s": 0.4, "t": 2.0})
+    st.apply(ev.Prepare(4500, 10000, 12345.0, 0.4, 2.0))
     line = text_of(render.header(st, 100), 100).splitlines()[1]
     assert "45%" in line and "4,500/10,000 rows" in line and "12,345 rows/s" in line and "0:00 left" in line
     assert "█" in line
@@ -185,9 +115,7 @@ def test_prepare_shows_a_progress_bar() -> None:
 
 def test_the_target_never_shows_a_password() -> None:
     st = LiveState()
-    st.apply("started", {"scenario": "s", "target": "mysql://app:Sekret-99@db.example:3306/shop",
-                         "server_version": "8.0.36", "embedded": False, "plan": {}, "transactions": [],
-                         "conditions": []})
+    st.apply(ev.Started("s", "mysql://app:Sekret-99@db.example:3306/shop", "8.0.36", False, {}, [], []))
     head = text_of(render.header(st, 120), 120)
     assert "Sekret-99" not in head and "MySQL 8.0.36" in head and "db.example:3306/shop" in head
     # at 80 columns the target is cut, never the clock
@@ -216,8 +144,8 @@ def test_errors_of_the_recording_are_one_line_with_their_message() -> None:
     st = fold(events())
     errors = [e for e in st.log.tail(100) if e.code is not None]
     assert len(errors) == 1
-    total = sum(int(n) for e in events() if e.type == "interval"
-                for n in e.data["transactions"]["dup"]["errors_by_code"].values())
+    total = sum(int(n) for e in events() if isinstance(e, ev.Interval)
+                for n in e.row["transactions"]["dup"]["errors_by_code"].values())
     assert errors[0].count == total and errors[0].message == "Duplicate entry '1' for key 'PRIMARY'"
 
 
@@ -266,7 +194,7 @@ def test_users_chart_draws_each_step_the_limit_and_the_saturation_point() -> Non
 
 
 def test_transactions_table_keeps_what_matters_when_narrow() -> None:
-    st = fold(upto(events(), lambda e: e.type == "interval" and e.data["step"] == 5 and e.data["measured"]))
+    st = fold(upto(events(), lambda e: isinstance(e, ev.Interval) and e.row["step"] == 5 and e.row["measured"]))
     wide = text_of(render.tx_table(st, 116), 116).splitlines()
     assert wide[0].split() == ["transaction", "count", "tps", "p50", "p90", "p99", "max", "err", "│", "count", "tps",
                                "p50", "p90", "p95", "p99", "max", "err"]
@@ -283,19 +211,19 @@ def test_verdict_says_where_it_stopped_and_where_the_results_are() -> None:
     assert "Saturation point: 16 users (step 5" in text
     assert "ended by p90(locked) > 200ms: measured 246ms against 200ms, step 6 at 32 users" in text
     assert "results results/four-locks.json" in text and "press q or Enter to leave" in text
-    qs = text_of(render.verdict(fold(events(QUICKSTART), "quickstart"), None, waiting_for_key=False))
+    qs = text_of(render.verdict(fold(events(QUICKSTART)), None, waiting_for_key=False))
     assert "No stop condition fired: 8 users met every condition" in qs and "press q" not in qs
 
 
 def test_figures_show_the_last_second() -> None:
     evs = events()
-    st = fold(upto(evs, lambda e: e.type == "tick" and e.data["step"] == 5 and e.data["phase"] == "hold"))
+    st = fold(upto(evs, lambda e: isinstance(e, ev.Tick) and e.step == 5 and e.phase == "hold"))
     tick = st.tick
     assert tick is not None
     labels, values = text_of(render.figures(st, 120)).splitlines()
     assert labels.split() == ["users", "tps", "tpm", "errors/s", "retries/s", "cpu", "server", "cpu", "client"]
     assert values.split()[:3] == ["16", f"{tick['tps']:.1f}", f"{tick['tpm']:,.0f}"]
-    st.apply("tick", {**tick, "nopm": 1234.0})
+    st.apply(ev.from_json({"type": "tick", **tick, "nopm": 1234.0}))
     assert "NOPM" in text_of(render.figures(st, 120)) and "1,234" in text_of(render.figures(st, 120))
 
 
@@ -305,19 +233,18 @@ def test_a_boundary_label_never_runs_off_the_chart() -> None:
     assert all(line.cell_len <= 40 for line in lines)
 
 
-def test_a_linear_ramp_is_judged_and_drawn_per_interval(tmp_path: Path) -> None:
-    f = tmp_path / "lin.bench"
-    f.write_text('scenario "lin" { workload custom { transaction read { query "SELECT 1" } } '
-                 'ramp linear from 1 to 8 users over 4s  duration 4s  stop when { tps < 5  p99(read) > 50ms } }')
-    st = LiveState.for_scenario(load(str(f)))
-    st.apply("phase", {"phase": "ramp", "step": 1, "steps": 1, "users": 1, "users_end": 8, "seconds": 4.0, "t": 1.0})
+def test_a_linear_ramp_is_drawn_per_interval() -> None:
+    st = LiveState()
+    phases = [{"kind": "ramp", "step": 1, "users": 1, "users_end": 8, "seconds": 4.0}]
+    st.apply(ev.Started("lin", "t", "v", True, {"steps": 1, "phases": phases}, ["read"], ["p90(read) > 50ms"],
+                        (ev.ConditionSpec("p90(read) > 50ms", "p90(read) > 50ms", "threshold", "p90(read)", ">",
+                                          50.0, "ms", None, True),)))
+    st.apply(ev.Phase("ramp", 1, 1, 1, 4.0, 8, 1.0))
     for i, (users, tps) in enumerate(((1, 50.0), (3, 140.0), (6, 260.0))):
         lat = {"p50": 1.0, "p90": 2.0 + i, "p99": 3.0 + i}
-        st.apply("interval", {"t": 2.0 + i, "phase": "ramp", "step": 1, "measured": True, "seconds": 1.0,
+        st.apply(ev.Interval({"t": 2.0 + i, "phase": "ramp", "step": 1, "measured": True, "seconds": 1.0,
                               "users": users, "tps": tps, "count": int(tps), "errors": 0, "latency_ms": lat,
                               "transactions": {"read": {"tps": tps, "count": int(tps), "errors": 0,
-                                                        "latency_ms": lat}}})
+                                                        "latency_ms": lat}}}))
     assert [(p.users, p.tps, p.p90_ms) for p in st.step_points] == [(1, 50.0, 2.0), (3, 140.0, 3.0), (6, 260.0, 4.0)]
-    rows = {r.text: r for r in st.board.rows()}
-    assert (rows["tps < 5"].value, rows["tps < 5"].source) == ("260", "last interval")
-    assert rows["p99(read) > 50ms"].value == "5ms" and rows["p99(read) > 50ms"].state == "ok"
+    assert st.p90_tx == "read" and st.p90_limit_ms == 50.0

@@ -10,6 +10,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from bench_dsl import events as ev
+from bench_dsl.document import ResultDocument
 from bench_dsl.events import Event
 from bench_dsl.fleet import ProcessFleet, worker_count
 from bench_dsl.planner import plan
@@ -37,9 +39,11 @@ scenario "sleeper" {
 class Collect:
     def __init__(self) -> None:
         self.events: list[Event] = []
+        self.document = ResultDocument()  # what the JSON result sink would write
 
     def emit(self, event: Event) -> None:
         self.events.append(event)
+        self.document.apply(event)
 
     def close(self) -> None:
         pass
@@ -50,7 +54,7 @@ async def _run(path: Path, workers: int) -> tuple[int, dict, Run]:
     sink = Collect()
     run = Run(sc, plan(sc), [sink], Options(workers=workers))
     code = await run.execute()
-    return code, run.doc, run
+    return code, sink.document.doc, run
 
 
 @pytest.mark.parametrize("workers", [1, 2])
@@ -114,24 +118,25 @@ async def test_a_dead_worker_fails_the_run_but_keeps_the_data(dsn_url: str, tmp_
     sink = Collect()
     run = Run(sc, plan(sc), [sink], Options(workers=2))
     task = asyncio.create_task(run.execute())
-    while not any(e.type == "interval" and e.data.get("phase") == "hold" for e in sink.events):
+    while not any(isinstance(e, ev.Interval) and e.row.get("phase") == "hold" for e in sink.events):
         await asyncio.sleep(0.2)
     assert isinstance(run.fleet, ProcessFleet)
     os.kill(run.fleet.procs[1].proc.pid, signal.SIGKILL)
-    before = sum(e.type == "tick" for e in sink.events)
+    before = sum(isinstance(e, ev.Tick) for e in sink.events)
     code = await asyncio.wait_for(task, 30)
     assert code == 1
-    assert run.doc["status"] == "failed"
-    assert run.doc["stop"]["reason"] == "worker_failed"
-    assert run.doc["intervals"] and run.doc["summary"]["count"] > 0
+    doc = sink.document.doc
+    assert doc["status"] == "failed"
+    assert doc["stop"]["reason"] == "worker_failed"
+    assert doc["intervals"] and doc["summary"]["count"] > 0
     # the surviving worker's last second (its report came with the failure) is counted, streamed,
     # and in the figures: every measured tick adds up to the run's count
-    assert sum(e.type == "tick" for e in sink.events) > before  # the one whose report failed
-    ticks = [e.data for e in sink.events if e.type == "tick" and e.data["phase"] == "hold"]
+    assert sum(isinstance(e, ev.Tick) for e in sink.events) > before  # the one whose report failed
+    ticks = [e.figures for e in sink.events if isinstance(e, ev.Tick) and e.phase == "hold"]
     assert sum(t["count"] for t in ticks[-1]["transactions"].values()) > 0
-    assert sum(c["count"] for t in ticks for c in t["transactions"].values()) == run.doc["summary"]["count"]
-    hold = [i for i in run.doc["intervals"] if i["phase"] == "hold"]
-    assert sum(i["count"] for i in hold) == run.doc["summary"]["count"]
+    assert sum(c["count"] for t in ticks for c in t["transactions"].values()) == doc["summary"]["count"]
+    hold = [i for i in doc["intervals"] if i["phase"] == "hold"]
+    assert sum(i["count"] for i in hold) == doc["summary"]["count"]
     me = psutil.Process()
     assert not [c for c in me.children(recursive=True) if "bench_dsl.worker" in " ".join(c.cmdline())]
 

@@ -52,7 +52,7 @@ class UiSink:
 
     def emit(self, event: Event) -> None:
         try:
-            self.state.apply(event.type, event.data)
+            self.state.apply(event)
         except Exception as exc:  # a display problem must never stop a measurement
             self.failures += 1
             if self.failures <= 3:
@@ -273,7 +273,7 @@ def attach_ui(run: Any, *, wait_for_key: bool | None = None) -> BenchApp:
     wait_for_key: keep the verdict on screen until q or Enter (default: when stdin is a terminal,
     so a run started with its input redirected never waits for a key nobody can press).
     """
-    state = LiveState.for_scenario(run.sc)
+    state = LiveState()
     run.sinks.append(UiSink(state))
     if wait_for_key is None:
         wait_for_key = sys.stdin.isatty()

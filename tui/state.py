@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench_dsl.model import Condition
+from bench_dsl import events as ev
 
 from .live_conditions import ConditionBoard
 
@@ -120,7 +120,7 @@ class LiveState:
     """The run as the screen shows it. `apply` takes each event; `take_changes` tells the screen
     which parts to redraw since it last looked."""
 
-    def __init__(self, conditions: tuple[Condition, ...] = (), linear: bool = False) -> None:
+    def __init__(self) -> None:
         self.changed: set[str] = set(ALL_PARTS)
         self.scenario = ""
         self.target = ""
@@ -144,7 +144,8 @@ class LiveState:
         self.series: list[Point] = []
         self.boundaries: list[Boundary] = []
         self.step_points: list[StepPoint] = []
-        self.board = ConditionBoard(conditions, linear)
+        self.board = ConditionBoard()
+        self.linear = False  # a linear ramp: its users chart has a point per interval, not per step
         self.fired: dict[str, Any] | None = None
         self.finished: dict[str, Any] | None = None
         self.stopping = False
@@ -153,16 +154,6 @@ class LiveState:
         # the p90 the users chart draws: the transaction a `p90(...) > limit` condition names, with its limit
         self.p90_tx: str | None = None
         self.p90_limit_ms: float | None = None
-        for c in conditions:
-            if c.kind == "threshold" and c.metric.name == "latency" and c.metric.stat == "p" \
-                    and c.metric.percentile == 90 and c.op in (">", ">="):
-                self.p90_tx, self.p90_limit_ms = c.metric.transaction, c.limit * 1000
-                break
-
-    @classmethod
-    def for_scenario(cls, sc: Any) -> LiveState:
-        """From a parsed scenario (bench_dsl.model.Scenario): its conditions and kind of ramp."""
-        return cls(tuple(sc.stop), linear=getattr(sc.ramp, "kind", "") == "linear")
 
     def take_changes(self) -> set[str]:
         out, self.changed = self.changed, set()
@@ -180,43 +171,74 @@ class LiveState:
         return ok[-1].users if ok else None
 
     # folding -------------------------------------------------------------------------------------
-    def apply(self, type_: str, d: Mapping[str, Any]) -> None:
-        t = d.get("t")
-        if isinstance(t, int | float) and type_ != "checkpoint":
+    def apply(self, event: ev.Event) -> None:
+        t = getattr(event, "t", None)
+        if isinstance(t, int | float):
             self.t = max(self.t, float(t))
             self.changed.add(HEADER)
-        handler = getattr(self, "_on_" + type_, None)
-        if handler is not None:
-            handler(d)
+        match event:
+            case ev.Started():
+                self._on_started(event)
+            case ev.Phase():
+                self._on_phase(event)
+            case ev.Prepare():
+                self.prepare = event.to_json()
+                self.changed.add(HEADER)
+            case ev.Tick():
+                self._on_tick(event.to_json())
+            case ev.Interval():
+                self._on_interval(event.to_json())
+            case ev.Step():
+                self._on_step(event.to_json())
+            case ev.Conditions():
+                self.board.update(event)
+                self.changed.add(CONDITIONS)
+            case ev.Fired():
+                self.fired = dict(event.stop)
+                self.board.on_fired(event)
+                self.changed |= {CONDITIONS, USERS_CHART, HEADER}
+            case ev.Log():
+                self.log.add(event.level, event.message, event.t)
+                self.changed.add(LOG)
+            case ev.Control():
+                self._on_control(event)
+            case ev.ErrorMessages():
+                self._on_error_messages(event)
+            case ev.Finished():
+                self.finished = event.to_json()
+                self.phase = "finished"
+                self.holding = False
+                self.changed |= {HEADER, VERDICT, USERS_CHART, CONDITIONS}
 
-    def _on_started(self, d: Mapping[str, Any]) -> None:
-        self.scenario = d.get("scenario", "")
-        self.target = d.get("target", "")
-        self.server_version = d.get("server_version", "")
-        self.embedded = bool(d.get("embedded"))
-        self.plan = dict(d.get("plan") or {})
+    def _on_started(self, e: ev.Started) -> None:
+        self.scenario = e.scenario
+        self.target = e.target
+        self.server_version = e.server_version
+        self.embedded = e.embedded
+        self.plan = dict(e.plan or {})
         self.steps = self.plan.get("steps")
-        self.transactions = list(d.get("transactions") or [])
-        self.board.started(list(d.get("conditions") or []))
+        self.linear = any(p.get("kind") == "ramp" for p in self.plan.get("phases") or [])
+        self.transactions = list(e.transactions)
+        self.board.started(e)
+        for c in e.condition_specs:
+            if c.kind == "threshold" and c.latency and c.metric.split("(", 1)[0] == "p90" and c.op in (">", ">="):
+                self.p90_tx = c.metric[4:-1] if c.metric.startswith("p90(") else None
+                self.p90_limit_ms = c.limit
+                break
         self.changed |= {HEADER, TX, CONDITIONS, USERS_CHART}
 
-    def _on_phase(self, d: Mapping[str, Any]) -> None:
-        self.phase = d.get("phase", "")
-        new_step = d.get("step")
-        if new_step is not None and new_step != self.step:
-            self.boundaries.append(Boundary(float(d.get("t") or self.t), new_step, int(d.get("users") or 0)))
+    def _on_phase(self, e: ev.Phase) -> None:
+        self.phase = e.phase
+        if e.step is not None and e.step != self.step:
+            self.boundaries.append(Boundary(float(e.t or self.t), e.step, int(e.users or 0)))
             self.step_so_far = None
             self.changed |= {TIME_CHART, TX}
-        self.step = new_step
-        self.steps = d.get("steps", self.steps)
-        self.phase_users = d.get("users")
-        self.phase_seconds = d.get("seconds")
-        self.remaining_s = d.get("seconds")
+        self.step = e.step
+        self.steps = e.steps if e.steps is not None else self.steps
+        self.phase_users = e.users
+        self.phase_seconds = e.seconds
+        self.remaining_s = e.seconds
         self.changed |= {HEADER, USERS_CHART}
-
-    def _on_prepare(self, d: Mapping[str, Any]) -> None:
-        self.prepare = dict(d)
-        self.changed.add(HEADER)
 
     def _on_tick(self, d: Mapping[str, Any]) -> None:
         self.tick = dict(d)
@@ -227,8 +249,7 @@ class LiveState:
                                  d.get("phase") in ("hold", "ramp"), d.get("step")))
         if len(self.series) > MAX_POINTS:
             self.series = _halve(self.series)
-        self.board.on_tick(d)
-        self.changed |= {HEADER, FIGURES, TIME_CHART, CONDITIONS}
+        self.changed |= {HEADER, FIGURES, TIME_CHART}
 
     def _on_interval(self, d: Mapping[str, Any]) -> None:
         self.interval = dict(d)
@@ -239,55 +260,36 @@ class LiveState:
                 c = int(code)
                 self.log.error(c, int(n), name, d.get("t"), self.error_messages.get(c, ""))
                 self.changed.add(LOG)
-        self.board.on_interval(d)
-        if self.board.linear and d.get("measured"):
+        if self.linear and d.get("measured"):
             lat = _p90(d, self.p90_tx)
             self.step_points.append(StepPoint(d.get("step") or 0, int(d.get("users") or 0),
                                               float(d.get("tps") or 0.0), lat, True))
             self.changed.add(USERS_CHART)
-        self.changed |= {TX, CONDITIONS}
+        self.changed |= {TX}
 
     def _on_step(self, d: Mapping[str, Any]) -> None:
         self.last_step = dict(d)
         self.step_so_far = None
-        if not self.board.linear:
+        if not self.linear:
             self.step_points.append(StepPoint(int(d.get("step") or 0), int(d.get("users") or 0),
                                               float(d.get("tps") or 0.0), _p90(d, self.p90_tx),
                                               bool(d.get("complete"))))
-        self.board.on_step(d)
-        self.changed |= {USERS_CHART, TX, CONDITIONS}
+        self.changed |= {USERS_CHART, TX}
 
-    def _on_fired(self, d: Mapping[str, Any]) -> None:
-        self.fired = dict(d)
-        self.board.on_fired(d)
-        self.changed |= {CONDITIONS, USERS_CHART, HEADER}
-
-    def _on_log(self, d: Mapping[str, Any]) -> None:
-        self.log.add(d.get("level", "info"), d.get("message", ""), d.get("t"))
-        self.changed.add(LOG)
-
-    def _on_control(self, d: Mapping[str, Any]) -> None:
-        if d.get("action") == "stop":
+    def _on_control(self, e: ev.Control) -> None:
+        if e.action == "stop":
             self.stopping = True
-        self.holding = bool(d.get("holding"))
+        self.holding = e.holding
         if self.holding:
             self.remaining_s = None
         self.changed.add(HEADER)
 
-    def _on_checkpoint(self, d: Mapping[str, Any]) -> None:
-        # the result document: only its error list is read, for the messages of the error codes
-        for e in (d.get("document") or {}).get("errors") or []:
-            code, msg = int(e.get("code", 0)), e.get("message") or ""
+    def _on_error_messages(self, e: ev.ErrorMessages) -> None:
+        for code, msg in e.messages.items():
             if msg and self.error_messages.get(code) != msg:
                 self.error_messages[code] = msg
                 self.log.describe(code, msg)
                 self.changed.add(LOG)
-
-    def _on_finished(self, d: Mapping[str, Any]) -> None:
-        self.finished = dict(d)
-        self.phase = "finished"
-        self.holding = False
-        self.changed |= {HEADER, VERDICT, USERS_CHART, CONDITIONS}
 
 
 def _p90(fig: Mapping[str, Any], tx: str | None) -> float | None:

@@ -1,0 +1,85 @@
+"""The server's own count of what happened, read on a connection of the coordinator's own (never a
+user's) at the start and end of each step: TPM as HammerDB computes it (Com_commit + Com_rollback)
+and, for TPC-C, NOPM from the districts' next order ids."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import asyncmy
+
+from bench_dsl.dsn import Dsn
+from bench_dsl.server import connect
+
+# seconds without an answer before the counters are given up: a host gone without a reset must not
+# hold the run for the kernel's retransmission timeout
+ANSWER_TIMEOUT = 10.0
+
+Reading = tuple[float, dict[str, int]]  # (monotonic time, counters)
+
+
+class ServerCounters:
+    def __init__(self, workload_counters: Callable[[asyncmy.Connection], Awaitable[dict[str, int]]],
+                 warn: Callable[[str], None]) -> None:
+        self.workload_counters = workload_counters
+        self.warn = warn
+        self.ctl: asyncmy.Connection | None = None
+        self.step_start: Reading | None = None
+        self.step_end: Reading | None = None
+
+    async def open(self, dsn: Dsn) -> None:
+        with contextlib.suppress(Exception):
+            self.ctl = await connect(dsn, dsn.database)
+
+    def close(self) -> None:
+        if self.ctl is not None:
+            with contextlib.suppress(Exception):
+                self.ctl.close()
+            self.ctl = None
+
+    async def read(self) -> Reading | None:
+        """The counters now (None when unreadable: said once, then not tried again)."""
+        if self.ctl is None:
+            return None
+        ctl = self.ctl
+
+        async def read() -> dict[str, int]:
+            async with ctl.cursor() as cur:
+                await cur.execute("SHOW GLOBAL STATUS WHERE Variable_name IN ('Com_commit', 'Com_rollback')")
+                counters = {"commits_rollbacks": sum(int(v) for _, v in await cur.fetchall())}
+            return counters | await self.workload_counters(ctl)
+        try:
+            counters = await asyncio.wait_for(read(), ANSWER_TIMEOUT)
+        except Exception as exc:
+            why = f"no answer in {ANSWER_TIMEOUT:g}s" if isinstance(exc, TimeoutError) else str(exc)
+            self.warn(f"could not read the server's counters: {why}")
+            self.close()
+            return None
+        return time.monotonic(), counters
+
+    async def begin_step(self) -> None:
+        self.step_start = await self.read()
+        self.step_end = None
+
+    async def end_step(self) -> None:
+        """At the step's last tick: the server's counters at the same moment as the client's."""
+        self.step_end = await self.read()
+
+    async def step_figures(self) -> dict[str, Any] | None:
+        """Per minute over the step, from the counters read when it began and ended (or now, for a
+        step cut short)."""
+        before = self.step_start
+        after = self.step_end or await self.read()
+        self.step_end = None
+        if before is None or after is None or after[0] <= before[0]:
+            return None
+        minutes = (after[0] - before[0]) / 60
+        out: dict[str, Any] = {"seconds": round(after[0] - before[0], 3)}
+        for key, name in (("commits_rollbacks", "tpm"), ("new_orders", "nopm")):
+            if key in after[1] and key in before[1]:
+                out[name] = round((after[1][key] - before[1][key]) / minutes, 1)
+        return out

@@ -1,0 +1,272 @@
+"""The judge: the only code that says what a stop condition's value is, its limit, its state
+(ok / near / over / fired), whether it fires, and where the saturation point stands; `expect` is
+judged here too. Pure: no clock, no I/O. It reads aggregates the runner folds from ticks and never
+decides when they are read: the phase does (`planner.Phase.judge`).
+
+Units: conditions hold limits in the model's canonical units (latency in seconds); what the judge
+hands to displays and documents is in the unit the file used for the limit (latency in ms).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from bench_dsl.events import ConditionSpec, ConditionState
+from bench_dsl.metrics import Aggregate, Tick
+from bench_dsl.model import Condition
+from bench_dsl.planner import Phase
+
+# "near": the value has gone 80% of the way to its limit (or, for limits crossed from above, is
+# within 25% of it). A warning a person can act on before the condition fires, not a guess about
+# the future.
+NEAR = 0.8
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    condition: Condition
+    value: float | None
+    fired: bool
+    reference: float | None = None  # plateau / kink: the previous step's figure
+
+    def to_json(self) -> dict[str, object]:
+        c = self.condition
+        return {
+            "condition": c.text, "resolved": c.resolved, "kind": c.kind, "metric": c.metric.label(), "fired": self.fired,
+            "value": show(self.value, c), "limit": show_limit(c), "unit": c.unit,
+            "previous": show(self.reference, c) if self.reference is not None else None,
+            "window_s": c.window,
+        }
+
+
+def show(value: float | None, c: Condition) -> float | None:
+    """A value in the unit the file used for its limit (latency in ms)."""
+    if value is None:
+        return None
+    if c.kind in ("threshold", "kink") and c.metric.name == "latency":
+        return round(value * 1000, 3)
+    return round(value, 3)
+
+
+def show_limit(c: Condition) -> float:
+    return round(c.limit * 1000, 3) if c.kind == "threshold" and c.metric.name == "latency" else c.limit
+
+
+def spec(c: Condition) -> ConditionSpec:
+    return ConditionSpec(c.text, c.resolved, c.kind, c.metric.label(), c.op, show_limit(c), c.unit, c.window,
+                         c.metric.name == "latency")
+
+
+def judge(c: Condition, agg: Aggregate, previous: Aggregate | None = None) -> Verdict:
+    """Does `c` fire over `agg`? plateau and kink compare with the step before."""
+    value = agg.value(c.metric)
+    if c.kind == "threshold":
+        return Verdict(c, value, value is not None and c.holds(value))
+    if previous is None or value is None:
+        return Verdict(c, value, False)
+    before = previous.value(c.metric)
+    if before is None or before <= 0:
+        return Verdict(c, value, False, before)
+    if c.kind == "plateau":
+        gain = 100.0 * (value - before) / before
+        return Verdict(c, value, gain < c.limit, before)
+    return Verdict(c, value, value > c.limit * before, before)  # kink
+
+
+def state_of(c: Condition, value: float | None, before: float | None = None) -> str:
+    """ok / near / over for a value in canonical units that has not fired (over: past its limit,
+    not judged yet: a step is judged at its end)."""
+    if value is None:
+        return "-"
+    if c.kind == "plateau":
+        if before is None or before <= 0:
+            return "-"
+        gain = 100.0 * (value - before) / before
+        return "over" if gain < c.limit else "near" if gain < c.limit / NEAR else "ok"
+    if c.kind == "kink":
+        if before is None or before <= 0:
+            return "-"
+        return "over" if value > c.limit * before else "near" if value >= NEAR * c.limit * before else "ok"
+    if c.holds(value):
+        return "over"
+    op, limit = c.op or ">", c.limit
+    if op in (">", ">=") and limit > 0 and value >= NEAR * limit:
+        return "near"
+    if op in ("<", "<=") and limit > 0 and value <= limit / NEAR:
+        return "near"
+    return "ok"
+
+
+class WindowedConditions:
+    """`for D` thresholds: judged every tick over the last D seconds of the current step."""
+
+    def __init__(self, conditions: tuple[Condition, ...], names: tuple[str, ...]) -> None:
+        self.conditions = tuple(c for c in conditions if c.window)
+        self.names = names
+        longest = max((c.window or 0 for c in self.conditions), default=0)
+        self.ticks: deque[Tick] = deque(maxlen=int(longest) + 2)
+
+    def reset(self) -> None:
+        self.ticks.clear()
+
+    def windows(self, tick: Tick) -> list[tuple[Condition, Aggregate, bool]]:
+        """Each condition's last D seconds (or what the step has of them so far), and whether the
+        window is full: only a full window is judged."""
+        if not self.conditions:
+            return []
+        self.ticks.append(tick)
+        out = []
+        for c in self.conditions:
+            agg = Aggregate(self.names)
+            for t in reversed(self.ticks):
+                if agg.seconds >= (c.window or 0) - 1e-6:
+                    break
+                agg.add(t)
+            out.append((c, agg, agg.seconds >= (c.window or 0) - 1e-6))
+        return out
+
+    def add(self, tick: Tick) -> list[Verdict]:
+        return [judge(c, agg) for c, agg, full in self.windows(tick) if full]
+
+
+class Judge:
+    """Judges a run's stop conditions as its figures come, keeps every condition's state for
+    displays, and the saturation point: the users of the last judged step that met every condition
+    (for a linear ramp, the users of the last measured interval that did)."""
+
+    def __init__(self, stop: tuple[Condition, ...], names: tuple[str, ...]) -> None:
+        self.stop = stop
+        self.names = names
+        self.windowed = WindowedConditions(stop, names)
+        self.previous: Aggregate | None = None  # the last judged step: plateau and kink compare with it
+        self.saturation_users: int | None = None
+        self.saturation_step: int | None = None
+        self.fired: Verdict | None = None
+        self._states: dict[str, ConditionState] = {c.text: ConditionState(c.text, None, None, "-", "")
+                                                   for c in stop}
+        self.changed = False  # states changed since `take_states`
+
+    def specs(self) -> tuple[ConditionSpec, ...]:
+        return tuple(spec(c) for c in self.stop)
+
+    # the run's figures, as they come -----------------------------------------------------------
+    def new_step(self) -> None:
+        """A step's first measured phase begins: `for D` windows start again."""
+        self.windowed.reset()
+
+    def tick(self, tick: Tick, judging: bool = True) -> Verdict | None:
+        """A measured tick: `for D` conditions over their window. Returns the one that fired;
+        none fires once the run is stopping (`judging` False), their values are still shown."""
+        fired = None
+        for c, agg, full in self.windowed.windows(tick):
+            v = judge(c, agg)
+            seconds = int(round(agg.seconds))
+            source = f"last {seconds}s" if full else f"last {seconds}s of {c.window:g}s"
+            if full and v.fired and fired is None and judging:
+                fired = v
+            self._state(c, v.value, None, source)
+        if fired is not None:
+            self._fire(fired)
+        return fired
+
+    def interval(self, ph: Phase, interval: Aggregate, step: Aggregate, judging: bool = True) -> Verdict | None:
+        """A measured interval's end: the live values of conditions judged per step (the step so
+        far), and the judging of those `ph.judge` says are judged per interval (a linear ramp)."""
+        if not ph.measured or interval.ticks == 0:
+            return None
+        if ph.judge == "interval":
+            fired = None
+            for c in self.stop:
+                if c.window:
+                    continue
+                if c.kind != "threshold":  # plateau and kink compare steps: a linear ramp has one
+                    continue
+                v = judge(c, interval)
+                if v.fired and fired is None and judging:
+                    fired = v
+                self._state(c, v.value, None, "last interval")
+            if fired is not None:
+                self._fire(fired)
+            elif interval.all.count and judging:
+                self.saturation_users = interval.users_max
+                self.saturation_step = ph.step
+            return fired
+        for c in self.stop:
+            if c.window or step.ticks == 0:
+                continue
+            before = self.previous.value(c.metric) if self.previous is not None and c.kind != "threshold" else None
+            self._state(c, step.value(c.metric), before, f"step {ph.step} so far")
+        return None
+
+    def step_end(self, ph: Phase, step: Aggregate) -> tuple[list[Verdict], Verdict | None]:
+        """A step's hold ended whole: its verdicts, the one that fired, and the saturation point."""
+        if ph.judge != "step":
+            return [], None
+        verdicts = [judge(c, step, self.previous) for c in self.stop if not c.window]
+        fired = next((v for v in verdicts if v.fired), None)
+        for v in verdicts:
+            self._state(v.condition, v.value, v.reference, f"step {ph.step}", judged=True)
+        if fired is not None:
+            self._fire(fired)
+        else:
+            self.saturation_users = ph.users
+            self.saturation_step = ph.step
+        self.previous = step
+        return verdicts, fired
+
+    def _fire(self, v: Verdict) -> None:
+        self.fired = v
+        st = self._states[v.condition.text]
+        self._states[v.condition.text] = ConditionState(st.text, show(v.value, v.condition),
+                                                        show(v.reference, v.condition), "fired", st.source)
+        self.changed = True
+
+    def _state(self, c: Condition, value: float | None, before: float | None, source: str,
+               judged: bool = False) -> None:
+        if self.fired is not None and self.fired.condition.text == c.text:
+            return  # a fired condition stays fired
+        state = state_of(c, value, before)
+        if judged and state == "over":  # judged and not fired: within its limit after all
+            state = "ok"
+        self._states[c.text] = ConditionState(c.text, show(value, c), show(before, c), state, source)
+        self.changed = True
+
+    def states(self) -> tuple[ConditionState, ...]:
+        self.changed = False
+        return tuple(self._states.values())
+
+    # the end -------------------------------------------------------------------------------------
+    def saturation(self, stop_reason: dict[str, Any] | None, steps: list[dict[str, Any]]) -> dict[str, Any]:
+        """The result's saturation point: who stopped the climb, and where it stood."""
+        complete = [s for s in steps if s["complete"]]
+        # the server refusing more connections ends the climb as a fired condition does
+        fired = bool(stop_reason and stop_reason.get("reason") in ("stop_condition", "connections_refused"))
+        if stop_reason is not None and stop_reason.get("reason") == "connections_refused":
+            reason = (f"stopped by: the server refused connections at {stop_reason['users']} users, "
+                      f"{stop_reason['connected']} connected: {stop_reason['message']}")
+        elif stop_reason is not None and fired:
+            reason = f"stopped by: {stop_reason['condition']}"
+        elif stop_reason:
+            reason = f"run ended early ({stop_reason['reason']})"
+        else:
+            reason = "no stop condition fired up to the last step"
+        return {"users": self.saturation_users, "step": self.saturation_step, "saturated": fired,
+                "condition": stop_reason.get("condition") if fired and stop_reason else None,
+                "reason": reason, "steps_completed": len(complete)}
+
+
+def expectations(expect: tuple[Condition, ...] | list[Condition], saturation_users: int | None,
+                 run: Aggregate) -> list[dict[str, Any]]:
+    """Each `expect` judged against the whole run's figures (or the saturation point)."""
+    out = []
+    for c in expect:
+        if c.metric.name == "saturation":
+            value: float | None = float(saturation_users) if saturation_users is not None else None
+        else:
+            value = run.value(c.metric) if run.ticks else None
+        ok = value is not None and c.holds(value)
+        out.append({"expect": c.text, "value": show(value, c) if c.metric.name != "saturation" else value,
+                    "limit": show_limit(c), "unit": c.unit, "passed": ok})
+    return out

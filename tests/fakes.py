@@ -1,0 +1,65 @@
+"""A fake fleet and CPU for tests of the scheduler and the judge: the run's own code from the plan
+to its events, in a fraction of a second per phase, without a server. The end-to-end tests run the
+same code against a real one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from bench_dsl.metrics import TxStats, new_histogram
+from bench_dsl.users import Health
+
+# users -> {transaction: (transactions per second, latency in ms)}: what a fake server gives
+Model = Callable[[int], dict[str, tuple[float, float]]]
+
+
+@dataclass
+class FakeFleet:
+    """Each collect returns one second of the model at the users set: every transaction of a type
+    takes the model's latency. Remembers every resize, for the scheduler's tests."""
+
+    model: Model
+    active: int = 0
+    processes: int = 1
+    resizes: list[int] = field(default_factory=list)
+    errors: dict[str, dict[int, int]] = field(default_factory=dict)  # transaction -> {code: per second}
+
+    async def start(self) -> None:
+        pass
+
+    async def resize(self, n: int, wait: bool = True) -> None:
+        self.active = n
+        self.resizes.append(n)
+
+    async def collect(self) -> dict[str, TxStats]:
+        out = {}
+        for name, (tps, ms) in self.model(self.active).items():
+            st = TxStats(new_histogram())
+            n = int(round(tps))
+            if n:
+                st.hist.record_value(max(1, int(ms * 1000)), n)
+            st.count, st.queries, st.total_us = n, n, int(ms * 1000) * n
+            st.errors.update(self.errors.get(name, {}))
+            out[name] = st
+        return out
+
+    def health(self) -> Health:
+        return Health(connect_failures=0, idle_s=0.0, fatal=None, error_messages={}, executors=("fake",),
+                      connected=self.active)
+
+    def cancel_in_flight(self) -> None:
+        pass
+
+    async def stop(self, grace: float = 5.0) -> dict[str, TxStats]:
+        return {}
+
+
+class FakeCpu:
+    """The server's CPU as a function of the run's elapsed seconds."""
+
+    def __init__(self, server: Callable[[], float | None] = lambda: None) -> None:
+        self.server = server
+
+    def sample(self) -> dict[str, float | None]:
+        return {"server": self.server(), "host": None, "client": None}
