@@ -163,21 +163,22 @@ def summarize(runs: list[Run], workers: str) -> dict[str, Any]:
 
 
 async def _redraws(rounds: int) -> dict[str, Any]:
-    from tests.fixtures.replay import FakeControls, events, scenario  # the UI tests' recorded run
+    from tests.fixtures.replay import FakeControls, events  # the UI tests' recorded run
 
+    from bench_dsl import events as ev
     from bench_dsl.tui.app import BenchApp, UiSink
     from bench_dsl.tui.state import LiveState
 
     per_tick: list[float] = []
     for _ in range(rounds):
-        sink = UiSink(LiveState.for_scenario(scenario()))
+        sink = UiSink(LiveState())
         app = BenchApp(sink.state, FakeControls(), refresh_s=3600)  # only the pulls below draw
         async with app.run_test(size=(COLS, ROWS)) as pilot:
             await pilot.pause()
             cpu, ticks = 0.0, 0
             for e in events():
                 sink.emit(e)
-                if e.type == "tick":
+                if isinstance(e, ev.Tick):
                     t = time.process_time()
                     app.pull()
                     await pilot.pause()
