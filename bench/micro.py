@@ -86,10 +86,10 @@ def measurement_overhead(pairs: int, iterations: int) -> dict[str, Any]:
 
 # server start -----------------------------------------------------------------------------------
 
-async def _first_query(host: str, port: int) -> None:
+async def _first_query(host: str, port: int, password: str) -> None:
     import asyncmy
 
-    conn = await asyncmy.connect(host=host, port=port, user="root", password="", connect_timeout=5)
+    conn = await asyncmy.connect(host=host, port=port, user="root", password=password, connect_timeout=5)
     try:
         async with conn.cursor() as cur:
             await cur.execute("SELECT 1")
@@ -105,7 +105,7 @@ async def _embedded_once() -> float:
     t0 = time.perf_counter()
     try:
         dsn = await srv.start()
-        await _first_query("127.0.0.1", dsn.port)
+        await _first_query("127.0.0.1", dsn.port, dsn.password)
         return time.perf_counter() - t0
     finally:
         srv.stop()  # by its own pid (its Popen), and its files removed
@@ -118,7 +118,7 @@ async def _poll_first_query(port: int, proc: subprocess.Popen[bytes]) -> None:
     deadline = time.monotonic() + 60
     while True:
         try:
-            await _first_query("127.0.0.1", port)
+            await _first_query("127.0.0.1", port, "")  # a bare server of its own: no password
             return
         except (OSError, asyncmy.errors.MySQLError):
             if proc.poll() is not None or time.monotonic() > deadline:

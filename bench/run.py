@@ -227,7 +227,7 @@ class Harness:
             self.server = EmbeddedServer(max_connections=wanted,
                                          extra_args=[f"--innodb-buffer-pool-size={a.buffer_pool}M"])
             dsn = asyncio.run(self.server.start())
-            self.target = Target("127.0.0.1", dsn.port, "root", "", dsn.database, None, self.server.pid, True)
+            self.target = Target("127.0.0.1", dsn.port, "root", dsn.password, dsn.database, None, self.server.pid, True)
             self.log(f"throwaway server up on 127.0.0.1:{dsn.port} (pid {self.server.pid})")
         rows = asyncio.run(sql(self.target, ["SELECT VERSION(), @@max_connections, @@innodb_buffer_pool_size"]))
         version, max_conn, bp = rows[0][0]

@@ -197,7 +197,7 @@ async def _start_server() -> tuple[Any, str]:
 
     srv = EmbeddedServer(max_connections=200)
     dsn = await srv.start()
-    return srv, f"mysql://root@127.0.0.1:{dsn.port}/benchdsl"
+    return srv, srv.url()
 
 
 def main(argv: list[str] | None = None) -> int:

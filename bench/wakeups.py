@@ -65,6 +65,7 @@ async def one(dsn: Dsn, port: int, server: psutil.Process, bench_file: Path, use
               mode: str | None, window: float) -> dict[str, float]:
     if mode is None:
         cmd = ["sysbench", "oltp_point_select", "--mysql-host=127.0.0.1", f"--mysql-port={port}", "--mysql-user=root",
+               f"--mysql-password={dsn.password}",  # sysbench takes it no other way; a throwaway server's
                "--mysql-db=benchdsl", f"--tables={TABLES}", f"--table-size={table_size}", f"--threads={users}",
                f"--time={int(3 * window)}", "run"]
     else:
@@ -90,6 +91,7 @@ async def main(users: list[int], rounds: int, window: float, table_size: int) ->
         raise SystemExit("sysbench is missing: bench/install-sysbench.sh installs it")
     srv = EmbeddedServer(max_connections=max(users) + 100)
     dsn = await srv.start()
+    os.environ["BENCH_WAKEUPS_DSN"] = srv.url()  # the scenarios' target, with its password, off the command line
     workdir = Path(tempfile.mkdtemp(prefix="bench-wakeups-"))
     try:
         assert srv.process is not None
@@ -98,7 +100,7 @@ async def main(users: list[int], rounds: int, window: float, table_size: int) ->
         for u in users:
             bench_file = workdir / f"u{u}.bench"
             bench_file.write_text(
-                f'scenario "wakeups" {{ target "mysql://root@127.0.0.1:{srv.port}/benchdsl"\n'
+                f'scenario "wakeups" {{ target env("BENCH_WAKEUPS_DSN")\n'
                 f"  workload sysbench oltp_point_select {{ tables = {TABLES}  table_size = {table_size} }}\n"
                 f"  users {u}  warmup {int(window / 2)}s  duration {int(2.5 * window)}s }}\n")
             subprocess.run([BENCH, "prepare", str(bench_file)], check=True, capture_output=True)

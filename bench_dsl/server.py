@@ -10,11 +10,13 @@ import os
 import shutil
 import signal
 import socket
+import secrets
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 
 import asyncmy
 import psutil
@@ -39,6 +41,45 @@ REPORTED_VARIABLES = (
 logging.getLogger("asyncmy").setLevel(logging.ERROR)
 
 CONNECTION_LOST = {2002, 2003, 2006, 2011, 2013, 2055}
+
+# Settings that would open the throwaway server to others or let it reach outside its directory:
+# never passed to it (the scenario's validation refuses them with the line they are on).
+EXPOSING_SETTINGS = frozenset({
+    "bind_address", "port", "socket", "skip_networking", "skip_grant_tables", "secure_file_priv",
+    "datadir", "basedir", "tmpdir", "user", "init_file", "init_connect", "plugin_dir", "plugin_load",
+    "plugin_load_add", "pid_file", "log_error", "general_log_file", "slow_query_log_file", "log_bin",
+    "log_bin_basename", "relay_log", "local_infile", "named_pipe", "shared_memory", "extra_port",
+    "skip_name_resolve", "old_passwords",
+})
+STALE_PREFIX = "bench-dsl-server-"
+OWNER_FILE = "owner.pid"
+
+
+def remove_stale_servers() -> list[Path]:
+    """Throwaway servers' directories left by a bench-dsl that was killed (kill -9 gives it no time
+    to clean up): ours by their name, and stale when the process named in their owner file is gone
+    and no server runs from them. Returns what was removed."""
+    removed = []
+    for d in Path(tempfile.gettempdir()).glob(STALE_PREFIX + "*"):
+        try:
+            if not d.is_dir() or d.is_symlink() or d.stat().st_uid != os.geteuid():
+                continue
+            owner = int((d / OWNER_FILE).read_text().strip())
+        except (OSError, ValueError):
+            continue  # not one we can tell is ours and dead (e.g. kept with --keep-server by an older version)
+        if psutil.pid_exists(owner) or _server_running(d):
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+        removed.append(d)
+    return removed
+
+
+def _server_running(d: Path) -> bool:
+    try:
+        pid = int((d / "mysqld.pid").read_text().strip())
+    except (OSError, ValueError):
+        return False
+    return psutil.pid_exists(pid)
 
 
 def _die_with_parent() -> None:
@@ -89,6 +130,11 @@ class EmbeddedServer:
     extra_args: list[str] = field(default_factory=list)
 
     async def start(self) -> Dsn:
+        exposing = sorted({s.name for s in self.settings} & EXPOSING_SETTINGS)
+        if exposing:  # validation refuses them first; this keeps a caller of this class from it too
+            raise TargetError(f"the throwaway server does not take {', '.join(exposing)}: it is reachable only "
+                              "by bench-dsl, on 127.0.0.1 with a password of its own")
+        remove_stale_servers()
         mysqld = find_binary("mariadbd", "mysqld")
         if mysqld is None:
             raise TargetError(
@@ -96,7 +142,11 @@ class EmbeddedServer:
                 "was found.\n  Install one:  sudo apt-get install mariadb-server   (or run `make run`, "
                 "which does)\n  or give a server:  target \"mysql://user:password@host:3306/db\" in the "
                 "file, or --target")
-        self.basedir = Path(tempfile.mkdtemp(prefix="bench-dsl-server-"))
+        # mkdtemp: mode 0700, so the socket, the data and the files inside are ours alone
+        self.basedir = Path(tempfile.mkdtemp(prefix=STALE_PREFIX))
+        (self.basedir / OWNER_FILE).write_text(str(os.getpid()))
+        files = self.basedir / "files"  # where SELECT ... INTO OUTFILE and LOAD DATA may reach, and nowhere else
+        files.mkdir(mode=0o700)
         datadir = self.basedir / "data"
         self.log = self.basedir / "error.log"
         await asyncio.to_thread(self._install, mysqld, datadir)
@@ -105,7 +155,7 @@ class EmbeddedServer:
         args = [mysqld, "--no-defaults", f"--datadir={datadir}", f"--socket={sock}", f"--port={self.port}",
                 "--bind-address=127.0.0.1", f"--pid-file={self.basedir / 'mysqld.pid'}",
                 f"--log-error={self.log}", "--skip-name-resolve", "--skip-log-bin",
-                f"--tmpdir={self.basedir}"]
+                f"--tmpdir={self.basedir}", f"--secure-file-priv={files}"]
         if os.geteuid() == 0:
             args.append("--user=root")
         names = {s.name for s in self.settings}
@@ -117,7 +167,10 @@ class EmbeddedServer:
         self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.DEVNULL, start_new_session=True,
                                         preexec_fn=_die_with_parent)
-        self.dsn = Dsn("127.0.0.1", self.port, "root", "", "benchdsl", None)
+        # root's password: random, for this server's life; it reaches the workers through their pipes,
+        # never an argument or a file, and every output redacts it
+        password = secrets.token_urlsafe(24)
+        self.dsn = Dsn("127.0.0.1", self.port, "root", password, "benchdsl", None)
         deadline = time.monotonic() + 60
         while True:
             if self.process.poll() is not None:
@@ -133,10 +186,29 @@ class EmbeddedServer:
                     raise TargetError(f"the throwaway server did not answer within 60 s:\n{tail}") from None
                 await asyncio.sleep(0.02)
                 continue
-            async with conn.cursor() as cur:
-                await cur.execute("CREATE DATABASE IF NOT EXISTS benchdsl")
-            conn.close()
+            try:
+                async with conn.cursor() as cur:
+                    # every account the installer made has no password (root@localhost, @127.0.0.1, @::1,
+                    # @hostname): the two bench-dsl uses get the run's own, the others go, so that the
+                    # TCP port admits bench-dsl alone
+                    await cur.execute("SELECT user, host FROM mysql.user WHERE user <> 'mariadb.sys'")
+                    for user, host in await cur.fetchall():
+                        if (user, host) in (("root", "localhost"), ("root", "127.0.0.1")):
+                            await cur.execute("ALTER USER %s@%s IDENTIFIED BY %s", (user, host, password))
+                        else:
+                            await cur.execute("DELETE FROM mysql.global_priv WHERE user = %s AND host = %s",
+                                              (user, host))
+                    await cur.execute("FLUSH PRIVILEGES")
+                    await cur.execute("CREATE DATABASE IF NOT EXISTS benchdsl")
+            finally:
+                conn.close()
             return self.dsn
+
+    def url(self) -> str:
+        """The server's address with its password, for a test or the benchmark to hand to a client
+        through the environment (BENCH_DSN), never on a command line."""
+        assert self.dsn is not None
+        return f"mysql://root:{quote(self.dsn.password, safe='')}@127.0.0.1:{self.port}/{self.dsn.database}"
 
     def _install(self, mysqld: str, datadir: Path) -> None:
         installer = find_binary("mariadb-install-db", "mysql_install_db")

@@ -34,7 +34,7 @@ def server() -> Iterator[tuple[Dsn, EmbeddedServer | None]]:
         return
     srv = EmbeddedServer(max_connections=400)
     dsn = asyncio.run(srv.start())
-    os.environ["BENCH_DSN"] = f"mysql://root@127.0.0.1:{dsn.port}/benchdsl"
+    os.environ["BENCH_DSN"] = srv.url()
     try:
         yield dsn, srv
     finally:

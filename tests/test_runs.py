@@ -170,7 +170,7 @@ def test_lost_server_exits_4_and_keeps_the_data(tmp_path: Path) -> None:
     try:
         out = tmp_path / "lost.json"
         proc = subprocess.Popen([*BENCH, "run", "examples/quickstart.bench", "--json", str(out), "--target",
-                                 f"mysql://root@127.0.0.1:{dsn.port}/benchdsl"],
+                                 srv.url()],
                                 cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         _wait_for_intervals(out, 4, proc)
         assert srv.process is not None

@@ -1,0 +1,98 @@
+"""The throwaway server is bench-dsl's alone: tried as another local user would (the `mariadb`
+client run as `nobody`), and as a scenario might (settings that would open it)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import asyncmy
+import pytest
+
+from bench_dsl.errors import TargetError
+from bench_dsl.model import ServerSetting
+from bench_dsl.server import OWNER_FILE, STALE_PREFIX, EmbeddedServer, connect, remove_stale_servers
+
+CLIENT = shutil.which("mariadb") or shutil.which("mysql")
+needs_other_user = pytest.mark.skipif(os.geteuid() != 0 or CLIENT is None or shutil.which("runuser") is None,
+                                      reason="needs root (to act as nobody), runuser and the mariadb client")
+
+
+def as_nobody(*args: str) -> subprocess.CompletedProcess[str]:
+    assert CLIENT is not None
+    return subprocess.run(["runuser", "-u", "nobody", "--", CLIENT, "--no-defaults", "--connect-timeout=5", *args,
+                           "-e", "SELECT 'in'"], capture_output=True, text=True, timeout=30, cwd="/")
+
+
+@needs_other_user
+def test_another_local_user_cannot_reach_the_throwaway_server() -> None:
+    srv = EmbeddedServer()
+    dsn = asyncio.run(srv.start())
+    try:
+        assert srv.basedir is not None and (srv.basedir.stat().st_mode & 0o077) == 0
+        port = str(dsn.port)
+        for user in ("root", "nobody", ""):  # the accounts the installer makes, and an anonymous one
+            r = as_nobody("-h127.0.0.1", f"-P{port}", f"-u{user}" if user else "-uanything", "--skip-password")
+            assert r.returncode != 0 and "in" not in r.stdout, (user, r.stdout, r.stderr)
+            assert "Access denied" in r.stderr, r.stderr
+        r = as_nobody(f"--socket={srv.basedir / 'mysqld.sock'}", "-uroot", "--skip-password")
+        assert r.returncode != 0 and "in" not in r.stdout
+        # the password bench-dsl holds is the way in (over TCP, as the users connect)
+        async def ours() -> None:
+            conn = await connect(dsn)
+            conn.close()
+        asyncio.run(ours())
+    finally:
+        srv.stop()
+
+
+def test_files_the_server_writes_stay_in_its_own_directory(tmp_path: Path) -> None:
+    srv = EmbeddedServer()
+    dsn = asyncio.run(srv.start())
+
+    async def outfile(path: Path) -> None:
+        conn = await connect(dsn)
+        try:
+            async with conn.cursor() as cur:
+                await cur.execute(f"SELECT 1 INTO OUTFILE '{path}'")
+        finally:
+            conn.close()
+    try:
+        with pytest.raises(asyncmy.errors.MySQLError) as err:
+            asyncio.run(outfile(tmp_path / "out.txt"))
+        assert err.value.args[0] == 1290  # --secure-file-priv
+        assert not (tmp_path / "out.txt").exists()
+        assert srv.basedir is not None
+        asyncio.run(outfile(srv.basedir / "files" / "ok.txt"))  # its own directory only
+    finally:
+        srv.stop()
+
+
+def test_settings_that_would_open_the_server_are_refused() -> None:
+    for name, value in (("bind_address", "0.0.0.0"), ("skip_grant_tables", 1), ("secure_file_priv", "")):
+        srv = EmbeddedServer((ServerSetting(name, value, str(value)),))
+        with pytest.raises(TargetError, match=name):
+            asyncio.run(srv.start())
+        assert srv.process is None  # nothing was started
+
+
+def test_a_killed_runs_server_directory_is_removed_at_the_next_start() -> None:
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = Path(tempfile.mkdtemp(prefix=STALE_PREFIX))
+    (stale / OWNER_FILE).write_text(str(dead.pid))
+    (stale / "data").mkdir()
+    alive = Path(tempfile.mkdtemp(prefix=STALE_PREFIX))
+    (alive / OWNER_FILE).write_text(str(os.getpid()))  # a run that is still going
+    unknown = Path(tempfile.mkdtemp(prefix=STALE_PREFIX))  # no owner file: not ours to judge
+    try:
+        removed = remove_stale_servers()
+        assert stale in removed and not stale.exists()
+        assert alive.exists() and unknown.exists()
+    finally:
+        for d in (stale, alive, unknown):
+            shutil.rmtree(d, ignore_errors=True)
