@@ -12,6 +12,7 @@ from pathlib import Path
 from rich.console import Console
 
 from bench_dsl import __version__
+from bench_dsl.dsn import redact
 from bench_dsl.errors import BenchError, ExitCode, ScenarioError, UsageError
 from bench_dsl import events as ev
 from bench_dsl.events import Sink
@@ -25,7 +26,11 @@ DEFAULT_OUTPUT = "results/{scenario}-{time}.json"
 
 EPILOG = """exit status: 0 completed, 1 internal error or results not written, 2 bad scenario or
 usage, 3 an expect failed, 4 the target failed (unreachable, lost), 130 interrupted (143
-terminated, 129 hung up). Results already measured are always written, atomically."""
+terminated, 129 hung up). Results already measured are always written, atomically.
+
+passwords: an address given with --target or -D is visible to every local user in `ps`. Give it
+through the environment instead: target env("BENCH_DSN", ...) in the file, BENCH_DSN=... set in
+the shell (or read from a file: BENCH_DSN=$(cat ~/.bench-dsn) bench run ...)."""
 
 
 def _defines(pairs: list[str]) -> dict[str, str]:
@@ -58,7 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
     def run_opts(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("file", metavar="FILE")
         common(sp)
-        sp.add_argument("--target", metavar="DSN", help="mysql://user:password@host:port/db; overrides the file's target")
+        sp.add_argument("--target", metavar="DSN", help="mysql://user:password@host:port/db; overrides the file's target. A password here is "
+                        "visible to every local user in `ps`: keep it in the environment instead (the file's "
+                        "target env(\"BENCH_DSN\", ...), or BENCH_DSN=... bench run ...)")
         sp.add_argument("--keep-server", action="store_true",
                         help="keep the throwaway server's files (its directory is printed)")
         sp.add_argument("--force-prepare", action="store_true", help="reload the data even when it is already there")
@@ -101,7 +108,9 @@ def _add_tpcc(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg
                                     "a scenario's target (or --target) and report each as passed or failed.",
                         epilog=TPCC_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     c.add_argument("file", nargs="?", metavar="FILE", help="a .bench scenario with a tpcc workload and a target")
-    c.add_argument("--target", metavar="DSN", help="mysql://user:password@host:port/db; overrides the file's target")
+    c.add_argument("--target", metavar="DSN", help="mysql://user:password@host:port/db; overrides the file's target. A password here is "
+                        "visible to every local user in `ps`: keep it in the environment instead (the file's "
+                        "target env(\"BENCH_DSN\", ...), or BENCH_DSN=... bench run ...)")
     c.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
                    help="override a 'let' of the file, e.g. -D warehouses=4")
     c.add_argument("--json", action="store_true", help="print the conditions as JSON on stdout")
@@ -110,7 +119,7 @@ def _add_tpcc(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg
 def cmd_tpcc(args: argparse.Namespace, err: Console) -> int:
     import json
 
-    from bench_dsl.server import open_target
+    from bench_dsl.dsn import parse_dsn
     from bench_dsl.workloads.tpcc import check
 
     target = args.target
@@ -124,8 +133,10 @@ def cmd_tpcc(args: argparse.Namespace, err: Console) -> int:
                              "that holds the data with --target DSN")
     elif target is None:
         raise UsageError("give a scenario FILE whose target holds the data, or --target DSN")
-    dsn, _ = open_target(target)
-    assert dsn is not None
+    try:
+        dsn = parse_dsn(target)
+    except ValueError as exc:
+        raise UsageError(f"target: {exc}") from None
     conditions = _run_loop(check(dsn))
     if args.json:
         print(json.dumps({"target": dsn.redacted(), "passed": all(c.passed for c in conditions),
@@ -222,9 +233,12 @@ def cmd_run(args: argparse.Namespace, err: Console, prepare_only: bool = False) 
                    keep_server=args.keep_server, force_prepare=args.force_prepare, prepare_only=prepare_only,
                    target=args.target, workers=args.workers, isolate_users=use_ui)
     if opts.target:
-        from bench_dsl.server import open_target
+        from bench_dsl.dsn import parse_dsn
 
-        open_target(opts.target)  # a bad --target is a usage error before anything starts
+        try:  # a bad --target is a usage error before anything starts
+            parse_dsn(opts.target)
+        except ValueError as exc:
+            raise UsageError(f"--target: {exc}") from None
     run = Run(sc, p, list(sinks), opts)
     problems: list[str] = []
     written = True
@@ -304,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         print(e.render(), file=sys.stderr)  # not through rich: diagnostics must never be re-wrapped
         return int(e.exit_code)
     except BenchError as e:
-        err.print(f"bench: {e}", markup=False, highlight=False)
+        err.print(f"bench: {redact(str(e))}", markup=False, highlight=False)
         return int(e.exit_code)
     except KeyboardInterrupt:
         return int(ExitCode.INTERRUPTED)
@@ -315,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("BENCH_DEBUG"):
             traceback.print_exc()
         else:
-            err.print(f"bench: internal error: {traceback.format_exc().strip().splitlines()[-1]}\n"
+            err.print(f"bench: internal error: {redact(traceback.format_exc().strip().splitlines()[-1])}\n"
                       "  run again with BENCH_DEBUG=1 for the details, and report it", markup=False)
         return int(ExitCode.FAILURE)
 

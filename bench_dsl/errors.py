@@ -39,11 +39,12 @@ class Diagnostic:
 
     def render(self, source: str | None) -> str:
         """`file:line:col: message`, the source line, a caret under the offending text, a hint."""
+        message = redact(self.message)  # it may quote a value given with -D or read from the environment
         if self.span is None:
-            out = f"{self.severity}: {self.message}"
+            out = f"{self.severity}: {message}"
         else:
             s = self.span
-            out = f"{s.file}:{s.line}:{s.col}: {self.severity}: {self.message}"
+            out = f"{s.file}:{s.line}:{s.col}: {self.severity}: {message}"
             if source is not None:
                 lines = source.splitlines()
                 if 1 <= s.line <= len(lines):

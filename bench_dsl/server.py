@@ -21,7 +21,7 @@ from urllib.parse import quote
 import asyncmy
 import psutil
 
-from bench_dsl.dsn import Dsn, parse_dsn
+from bench_dsl.dsn import Dsn, parse_dsn, quote_identifier
 from bench_dsl.errors import TargetError
 from bench_dsl.model import ServerSetting
 
@@ -263,7 +263,7 @@ async def ensure_database(dsn: Dsn) -> None:
         raise TargetError(f"cannot reach {dsn.redacted()}: {error_reason(exc)}") from None
     try:
         async with conn.cursor() as cur:
-            await cur.execute(f"CREATE DATABASE IF NOT EXISTS `{dsn.database}`")
+            await cur.execute(f"CREATE DATABASE IF NOT EXISTS {quote_identifier(dsn.database)}")
     finally:
         conn.close()
 
