@@ -129,9 +129,11 @@ class ProcessFleet:
     async def start(self) -> None:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         for i in range(self.count):
-            # a new session: Ctrl-C at the terminal must reach the coordinator only, which stops the workers
+            # a new session: Ctrl-C at the terminal must reach the coordinator only, which stops the workers.
+            # -P: the current directory is not put first on the path, so a folder there named like one
+            # of our modules (a checkout of this repository) is never imported instead of the package
             proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "bench_dsl.worker", stdin=asyncio.subprocess.PIPE,
+                sys.executable, "-P", "-m", "bench_dsl.worker", stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
                 start_new_session=True, limit=1 << 24)
             p = _Proc(i, proc)

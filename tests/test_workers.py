@@ -183,3 +183,29 @@ async def test_pauses_are_not_part_of_the_response_time(dsn_url: str) -> None:
     # two users pausing 0.2 s each time: about 20 transactions, none of them 0.2 s long
     assert 10 <= st.count <= 22, st.count
     assert st.hist.get_max_value() < 150_000  # microseconds: the pause is never measured
+
+
+@pytest.mark.slow
+def test_a_folder_named_like_the_package_in_the_current_directory_is_never_imported(dsn_url: str,
+                                                                                    tmp_path: Path) -> None:
+    """Run from a checkout of this repository (or any folder holding a bench_dsl/), the workers
+    import the installed package, as the coordinator does, not the folder."""
+    import json
+    import subprocess
+    import sys
+
+    fake = tmp_path / "bench_dsl"
+    fake.mkdir()
+    marker = tmp_path / "imported"
+    (fake / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\nraise ImportError('the shadow')\n")
+    (fake / "worker.py").write_text("")
+    scenario = tmp_path / "s.bench"
+    scenario.write_text(SLEEPER.replace("transaction nap { query \"SELECT SLEEP(0.02)\" }",
+                                        "transaction nap { query \"SELECT 1\" }").replace("duration 4s", "duration 2s"))
+    bench = Path(sys.executable).parent / "bench"  # the installed command, as a user runs it
+    r = subprocess.run([str(bench), "run", "s.bench", "--workers", "2", "--json", "r.json"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert not marker.exists()
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["workers"] == 2 and doc["summary"]["count"] > 0
