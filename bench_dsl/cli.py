@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import os
 import sys
 import traceback
@@ -19,7 +20,7 @@ from bench_dsl.events import Sink
 from bench_dsl.planner import describe, plan
 from bench_dsl.results import expand_output
 from bench_dsl.runner import Options, Run
-from bench_dsl.sinks import ConsoleSink, JsonLinesSink, JsonResultSink
+from bench_dsl.sinks import ConsoleSink, JsonLinesSink, JsonResultSink, OutputClaim, OutputTaken, check_regular
 from bench_dsl.validate import load
 
 DEFAULT_OUTPUT = "results/{scenario}-{time}.json"
@@ -201,34 +202,40 @@ def _run_loop(coro):  # type: ignore[no-untyped-def]
 
 def cmd_run(args: argparse.Namespace, err: Console, prepare_only: bool = False) -> int:
     sc = load(args.file, _defines(args.defines))
-    if args.time_scale <= 0:
-        raise UsageError("--time-scale must be larger than 0")
+    if not math.isfinite(args.time_scale) or args.time_scale <= 0:
+        raise UsageError("--time-scale must be a number larger than 0, e.g. 0.1")
+    if args.max_steps is not None and args.max_steps < 1:
+        raise UsageError("--max-steps must be at least 1")
     p = plan(sc, args.time_scale, args.max_steps)
     sinks: list[Sink] = []
     # A person at a terminal gets the live UI; CI, pipes and --headless get console lines on stderr.
     use_ui = (not prepare_only and not args.headless and not args.quiet and args.jsonl != "-"
               and sys.stdout.isatty() and sys.stderr.isatty())
-    deferred = _VerdictOnly(ConsoleSink(err), defer=use_ui)
-    if use_ui:
-        sinks.append(deferred)  # the verdict is printed once the UI has left the screen
-    elif not args.quiet:
+    deferred = _VerdictOnly(ConsoleSink(err), defer=use_ui, quiet=not (use_ui or args.quiet))
+    sinks.append(deferred)  # with the UI, the verdict is printed once the UI has left the screen
+    if not use_ui and not args.quiet:
         sinks.append(ConsoleSink(err))
-    else:
-        sinks.append(deferred)
     out_path: Path | None = None
-    if not prepare_only:
-        template = args.json or sc.output or DEFAULT_OUTPUT
-        out_path = Path(expand_output(template, sc))
-        try:  # find out now, not after an hour of measuring
-            out_path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise UsageError(f"cannot write the results to {out_path}: {exc.strerror}") from None
-        if not os.access(out_path.parent, os.W_OK):
-            raise UsageError(f"cannot write the results to {out_path}: {out_path.parent} is not writable")
-        sinks.append(JsonResultSink(out_path))
-        if args.jsonl:
-            stream = sys.stdout if args.jsonl == "-" else open(args.jsonl, "w", encoding="utf-8")  # noqa: SIM115
-            sinks.append(JsonLinesSink(stream))
+    claims: list[OutputClaim] = []
+    try:
+        if not prepare_only:
+            out_path = Path(expand_output(args.json or sc.output or DEFAULT_OUTPUT, sc))
+            claims.append(_claim(out_path, "the results", regular=True))  # found out now, not after an hour
+            sinks.append(JsonResultSink(out_path))
+            if args.jsonl and args.jsonl != "-":
+                jsonl = Path(args.jsonl)
+                claims.append(_claim(jsonl, "the event stream", regular=False))
+                try:
+                    stream = open(jsonl, "w", encoding="utf-8")  # noqa: SIM115
+                except OSError as exc:
+                    raise UsageError(f"cannot write the event stream to {jsonl}: {exc.strerror}") from None
+                sinks.append(JsonLinesSink(stream, f"the event stream to {jsonl}"))
+            elif args.jsonl:
+                sinks.append(JsonLinesSink(sys.stdout, "the event stream to stdout"))
+    except BaseException:
+        for c in claims:
+            c.release()
+        raise
     opts = Options(time_scale=args.time_scale, max_steps=args.max_steps,
                    keep_server=args.keep_server, force_prepare=args.force_prepare, prepare_only=prepare_only,
                    target=args.target, workers=args.workers, isolate_users=use_ui)
@@ -245,16 +252,17 @@ def cmd_run(args: argparse.Namespace, err: Console, prepare_only: bool = False) 
 
     def close_sinks() -> None:
         nonlocal written
-        for s in sinks:  # every sink, also one the run dropped, and also when the run raised
-            try:
-                s.close()
-            except OSError as exc:
-                if isinstance(s, JsonResultSink):
-                    written = False
-                    problems.append(f"could not write {out_path}: {exc}")
-                else:
-                    where = "stdout" if args.jsonl == "-" else args.jsonl
-                    problems.append(f"could not write the event stream to {where}: {exc}")
+        try:
+            for s in sinks:  # every sink, also one the run dropped, and also when the run raised
+                try:
+                    s.close()
+                except OSError as exc:
+                    if isinstance(s, JsonResultSink):
+                        written = False
+                    problems.append(f"could not write {getattr(s, 'name', 'an output')}: {exc}")
+        finally:
+            for c in claims:
+                c.release()
 
     async def run_then_close() -> int:
         try:
@@ -269,24 +277,55 @@ def cmd_run(args: argparse.Namespace, err: Console, prepare_only: bool = False) 
             await asyncio.to_thread(close_sinks)
 
     code = int(_run_loop(run_then_close()))
+    for s, exc in run.bus.dropped:  # an output that failed during the run is missing its end
+        if isinstance(s, JsonLinesSink) and not any(str(exc) in m for m in problems):
+            problems.append(f"{s.name} stopped during the run: {exc}")
     for message in problems:
         err.print(f"bench: {message}", markup=False, highlight=False)
+    status = deferred.status or "not run"
     if problems:
         code = ExitCode.FAILURE
+        status += ", but an output is incomplete"
+    # said last, once every output is closed: the status and the exit status always agree
+    err.print(f"status: {status} (exit {int(code)})", markup=False, highlight=False)
     if out_path is not None and written:
         err.print(f"results: {out_path}", markup=False, highlight=False, soft_wrap=True)
     return int(code)
 
 
+def _claim(path: Path, what: str, regular: bool) -> OutputClaim:
+    """`path` for this run alone, in a directory that exists (made if need be) and can be written."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot write {what} to {path}: {exc.strerror}") from None
+    if not os.access(path.parent, os.W_OK):
+        raise UsageError(f"cannot write {what} to {path}: {path.parent} is not writable")
+    try:
+        if regular:
+            check_regular(path)
+        return OutputClaim(path)
+    except OutputTaken as exc:
+        raise UsageError(f"cannot write {what} to {path}: {exc}") from None
+    except OSError as exc:
+        raise UsageError(f"cannot write {what} to {path}: {exc.strerror}") from None
+
+
 class _VerdictOnly:
     """Passes on errors and the verdict only; with `defer`, keeps them until close()."""
 
-    def __init__(self, inner: ConsoleSink, defer: bool = False) -> None:
+    def __init__(self, inner: ConsoleSink, defer: bool = False, quiet: bool = False) -> None:
         self.inner = inner
         self.defer = defer
+        self.quiet = quiet  # another sink prints everything: only the status is kept
         self.kept: list[ev.Event] = []
+        self.status: str | None = None  # the run's, from its Finished event
 
     def emit(self, event: ev.Event) -> None:
+        if isinstance(event, ev.Finished):
+            self.status = event.status
+        if self.quiet:
+            return
         if isinstance(event, ev.Finished) or (isinstance(event, ev.Log) and event.level == "error"):
             if self.defer:
                 self.kept.append(event)

@@ -329,6 +329,7 @@ class Bus:
     def __init__(self, sinks: Sequence[Sink] = (), clock: Callable[[], float] | None = None) -> None:
         self.sinks: list[Sink] = list(sinks)
         self.clock = clock  # the run's elapsed seconds, for the warning that a sink stopped
+        self.dropped: list[tuple[Sink, Exception]] = []
 
     def publish(self, event: Event) -> None:
         queue = [event]
@@ -339,7 +340,9 @@ class Bus:
                     said = s.emit(ev)
                 except Exception as exc:
                     self.sinks.remove(s)
-                    queue.append(Log("warning", f"{type(s).__name__} stopped: {type(exc).__name__}: {exc}",
+                    self.dropped.append((s, exc))
+                    name = getattr(s, "name", type(s).__name__)
+                    queue.append(Log("warning", f"{name} stopped at this point: {type(exc).__name__}: {exc}",
                                      round(self.clock(), 3) if self.clock else None))
                     continue
                 if said:

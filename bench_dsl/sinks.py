@@ -5,8 +5,10 @@ They read events only: nothing here imports the engine."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
+import stat
 import sys
 import tempfile
 import threading
@@ -20,8 +22,61 @@ from bench_dsl import events as ev
 from bench_dsl.document import ResultDocument
 
 
+class OutputTaken(Exception):
+    """The path cannot be a run's output: another run writes it, or it is not a regular file."""
+
+
+def check_regular(path: Path) -> None:
+    """A result is written through a temporary file renamed over the path: that would replace a
+    device node (/dev/null), a symlink or a pipe by a regular file, so only a regular file (or
+    nothing) may be there."""
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        kind = ("a symbolic link" if stat.S_ISLNK(st.st_mode) else "a directory" if stat.S_ISDIR(st.st_mode)
+                else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "not a regular file")
+        raise OutputTaken(f"it is {kind}: results are written to regular files only, never through or over "
+                          "anything else")
+
+
+class OutputClaim:
+    """An output path held by this run alone, for as long as it runs: a second run given the same
+    path is refused at once instead of both writing it (one result lost, broken lines). The claim
+    is an exclusive lock on a hidden file beside the path, removed when the run ends."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lock = path.parent / f".{path.name}.lock"
+        while True:
+            fd = os.open(self.lock, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise OutputTaken("another run is writing it (give this one another path)") from None
+            try:  # the file may have been removed by the run that held it, between our open and lock
+                same = os.stat(self.lock).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)
+        self.fd: int | None = fd
+
+    def release(self) -> None:
+        if self.fd is None:
+            return
+        with contextlib.suppress(OSError):
+            self.lock.unlink()  # while still locked: whoever opened it before is told to look again
+        os.close(self.fd)
+        self.fd = None
+
+
 def write_atomically(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
+    check_regular(path)  # again: something may have been put there since the run began
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -48,6 +103,7 @@ class JsonResultSink:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.name = f"the result file {path}"
         self.document = ResultDocument()
         self._pending: dict[str, Any] | None = None
         self._error: BaseException | None = None
@@ -135,8 +191,9 @@ class JsonLinesSink:
 
     TYPES = (ev.Started, ev.Phase, ev.Interval, ev.Step, ev.Fired, ev.Finished)
 
-    def __init__(self, stream: IO[str]) -> None:
+    def __init__(self, stream: IO[str], name: str = "the event stream") -> None:
         self.stream = stream
+        self.name = name
         self.fd = stream.fileno()
 
     def emit(self, event: ev.Event) -> None:
@@ -227,7 +284,6 @@ class ConsoleSink:
         for e in d.get("expect") or []:
             mark = "[green]pass[/]" if e["passed"] else "[red]FAIL[/]"
             self.c.print(f"expect {esc(e['expect'])}: {mark} (measured {e['value']})")
-        self.c.print(f"status: {d['status']} (exit {d['exit_code']})")
 
     def close(self) -> None:
         pass

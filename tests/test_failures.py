@@ -155,3 +155,78 @@ def test_a_reader_that_leaves_does_not_end_the_run(dsn_url: str, tmp_path: Path)
     doc = _result(out)
     assert doc["status"] == "completed" and doc["steps"]
     assert b"JsonLinesSink stopped" in err and b"Traceback" not in err
+
+
+# outputs ------------------------------------------------------------------------------------------
+QUICK_REMOTE = """scenario "quick" {
+  target env("BENCH_DSN")
+  workload custom { transaction one { query "SELECT 1" } }
+  users 2  duration 2s  report every 1s
+}
+"""
+
+
+def _limit_file_size(limit: int):  # type: ignore[no-untyped-def]
+    def apply() -> None:
+        import resource
+
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # past the limit, write() fails with EFBIG
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
+    return apply
+
+
+def test_a_result_that_cannot_be_written_says_so_in_the_status_line_and_the_exit_status(
+        dsn_url: str, tmp_path: Path) -> None:
+    f = tmp_path / "q.bench"
+    f.write_text(QUICK_REMOTE)
+    out = tmp_path / "q.json"
+    r = subprocess.run([*BENCH, "run", str(f), "--headless", "--json", str(out)], cwd=ROOT, capture_output=True,
+                       text=True, timeout=120, preexec_fn=_limit_file_size(1500))  # a disk full from the start
+    assert r.returncode == 1, r.stderr
+    last = r.stderr.strip().splitlines()
+    assert last[-1] == "status: completed, but an output is incomplete (exit 1)", last[-3:]
+    assert any(line.startswith(f"bench: could not write the result file {out}") for line in last)
+    assert "status: completed (exit 0)" not in r.stderr
+
+
+def test_an_event_stream_lost_during_the_run_is_a_warning_in_the_result_and_exit_1(
+        dsn_url: str, tmp_path: Path) -> None:
+    f = tmp_path / "q.bench"
+    f.write_text(QUICK_REMOTE)
+    out = tmp_path / "q.json"
+    r = run_bench("run", str(f), "--headless", "--json", str(out), "--jsonl", "/dev/full")  # writes fail: ENOSPC
+    assert r.returncode == 1, r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["status"] == "completed" and doc["summary"]["count"] > 0
+    assert any(w.startswith("the event stream to /dev/full stopped") for w in doc["warnings"]), doc["warnings"]
+    assert r.stderr.strip().splitlines()[-2:][0].endswith("(exit 1)")
+
+
+def test_outputs_that_are_not_regular_files_are_never_replaced(tmp_path: Path) -> None:
+    link = tmp_path / "link.json"
+    target = tmp_path / "precious.txt"
+    target.write_text("keep me")
+    link.symlink_to(target)
+    for path, kind in ((link, "a symbolic link"), (Path("/dev/null"), "a device"), (tmp_path, "a directory")):
+        r = run_bench("run", "examples/quickstart.bench", "--json", str(path))
+        assert r.returncode == 2 and f"cannot write the results to {path}: it is {kind}" in r.stderr, r.stderr
+    assert link.is_symlink() and target.read_text() == "keep me"
+    assert Path("/dev/null").is_char_device()
+
+
+def test_a_second_run_on_the_same_result_path_is_refused(dsn_url: str, tmp_path: Path) -> None:
+    f = tmp_path / "q.bench"
+    f.write_text(QUICK_REMOTE.replace("duration 2s", "duration 6s"))
+    out = tmp_path / "same.json"
+    first = subprocess.Popen([*BENCH, "run", str(f), "--headless", "--json", str(out)], cwd=ROOT,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for_intervals(out, 1, first)
+    second = run_bench("run", str(f), "--headless", "--json", str(out))
+    assert second.returncode == 2 and f"cannot write the results to {out}: another run is writing it" in second.stderr
+    _, err = first.communicate(timeout=60)
+    assert first.returncode == 0, err
+    assert json.loads(out.read_text())["status"] == "completed"
+    assert not (tmp_path / ".same.json.lock").exists()  # released at the end
+    again = run_bench("run", str(f).replace("q.bench", "q.bench"), "--headless", "--json", str(out),
+                      "--time-scale", "0.3")
+    assert again.returncode == 0, again.stderr  # free again
