@@ -123,9 +123,3 @@ def _helper1(x: float) -> float:
 def _helper2(x: float) -> float:
     return math.expm1(x) / x if abs(x) > 1e-8 else 1 + x * 0.5 * (1 + x / 3 * (1 + 0.25 * x))
 
-
-def random_digits(template: str, rng: random.Random) -> str:
-    """sysbench's sb_rand_str: '#' becomes a random digit, '@' a random lowercase letter."""
-    digits = rng.choices(string.digits, k=template.count("#"))
-    it = iter(digits)
-    return "".join(next(it) if ch == "#" else ch for ch in template)

@@ -157,9 +157,6 @@ class LinearRamp:
 Ramp = ConstantRamp | StepRamp | LinearRamp
 
 
-PERCENTILE_METRICS = {"avg", "max", "min"}  # plus pNN[.N]
-
-
 @dataclass(frozen=True, slots=True)
 class Metric:
     """What a condition measures.
