@@ -15,21 +15,11 @@ from bench_dsl import model as m
 from bench_dsl import syntax as ast
 from bench_dsl.dsn import parse_dsn, redact
 from bench_dsl.errors import Diagnostic, ScenarioError, Span
+from bench_dsl.generators import GENERATORS
 from bench_dsl.parser import parse, parse_expr
 
 TIME_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 SIZE_UNITS = {"K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
-
-GENERATORS: dict[str, tuple[int, int | None, str]] = {
-    # name: (min args, max args, signature for messages)
-    "uniform": (2, 2, "uniform(min, max)"),
-    "zipf": (3, 3, "zipf(min, max, exponent)"),
-    "nurand": (3, 3, "nurand(A, x, y)"),
-    "sequence": (0, 1, "sequence(start)"),
-    "choice": (1, None, "choice(a, b, ...)"),
-    "randstr": (1, 2, "randstr(min_len, max_len)"),
-    "special": (2, 2, "special(min, max)"),
-}
 
 RETRYABLE = {"deadlock": 1213, "lock_wait_timeout": 1205, "lock_wait": 1205}
 
@@ -268,34 +258,30 @@ class _Checker:
         if isinstance(v, str):
             return v
         if isinstance(v, ast.Call):
-            spec = GENERATORS.get(v.name)
-            if spec is None:
+            kind = GENERATORS.get(v.name)
+            if kind is None:
                 close = difflib.get_close_matches(v.name, list(GENERATORS), n=1)
                 self.error(f"unknown generator {v.name}()", _name_span(v.span, v.name),
-                           f"did you mean {GENERATORS[close[0]][2]}?" if close
-                           else "generators: " + ", ".join(s[2] for s in GENERATORS.values()))
+                           f"did you mean {GENERATORS[close[0]].signature}?" if close
+                           else "generators: " + ", ".join(k.signature for k in GENERATORS.values()))
                 return None
-            lo, hi, sig = spec
-            if len(v.args) < lo or (hi is not None and len(v.args) > hi):
-                self.error(f"{v.name}() takes {_arity(lo, hi)}", v.span, f"write {sig}")
+            if len(v.args) < kind.min_args or (kind.max_args is not None and len(v.args) > kind.max_args):
+                self.error(f"{v.name}() takes {kind.arity()}", v.span, f"write {kind.signature}")
                 return None
             args: list[int | float | str] = []
             for a in v.args:
-                av = self.numeric(a, f"{v.name}()") if v.name != "choice" else self.value(a)
+                av = self.value(a) if kind.text_arguments else self.numeric(a, f"{v.name}()")
                 if av is None:
                     return None  # already reported: an undefined $name or an env() that holds no number
                 if isinstance(av, Quantity) and av.unit is None:
                     args.append(int(av.value) if av.value.is_integer() else av.value)
-                elif isinstance(av, str) and v.name == "choice":
+                elif isinstance(av, str) and kind.text_arguments:
                     args.append(av)
                 else:
-                    self.error(f"arguments of {v.name}() are plain numbers", _span_of(a), f"write {sig}")
+                    self.error(f"arguments of {v.name}() are plain numbers", _span_of(a), f"write {kind.signature}")
                     return None
-            if v.name in ("uniform", "zipf", "special") and args[0] > args[1]:  # type: ignore[operator]
-                self.error(f"{v.name}(): the minimum is larger than the maximum", v.span)
-                return None
-            if v.name == "zipf" and float(args[2]) <= 0:
-                self.error("zipf(): the exponent must be larger than 0", v.span)
+            if (problem := kind.problem(tuple(args))) is not None:
+                self.error(f"{v.name}(): {problem}", v.span)
                 return None
             return m.Generator(v.name, tuple(args), v.span)
         return None
@@ -338,14 +324,6 @@ def _target(c: _Checker, t: ast.Item) -> tuple[str | None, str | None]:
         c.error(f"target: {what} not a valid address: {exc}", span, _TARGET_EXAMPLE)
         return None, target_from
     return v, target_from
-
-
-def _arity(lo: int, hi: int | None) -> str:
-    if hi is None:
-        return f"at least {lo} argument{'s' if lo != 1 else ''}"
-    if lo == hi:
-        return f"{lo} argument{'s' if lo != 1 else ''}"
-    return f"{lo} to {hi} arguments"
 
 
 def _shown(v: Value) -> str:
