@@ -10,29 +10,21 @@ import os
 import random
 import re
 from collections.abc import Mapping
-from dataclasses import fields
 from pathlib import Path
 
 from bench_dsl import model as m
 from bench_dsl import syntax as ast
 from bench_dsl import validate_ramp
 from bench_dsl.dsn import parse_dsn, redact
-from bench_dsl.errors import Diagnostic, ScenarioError, Span
+from bench_dsl.errors import Diagnostic, ScenarioError
 from bench_dsl.parser import parse, parse_expr
 from bench_dsl.validate_conditions import condition
-from bench_dsl.validate_values import (
-    Checker,
-    EnvText,
-    Quantity,
-    name_span,
-    num,
-    offset,
-    offset_end,
-    plain,
-    span_of,
-)
+from bench_dsl.validate_values import Checker, EnvText, plain, span_of
+from bench_dsl.workloads.custom import native_sql
+from bench_dsl.workloads.plugin import transactions_named
+from bench_dsl.workloads.registry import PLUGINS
 
-RETRYABLE = {"deadlock": 1213, "lock_wait_timeout": 1205, "lock_wait": 1205}
+__all__ = ["check", "load", "native_sql"]  # native_sql: the custom workload's, where it was first defined
 
 
 def load(path: str | Path, defines: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None,
@@ -207,23 +199,24 @@ def _server_settings(c: Checker, blocks: list[object]) -> tuple[m.ServerSetting,
 
 
 def _workload(c: Checker, sc: ast.ScenarioNode, nodes: list[object]) -> tuple[m.WorkloadSpec | None, tuple[str, ...]]:
-    """The workload, and the transaction names conditions are checked against: its own, or when the
-    block has errors, those it declares (so that each mistake is reported once)."""
+    """The workload, validated by its kind's plugin, and the transaction names conditions are
+    checked against: its own, or when the block has errors, those it declares (so that each
+    mistake is reported once)."""
     if not nodes:
         c.error("the scenario has no workload", sc.span,
                 "add: workload sysbench oltp_read_write { tables = 1  table_size = 10000 }")
         return None, ()
     node: ast.Workload = nodes[0]  # type: ignore[assignment]
-    workload = _workload_spec(c, node)
-    if workload is not None:
-        return workload, workload.transaction_names
-    if node.kind == "tpcc":
-        return None, m.TPCC_TRANSACTIONS
-    if node.kind == "sysbench":
-        # a misspelt test: judge the conditions against the test it most likely means, so the
-        # typo is reported once, not again as the "transaction" every condition should name
-        return None, tuple(difflib.get_close_matches(node.variant or "", m.SYSBENCH_TESTS, n=1)) or m.SYSBENCH_TESTS
-    return None, tuple(t.name for t in node.transactions) or ((node.variant,) if node.variant else ())
+    plugin = PLUGINS.get(node.kind)
+    if plugin is None:
+        close = difflib.get_close_matches(node.kind, list(PLUGINS), n=1)
+        c.error(f"unknown workload '{node.kind}'", node.kind_span,
+                f"did you mean {close[0]}?" if close else "workloads: " + ", ".join(PLUGINS))
+        return None, transactions_named(node)
+    workload = plugin.validate(c, node)
+    if workload is None:
+        return None, plugin.declared_transactions(node)
+    return workload, workload.transaction_names
 
 
 def _workers(c: Checker, item: ast.Item | None) -> int | None:
@@ -274,8 +267,9 @@ def _output(c: Checker, item: ast.Item | None) -> str | None:
 def _setup(c: Checker, blocks: list[object], workload: m.WorkloadSpec | None) -> tuple[m.Fill | m.SetupSql, ...]:
     setup: list[m.Fill | m.SetupSql] = []
     for blk in blocks:
-        if workload is not None and workload.kind != "custom":
-            c.error(f"setup is for custom workloads; {workload.kind} prepares its own data", blk.span)  # type: ignore[attr-defined]
+        if workload is not None and not PLUGINS[workload.kind].takes_setup:
+            kinds = " and ".join(p.kind for p in PLUGINS.values() if p.takes_setup)
+            c.error(f"setup is for {kinds} workloads; {workload.kind} prepares its own data", blk.span)  # type: ignore[attr-defined]
         for node in blk.entries:  # type: ignore[attr-defined]
             if isinstance(node, ast.SetupSql):
                 setup.append(m.SetupSql(node.sql, node.span))
@@ -291,278 +285,3 @@ def _setup(c: Checker, blocks: list[object], workload: m.WorkloadSpec | None) ->
             if rows is not None:
                 setup.append(m.Fill(node.table, int(rows), tuple(columns), node.span))
     return tuple(setup)
-
-
-_PARAM = re.compile(r"""('(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.)*"|`[^`]*`|--[^\n]*|/\*.*?\*/)|(?<![:\w]):([A-Za-z_]\w*)""",
-                    re.DOTALL)
-
-
-def _inside_string(text: str, span: Span | None, index: int, length: int) -> Span | None:
-    """Where the characters index..index+length of a string's value are in the file."""
-    if span is None:
-        return None
-    start = offset(text, span)
-    raw = text[start:offset_end(text, span)]
-    if raw.startswith('"""'):
-        pos = 3 + index  # a """ string has no escapes: the value is the text
-    else:
-        pos = 1
-        for _ in range(index):
-            pos += 2 if raw[pos] == "\\" else 1  # an escape is two characters in the file, one in the value
-    at = start + pos
-    line = text.count("\n", 0, at) + 1
-    col = at - text.rfind("\n", 0, at)
-    return Span(span.file, line, col, line, col + length)
-
-
-def native_sql(sql: str) -> tuple[str, tuple[str, ...]]:
-    """`:name` parameters -> `?` placeholders (outside quotes and comments), in order of use."""
-    names: list[str] = []
-
-    def repl(mt: re.Match[str]) -> str:
-        if mt.group(1) is not None:
-            return mt.group(1)
-        names.append(mt.group(2))
-        return "?"
-
-    return _PARAM.sub(repl, sql), tuple(names)
-
-
-_SYSBENCH_INT = {f.name for f in fields(m.SysbenchWorkload)
-                 if f.type in ("int", "float")} - {"retries"}
-_SYSBENCH_BOOL = {"range_selects", "skip_trx", "create_secondary"}
-
-
-def _workload_spec(c: Checker, node: ast.Workload) -> m.WorkloadSpec | None:
-    if node.kind == "sysbench":
-        return _sysbench(c, node)
-    if node.kind == "custom":
-        return _custom(c, node)
-    if node.kind == "tpcc":
-        return _tpcc(c, node)
-    close = difflib.get_close_matches(node.kind, ["sysbench", "custom", "tpcc"], n=1)
-    c.error(f"unknown workload '{node.kind}'", node.kind_span,
-            f"did you mean {close[0]}?" if close else "workloads: sysbench, custom, tpcc")
-    return None
-
-
-def _duplicate_settings(c: Checker, settings: tuple[ast.Setting, ...]) -> None:
-    seen: set[str] = set()
-    for st in settings:
-        if st.name in seen:
-            c.error(f"'{st.name}' is given twice", name_span(st.span, st.name), "keep one")
-        seen.add(st.name)
-
-
-def _on_off(c: Checker, st: ast.Setting) -> bool | None:
-    v = c.value(st.value)
-    if not (isinstance(v, str) and v.lower() in ("on", "off")):
-        c.error(f"{st.name} is on or off", span_of(st.value), f"{st.name} = on")
-        return None
-    return v.lower() == "on"
-
-
-def _unknown_option(c: Checker, st: ast.Setting, workload: str, allowed: list[str]) -> None:
-    close = difflib.get_close_matches(st.name, allowed, n=1)
-    c.error(f"{workload} has no option '{st.name}'", name_span(st.span, st.name),
-            f"did you mean {close[0]}?" if close else "options: " + ", ".join(allowed))
-
-
-def _sysbench(c: Checker, node: ast.Workload) -> m.SysbenchWorkload | None:
-    if node.variant not in m.SYSBENCH_TESTS:
-        close = difflib.get_close_matches(node.variant or "", list(m.SYSBENCH_TESTS), n=1)
-        where = node.variant_span or node.kind_span  # no test name: point at 'sysbench'
-        c.error(f"unknown sysbench test '{node.variant}'" if node.variant else "workload sysbench needs a test name", where,
-                f"did you mean {close[0]}?" if close else "tests: " + ", ".join(m.SYSBENCH_TESTS))
-        return None
-    if node.transactions:
-        c.error("a sysbench workload has its own transactions", node.transactions[0].span,
-                "use 'workload custom { ... }' for your own")
-    for mix in node.mixes:
-        c.error("a sysbench test runs one transaction: it has no mix", mix.span,
-                "for a mix of your own, use 'workload custom' with a weight per transaction")
-    _duplicate_settings(c, node.settings)
-    opts: dict[str, object] = {}
-    allowed = sorted(_SYSBENCH_INT | _SYSBENCH_BOOL | {"rand_type"})
-    for st in node.settings:
-        if st.name in _SYSBENCH_BOOL:
-            if (flag := _on_off(c, st)) is not None:
-                opts[st.name] = flag
-        elif st.name == "rand_type":
-            v = c.value(st.value)
-            if v not in ("uniform", "special", "gaussian", "pareto", "zipfian"):
-                c.error("rand_type is uniform, special, gaussian, pareto or zipfian", span_of(st.value))
-                continue
-            opts[st.name] = v
-        elif st.name in _SYSBENCH_INT:
-            minimum = 1 if st.name in ("tables", "table_size", "range_size") else 0
-            n = c.count(st.value, st.name, minimum=minimum, integer=not st.name.startswith("rand_spec"))
-            if n is not None:
-                opts[st.name] = n
-        else:
-            _unknown_option(c, st, "sysbench", allowed)
-    if node.variant == "oltp_point_select":
-        opts.setdefault("point_selects", 1)  # as oltp_point_select.lua does
-    return m.SysbenchWorkload(test=node.variant, **opts)  # type: ignore[arg-type]
-
-
-def _custom(c: Checker, node: ast.Workload) -> m.CustomWorkload | None:
-    if node.variant is not None:
-        c.error("a custom workload has no test name", node.variant_span, "workload custom { transaction ... }")
-    for st in node.settings:
-        c.error(f"custom workloads take no option '{st.name}'", name_span(st.span, st.name),
-                "a custom workload is its transactions; options belong to sysbench and tpcc")
-    for mix in node.mixes:
-        c.error("a custom workload gives each transaction a weight instead of a mix", mix.span,
-                "transaction read weight 80 { ... }")
-    if not node.transactions:
-        c.error("a custom workload needs at least one transaction", node.span,
-                'transaction read { query "SELECT 1" }')
-        return None
-    seen: set[str] = set()
-    txs = []
-    for tx in node.transactions:
-        if tx.name in seen:
-            c.error(f"transaction '{tx.name}' is defined twice", tx.span)
-        seen.add(tx.name)
-        t = _transaction(c, tx)
-        if t is not None:
-            txs.append(t)
-    return m.CustomWorkload(tuple(txs)) if len(txs) == len(node.transactions) else None
-
-
-# TPC-C clause 5.2.3: the least share of each transaction but new_order, which takes what is left.
-_TPCC_MINIMUM = {"payment": 43.0, "order_status": 4.0, "delivery": 4.0, "stock_level": 4.0}
-_TPCC_OPTIONS = ["warehouses", "keying_time", "procedures", "loader_connections", "retries"]
-
-
-def _tpcc(c: Checker, node: ast.Workload) -> m.TpccWorkload | None:
-    before = len(c.errors())
-    if node.variant is not None:
-        c.error("a tpcc workload has no test name", node.variant_span, "workload tpcc { warehouses = 10 }")
-    if node.transactions:
-        c.error("a tpcc workload has its own five transactions", node.transactions[0].span,
-                "set their shares with mix { new_order 45%  payment 43% ... }, or use 'workload custom'")
-    _duplicate_settings(c, node.settings)
-    opts: dict[str, object] = {}
-    for st in node.settings:
-        if st.name == "warehouses":
-            n = c.number(st.value, "warehouses", integer=True, minimum=1)
-            if n is not None:
-                opts["warehouses"] = int(n)
-        elif st.name in ("keying_time", "procedures"):
-            if (flag := _on_off(c, st)) is not None:
-                opts[st.name] = flag
-        elif st.name == "loader_connections":
-            n = c.number(st.value, "loader_connections", integer=True, minimum=1)
-            if n is not None:
-                opts["loader_connections"] = int(n)
-        elif st.name == "retries":
-            n = c.number(st.value, "retries", integer=True, minimum=0)
-            if n is not None:
-                opts["retries"] = int(n)
-        else:
-            _unknown_option(c, st, "tpcc", _TPCC_OPTIONS)
-    for extra in node.mixes[1:]:
-        c.error("'mix' is given more than once", extra.span, "keep one")
-    if node.mixes:
-        mix = _tpcc_mix(c, node.mixes[0])
-        if mix is not None:
-            opts["mix"] = mix
-    if len(c.errors()) > before:
-        return None
-    return m.TpccWorkload(**opts)  # type: ignore[arg-type]
-
-
-def _tpcc_mix(c: Checker, node: ast.Mix) -> tuple[tuple[str, float], ...] | None:
-    shares: dict[str, float] = {}
-    ok = True
-    for entry in node.entries:
-        if entry.name not in m.TPCC_TRANSACTIONS:
-            close = difflib.get_close_matches(entry.name, list(m.TPCC_TRANSACTIONS), n=1, cutoff=0.5)
-            c.error(f"tpcc has no transaction '{entry.name}'", name_span(entry.span, entry.name),
-                    f"did you mean {close[0]}?" if close else "transactions: " + ", ".join(m.TPCC_TRANSACTIONS))
-            ok = False
-            continue
-        if entry.name in shares:
-            c.error(f"{entry.name} is given twice in the mix", name_span(entry.span, entry.name), "keep one")
-            ok = False
-            continue
-        v = c.numeric(entry.value, f"mix {entry.name}", "a percentage", "45%")
-        if not isinstance(v, Quantity) or v.unit != "%":
-            if v is not None:
-                shown = num(v.value) if isinstance(v, Quantity) else "45"
-                c.error("a share of the mix is a percentage" + getattr(v, "origin", ""), span_of(entry.value),
-                        f"{entry.name} {shown}%")
-            ok = False
-            continue
-        if v.value < 0:
-            c.wrong(v, "a share of the mix cannot be negative")
-            ok = False
-            continue
-        shares[entry.name] = v.value
-    if not ok:
-        return None
-    total = sum(shares.values())
-    if abs(total - 100.0) > 1e-6:
-        c.error(f"the mix adds up to {num(round(total, 6))}%, not 100%", name_span(node.span, "mix"),
-                "TPC-C's minimum mix: new_order 45%  payment 43%  order_status 4%  delivery 4%  stock_level 4%")
-        return None
-    for name, least in _TPCC_MINIMUM.items():
-        entry = next((e for e in node.entries if e.name == name), None)
-        share = shares.get(name, 0.0)
-        if share >= least:
-            continue
-        hint = "the run goes ahead, but its figures do not compare with TPC-C results"
-        if entry is None:
-            c.warning(f"{name} is not in the mix: it is not run (TPC-C's minimum is {num(least)}%, clause 5.2.3)",
-                      name_span(node.span, "mix"), hint)
-        else:
-            c.warning(f"{name} {num(share)}% is below TPC-C's minimum of {num(least)}% (clause 5.2.3)",
-                      span_of(entry.value), hint)
-    # every transaction, in the order of the specification; one left out of the mix is not run
-    return tuple((name, shares.get(name, 0.0)) for name in m.TPCC_TRANSACTIONS)
-
-
-def _transaction(c: Checker, tx: ast.Transaction) -> m.TransactionSpec | None:
-    before = len(c.errors())
-    weight = c.number(tx.weight, f"weight of {tx.name}", minimum=0, allow_units=("%",)) if tx.weight else 1.0
-    if weight is not None and weight <= 0:
-        c.error("a weight must be larger than 0", span_of(tx.weight))
-    retries, retry_on = 0, frozenset[int]()
-    if tx.retry is not None:
-        r = c.number(tx.retry.count, "retry", integer=True, minimum=0)
-        retries = int(r or 0)
-        codes = set()
-        for w in tx.retry.on:
-            if w.name not in RETRYABLE:
-                close = difflib.get_close_matches(w.name, list(RETRYABLE), n=1)
-                c.error(f"cannot retry on '{w.name}'", w.span,
-                        f"did you mean {close[0]}?" if close else "retry on deadlock, lock_wait_timeout")
-            else:
-                codes.add(RETRYABLE[w.name])
-        retry_on = frozenset(codes)
-    lets: list[tuple[str, m.Generator | int | float | str]] = []
-    queries: list[m.Query] = []
-    defined: set[str] = set()
-    for st in tx.body:
-        if isinstance(st, ast.Let):
-            g = c.generator(st.value, "let")
-            if g is not None:
-                lets.append((st.name, g))
-            defined.add(st.name)
-        else:
-            native, names = native_sql(st.sql)
-            for mt in _PARAM.finditer(st.sql):
-                n = mt.group(2)
-                if n is not None and n not in defined:
-                    close = difflib.get_close_matches(n, list(defined), n=1)
-                    c.error(f"query parameter :{n} is not defined in transaction '{tx.name}'",
-                            _inside_string(c.text, st.span, mt.start(2) - 1, len(n) + 1),
-                            f"did you mean :{close[0]}?" if close else f"add before the query: let {n} = uniform(1, 100)")
-            queries.append(m.Query(st.sql, native, names, st.span))
-    if not queries:
-        c.error(f"transaction '{tx.name}' runs no query", tx.span, 'add: query "SELECT ..."')
-    if len(c.errors()) > before or weight is None:
-        return None
-    return m.TransactionSpec(tx.name, float(weight), tuple(lets), tuple(queries), retries, retry_on, tx.span)

@@ -1,23 +1,68 @@
 """sysbench 1.0's OLTP tests: the same tables, statements and random distributions as its
-oltp_common.lua, so figures compare with sysbench's own."""
+oltp_common.lua, so figures compare with sysbench's own. The plugin of the kind `sysbench`: its
+spec (SysbenchWorkload, with sysbench's option names and defaults), their validation, its line in
+`bench check --plan`, and what runs it."""
 
 from __future__ import annotations
 
 import asyncio
+import difflib
 import random
 from collections.abc import Callable
+from dataclasses import dataclass, fields
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
 import asyncmy
 
 from bench_dsl import native
+from bench_dsl import syntax as ast
 from bench_dsl.dsn import Dsn
 from bench_dsl.generators import special, zipf
-from bench_dsl.model import SysbenchWorkload
+from bench_dsl.model import Fill, SetupSql
 from bench_dsl.rawexec import BEGIN, COMMIT, Program, Statement
 from bench_dsl.server import connect
+from bench_dsl.validate_values import Checker, span_of
 from bench_dsl.workloads.base import Progress, Session, Workload, rollback_quietly
+from bench_dsl.workloads.plugin import WorkloadPlugin, duplicate_settings, on_off, unknown_option
+
+SYSBENCH_TESTS = ("oltp_point_select", "oltp_read_only", "oltp_read_write", "oltp_write_only")
+
+
+@dataclass(frozen=True, slots=True)
+class SysbenchWorkload:
+    """The OLTP tests of sysbench 1.0, with its option names and defaults."""
+
+    test: str
+    tables: int = 1
+    table_size: int = 10000
+    range_size: int = 100
+    point_selects: int = 10
+    simple_ranges: int = 1
+    sum_ranges: int = 1
+    order_ranges: int = 1
+    distinct_ranges: int = 1
+    index_updates: int = 1
+    non_index_updates: int = 1
+    delete_inserts: int = 1
+    range_selects: bool = True
+    skip_trx: bool = False
+    create_secondary: bool = True
+    rand_type: str = "special"  # sysbench 1.0's default --rand-type
+    rand_spec_pct: float = 1.0
+    rand_spec_res: float = 75.0
+    rand_spec_iter: int = 12
+    retries: int = 100  # sysbench restarts an event on 1213/1020/1205 without limit
+    kind: Literal["sysbench"] = "sysbench"
+
+    @property
+    def transaction_names(self) -> tuple[str, ...]:
+        return (self.test,)
+
+
+# the options validation reads as numbers (K and M allowed), and as on / off
+_NUMBER_OPTIONS = {f.name for f in fields(SysbenchWorkload) if f.type in ("int", "float")} - {"retries"}
+_ON_OFF_OPTIONS = {"range_selects", "skip_trx", "create_secondary"}
 
 STATEMENTS = {
     "point_selects": "SELECT c FROM sbtest{t} WHERE id=?",
@@ -284,3 +329,58 @@ class _SysbenchSession(Session):
                 packets.append(COMMIT)
             return packets
         return transaction
+
+
+def validate(c: Checker, node: ast.Workload) -> SysbenchWorkload | None:
+    if node.variant not in SYSBENCH_TESTS:
+        close = difflib.get_close_matches(node.variant or "", list(SYSBENCH_TESTS), n=1)
+        where = node.variant_span or node.kind_span  # no test name: point at 'sysbench'
+        c.error(f"unknown sysbench test '{node.variant}'" if node.variant else "workload sysbench needs a test name", where,
+                f"did you mean {close[0]}?" if close else "tests: " + ", ".join(SYSBENCH_TESTS))
+        return None
+    if node.transactions:
+        c.error("a sysbench workload has its own transactions", node.transactions[0].span,
+                "use 'workload custom { ... }' for your own")
+    for mix in node.mixes:
+        c.error("a sysbench test runs one transaction: it has no mix", mix.span,
+                "for a mix of your own, use 'workload custom' with a weight per transaction")
+    duplicate_settings(c, node.settings)
+    opts: dict[str, object] = {}
+    allowed = sorted(_NUMBER_OPTIONS | _ON_OFF_OPTIONS | {"rand_type"})
+    for st in node.settings:
+        if st.name in _ON_OFF_OPTIONS:
+            if (flag := on_off(c, st)) is not None:
+                opts[st.name] = flag
+        elif st.name == "rand_type":
+            v = c.value(st.value)
+            if v not in ("uniform", "special", "gaussian", "pareto", "zipfian"):
+                c.error("rand_type is uniform, special, gaussian, pareto or zipfian", span_of(st.value))
+                continue
+            opts[st.name] = v
+        elif st.name in _NUMBER_OPTIONS:
+            minimum = 1 if st.name in ("tables", "table_size", "range_size") else 0
+            n = c.count(st.value, st.name, minimum=minimum, integer=not st.name.startswith("rand_spec"))
+            if n is not None:
+                opts[st.name] = n
+        else:
+            unknown_option(c, st, "sysbench", allowed)
+    if node.variant == "oltp_point_select":
+        opts.setdefault("point_selects", 1)  # as oltp_point_select.lua does
+    return SysbenchWorkload(test=node.variant, **opts)  # type: ignore[arg-type]
+
+
+def declared_transactions(node: ast.Workload) -> tuple[str, ...]:
+    # a misspelt test: judge the conditions against the test it most likely means, so the typo is
+    # reported once, not again as the "transaction" every condition should name
+    return tuple(difflib.get_close_matches(node.variant or "", SYSBENCH_TESTS, n=1)) or SYSBENCH_TESTS
+
+
+def plan_lines(spec: SysbenchWorkload) -> list[str]:
+    return [f"  workload: sysbench {spec.test}, {spec.tables} table(s) x {spec.table_size} rows"]
+
+
+def build(spec: SysbenchWorkload, setup: tuple[Fill | SetupSql, ...], seed: int) -> Sysbench:
+    return Sysbench(spec, seed)
+
+
+PLUGIN = WorkloadPlugin("sysbench", validate, declared_transactions, plan_lines, build)
