@@ -21,12 +21,13 @@ from typing import Any
 import asyncmy
 import pytest
 
-from bench_dsl import users
+from bench_dsl import programs, users
 from bench_dsl.blocking import ThreadLoop
 from bench_dsl.dsn import Dsn
 from bench_dsl.metrics import Recorder
 from bench_dsl.rawexec import BEGIN, COMMIT, NEXT, RECONNECT, RETRY, CRawLoop, PyRawLoop, Statement, command
 from bench_dsl.server import connect, ensure_database
+from bench_dsl.statements import Drawn
 from tests.conftest import run_bench
 
 
@@ -475,14 +476,12 @@ async def test_a_defect_in_a_program_stops_the_run_on_every_executor(db: Dsn, lo
     class Session:
         paced = False
 
-        async def raw_program(self, conn: Any) -> Callable[[int], list[bytes]]:
-            one = _stmt(await conn.prepare("SELECT 1"))
-
-            def program(tx: int) -> list[bytes]:
+        def statements(self) -> Drawn:
+            def draw(tx: int) -> list[tuple[str, tuple[()]]]:
                 if tx == 1:
                     raise ValueError("a defect in the program")
-                return [one.packet()]
-            return program
+                return [("one", ())]
+            return Drawn({"one": "SELECT 1"}, draw, explicit=False)
 
         def forget(self) -> None:
             pass
@@ -587,10 +586,20 @@ def test_the_c_twins_draw_and_count_as_the_python_ones() -> None:
 
 
 class _Prepared:
-    """What raw_program reads of an asyncmy prepared statement."""
+    """What programs.build reads of an asyncmy prepared statement."""
 
     def __init__(self, statement_id: int, parameter_count: int) -> None:
         self._statement_id, self.parameter_count = statement_id, parameter_count
+
+
+class _NoServer:
+    """A connection that prepares without a server: statement ids 1, 2, 3 ... in the order asked."""
+
+    def __init__(self) -> None:
+        self.ids = iter(range(1, 1000))
+
+    async def prepare(self, sql: str) -> _Prepared:
+        return _Prepared(next(self.ids), sql.count("?"))
 
 
 async def _sysbench_programs(spec: Any, seed: int) -> tuple[tuple[Any, Any], tuple[Any, Any]]:
@@ -601,15 +610,9 @@ async def _sysbench_programs(spec: Any, seed: int) -> tuple[tuple[Any, Any], tup
     out = []
     for core in (native.core, None):
         session = sysbench._SysbenchSession(spec, random.Random(seed))
-        ids = iter(range(1, 1000))
-
-        async def prepared(conn: Any, key: str, t: int, session: Any = session) -> _Prepared:
-            return session.stmts.setdefault((key, t), _Prepared(next(ids), sysbench.STATEMENTS[key].count("?")))
-
-        session._stmt = prepared
         saved, native.core = native.core, core
         try:
-            out.append((session, await session.raw_program(None)))
+            out.append((session, await programs.build(_NoServer(), session.statements())))
         finally:
             native.core = saved
     return out[0], out[1]
@@ -667,7 +670,7 @@ async def test_a_thread_runs_read_write_transactions_built_in_c(db: Dsn) -> None
                               "FROM seq_1_to_2000")
         spec = SysbenchWorkload(test="oltp_read_write", tables=1, table_size=2000)
         session = sysbench._SysbenchSession(spec, random.Random(5))
-        program = await session.raw_program(conn)
+        program = await programs.build(conn, session.statements())
         assert type(program) is _rawcore.Oltp
         before = await _scalar(db, "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
                                    "WHERE VARIABLE_NAME = 'COM_COMMIT'")

@@ -18,8 +18,8 @@ from bench_dsl.dsn import Dsn
 from bench_dsl.errors import Span
 from bench_dsl.generators import Gen, compile_value
 from bench_dsl.model import Fill, Generator, SetupSql
-from bench_dsl.rawexec import BEGIN, COMMIT, Program, Statement
 from bench_dsl.server import connect
+from bench_dsl.statements import NamedTransaction, NamedTransactions
 from bench_dsl.validate_values import Checker, name_span, offset, offset_end, span_of
 from bench_dsl.workloads.base import Progress, Session, Workload, rollback_quietly
 from bench_dsl.workloads.plugin import WorkloadPlugin, transactions_named
@@ -289,28 +289,10 @@ class _CustomSession(Session):
             raise
         return len(queries) + (2 if trx else 0)
 
-    async def raw_program(self, conn: asyncmy.Connection) -> Program | None:
+    def statements(self) -> NamedTransactions:
         # custom transactions never read their results: all of them can run on the raw executor
-        plans: list[tuple[list[tuple[str, Gen]], list[tuple[Statement, tuple[str, ...]]], bool]] = []
-        for gens, queries, trx in self.plans:
-            steps = []
-            for sql, params in queries:
-                st = self.stmts.get(sql)
-                if st is None:
-                    st = self.stmts[sql] = await conn.prepare(sql)
-                steps.append((Statement.of(st), params))
-            plans.append((gens, steps, trx))
-        rng = self.rng
-
-        def transaction(tx: int) -> list[bytes]:
-            gens, steps, trx = plans[tx]
-            values = {name: g(rng) for name, g in gens}
-            packets = [BEGIN] if trx else []
-            packets += [st.packet(*[values[p] for p in params]) for st, params in steps]
-            if trx:
-                packets.append(COMMIT)
-            return packets
-        return transaction
+        return NamedTransactions(self.rng, tuple(NamedTransaction(tuple(gens), tuple(queries), trx)
+                                                 for gens, queries, trx in self.plans))
 
 
 def plan_lines(spec: CustomWorkload) -> list[str]:

@@ -15,13 +15,12 @@ from typing import Any, Literal
 
 import asyncmy
 
-from bench_dsl import native
 from bench_dsl import syntax as ast
 from bench_dsl.dsn import Dsn
 from bench_dsl.generators import special, zipf
 from bench_dsl.model import Fill, SetupSql
-from bench_dsl.rawexec import BEGIN, COMMIT, Program, Statement
 from bench_dsl.server import connect
+from bench_dsl.statements import Drawn, OltpGroup, OltpGroups, OltpShape, PointSelects, SpecialKeys, Statements
 from bench_dsl.validate_values import Checker, span_of
 from bench_dsl.workloads.base import Progress, Session, Workload, rollback_quietly
 from bench_dsl.workloads.plugin import WorkloadPlugin, duplicate_settings, on_off, unknown_option
@@ -85,12 +84,6 @@ CREATE = """CREATE TABLE sbtest{t}(
 ) ENGINE = InnoDB"""
 
 BATCH = 1000
-
-# what the statements of a group take, for the C core's Oltp: (id), (lo, hi), (c, id), (i) + (i, k, c, pad)
-_G_ID, _G_RANGE, _G_C_ID, _G_DELETE_INSERT = 0, 1, 2, 3
-# (what they take, how many, each table's packet up to its values, the INSERT's for delete_inserts)
-_Group = tuple[int, int, tuple[bytes, ...], tuple[bytes, ...] | None]
-
 
 def _digit_groups(rng: random.Random, groups: int) -> str:
     # one big random number cut into groups of 11 digits: the same uniform digits as drawing each
@@ -229,25 +222,25 @@ class _SysbenchSession(Session):
                     ("delete_inserts", s.delete_inserts)]
         return [(key, n) for key, n in out if n]
 
-    def _plan(self) -> list[tuple[str, int, tuple[int | str, ...]]]:
-        """One transaction's statements (statement, table, parameters), BEGIN and COMMIT aside."""
+    def _plan(self, tx: int = 0) -> list[tuple[tuple[str, int], tuple[int | str, ...]]]:
+        """One transaction's statements ((statement, table), parameters), BEGIN and COMMIT aside."""
         get_id = self.get_id
         size = self.spec.range_size
-        out: list[tuple[str, int, tuple[int | str, ...]]] = []
+        out: list[tuple[tuple[str, int], tuple[int | str, ...]]] = []
         for key, count in self._groups():
             t = self._table()
             for _ in range(count):
                 if key in ("point_selects", "index_updates"):
-                    out.append((key, t, (get_id(),)))
+                    out.append(((key, t), (get_id(),)))
                 elif key == "non_index_updates":
-                    out.append((key, t, (c_value(self.rng), get_id())))
+                    out.append(((key, t), (c_value(self.rng), get_id())))
                 elif key == "delete_inserts":
                     i, k = get_id(), get_id()
-                    out.append(("deletes", t, (i,)))
-                    out.append(("inserts", t, (i, k, c_value(self.rng), pad_value(self.rng))))
+                    out.append((("deletes", t), (i,)))
+                    out.append((("inserts", t), (i, k, c_value(self.rng), pad_value(self.rng))))
                 else:
                     lo = get_id()
-                    out.append((key, t, (lo, lo + size - 1)))
+                    out.append(((key, t), (lo, lo + size - 1)))
         return out
 
     async def run(self, conn: asyncmy.Connection, tx: int) -> int:
@@ -263,7 +256,7 @@ class _SysbenchSession(Session):
         if trx:
             await conn.begin()
         try:
-            for key, t, params in plan:
+            for (key, t), params in plan:
                 st = await self._stmt(conn, key, t)
                 await st.execute(params)
             if trx:
@@ -274,61 +267,29 @@ class _SysbenchSession(Session):
             raise
         return len(plan) + (2 if trx else 0)
 
-    def _c_groups(self, raw: dict[tuple[str, int], Statement]) -> list[_Group]:
-        """_groups() as the C core's Oltp takes them."""
-        c, pad, tables = "0" * 119, "0" * 59, range(1, self.tables + 1)
-
-        def heads(key: str, *sample: int | str) -> tuple[bytes, ...]:
-            return tuple(raw[(key, t)].template(*sample) for t in tables)
-        out: list[_Group] = []
-        for key, count in self._groups():
-            if key in ("point_selects", "index_updates"):
-                out.append((_G_ID, count, heads(key, 0), None))
-            elif key == "non_index_updates":
-                out.append((_G_C_ID, count, heads(key, c, 0), None))
-            elif key == "delete_inserts":
-                out.append((_G_DELETE_INSERT, count, heads("deletes", 0), heads("inserts", 0, 0, c, pad)))
-            else:
-                out.append((_G_RANGE, count, heads(key, 0, 0), None))
-        return out
-
-    async def raw_program(self, conn: asyncmy.Connection) -> Program | None:
-        keys = [k for key, _ in self._groups() for k in (("deletes", "inserts") if key == "delete_inserts" else (key,))]
-        raw: dict[tuple[str, int], Statement] = {}
-        for key in keys:
-            for t in range(1, self.tables + 1):
-                st = await self._stmt(conn, key, t)
-                raw[(key, t)] = Statement.of(st)
+    def statements(self) -> Statements:
         s = self.spec
+        tables = range(1, self.tables + 1)
+        keys = SpecialKeys(1, s.table_size, s.rand_spec_pct, s.rand_spec_res, s.rand_spec_iter) \
+            if s.rand_type == "special" else None  # the distribution the C core can draw
         if self.point_only:
-            if native.core is not None and s.rand_type == "special":
-                # the hottest workload drawn and encoded in C, with this session's random.Random:
-                # the same tables and keys as the lines below
-                return native.core.PointSelect(  # type: ignore[no-any-return]
-                    [raw[("point_selects", t)].int_head for t in range(1, self.tables + 1)], self.rng,
-                    1, s.table_size, s.rand_spec_pct, s.rand_spec_res, s.rand_spec_iter)
-            # the table drawn as _table() draws it, inline
-            ones = [raw[("point_selects", t)].one for t in range(1, self.tables + 1)]
-            tables, rnd, get_id = self.tables, self.rng.random, self.get_id
-            if tables == 1:
-                one = ones[0]
-                return lambda tx: (one(get_id()),)
-            return lambda tx: (ones[int(rnd() * tables)](get_id()),)
-
-        trx = self._in_transaction()
-        if native.core is not None and s.rand_type == "special" and type(self.rng) is random.Random:
-            # the whole transaction drawn and encoded in C (no GIL on the thread executor): the
-            # same tables, keys and strings as transaction() below, from this session's Random
-            return native.core.Oltp(self._c_groups(raw), self.rng, 1, s.table_size, s.rand_spec_pct,  # type: ignore[no-any-return]
-                                    s.rand_spec_res, s.rand_spec_iter, s.range_size, trx)
-
-        def transaction(tx: int) -> list[bytes]:
-            packets = [BEGIN] if trx else []
-            packets += [raw[(key, t)].packet(*params) for key, t, params in self._plan()]
-            if trx:
-                packets.append(COMMIT)
-            return packets
-        return transaction
+            return PointSelects(tuple(STATEMENTS["point_selects"].format(t=t) for t in tables), self.rng, self.get_id,
+                                keys)
+        names = [k for key, _ in self._groups() for k in (("deletes", "inserts") if key == "delete_inserts" else (key,))]
+        python = Drawn({(key, t): STATEMENTS[key].format(t=t) for key in names for t in tables}, self._plan,
+                       self._in_transaction())
+        if keys is None:
+            return python
+        groups = []
+        for key, count in self._groups():
+            if key == "delete_inserts":
+                groups.append(OltpGroup("delete_insert", count, tuple(("deletes", t) for t in tables),
+                                        tuple(("inserts", t) for t in tables)))
+            else:
+                shape: OltpShape = ("id" if key in ("point_selects", "index_updates") else
+                                     "c_id" if key == "non_index_updates" else "range")
+                groups.append(OltpGroup(shape, count, tuple((key, t) for t in tables), None))
+        return OltpGroups(tuple(groups), self.rng, keys, s.range_size, python)
 
 
 def validate(c: Checker, node: ast.Workload) -> SysbenchWorkload | None:
