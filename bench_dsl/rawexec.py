@@ -178,10 +178,6 @@ class _PyCore:
         self.completed += 1
         self._next_transaction()
 
-    def _incoming(self, n: int) -> bytes:
-        """The n bytes read into the buffer and not yet announced by buffer_updated."""
-        return bytes(self.view[self.end:self.end + n])
-
     def get_buffer(self, sizehint: int) -> memoryview:
         if not self.end:  # everything parsed (the usual case): the whole buffer
             return self.view
