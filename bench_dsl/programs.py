@@ -9,7 +9,7 @@ written for the interpreter: closures over locals, no work but drawing and encod
 from __future__ import annotations
 
 import random
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from typing import Any
 
 from bench_dsl import native
@@ -40,7 +40,7 @@ async def build(conn: Any, statements: Statements) -> Program:
     raise TypeError(f"not a description of statements: {statements!r}")
 
 
-async def _prepare(conn: Any, sql: dict[Hashable, str] | Any) -> dict[Hashable, Statement]:
+async def _prepare(conn: Any, sql: Mapping[Hashable, str]) -> dict[Hashable, Statement]:
     """Each statement prepared once (in the order given), by its key."""
     by_text: dict[str, Statement] = {}
     out: dict[Hashable, Statement] = {}
