@@ -18,7 +18,8 @@
  *                draws it (the same keys for the same seed).
  *   Oltp         a transaction of sysbench's other OLTP tests (oltp_read_write and the like): its
  *                statements' packets, every table, key and c/pad string drawn as the Python
- *                session draws them (its twin: workloads/sysbench.py's transaction()).
+ *                session draws them (its twin: the Python transaction programs.py builds from the
+ *                Drawn of workloads/sysbench.py's session).
  */
 
 #define PY_SSIZE_T_CLEAN

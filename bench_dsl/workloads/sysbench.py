@@ -223,7 +223,8 @@ class _SysbenchSession(Session):
         return [(key, n) for key, n in out if n]
 
     def _plan(self, tx: int = 0) -> list[tuple[tuple[str, int], tuple[int | str, ...]]]:
-        """One transaction's statements ((statement, table), parameters), BEGIN and COMMIT aside."""
+        """One transaction's statements ((statement, table), parameters), BEGIN and COMMIT aside.
+        `tx` is always 0 (one transaction type): taken so that this is the Drawn's `draw` itself."""
         get_id = self.get_id
         size = self.spec.range_size
         out: list[tuple[tuple[str, int], tuple[int | str, ...]]] = []
