@@ -18,7 +18,8 @@
  *                draws it (the same keys for the same seed).
  *   Oltp         a transaction of sysbench's other OLTP tests (oltp_read_write and the like): its
  *                statements' packets, every table, key and c/pad string drawn as the Python
- *                session draws them (its twin: workloads/sysbench.py's transaction()).
+ *                session draws them (its twin: the Python transaction programs.py builds from the
+ *                Drawn of workloads/sysbench.py's session).
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -1310,14 +1311,6 @@ static PyObject *Core_start_attempt(Core *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
-static PyObject *Core_incoming(Core *self, PyObject *arg) {
-    /* the n bytes read into the buffer and not yet announced by buffer_updated (tests replay them) */
-    Py_ssize_t n = PyLong_AsSsize_t(arg);
-    if (n == -1 && PyErr_Occurred()) return NULL;
-    if (n < 0 || n > self->cap - self->end) { PyErr_SetString(PyExc_ValueError, "out of range"); return NULL; }
-    return PyBytes_FromStringAndSize(self->buf + self->end, n);
-}
-
 static PyObject *Core_get_buffer_size(Core *self, void *closure) {
     return PyLong_FromSsize_t(self->cap);
 }
@@ -1327,7 +1320,6 @@ static PyMethodDef Core_methods[] = {
     {"buffer_updated", (PyCFunction)Core_buffer_updated, METH_O, "BufferedProtocol.buffer_updated"},
     {"_next_transaction", (PyCFunction)Core_next_transaction, METH_NOARGS, "pick and start the next transaction"},
     {"_start_attempt", (PyCFunction)Core_start_attempt, METH_NOARGS, "send the first statement of an attempt"},
-    {"_incoming", (PyCFunction)Core_incoming, METH_O, "the n bytes read and not yet announced"},
     {NULL}};
 
 static PyMemberDef Core_members[] = {

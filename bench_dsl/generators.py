@@ -1,4 +1,6 @@
-"""Value generators for transactions and fills: uniform, zipf, nurand, sequence, choice, randstr."""
+"""The value generators of the language (uniform, zipf, nurand, sequence, choice, randstr, special):
+one table, GENERATORS, that says how each is called (validation reads it) and builds what draws its
+values (transactions and fills read it)."""
 
 from __future__ import annotations
 
@@ -7,44 +9,106 @@ import math
 import random
 import string
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from bench_dsl.model import Generator
 
 Gen = Callable[[random.Random], int | float | str]
+Arguments = tuple[int | float | str, ...]
 
 _ALNUM = string.ascii_letters + string.digits
+
+
+def _no_problem(args: Arguments) -> str | None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class GeneratorKind:
+    """One generator: how a call of it is written, and what draws its values."""
+
+    signature: str  # as messages show it: uniform(min, max)
+    min_args: int
+    max_args: int | None  # None: as many as wanted
+    # (arguments, run seed, offset) -> the generator; `offset` shifts sequence() so that parallel
+    # fillers do not overlap
+    build: Callable[[Arguments, int, int], Gen]
+    text_arguments: bool = False  # its arguments may be strings (choice); the others take plain numbers
+    # what is wrong with arguments of the right number and types ("the minimum is larger than the
+    # maximum"), or None
+    problem: Callable[[Arguments], str | None] = _no_problem
+
+    @property
+    def name(self) -> str:
+        return self.signature.split("(", 1)[0]
+
+    def arity(self) -> str:
+        """How many arguments it takes, for a message: "2 arguments", "1 to 2 arguments"."""
+        lo, hi = self.min_args, self.max_args
+        if hi is None:
+            return f"at least {lo} argument{'s' if lo != 1 else ''}"
+        if lo == hi:
+            return f"{lo} argument{'s' if lo != 1 else ''}"
+        return f"{lo} to {hi} arguments"
+
+
+def _ordered(args: Arguments) -> str | None:
+    return "the minimum is larger than the maximum" if args[0] > args[1] else None  # type: ignore[operator]
+
+
+def _zipf_problem(args: Arguments) -> str | None:
+    return _ordered(args) or ("the exponent must be larger than 0" if float(args[2]) <= 0 else None)
+
+
+def _uniform(a: Arguments, seed: int, offset: int) -> Gen:
+    lo, hi = a[0], a[1]
+    if isinstance(lo, int) and isinstance(hi, int):
+        return lambda rng: rng.randint(lo, hi)  # type: ignore[arg-type]
+    return lambda rng: rng.uniform(float(lo), float(hi))
+
+
+def _sequence(a: Arguments, seed: int, offset: int) -> Gen:
+    counter = itertools.count((int(a[0]) if a else 1) + offset)
+    return lambda rng: next(counter)
+
+
+def _choice(a: Arguments, seed: int, offset: int) -> Gen:
+    options = list(a)
+    return lambda rng: rng.choice(options)
+
+
+def _randstr(a: Arguments, seed: int, offset: int) -> Gen:
+    lo = int(a[0])
+    hi = int(a[1]) if len(a) > 1 else lo
+    return lambda rng: "".join(rng.choices(_ALNUM, k=rng.randint(lo, hi)))
+
+
+def _nurand(a: Arguments, seed: int, offset: int) -> Gen:
+    # C of NURand: drawn once per run (clause 2.1.6), from the run's seed
+    return nurand(int(a[0]), int(a[1]), int(a[2]), random.Random(seed).randint(0, int(a[0])))
+
+
+# In the order messages list them ("generators: uniform(min, max), ...").
+GENERATORS: dict[str, GeneratorKind] = {kind.name: kind for kind in (
+    GeneratorKind("uniform(min, max)", 2, 2, _uniform, problem=_ordered),
+    GeneratorKind("zipf(min, max, exponent)", 3, 3, lambda a, seed, offset: zipf(int(a[0]), int(a[1]), float(a[2])),
+                  problem=_zipf_problem),
+    GeneratorKind("nurand(A, x, y)", 3, 3, _nurand),
+    GeneratorKind("sequence(start)", 0, 1, _sequence),
+    GeneratorKind("choice(a, b, ...)", 1, None, _choice, text_arguments=True),
+    GeneratorKind("randstr(min_len, max_len)", 1, 2, _randstr),
+    GeneratorKind("special(min, max)", 2, 2, lambda a, seed, offset: special(int(a[0]), int(a[1])), problem=_ordered),
+)}
 
 
 def compile_value(spec: Generator | int | float | str, seed: int, offset: int = 0) -> Gen:
     """A function rng -> value. `offset` shifts sequence() so parallel fillers do not overlap."""
     if not isinstance(spec, Generator):
         return lambda rng, v=spec: v
-    a = spec.args
-    match spec.name:
-        case "uniform":
-            lo, hi = a[0], a[1]
-            if isinstance(lo, int) and isinstance(hi, int):
-                return lambda rng: rng.randint(lo, hi)  # type: ignore[arg-type]
-            return lambda rng: rng.uniform(float(lo), float(hi))
-        case "special":
-            return special(int(a[0]), int(a[1]))
-        case "zipf":
-            return zipf(int(a[0]), int(a[1]), float(a[2]))
-        case "nurand":
-            return nurand(int(a[0]), int(a[1]), int(a[2]), random.Random(seed).randint(0, int(a[0])))
-        case "sequence":
-            counter = itertools.count(int(a[0]) if a else 1)
-            if offset:
-                counter = itertools.count((int(a[0]) if a else 1) + offset)
-            return lambda rng: next(counter)
-        case "choice":
-            options = list(a)
-            return lambda rng: rng.choice(options)
-        case "randstr":
-            lo = int(a[0])
-            hi = int(a[1]) if len(a) > 1 else lo
-            return lambda rng: "".join(rng.choices(_ALNUM, k=rng.randint(lo, hi)))
-    raise ValueError(spec.name)
+    kind = GENERATORS.get(spec.name)
+    if kind is None:
+        raise ValueError(spec.name)
+    return kind.build(spec.args, seed, offset)
 
 
 def nurand(a: int, x: int, y: int, c: int) -> Gen:
@@ -123,9 +187,3 @@ def _helper1(x: float) -> float:
 def _helper2(x: float) -> float:
     return math.expm1(x) / x if abs(x) > 1e-8 else 1 + x * 0.5 * (1 + x / 3 * (1 + 0.25 * x))
 
-
-def random_digits(template: str, rng: random.Random) -> str:
-    """sysbench's sb_rand_str: '#' becomes a random digit, '@' a random lowercase letter."""
-    digits = rng.choices(string.digits, k=template.count("#"))
-    it = iter(digits)
-    return "".join(next(it) if ch == "#" else ch for ch in template)

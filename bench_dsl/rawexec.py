@@ -16,148 +16,37 @@ RawLoop's base, and `_PyCore` here is its pure-Python twin, the reference the te
 to (BENCH_RAWEXEC=py runs it). asyncmy still does everything else: connecting, authenticating,
 preparing, text queries, and every workload that reads what it gets back (TPC-C).
 
-Only what a load generator needs is implemented: COM_STMT_EXECUTE (integer, float, text, blob and
-NULL parameters), COM_QUERY for BEGIN/COMMIT/ROLLBACK, and replies read only far enough to know where
-they end and whether they are errors (rows are not decoded: sysbench-like workloads never look at
-them)."""
+Only what a load generator needs is implemented: the packets of packets.py (COM_STMT_EXECUTE, and
+COM_QUERY for BEGIN/COMMIT/ROLLBACK), and replies read only far enough to know where they end and
+whether they are errors (rows are not decoded: sysbench-like workloads never look at them). What a
+user's transactions are comes from its workload, in the workload's terms (statements.py):
+programs.py turns that into the Program this loop runs."""
 
 from __future__ import annotations
 
 import asyncio
 import random
-import struct
 import time
 from collections.abc import Callable, Sequence
 from itertools import accumulate
 from typing import TYPE_CHECKING, Any, Protocol
 
 from bench_dsl import native
+from bench_dsl.packets import BEGIN, COMMIT, MAX_PAYLOAD, ROLLBACK, Statement, command, query
 
-COM_QUERY = 0x03
-COM_STMT_EXECUTE = 0x17
+# BEGIN, COMMIT, ROLLBACK, Statement, command and query are packets.py's, importable from here too
+__all__ = ["BEGIN", "COMMIT", "NEXT", "RECONNECT", "RETRY", "ROLLBACK", "CRawLoop", "Pick", "Program", "PyMix",
+           "PyRawLoop", "RawLoop", "Recording", "Statement", "command", "mix", "query"]
 
 # what the owner of the loop decides after an error
 RETRY, NEXT, RECONNECT = 0, 1, 2
 _NO_MORE_ATTEMPTS = 1 << 30
 
-_HEADER = struct.Struct("<I").pack  # 3-byte payload length, sequence id 0 in the high byte
-_Q = struct.Struct("<q").pack
-_D = struct.Struct("<d").pack
-_INT_MIN, _INT_MAX = -(1 << 63), (1 << 63) - 1
 _now = time.perf_counter_ns
-_MAX_PAYLOAD = 0xFFFFFF
 
 
-def command(cmd: int, body: bytes) -> bytes:
-    """A client command as one packet (sequence 0)."""
-    if 1 + len(body) >= _MAX_PAYLOAD:
-        raise ValueError("command too large for one packet")
-    return _HEADER(1 + len(body)) + bytes((cmd,)) + body
-
-
-def query(sql: str) -> bytes:
-    return command(COM_QUERY, sql.encode())
-
-
-BEGIN = query("BEGIN")
-COMMIT = query("COMMIT")
-ROLLBACK = query("ROLLBACK")
-
-
-def _lenenc(n: int) -> bytes:
-    if n < 251:
-        return bytes((n,))
-    if n < 1 << 16:
-        return b"\xfc" + n.to_bytes(2, "little")
-    if n < 1 << 24:
-        return b"\xfd" + n.to_bytes(3, "little")
-    return b"\xfe" + n.to_bytes(8, "little")
-
-
-class Statement:
-    """Encodes executions of one server-side prepared statement with `params` parameters. Values
-    are sent with their own types: int as a signed 64-bit integer, float as a double, None as
-    NULL, bytes as a blob, anything else as its text."""
-
-    def __init__(self, statement_id: int, params: int) -> None:
-        self.params = params
-        # statement id, no cursor, one iteration; then the NULL bitmap, and types with every execute
-        self._prefix = bytes((COM_STMT_EXECUTE,)) + struct.pack("<IBI", statement_id, 0, 1)
-        self._bitmap = (params + 7) // 8
-        # every parameter an integer (point selects, ranges, updates by key): one header, one pack
-        ints = self._prefix + bytes(self._bitmap) + b"\x01" + b"\x08\x00" * params
-        self._ints_head = _HEADER(len(ints) + 8 * params) + ints
-        self._ints = struct.Struct(f"<{params}q").pack
-        self._one_head = self._ints_head if params == 1 else None
-
-    @property
-    def int_head(self) -> bytes:
-        """The packet up to its value, for a statement whose only parameter is a 64-bit integer."""
-        if self._one_head is None:
-            raise ValueError("not a one-parameter statement")
-        return self._one_head
-
-    @classmethod
-    def of(cls, prepared: Any) -> Statement:
-        """The encoder of a statement asyncmy prepared (`Connection.prepare`)."""
-        return cls(prepared._statement_id, prepared.parameter_count)
-
-    def one(self, value: int) -> bytes:
-        """The packet for a statement whose only parameter is an integer (the hot case)."""
-        head = self._one_head
-        if head is not None and type(value) is int:
-            try:
-                return head + _Q(value)
-            except struct.error:  # beyond 64 bits: sent as text
-                pass
-        return self.packet(value)
-
-    def template(self, *sample: object) -> bytes:
-        """The packet up to its values, for executions whose values have the types and lengths of
-        `sample` (ints, and strings whose encoded length stays below 251): appending the values'
-        encodings (8 bytes an int; a length byte and the bytes a string) makes the packet, as
-        `packet` would encode it. For packets built elsewhere (the C core's Oltp)."""
-        if not all(type(v) is int or (type(v) is str and len(v.encode()) < 251) for v in sample):
-            raise ValueError("a template's values are ints and short strings")
-        data = sum(8 if type(v) is int else 1 + len(str(v).encode()) for v in sample)
-        full = self.packet(*sample)
-        return full[:len(full) - data]
-
-    def packet(self, *values: object) -> bytes:
-        if len(values) != self.params:
-            raise ValueError(f"{self.params} parameter(s) expected, got {len(values)}")
-        if not values:
-            return _HEADER(len(self._prefix)) + self._prefix
-        for v in values:
-            if type(v) is not int or not _INT_MIN <= v <= _INT_MAX:
-                break
-        else:
-            return self._ints_head + self._ints(*values)
-        nulls = bytearray(self._bitmap)
-        types: list[bytes] = []
-        data: list[bytes] = []
-        for j, v in enumerate(values):
-            if v is None:
-                nulls[j >> 3] |= 1 << (j & 7)
-                types.append(b"\x06\x00")
-            elif isinstance(v, int) and _INT_MIN <= v <= _INT_MAX:
-                types.append(b"\x08\x00")
-                data.append(_Q(v))
-            elif isinstance(v, float):
-                types.append(b"\x05\x00")
-                data.append(_D(v))
-            else:
-                b = bytes(v) if isinstance(v, (bytes, bytearray)) else str(v).encode()
-                types.append(b"\xfc\x00" if isinstance(v, (bytes, bytearray)) else b"\xfd\x00")
-                data.append(_lenenc(len(b)))
-                data.append(b)
-        body = b"".join((self._prefix, nulls, b"\x01", *types, *data))
-        if len(body) >= _MAX_PAYLOAD:
-            raise ValueError("statement parameters too large for one packet")
-        return _HEADER(len(body)) + body
-
-
-# A transaction as the workload sends it: the packets, in order, one reply awaited after each.
+# A transaction as the executor sends it (programs.py builds it from the workload's statements):
+# the packets, in order, one reply awaited after each.
 # When the first is BEGIN, a failure inside it is followed by ROLLBACK before anything else.
 Program = Callable[[int], Sequence[bytes]]
 # The next transaction type; None: always 0
@@ -289,10 +178,6 @@ class _PyCore:
         self.completed += 1
         self._next_transaction()
 
-    def _incoming(self, n: int) -> bytes:
-        """The n bytes read into the buffer and not yet announced by buffer_updated."""
-        return bytes(self.view[self.end:self.end + n])
-
     def get_buffer(self, sizehint: int) -> memoryview:
         if not self.end:  # everything parsed (the usual case): the whole buffer
             return self.view
@@ -329,7 +214,7 @@ class _PyCore:
             nxt = start + length
             if nxt > end:
                 break
-            if not 0 < length < _MAX_PAYLOAD:  # only a 16 MiB packet's continuation can be empty
+            if not 0 < length < MAX_PAYLOAD:  # only a 16 MiB packet's continuation can be empty
                 raise ValueError("a reply of 16 MiB or more: not supported by the raw executor")
             first = b[start]
             if state == _ROWS:

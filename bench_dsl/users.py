@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import asyncmy
 
-from bench_dsl import native
+from bench_dsl import native, programs
 from bench_dsl.blocking import ThreadLoop
 from bench_dsl.dsn import Dsn, redact
 from bench_dsl.metrics import Recorder
@@ -175,9 +175,9 @@ class UserPool:
                     self.last_progress = time.monotonic()
                     u.connected.set()
                     program = None
-                    if self.raw and not u.session.paced:
+                    if self.raw and not u.session.paced and (statements := u.session.statements()) is not None:
                         try:
-                            program = await u.session.raw_program(conn)
+                            program = await programs.build(conn, statements)
                         except (asyncmy.errors.MySQLError, OSError, EOFError, asyncio.IncompleteReadError) as exc:
                             # Nothing counted here: on a live connection the driver path runs, meets the
                             # same statement and reports it under the transaction it belongs to.

@@ -256,6 +256,17 @@ def test_tpcc_contract() -> None:
     assert plain.workload == m.TpccWorkload()
 
 
+@pytest.mark.parametrize("text", [*(p.read_text() for p in SHIPPED), TPCC],
+                         ids=[*(p.stem for p in SHIPPED), "tpcc-procedures"])
+def test_each_workload_plugin_gives_the_lines_the_plan_shows(text: str) -> None:
+    from bench_dsl.planner import describe, plan
+    from bench_dsl.workloads.registry import plan_lines
+
+    sc = load("t.bench", text=text, env={})
+    lines = plan_lines(sc.workload)
+    assert lines and describe(sc, plan(sc)).splitlines()[2:2 + len(lines)] == lines  # after the name and target
+
+
 def test_tpcc_mix() -> None:
     wl = 'workload tpcc {{ mix {{ {} }} }}'
     sc = _scenario("users 2\nduration 10s", workload=wl.format("payment 40%  new_order 52%  delivery 4%  stock_level 4%"))

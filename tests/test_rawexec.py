@@ -18,15 +18,15 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import asyncmy
 import pytest
 
-from bench_dsl import users
+from bench_dsl import programs, users
 from bench_dsl.blocking import ThreadLoop
 from bench_dsl.dsn import Dsn
 from bench_dsl.metrics import Recorder
 from bench_dsl.rawexec import BEGIN, COMMIT, NEXT, RECONNECT, RETRY, CRawLoop, PyRawLoop, Statement, command
 from bench_dsl.server import connect, ensure_database
+from bench_dsl.statements import Drawn
 from tests.conftest import run_bench
 
 
@@ -260,17 +260,46 @@ async def test_a_transaction_without_statements_is_a_defect_not_a_hang(db: Dsn, 
         conn.close()
 
 
-def _tee(core: Loop) -> Any:
-    """A RawLoop on `core` that keeps every byte it receives, to replay them cut differently."""
+class _Recorder:
+    """A TCP proxy between a client and the server that keeps every byte the server sends, to
+    replay them cut differently. Each byte is kept before it is passed on: whatever the client
+    has read is in `received`."""
 
-    class Tee(core):  # type: ignore[valid-type,misc]
-        received = bytearray()
+    def __init__(self, upstream: Dsn) -> None:
+        self.upstream = upstream
+        self.received = bytearray()
+        self.pipes: set[asyncio.Task[None]] = set()
 
-        def buffer_updated(self, nbytes: int) -> None:
-            Tee.received += self._incoming(nbytes)
-            super().buffer_updated(nbytes)
+    async def start(self) -> Dsn:
+        """Listen; the address that connects through the recorder."""
+        self.listener = await asyncio.start_server(self._client, "127.0.0.1", 0)
+        port = self.listener.sockets[0].getsockname()[1]
+        return Dsn("127.0.0.1", port, self.upstream.user, self.upstream.password, self.upstream.database)
 
-    return Tee
+    async def close(self) -> None:
+        self.listener.close()
+        for task in self.pipes:
+            task.cancel()
+        await asyncio.gather(*self.pipes, return_exceptions=True)
+
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up = self.upstream
+        up_reader, up_writer = await (asyncio.open_unix_connection(up.socket) if up.socket
+                                      else asyncio.open_connection(up.host, up.port))
+        for pipe in (self._pipe(reader, up_writer, None), self._pipe(up_reader, writer, self.received)):
+            task = asyncio.create_task(pipe)
+            self.pipes.add(task)
+
+    @staticmethod
+    async def _pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter, keep: bytearray | None) -> None:
+        try:
+            while data := await src.read(65536):
+                if keep is not None:
+                    keep += data
+                dst.write(data)
+                await dst.drain()
+        finally:
+            dst.close()
 
 
 class _NoSocket:
@@ -293,7 +322,8 @@ class _NoSocket:
 async def test_replies_cut_anywhere_are_read_the_same(db: Dsn, core: Loop) -> None:
     """The server's own replies (rows, an error, an OK with 300 affected rows, a CALL's several
     results) fed back in pieces of every size: the same outcomes as when they came from the socket."""
-    conn = await connect(db, db.database)
+    recorder = _Recorder(db)
+    conn = await connect(await recorder.start(), db.database)  # through the recorder: the bytes as the server sent them
     try:
         async with conn.cursor() as cur:
             await cur.execute("DROP PROCEDURE IF EXISTS raw_q")
@@ -312,15 +342,16 @@ async def test_replies_cut_anywhere_are_read_the_same(db: Dsn, core: Loop) -> No
             return plan[tx % len(plan)]
 
         tx = iter(range(10**6))
-        tee = _tee(CRawLoop if core is ThreadLoop else core)  # the bytes as the server sent them
-        live = _Run(conn, program, 3 * len(plan), core=tee, pick=lambda: next(tx))
+        live = _Run(conn, program, 3 * len(plan), core=core, pick=lambda: next(tx))
+        before = len(recorder.received)
         assert await live.loop.run() is False
-        stream = bytes(tee.received)
+        stream = bytes(recorder.received[before:])  # what the loop received: every reply it waited for
         async with conn.cursor() as cur:  # nothing left unread: the driver's connection is in step
             await cur.execute("SELECT 42")
             assert await cur.fetchone() == (42,)
     finally:
         conn.close()
+        await recorder.close()
     outcomes = [("ok", i, q) for i, _, q in live.ok], [(i, code) for i, code, _, _ in live.errors]
     assert outcomes == ([("ok", i, len(plan[i % 7])) for i in range(21) if i % 7 != 3], [(3, 1062), (10, 1062), (17, 1062)])
 
@@ -475,14 +506,12 @@ async def test_a_defect_in_a_program_stops_the_run_on_every_executor(db: Dsn, lo
     class Session:
         paced = False
 
-        async def raw_program(self, conn: Any) -> Callable[[int], list[bytes]]:
-            one = _stmt(await conn.prepare("SELECT 1"))
-
-            def program(tx: int) -> list[bytes]:
+        def statements(self) -> Drawn:
+            def draw(tx: int) -> list[tuple[str, tuple[()]]]:
                 if tx == 1:
                     raise ValueError("a defect in the program")
-                return [one.packet()]
-            return program
+                return [("one", ())]
+            return Drawn({"one": "SELECT 1"}, draw, explicit=False)
 
         def forget(self) -> None:
             pass
@@ -587,10 +616,20 @@ def test_the_c_twins_draw_and_count_as_the_python_ones() -> None:
 
 
 class _Prepared:
-    """What raw_program reads of an asyncmy prepared statement."""
+    """What programs.build reads of an asyncmy prepared statement."""
 
     def __init__(self, statement_id: int, parameter_count: int) -> None:
         self._statement_id, self.parameter_count = statement_id, parameter_count
+
+
+class _NoServer:
+    """A connection that prepares without a server: statement ids 1, 2, 3 ... in the order asked."""
+
+    def __init__(self) -> None:
+        self.ids = iter(range(1, 1000))
+
+    async def prepare(self, sql: str) -> _Prepared:
+        return _Prepared(next(self.ids), sql.count("?"))
 
 
 async def _sysbench_programs(spec: Any, seed: int) -> tuple[tuple[Any, Any], tuple[Any, Any]]:
@@ -601,15 +640,9 @@ async def _sysbench_programs(spec: Any, seed: int) -> tuple[tuple[Any, Any], tup
     out = []
     for core in (native.core, None):
         session = sysbench._SysbenchSession(spec, random.Random(seed))
-        ids = iter(range(1, 1000))
-
-        async def prepared(conn: Any, key: str, t: int, session: Any = session) -> _Prepared:
-            return session.stmts.setdefault((key, t), _Prepared(next(ids), sysbench.STATEMENTS[key].count("?")))
-
-        session._stmt = prepared
         saved, native.core = native.core, core
         try:
-            out.append((session, await session.raw_program(None)))
+            out.append((session, await programs.build(_NoServer(), session.statements())))
         finally:
             native.core = saved
     return out[0], out[1]
@@ -667,7 +700,7 @@ async def test_a_thread_runs_read_write_transactions_built_in_c(db: Dsn) -> None
                               "FROM seq_1_to_2000")
         spec = SysbenchWorkload(test="oltp_read_write", tables=1, table_size=2000)
         session = sysbench._SysbenchSession(spec, random.Random(5))
-        program = await session.raw_program(conn)
+        program = await programs.build(conn, session.statements())
         assert type(program) is _rawcore.Oltp
         before = await _scalar(db, "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
                                    "WHERE VARIABLE_NAME = 'COM_COMMIT'")

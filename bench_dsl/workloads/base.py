@@ -13,9 +13,8 @@ from typing import Any
 import asyncmy
 
 from bench_dsl.dsn import Dsn
-from bench_dsl.rawexec import Program
 from bench_dsl.server import connect
-
+from bench_dsl.statements import Statements
 
 
 class Progress:
@@ -63,11 +62,11 @@ class Session(abc.ABC):
     def forget(self) -> None:
         """The connection was replaced: statements prepared on the old one are gone."""
 
-    async def raw_program(self, conn: asyncmy.Connection) -> Program | None:
-        """Sessions whose transactions are fixed sequences of prepared statements, whose results
-        they never read, return the packets of each transaction (after preparing on `conn`): the
-        engine then runs them on the raw executor (bench_dsl/rawexec.py). None: every transaction
-        goes through `run`."""
+    def statements(self) -> Statements | None:
+        """What this session's transactions are, for sessions whose transactions are nothing but
+        prepared statements whose results they never read: the engine then runs them on the raw
+        executor (bench_dsl/programs.py builds its packets from this). None: every transaction goes
+        through `run`."""
         return None
 
 
@@ -76,7 +75,7 @@ class Workload(abc.ABC):
     weights: tuple[float, ...]
     retries: tuple[int, ...]
     retry_on: tuple[frozenset[int], ...]
-    # its sessions return a raw_program: the users cost the client little CPU (the raw executor's C core)
+    # its sessions describe their statements: the users cost the client little CPU (the raw executor's C core)
     raw: bool = False
 
     @abc.abstractmethod

@@ -1,23 +1,67 @@
 """sysbench 1.0's OLTP tests: the same tables, statements and random distributions as its
-oltp_common.lua, so figures compare with sysbench's own."""
+oltp_common.lua, so figures compare with sysbench's own. The plugin of the kind `sysbench`: its
+spec (SysbenchWorkload, with sysbench's option names and defaults), their validation, its line in
+`bench check --plan`, and what runs it."""
 
 from __future__ import annotations
 
 import asyncio
+import difflib
 import random
 from collections.abc import Callable
+from dataclasses import dataclass, fields
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
 import asyncmy
 
-from bench_dsl import native
+from bench_dsl import syntax as ast
 from bench_dsl.dsn import Dsn
 from bench_dsl.generators import special, zipf
-from bench_dsl.model import SysbenchWorkload
-from bench_dsl.rawexec import BEGIN, COMMIT, Program, Statement
+from bench_dsl.model import Fill, SetupSql
 from bench_dsl.server import connect
+from bench_dsl.statements import Drawn, OltpGroup, OltpGroups, OltpShape, PointSelects, SpecialKeys, Statements
+from bench_dsl.validate_values import Checker, span_of
 from bench_dsl.workloads.base import Progress, Session, Workload, rollback_quietly
+from bench_dsl.workloads.plugin import WorkloadPlugin, duplicate_settings, on_off, unknown_option
+
+SYSBENCH_TESTS = ("oltp_point_select", "oltp_read_only", "oltp_read_write", "oltp_write_only")
+
+
+@dataclass(frozen=True, slots=True)
+class SysbenchWorkload:
+    """The OLTP tests of sysbench 1.0, with its option names and defaults."""
+
+    test: str
+    tables: int = 1
+    table_size: int = 10000
+    range_size: int = 100
+    point_selects: int = 10
+    simple_ranges: int = 1
+    sum_ranges: int = 1
+    order_ranges: int = 1
+    distinct_ranges: int = 1
+    index_updates: int = 1
+    non_index_updates: int = 1
+    delete_inserts: int = 1
+    range_selects: bool = True
+    skip_trx: bool = False
+    create_secondary: bool = True
+    rand_type: str = "special"  # sysbench 1.0's default --rand-type
+    rand_spec_pct: float = 1.0
+    rand_spec_res: float = 75.0
+    rand_spec_iter: int = 12
+    retries: int = 100  # sysbench restarts an event on 1213/1020/1205 without limit
+    kind: Literal["sysbench"] = "sysbench"
+
+    @property
+    def transaction_names(self) -> tuple[str, ...]:
+        return (self.test,)
+
+
+# the options validation reads as numbers (K and M allowed), and as on / off
+_NUMBER_OPTIONS = {f.name for f in fields(SysbenchWorkload) if f.type in ("int", "float")} - {"retries"}
+_ON_OFF_OPTIONS = {"range_selects", "skip_trx", "create_secondary"}
 
 STATEMENTS = {
     "point_selects": "SELECT c FROM sbtest{t} WHERE id=?",
@@ -40,12 +84,6 @@ CREATE = """CREATE TABLE sbtest{t}(
 ) ENGINE = InnoDB"""
 
 BATCH = 1000
-
-# what the statements of a group take, for the C core's Oltp: (id), (lo, hi), (c, id), (i) + (i, k, c, pad)
-_G_ID, _G_RANGE, _G_C_ID, _G_DELETE_INSERT = 0, 1, 2, 3
-# (what they take, how many, each table's packet up to its values, the INSERT's for delete_inserts)
-_Group = tuple[int, int, tuple[bytes, ...], tuple[bytes, ...] | None]
-
 
 def _digit_groups(rng: random.Random, groups: int) -> str:
     # one big random number cut into groups of 11 digits: the same uniform digits as drawing each
@@ -184,25 +222,26 @@ class _SysbenchSession(Session):
                     ("delete_inserts", s.delete_inserts)]
         return [(key, n) for key, n in out if n]
 
-    def _plan(self) -> list[tuple[str, int, tuple[int | str, ...]]]:
-        """One transaction's statements (statement, table, parameters), BEGIN and COMMIT aside."""
+    def _plan(self, tx: int = 0) -> list[tuple[tuple[str, int], tuple[int | str, ...]]]:
+        """One transaction's statements ((statement, table), parameters), BEGIN and COMMIT aside.
+        `tx` is always 0 (one transaction type): taken so that this is the Drawn's `draw` itself."""
         get_id = self.get_id
         size = self.spec.range_size
-        out: list[tuple[str, int, tuple[int | str, ...]]] = []
+        out: list[tuple[tuple[str, int], tuple[int | str, ...]]] = []
         for key, count in self._groups():
             t = self._table()
             for _ in range(count):
                 if key in ("point_selects", "index_updates"):
-                    out.append((key, t, (get_id(),)))
+                    out.append(((key, t), (get_id(),)))
                 elif key == "non_index_updates":
-                    out.append((key, t, (c_value(self.rng), get_id())))
+                    out.append(((key, t), (c_value(self.rng), get_id())))
                 elif key == "delete_inserts":
                     i, k = get_id(), get_id()
-                    out.append(("deletes", t, (i,)))
-                    out.append(("inserts", t, (i, k, c_value(self.rng), pad_value(self.rng))))
+                    out.append((("deletes", t), (i,)))
+                    out.append((("inserts", t), (i, k, c_value(self.rng), pad_value(self.rng))))
                 else:
                     lo = get_id()
-                    out.append((key, t, (lo, lo + size - 1)))
+                    out.append(((key, t), (lo, lo + size - 1)))
         return out
 
     async def run(self, conn: asyncmy.Connection, tx: int) -> int:
@@ -218,7 +257,7 @@ class _SysbenchSession(Session):
         if trx:
             await conn.begin()
         try:
-            for key, t, params in plan:
+            for (key, t), params in plan:
                 st = await self._stmt(conn, key, t)
                 await st.execute(params)
             if trx:
@@ -229,58 +268,81 @@ class _SysbenchSession(Session):
             raise
         return len(plan) + (2 if trx else 0)
 
-    def _c_groups(self, raw: dict[tuple[str, int], Statement]) -> list[_Group]:
-        """_groups() as the C core's Oltp takes them."""
-        c, pad, tables = "0" * 119, "0" * 59, range(1, self.tables + 1)
-
-        def heads(key: str, *sample: int | str) -> tuple[bytes, ...]:
-            return tuple(raw[(key, t)].template(*sample) for t in tables)
-        out: list[_Group] = []
-        for key, count in self._groups():
-            if key in ("point_selects", "index_updates"):
-                out.append((_G_ID, count, heads(key, 0), None))
-            elif key == "non_index_updates":
-                out.append((_G_C_ID, count, heads(key, c, 0), None))
-            elif key == "delete_inserts":
-                out.append((_G_DELETE_INSERT, count, heads("deletes", 0), heads("inserts", 0, 0, c, pad)))
-            else:
-                out.append((_G_RANGE, count, heads(key, 0, 0), None))
-        return out
-
-    async def raw_program(self, conn: asyncmy.Connection) -> Program | None:
-        keys = [k for key, _ in self._groups() for k in (("deletes", "inserts") if key == "delete_inserts" else (key,))]
-        raw: dict[tuple[str, int], Statement] = {}
-        for key in keys:
-            for t in range(1, self.tables + 1):
-                st = await self._stmt(conn, key, t)
-                raw[(key, t)] = Statement.of(st)
+    def statements(self) -> Statements:
         s = self.spec
+        tables = range(1, self.tables + 1)
+        keys = SpecialKeys(1, s.table_size, s.rand_spec_pct, s.rand_spec_res, s.rand_spec_iter) \
+            if s.rand_type == "special" else None  # the distribution the C core can draw
         if self.point_only:
-            if native.core is not None and s.rand_type == "special":
-                # the hottest workload drawn and encoded in C, with this session's random.Random:
-                # the same tables and keys as the lines below
-                return native.core.PointSelect(  # type: ignore[no-any-return]
-                    [raw[("point_selects", t)].int_head for t in range(1, self.tables + 1)], self.rng,
-                    1, s.table_size, s.rand_spec_pct, s.rand_spec_res, s.rand_spec_iter)
-            # the table drawn as _table() draws it, inline
-            ones = [raw[("point_selects", t)].one for t in range(1, self.tables + 1)]
-            tables, rnd, get_id = self.tables, self.rng.random, self.get_id
-            if tables == 1:
-                one = ones[0]
-                return lambda tx: (one(get_id()),)
-            return lambda tx: (ones[int(rnd() * tables)](get_id()),)
+            return PointSelects(tuple(STATEMENTS["point_selects"].format(t=t) for t in tables), self.rng, self.get_id,
+                                keys)
+        names = [k for key, _ in self._groups() for k in (("deletes", "inserts") if key == "delete_inserts" else (key,))]
+        python = Drawn({(key, t): STATEMENTS[key].format(t=t) for key in names for t in tables}, self._plan,
+                       self._in_transaction())
+        if keys is None:
+            return python
+        groups = []
+        for key, count in self._groups():
+            if key == "delete_inserts":
+                groups.append(OltpGroup("delete_insert", count, tuple(("deletes", t) for t in tables),
+                                        tuple(("inserts", t) for t in tables)))
+            else:
+                shape: OltpShape = ("id" if key in ("point_selects", "index_updates") else
+                                     "c_id" if key == "non_index_updates" else "range")
+                groups.append(OltpGroup(shape, count, tuple((key, t) for t in tables), None))
+        return OltpGroups(tuple(groups), self.rng, keys, s.range_size, python)
 
-        trx = self._in_transaction()
-        if native.core is not None and s.rand_type == "special" and type(self.rng) is random.Random:
-            # the whole transaction drawn and encoded in C (no GIL on the thread executor): the
-            # same tables, keys and strings as transaction() below, from this session's Random
-            return native.core.Oltp(self._c_groups(raw), self.rng, 1, s.table_size, s.rand_spec_pct,  # type: ignore[no-any-return]
-                                    s.rand_spec_res, s.rand_spec_iter, s.range_size, trx)
 
-        def transaction(tx: int) -> list[bytes]:
-            packets = [BEGIN] if trx else []
-            packets += [raw[(key, t)].packet(*params) for key, t, params in self._plan()]
-            if trx:
-                packets.append(COMMIT)
-            return packets
-        return transaction
+def validate(c: Checker, node: ast.Workload) -> SysbenchWorkload | None:
+    if node.variant not in SYSBENCH_TESTS:
+        close = difflib.get_close_matches(node.variant or "", list(SYSBENCH_TESTS), n=1)
+        where = node.variant_span or node.kind_span  # no test name: point at 'sysbench'
+        c.error(f"unknown sysbench test '{node.variant}'" if node.variant else "workload sysbench needs a test name", where,
+                f"did you mean {close[0]}?" if close else "tests: " + ", ".join(SYSBENCH_TESTS))
+        return None
+    if node.transactions:
+        c.error("a sysbench workload has its own transactions", node.transactions[0].span,
+                "use 'workload custom { ... }' for your own")
+    for mix in node.mixes:
+        c.error("a sysbench test runs one transaction: it has no mix", mix.span,
+                "for a mix of your own, use 'workload custom' with a weight per transaction")
+    duplicate_settings(c, node.settings)
+    opts: dict[str, object] = {}
+    allowed = sorted(_NUMBER_OPTIONS | _ON_OFF_OPTIONS | {"rand_type"})
+    for st in node.settings:
+        if st.name in _ON_OFF_OPTIONS:
+            if (flag := on_off(c, st)) is not None:
+                opts[st.name] = flag
+        elif st.name == "rand_type":
+            v = c.value(st.value)
+            if v not in ("uniform", "special", "gaussian", "pareto", "zipfian"):
+                c.error("rand_type is uniform, special, gaussian, pareto or zipfian", span_of(st.value))
+                continue
+            opts[st.name] = v
+        elif st.name in _NUMBER_OPTIONS:
+            minimum = 1 if st.name in ("tables", "table_size", "range_size") else 0
+            n = c.count(st.value, st.name, minimum=minimum, integer=not st.name.startswith("rand_spec"))
+            if n is not None:
+                opts[st.name] = n
+        else:
+            unknown_option(c, st, "sysbench", allowed)
+    if node.variant == "oltp_point_select":
+        opts.setdefault("point_selects", 1)  # as oltp_point_select.lua does
+    return SysbenchWorkload(test=node.variant, **opts)  # type: ignore[arg-type]
+
+
+def declared_transactions(node: ast.Workload) -> tuple[str, ...]:
+    # a misspelt test: judge the conditions against the test it most likely means, so the typo is
+    # reported once, not again as the "transaction" every condition should name
+    return tuple(difflib.get_close_matches(node.variant or "", SYSBENCH_TESTS, n=1)) or SYSBENCH_TESTS
+
+
+def plan_lines(spec: SysbenchWorkload) -> list[str]:
+    return [f"  workload: sysbench {spec.test}, {spec.tables} table(s) x {spec.table_size} rows"]
+
+
+def build(spec: SysbenchWorkload, setup: tuple[Fill | SetupSql, ...], seed: int) -> Sysbench:
+    return Sysbench(spec, seed)
+
+
+PLUGIN = WorkloadPlugin("sysbench", validate, declared_transactions, plan_lines, build)

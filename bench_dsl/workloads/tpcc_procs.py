@@ -14,6 +14,7 @@ import asyncmy
 from bench_dsl.errors import TargetError
 from bench_dsl.workloads.base import IntendedRollback, Session, rollback_quietly
 from bench_dsl.workloads.tpcc_data import RunConstants
+from bench_dsl.workloads.tpcc_session import Inputs
 
 if TYPE_CHECKING:
     from bench_dsl.workloads.tpcc import Tpcc
@@ -263,8 +264,6 @@ class ProcedureSession(Session):
     """One terminal with `procedures = on`: the same inputs as client-side mode, one CALL each."""
 
     def __init__(self, wl: Tpcc, rng: random.Random, w: int, d_stock_level: int) -> None:
-        from bench_dsl.workloads.tpcc import Inputs
-
         self.wl = wl
         self.w = w
         self.inputs = Inputs(wl, rng, w, d_stock_level)

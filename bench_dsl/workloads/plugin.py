@@ -1,0 +1,63 @@
+"""What a workload kind provides to the rest of bench-dsl (its plugin), and the checks of `name =
+value` options that the kinds share. The plugins themselves are listed in registry.py."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+from bench_dsl import syntax as ast
+from bench_dsl.model import Fill, SetupSql, WorkloadSpec
+from bench_dsl.validate_values import Checker, name_span, span_of
+
+if TYPE_CHECKING:
+    from bench_dsl.workloads.base import Workload
+
+Spec = TypeVar("Spec", bound=WorkloadSpec)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadPlugin(Generic[Spec]):
+    """One kind of workload (`workload KIND ... { }`): how its block is validated, how it is shown
+    by `bench check --plan`, and what runs it."""
+
+    kind: str
+    # the block's options as the kind's spec, reported through the Checker; None when it has errors
+    validate: Callable[[Checker, ast.Workload], Spec | None]
+    # the transaction names a block declares even when it has errors: what conditions are checked
+    # against then, so that one mistake is reported once
+    declared_transactions: Callable[[ast.Workload], tuple[str, ...]]
+    # the "  workload: ..." lines of `bench check --plan`
+    plan_lines: Callable[[Spec], list[str]]
+    # what runs it, from just what a worker process is sent: the spec, the setup and the seed
+    build: Callable[[Spec, tuple[Fill | SetupSql, ...], int], Workload]
+    takes_setup: bool = False  # a `setup { }` block prepares its data (else the workload prepares its own)
+
+
+def transactions_named(node: ast.Workload) -> tuple[str, ...]:
+    """The transactions a block writes out (or its test name): what a kind without a fixed set declares."""
+    return tuple(t.name for t in node.transactions) or ((node.variant,) if node.variant else ())
+
+
+def duplicate_settings(c: Checker, settings: tuple[ast.Setting, ...]) -> None:
+    seen: set[str] = set()
+    for st in settings:
+        if st.name in seen:
+            c.error(f"'{st.name}' is given twice", name_span(st.span, st.name), "keep one")
+        seen.add(st.name)
+
+
+def on_off(c: Checker, st: ast.Setting) -> bool | None:
+    v = c.value(st.value)
+    if not (isinstance(v, str) and v.lower() in ("on", "off")):
+        c.error(f"{st.name} is on or off", span_of(st.value), f"{st.name} = on")
+        return None
+    return v.lower() == "on"
+
+
+def unknown_option(c: Checker, st: ast.Setting, workload: str, allowed: list[str]) -> None:
+    close = difflib.get_close_matches(st.name, allowed, n=1)
+    c.error(f"{workload} has no option '{st.name}'", name_span(st.span, st.name),
+            f"did you mean {close[0]}?" if close else "options: " + ", ".join(allowed))

@@ -1,0 +1,33 @@
+"""Every kind of workload, by the name a scenario gives it (`workload KIND`), and what the rest of
+bench-dsl asks of a workload through its kind: building it, and its lines in `bench check --plan`.
+A new kind is one module with a PLUGIN (see plugin.py) and one line here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench_dsl.model import Fill, Scenario, SetupSql, WorkloadSpec
+from bench_dsl.workloads import custom, sysbench, tpcc
+from bench_dsl.workloads.base import Workload
+from bench_dsl.workloads.plugin import WorkloadPlugin
+
+# In the order messages list them ("workloads: sysbench, custom, tpcc").
+PLUGINS: dict[str, WorkloadPlugin[Any]] = {plugin.kind: plugin for plugin in (
+    sysbench.PLUGIN,
+    custom.PLUGIN,
+    tpcc.PLUGIN,
+)}
+
+
+def make_workload(sc: Scenario) -> Workload:
+    return build_workload(sc.workload, sc.setup, sc.seed)
+
+
+def build_workload(spec: WorkloadSpec, setup: tuple[Fill | SetupSql, ...], seed: int) -> Workload:
+    """The workload of a scenario from just the parts a worker process needs to be sent."""
+    return PLUGINS[spec.kind].build(spec, setup, seed)
+
+
+def plan_lines(spec: WorkloadSpec) -> list[str]:
+    """The "  workload: ..." lines `bench check --plan` prints for this workload."""
+    return PLUGINS[spec.kind].plan_lines(spec)
