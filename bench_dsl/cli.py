@@ -13,7 +13,7 @@ from pathlib import Path
 from rich.console import Console
 
 from bench_dsl import __version__
-from bench_dsl.dsn import redact
+from bench_dsl.dsn import Dsn, parse_dsn, redact
 from bench_dsl.errors import BenchError, ExitCode, ScenarioError, UsageError
 from bench_dsl import events as ev
 from bench_dsl.events import Sink
@@ -120,24 +120,19 @@ def _add_tpcc(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg
 def cmd_tpcc(args: argparse.Namespace, err: Console) -> int:
     import json
 
-    from bench_dsl.dsn import parse_dsn
     from bench_dsl.workloads.tpcc import check
 
-    target = args.target
+    dsn = _target(args.target)
     if args.file is not None:
         sc = load(args.file, _defines(args.defines))
         if sc.workload.kind != "tpcc":
             raise UsageError(f"{args.file} does not run the tpcc workload: there is no TPC-C data to check")
-        target = target or sc.target
-        if target is None:
+        dsn = dsn or sc.target_dsn
+        if dsn is None:
             raise UsageError(f"{args.file} runs on a throwaway server, removed when the run ends: give the server "
                              "that holds the data with --target DSN")
-    elif target is None:
+    elif dsn is None:
         raise UsageError("give a scenario FILE whose target holds the data, or --target DSN")
-    try:
-        dsn = parse_dsn(target)
-    except ValueError as exc:
-        raise UsageError(f"target: {exc}") from None
     conditions = _run_loop(check(dsn))
     if args.json:
         print(json.dumps({"target": dsn.redacted(), "passed": all(c.passed for c in conditions),
@@ -201,7 +196,7 @@ def _run_loop(coro):  # type: ignore[no-untyped-def]
 
 
 def cmd_run(args: argparse.Namespace, err: Console, prepare_only: bool = False) -> int:
-    sc = load(args.file, _defines(args.defines))
+    sc = load(args.file, _defines(args.defines)).seeded()  # the run's seed: {seed} in an output path is it
     if not math.isfinite(args.time_scale) or args.time_scale <= 0:
         raise UsageError("--time-scale must be a number larger than 0, e.g. 0.1")
     if args.max_steps is not None and args.max_steps < 1:
@@ -238,14 +233,7 @@ def cmd_run(args: argparse.Namespace, err: Console, prepare_only: bool = False) 
         raise
     opts = Options(time_scale=args.time_scale, max_steps=args.max_steps,
                    keep_server=args.keep_server, force_prepare=args.force_prepare, prepare_only=prepare_only,
-                   target=args.target, workers=args.workers, isolate_users=use_ui)
-    if opts.target:
-        from bench_dsl.dsn import parse_dsn
-
-        try:  # a bad --target is a usage error before anything starts
-            parse_dsn(opts.target)
-        except ValueError as exc:
-            raise UsageError(f"--target: {exc}") from None
+                   target=_target(args.target), workers=args.workers, isolate_users=use_ui)
     run = Run(sc, p, list(sinks), opts)
     problems: list[str] = []
     written = True
@@ -291,6 +279,16 @@ def cmd_run(args: argparse.Namespace, err: Console, prepare_only: bool = False) 
     if out_path is not None and written:
         err.print(f"results: {out_path}", markup=False, highlight=False, soft_wrap=True)
     return int(code)
+
+
+def _target(text: str | None) -> Dsn | None:
+    """--target, parsed once: a bad one is a usage error before anything starts."""
+    if text is None:
+        return None
+    try:
+        return parse_dsn(text)
+    except ValueError as exc:
+        raise UsageError(f"--target: {exc}") from None
 
 
 def _claim(path: Path, what: str, regular: bool) -> OutputClaim:

@@ -40,6 +40,18 @@ class Verdict:
             "window_s": c.window,
         }
 
+    def describe(self) -> str:
+        """The condition and what it was judged on, as the log says it."""
+        c = self.condition
+        if c.kind == "threshold":
+            unit = "ms" if c.metric.name == "latency" else c.unit
+            detail = f"measured {show(self.value, c)}{unit} against {show_limit(c)}{unit}"
+        else:  # plateau / kink: the figure of this step and of the one before
+            unit = "ms" if c.metric.name == "latency" else f" {c.metric.name}"
+            detail = f"this step {show(self.value, c)}{unit}, the step before {show(self.reference, c)}{unit}"
+        quoted = c.text if c.resolved == c.text else f"{c.text} [{c.resolved}]"  # $refs: say what they held
+        return f"{quoted}  ({detail})"
+
 
 def show(value: float | None, c: Condition) -> float | None:
     """A value in the unit the file used for its limit (latency in ms)."""

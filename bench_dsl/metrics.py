@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
@@ -183,6 +184,24 @@ class Tick:
     def measured(self) -> bool:
         return self.phase in ("hold", "ramp")
 
+    def figures(self) -> dict[str, Any]:
+        """A tick's figures for a live display: cheap (no percentiles), computed once a second."""
+        secs = self.seconds or 1.0
+        count = sum(st.count for st in self.tx.values())
+        out: dict[str, Any] = {
+            "tps": round(count / secs, 1), "tpm": round(count * 60 / secs, 1),
+            "qps": round(sum(st.queries for st in self.tx.values()) / secs, 1),
+            "errors_per_s": round(sum(st.error_count for st in self.tx.values()) / secs, 2),
+            "retries_per_s": round(sum(st.retries for st in self.tx.values()) / secs, 2),
+            "cpu": {k: (None if v is None else round(v, 1)) for k, v in self.cpu.items()},
+            "transactions": {n: {"count": st.count, "tps": round(st.count / secs, 1), "errors": st.error_count}
+                             for n, st in self.tx.items()},
+        }
+        no = self.tx.get("new_order")
+        if no is not None:
+            out["nopm"] = round((no.count - no.rollbacks) * 60 / secs, 1)
+        return out
+
 
 class Aggregate:
     """Ticks merged: an interval, a step's hold, a sliding window or the whole run."""
@@ -281,6 +300,14 @@ class Aggregate:
             "cpu": {k: _r(self.cpu(k)) for k in ("server", "host", "client")},
             "transactions": {n: one(self.tx[n]) for n in self.names},
         }
+
+    def so_far(self) -> dict[str, object]:
+        """The summary's figures a live display shows of a step still running."""
+        s = self.summary()
+        return {k: s[k] for k in ("seconds", "users", "count", "tps", "tpm", "qps", "nopm", "errors", "retries",
+                                  "latency_ms", "cpu") if k in s} | {
+            "transactions": {n: {k: t[k] for k in ("count", "tps", "errors", "latency_ms")}
+                             for n, t in s["transactions"].items()}}  # type: ignore[attr-defined]
 
     def histograms(self) -> dict[str, str | None]:
         """Per transaction, the encoded histogram: merge it with others, or read it in HdrHistogram tools."""

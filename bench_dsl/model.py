@@ -3,10 +3,13 @@ workload's part is defined by its kind's plugin (bench_dsl/workloads/)."""
 
 from __future__ import annotations
 
+import dataclasses
+import random
 from dataclasses import dataclass, field
 from importlib import import_module
 from typing import TYPE_CHECKING, Literal, Protocol
 
+from bench_dsl.dsn import Dsn
 from bench_dsl.errors import Diagnostic, Span
 
 # Canonical units inside the model: durations and latencies in seconds, percentages as
@@ -172,9 +175,9 @@ class Scenario:
     file: str
     text: str
     parameters: dict[str, object]
-    target: str | None  # None: an embedded throwaway server
+    target: str | None  # as written; None: an embedded throwaway server
     target_from: str | None  # "env BENCH_DSN" etc., for messages
-    seed: int
+    seed: int | None  # None: each run draws its own when it starts (and records it)
     seed_given: bool
     server_settings: tuple[ServerSetting, ...]
     workload: WorkloadSpec
@@ -186,14 +189,21 @@ class Scenario:
     output: str | None
     setup: tuple[Fill | SetupSql, ...] = field(default_factory=tuple)
     workers: int | None = None  # processes that run the virtual users; None: auto, one per core
+    target_dsn: Dsn | None = None  # `target`, parsed once, by validation
     # Findings that do not stop a run (a TPC-C mix below the minimums of clause 5.2.3), each
     # rendered like an error with severity "warning".
     warnings: tuple[Diagnostic, ...] = field(default_factory=tuple)
 
+    def seeded(self) -> Scenario:
+        """The scenario a run runs: with the file's seed, or one drawn now (recorded with the run,
+        so that giving it as `seed` repeats the run)."""
+        if self.seed is not None:
+            return self
+        return dataclasses.replace(self, seed=random.SystemRandom().randrange(1, 2**31))
+
 
 # Each workload's spec lives with its plugin; these names stay importable from here for the code
-# written before the move (planner.describe reads m.SysbenchWorkload and m.TpccWorkload). Looked up
-# on first use: the plugins import this module.
+# written before the move (tests, the benchmark). Looked up on first use: the plugins import this module.
 _MOVED = {
     "SYSBENCH_TESTS": "bench_dsl.workloads.sysbench", "SysbenchWorkload": "bench_dsl.workloads.sysbench",
     "TPCC_TRANSACTIONS": "bench_dsl.workloads.tpcc", "TPCC_DEFAULT_MIX": "bench_dsl.workloads.tpcc",

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from bench_dsl import model as m
 from bench_dsl.dsn import redact
+from bench_dsl.workloads.registry import plan_lines
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,22 +87,12 @@ def describe(sc: m.Scenario, p: Plan) -> str:
     """The plan as `bench check --plan` prints it."""
     lines = [f'scenario "{sc.name}"']
     lines.append("  target:   " + _target_line(sc))
-    wl = sc.workload
-    if isinstance(wl, m.SysbenchWorkload):
-        lines.append(f"  workload: sysbench {wl.test}, {wl.tables} table(s) x {wl.table_size} rows")
-    elif isinstance(wl, m.TpccWorkload):
-        mix = ", ".join(f"{name} {share:g}%" for name, share in wl.mix)
-        lines.append(f"  workload: tpcc, {wl.warehouses} warehouse(s) ({mix})")
-        lines.append(f"            keying and think times {'on' if wl.keying_time else 'off'}, "
-                     f"{'stored procedures' if wl.procedures else 'statements from the client'}, "
-                     f"{wl.retries} retries on deadlock or lock wait timeout")
-    else:
-        mix = ", ".join(f"{t.name} {t.weight:g}" for t in wl.transactions)
-        lines.append(f"  workload: custom ({mix})")
+    lines.extend(plan_lines(sc.workload))
     if sc.server_settings:
         lines.append("  server:   " + ", ".join(f"{s.name}={s.text}" for s in sc.server_settings))
     lines.append("  workers:  " + (f"{sc.workers} process(es)" if sc.workers else "auto (one process per core)"))
-    lines.append(f"  seed:     {sc.seed}" + ("" if sc.seed_given else " (random; set 'seed' to repeat a run)"))
+    lines.append(f"  seed:     {sc.seed}" if sc.seed is not None else
+                 "  seed:     random, drawn when the run starts and recorded with it (set 'seed' to repeat a run)")
     lines.append("  prepare:  load the data unless it is already there (--force-prepare reloads)")
     t = 0.0
     for ph in p.phases:

@@ -32,6 +32,7 @@ from itertools import accumulate
 from typing import TYPE_CHECKING, Any, Protocol
 
 from bench_dsl import native
+from bench_dsl.mysql_errors import LOST_CONNECTION
 from bench_dsl.packets import BEGIN, COMMIT, MAX_PAYLOAD, ROLLBACK, Statement, command, query
 
 # BEGIN, COMMIT, ROLLBACK, Statement, command and query are packets.py's, importable from here too
@@ -358,7 +359,7 @@ class _Control(asyncio.BufferedProtocol):
         d = self.done
         if d is not None and not d.done():
             try:
-                self.on_error(self.tx, 2013, f"Lost connection to server during query ({exc or 'closed'})",
+                self.on_error(self.tx, LOST_CONNECTION, f"Lost connection to server during query ({exc or 'closed'})",
                               _NO_MORE_ATTEMPTS)
                 self._finish(True)
             except Exception as err:  # a defect in the policy: the run must hear of it

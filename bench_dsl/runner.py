@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import sys
 import time
 import traceback
 from dataclasses import dataclass
@@ -27,17 +26,14 @@ from bench_dsl.counters import ServerCounters
 from bench_dsl.dsn import Dsn, redact
 from bench_dsl.errors import ExitCode, TargetError
 from bench_dsl.fleet import Fleet, WorkerFailed
-from bench_dsl.judge import Judge, Verdict, expectations, show, show_limit
+from bench_dsl.judge import Judge, Verdict, expectations
 from bench_dsl.metrics import Aggregate, Tick
 from bench_dsl.planner import Phase, Plan
 from bench_dsl.scheduler import UsersScheduler
-from bench_dsl.server import open_target
+from bench_dsl.signals import StopSignals
 from bench_dsl.stage import Stage
 from bench_dsl.watch import TargetWatch
 from bench_dsl.workloads import make_workload
-
-# Ctrl-C, kill, and a closed terminal or ssh session: each stops the run and writes what was measured.
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 @dataclass
@@ -47,7 +43,7 @@ class Options:
     keep_server: bool = False
     force_prepare: bool = False
     prepare_only: bool = False
-    target: str | None = None  # --target overrides the file
+    target: Dsn | None = None  # --target overrides the file
     workers: int | None = None  # --workers overrides the file (0: auto); None: the file's setting
     # Users never share the event loop of a live screen: with one worker, it is still a process
     isolate_users: bool = False
@@ -55,6 +51,7 @@ class Options:
 
 class Run:
     def __init__(self, sc: m.Scenario, plan: Plan, sinks: list[ev.Sink], options: Options | None = None) -> None:
+        sc = sc.seeded()
         self.sc = sc
         self.plan = plan
         self.bus = ev.Bus(sinks, clock=self.elapsed)
@@ -151,29 +148,18 @@ class Run:
 
     # the run -----------------------------------------------------------------------------------
     async def execute(self) -> int:
-        loop = asyncio.get_running_loop()
-        # a signal this process was started to ignore (`nohup`, a shell's background job) stays ignored
-        signals = [sig for sig in STOP_SIGNALS if signal.getsignal(sig) != signal.SIG_IGN]
-        for sig in signals:
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, self.interrupt, sig)
+        signals = StopSignals(self.interrupt)
+        signals.install()
         self.t0 = time.monotonic()
-        # the target read once, its password known before the scenario is quoted; a bad address
-        # fails inside the run's handling below
-        given: Dsn | None = None
-        bad_target: TargetError | None = None
-        try:
-            given, _ = open_target(self.opt.target or self.sc.target)
-        except TargetError as exc:
-            bad_target = exc
+        # the target as validation (or the command line) parsed it; its password known before the
+        # scenario is quoted
+        given = self.opt.target or self.sc.target_dsn
         if given is not None and given.password:
             self.secrets.append(given.password)
         self.publish(ev.Begin(__version__, results.now(), results.scenario_json(
             self.sc, self.workload.description(), self.names, self.plan, self.opt.time_scale, self.opt.max_steps,
             self._scrub), results.machine_info()))
         try:
-            if bad_target is not None:
-                raise bad_target
             await self._execute(given)
         except TargetError as exc:
             self._salvage()
@@ -211,21 +197,9 @@ class Run:
                     await self.fleet.stop()
             self.counters.close()
             await self.stage.stop_server(self.opt.keep_server)
-            for sig in signals:  # from here on the results are being written: see _while_saving
-                with contextlib.suppress(NotImplementedError, RuntimeError):
-                    loop.add_signal_handler(sig, self._while_saving, sig)
+            signals.saving()
             self._finish()
         return int(self.exit_code)
-
-    def _while_saving(self, signum: int) -> None:
-        """A signal after the run, while its results are written (the front end closes its sinks
-        before the event loop ends): the first one waits for them, the next one is obeyed."""
-        loop = asyncio.get_running_loop()
-        for sig in STOP_SIGNALS:
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.remove_signal_handler(sig)
-        print(f"bench: {signal.Signals(signum).name} while writing the results: finishing them first "
-              "(again to abandon them)", file=sys.stderr, flush=True)
 
     async def _execute(self, dsn: Dsn | None) -> None:
         """The run against `dsn`, or against a throwaway server when it is None."""
@@ -300,7 +274,7 @@ class Run:
                 self._fire(fired, ph)
         if self.interval_agg.ticks >= int(self.sc.report_every):
             self._flush_interval(ph)
-        self.publish(ev.Tick(tick.t, ph.kind, ph.step, tick.users, self.holding, remaining_s, _tick_figures(tick)))
+        self.publish(ev.Tick(tick.t, ph.kind, ph.step, tick.users, self.holding, remaining_s, tick.figures()))
         if self.judge.changed:
             self.publish(ev.Conditions(tick.t, self.judge.states()))
         if watch:
@@ -327,14 +301,8 @@ class Run:
             return
         row = {"type": "interval", "t": round(self.elapsed(), 3), "start_s": round(self.interval_start, 3),
                "phase": ph.kind, "step": ph.step, "measured": ph.measured, **agg.summary()}  # users: those that ran
-        so_far = None
-        if ph.measured and self.step_agg.ticks:
-            # for live displays: the step so far beside this interval (percentiles are not additive)
-            step = self.step_agg.summary()
-            so_far = {k: step[k] for k in ("seconds", "users", "count", "tps", "tpm", "qps", "nopm",
-                                           "errors", "retries", "latency_ms", "cpu") if k in step} | {
-                "transactions": {n: {k: t[k] for k in ("count", "tps", "errors", "latency_ms")}
-                                 for n, t in step["transactions"].items()}}  # type: ignore[attr-defined]
+        # for live displays: the step so far beside this interval (percentiles are not additive)
+        so_far = self.step_agg.so_far() if ph.measured and self.step_agg.ticks else None
         self.publish(ev.Interval(row, so_far))
         self.interval_agg = Aggregate(self.names)
         self.interval_start = self.elapsed()
@@ -358,17 +326,9 @@ class Run:
         self.publish(ev.Step(row))
 
     def _fire(self, v: Verdict, ph: Phase) -> None:
-        c = v.condition
         self.stop_reason = {"reason": "stop_condition", **v.to_json(), "step": ph.step,
                             "users": self.fleet.active if self.fleet else None, "at_s": round(self.elapsed(), 3)}
-        if c.kind == "threshold":
-            unit = "ms" if c.metric.name == "latency" else c.unit
-            detail = f"measured {show(v.value, c)}{unit} against {show_limit(c)}{unit}"
-        else:  # plateau / kink: the figure of this step and of the one before
-            unit = "ms" if c.metric.name == "latency" else f" {c.metric.name}"
-            detail = f"this step {show(v.value, c)}{unit}, the step before {show(v.reference, c)}{unit}"
-        quoted = c.text if c.resolved == c.text else f"{c.text} [{c.resolved}]"  # $refs: say what they held
-        self.log(f"stop condition fired: {quoted}  ({detail})", "warning")
+        self.log(f"stop condition fired: {v.describe()}", "warning")
         self.publish(ev.Fired(self.stop_reason))
 
     def _totals(self) -> None:
@@ -428,38 +388,10 @@ class Run:
                     self.log(f"expectation failed: {e['expect']} (measured {e['value']})", "error")
         summary = self.run_agg.summary() if self.run_agg.ticks else None
         report = self.workload.report(summary) if summary is not None else None
-        if report is not None:
-            self._log_report(report)
+        for line in self.workload.report_lines(report) if report is not None else []:
+            self.log(line)
         self._totals()
         saturation = self.judge.saturation(self.stop_reason, self.steps)
         self.publish(ev.Finished(self.status, int(self.exit_code), saturation, self.stop_reason, expect, summary,
                                  round(self.elapsed(), 3), results.now(), "+".join(sorted(self.executors)) or None,
                                  report))
-
-    def _log_report(self, report: dict[str, Any]) -> None:
-        if "mix" in report:
-            self.log("mix run: " + ", ".join(f"{n} {m['run_pct']:g}% (asked {m['asked_pct']:g}%)"
-                                              for n, m in report["mix"].items()))
-        if "p90_limits" in report:
-            self.log("p90 against the specification: " + ", ".join(
-                f"{n} {p['p90_ms']} ms / {p['limit_ms']:g} ms {'ok' if p['within'] else 'OVER'}"
-                for n, p in report["p90_limits"].items()))
-
-
-def _tick_figures(tick: Tick) -> dict[str, Any]:
-    """A tick's figures for a live display: cheap (no percentiles), computed once a second."""
-    secs = tick.seconds or 1.0
-    count = sum(st.count for st in tick.tx.values())
-    out: dict[str, Any] = {
-        "tps": round(count / secs, 1), "tpm": round(count * 60 / secs, 1),
-        "qps": round(sum(st.queries for st in tick.tx.values()) / secs, 1),
-        "errors_per_s": round(sum(st.error_count for st in tick.tx.values()) / secs, 2),
-        "retries_per_s": round(sum(st.retries for st in tick.tx.values()) / secs, 2),
-        "cpu": {k: (None if v is None else round(v, 1)) for k, v in tick.cpu.items()},
-        "transactions": {n: {"count": st.count, "tps": round(st.count / secs, 1), "errors": st.error_count}
-                         for n, st in tick.tx.items()},
-    }
-    no = tick.tx.get("new_order")
-    if no is not None:
-        out["nopm"] = round((no.count - no.rollbacks) * 60 / secs, 1)
-    return out

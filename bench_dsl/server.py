@@ -40,7 +40,6 @@ REPORTED_VARIABLES = (
 # asyncmy logs every server warning (e.g. DROP TABLE IF EXISTS of a missing table) at WARNING.
 logging.getLogger("asyncmy").setLevel(logging.ERROR)
 
-CONNECTION_LOST = {2002, 2003, 2006, 2011, 2013, 2055}
 
 # Settings that would open the throwaway server to others or let it reach outside its directory:
 # never passed to it (the scenario's validation refuses them with the line they are on).
@@ -379,12 +378,3 @@ async def apply_settings(dsn: Dsn, settings: tuple[ServerSetting, ...], embedded
     finally:
         conn.close()
     return out
-
-
-def open_target(target: str | None) -> tuple[Dsn | None, str]:
-    if target is None:
-        return None, "embedded"
-    try:
-        return parse_dsn(target), "remote"
-    except ValueError as exc:
-        raise TargetError(str(exc)) from None

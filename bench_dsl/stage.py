@@ -18,10 +18,10 @@ from bench_dsl.dsn import Dsn
 from bench_dsl.errors import TargetError
 from bench_dsl.fleet import Fleet, LocalFleet, ProcessFleet, worker_count
 from bench_dsl.judge import Judge
+from bench_dsl.mysql_errors import CONNECTION_LOST, SCENARIO_ERRORS
 from bench_dsl.planner import Plan
 from bench_dsl.results import plan_json
-from bench_dsl.server import CONNECTION_LOST, EmbeddedServer, apply_settings, ensure_database, facts
-from bench_dsl.users import SCENARIO_ERRORS
+from bench_dsl.server import EmbeddedServer, apply_settings, ensure_database, facts
 from bench_dsl.workloads import Workload
 from bench_dsl.workloads.base import Progress, error_code
 

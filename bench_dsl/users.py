@@ -15,16 +15,15 @@ from bench_dsl import native, programs
 from bench_dsl.blocking import ThreadLoop
 from bench_dsl.dsn import Dsn, redact
 from bench_dsl.metrics import Recorder
+from bench_dsl.mysql_errors import CONNECTION_LOST, LOST_CONNECTION, SCENARIO_ERRORS
 from bench_dsl.rawexec import NEXT, RECONNECT, RETRY, RawLoop, mix
-from bench_dsl.server import CONNECTION_LOST, connect
+from bench_dsl.server import connect
 from bench_dsl.workloads import Session, Workload
 from bench_dsl.workloads.base import IntendedRollback, error_code
 
 # the raw executor's way of running: a thread per user (the default), or the event loop's (rawexec)
 Loop: type[RawLoop] | type[ThreadLoop] = ThreadLoop if native.threaded else RawLoop
 
-# Errors that mean the scenario itself is wrong: no point going on.
-SCENARIO_ERRORS = {1044, 1045, 1046, 1049, 1054, 1064, 1142, 1146, 1149, 1210, 1318, 1364, 1406, 1452}
 
 
 def allow_many_connections() -> None:
@@ -245,7 +244,7 @@ class UserPool:
         the NEXT transaction, or RECONNECT. One policy for both ways of running statements."""
         wl = self.workload
         if code in CONNECTION_LOST or code == -1 or not connected:
-            self.recorder.error(i, code if code > 0 else 2013)
+            self.recorder.error(i, code if code > 0 else LOST_CONNECTION)
             self._remember(code, message)
             return RECONNECT
         if code in wl.retry_on[i] and attempt < wl.retries[i]:

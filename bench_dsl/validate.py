@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import difflib
 import os
-import random
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench_dsl import model as m
 from bench_dsl import syntax as ast
 from bench_dsl import validate_ramp
-from bench_dsl.dsn import parse_dsn, redact
+from bench_dsl.dsn import Dsn, parse_dsn, redact
 from bench_dsl.errors import Diagnostic, ScenarioError
 from bench_dsl.parser import parse, parse_expr
 from bench_dsl.validate_conditions import condition
@@ -48,7 +48,7 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
     parameters = _lets(c, tree.lets, defines)
     sc = tree.scenario
     items = _Items(c, sc)
-    target, target_from = _target(c, items.first("target"))
+    given, target_from = _target(c, items.first("target"))
     seed, seed_given = _seed(c, items.first("seed"))
     settings = _server_settings(c, items.all("server"))
     workload, tx_names = _workload(c, sc, items.all("Workload"))
@@ -69,7 +69,8 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
             c.error("the scenario is incomplete", sc.span)
         raise ScenarioError(c.diags, tree.text)
     return m.Scenario(
-        name=sc.name, file=tree.file, text=tree.text, parameters=parameters, target=target, target_from=target_from,
+        name=sc.name, file=tree.file, text=tree.text, parameters=parameters, target=given.text if given else None,
+        target_dsn=given.dsn if given else None, target_from=target_from,
         seed=seed, seed_given=seed_given, server_settings=settings, workload=workload, ramp=ramp,
         warmup=warmup, report_every=report_every, stop=stop, expect=expect, output=output,
         setup=setup, workers=workers, warnings=tuple(d for d in c.diags if d.severity != "error"),
@@ -136,7 +137,13 @@ class _Items:
 _TARGET_EXAMPLE = 'target "mysql://user:password@host:3306/database"'
 
 
-def _target(c: Checker, t: ast.Item | None) -> tuple[str | None, str | None]:
+@dataclass(frozen=True, slots=True)
+class TargetSpec:
+    text: str  # as the file (or the environment) wrote it
+    dsn: Dsn  # parsed here, once
+
+
+def _target(c: Checker, t: ast.Item | None) -> tuple[TargetSpec | None, str | None]:
     """The server address, and where it came from ("env BENCH_DSN") for messages."""
     if t is None:
         return None, None  # the embedded throwaway server
@@ -166,22 +173,21 @@ def _target(c: Checker, t: ast.Item | None) -> tuple[str | None, str | None]:
         c.error(f"target: {held}a {scheme.group(1)}:// address; only mysql:// and mariadb:// are supported", span, hint)
         return None, target_from
     try:
-        parse_dsn(v)
+        dsn = parse_dsn(v)
     except ValueError as exc:  # a port that is not a number, out of range ...
         what = f"{held}{redact(v)!r}, which is" if held else f"{redact(v)!r} is"
         c.error(f"target: {what} not a valid address: {exc}", span, _TARGET_EXAMPLE)
         return None, target_from
-    return v, target_from
+    return TargetSpec(v, dsn), target_from
 
 
 
 
-def _seed(c: Checker, item: ast.Item | None) -> tuple[int, bool]:
-    """The run's seed, and whether the file gave it (else a random one, shown so that it can be given)."""
-    seed = random.SystemRandom().randrange(1, 2**31)
+def _seed(c: Checker, item: ast.Item | None) -> tuple[int | None, bool]:
+    """The file's seed, and whether it gave one (None: a run draws its own when it starts)."""
     if item is not None and (n := c.number(item.value, "seed", integer=True, minimum=0)) is not None:
         return int(n), True
-    return seed, False
+    return None, False
 
 
 def _server_settings(c: Checker, blocks: list[object]) -> tuple[m.ServerSetting, ...]:

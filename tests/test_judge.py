@@ -226,3 +226,17 @@ def test_values_are_given_in_the_files_units(tmp_path: Path) -> None:
     assert (got["tps < 10"], got["tpm < 600"], got["qps < 5"]) == (40.0, 2400.0, 40.0)
     assert got["error_rate > 1%"] == pytest.approx(100 / 41, abs=1e-3)
     assert got["cpu(server) > 80%"] == 55.0
+
+
+def test_the_seed_is_drawn_when_a_run_starts_not_when_the_file_is_read(tmp_path: Path) -> None:
+    from bench_dsl.planner import describe
+
+    f = tmp_path / "s.bench"
+    f.write_text('scenario "s" { workload custom { transaction t { query "SELECT 1" } } users 1 duration 1s }')
+    sc = load(str(f))
+    assert sc.seed is None and not sc.seed_given
+    assert "seed:     random, drawn when the run starts" in describe(sc, plan(sc))
+    a, b = Run(sc, plan(sc), []), Run(sc, plan(sc), [])
+    assert isinstance(a.sc.seed, int) and a.sc.seed != b.sc.seed  # each run its own, recorded with it
+    given = scenario(tmp_path, "users 1 duration 1s")  # seed 1
+    assert Run(given, plan(given), []).sc.seed == 1

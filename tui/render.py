@@ -11,12 +11,13 @@ from typing import Any
 from rich.console import RenderableType
 from rich.text import Text
 
+from bench_dsl import mysql_errors
 from bench_dsl.dsn import redact
 
 from .lines import Lines, cells
 from .live_conditions import ConditionRow
 from .live_conditions import fmt_latency, fmt_num
-from .state import ERROR_NAMES, LiveState, LogEntry
+from .state import LiveState, LogEntry
 
 DIM = "bright_black"
 
@@ -313,7 +314,7 @@ def log_line(e: LogEntry) -> Text:
     if e.count > 1:  # first, so that a line cut at the pane's edge keeps it
         t.append(f"{e.count:,}× ", "bold")
     if e.code is not None:
-        name = ERROR_NAMES.get(e.code)
+        name = mysql_errors.name(e.code)
         t.append(f"error {e.code}" + (f" {name}" if name else ""), "bold red")
         if e.where:
             t.append(f" in {', '.join(sorted(e.where))}", "red")

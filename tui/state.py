@@ -23,12 +23,6 @@ ALL_PARTS = frozenset({HEADER, FIGURES, TIME_CHART, USERS_CHART, TX, CONDITIONS,
 
 MAX_POINTS = 1024  # throughput-over-time points kept; older ones are merged in pairs, extremes kept
 
-# MySQL/MariaDB error codes a load test meets, for a short name beside the code in the log.
-ERROR_NAMES = {
-    1020: "record changed", 1040: "too many connections", 1062: "duplicate key", 1205: "lock wait timeout",
-    1213: "deadlock", 1290: "read only", 1317: "query interrupted", 1836: "read only", 2002: "cannot connect",
-    2003: "cannot connect", 2006: "server gone away", 2013: "lost connection",
-}
 
 
 @dataclass(slots=True)

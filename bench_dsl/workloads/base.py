@@ -13,6 +13,7 @@ from typing import Any
 import asyncmy
 
 from bench_dsl.dsn import Dsn
+from bench_dsl.mysql_errors import LOST_CONNECTION
 from bench_dsl.server import connect
 from bench_dsl.statements import Statements
 
@@ -135,6 +136,18 @@ class Workload(abc.ABC):
         and the p90s against the specification's limits); None for nothing."""
         return None
 
+    def report_lines(self, report: dict[str, Any]) -> list[str]:
+        """The report as the log says it (the mix run, the p90s against their limits)."""
+        lines = []
+        if "mix" in report:
+            lines.append("mix run: " + ", ".join(f"{n} {m['run_pct']:g}% (asked {m['asked_pct']:g}%)"
+                                                 for n, m in report["mix"].items()))
+        if "p90_limits" in report:
+            lines.append("p90 against the specification: " + ", ".join(
+                f"{n} {p['p90_ms']} ms / {p['limit_ms']:g} ms {'ok' if p['within'] else 'OVER'}"
+                for n, p in report["p90_limits"].items()))
+        return lines
+
     def marker_name(self) -> str:
         return str(self.description().get("workload", "workload"))[:64]
 
@@ -157,5 +170,5 @@ def error_code(exc: BaseException) -> int:
     if args and isinstance(args[0], int):
         return int(args[0])
     if isinstance(exc, (ConnectionError, OSError, EOFError)):
-        return 2013
+        return LOST_CONNECTION
     return -1

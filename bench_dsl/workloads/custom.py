@@ -18,6 +18,7 @@ from bench_dsl.dsn import Dsn
 from bench_dsl.errors import Span
 from bench_dsl.generators import Gen, compile_value
 from bench_dsl.model import Fill, Generator, SetupSql
+from bench_dsl.mysql_errors import RETRY_NAMES
 from bench_dsl.server import connect
 from bench_dsl.statements import NamedTransaction, NamedTransactions
 from bench_dsl.validate_values import Checker, name_span, offset, offset_end, span_of
@@ -61,7 +62,7 @@ class CustomWorkload:
 
 
 # What `retry N on ...` names, and the MySQL error it retries.
-RETRYABLE = {"deadlock": 1213, "lock_wait_timeout": 1205, "lock_wait": 1205}
+RETRYABLE = RETRY_NAMES
 
 
 # a quoted string, quoted name or comment (kept as written), or a :name parameter outside them

@@ -19,6 +19,7 @@ from bench_dsl import syntax as ast
 from bench_dsl.dsn import Dsn
 from bench_dsl.generators import special, zipf
 from bench_dsl.model import Fill, SetupSql
+from bench_dsl.mysql_errors import RETRYABLE
 from bench_dsl.server import connect
 from bench_dsl.statements import Drawn, OltpGroup, OltpGroups, OltpShape, PointSelects, SpecialKeys, Statements
 from bench_dsl.validate_values import Checker, span_of
@@ -112,7 +113,7 @@ class Sysbench(Workload):
         self.weights = (1.0,)
         self.retries = (spec.retries,)
         # sysbench's default --mysql-ignore-errors: deadlock, record changed, lock wait timeout
-        self.retry_on = (frozenset({1213, 1020, 1205}),)
+        self.retry_on = (RETRYABLE,)  # as sysbench: deadlock, lock wait timeout, record changed
 
     def description(self) -> dict[str, object]:
         s = self.spec

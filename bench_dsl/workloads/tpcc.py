@@ -25,6 +25,7 @@ from bench_dsl import syntax as ast
 from bench_dsl.dsn import Dsn
 from bench_dsl.errors import BenchError, TargetError
 from bench_dsl.model import Fill, SetupSql
+from bench_dsl.mysql_errors import RETRYABLE
 from bench_dsl.server import connect, error_reason
 from bench_dsl.validate_values import Checker, Quantity, name_span, num, span_of
 from bench_dsl.workloads import tpcc_load, tpcc_procs
@@ -62,7 +63,7 @@ class TpccWorkload:
 
 
 # Deadlock, lock wait timeout, record changed: the transaction is retried (as HammerDB does).
-RETRY_ON = frozenset({1213, 1205, 1020})
+RETRY_ON = RETRYABLE  # deadlock, lock wait timeout, record changed
 
 # Clause 5.2.5.3: the 90th percentile response time each transaction must stay within.
 P90_LIMIT_S = {"new_order": 5.0, "payment": 5.0, "order_status": 5.0, "delivery": 5.0, "stock_level": 20.0}

@@ -21,6 +21,7 @@ import asyncmy
 
 from bench_dsl.dsn import Dsn
 from bench_dsl.errors import TargetError
+from bench_dsl.mysql_errors import RETRYABLE
 from bench_dsl.server import connect, error_reason
 from bench_dsl.workloads.base import Progress
 from bench_dsl.workloads.tpcc_data import (
@@ -253,7 +254,7 @@ async def load(dsn: Dsn, warehouses: int, seed: int, progress: Progress, connect
                             except asyncmy.errors.MySQLError as exc:
                                 # parallel inserts into one table can still deadlock on gap locks;
                                 # each statement is its own transaction, rolled back whole: run it again
-                                if exc.args and exc.args[0] in (1213, 1205) and attempt < LOAD_RETRIES:
+                                if exc.args and exc.args[0] in RETRYABLE and attempt < LOAD_RETRIES:
                                     await asyncio.sleep(0.05 * (attempt + 1))
                                     continue
                                 raise TargetError(f"loading the TPC-C data failed on {unit.what}: "
