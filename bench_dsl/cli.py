@@ -266,6 +266,8 @@ def cmd_run(args: argparse.Namespace, err: Console, prepare_only: bool = False) 
 
     code = int(_run_loop(run_then_close()))
     for s, exc in run.bus.dropped:  # an output that failed during the run is missing its end
+        if isinstance(exc, BrokenPipeError):
+            continue  # the reader left (`| head`): it has what it wanted, nothing is wrong
         if isinstance(s, JsonLinesSink) and not any(str(exc) in m for m in problems):
             problems.append(f"{s.name} stopped during the run: {exc}")
     for message in problems:

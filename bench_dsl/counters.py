@@ -1,6 +1,7 @@
-"""The server's own count of what happened, read on a connection of the coordinator's own (never a
-user's) at the start and end of each step: TPM as HammerDB computes it (Com_commit + Com_rollback)
-and, for TPC-C, NOPM from the districts' next order ids."""
+"""The coordinator's own connection to the server (never a user's, and one only: a user's
+MAX_USER_CONNECTIONS counts it): the server's own count of what happened, read at the start and
+end of each step (TPM as HammerDB computes it, Com_commit + Com_rollback, and for TPC-C, NOPM from
+the districts' next order ids), and a ping about once a second that tells a hung server."""
 
 from __future__ import annotations
 
@@ -30,12 +31,41 @@ class ServerCounters:
         self.ctl: asyncmy.Connection | None = None
         self.step_start: Reading | None = None
         self.step_end: Reading | None = None
+        self.lock = asyncio.Lock()  # one query at a time on the connection
+        self.opened = False
+        self.answered = time.monotonic()  # when the server last answered on it
+        self._ping: asyncio.Task[None] | None = None
 
     async def open(self, dsn: Dsn) -> None:
         with contextlib.suppress(Exception):
             self.ctl = await connect(dsn, dsn.database)
+        self.opened = self.ctl is not None
+        self.answered = time.monotonic()
+
+    def poke(self) -> None:
+        """`SELECT 1`, unless one is still waiting for its answer. A user's transaction may rightly
+        take long; this query never should."""
+        if self.ctl is not None and not self.lock.locked() and (self._ping is None or self._ping.done()):
+            self._ping = asyncio.create_task(self._select_1(self.ctl))
+
+    async def _select_1(self, ctl: asyncmy.Connection) -> None:
+        async with self.lock:
+            try:
+                async with ctl.cursor() as cur:
+                    await cur.execute("SELECT 1")
+                    await cur.fetchall()
+                self.answered = time.monotonic()
+            except Exception:
+                pass  # not the judge of a lost server: the users' health is
+
+    def silent_s(self) -> float:
+        """Seconds the server has answered nothing on this connection (0 if it never had one; a
+        connection given up on keeps counting from the server's last answer)."""
+        return time.monotonic() - self.answered if self.opened else 0.0
 
     def close(self) -> None:
+        if self._ping is not None and not self._ping.done():
+            self._ping.cancel()
         if self.ctl is not None:
             with contextlib.suppress(Exception):
                 self.ctl.close()
@@ -48,12 +78,13 @@ class ServerCounters:
         ctl = self.ctl
 
         async def read() -> dict[str, int]:
-            async with ctl.cursor() as cur:
+            async with self.lock, ctl.cursor() as cur:  # the wait for a hung ping is in the timeout too
                 await cur.execute("SHOW GLOBAL STATUS WHERE Variable_name IN ('Com_commit', 'Com_rollback')")
                 counters = {"commits_rollbacks": sum(int(v) for _, v in await cur.fetchall())}
-            return counters | await self.workload_counters(ctl)
+                return counters | await self.workload_counters(ctl)
         try:
             counters = await asyncio.wait_for(read(), ANSWER_TIMEOUT)
+            self.answered = time.monotonic()
         except Exception as exc:
             why = f"no answer in {ANSWER_TIMEOUT:g}s" if isinstance(exc, TimeoutError) else str(exc)
             self.warn(f"could not read the server's counters: {why}")

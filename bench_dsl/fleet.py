@@ -109,6 +109,8 @@ class ProcessFleet:
 
     def __init__(self, sc: Scenario, dsn: Dsn, names: tuple[str, ...], count: int,
                  log: Callable[[str, str], None]) -> None:
+        if sc.seed is None:  # each user's seed comes from the run's: a run draws it first (Scenario.seeded)
+            raise ValueError("a fleet needs the run's seed")
         self.sc = sc
         self.dsn = dsn
         self.names = names

@@ -224,6 +224,7 @@ class Run:
         self.fleet = fleet  # stopped in execute() whatever happens from here on
         await fleet.start()
         await self.counters.open(dsn)
+        self.watch.silent_s = self.counters.silent_s
         await self.measure(fleet, CpuSampler(stage.server_pid))
 
     async def measure(self, fleet: Fleet, cpu: CpuSampler) -> None:
@@ -349,6 +350,7 @@ class Run:
             self.publish(ev.ErrorMessages(new))
         if self.stop_reason is not None:
             return
+        self.counters.poke()
         ph = self._phase_now
         stop = self.watch.check(health, self.fleet.active, ph.step if ph else None, self.elapsed(), ending)
         if stop is not None:

@@ -12,6 +12,10 @@ from bench_dsl.fleet import WorkerFailed
 from bench_dsl.users import Health
 
 TARGET_TIMEOUT = 10.0  # seconds without a connection before the target counts as lost
+# seconds in which neither any user's transaction nor a ping on bench-dsl's own connection was
+# answered: the server is hung (stopped, frozen, cut off without a reset), and what the users
+# measured in that time is not a measurement of it
+SILENCE_LIMIT = 10.0
 # seconds some users may fail to connect while the others run before the run stops: a step with
 # fewer users than planned is not the step that was asked for (e.g. max_connections reached)
 CONNECT_GRACE = 5.0
@@ -31,22 +35,31 @@ class TargetWatch:
         self.scrub = scrub
         self.server_alive = server_alive  # the throwaway server's process, when there is one
         self._refused_since: float | None = None  # since when some users could not connect
+        # seconds the server has answered nothing on bench-dsl's own connection (ServerCounters.ping)
+        self.silent_s: Callable[[], float] = lambda: 0.0
 
     def check(self, health: Health, asked: int, step: int | None, at_s: float, ending: bool) -> Stop | None:
         """`ending`: the last tick of a measured phase, whose users must all have run for it to count.
         Raises WorkerFailed when a user failed in bench-dsl's own code (not the server's)."""
         now = time.monotonic()
-        # some users cannot connect while others run (none running: the target is lost, below)
-        if not (health.refused and health.connected):
+        # users that cannot connect: some while others run (the step is not the one asked for), or all
+        if not health.refused:
             self._refused_since = None
         elif self._refused_since is None:
             self._refused_since = now
+        refused_long = self._refused_since is not None and (ending or now - self._refused_since >= CONNECT_GRACE)
         if self.server_alive is not None and not self.server_alive():
             return self._lost("the throwaway server process exited")
         if health.connect_failures and health.idle_s > TARGET_TIMEOUT:
             msg = next(iter(health.error_messages.values()), "no connection")
-            return self._lost(f"no connection to the server for {TARGET_TIMEOUT:g}s: {msg}")
-        if self._refused_since is not None and (ending or now - self._refused_since >= CONNECT_GRACE):
+            return self._lost(f"no connection to the server for {TARGET_TIMEOUT:g}s: {msg}", health)
+        if health.idle_s > SILENCE_LIMIT and self.silent_s() > SILENCE_LIMIT:
+            return self._lost(f"the server answered nothing for {health.idle_s:.0f}s (no user's transaction, "
+                              "no ping on bench-dsl's own connection): it is hung or cut off")
+        if refused_long and health.connected == 0:
+            code, message = health.connect_error or (0, "unknown error")
+            return self._lost(f"no user could connect ({code}) {message}", health)
+        if refused_long:
             return self._refused(health, asked, step, at_s)
         if health.fatal is not None:
             code, msg, tx = health.fatal
@@ -57,8 +70,11 @@ class TargetWatch:
                         "error", False)
         return None
 
-    def _lost(self, why: str) -> Stop:
-        return Stop({"reason": "target_failed", "message": self.scrub(why)}, f"target lost: {why}", "error", False)
+    def _lost(self, why: str, health: Health | None = None) -> Stop:
+        reason: dict[str, Any] = {"reason": "target_failed", "message": self.scrub(why)}
+        if health is not None and health.connect_error is not None:
+            reason["code"] = health.connect_error[0]  # what the server said to the last attempt to connect
+        return Stop(reason, f"target lost: {why}", "error", False)
 
     def _refused(self, health: Health, asked: int, step: int | None, at_s: float) -> Stop:
         """The server would not take all the users planned (max_connections, max_user_connections,

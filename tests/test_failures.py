@@ -154,7 +154,7 @@ def test_a_reader_that_leaves_does_not_end_the_run(dsn_url: str, tmp_path: Path)
     assert bench.returncode == 0, err
     doc = _result(out)
     assert doc["status"] == "completed" and doc["steps"]
-    assert b"JsonLinesSink stopped" in err and b"Traceback" not in err
+    assert b"the event stream to stdout stopped" in err and b"Traceback" not in err
 
 
 # outputs ------------------------------------------------------------------------------------------
@@ -230,3 +230,97 @@ def test_a_second_run_on_the_same_result_path_is_refused(dsn_url: str, tmp_path:
     again = run_bench("run", str(f).replace("q.bench", "q.bench"), "--headless", "--json", str(out),
                       "--time-scale", "0.3")
     assert again.returncode == 0, again.stderr  # free again
+
+
+# a server that stops answering ---------------------------------------------------------------------
+HOLD_REMOTE = """scenario "hung" {
+  target env("BENCH_DSN")
+  workload custom { transaction one { query "SELECT 1" } }
+  users 2  warmup 1s  duration 40s  report every 1s
+}
+"""
+
+
+def test_a_hung_server_is_a_failed_target_not_a_clean_run(tmp_path: Path) -> None:
+    import asyncio
+    import os
+
+    from bench_dsl.server import EmbeddedServer
+
+    srv = EmbeddedServer()
+    asyncio.run(srv.start())
+    assert srv.pid is not None
+    f = tmp_path / "hung.bench"
+    f.write_text(HOLD_REMOTE)
+    out = tmp_path / "hung.json"
+    proc = subprocess.Popen([*BENCH, "run", str(f), "--headless", "--json", str(out)], cwd=ROOT,
+                            env={**os.environ, "BENCH_DSN": srv.url()}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for_intervals(out, 4, proc)
+        os.kill(srv.pid, signal.SIGSTOP)  # the server stops answering, its connections stay open
+        stopped = time.monotonic()
+        _, err = proc.communicate(timeout=90)
+        took = time.monotonic() - stopped
+    finally:
+        os.kill(srv.pid, signal.SIGCONT)
+        srv.stop()
+    assert proc.returncode == 4, err
+    doc = _result(out)
+    assert doc["status"] == "target_failed" and "answered nothing" in doc["stop"]["message"]
+    assert took < 30  # found within the documented bound (10 s), not at the end of the hold
+    assert [s["complete"] for s in doc["steps"]] == [False]  # the hold that hung is not a measured step
+    assert doc["summary"]["count"] > 0  # what was measured before is kept
+
+
+def test_users_that_can_no_longer_connect_end_the_run_with_the_servers_words(server, dsn_url: str,
+                                                                          tmp_path: Path) -> None:
+    import asyncio
+    import os
+    from urllib.parse import urlsplit
+
+    from bench_dsl.server import connect
+
+    dsn, _ = server
+
+    async def sql(*statements: str) -> None:
+        conn = await connect(dsn, None)
+        try:
+            async with conn.cursor() as cur:
+                for s in statements:
+                    await cur.execute(s)
+        finally:
+            conn.close()
+
+    async def kill_theirs() -> None:
+        conn = await connect(dsn, None)
+        try:
+            async with conn.cursor() as cur:
+                await cur.execute("SELECT ID FROM information_schema.PROCESSLIST WHERE USER = 'revoked'")
+                for (pid,) in await cur.fetchall():
+                    with contextlib.suppress(Exception):
+                        await cur.execute(f"KILL {int(pid)}")
+        finally:
+            conn.close()
+
+    import contextlib
+
+    asyncio.run(sql("DROP USER IF EXISTS 'revoked'@'%'", "CREATE USER 'revoked'@'%' IDENTIFIED BY 'pw-revoked'",
+                    "GRANT ALL ON *.* TO 'revoked'@'%'"))
+    u = urlsplit(dsn_url)
+    address = f"mysql://revoked:pw-revoked@{u.hostname}:{u.port}/benchdsl"
+    f = tmp_path / "revoked.bench"
+    f.write_text(HOLD_REMOTE.replace('"hung"', '"revoked"').replace("duration 40s", "duration 20s"))
+    out = tmp_path / "revoked.json"
+    proc = subprocess.Popen([*BENCH, "run", str(f), "--headless", "--json", str(out)], cwd=ROOT,
+                            env={**os.environ, "BENCH_DSN": address}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    _wait_for_intervals(out, 4, proc)
+    asyncio.run(sql("REVOKE ALL PRIVILEGES, GRANT OPTION FROM 'revoked'@'%'"))
+    asyncio.run(kill_theirs())
+    _, err = proc.communicate(timeout=90)
+    assert proc.returncode == 4, err
+    doc = _result(out)
+    assert doc["status"] == "target_failed" and doc["stop"]["code"] in (1044, 1045), doc["stop"]
+    assert "Access denied" in doc["stop"]["message"] and "Access denied" in err
+    assert [s["complete"] for s in doc["steps"]] == [False]

@@ -117,3 +117,22 @@ def test_the_screen_of_a_real_run(tmux: Tmux, dsn_url: str, tmp_path: Path) -> N
     assert doc["status"] == "completed" and [s["users"] for s in doc["steps"]] == [1, 2, 4]
     after = tmux.screen()
     assert "no stop condition fired; highest users that met every condition: 4" in after  # printed on leaving
+
+
+def test_closing_the_terminal_at_the_verdict_ends_bench(tmux: Tmux, dsn_url: str, tmp_path: Path) -> None:
+    """The screen waits for a key after the verdict; a closed terminal (tmux window, ssh session)
+    must end it, not leave it running as an orphan."""
+    import psutil
+
+    f = tmp_path / "closed.bench"
+    f.write_text(SCENARIO.replace("max 4 users", "max 1 users"))
+    out = tmp_path / "closed.json"
+    command = f"cd {ROOT} && BENCH_DSN='{dsn_url}' {sys.executable} -m bench_dsl.cli run {f} --json {out}"
+    tmux("new-session", "-d", "-s", "ui", "-x", "120", "-y", "40", command)
+    tmux.wait_for("the verdict", lambda s: "press q or Enter to leave" in s)
+    bench = [p for p in psutil.process_iter(["cmdline"]) if str(f) in " ".join(p.info["cmdline"] or [])]
+    assert bench
+    tmux("kill-session", "-t", "ui")  # the terminal goes: SIGHUP to what runs in it
+    _, alive = psutil.wait_procs(bench, timeout=15)
+    assert not alive, [p.status() for p in alive]
+    assert json.loads(out.read_text())["status"] == "completed"

@@ -89,7 +89,7 @@ def test_worker_count() -> None:
 async def test_users_are_spread_evenly_with_distinct_seeds(dsn_url: str, tmp_path: Path) -> None:
     path = tmp_path / "sleeper.bench"
     path.write_text(SLEEPER)
-    sc = load(str(path), {})
+    sc = load(str(path), {}).seeded()  # as a run does before its users start
     from bench_dsl.dsn import parse_dsn
 
     fleet = ProcessFleet(sc, parse_dsn(dsn_url), ("nap",), 3, lambda msg, level: None)

@@ -11,6 +11,8 @@ app redraws the parts that changed four times a second.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import signal
 import sys
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
@@ -254,6 +256,15 @@ class BenchApp(App[int]):
             self.pop_screen()
         self.state.changed |= {HEADER, VERDICT}
         self.pull()
+        # Waiting for a key from here on, with nothing left to save: a closed terminal (SIGHUP, as a
+        # closed ssh session or tmux window sends), a kill or Ctrl-C leave at once. (The run's own
+        # handlers would make the first of them wait for a save already done, and a screen whose
+        # terminal is gone would wait for ever, as an orphan.)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
+            if signal.getsignal(sig) is not signal.SIG_IGN:  # started to ignore it (nohup): still ignored
+                with contextlib.suppress(NotImplementedError, RuntimeError):
+                    loop.add_signal_handler(sig, self.exit, exit_code)
 
 
 def results_path(sinks: list[Any]) -> Path | None:
