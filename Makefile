@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 BENCH := .venv/bin/bench
 
-.PHONY: run test test-min setup check clean bench
+.PHONY: run test test-min setup check clean bench fuzz
 
 setup:
 	@scripts/setup.sh
@@ -26,6 +26,11 @@ test-min: setup
 bench: setup
 	@bench/install-sysbench.sh
 	$(PY) -m bench.run $(BENCH_ARGS)
+
+## Fuzz the language for minutes (grammar-aware mutations of every shipped file): inputs tried, internal
+## errors, hangs, accepted-but-unplannable inputs. FUZZ_MINUTES=5 by default; the suite runs ~20 s of it.
+fuzz: setup
+	$(PY) -m tests.fuzzing --minutes $(or $(FUZZ_MINUTES),5)
 
 ## Validate every shipped scenario and example.
 check: setup

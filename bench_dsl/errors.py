@@ -48,13 +48,36 @@ class Diagnostic:
             if source is not None:
                 lines = source.splitlines()
                 if 1 <= s.line <= len(lines):
-                    text = redact(lines[s.line - 1])  # a target line may hold a password
-                    width = (s.end_col - s.col) if s.end_line == s.line and s.end_col > s.col else 1
-                    width = max(1, min(width, len(text) - s.col + 1))
-                    out += f"\n  {s.line:>4} | {text}\n       | {' ' * (s.col - 1)}{'^' * width}"
+                    out += "\n" + _excerpt(lines[s.line - 1], s)
         if self.hint:
             out += f"\n  hint: {self.hint}"
         return out
+
+
+CONTEXT = 160  # a line longer than this is shown around the caret only
+
+
+def _excerpt(line: str, s: Span) -> str:
+    """The offending line, a caret under the offending text. A long line is shown around the caret
+    only (a thousand errors on one long line stay a thousand short excerpts); a tab before the
+    caret stays a tab under it, so the caret lines up however wide the terminal draws tabs."""
+    width = (s.end_col - s.col) if s.end_line == s.line and s.end_col > s.col else 1
+    start, end = 0, len(line)
+    if len(line) > CONTEXT:
+        start = max(0, s.col - 1 - CONTEXT // 2)
+        end = min(len(line), s.col - 1 + max(width, 1) + CONTEXT // 2)
+    shown = line[start:end]
+    col = s.col - 1 - start  # the caret's place in what is shown
+    head, tail = ("..." if start else ""), ("..." if end < len(line) else "")
+    text = redact(head + shown + tail)  # a target line may hold a password
+    if len(text) != len(head + shown + tail):  # the password hidden: carets past it would drift
+        col = min(col, max(0, len(text) - len(tail) - 1 - len(head)))
+    width = max(1, min(width, len(shown) - col))
+    pad = "".join("\t" if ch == "\t" else " " for ch in head + shown[:col])
+    return f"  {s.line:>4} | {text}\n       | {pad}{'^' * width}"
+
+
+MAX_SHOWN = 50  # diagnostics printed of one file; the rest counted
 
 
 class BenchError(Exception):
@@ -74,7 +97,11 @@ class ScenarioError(BenchError):
         super().__init__(self.render())
 
     def render(self) -> str:
-        return "\n".join(d.render(self.source) for d in self.diagnostics)
+        shown = [d.render(self.source) for d in self.diagnostics[:MAX_SHOWN]]
+        rest = len(self.diagnostics) - MAX_SHOWN
+        if rest > 0:
+            shown.append(f"... and {rest} more error{'s' if rest > 1 else ''} (fix these first)")
+        return "\n".join(shown)
 
 
 class UsageError(BenchError):

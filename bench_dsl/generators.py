@@ -56,6 +56,26 @@ def _ordered(args: Arguments) -> str | None:
     return "the minimum is larger than the maximum" if args[0] > args[1] else None  # type: ignore[operator]
 
 
+def _randstr_problem(args: Arguments) -> str | None:
+    lengths = [float(a) for a in args]
+    if any(not x.is_integer() or x < 0 for x in lengths):
+        return "the lengths are whole numbers, 0 or more"
+    if len(lengths) > 1 and lengths[0] > lengths[1]:
+        return "the minimum length is larger than the maximum"
+    return "a string is at most 1,000,000 characters" if max(lengths) > 1_000_000 else None
+
+
+def _nurand_problem(args: Arguments) -> str | None:
+    if any(not float(a).is_integer() for a in args):
+        return "A, x and y are whole numbers"
+    a, x, y = (int(float(v)) for v in args)
+    return "A is 0 or more" if a < 0 else "x is larger than y" if x > y else None
+
+
+def _sequence_problem(args: Arguments) -> str | None:
+    return "the start is a whole number" if args and not float(args[0]).is_integer() else None
+
+
 def _zipf_problem(args: Arguments) -> str | None:
     return _ordered(args) or ("the exponent must be larger than 0" if float(args[2]) <= 0 else None)
 
@@ -93,10 +113,10 @@ GENERATORS: dict[str, GeneratorKind] = {kind.name: kind for kind in (
     GeneratorKind("uniform(min, max)", 2, 2, _uniform, problem=_ordered),
     GeneratorKind("zipf(min, max, exponent)", 3, 3, lambda a, seed, offset: zipf(int(a[0]), int(a[1]), float(a[2])),
                   problem=_zipf_problem),
-    GeneratorKind("nurand(A, x, y)", 3, 3, _nurand),
-    GeneratorKind("sequence(start)", 0, 1, _sequence),
+    GeneratorKind("nurand(A, x, y)", 3, 3, _nurand, problem=_nurand_problem),
+    GeneratorKind("sequence(start)", 0, 1, _sequence, problem=_sequence_problem),
     GeneratorKind("choice(a, b, ...)", 1, None, _choice, text_arguments=True),
-    GeneratorKind("randstr(min_len, max_len)", 1, 2, _randstr),
+    GeneratorKind("randstr(min_len, max_len)", 1, 2, _randstr, problem=_randstr_problem),
     GeneratorKind("special(min, max)", 2, 2, lambda a, seed, offset: special(int(a[0]), int(a[1])), problem=_ordered),
 )}
 

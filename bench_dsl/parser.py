@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import functools
 import re
+import unicodedata
 from importlib import resources
 from typing import Any
 
@@ -135,6 +136,12 @@ def _syntax_diagnostic(err: UnexpectedInput, file: str, text: str) -> Diagnostic
             hint = "a reference is $ followed by a name declared with let"
         elif ch in "/:":
             hint = 'a path or an address is written in double quotes: "results/run.json", "mysql://host:3306/db"'
+        elif ch.isspace() or unicodedata.category(ch) in ("Cf", "Cc", "Zs"):
+            # a no-break space from a word processor, a byte order mark or zero-width space pasted in
+            hint = (f"an invisible character ({unicodedata.name(ch, f'U+{ord(ch):04X}')}) is here: "
+                    "delete it, or type a plain space")
+        elif hint is None:
+            hint = "names, numbers with their units, \"strings\" and { } ( ) , are the language's characters"
         return Diagnostic(f"unexpected character {ch!r}", Span(file, line, col, line, col + width), hint)
     if isinstance(err, UnexpectedEOF):
         return Diagnostic("unexpected end of file", Span(file, line, col, line, col + 1),

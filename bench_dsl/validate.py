@@ -8,6 +8,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import string
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +17,7 @@ from bench_dsl import model as m
 from bench_dsl import syntax as ast
 from bench_dsl import validate_ramp
 from bench_dsl.dsn import Dsn, parse_dsn, redact
-from bench_dsl.errors import Diagnostic, ScenarioError
+from bench_dsl.errors import Diagnostic, ScenarioError, Span
 from bench_dsl.parser import parse, parse_expr
 from bench_dsl.validate_conditions import condition
 from bench_dsl.validate_values import Checker, EnvText, plain, span_of
@@ -33,12 +34,50 @@ def load(path: str | Path, defines: Mapping[str, str] | None = None, env: Mappin
     """Read, parse and validate a .bench file. Raises ScenarioError with every diagnostic."""
     path = str(path)
     if text is None:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ScenarioError([Diagnostic(f"cannot read {path}: {exc.strerror}", None)], None) from None
-    tree = parse(text, path)
-    return check(tree, defines or {}, os.environ if env is None else env)
+        text = read_source(path)
+    try:
+        tree = parse(text, path)
+        return check(tree, defines or {}, os.environ if env is None else env)
+    except RecursionError:  # env(env(env(...))) thousands deep: no scenario needs it
+        raise ScenarioError([Diagnostic("expressions are nested too deeply", Span(path, 1, 1, 1, 2),
+                                        "a scenario's values are a call or two deep: env(\"NAME\", default)")],
+                            text) from None
+
+
+MAX_SOURCE_BYTES = 1 << 20  # a scenario is a page or two; this bounds what a mistaken path can cost
+
+
+def read_source(path: str) -> str:
+    """A .bench file's text: UTF-8 (a BOM is allowed), at most MAX_SOURCE_BYTES. Anything else is a
+    diagnostic that says what the file is and where it goes wrong, never a decoding traceback."""
+    def fail(message: str, hint: str, line: int = 1, col: int = 1, shown: str | None = None) -> ScenarioError:
+        return ScenarioError([Diagnostic(message, Span(path, line, col, line, col + 1), hint)], shown)
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_SOURCE_BYTES + 1)
+    except OSError as exc:
+        raise ScenarioError([Diagnostic(f"cannot read {path}: {exc.strerror}", None,
+                                        "give the path of a .bench file")], None) from None
+    if len(data) > MAX_SOURCE_BYTES:
+        raise fail(f"{path} is larger than {MAX_SOURCE_BYTES >> 20} MiB: not a scenario",
+                   "a .bench file is text of a few kilobytes; check the path")
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise fail("the file is UTF-16 text", "save it as UTF-8 (most editors: 'Save with encoding')")
+    data = data.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte order mark, as some editors write
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        before = data[:exc.start].decode("utf-8", errors="replace")
+        line = before.count("\n") + 1
+        col = len(before) - (before.rfind("\n") + 1) + 1
+        shown = data.decode("utf-8", errors="replace")
+        raise fail(f"byte 0x{data[exc.start]:02x} is not UTF-8 text" + (" (a binary file?)" if b"\x00" in data else ""),
+                   "save the file as UTF-8 (it may be Latin-1 or another encoding)", line, col, shown) from None
+    if "\x00" in text:
+        before = text[:text.index("\x00")]
+        raise fail("the file holds NUL characters: not a text file", "give the path of a .bench file",
+                   before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1)
+    return text
 
 
 def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]) -> m.Scenario:
@@ -89,7 +128,7 @@ def _lets(c: Checker, lets: list[ast.Let], defines: Mapping[str, str]) -> dict[s
     parameters: dict[str, object] = {}
     for let in lets:
         if let.name in c.lets:
-            c.error(f"{let.name} is declared twice", let.span)
+            c.error(f"{let.name} is declared twice", let.span, f"keep one 'let {let.name} = ...'")
         expr = let.value
         if let.name in defines:
             try:
@@ -263,10 +302,20 @@ def _output(c: Checker, item: ast.Item | None) -> str | None:
     elif not isinstance(v, str):
         c.error('output must be a "path"', item.value.span, 'output "results/{scenario}-{time}.json"')  # type: ignore[union-attr]
     else:
-        bad = set(re.findall(r"{([^}]*)}", v)) - {"scenario", "time", "seed"}
+        span = item.value.span  # type: ignore[union-attr]
+        try:
+            fields = {f for _, f, _, _ in string.Formatter().parse(v) if f is not None}
+        except ValueError:  # "results/{scenario": a brace that is never closed
+            c.error("output: a '{' without its '}'", span, "placeholders: {scenario}, {time}, {seed}; "
+                    "a brace of the name itself is written {{ or }}")
+            return None
+        bad = fields - {"scenario", "time", "seed"}
         if bad:
-            c.error(f"output: unknown placeholder {{{min(bad)}}}", item.value.span,  # type: ignore[union-attr]
-                    "placeholders: {scenario}, {time}, {seed}")
+            c.error(f"output: unknown placeholder {{{min(bad)}}}", span, "placeholders: {scenario}, {time}, {seed}")
+            return None
+        if "\x00" in v or not v.strip():
+            c.error("output: not a path (empty, or with a NUL character)", span, 'output "results/{scenario}.json"')
+            return None
         return v
     return None
 

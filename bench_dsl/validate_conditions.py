@@ -70,7 +70,7 @@ def condition(c: Checker, node: ast.Condition, txs: tuple[str, ...], ramp: m.Ram
     if v is None:
         return None
     if not isinstance(v, Quantity):
-        c.error("a limit is a number with its unit", span_of(node.limit))
+        c.error("a limit is a number with its unit", span_of(node.limit), "p90 > 250ms, tps < 100, cpu(server) > 80%")
         return None
     window = None
     if node.window is not None:
@@ -81,7 +81,8 @@ def condition(c: Checker, node: ast.Condition, txs: tuple[str, ...], ramp: m.Ram
     unit: str
     if node.kind == "plateau":
         if metric.name not in _RATE_METRICS:
-            c.error(f"plateau applies to throughput (tps, tpm, qps, nopm), not {metric.label()}", ref.span)
+            c.error(f"plateau applies to throughput (tps, tpm, qps, nopm), not {metric.label()}", ref.span,
+                    f"tps plateau 5%; for a latency, a kink: {metric.label()} kink 3x")
             return None
         if v.unit != "%":
             c.wrong(v, "a plateau is given in percent", f"{name} plateau 5%")
@@ -113,6 +114,10 @@ def condition(c: Checker, node: ast.Condition, txs: tuple[str, ...], ramp: m.Ram
         if v.unit != "%":
             c.wrong(v, f"{metric.label()} is a percentage", f"{metric.label()} {node.op} 80%")
             return None
+        if not 0 <= v.value <= 100:  # a share of the machine, of the transactions: never past 100%
+            c.wrong(v, f"{metric.label()} is between 0% and 100%: {num(v.value)}% can never be reached",
+                    f"{metric.label()} {node.op} 80%")
+            return None
         limit, unit = v.value, "%"
     else:  # saturation
         if v.unit not in (None, "users"):
@@ -121,10 +126,12 @@ def condition(c: Checker, node: ast.Condition, txs: tuple[str, ...], ramp: m.Ram
         limit, unit = v.value, "users"
 
     if node.kind in ("plateau", "kink") and expect:
-        c.error(f"{node.kind} compares steps while the run goes: it belongs in 'stop when'", node.span)
+        c.error(f"{node.kind} compares steps while the run goes: it belongs in 'stop when'", node.span,
+                f"move it into stop when {{ ... }}; expect judges the whole run: e.g. saturation >= 32 users")
         return None
     if node.kind in ("plateau", "kink") and ramp is not None and not isinstance(ramp, m.StepRamp):
-        c.error(f"{node.kind} compares one step with the one before: it needs 'ramp step'", node.span)
+        c.error(f"{node.kind} compares one step with the one before: it needs 'ramp step'", node.span,
+                "ramp step { start 8 users  step x2  settle 5s  hold 30s  max 256 users }")
         return None
     if node.window is not None and window is None:
         return None

@@ -8,6 +8,8 @@ from bench_dsl import syntax as ast
 from bench_dsl.errors import Span
 from bench_dsl.validate_values import Checker, num
 
+MAX_STEPS = 10_000  # steps of a ramp; with a settle and a hold each, 20,000 phases to plan
+
 
 def warmup(c: Checker, item: ast.Item | None) -> float:
     if item is None:
@@ -71,7 +73,7 @@ def _step_ramp(c: Checker, node: ast.RampStep) -> m.StepRamp | None:
     for kind, value, span in node.items:
         key = "step" if kind in ("add", "mul") else kind
         if key in got:
-            c.error(f"'{key}' is given twice in the ramp", span)
+            c.error(f"'{key}' is given twice in the ramp", span, "keep one")
         got[key] = (value, span)
         if kind in ("add", "mul"):
             got["_kind"] = (ast.Word(kind, span), span)
@@ -94,8 +96,22 @@ def _step_ramp(c: Checker, node: ast.RampStep) -> m.StepRamp | None:
     settle = c.duration(got["settle"][0], "settle", allow_zero=True) if "settle" in got else 0.0
     hold = c.duration(got["hold"][0], "hold")
     if start is not None and mx is not None and mx < start:
-        c.error(f"max ({mx}) is below start ({start})", got["max"][1])
+        c.error(f"max ({mx}) is below start ({start})", got["max"][1],
+                f"max is the most users the ramp reaches: {start} or more")
         return None
     if None in (start, mx, hold, settle) or (add is None and mul is None):
         return None
-    return m.StepRamp(start, add, mul, settle or 0.0, hold, mx)  # type: ignore[arg-type]
+    ramp = m.StepRamp(start, add, mul, settle or 0.0, hold, mx)  # type: ignore[arg-type]
+    steps = _steps(ramp)
+    if steps > MAX_STEPS:
+        c.error(f"the ramp has {steps:,} steps; a run has at most {MAX_STEPS:,}", got["step"][1],
+                "a larger step (step +N users, or step xN)")
+        return None
+    return ramp
+
+
+def _steps(ramp: m.StepRamp) -> int:
+    """How many steps the ramp makes (counted without listing them: +1 up to 100,000 users)."""
+    if ramp.add is not None:
+        return (ramp.max - ramp.start) // ramp.add + 1
+    return len(ramp.user_counts())

@@ -6,6 +6,7 @@ where it came from. Checker also collects the diagnostics of one file; every par
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -19,6 +20,14 @@ from bench_dsl.generators import GENERATORS
 
 TIME_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 SIZE_UNITS = {"K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+
+
+# Bounds that keep what `bench check` accepts plannable and runnable (a plan of 10^20 users would
+# only fail later, out of memory): documented in docs/language.md.
+MAX_USERS = 100_000
+MAX_COUNT = 10**12  # rows, tables, warehouses
+MAX_SECONDS = 30 * 86400  # any duration
+MAX_NUMBER = 2**53 - 1  # any other number: beyond it a float no longer holds every whole number
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +91,8 @@ class Checker:
         self.diags.append(Diagnostic(message, span, hint, severity="warning"))
 
     def errors(self) -> list[Diagnostic]:
-        return [d for d in self.diags if d.severity == "error"]
+        # a value read twice (a $name used by two checks) is reported once
+        return list(dict.fromkeys(d for d in self.diags if d.severity == "error"))
 
     def source(self, span: Span | None) -> str:
         """The text of the file that `span` covers, as written."""
@@ -121,7 +131,7 @@ class Checker:
                     if v is None:
                         return None
                 if not isinstance(v, Quantity) or v.unit is not None:
-                    self.error(f"'{u}' must follow a plain number", s)
+                    self.error(f"'{u}' must follow a plain number", s, f"8 {u}")
                     return None
                 return Quantity(v.value, "users" if u == "user" else u, s)
             case ast.Call(name="env", args=args, span=s):
@@ -169,25 +179,40 @@ class Checker:
         return None
 
     def number(self, e: ast.Expr | None, what: str, *, integer: bool = False, minimum: float | None = None,
-               allow_units: tuple[str, ...] = ()) -> float | None:
+               maximum: float | None = None, allow_units: tuple[str, ...] = ()) -> float | None:
         if e is None:
             return None
         v = self.numeric(e, what)
         if v is None:
             return None
         if not isinstance(v, Quantity) or (v.unit is not None and v.unit not in allow_units):
-            self.error(f"{what} must be a number, not {shown(v)}" + getattr(v, "origin", ""), span_of(e))
+            self.error(f"{what} must be a number, not {shown(v)}" + getattr(v, "origin", ""), span_of(e),
+                       f"a plain number{' (or with ' + ', '.join(allow_units) + ')' if allow_units else ''}: "
+                       f"{what} 16" if " " not in what else "a plain number, e.g. 16")
             return None
-        if integer and not float(v.value).is_integer():
-            self.wrong(v, f"{what} must be a whole number")
+        return self.bounded(v, v.value, what, integer=integer, minimum=minimum, maximum=maximum)
+
+    def bounded(self, v: Quantity, value: float, what: str, *, integer: bool = False, minimum: float | None = None,
+                maximum: float | None = None, shown_as: str = "") -> float | None:
+        """`value` (what `v` stands for, in its unit) within its bounds, or None with a diagnostic."""
+        if not math.isfinite(value) or (maximum is None and abs(value) > MAX_NUMBER):
+            self.wrong(v, f"{what} is too large", f"at most {num(maximum if maximum is not None else MAX_NUMBER)}"
+                       f"{shown_as}")
             return None
-        if minimum is not None and v.value < minimum:
-            self.wrong(v, f"{what} must be at least {num(minimum)}")
+        if integer and not float(value).is_integer():
+            self.wrong(v, f"{what} must be a whole number", f"e.g. {num(round(value))}")
             return None
-        return v.value
+        if minimum is not None and value < minimum:
+            self.wrong(v, f"{what} must be at least {num(minimum)}{shown_as}", f"write {num(minimum)} or more")
+            return None
+        if maximum is not None and value > maximum:
+            self.wrong(v, f"{what} must be at most {num(maximum)}{shown_as}",
+                       f"write {num(maximum)} or less: bench-dsl plans no run larger than that")
+            return None
+        return value
 
     def users(self, e: ast.Expr | None, what: str, minimum: int = 1) -> int | None:
-        v = self.number(e, what, integer=True, minimum=minimum, allow_units=("users",))
+        v = self.number(e, what, integer=True, minimum=minimum, maximum=MAX_USERS, allow_units=("users",))
         return int(v) if v is not None else None
 
     def count(self, e: ast.Expr | None, what: str, minimum: float = 1, integer: bool = True) -> int | float | None:
@@ -197,8 +222,9 @@ class Checker:
         v = self.numeric(e, what)
         if isinstance(v, Quantity) and v.unit in ("K", "M"):
             n = v.value * (1000 if v.unit == "K" else 1_000_000)
-            return int(n)
-        n2 = self.number(e, what, integer=integer, minimum=minimum)
+            checked = self.bounded(v, n, what, integer=True, minimum=minimum, maximum=MAX_COUNT)
+            return int(checked) if checked is not None else None
+        n2 = self.number(e, what, integer=integer, minimum=minimum, maximum=MAX_COUNT)
         if n2 is None:
             return None
         return int(n2) if float(n2).is_integer() else n2
@@ -215,7 +241,10 @@ class Checker:
             return None
         secs = v.value * TIME_UNITS[v.unit]
         if secs < 0 or (secs == 0 and not allow_zero):
-            self.wrong(v, f"{what} must be longer than 0")
+            self.wrong(v, f"{what} must be longer than 0", "e.g. 500ms, 10s, 2m")
+            return None
+        if not math.isfinite(secs) or secs > MAX_SECONDS:
+            self.wrong(v, f"{what} is too long", f"at most {MAX_SECONDS // 86400} days ({MAX_SECONDS // 3600}h)")
             return None
         return secs
 
@@ -278,7 +307,7 @@ class Checker:
                     self.error(f"arguments of {v.name}() are plain numbers", span_of(a), f"write {kind.signature}")
                     return None
             if (problem := kind.problem(tuple(args))) is not None:
-                self.error(f"{v.name}(): {problem}", v.span)
+                self.error(f"{v.name}(): {problem}", v.span, f"write {kind.signature}")
                 return None
             return m.Generator(v.name, tuple(args), v.span)
         return None

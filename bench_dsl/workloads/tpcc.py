@@ -269,7 +269,7 @@ def _mix(c: Checker, node: ast.Mix) -> tuple[tuple[str, float], ...] | None:
             ok = False
             continue
         if v.value < 0:
-            c.wrong(v, "a share of the mix cannot be negative")
+            c.wrong(v, "a share of the mix cannot be negative", "shares are percentages of 0% or more")
             ok = False
             continue
         shares[entry.name] = v.value

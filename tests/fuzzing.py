@@ -1,0 +1,130 @@
+"""Grammar-aware mutations of the shipped scenarios, and the property every input must keep:
+`bench check` answers 0 or 2 (never an internal error) within 2 s, and whatever it accepts also
+plans. Used by tests/test_fuzz.py (hypothesis, ~30 s) and by `make fuzz` (minutes):
+
+    .venv/bin/python -m tests.fuzzing --minutes 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import random
+import re
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SEEDS = sorted([*ROOT.glob("examples/*.bench"), *ROOT.glob("scenarios/*.bench"), *ROOT.glob("tests/golden/*.bench")])
+TOKEN = re.compile(r'\s+|"[^"\n]*"?|[A-Za-z_][A-Za-z0-9_.]*|[0-9][0-9.]*[A-Za-z%]*|.', re.S)
+# what people (and fuzzers) put where it does not belong: extremes, wrong units, stray syntax
+POOL = ("0", "-1", "1.5", "99999999999999999999", "1e400", "0s", "-5s", "100%", "150%", "-3%", "x0", "x1", "x1.0001",
+        "{", "}", "(", ")", '"', "$x", "$", "env(", 'env("NOPE")', "\u00a0", "\t", "#", "\n", "users", "step", "hold",
+        "max", "settle", "warmup", "duration", "p99.9", "p100", "p0", "nurand(0, 100, 1)", "randstr(10, 5)",
+        "randstr(-1)", "uniform(5, 1)", '"results/{scenario"', '"results/{nope}.json"', "-1K", "5M", "1T", "9G",
+        "for", "for 0s", "plateau", "kink", "x2", "+0 users", "seed 9007199254740993", "ramp linear", "let",
+        "stop when {", "expect {", "workload", "sysbench", "tpcc", "custom", "\ufeff", "\u200b", "'", "ß", "∞")
+
+
+def tokens(text: str) -> list[str]:
+    return TOKEN.findall(text)
+
+
+def mutate(text: str, rng: random.Random, rounds: int) -> str:
+    toks = tokens(text)
+    for _ in range(rounds):
+        if not toks:
+            toks = [rng.choice(POOL)]
+        i = rng.randrange(len(toks))
+        op = rng.randrange(5)
+        if op == 0:
+            del toks[i]
+        elif op == 1:
+            toks.insert(i, toks[i])
+        elif op == 2:
+            j = rng.randrange(len(toks))
+            toks[i], toks[j] = toks[j], toks[i]
+        elif op == 3:
+            toks[i] = rng.choice(POOL)
+        else:
+            toks.insert(i, rng.choice(POOL))
+    return "".join(toks)
+
+
+@dataclass
+class Outcome:
+    code: int
+    seconds: float
+    stderr: str
+
+
+def check(text: str, plan: bool = False) -> Outcome:
+    """`bench check [--plan]` on `text`, in this process (the CLI's own main())."""
+    from bench_dsl.cli import main
+
+    with tempfile.NamedTemporaryFile("w", suffix=".bench", encoding="utf-8", delete=False) as f:
+        f.write(text)
+    err, out = io.StringIO(), io.StringIO()
+    t = time.monotonic()
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+            code = main(["check", *(["--plan"] if plan else []), f.name])
+    finally:
+        Path(f.name).unlink()
+    return Outcome(code, time.monotonic() - t, err.getvalue())
+
+
+@dataclass
+class Tally:
+    tried: int = 0
+    accepted: int = 0
+    internal: list[str] = field(default_factory=list)
+    slow: list[str] = field(default_factory=list)
+    unplanned: list[str] = field(default_factory=list)
+    no_hint: int = 0
+    diagnostics: int = 0
+
+
+def judge(text: str, tally: Tally) -> None:
+    tally.tried += 1
+    first = check(text)
+    if first.code not in (0, 2):
+        tally.internal.append(text)
+    if first.seconds > 2.0:
+        tally.slow.append(text)
+    errors = first.stderr.count(": error: ")
+    tally.diagnostics += errors
+    tally.no_hint += max(0, errors - first.stderr.count("\n  hint: "))
+    if first.code == 0:
+        tally.accepted += 1
+        if check(text, plan=True).code != 0:
+            tally.unplanned.append(text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--minutes", type=float, default=5.0)
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args(argv)
+    rng = random.Random(args.seed)
+    texts = [p.read_text() for p in SEEDS]
+    tally = Tally()
+    end = time.monotonic() + args.minutes * 60
+    while time.monotonic() < end:
+        judge(mutate(rng.choice(texts), rng, rng.randint(1, 6)), tally)
+    print(f"inputs tried: {tally.tried:,}  accepted by check: {tally.accepted:,}  internal errors: "
+          f"{len(tally.internal)}  over 2 s: {len(tally.slow)}  accepted but not plannable: {len(tally.unplanned)}  "
+          f"diagnostics without a hint: {tally.no_hint} of {tally.diagnostics}")
+    for what, found in (("internal error", tally.internal), ("over 2 s", tally.slow),
+                        ("not plannable", tally.unplanned)):
+        for text in found[:3]:
+            print(f"--- {what}:\n{text}")
+    return 1 if tally.internal or tally.slow or tally.unplanned else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
