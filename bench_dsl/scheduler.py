@@ -115,12 +115,15 @@ class UsersScheduler:
                     # (timed at `now`: they answered then, the failure may have taken REPLY_TIMEOUT)
                     consumer.lost_tick(self._tick(now, last, ph, users, exc.partial, at_elapsed=False), ph)
                 raise
+            # the counts cover the time up to their collection, not up to `now`: a worker slow to
+            # answer (a thousand users starting) would otherwise inflate this tick's rate
+            got = time.monotonic()
             final = not self.holding and now >= end + held - 1e-3  # the phase's last tick
             if ph.measured and final:
                 await consumer.step_last_tick(ph)
             users = min(users, fleet.health().connected)
-            tick = self._tick(now, last, ph, users, stats)
-            last = now
+            tick = self._tick(got, last, ph, users, stats)
+            last = got
             consumer.tick(tick, ph, None if self.holding else max(0.0, end + held - now) / second, final)
             if consumer.stopping() or self._skip or final:
                 break

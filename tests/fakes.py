@@ -24,6 +24,11 @@ class FakeFleet:
     processes: int = 1
     resizes: list[int] = field(default_factory=list)
     errors: dict[str, dict[int, int]] = field(default_factory=dict)  # transaction -> {code: per second}
+    # with `second` set, counts accumulate in real time (a second of the plan lasting `second`), and
+    # `delays` (in seconds of the plan) hold up the collects that follow, one each: a slow worker
+    second: float | None = None
+    delays: list[float] = field(default_factory=list)
+    _swapped: float | None = None
 
     async def start(self) -> None:
         pass
@@ -33,10 +38,20 @@ class FakeFleet:
         self.resizes.append(n)
 
     async def collect(self) -> dict[str, TxStats]:
+        import asyncio
+        import time
+
+        span = 1.0  # seconds of the plan these counts cover
+        if self.second is not None:
+            if self.delays:
+                await asyncio.sleep(self.delays.pop(0) * self.second)
+            now = time.monotonic()
+            span = 0.0 if self._swapped is None else (now - self._swapped) / self.second
+            self._swapped = now
         out = {}
         for name, (tps, ms) in self.model(self.active).items():
             st = TxStats(new_histogram())
-            n = int(round(tps))
+            n = int(round(tps * span))
             if n:
                 st.hist.record_value(max(1, int(ms * 1000)), n)
             st.count, st.queries, st.total_us = n, n, int(ms * 1000) * n

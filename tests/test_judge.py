@@ -240,3 +240,21 @@ def test_the_seed_is_drawn_when_a_run_starts_not_when_the_file_is_read(tmp_path:
     assert isinstance(a.sc.seed, int) and a.sc.seed != b.sc.seed  # each run its own, recorded with it
     given = scenario(tmp_path, "users 1 duration 1s")  # seed 1
     assert Run(given, plan(given), []).sc.seed == 1
+
+
+async def test_a_slow_collection_does_not_inflate_the_rate(tmp_path: Path) -> None:
+    """The counts of a tick cover the time up to their collection: a worker that answers late
+    (a thousand users starting) makes a longer tick, not a higher rate."""
+    sc = scenario(tmp_path, "users 4  duration 4s  report every 1s")
+    sink = Events()
+    run = Run(sc, plan(sc), [sink])
+    second = 0.1
+    run.scheduler.second = second
+    fleet = FakeFleet(lambda users: {"read": (1000.0, 1.0)}, second=second, delays=[0.0, 0.8])
+    run.publish(ev.Begin("test", "now", {}, {}))
+    await run.measure(fleet, FakeCpu())  # type: ignore[arg-type]
+    run.finish()
+    rates = [t.figures["tps"] for t in sink.of(ev.Tick)]  # type: ignore[attr-defined]
+    assert rates[0] == pytest.approx(1000, rel=0.15), rates  # the first tick waited 0.8 s for its counts
+    assert all(r == pytest.approx(1000, rel=0.15) for r in rates), rates
+    assert sink.document.doc["summary"]["tps"] == pytest.approx(1000, rel=0.1)
