@@ -24,6 +24,11 @@ from bench_dsl.planner import Phase
 NEAR = 0.8
 
 
+# Stops that end the climb where it stands, as a fired stop condition does: the last complete step
+# is the saturation point and the run completed.
+CLIMB_ENDERS = ("stop_condition", "connections_refused", "users_not_connected")
+
+
 @dataclass(frozen=True, slots=True)
 class Verdict:
     condition: Condition
@@ -254,10 +259,13 @@ class Judge:
         """The result's saturation point: who stopped the climb, and where it stood."""
         complete = [s for s in steps if s["complete"]]
         # the server refusing more connections ends the climb as a fired condition does
-        fired = bool(stop_reason and stop_reason.get("reason") in ("stop_condition", "connections_refused"))
+        fired = bool(stop_reason and stop_reason.get("reason") in CLIMB_ENDERS)
         if stop_reason is not None and stop_reason.get("reason") == "connections_refused":
             reason = (f"stopped by: the server refused connections at {stop_reason['users']} users, "
                       f"{stop_reason['connected']} connected: {stop_reason['message']}")
+        elif stop_reason is not None and stop_reason.get("reason") == "users_not_connected":
+            reason = (f"stopped by: only {stop_reason['connected']} of {stop_reason['users']} users had a "
+                      "connection at the end of the step")
         elif stop_reason is not None and fired:
             reason = f"stopped by: {stop_reason['condition']}"
         elif stop_reason:

@@ -279,7 +279,7 @@ class Run:
         if self.judge.changed:
             self.publish(ev.Conditions(tick.t, self.judge.states()))
         if watch:
-            self._watch_target(ending=ph.measured and final)
+            self._watch_target(ending=ph.measured and final, hold_end=ph.kind == "hold" and final)
 
     async def phase_ends(self, ph: Phase) -> None:
         server = await self.counters.step_figures() if ph.measured else None
@@ -340,7 +340,7 @@ class Run:
         summary = self.run_agg.summary() | {"histograms": self.run_agg.histograms()} if self.run_agg.ticks else None
         self.publish(ev.Totals(summary, "+".join(sorted(self.executors)) or None, self.stop_reason, self.elapsed()))
 
-    def _watch_target(self, ending: bool = False) -> None:
+    def _watch_target(self, ending: bool = False, hold_end: bool = False) -> None:
         """`ending`: the last tick of a measured phase, whose users must all have run for it to count."""
         assert self.fleet is not None
         health = self.fleet.health()
@@ -352,7 +352,7 @@ class Run:
             return
         self.counters.poke()
         ph = self._phase_now
-        stop = self.watch.check(health, self.fleet.active, ph.step if ph else None, self.elapsed(), ending)
+        stop = self.watch.check(health, self.fleet.active, ph.step if ph else None, self.elapsed(), ending, hold_end)
         if stop is not None:
             self.stop_reason = stop.reason
             self.log(stop.message, stop.level)

@@ -38,8 +38,10 @@ class TargetWatch:
         # seconds the server has answered nothing on bench-dsl's own connection (ServerCounters.ping)
         self.silent_s: Callable[[], float] = lambda: 0.0
 
-    def check(self, health: Health, asked: int, step: int | None, at_s: float, ending: bool) -> Stop | None:
-        """`ending`: the last tick of a measured phase, whose users must all have run for it to count.
+    def check(self, health: Health, asked: int, step: int | None, at_s: float, ending: bool,
+              hold_end: bool = False) -> Stop | None:
+        """`ending`: the last tick of a measured phase, whose users must all have run for it to count;
+        `hold_end`: of a hold, whose users must all have had a connection (a ramp's are still arriving).
         Raises WorkerFailed when a user failed in bench-dsl's own code (not the server's)."""
         now = time.monotonic()
         # users that cannot connect: some while others run (the step is not the one asked for), or all
@@ -61,6 +63,15 @@ class TargetWatch:
             return self._lost(f"no user could connect ({code}) {message}", health)
         if refused_long:
             return self._refused(health, asked, step, at_s)
+        if hold_end and health.connected < asked:
+            # none refused, yet not all connected: still connecting when the step was to be judged
+            # (thousands of users starting on a busy client); the step is not the one asked for
+            short = asked - health.connected
+            reason = {"reason": "users_not_connected", "condition": "users not connected", "users": asked,
+                      "connected": health.connected, "step": step, "at_s": round(at_s, 3),
+                      "message": f"{short} of {asked} users had no connection yet at the step's end"}
+            return Stop(reason, f"{short} of {asked} users had no connection yet at the end of step {step}: "
+                                "the step is not the one asked for (a longer settle gives them time)", "warning", True)
         if health.fatal is not None:
             code, msg, tx = health.fatal
             if code == -1:  # not a MySQL error: the workload's code or bench-dsl's failed

@@ -27,6 +27,7 @@ class FakeFleet:
     # with `second` set, counts accumulate in real time (a second of the plan lasting `second`), and
     # `delays` (in seconds of the plan) hold up the collects that follow, one each: a slow worker
     second: float | None = None
+    connectable: int | None = None  # users that get a connection; the others stay connecting
     delays: list[float] = field(default_factory=list)
     _swapped: float | None = None
 
@@ -60,8 +61,9 @@ class FakeFleet:
         return out
 
     def health(self) -> Health:
+        connected = self.active if self.connectable is None else min(self.active, self.connectable)
         return Health(connect_failures=0, idle_s=0.0, fatal=None, error_messages={}, executors=("fake",),
-                      connected=self.active)
+                      connected=connected)
 
     def cancel_in_flight(self) -> None:
         pass

@@ -258,3 +258,21 @@ async def test_a_slow_collection_does_not_inflate_the_rate(tmp_path: Path) -> No
     assert rates[0] == pytest.approx(1000, rel=0.15), rates  # the first tick waited 0.8 s for its counts
     assert all(r == pytest.approx(1000, rel=0.15) for r in rates), rates
     assert sink.document.doc["summary"]["tps"] == pytest.approx(1000, rel=0.1)
+
+
+async def test_a_step_whose_users_are_not_all_connected_is_not_a_measured_step(tmp_path: Path) -> None:
+    """3,000 users asked, 2,541 connected by the step's end, none refused: the step is incomplete
+    and the saturation point is the step before, not the users asked for."""
+    sc = scenario(tmp_path, "ramp step { start 2 users step x2 settle 1s hold 2s max 16 users }")
+    sink = Events()
+    run = Run(sc, plan(sc), [sink])
+    run.scheduler.second = SECOND
+    fleet = FakeFleet(flat_after(100), connectable=6)
+    run.publish(ev.Begin("test", "now", {}, {}))
+    await run.measure(fleet, FakeCpu())  # type: ignore[arg-type]
+    run.finish()
+    doc = sink.document.doc
+    assert doc["stop"]["reason"] == "users_not_connected" and doc["stop"]["connected"] == 6
+    assert doc["stop"]["users"] == 8 and doc["saturation"]["users"] == 4 and doc["saturation"]["saturated"]
+    assert [(s["step"], s["complete"]) for s in doc["steps"]] == [(1, True), (2, True), (3, False)]
+    assert "6 of 8 users had a connection" in doc["saturation"]["reason"] and run.exit_code == 0

@@ -367,6 +367,11 @@ def verdict(st: LiveState, results: Path | None, waiting_for_key: bool) -> Rende
         why.append("the server refusing connections", "bold red")
         why.append(f": {stop.get('connected')} of {stop.get('users')} users connected, {stop.get('message')}")
         why.append(f", step {stop.get('step')}", DIM)
+    elif reason == "users_not_connected":
+        why.append("ended by ", DIM)
+        why.append("users still connecting", "bold red")
+        why.append(f": {stop.get('connected')} of {stop.get('users')} users had a connection at the step's end")
+        why.append(f", step {stop.get('step')}", DIM)
     elif reason == "interrupted":
         why.append("ended: stopped on request; everything measured up to then is saved", "yellow")
     elif reason:
