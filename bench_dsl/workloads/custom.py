@@ -14,7 +14,7 @@ from typing import Any, Literal
 import asyncmy
 
 from bench_dsl import syntax as ast
-from bench_dsl.dsn import Dsn
+from bench_dsl.dsn import Dsn, quote_identifier
 from bench_dsl.errors import Span
 from bench_dsl.generators import Gen, compile_value
 from bench_dsl.model import Fill, Generator, SetupSql
@@ -218,15 +218,15 @@ class Custom(Workload):
                         await cur.execute(step.sql)
                 else:
                     async with conn.cursor() as cur:
-                        await cur.execute(f"TRUNCATE TABLE `{step.table}`")
+                        await cur.execute(f"TRUNCATE TABLE {quote_identifier(step.table)}")
                     total += await self._fill(dsn, step, progress)
         finally:
             conn.close()
         return total
 
     async def _fill(self, dsn: Dsn, fill: Fill, progress: Progress) -> int:
-        cols = ", ".join(f"`{c}`" for c, _ in fill.columns)
-        sql = f"INSERT INTO `{fill.table}` ({cols}) VALUES ({', '.join(['%s'] * len(fill.columns))})"
+        cols = ", ".join(quote_identifier(c) for c, _ in fill.columns)
+        sql = f"INSERT INTO {quote_identifier(fill.table)} ({cols}) VALUES ({', '.join(['%s'] * len(fill.columns))})"
         chunk = -(-fill.rows // PARALLEL)
         written = [0] * PARALLEL
 
