@@ -210,6 +210,7 @@ def cmd_run(args: argparse.Namespace, err: Console, prepare_only: bool = False) 
     sinks.append(deferred)  # with the UI, the verdict is printed once the UI has left the screen
     if not use_ui and not args.quiet:
         sinks.append(ConsoleSink(err))
+    target = _target(args.target)  # a bad one is a usage error before any output is claimed
     out_path: Path | None = None
     claims: list[OutputClaim] = []
     try:
@@ -233,8 +234,13 @@ def cmd_run(args: argparse.Namespace, err: Console, prepare_only: bool = False) 
         raise
     opts = Options(time_scale=args.time_scale, max_steps=args.max_steps,
                    keep_server=args.keep_server, force_prepare=args.force_prepare, prepare_only=prepare_only,
-                   target=_target(args.target), workers=args.workers, isolate_users=use_ui)
-    run = Run(sc, p, list(sinks), opts)
+                   target=target, workers=args.workers, isolate_users=use_ui)
+    try:
+        run = Run(sc, p, list(sinks), opts)
+    except BaseException:
+        for c in claims:
+            c.release()
+        raise
     problems: list[str] = []
     written = True
 
@@ -244,7 +250,7 @@ def cmd_run(args: argparse.Namespace, err: Console, prepare_only: bool = False) 
             for s in sinks:  # every sink, also one the run dropped, and also when the run raised
                 try:
                     s.close()
-                except OSError as exc:
+                except Exception as exc:  # a full disk, a path replaced by a symlink meanwhile, ...
                     if isinstance(s, JsonResultSink):
                         written = False
                     problems.append(f"could not write {getattr(s, 'name', 'an output')}: {exc}")
@@ -268,7 +274,9 @@ def cmd_run(args: argparse.Namespace, err: Console, prepare_only: bool = False) 
     for s, exc in run.bus.dropped:  # an output that failed during the run is missing its end
         if isinstance(exc, BrokenPipeError):
             continue  # the reader left (`| head`): it has what it wanted, nothing is wrong
-        if isinstance(s, JsonLinesSink) and not any(str(exc) in m for m in problems):
+        if isinstance(s, JsonResultSink):
+            written = False
+        if isinstance(s, (JsonLinesSink, JsonResultSink)) and not any(str(exc) in m for m in problems):
             problems.append(f"{s.name} stopped during the run: {exc}")
     for message in problems:
         err.print(f"bench: {message}", markup=False, highlight=False)

@@ -33,10 +33,12 @@ class ServerCounters:
         self.step_end: Reading | None = None
         self.lock = asyncio.Lock()  # one query at a time on the connection
         self.opened = False
+        self._dsn: Dsn | None = None
         self.answered = time.monotonic()  # when the server last answered on it
         self._ping: asyncio.Task[None] | None = None
 
     async def open(self, dsn: Dsn) -> None:
+        self._dsn = dsn
         with contextlib.suppress(Exception):
             self.ctl = await connect(dsn, dsn.database)
         self.opened = self.ctl is not None
@@ -44,9 +46,19 @@ class ServerCounters:
 
     def poke(self) -> None:
         """`SELECT 1`, unless one is still waiting for its answer. A user's transaction may rightly
-        take long; this query never should."""
-        if self.ctl is not None and not self.lock.locked() and (self._ping is None or self._ping.done()):
+        take long; this query never should. A connection given up on (a read that timed out) is
+        opened again: one slow answer must not leave the server's silence counting for good."""
+        if self._ping is not None and not self._ping.done():
+            return
+        if self.ctl is not None and not self.lock.locked():
             self._ping = asyncio.create_task(self._select_1(self.ctl))
+        elif self.ctl is None and self.opened and self._dsn is not None:
+            self._ping = asyncio.create_task(self._reopen(self._dsn))
+
+    async def _reopen(self, dsn: Dsn) -> None:
+        with contextlib.suppress(Exception):
+            self.ctl = await connect(dsn, dsn.database, timeout=5)
+            self.answered = time.monotonic()
 
     async def _select_1(self, ctl: asyncmy.Connection) -> None:
         async with self.lock:
@@ -63,7 +75,10 @@ class ServerCounters:
         connection given up on keeps counting from the server's last answer)."""
         return time.monotonic() - self.answered if self.opened else 0.0
 
-    def close(self) -> None:
+    def close(self, final: bool = False) -> None:
+        """`final`: the run's end; otherwise the next poke opens the connection again."""
+        if final:
+            self._dsn = None
         if self._ping is not None and not self._ping.done():
             self._ping.cancel()
         if self.ctl is not None:
@@ -72,7 +87,8 @@ class ServerCounters:
             self.ctl = None
 
     async def read(self) -> Reading | None:
-        """The counters now (None when unreadable: said once, then not tried again)."""
+        """The counters now (None when unreadable, said as a warning; the connection is opened
+        again by the next ping)."""
         if self.ctl is None:
             return None
         ctl = self.ctl

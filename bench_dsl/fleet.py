@@ -212,7 +212,7 @@ class ProcessFleet:
     def _merge(self, replies: list[dict[str, Any]]) -> dict[str, TxStats]:
         out = {n: TxStats() for n in self.names}
         fails, idle, fatal, messages, executors = 0, float("inf"), None, {}, set()
-        connected, refused, connect_error = 0, 0, None
+        connected, refused, connect_error, never = 0, 0, None, 0
         for r in replies:
             for name, wire in r["tx"].items():
                 if wire["count"] or wire["errors"] or wire["retries"]:
@@ -226,9 +226,11 @@ class ProcessFleet:
             executors.update(h.get("executors", ()))
             connected += int(h["connected"])
             refused += int(h["refused"])
+            never += int(h.get("never_connected", 0))
             connect_error = connect_error or (tuple(h["connect_error"]) if h["connect_error"] else None)
         self._last_health = Health(fails, 0.0 if idle == float("inf") else idle, fatal, messages,  # type: ignore[arg-type]
-                                   tuple(sorted(executors)), connected, refused, connect_error)  # type: ignore[arg-type]
+                                   tuple(sorted(executors)), connected, refused, connect_error,  # type: ignore[arg-type]
+                                   never)
         return out
 
     async def collect(self) -> dict[str, TxStats]:

@@ -154,8 +154,9 @@ class Run:
         # the target as validation (or the command line) parsed it; its password known before the
         # scenario is quoted
         given = self.opt.target or self.sc.target_dsn
-        if given is not None and given.password:
-            self.secrets.append(given.password)
+        for d in (self.opt.target, self.sc.target_dsn):  # the file's too, when --target overrides it
+            if d is not None and d.password:
+                self.secrets.append(d.password)
         self.publish(ev.Begin(__version__, results.now(), results.scenario_json(
             self.sc, self.workload.description(), self.names, self.plan, self.opt.time_scale, self.opt.max_steps,
             self._scrub), results.machine_info()))
@@ -195,7 +196,7 @@ class Run:
             if self.fleet is not None:
                 with contextlib.suppress(Exception):
                     await self.fleet.stop()
-            self.counters.close()
+            self.counters.close(final=True)
             await self.stage.stop_server(self.opt.keep_server)
             signals.saving()
             self._finish()
@@ -205,6 +206,8 @@ class Run:
         """The run against `dsn`, or against a throwaway server when it is None."""
         stage = self.stage
         dsn = await stage.target(dsn, self.opt.time_scale, self.opt.max_steps, self.judge, self.opt.keep_server)
+        if dsn.password and dsn.password not in self.secrets:
+            self.secrets.append(dsn.password)  # the throwaway server's own: never quoted in any output
         if stage.server is not None:
             self.watch.server_alive = stage.server.alive
         if self.stop_reason:  # interrupted while the server started: no loading to sit through
@@ -294,6 +297,8 @@ class Run:
             self._record_step(ph, complete=False, verdicts=[], server=server)
         if self.judge.changed:
             self.publish(ev.Conditions(round(self.elapsed(), 3), self.judge.states()))
+        if ph.measured:
+            self._totals()  # the step and its verdict written now, not after the fleet and server stop
 
     # figures -----------------------------------------------------------------------------------
     def _flush_interval(self, ph: Phase) -> None:

@@ -190,17 +190,24 @@ class EmbeddedServer:
                     # every account the installer made has no password (root@localhost, @127.0.0.1, @::1,
                     # @hostname): the two bench-dsl uses get the run's own, the others go, so that the
                     # TCP port admits bench-dsl alone
-                    await cur.execute("SELECT user, host FROM mysql.user WHERE user <> 'mariadb.sys'")
+                    await cur.execute("SELECT user, host FROM mysql.user WHERE user <> 'mariadb.sys' "
+                                      "AND user NOT LIKE 'mysql.%'")  # the servers' own system accounts
                     for user, host in await cur.fetchall():
                         if (user, host) in (("root", "localhost"), ("root", "127.0.0.1")):
                             await cur.execute("ALTER USER %s@%s IDENTIFIED BY %s", (user, host, password))
-                        else:
+                            continue
+                        try:
+                            await cur.execute("DROP USER %s@%s", (user, host))
+                        except asyncmy.errors.MySQLError:  # MariaDB under skip-name-resolve: root@hostname
                             await cur.execute("DELETE FROM mysql.global_priv WHERE user = %s AND host = %s",
                                               (user, host))
                     await cur.execute("FLUSH PRIVILEGES")
                     await cur.execute("CREATE DATABASE IF NOT EXISTS benchdsl")
-            finally:
+            except asyncmy.errors.MySQLError as exc:
                 conn.close()
+                self.stop()
+                raise TargetError(f"could not secure the throwaway server: {error_reason(exc)}") from None
+            conn.close()
             return self.dsn
 
     def url(self) -> str:
@@ -247,6 +254,8 @@ class EmbeddedServer:
                 self.process.wait()
         if self.basedir is not None and not self.keep:
             shutil.rmtree(self.basedir, ignore_errors=True)
+        elif self.basedir is not None:  # kept (--keep-server): no longer a stale one for the next start
+            (self.basedir / OWNER_FILE).unlink(missing_ok=True)
 
 
 async def connect(dsn: Dsn, database: str | None = None, autocommit: bool = True,

@@ -50,6 +50,7 @@ class _User:
     raw: RawLoop | ThreadLoop | None = None  # while its transactions run on the raw executor
     live: bool = False  # has a connection
     refused: bool = False  # its latest attempt to connect failed
+    ever_connected: bool = False
 
     def halt(self) -> None:
         """Finish the transaction in flight, then close the connection."""
@@ -70,6 +71,7 @@ class Health:
     connected: int = 0  # users with a connection
     refused: int = 0  # users without one whose latest attempt to connect failed
     connect_error: tuple[int, str] | None = None  # (code, message) of the latest failed connect
+    never_connected: int = 0  # users still waiting for their first connection (not reconnecting ones)
 
 
 class UserPool:
@@ -106,7 +108,8 @@ class UserPool:
         running = [u for u in self.users if not u.stop]
         return Health(self.connect_failures, time.monotonic() - self.last_progress, self.fatal,
                       dict(self.error_messages), tuple(sorted(self.executors)),
-                      sum(u.live for u in running), sum(u.refused and not u.live for u in running), self.connect_error)
+                      sum(u.live for u in running), sum(u.refused and not u.live for u in running), self.connect_error,
+                      sum(not u.ever_connected for u in running))
 
     async def resize(self, n: int, wait: bool = True) -> None:
         live = [u for u in self.users if not u.stop]
@@ -169,7 +172,7 @@ class UserPool:
                         backoff = min(backoff * 2, 2.0)
                         continue
                     backoff = 0.1
-                    u.live, u.refused = True, False
+                    u.live, u.refused, u.ever_connected = True, False, True
                     self.connect_failures = 0
                     self.last_progress = time.monotonic()
                     u.connected.set()

@@ -63,10 +63,11 @@ class TargetWatch:
             return self._lost(f"no user could connect ({code}) {message}", health)
         if refused_long:
             return self._refused(health, asked, step, at_s)
-        if hold_end and health.connected < asked:
-            # none refused, yet not all connected: still connecting when the step was to be judged
-            # (thousands of users starting on a busy client); the step is not the one asked for
-            short = asked - health.connected
+        if hold_end and health.never_connected:
+            # none refused, yet some never had a connection: still starting when the step was to be
+            # judged (thousands of users starting on a busy client); the step is not the one asked
+            # for. (A user reconnecting after a reset has run in the step, and does not count here.)
+            short = health.never_connected
             reason = {"reason": "users_not_connected", "condition": "users not connected", "users": asked,
                       "connected": health.connected, "step": step, "at_s": round(at_s, 3),
                       "message": f"{short} of {asked} users had no connection yet at the step's end"}

@@ -63,7 +63,7 @@ class FakeFleet:
     def health(self) -> Health:
         connected = self.active if self.connectable is None else min(self.active, self.connectable)
         return Health(connect_failures=0, idle_s=0.0, fatal=None, error_messages={}, executors=("fake",),
-                      connected=connected)
+                      connected=connected, never_connected=self.active - connected)
 
     def cancel_in_flight(self) -> None:
         pass

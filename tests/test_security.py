@@ -96,3 +96,14 @@ def test_a_killed_runs_server_directory_is_removed_at_the_next_start() -> None:
     finally:
         for d in (stale, alive, unknown):
             shutil.rmtree(d, ignore_errors=True)
+
+
+def test_a_kept_servers_directory_is_not_taken_for_a_stale_one() -> None:
+    srv = EmbeddedServer(keep=True)
+    asyncio.run(srv.start())
+    srv.stop()
+    assert srv.basedir is not None and srv.basedir.exists()
+    try:
+        assert srv.basedir not in remove_stale_servers() and srv.basedir.exists()  # --keep-server kept it
+    finally:
+        shutil.rmtree(srv.basedir, ignore_errors=True)
