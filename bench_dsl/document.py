@@ -69,10 +69,6 @@ class ResultDocument:
         self.doc["errors"] = [{"code": k, "count": v, "message": self.messages.get(k, "")}
                               for k, v in sorted(self.errors.items())]
 
-    @property
-    def final(self) -> bool:
-        return self.doc.get("status") not in (None, "running")
-
 
 def _head(version: str | None, started_at: str, scenario: dict[str, Any], machine: dict[str, Any]) -> dict[str, Any]:
     """The document before anything is measured."""

@@ -6,8 +6,7 @@ from __future__ import annotations
 import dataclasses
 import random
 from dataclasses import dataclass, field
-from importlib import import_module
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import Literal, Protocol
 
 from bench_dsl.dsn import Dsn
 from bench_dsl.errors import Diagnostic, Span
@@ -200,30 +199,3 @@ class Scenario:
         if self.seed is not None:
             return self
         return dataclasses.replace(self, seed=random.SystemRandom().randrange(1, 2**31))
-
-
-# Each workload's spec lives with its plugin; these names stay importable from here for the code
-# written before the move (tests, the benchmark). Looked up on first use: the plugins import this module.
-_MOVED = {
-    "SYSBENCH_TESTS": "bench_dsl.workloads.sysbench", "SysbenchWorkload": "bench_dsl.workloads.sysbench",
-    "TPCC_TRANSACTIONS": "bench_dsl.workloads.tpcc", "TPCC_DEFAULT_MIX": "bench_dsl.workloads.tpcc",
-    "TpccWorkload": "bench_dsl.workloads.tpcc",
-    "CustomWorkload": "bench_dsl.workloads.custom", "TransactionSpec": "bench_dsl.workloads.custom",
-    "Query": "bench_dsl.workloads.custom",
-}
-
-if TYPE_CHECKING:
-    from bench_dsl.workloads.custom import CustomWorkload as CustomWorkload
-    from bench_dsl.workloads.custom import Query as Query
-    from bench_dsl.workloads.custom import TransactionSpec as TransactionSpec
-    from bench_dsl.workloads.sysbench import SYSBENCH_TESTS as SYSBENCH_TESTS
-    from bench_dsl.workloads.sysbench import SysbenchWorkload as SysbenchWorkload
-    from bench_dsl.workloads.tpcc import TPCC_DEFAULT_MIX as TPCC_DEFAULT_MIX
-    from bench_dsl.workloads.tpcc import TPCC_TRANSACTIONS as TPCC_TRANSACTIONS
-    from bench_dsl.workloads.tpcc import TpccWorkload as TpccWorkload
-
-
-def __getattr__(name: str) -> object:
-    if name in _MOVED:
-        return getattr(import_module(_MOVED[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -199,13 +199,14 @@ class Run:
             self.counters.close(final=True)
             await self.stage.stop_server(self.opt.keep_server)
             signals.saving()
-            self._finish()
+            self.finish()
         return int(self.exit_code)
 
     async def _execute(self, dsn: Dsn | None) -> None:
         """The run against `dsn`, or against a throwaway server when it is None."""
         stage = self.stage
-        dsn = await stage.target(dsn, self.opt.time_scale, self.opt.max_steps, self.judge, self.opt.keep_server)
+        dsn = await stage.target(dsn, self.opt.time_scale, self.opt.max_steps, self.judge.specs(),
+                                 self.opt.keep_server)
         if dsn.password and dsn.password not in self.secrets:
             self.secrets.append(dsn.password)  # the throwaway server's own: never quoted in any output
         if stage.server is not None:
@@ -378,9 +379,6 @@ class Run:
     # the end -----------------------------------------------------------------------------------
     def finish(self) -> None:
         """The run's end: its status, exit code, expectations and verdict, said in events."""
-        self._finish()
-
-    def _finish(self) -> None:
         reason = (self.stop_reason or {}).get("reason")
         if self.status == "running":
             self.status = {"interrupted": "interrupted", "target_failed": "target_failed",

@@ -17,7 +17,6 @@ from bench_dsl import native
 from bench_dsl.dsn import Dsn
 from bench_dsl.errors import TargetError
 from bench_dsl.fleet import Fleet, LocalFleet, ProcessFleet, worker_count
-from bench_dsl.judge import Judge
 from bench_dsl.mysql_errors import CONNECTION_LOST, SCENARIO_ERRORS
 from bench_dsl.planner import Plan
 from bench_dsl.results import plan_json
@@ -41,7 +40,8 @@ class Stage:
         self._prep_t0: float | None = None
         self._prep_last = 0.0
 
-    async def target(self, dsn: Dsn | None, time_scale: float, max_steps: int | None, judge: Judge,
+    async def target(self, dsn: Dsn | None, time_scale: float, max_steps: int | None,
+                     specs: tuple[ev.ConditionSpec, ...],
                      keep_server: bool) -> Dsn:
         """The server the run measures (a throwaway one when `dsn` is None), announced with Started."""
         sc = self.sc
@@ -71,7 +71,7 @@ class Stage:
                   "settings": [a.to_json() for a in applied]}
         self.publish(ev.Started(sc.name, dsn.redacted(), info.version, self.server is not None,
                                 plan_json(self.plan, time_scale, max_steps), list(self.workload.names),
-                                [c.text for c in sc.stop], judge.specs(), server))
+                                [c.text for c in sc.stop], specs, server))
         return dsn
 
     async def prepare(self, dsn: Dsn, force: bool) -> asyncio.Task[dict[str, object]]:

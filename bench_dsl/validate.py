@@ -21,12 +21,9 @@ from bench_dsl.errors import Diagnostic, ScenarioError, Span
 from bench_dsl.parser import parse, parse_expr
 from bench_dsl.validate_conditions import condition
 from bench_dsl.validate_values import Checker, EnvText, plain, span_of
-from bench_dsl.workloads.custom import native_sql
 from bench_dsl.workloads.plugin import transactions_named
 from bench_dsl.workloads.registry import PLUGINS
 
-# native_sql lives with the custom workload now; importable from here, where it was
-__all__ = ["check", "load", "native_sql"]
 
 
 def load(path: str | Path, defines: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None,

@@ -9,7 +9,10 @@ import pytest
 
 from bench_dsl import model as m
 from bench_dsl.errors import ScenarioError
-from bench_dsl.validate import load, native_sql
+from bench_dsl.validate import load
+from bench_dsl.workloads.custom import CustomWorkload, native_sql
+from bench_dsl.workloads.sysbench import SysbenchWorkload
+from bench_dsl.workloads.tpcc import TPCC_DEFAULT_MIX, TPCC_TRANSACTIONS, TpccWorkload
 
 from .conftest import ROOT, run_bench
 
@@ -47,7 +50,7 @@ def test_step_saturation_contract() -> None:
     assert sc.seed == 42 and sc.seed_given
     assert [(s.name, s.value) for s in sc.server_settings] == [
         ("innodb_buffer_pool_size", 256 * 1024 * 1024), ("innodb_flush_log_at_trx_commit", 2)]
-    assert isinstance(sc.workload, m.SysbenchWorkload)
+    assert isinstance(sc.workload, SysbenchWorkload)
     assert (sc.workload.test, sc.workload.tables, sc.workload.table_size) == ("oltp_read_write", 4, 50000)
     assert sc.ramp == m.StepRamp(start=4, add=4, mul=None, settle=5.0, hold=20.0, max=256)
     assert sc.warmup == 10.0 and sc.report_every == 5.0
@@ -76,7 +79,7 @@ def test_env_and_defines() -> None:
 def test_custom_contract() -> None:
     sc = load(ROOT / "examples/custom-hot-rows.bench", env={})
     wl = sc.workload
-    assert isinstance(wl, m.CustomWorkload)
+    assert isinstance(wl, CustomWorkload)
     read, write = wl.transactions
     assert (read.name, read.weight, read.retries) == ("read", 80.0, 0)
     assert (write.name, write.weight, write.retries, write.retry_on) == ("write", 20.0, 3, frozenset({1213}))
@@ -245,15 +248,15 @@ scenario "tpcc saturation" {
 def test_tpcc_contract() -> None:
     sc = load("tpcc.bench", text=TPCC, env={})
     assert sc.target is None and sc.target_from == "env BENCH_DSN"
-    assert sc.workload == m.TpccWorkload(warehouses=10, mix=m.TPCC_DEFAULT_MIX, keying_time=False, procedures=True,
+    assert sc.workload == TpccWorkload(warehouses=10, mix=TPCC_DEFAULT_MIX, keying_time=False, procedures=True,
                                          loader_connections=4, retries=10)
-    assert sc.workload.transaction_names == m.TPCC_TRANSACTIONS
-    assert [c.metric.transaction for c in sc.stop[:5]] == list(m.TPCC_TRANSACTIONS)
+    assert sc.workload.transaction_names == TPCC_TRANSACTIONS
+    assert [c.metric.transaction for c in sc.stop[:5]] == list(TPCC_TRANSACTIONS)
     nopm = sc.stop[6]
     assert (nopm.kind, nopm.metric, nopm.limit, nopm.unit) == ("plateau", m.Metric("nopm"), 2.0, "%")
     assert sc.warnings == ()
     plain = load("t.bench", text='scenario "t" { workload tpcc { } users 2 duration 10s }', env={})
-    assert plain.workload == m.TpccWorkload()
+    assert plain.workload == TpccWorkload()
 
 
 @pytest.mark.parametrize("text", [*(p.read_text() for p in SHIPPED), TPCC],
@@ -270,7 +273,7 @@ def test_each_workload_plugin_gives_the_lines_the_plan_shows(text: str) -> None:
 def test_tpcc_mix() -> None:
     wl = 'workload tpcc {{ mix {{ {} }} }}'
     sc = _scenario("users 2\nduration 10s", workload=wl.format("payment 40%  new_order 52%  delivery 4%  stock_level 4%"))
-    assert isinstance(sc.workload, m.TpccWorkload)
+    assert isinstance(sc.workload, TpccWorkload)
     assert sc.workload.mix == (("new_order", 52.0), ("payment", 40.0), ("order_status", 0.0), ("delivery", 4.0),
                                ("stock_level", 4.0))
     assert [(w.severity, w.message) for w in sc.warnings] == [  # in the order of the file

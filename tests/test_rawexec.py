@@ -657,7 +657,7 @@ async def test_oltp_in_c_builds_what_the_python_session_builds(options: dict[str
     """_rawcore.Oltp against the Python transaction it replaces: the same packets (tables, keys, c
     and pad strings drawn alike) from the same seed, and the user's Random left at the same place."""
     from bench_dsl import _rawcore
-    from bench_dsl.model import SysbenchWorkload
+    from bench_dsl.workloads.sysbench import SysbenchWorkload
 
     spec = SysbenchWorkload(**{"tables": 4, "table_size": 50_000, **options})
     (c_session, fast), (py_session, slow) = await _sysbench_programs(spec, 7)
@@ -688,7 +688,7 @@ async def test_a_thread_runs_read_write_transactions_built_in_c(db: Dsn) -> None
     (the server's count), none failed, the table as large as before (each delete has its insert),
     and the user's Random where the Python transactions leave it."""
     from bench_dsl import _rawcore
-    from bench_dsl.model import SysbenchWorkload
+    from bench_dsl.workloads.sysbench import SysbenchWorkload
     from bench_dsl.workloads import sysbench
 
     conn = await connect(db, db.database)

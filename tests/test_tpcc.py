@@ -16,7 +16,7 @@ import pytest
 
 from bench_dsl.cli import main
 from bench_dsl.dsn import Dsn
-from bench_dsl.model import TPCC_DEFAULT_MIX, TPCC_TRANSACTIONS, TpccWorkload
+from bench_dsl.workloads.tpcc import TPCC_DEFAULT_MIX, TPCC_TRANSACTIONS, TpccWorkload
 from bench_dsl.server import EmbeddedServer, connect
 from bench_dsl.workloads.base import IntendedRollback, Progress
 from bench_dsl.workloads.tpcc import KEYING_S, THINK_MEAN_S, Inputs, Tpcc, check, keying_time, think_time
