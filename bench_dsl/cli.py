@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import math
 import os
 import sys
@@ -24,6 +25,10 @@ from bench_dsl.sinks import ConsoleSink, JsonLinesSink, JsonResultSink, OutputCl
 from bench_dsl.validate import load
 
 DEFAULT_OUTPUT = "results/{scenario}-{time}.json"
+
+# Commands that live in a module of their own, each with `add_parser(sub)` (which sets
+# `handler`) and a handler `(args, err) -> int`; they import what they need when they run.
+COMMAND_MODULES: tuple[str, ...] = ()
 
 EPILOG = """exit status: 0 completed, 1 internal error or results not written, 2 bad scenario or
 usage, 3 an expect failed, 4 the target failed (unreachable, lost), 130 interrupted (143
@@ -92,6 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
     run_opts(pr)
     pr.set_defaults(time_scale=1.0, max_steps=None, quiet=False, json=None, jsonl=None, headless=False, workers=None)
     _add_tpcc(sub)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).add_parser(sub)
     return p
 
 
@@ -354,6 +361,8 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as e:  # argparse exits 2 on usage errors, 0 on --help
         return int(e.code or 0)
     try:
+        if getattr(args, "handler", None) is not None:
+            return int(args.handler(args, err))
         if args.command == "check":
             return cmd_check(args, err)
         if args.command == "run":
