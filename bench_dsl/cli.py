@@ -17,6 +17,7 @@ from bench_dsl import __version__
 from bench_dsl.dsn import Dsn, parse_dsn, redact
 from bench_dsl.errors import BenchError, ExitCode, ScenarioError, UsageError
 from bench_dsl import events as ev
+from bench_dsl import study
 from bench_dsl.events import Sink
 from bench_dsl.planner import describe, plan
 from bench_dsl.results import expand_output
@@ -63,8 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check", help="validate .bench files (exit 0, or 2 with every problem listed)",
                        description="Parse and validate scenario files; print every problem at once.")
     c.add_argument("files", nargs="+", metavar="FILE")
-    c.add_argument("--plan", action="store_true", help="print the phases the run will go through")
+    c.add_argument("--plan", action="store_true", help="print the phases the run will go through (a study: its "
+                   "configurations, their order and the time it takes)")
     common(c)
+    c.add_argument("--only", action="append", default=[], metavar="NAME=VALUE[,VALUE]",
+                   help="a study (vary): plan only the configurations with these values")
 
     def run_opts(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("file", metavar="FILE")
@@ -75,6 +79,13 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--keep-server", action="store_true",
                         help="keep the throwaway server's files (its directory is printed)")
         sp.add_argument("--force-prepare", action="store_true", help="reload the data even when it is already there")
+        sp.add_argument("--only", action="append", default=[], metavar="NAME=VALUE[,VALUE]",
+                        help="a study (vary): run only the configurations with these values, e.g. "
+                             "--only innodb_io_capacity=2000 (several --only must all hold)")
+        sp.add_argument("--restart-cmd", metavar="COMMAND",
+                        help="a study on a server of your own that varies a static setting: a shell command that "
+                             "restarts the server with BENCH_SETTINGS=\"name=value ...\" (from its environment) and "
+                             "returns once it runs")
 
     r = sub.add_parser("run", help="run a scenario and report its saturation point",
                        description="Run a scenario against a server and write every measured number to JSON.",
@@ -83,7 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--headless", action="store_true",
                    help="no terminal UI: progress on stderr, data only on stdout (the default when stdout is "
                         "not a terminal)")
-    r.add_argument("--json", metavar="PATH", help=f"result document (default: the file's output, else {DEFAULT_OUTPUT})")
+    r.add_argument("--json", metavar="PATH", help=f"result document (default: the file's output, else {DEFAULT_OUTPUT}); "
+                   "a study (vary/repeat) writes a directory: one result per run, summary.json, report.html")
     r.add_argument("--jsonl", metavar="PATH|-", help="stream one JSON object per interval, step and event; - for stdout")
     r.add_argument("--time-scale", type=float, default=1.0, metavar="F",
                    help="multiply every duration by F (e.g. 0.1 for a smoke run; phases last at least 1s)")
@@ -172,7 +184,12 @@ def cmd_check(args: argparse.Namespace, err: Console) -> int:
             status = ExitCode.BAD_SCENARIO
             continue
         if args.plan:
+            extra = study.describe(sc, args.only, defines) if sc.study is not None else None  # a bad --only first
             print(describe(sc, plan(sc)))  # the plan lists the warnings too
+            if extra:
+                print(extra)
+        elif args.only and sc.study is None:
+            raise UsageError(f"--only: {f} has no vary")
         else:
             for w in sc.warnings:
                 print(w.render(sc.text), file=sys.stderr)
@@ -196,18 +213,32 @@ def _workers(text: str) -> int:
 def _run_loop(coro):  # type: ignore[no-untyped-def]
     try:
         import uvloop
-
-        return uvloop.run(coro)
     except ImportError:
         return asyncio.run(coro)
+    return uvloop.run(coro)  # an ImportError inside the run is the run's, not uvloop's absence
 
 
 def cmd_run(args: argparse.Namespace, err: Console, prepare_only: bool = False) -> int:
-    sc = load(args.file, _defines(args.defines)).seeded()  # the run's seed: {seed} in an output path is it
+    defines = _defines(args.defines)
+    sc = load(args.file, defines).seeded()  # the run's seed: {seed} in an output path is it
     if not math.isfinite(args.time_scale) or args.time_scale <= 0:
         raise UsageError("--time-scale must be a number larger than 0, e.g. 0.1")
     if args.max_steps is not None and args.max_steps < 1:
         raise UsageError("--max-steps must be at least 1")
+    if args.only and sc.study is None:
+        raise UsageError(f"--only: {args.file} has no vary")
+    if args.restart_cmd and sc.study is None:
+        raise UsageError(f"--restart-cmd: {args.file} has no vary")
+    if sc.study is not None and not prepare_only:
+        if args.jsonl:
+            raise UsageError("--jsonl: a study (vary/repeat) writes one result per run in its directory; "
+                             "run one configuration alone (--only) without repeat to stream it")
+        opt = study.StudyOptions(defines, args.only, args.time_scale, args.max_steps, _target(args.target),
+                                 args.workers, args.keep_server, args.force_prepare, args.restart_cmd, args.quiet,
+                                 args.json)
+        return int(_run_loop(study.run_study(sc, opt, err)))
+    if sc.study is not None and any(c.lets for c in sc.study.configurations):
+        raise UsageError(f"{args.file} varies the data ($variables): each configuration loads its own when it runs")
     p = plan(sc, args.time_scale, args.max_steps)
     sinks: list[Sink] = []
     # A person at a terminal gets the live UI; CI, pipes and --headless get console lines on stderr.

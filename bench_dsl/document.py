@@ -27,7 +27,8 @@ class ResultDocument:
         d = self.doc
         match event:
             case ev.Begin():
-                self.doc = _head(event.tool_version, event.started_at, event.scenario, event.machine)
+                self.doc = _head(event.tool_version, event.started_at, event.scenario, event.machine,
+                                 event.configuration)
             case ev.Started():
                 d["server"] = event.server
             case ev.Prepared():
@@ -70,13 +71,14 @@ class ResultDocument:
                               for k, v in sorted(self.errors.items())]
 
 
-def _head(version: str | None, started_at: str, scenario: dict[str, Any], machine: dict[str, Any]) -> dict[str, Any]:
+def _head(version: str | None, started_at: str, scenario: dict[str, Any], machine: dict[str, Any],
+          configuration: dict[str, Any] | None = None) -> dict[str, Any]:
     """The document before anything is measured."""
     return {
         "$schema": RESULT_SCHEMA, "format": "bench-dsl-result", "format_version": 1,
         "tool": {"name": TOOL, "version": version},
         "status": "running", "exit_code": None, "started_at": started_at, "finished_at": None,
-        "elapsed_s": 0.0, "scenario": scenario, "machine": machine,
+        "elapsed_s": 0.0, "scenario": scenario, "configuration": configuration, "machine": machine,
         "server": None, "prepare": None, "workers": None, "executor": None,
         "steps": [], "intervals": [], "stop": None,
         "saturation": None, "expect": [], "summary": None, "errors": [], "warnings": [],

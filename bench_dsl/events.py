@@ -61,6 +61,7 @@ class Begin(Event):
     started_at: str
     scenario: Json  # name, file, text and parameters (passwords removed), seed, workload, plan
     machine: Json
+    configuration: Json | None = None  # which configuration of a study (`vary`/`repeat`), if one
 
 
 @dataclass(frozen=True, slots=True)

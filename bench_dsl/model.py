@@ -169,6 +169,35 @@ class SetupSql:
 
 
 @dataclass(frozen=True, slots=True)
+class Configuration:
+    """One set-up of a study: what `vary` sets for it, each value as the file wrote it."""
+
+    id: str  # c1, c2 ... in the order of the file's values
+    values: tuple[tuple[str, str], ...]  # (innodb_io_capacity, 2000), (server.dir, /dev/shm), ($rows, 10K)
+    settings: tuple[ServerSetting, ...] = ()  # the server settings among them
+    server_dir: str | None = None
+    lets: tuple[tuple[str, str], ...] = ()  # (rows, 10K): given to the file like -D rows=10K
+
+    @property
+    def label(self) -> str:
+        return " ".join(f"{k}={v}" for k, v in self.values) or "as written"
+
+
+@dataclass(frozen=True, slots=True)
+class Study:
+    """`vary` and `repeat`: the configurations a run measures, each `repeat` times."""
+
+    configurations: tuple[Configuration, ...]
+    repeat: int = 1
+    zip: bool = False  # the lines' values paired instead of crossed
+    keys: tuple[str, ...] = ()  # what varies, in the file's order
+
+    def order(self) -> list[tuple[Configuration, int]]:
+        """Interleaved (A B C A B C ...): a machine's drift spreads over every configuration alike."""
+        return [(c, r) for r in range(1, self.repeat + 1) for c in self.configurations]
+
+
+@dataclass(frozen=True, slots=True)
 class Scenario:
     name: str
     file: str
@@ -189,6 +218,8 @@ class Scenario:
     setup: tuple[Fill | SetupSql, ...] = field(default_factory=tuple)
     workers: int | None = None  # processes that run the virtual users; None: auto, one per core
     target_dsn: Dsn | None = None  # `target`, parsed once, by validation
+    study: Study | None = None  # `vary` / `repeat`: several configurations, each a run of its own
+    server_dir: str | None = None  # where the throwaway server keeps its files (None: the temp dir)
     # Findings that do not stop a run (a TPC-C mix below the minimums of clause 5.2.3), each
     # rendered like an error with severity "warning".
     warnings: tuple[Diagnostic, ...] = field(default_factory=tuple)

@@ -246,6 +246,22 @@ class _ToSyntax(Transformer[Token, Any]):
     report = _item("report")
     output = _item("output")
     workers = _item("workers")
+    repeat = _item("repeat")
+
+    def vary(self, meta: Meta, ch: list[Any]) -> ast.Vary:
+        zipped = bool(ch) and isinstance(ch[-1], Token) and ch[-1].type == "VARY_ZIP"
+        lines = tuple(c for c in ch if isinstance(c, ast.VaryLine))
+        return ast.Vary(lines, zipped, self._s(meta))
+
+    def vary_line(self, meta: Meta, ch: list[Any]) -> ast.VaryLine:
+        key, key_span = ch[0]
+        return ast.VaryLine(key, key_span, tuple(c for c in ch[1:] if c is not None), self._s(meta))
+
+    def vary_name(self, meta: Meta, ch: list[Token]) -> tuple[str, Span]:
+        return ".".join(str(t) for t in ch), self._s(meta)
+
+    def vary_var(self, meta: Meta, ch: list[Token]) -> tuple[str, Span]:
+        return str(ch[0]), self._s(meta)
 
     def server(self, meta: Meta, ch: list[Any]) -> ast.Block:
         return ast.Block("server", tuple(ch), self._s(meta))

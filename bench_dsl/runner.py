@@ -47,6 +47,7 @@ class Options:
     workers: int | None = None  # --workers overrides the file (0: auto); None: the file's setting
     # Users never share the event loop of a live screen: with one worker, it is still a process
     isolate_users: bool = False
+    configuration: dict[str, Any] | None = None  # a study's run: which configuration and repeat
 
 
 class Run:
@@ -159,7 +160,7 @@ class Run:
                 self.secrets.append(d.password)
         self.publish(ev.Begin(__version__, results.now(), results.scenario_json(
             self.sc, self.workload.description(), self.names, self.plan, self.opt.time_scale, self.opt.max_steps,
-            self._scrub), results.machine_info()))
+            self._scrub), results.machine_info(), self.opt.configuration))
         try:
             await self._execute(given)
         except TargetError as exc:

@@ -54,12 +54,12 @@ STALE_PREFIX = "bench-dsl-server-"
 OWNER_FILE = "owner.pid"
 
 
-def remove_stale_servers() -> list[Path]:
+def remove_stale_servers(parent: str | None = None) -> list[Path]:
     """Throwaway servers' directories left by a bench-dsl that was killed (kill -9 gives it no time
     to clean up): ours by their name, and stale when the process named in their owner file is gone
     and no server runs from them. Returns what was removed."""
     removed = []
-    for d in Path(tempfile.gettempdir()).glob(STALE_PREFIX + "*"):
+    for d in Path(parent or tempfile.gettempdir()).glob(STALE_PREFIX + "*"):
         try:
             if not d.is_dir() or d.is_symlink() or d.stat().st_uid != os.geteuid():
                 continue
@@ -127,13 +127,14 @@ class EmbeddedServer:
     dsn: Dsn | None = None
     log: Path | None = None
     extra_args: list[str] = field(default_factory=list)
+    parent: str | None = None  # the directory (the disk) its files go in; None: the temp dir
 
     async def start(self) -> Dsn:
         exposing = sorted({s.name for s in self.settings} & EXPOSING_SETTINGS)
         if exposing:  # validation refuses them first; this keeps a caller of this class from it too
             raise TargetError(f"the throwaway server does not take {', '.join(exposing)}: it is reachable only "
                               "by bench-dsl, on 127.0.0.1 with a password of its own")
-        remove_stale_servers()
+        remove_stale_servers(self.parent)
         mysqld = find_binary("mariadbd", "mysqld")
         if mysqld is None:
             raise TargetError(
@@ -142,7 +143,10 @@ class EmbeddedServer:
                 "which does)\n  or give a server:  target \"mysql://user:password@host:3306/db\" in the "
                 "file, or --target")
         # mkdtemp: mode 0700, so the socket, the data and the files inside are ours alone
-        self.basedir = Path(tempfile.mkdtemp(prefix=STALE_PREFIX))
+        try:
+            self.basedir = Path(tempfile.mkdtemp(prefix=STALE_PREFIX, dir=self.parent))
+        except OSError as exc:
+            raise TargetError(f"cannot make the throwaway server's directory in {self.parent}: {exc.strerror}") from None
         (self.basedir / OWNER_FILE).write_text(str(os.getpid()))
         files = self.basedir / "files"  # where SELECT ... INTO OUTFILE and LOAD DATA may reach, and nowhere else
         files.mkdir(mode=0o700)

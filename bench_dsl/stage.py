@@ -47,12 +47,12 @@ class Stage:
         sc = self.sc
         if dsn is None:
             self.server = EmbeddedServer(sc.server_settings, keep=keep_server,
-                                         max_connections=self.plan.max_users + 50)
+                                         max_connections=self.plan.max_users + 50, parent=sc.server_dir)
             self.log("starting a throwaway server")
             t = time.monotonic()
             dsn = await self.server.start()
             self.log(f"throwaway server up in {time.monotonic() - t:.2f}s on 127.0.0.1:{dsn.port}"
-                     + (f" (files in {self.server.basedir})" if keep_server else ""))
+                     + (f" (files in {self.server.basedir})" if keep_server or sc.server_dir else ""))
         else:
             await ensure_database(dsn)
         info = await facts(dsn, self.server.pid if self.server else None)
@@ -68,7 +68,8 @@ class Stage:
             self.log(f"the plan goes to {self.plan.max_users} users but max_connections is {max_conn}", "warning")
         server = {"target": dsn.redacted(), "embedded": self.server is not None, "version": info.version,
                   "pid_visible": info.pid is not None, "variables": info.variables,
-                  "settings": [a.to_json() for a in applied]}
+                  "settings": [a.to_json() for a in applied],
+                  "directory": str(self.server.basedir) if self.server else None}
         self.publish(ev.Started(sc.name, dsn.redacted(), info.version, self.server is not None,
                                 plan_json(self.plan, time_scale, max_steps), list(self.workload.names),
                                 [c.text for c in sc.stop], specs, server))

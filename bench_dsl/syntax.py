@@ -173,7 +173,8 @@ class SetupSql:
 
 @dataclass(frozen=True, slots=True)
 class Item:
-    """A one-value scenario item: target, seed, users, warmup, duration, report, output, workers."""
+    """A one-value scenario item: target, seed, users, warmup, duration, report, output, workers,
+    repeat."""
 
     keyword: str
     value: Expr
@@ -186,6 +187,23 @@ class Block:
 
     keyword: str
     entries: tuple[object, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class VaryLine:
+    """One line of `vary { }`: a server setting, server.dir or a $variable, and its values."""
+
+    key: str  # innodb_io_capacity, server.dir, $rows
+    key_span: Span
+    values: tuple[Expr, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Vary:
+    lines: tuple[VaryLine, ...]
+    zip: bool  # `vary { } zip`: the lines' values paired, not crossed
     span: Span
 
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from bench_dsl import model as m
 from bench_dsl import syntax as ast
-from bench_dsl import validate_ramp
+from bench_dsl import validate_ramp, validate_vary
+from bench_dsl.server import EXPOSING_SETTINGS
 from bench_dsl.dsn import Dsn, parse_dsn, redact
 from bench_dsl.errors import Diagnostic, ScenarioError, Span
 from bench_dsl.parser import parse, parse_expr
@@ -27,14 +28,15 @@ from bench_dsl.workloads.registry import PLUGINS
 
 
 def load(path: str | Path, defines: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None,
-         text: str | None = None) -> m.Scenario:
-    """Read, parse and validate a .bench file. Raises ScenarioError with every diagnostic."""
+         text: str | None = None, study: bool = True) -> m.Scenario:
+    """Read, parse and validate a .bench file. Raises ScenarioError with every diagnostic.
+    study=False: one configuration's scenario (its `vary` values given as `defines`)."""
     path = str(path)
     if text is None:
         text = read_source(path)
     try:
         tree = parse(text, path)
-        return check(tree, defines or {}, os.environ if env is None else env)
+        return check(tree, defines or {}, os.environ if env is None else env, study)
     except RecursionError:  # env(env(env(...))) thousands deep: no scenario needs it
         raise ScenarioError([Diagnostic("expressions are nested too deeply", Span(path, 1, 1, 1, 2),
                                         "a scenario's values are a call or two deep: env(\"NAME\", default)")],
@@ -77,16 +79,17 @@ def read_source(path: str) -> str:
     return text
 
 
-def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]) -> m.Scenario:
+def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str], study: bool = True) -> m.Scenario:
     """The scenario of a parsed file. Each part is read in turn (the order in which the parts
-    report is the order of the file once sorted); raises ScenarioError with every diagnostic."""
+    report is the order of the file once sorted); raises ScenarioError with every diagnostic.
+    A study's configurations that set a `let` are each checked as a whole too."""
     c = Checker(tree.file, tree.text, env)
     parameters = _lets(c, tree.lets, defines)
     sc = tree.scenario
     items = _Items(c, sc)
     given, target_from = _target(c, items.first("target"))
     seed, seed_given = _seed(c, items.first("seed"))
-    settings = _server_settings(c, items.all("server"))
+    settings, server_dir = _server_settings(c, items.all("server"), embedded=given is None)
     workload, tx_names = _workload(c, sc, items.all("Workload"))
     workers = _workers(c, items.first("workers"))
     warmup = validate_ramp.warmup(c, items.first("warmup"))
@@ -96,6 +99,10 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
     expect = _conditions(c, items.all("expect"), tx_names, ramp, expect=True)
     output = _output(c, items.first("output"))
     setup = _setup(c, items.all("setup"), workload)
+    plan = None
+    if study:
+        plan = validate_vary.study(c, items.first("Vary"), items.first("repeat"), defines, settings,  # type: ignore[arg-type]
+                                   embedded=given is None)
 
     # in the order of the file, as a person reads it and fixes it; -D problems (no place) first
     c.diags.sort(key=lambda d: (d.span.line, d.span.col) if d.span else (0, 0))
@@ -104,13 +111,37 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
         if not errors:
             c.error("the scenario is incomplete", sc.span)
         raise ScenarioError(c.diags, tree.text)
-    return m.Scenario(
+    scenario = m.Scenario(
         name=sc.name, file=tree.file, text=tree.text, parameters=parameters, target=given.text if given else None,
         target_dsn=given.dsn if given else None, target_from=target_from,
         seed=seed, seed_given=seed_given, server_settings=settings, workload=workload, ramp=ramp,
         warmup=warmup, report_every=report_every, stop=stop, expect=expect, output=output,
         setup=setup, workers=workers, warnings=tuple(d for d in c.diags if d.severity != "error"),
+        study=plan, server_dir=server_dir,
     )
+    if plan is not None:
+        _check_configurations(tree, defines, env, plan)
+    return scenario
+
+
+def _check_configurations(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str],
+                          plan: m.Study) -> None:
+    """Each configuration that sets a `let` is a scenario of its own (`table_size = $rows` with a
+    value out of range): checked now, not found out after the first configurations have run."""
+    diags: list[Diagnostic] = []
+    seen: set[tuple[str, object]] = set()
+    for conf in plan.configurations:
+        if not conf.lets:
+            continue
+        try:
+            check(tree, {**defines, **dict(conf.lets)}, env, study=False)
+        except ScenarioError as err:
+            for d in err.diagnostics:
+                if d.severity == "error" and (d.message, d.span) not in seen:
+                    seen.add((d.message, d.span))
+                    diags.append(Diagnostic(f"with {conf.label}: {d.message}", d.span, d.hint))
+    if diags:
+        raise ScenarioError(diags, tree.text)
 
 
 def _lets(c: Checker, lets: list[ast.Let], defines: Mapping[str, str]) -> dict[str, object]:
@@ -226,10 +257,26 @@ def _seed(c: Checker, item: ast.Item | None) -> tuple[int | None, bool]:
     return None, False
 
 
-def _server_settings(c: Checker, blocks: list[object]) -> tuple[m.ServerSetting, ...]:
+def _server_settings(c: Checker, blocks: list[object], embedded: bool) -> tuple[tuple[m.ServerSetting, ...], str | None]:
+    """The server's settings, and `dir`: where a throwaway server keeps its files."""
     settings: list[m.ServerSetting] = []
+    server_dir: str | None = None
     for blk in blocks:
         for st in blk.entries:  # type: ignore[attr-defined]
+            if st.name == "dir":
+                v = c.value(st.value)
+                if not embedded:
+                    c.error("dir is where the throwaway server keeps its files; this scenario has a target",
+                            st.span, "leave out the target, or remove dir")
+                elif not isinstance(v, str) or isinstance(st.value, ast.Word) or "\x00" in v or not v.strip():
+                    c.error("server dir is a directory in double quotes", st.span, 'dir = "/var/tmp"')
+                else:
+                    server_dir = str(v)
+                continue
+            if embedded and st.name in EXPOSING_SETTINGS:
+                c.error(f"the throwaway server does not take {st.name}: it is reachable only by bench-dsl",
+                        st.span, "leave it out; give a target to measure a server of your own")
+                continue
             val = c.scalar(st.value)
             if val is not None:
                 # as written (256M), or the resolved value of a $reference
@@ -238,7 +285,7 @@ def _server_settings(c: Checker, blocks: list[object]) -> tuple[m.ServerSetting,
             elif isinstance(st.value, ast.Call) and st.value.name == "env":
                 c.error(f"{st.name}: the environment variable is not set and there is no default", st.value.span,
                         'give a default: env("NAME", "value")')
-    return tuple(settings)
+    return tuple(settings), server_dir
 
 
 def _workload(c: Checker, sc: ast.ScenarioNode, nodes: list[object]) -> tuple[m.WorkloadSpec | None, tuple[str, ...]]:

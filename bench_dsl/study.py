@@ -1,0 +1,309 @@
+"""A study: the configurations of `vary`, each run `repeat` times in interleaved order (A B C A B
+C ...), each run a whole run of its own (runner.Run) with its own result file. At the end the
+directory gets summary.json (bench_dsl.summary) and report.html (bench_dsl.report).
+
+On a throwaway server each configuration gets a fresh server started with its settings (in its
+`server.dir`) and loads its data; on a server of your own, remote_settings sets the varied settings
+and restores them when the study ends."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import os
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from bench_dsl import model as m
+from bench_dsl.dsn import Dsn
+from bench_dsl.errors import ExitCode, UsageError
+from bench_dsl.events import Sink
+from bench_dsl.planner import plan
+from bench_dsl.remote_settings import RemoteSettings
+from bench_dsl.results import expand_output, safe_name
+from bench_dsl.runner import Options, Run
+from bench_dsl.sinks import ConsoleSink, JsonResultSink, OutputClaim, check_regular
+from bench_dsl.validate import load
+
+DEFAULT_STUDY_OUTPUT = "results/{scenario}-{time}/"
+SERVER_START_S = 1.0  # what a throwaway server's start adds to each run, for the estimate of --plan
+# Which status wins when runs end differently: an interruption ends the study; then the worst.
+_SEVERITY = [ExitCode.OK, ExitCode.EXPECT_FAILED, ExitCode.BAD_SCENARIO, ExitCode.TARGET_FAILED, ExitCode.FAILURE]
+
+
+@dataclass
+class StudyOptions:
+    defines: Mapping[str, str] = field(default_factory=dict)
+    only: list[str] = field(default_factory=list)
+    time_scale: float = 1.0
+    max_steps: int | None = None
+    target: Dsn | None = None
+    workers: int | None = None
+    keep_server: bool = False
+    force_prepare: bool = False
+    restart_cmd: str | None = None
+    quiet: bool = False
+    output: str | None = None  # --json: the study's directory
+
+
+@dataclass
+class StudyRun:
+    configuration: m.Configuration
+    repeat: int
+    path: Path
+    status: str | None = None
+    exit_code: int | None = None
+
+
+def select(study: m.Study, only: list[str]) -> list[m.Configuration]:
+    """The configurations --only keeps: each `--only name=v1,v2` keeps those with one of the values
+    (as written, or equal as numbers: 2K and 2048 are the same); several --only must all hold."""
+    chosen = list(study.configurations)
+    for text in only:
+        name, sep, values = text.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise UsageError(f"--only {text}: write --only name=value (e.g. --only innodb_io_capacity=2000)")
+        keys = {k.lstrip("$"): k for k in study.keys}
+        key = keys.get(name.lstrip("$"))
+        if key is None:
+            raise UsageError(f"--only {text}: {name} does not vary" + (f"; what varies: {', '.join(study.keys)}"
+                                                                         if study.keys else " (the file has no vary)"))
+        wanted = [v.strip() for v in values.split(",") if v.strip()]
+        chosen = [c for c in chosen if any(_same(dict(c.values)[key], w) for w in wanted)]
+        if not chosen:
+            given = sorted({dict(c.values)[key] for c in study.configurations})
+            raise UsageError(f"--only {text}: no configuration has it; {key} is one of {', '.join(given)}")
+    return chosen
+
+
+def _same(written: str, wanted: str) -> bool:
+    if written == wanted:
+        return True
+    a, b = _number(written), _number(wanted)
+    return a is not None and a == b
+
+
+_SIZE = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def _number(text: str) -> float | None:
+    match = re.fullmatch(r"(-?[0-9]+(?:\.[0-9]+)?)([KMGT]?)", text.strip())
+    if match is None:
+        return None
+    return float(match.group(1)) * _SIZE.get(match.group(2), 1)
+
+
+def scenario_for(sc: m.Scenario, conf: m.Configuration, defines: Mapping[str, str]) -> m.Scenario:
+    """The scenario one configuration runs: its `let` values given as -D would be, its settings
+    added to the server's, on its directory; the study's seed, so every configuration draws the
+    same keys."""
+    base = sc
+    if conf.lets:
+        base = load(sc.file, {**defines, **dict(conf.lets)}, text=sc.text, study=False)
+    settings = tuple(s for s in base.server_settings if s.name not in {v.name for v in conf.settings}) + conf.settings
+    return dataclasses.replace(base, server_settings=settings, server_dir=conf.server_dir or base.server_dir,
+                               study=None, seed=sc.seed, seed_given=sc.seed_given)
+
+
+def configuration_json(sc: m.Scenario, conf: m.Configuration, repeat: int) -> dict[str, Any]:
+    study = sc.study
+    assert study is not None
+    return {"id": conf.id, "label": conf.label, "values": dict(conf.values), "repeat": repeat,
+            "repeats": study.repeat, "study": sc.name}
+
+
+def output_directory(sc: m.Scenario, template: str | None) -> Path:
+    """The study's directory: the file's output (or --json) as a directory; a name ending in
+    .json loses it (a study writes a file per run)."""
+    text = expand_output(template or sc.output or DEFAULT_STUDY_OUTPUT, sc)
+    return Path(text.removesuffix(".json") if text.endswith(".json") else text)
+
+
+def run_path(directory: Path, conf: m.Configuration, repeat: int) -> Path:
+    slug = safe_name(conf.label)[:80] if conf.values else "as-written"
+    return directory / f"{conf.id}-{slug}" / f"repeat-{repeat}.json"
+
+
+def describe(sc: m.Scenario, only: list[str], defines: Mapping[str, str], time_scale: float = 1.0,
+             max_steps: int | None = None) -> str:
+    """What `bench check --plan` adds for a study: the configurations, their order, the time."""
+    study = sc.study
+    assert study is not None
+    chosen = select(study, only)
+    seconds = {c.id: plan(scenario_for(sc, c, defines), time_scale, max_steps).seconds for c in chosen}
+    order = [(c, r) for c, r in study.order() if c in chosen]
+    embedded = sc.target_dsn is None
+    total = sum(seconds[c.id] for c, _ in order) + (SERVER_START_S * len(order) if embedded else 0)
+    how = "paired (zip)" if study.zip else "every combination"
+    lines = [f"study: {len(chosen)} configuration{'s' if len(chosen) != 1 else ''}"
+             + (f" ({how} of {', '.join(study.keys)})" if study.keys else "")
+             + f", {study.repeat} time{'s' if study.repeat != 1 else ''} each: {len(order)} runs"]
+    for c in chosen:
+        lines.append(f"  {c.id:4} {c.label:60} at most {_clock(seconds[c.id])} a run")
+    lines.append("  order (interleaved, so that a machine's drift spreads over every configuration): "
+                 + " ".join(f"{c.id}" + (f"#{r}" if study.repeat > 1 else "") for c, r in order[:40])
+                 + (" ..." if len(order) > 40 else ""))
+    lines.append(f"  total: at most {_clock(total)}" + (" plus loading the data of each run: each configuration "
+                                                         "runs on a fresh throwaway server" if embedded else ""))
+    return "\n".join(lines)
+
+
+def _clock(seconds: float) -> str:
+    s = int(round(seconds))
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
+
+
+async def run_study(sc: m.Scenario, opt: StudyOptions, err: Console) -> int:
+    """Every chosen configuration, `repeat` times, interleaved; then summary.json and report.html.
+    An interrupted run ends the study (what was measured is written); a failed one does not."""
+    study = sc.study
+    assert study is not None
+    chosen = select(study, opt.only)
+    order = [(c, r) for c, r in study.order() if c in chosen]
+    say = _sayer(err)
+    target = opt.target or sc.target_dsn
+    if target is not None and any(c.server_dir for c in chosen):
+        raise UsageError("server.dir varies where the throwaway server keeps its files; --target gives a server "
+                         "of your own: leave out --target to compare the directories")
+    for d in sorted({c.server_dir for c in chosen if c.server_dir}):
+        if not os.path.isdir(d) or not os.access(d, os.W_OK | os.X_OK):
+            raise UsageError(f"server.dir {d}: not a directory this user can write in")
+    directory = output_directory(sc, opt.output)
+    runs = [StudyRun(c, r, run_path(directory, c, r)) for c, r in order]
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot write the study to {directory}: {exc.strerror}") from None
+    claim = _claim(directory / "summary.json")
+    remote = None
+    try:
+        if target is not None:
+            remote = RemoteSettings(target, {s.name for c in chosen for s in c.settings}, opt.restart_cmd,
+                                    lambda text: say(f"study: {text}"))
+            await remote.check()
+        say(f"study {sc.name!r}: {len(chosen)} configurations x {study.repeat} = {len(runs)} runs, into {directory}/")
+        if target is None:
+            say("study: each run starts a fresh throwaway server with its configuration and loads the data "
+                "(nothing is carried from one run to the next)")
+        code = ExitCode.OK
+        t0 = time.monotonic()
+        for i, r in enumerate(runs, 1):
+            say(f"── run {i}/{len(runs)}: {r.configuration.id} {r.configuration.label}"
+                + (f" (repeat {r.repeat}/{study.repeat})" if study.repeat > 1 else "")
+                + f" · {time.monotonic() - t0:.0f}s into the study")
+            if remote is not None:
+                await remote.configure(r.configuration)
+            one = await _run_one(sc, r, opt, target, err)
+            r.exit_code = int(one)
+            say(f"── run {i}/{len(runs)} {r.configuration.id}: {r.status} (exit {r.exit_code}) -> {r.path}")
+            if one in (ExitCode.INTERRUPTED, ExitCode.TERMINATED, ExitCode.HANGUP):
+                code = one
+                break
+            if one in _SEVERITY and _SEVERITY.index(one) > _SEVERITY.index(code):
+                code = one
+    finally:
+        try:
+            if remote is not None:
+                await remote.restore()
+        finally:
+            await asyncio.to_thread(_finish, directory, runs, say)
+            claim.release()
+    return int(code)
+
+
+async def _run_one(sc: m.Scenario, r: StudyRun, opt: StudyOptions, target: Dsn | None, err: Console) -> int:
+    conf_sc = scenario_for(sc, r.configuration, opt.defines)
+    p = plan(conf_sc, opt.time_scale, opt.max_steps)
+    r.path.parent.mkdir(parents=True, exist_ok=True)
+    claim = _claim(r.path)
+    status: list[str] = []
+    sinks: list[Sink] = [JsonResultSink(r.path), _Status(status)]
+    if not opt.quiet:
+        sinks.append(ConsoleSink(err))
+    options = Options(time_scale=opt.time_scale, max_steps=opt.max_steps, keep_server=opt.keep_server,
+                      force_prepare=opt.force_prepare, target=target, workers=opt.workers,
+                      configuration=configuration_json(sc, r.configuration, r.repeat))
+    try:
+        run = Run(conf_sc, p, list(sinks), options)
+        code = await run.execute()
+    finally:
+        def close() -> None:
+            for s in sinks:
+                try:
+                    s.close()
+                except Exception as exc:  # the next runs go on; this one's file is said to be missing
+                    status.append(f"its result could not be written: {exc}")
+        await asyncio.to_thread(close)
+        claim.release()
+    r.status = "; ".join(status) or "not run"
+    if len(status) > 1:
+        return ExitCode.FAILURE
+    return code
+
+
+class _Status:
+    """Keeps the run's status from its Finished event."""
+
+    def __init__(self, out: list[str]) -> None:
+        self.out = out
+
+    def emit(self, event: object) -> None:
+        from bench_dsl import events as ev
+
+        if isinstance(event, ev.Finished):
+            self.out.insert(0, event.status)
+
+    def close(self) -> None:
+        pass
+
+
+def _claim(path: Path) -> OutputClaim:
+    try:
+        check_regular(path)
+        return OutputClaim(path)
+    except Exception as exc:
+        raise UsageError(f"cannot write {path}: {exc}") from None
+
+
+def _sayer(err: Console) -> Callable[[str], None]:
+    def say(text: str) -> None:
+        err.print(text, markup=False, highlight=False, soft_wrap=True)
+    return say
+
+
+def _finish(directory: Path, runs: list[StudyRun], say: Callable[[str], None]) -> None:
+    """summary.json and report.html from the result files the runs wrote."""
+    from bench_dsl.summary import load_results, summarize
+
+    paths = [r.path for r in runs if r.path.exists()]
+    if not paths:
+        say("study: no run wrote a result; no summary")
+        return
+    docs = load_results([str(p) for p in paths])
+    summary = summarize(docs, base=directory)
+    _write_atomic(directory / "summary.json", json.dumps(summary, indent=2) + "\n")
+    say(f"summary: {directory / 'summary.json'}")
+    try:
+        from bench_dsl.report import write_html
+
+        write_html(docs, directory / "report.html")
+        say(f"report:  {directory / 'report.html'}")
+    except Exception as exc:  # the summary and every result are written: the report is the last thing
+        say(f"study: the report could not be made: {type(exc).__name__}: {exc}")
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
