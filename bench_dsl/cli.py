@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import importlib
 import math
 import os
@@ -17,7 +18,8 @@ from bench_dsl import __version__
 from bench_dsl.dsn import Dsn, parse_dsn, redact
 from bench_dsl.errors import BenchError, ExitCode, ScenarioError, UsageError
 from bench_dsl import events as ev
-from bench_dsl import study
+from bench_dsl import model as m
+from bench_dsl import study, validate_vary
 from bench_dsl.events import Sink
 from bench_dsl.planner import describe, plan
 from bench_dsl.results import expand_output
@@ -100,6 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--time-scale", type=float, default=1.0, metavar="F",
                    help="multiply every duration by F (e.g. 0.1 for a smoke run; phases last at least 1s)")
     r.add_argument("--max-steps", type=int, metavar="N", help="run at most N steps of a ramp")
+    r.add_argument("--repeat", type=int, metavar="N", help="run each configuration N times, interleaved (overrides "
+                   "the file's repeat; a file without vary becomes a study of one configuration)")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress lines, only the verdict")
     r.add_argument("--workers", type=_workers, metavar="N|auto",
                    help="processes that run the virtual users (overrides the file's `workers`; auto: one per core; TPC-C: half of them when the server runs on this machine)")
@@ -225,6 +229,11 @@ def cmd_run(args: argparse.Namespace, err: Console, prepare_only: bool = False) 
         raise UsageError("--time-scale must be a number larger than 0, e.g. 0.1")
     if args.max_steps is not None and args.max_steps < 1:
         raise UsageError("--max-steps must be at least 1")
+    if getattr(args, "repeat", None) is not None:
+        if not 1 <= args.repeat <= validate_vary.MAX_REPEAT:
+            raise UsageError(f"--repeat must be from 1 to {validate_vary.MAX_REPEAT}")
+        base = sc.study or m.Study((m.Configuration("c1", ()),))
+        sc = dataclasses.replace(sc, study=dataclasses.replace(base, repeat=args.repeat))
     if args.only and sc.study is None:
         raise UsageError(f"--only: {args.file} has no vary")
     if args.restart_cmd and sc.study is None:

@@ -87,18 +87,19 @@ def select(study: m.Study, only: list[str]) -> list[m.Configuration]:
 def _same(written: str, wanted: str) -> bool:
     if written == wanted:
         return True
-    a, b = _number(written), _number(wanted)
-    return a is not None and a == b
+    return bool(_numbers(written) & _numbers(wanted))
 
 
-_SIZE = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-
-
-def _number(text: str) -> float | None:
+def _numbers(text: str) -> set[float]:
+    """What a value may mean as a number: a K of rows is 1000, a K of a size 1024."""
     match = re.fullmatch(r"(-?[0-9]+(?:\.[0-9]+)?)([KMGT]?)", text.strip())
     if match is None:
-        return None
-    return float(match.group(1)) * _SIZE.get(match.group(2), 1)
+        return set()
+    n, unit = float(match.group(1)), match.group(2)
+    if not unit:
+        return {n}
+    power = "KMGT".index(unit) + 1
+    return {n * 1000 ** power, n * 1024 ** power}
 
 
 def scenario_for(sc: m.Scenario, conf: m.Configuration, defines: Mapping[str, str]) -> m.Scenario:

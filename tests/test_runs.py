@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -13,6 +14,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from bench_dsl.validate import load
+
 from .conftest import BENCH, ROOT, default_signals, run_bench
 
 pytestmark = pytest.mark.slow
@@ -20,7 +23,7 @@ pytestmark = pytest.mark.slow
 SCHEMA = json.loads(resources.files("bench_dsl.schema").joinpath("result-v1.json").read_text())
 SHIPPED = sorted([*ROOT.glob("examples/*.bench"), *ROOT.glob("scenarios/*.bench")])
 # Shipped scenarios use the data sizes of the studies they reproduce; the tests shrink them.
-SMALL = {"table_size": "2000", "tables": "2", "users": "8", "warehouses": "1"}
+SMALL = {"table_size": "2000", "tables": "2", "users": "8", "warehouses": "1", "rows": "2000"}
 
 
 def _result(path: Path) -> dict:
@@ -37,9 +40,15 @@ def _defines(path: Path) -> list[str]:
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_shipped_file_runs(path: Path, dsn_url: str, tmp_path: Path) -> None:
     out = tmp_path / "r.json"
+    study: list[str] = []
+    sc = load(path, env={**os.environ, "BENCH_SSD_DIR": str(tmp_path), "BENCH_HDD_DIR": "/var/tmp"})
+    if sc.study is not None:  # each study runs in tests/test_study.py; here: its first configuration, once
+        study = ["--repeat", "1", *(a for k, v in sc.study.configurations[0].values for a in ("--only", f"{k}={v}"))]
     r = run_bench("run", str(path), "--headless", "--json", str(out), "--time-scale", "0.05", "--max-steps", "2",
-                  *_defines(path))
+                  *_defines(path), *study, env={"BENCH_SSD_DIR": str(tmp_path), "BENCH_HDD_DIR": "/var/tmp"})
     assert r.returncode in (0, 3), r.stderr
+    if sc.study is not None:
+        (out,) = (tmp_path / "r").glob("c1-*/repeat-1.json")
     doc = _result(out)
     assert doc["status"] == "completed"
     assert doc["summary"]["count"] > 0

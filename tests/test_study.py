@@ -1,0 +1,176 @@
+"""Studies: `vary` and `repeat` run every configuration on real throwaway servers (or set them on
+a server of our own and restore them), interleaved, one result per run, then summary.json."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from importlib import resources
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from bench_dsl import model as m
+from bench_dsl.dsn import parse_dsn
+from bench_dsl.errors import ScenarioError, UsageError
+from bench_dsl.server import connect
+from bench_dsl.study import scenario_for, select
+from bench_dsl.validate import load
+
+from .conftest import ROOT, run_bench
+
+SCHEMA = json.loads(resources.files("bench_dsl.schema").joinpath("result-v1.json").read_text())
+
+MiB = 1 << 20
+
+
+def _results(directory: Path) -> list[dict]:
+    docs = []
+    for p in directory.glob("c*/repeat-*.json"):
+        doc = json.loads(p.read_text())
+        jsonschema.validate(doc, SCHEMA)
+        docs.append(doc)
+    return sorted(docs, key=lambda d: d["started_at"] + str(d["elapsed_s"]))
+
+
+def test_crossed_lines_make_every_combination_in_interleaved_order() -> None:
+    sc = load(ROOT / "examples/io-capacity-sweep.bench", env={})
+    study = sc.study
+    assert study is not None and study.repeat == 3 and not study.zip
+    assert study.keys == ("innodb_io_capacity", "innodb_buffer_pool_size")
+    labels = [c.label for c in study.configurations]
+    assert len(labels) == 6 and len(set(labels)) == 6
+    assert labels[0] == "innodb_io_capacity=200 innodb_buffer_pool_size=64M"
+    order = [(c.id, r) for c, r in study.order()]
+    assert order[:7] == [("c1", 1), ("c2", 1), ("c3", 1), ("c4", 1), ("c5", 1), ("c6", 1), ("c1", 2)]
+    c6 = study.configurations[5]
+    assert [(s.name, s.value) for s in c6.settings] == [("innodb_io_capacity", 20000), ("innodb_buffer_pool_size", 512 * MiB)]
+    conf_sc = scenario_for(sc, c6, {})
+    assert [s.name for s in conf_sc.server_settings] == ["innodb_flush_log_at_trx_commit", "innodb_io_capacity",
+                                                          "innodb_buffer_pool_size"]
+    assert conf_sc.study is None
+
+
+def test_zip_pairs_and_lets_vary_the_data() -> None:
+    text = """let rows = 1000
+scenario "z" {
+  workload sysbench oltp_point_select { tables = 1  table_size = $rows }
+  vary { $rows = [10K, 20000]  innodb_io_capacity = [100, 200] } zip
+  users 1
+  duration 1s
+}"""
+    sc = load("z.bench", text=text, env={})
+    assert sc.study is not None
+    assert [c.label for c in sc.study.configurations] == ["$rows=10K innodb_io_capacity=100",
+                                                          "$rows=20000 innodb_io_capacity=200"]
+    sizes = [scenario_for(sc, c, {}).workload.table_size for c in sc.study.configurations]  # type: ignore[attr-defined]
+    assert sizes == [10000, 20000]
+    assert scenario_for(sc, sc.study.configurations[0], {}).parameters["rows"] == "10K"
+    # --only keeps configurations by value, as written or equal as a number
+    assert [c.id for c in select(sc.study, ["rows=10000"])] == ["c1"]
+    assert [c.id for c in select(sc.study, ["innodb_io_capacity=200"])] == ["c2"]
+    with pytest.raises(UsageError, match="one of 100, 200"):
+        select(sc.study, ["innodb_io_capacity=300"])
+    with pytest.raises(UsageError, match="does not vary"):
+        select(sc.study, ["sync_binlog=1"])
+
+
+def test_a_configuration_that_breaks_the_file_is_found_by_check() -> None:
+    text = """let rows = 1000
+scenario "z" {
+  workload sysbench oltp_point_select { tables = 1  table_size = $rows }
+  vary { $rows = [10, -5] }
+  users 1
+  duration 1s
+}"""
+    with pytest.raises(ScenarioError) as err:
+        load("z.bench", text=text, env={})
+    (d,) = err.value.diagnostics
+    assert d.message == "with $rows=-5: table_size must be at least 1"
+    assert (d.span.line, d.span.col) == (3, 66)  # the $rows it is given through
+
+
+@pytest.mark.slow
+def test_io_capacity_sweep_runs_every_configuration_on_its_own_server(tmp_path: Path) -> None:
+    out = tmp_path / "sweep"
+    r = run_bench("run", "examples/io-capacity-sweep.bench", "--headless", "--json", str(out),
+                  "--time-scale", "0.02", "--max-steps", "1", timeout=600)
+    assert r.returncode in (0, 3), r.stderr
+    docs = _results(out)
+    assert len(docs) == 18
+    # interleaved: every configuration once before any runs a second time
+    assert [d["configuration"]["id"] for d in docs[:6]] == [f"c{i}" for i in range(1, 7)]
+    assert [d["configuration"]["repeat"] for d in docs] == [1] * 6 + [2] * 6 + [3] * 6
+    for d in docs:
+        values = d["configuration"]["values"]
+        variables = d["server"]["variables"]
+        assert variables["innodb_io_capacity"] == values["innodb_io_capacity"]
+        assert int(variables["innodb_buffer_pool_size"]) == int(values["innodb_buffer_pool_size"][:-1]) * MiB
+        assert variables["innodb_flush_log_at_trx_commit"] == "1"
+        assert d["server"]["embedded"] and d["status"] == "completed"
+    assert len({d["server"]["directory"] for d in docs}) == 18  # a fresh server for each run
+    summary = json.loads((out / "summary.json").read_text())
+    jsonschema.validate(summary, json.loads(resources.files("bench_dsl.schema").joinpath("summary-v1.json").read_text()))
+    assert (out / "report.html").stat().st_size > 0
+    assert "18 runs" in r.stderr
+
+
+@pytest.mark.slow
+def test_disks_example_runs_each_configuration_in_its_directory(tmp_path: Path) -> None:
+    out = tmp_path / "disks"
+    r = run_bench("run", "examples/disks.bench", "--headless", "--json", str(out), "--time-scale", "0.05",
+                  "-D", "rows=2000")
+    assert r.returncode == 0, r.stderr
+    docs = _results(out)
+    assert [d["configuration"]["values"]["server.dir"] for d in docs] == ["/var/tmp", "/dev/shm"]
+    dirs = [Path(d["server"]["directory"]) for d in docs]
+    assert dirs[0].parent == Path("/var/tmp") and dirs[1].parent == Path("/dev/shm")
+    assert not any(p.exists() for p in dirs)  # each throwaway server removed its files
+    assert all(d["summary"]["count"] > 0 for d in docs)
+
+
+async def _variable(url: str, name: str) -> str:
+    conn = await connect(parse_dsn(url))
+    try:
+        async with conn.cursor() as cur:
+            await cur.execute(f"SELECT @@GLOBAL.{name}")
+            return str((await cur.fetchone())[0])
+    finally:
+        conn.close()
+
+
+@pytest.mark.slow
+def test_a_study_on_a_server_of_our_own_sets_and_restores_its_settings(dsn_url: str, tmp_path: Path) -> None:
+    before = asyncio.run(_variable(dsn_url, "innodb_io_capacity"))
+    out = tmp_path / "flash"
+    r = run_bench("run", "scenarios/sysbench-flash-io-capacity.bench", "--headless", "--json", str(out),
+                  "--time-scale", "0.005", "--repeat", "1", "--only", "innodb_io_capacity=1000,4000",
+                  "-D", "tables=1", "-D", "table_size=1000", "-D", "users=4")
+    assert r.returncode == 0, r.stderr
+    docs = _results(out)
+    assert [d["configuration"]["label"] for d in docs] == [
+        "innodb_io_capacity_max=2000 innodb_io_capacity=1000", "innodb_io_capacity_max=8000 innodb_io_capacity=4000"]
+    for d, want in zip(docs, ("1000", "4000")):
+        applied = {s["name"]: s for s in d["server"]["settings"]}
+        assert applied["innodb_io_capacity"]["after"] == want and applied["innodb_io_capacity"]["applied"]
+        assert not d["server"]["embedded"]
+    assert asyncio.run(_variable(dsn_url, "innodb_io_capacity")) == before
+    assert "restored innodb_io_capacity" in r.stderr
+
+
+@pytest.mark.slow
+def test_a_static_setting_on_a_server_of_our_own_is_refused_before_anything_runs(dsn_url: str, tmp_path: Path) -> None:
+    f = tmp_path / "static.bench"
+    f.write_text("""scenario "static" {
+  target env("BENCH_DSN")
+  workload sysbench oltp_point_select { tables = 1  table_size = 100 }
+  vary { innodb_log_buffer_size = [8M, 16M]  innodb_io_capacity = [300] }
+  users 1
+  duration 1s
+}""")
+    out = tmp_path / "static"
+    r = run_bench("run", str(f), "--headless", "--json", str(out))
+    assert r.returncode == 2, r.stderr
+    assert "innodb_log_buffer_size: static" in r.stderr and "--restart-cmd" in r.stderr
+    assert not list(out.glob("c*/*.json"))
