@@ -36,6 +36,7 @@ class RemoteSettings:
         self.original: dict[str, str] = {}
         self.static: set[str] = set()
         self.restarted_with: dict[str, str] | None = None
+        self.touched = False  # a configuration ran: its settings are to be set back
 
     async def check(self) -> None:
         """Every varied name is a variable of the server; which are static; their values now.
@@ -76,6 +77,7 @@ class RemoteSettings:
     async def configure(self, conf: m.Configuration) -> None:
         """Before a configuration's run: restart the server when its static settings differ from
         those it runs with (the dynamic ones the run sets itself, with SET GLOBAL)."""
+        self.touched = True
         wanted = {s.name: s.text for s in conf.settings if s.name in self.static}
         if wanted and wanted != self.restarted_with:
             await self._restart(wanted)
@@ -83,7 +85,7 @@ class RemoteSettings:
     async def restore(self) -> None:
         """The values the server had before the study: SET GLOBAL, and a restart for static ones."""
         dynamic = [n for n in self.names if n not in self.static]
-        if dynamic:
+        if dynamic and self.touched:
             try:
                 conn = await connect(self.dsn, self.dsn.database)
                 try:

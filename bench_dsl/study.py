@@ -177,6 +177,11 @@ async def run_study(sc: m.Scenario, opt: StudyOptions, err: Console) -> int:
     for d in sorted({c.server_dir for c in chosen if c.server_dir}):
         if not os.path.isdir(d) or not os.access(d, os.W_OK | os.X_OK):
             raise UsageError(f"server.dir {d}: not a directory this user can write in")
+    remote = None
+    if target is not None:  # a static setting without --restart-cmd is refused before anything is written
+        remote = RemoteSettings(target, {s.name for c in chosen for s in c.settings}, opt.restart_cmd,
+                                lambda text: say(f"study: {text}"))
+        await remote.check()
     directory = output_directory(sc, opt.output)
     runs = [StudyRun(c, r, run_path(directory, c, r)) for c, r in order]
     try:
@@ -184,12 +189,7 @@ async def run_study(sc: m.Scenario, opt: StudyOptions, err: Console) -> int:
     except OSError as exc:
         raise UsageError(f"cannot write the study to {directory}: {exc.strerror}") from None
     claim = _claim(directory / "summary.json")
-    remote = None
     try:
-        if target is not None:
-            remote = RemoteSettings(target, {s.name for c in chosen for s in c.settings}, opt.restart_cmd,
-                                    lambda text: say(f"study: {text}"))
-            await remote.check()
         say(f"study {sc.name!r}: {len(chosen)} configurations x {study.repeat} = {len(runs)} runs, into {directory}/")
         if target is None:
             say("study: each run starts a fresh throwaway server with its configuration and loads the data "
@@ -282,12 +282,12 @@ def _sayer(err: Console) -> Callable[[str], None]:
 
 def _finish(directory: Path, runs: list[StudyRun], say: Callable[[str], None]) -> None:
     """summary.json and report.html from the result files the runs wrote."""
-    from bench_dsl.summary import load_results, summarize
-
     paths = [r.path for r in runs if r.path.exists()]
     if not paths:
         say("study: no run wrote a result; no summary")
         return
+    from bench_dsl.summary import load_results, summarize
+
     docs = load_results([str(p) for p in paths])
     summary = summarize(docs, base=directory)
     _write_atomic(directory / "summary.json", json.dumps(summary, indent=2) + "\n")
