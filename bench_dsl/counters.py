@@ -1,12 +1,15 @@
 """The coordinator's own connection to the server (never a user's, and one only: a user's
 MAX_USER_CONNECTIONS counts it): the server's own count of what happened, read at the start and
 end of each step (TPM as HammerDB computes it, Com_commit + Com_rollback, and for TPC-C, NOPM from
-the districts' next order ids), and a ping about once a second that tells a hung server."""
+the districts' next order ids), and about once a second one SHOW GLOBAL STATUS of the variables
+the result records (STATUS_DEFAULT and those conditions name): it is also the ping that tells a
+hung server."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import difflib
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -14,7 +17,22 @@ from typing import Any
 import asyncmy
 
 from bench_dsl.dsn import Dsn
+from bench_dsl.metrics import StatusSample
 from bench_dsl.server import connect
+
+# What every interval and step records of SHOW GLOBAL STATUS (docs/language.md lists them): what
+# the rows, the disk, the redo log, the locks and the statements did. A name the server does not
+# have is left out: MariaDB 10.6 and later have no Innodb_rows_*, and count rows in Rows_read and
+# Handler_write / _update / _delete (of every engine) instead.
+STATUS_DEFAULT = (
+    "Innodb_rows_read", "Innodb_rows_inserted", "Innodb_rows_updated", "Innodb_rows_deleted",
+    "Rows_read", "Handler_write", "Handler_update", "Handler_delete",
+    "Innodb_data_reads", "Innodb_data_writes", "Innodb_data_fsyncs",
+    "Innodb_buffer_pool_reads", "Innodb_buffer_pool_read_requests", "Innodb_os_log_written",
+    "Innodb_row_lock_waits", "Innodb_row_lock_time", "Threads_running", "Threads_connected",
+    "Com_select", "Com_insert", "Com_update", "Com_delete", "Com_commit", "Com_rollback",
+    "Questions", "Created_tmp_disk_tables", "Slow_queries",
+)
 
 # seconds without an answer before the counters are given up: a host gone without a reset must not
 # hold the run for the kernel's retransmission timeout
@@ -36,6 +54,9 @@ class ServerCounters:
         self._dsn: Dsn | None = None
         self.answered = time.monotonic()  # when the server last answered on it
         self._ping: asyncio.Task[None] | None = None
+        self.status_names: tuple[str, ...] = ()
+        self._status: tuple[float, dict[str, float]] | None = None  # the newest reading
+        self._taken: tuple[float, dict[str, float]] | None = None  # the one the last tick ended at
 
     async def open(self, dsn: Dsn) -> None:
         self._dsn = dsn
@@ -43,7 +64,20 @@ class ServerCounters:
             self.ctl = await connect(dsn, dsn.database)
         self.opened = self.ctl is not None
         self.answered = time.monotonic()
+        await self.rebase_status()
 
+    async def rebase_status(self) -> None:
+        """A status reading now, and the next tick's sample starts from it: a measured phase's
+        figures begin where it begins, not at the last reading of the phase before."""
+        await self.refresh_status()
+        self._taken = self._status
+
+    async def refresh_status(self) -> None:
+        """A status reading now (a phase's last tick ends at it, not up to a second before)."""
+        if self.ctl is None or not self.status_names:
+            return
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self._select_1(self.ctl), ANSWER_TIMEOUT)
     def poke(self) -> None:
         """`SELECT 1`, unless one is still waiting for its answer. A user's transaction may rightly
         take long; this query never should. A connection given up on (a read that timed out) is
@@ -64,11 +98,31 @@ class ServerCounters:
         async with self.lock:
             try:
                 async with ctl.cursor() as cur:
-                    await cur.execute("SELECT 1")
-                    await cur.fetchall()
+                    if self.status_names:
+                        await cur.execute("SHOW GLOBAL STATUS WHERE Variable_name IN ("
+                                          + ", ".join(["%s"] * len(self.status_names)) + ")", self.status_names)
+                        rows = await cur.fetchall()
+                        now = time.monotonic()
+                        self._status = (now, {str(k).lower(): float(v) for k, v in rows if _numeric(v)})
+                    else:
+                        await cur.execute("SELECT 1")
+                        await cur.fetchall()
                 self.answered = time.monotonic()
             except Exception:
                 pass  # not the judge of a lost server: the users' health is
+
+    def take_status(self) -> StatusSample | None:
+        """What the status variables did since the reading the last tick took (None: no newer
+        reading, e.g. the server is slow to answer; the next tick's sample covers the gap)."""
+        now = self._status
+        if now is None or (self._taken is not None and now[0] <= self._taken[0]):
+            return None
+        before, self._taken = self._taken, now
+        if before is None:
+            return None  # the first reading: nothing to subtract it from yet
+        # a counter that went down is a server restarted or FLUSH STATUS: no growth to tell
+        grew = {k: v - before[1][k] for k, v in now[1].items() if k in before[1] and v >= before[1][k]}
+        return StatusSample(now[0] - before[0], grew, dict(now[1]), now[0])
 
     def silent_s(self) -> float:
         """Seconds the server has answered nothing on this connection (0 if it never had one; a
@@ -130,3 +184,27 @@ class ServerCounters:
             if key in after[1] and key in before[1]:
                 out[name] = round((after[1][key] - before[1][key]) / minutes, 1)
         return out
+
+
+def _numeric(v: object) -> bool:
+    try:
+        float(v)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+async def unknown_status(dsn: Dsn, names: list[str]) -> dict[str, list[str]]:
+    """Of `names`, those the server's SHOW GLOBAL STATUS does not have, each with the closest
+    names it has (for the hint)."""
+    if not names:
+        return {}
+    conn = await connect(dsn, dsn.database)
+    try:
+        async with conn.cursor() as cur:
+            await cur.execute("SHOW GLOBAL STATUS")
+            have = sorted(str(k) for k, _ in await cur.fetchall())
+    finally:
+        conn.close()
+    lower = {h.lower() for h in have}
+    return {n: difflib.get_close_matches(n, have, n=3, cutoff=0.6) for n in names if n.lower() not in lower}

@@ -168,6 +168,17 @@ class Recorder:
         return out
 
 
+@dataclass(frozen=True, slots=True)
+class StatusSample:
+    """The server's SHOW GLOBAL STATUS between two readings on the coordinator's connection: how
+    much each variable grew (counters) and its value at the later one (gauges)."""
+
+    seconds: float  # between the two readings
+    grew: dict[str, float]
+    values: dict[str, float]
+    at: float = 0.0  # when the later reading was taken (monotonic): the newest values win
+
+
 @dataclass(slots=True)
 class Tick:
     """One second (or less, at a phase's end) of the run, as the coordinator sees it."""
@@ -179,6 +190,7 @@ class Tick:
     users: int
     tx: dict[str, TxStats]
     cpu: dict[str, float | None]
+    status: StatusSample | None = None  # None: no new reading since the last tick
 
     @property
     def measured(self) -> bool:
@@ -216,6 +228,10 @@ class Aggregate:
         self._cpu_n: dict[str, int] = {}
         self.users_min: int | None = None
         self.users_max: int | None = None
+        self.status_seconds = 0.0
+        self.status_grew: dict[str, float] = {}
+        self.status_values: dict[str, float] = {}
+        self._status_at = float("-inf")
 
     def add(self, tick: Tick) -> None:
         for name, st in tick.tx.items():
@@ -229,6 +245,39 @@ class Aggregate:
                 self._cpu_n[k] = self._cpu_n.get(k, 0) + 1
         self.users_min = tick.users if self.users_min is None else min(self.users_min, tick.users)
         self.users_max = tick.users if self.users_max is None else max(self.users_max, tick.users)
+        if tick.status is not None:
+            self.status_seconds += tick.status.seconds
+            for k, v in tick.status.grew.items():
+                self.status_grew[k] = self.status_grew.get(k, 0.0) + v
+            if tick.status.at >= self._status_at:  # windows add their ticks newest first
+                self._status_at = tick.status.at
+                self.status_values = dict(tick.status.values)
+
+    def status(self, name: str, rate: bool) -> float | None:
+        """A status variable over this window: its growth per second, or its last value read."""
+        key = name.lower()
+        if not rate:
+            return self.status_values.get(key)
+        if key not in self.status_grew or self.status_seconds <= 0:
+            return None
+        return self.status_grew[key] / self.status_seconds
+
+    def server_status(self) -> dict[str, Any] | None:
+        """Every variable read, by name: its value at the end, how much it grew, per second."""
+        if not self.status_values:
+            return None
+        secs = self.status_seconds
+        out: dict[str, Any] = {"seconds": round(secs, 3)}
+        for k in sorted(self.status_values):
+            grew = self.status_grew.get(k)
+            out[k] = {"value": self.status_values[k], "grew": grew,
+                      "per_s": round(grew / secs, 3) if grew is not None and secs > 0 else None}
+        reads, requests = self.status_grew.get("innodb_buffer_pool_reads"), self.status_grew.get(
+            "innodb_buffer_pool_read_requests")
+        if reads is not None and requests:
+            # the share of page reads the buffer pool served without going to disk
+            out["buffer_pool_hit_ratio_pct"] = round(100.0 * (1 - reads / requests), 3)
+        return out
 
     def cpu(self, source: str) -> float | None:
         if not self._cpu_n.get(source) or self.seconds <= 0:
@@ -268,6 +317,8 @@ class Aggregate:
                 return 100.0 * st.error_count / done if done else None
             case "cpu":
                 return self.cpu(metric.source or "server")
+            case "status":
+                return self.status(metric.source or "", metric.stat == "rate")
         return None
 
     def nopm(self) -> float | None:
@@ -299,6 +350,7 @@ class Aggregate:
             **({"nopm": round(n, 1)} if (n := self.nopm()) is not None else {}),
             "cpu": {k: _r(self.cpu(k)) for k in ("server", "host", "client")},
             "transactions": {n: one(self.tx[n]) for n in self.names},
+            **({"server_status": st} if (st := self.server_status()) is not None else {}),
         }
 
     def so_far(self) -> dict[str, object]:

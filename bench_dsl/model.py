@@ -88,9 +88,11 @@ Ramp = ConstantRamp | StepRamp | LinearRamp
 class Metric:
     """What a condition measures.
 
-    name: "latency" (with stat), "tps", "tpm", "qps", "nopm", "error_rate", "cpu", "saturation".
+    name: "latency" (with stat), "tps", "tpm", "qps", "nopm", "error_rate", "cpu", "saturation",
+    "status" (a SHOW GLOBAL STATUS variable, its name in `source`).
     "nopm" is new orders per minute (TPC-C's tpmC): committed new_order transactions only.
-    stat: for latency, "p" with a percentile, or "avg" / "max" / "min".
+    stat: for latency, "p" with a percentile, or "avg" / "max" / "min"; for status, "value" (the
+    value at the window's end) or "rate" (its growth per second over the window).
     """
 
     name: str
@@ -105,7 +107,7 @@ class Metric:
         else:
             base = self.name
         arg = self.transaction or self.source
-        return f"{base}({arg})" if arg else base
+        return (f"{base}({arg})" if arg else base) + ("/s" if self.name == "status" and self.stat == "rate" else "")
 
 
 def _fmt_pct(p: float | None) -> str:

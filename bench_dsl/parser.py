@@ -343,9 +343,9 @@ class _ToSyntax(Transformer[Token, Any]):
 
     # conditions ------------------------------------------------------------------------------
     def metric(self, meta: Meta, ch: list[Any]) -> ast.MetricRef:
-        name, arg = ch
+        name, arg, per_second = ch
         return ast.MetricRef(str(name), str(arg) if arg is not None else None, self._s(meta),
-                             self._s(arg) if arg is not None else None)
+                             self._s(arg) if arg is not None else None, per_second is not None)
 
     def for_clause(self, meta: Meta, ch: list[Any]) -> Any:
         return ch[0]

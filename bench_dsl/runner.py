@@ -22,7 +22,7 @@ from bench_dsl import events as ev
 from bench_dsl import model as m
 from bench_dsl import results
 from bench_dsl.cpu import CpuSampler
-from bench_dsl.counters import ServerCounters
+from bench_dsl.counters import STATUS_DEFAULT, ServerCounters, unknown_status
 from bench_dsl.dsn import Dsn, redact
 from bench_dsl.errors import ExitCode, TargetError
 from bench_dsl.fleet import Fleet, WorkerFailed
@@ -214,6 +214,8 @@ class Run:
             self.watch.server_alive = stage.server.alive
         if self.stop_reason:  # interrupted while the server started: no loading to sit through
             return
+        if not await self._status_known(dsn):
+            return
         self._prepare_task = await stage.prepare(dsn, self.opt.force_prepare)
         failed = await stage.prepared(self._prepare_task)
         if failed is not None:
@@ -231,6 +233,24 @@ class Run:
         await self.counters.open(dsn)
         self.watch.silent_s = self.counters.silent_s
         await self.measure(fleet, CpuSampler(stage.server_pid))
+
+    async def _status_known(self, dsn: Dsn) -> bool:
+        """The status variables conditions name exist on this server (said before the data loads);
+        the coordinator reads them with the default set from here on."""
+        named = list(dict.fromkeys(c.metric.source for c in self.sc.stop + self.sc.expect
+                                   if c.metric.name == "status" and c.metric.source))
+        unknown = await unknown_status(dsn, named)  # type: ignore[arg-type]
+        if unknown:
+            for name, close in unknown.items():
+                self.log(f"status({name}): the server has no such status variable"
+                         + (f"; did you mean {' or '.join(close)}?" if close else " (SHOW GLOBAL STATUS lists them)"),
+                         "error")
+            self.stop_reason = {"reason": "scenario_error", "code": None, "transaction": None,
+                                "message": "unknown status variable: " + ", ".join(unknown)}
+            return False
+        known = {n.lower() for n in STATUS_DEFAULT}
+        self.counters.status_names = STATUS_DEFAULT + tuple(n for n in named if n and n.lower() not in known)  # type: ignore[misc]
+        return True
 
     async def measure(self, fleet: Fleet, cpu: CpuSampler) -> None:
         """The plan's phases on a started fleet: what follows the stage (and what tests of the
@@ -257,12 +277,15 @@ class Run:
         self._phase_now = ph  # from here on, an error inside the phase keeps what it measured (_salvage)
         if new_step:
             await self.counters.begin_step()
+        if ph.measured:
+            await self.counters.rebase_status()
         self.interval_start = self.elapsed()
         if new_step:
             self.step_started = self.interval_start
 
     async def step_last_tick(self, ph: Phase) -> None:
         await self.counters.end_step()
+        await self.counters.refresh_status()
 
     def lost_tick(self, tick: Tick, ph: Phase) -> None:
         self.tick(tick, ph, None, False, watch=False)
@@ -271,6 +294,7 @@ class Run:
         """A tick into the figures, then to the sinks."""
         assert self.cpu is not None
         tick.cpu = self.cpu.sample()
+        tick.status = self.counters.take_status()
         self.interval_agg.add(tick)
         if tick.measured:
             self.step_agg.add(tick)

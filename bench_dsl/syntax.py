@@ -130,6 +130,7 @@ class MetricRef:
     arg: str | None
     span: Span
     arg_span: Span | None = None  # the name in p90(name): where an unknown one is pointed at
+    per_second: bool = False  # status(NAME)/s
 
 
 @dataclass(frozen=True, slots=True)

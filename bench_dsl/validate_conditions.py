@@ -13,7 +13,7 @@ from bench_dsl.validate_values import TIME_UNITS, Checker, Quantity, num, offset
 
 _RATE_METRICS = {"tps", "tpm", "qps", "nopm"}
 _METRICS = ["p50", "p90", "p95", "p99", "p99.9", "avg", "max", "min", "tps", "tpm", "qps", "nopm",
-            "error_rate", "cpu", "saturation"]
+            "error_rate", "cpu", "status", "saturation"]
 _CPU_SOURCES = ("server", "host", "client")
 
 
@@ -24,6 +24,10 @@ def condition(c: Checker, node: ast.Condition, txs: tuple[str, ...], ramp: m.Ram
     metric: m.Metric | None = None
     pm = re.fullmatch(r"p(\d+(?:\.\d+)?)", name)
     known = _METRICS if expect else [x for x in _METRICS if x != "saturation"]
+    if ref.per_second and name != "status":
+        c.error(f"/s makes a rate of a server counter: status(NAME)/s; {name} is not one", ref.span,
+                "status(Innodb_buffer_pool_reads)/s > 5000")
+        return None
     if pm:
         p = float(pm.group(1))
         if not 0 < p < 100:
@@ -50,6 +54,12 @@ def condition(c: Checker, node: ast.Condition, txs: tuple[str, ...], ramp: m.Ram
             c.error(f"cpu({arg or ''}): say whose CPU", ref.arg_span or ref.span, "cpu(server), cpu(host) or cpu(client)")
             return None
         metric = m.Metric("cpu", source=arg)
+    elif name == "status":
+        if arg is None:
+            c.error("status(NAME): say which server status variable", ref.span,
+                    "status(Threads_running) > 32, or a counter as a rate: status(Innodb_buffer_pool_reads)/s > 5000")
+            return None
+        metric = m.Metric("status", "rate" if ref.per_second else "value", source=arg)
     elif name == "saturation" and expect:
         metric = m.Metric("saturation")
     else:
@@ -110,6 +120,11 @@ def condition(c: Checker, node: ast.Condition, txs: tuple[str, ...], ramp: m.Ram
                     f"{metric.label()} {node.op} {num(v.value)} {metric.name}")
             return None
         limit, unit = v.value, metric.name
+    elif metric.name == "status":
+        if v.unit is not None:
+            c.wrong(v, f"{metric.label()} is compared with a plain number", f"{metric.label()} {node.op} 32")
+            return None
+        limit, unit = v.value, "/s" if metric.stat == "rate" else ""
     elif metric.name in ("error_rate", "cpu"):
         if v.unit != "%":
             c.wrong(v, f"{metric.label()} is a percentage", f"{metric.label()} {node.op} 80%")

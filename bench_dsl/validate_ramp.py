@@ -91,7 +91,7 @@ def _step_ramp(c: Checker, node: ast.RampStep) -> m.StepRamp | None:
     else:
         mul = c.number(got["step"][0], "step", allow_units=("x",))
         if mul is not None and mul <= 1:
-            c.error("step xN must multiply by more than 1", got["step"][1])
+            c.error("step xN must multiply by more than 1", got["step"][1], "step x2 doubles the users at each step; or add a number: step +4 users")
             mul = None
     settle = c.duration(got["settle"][0], "settle", allow_zero=True) if "settle" in got else 0.0
     hold = c.duration(got["hold"][0], "hold")
