@@ -191,6 +191,9 @@ class Tick:
     tx: dict[str, TxStats]
     cpu: dict[str, float | None]
     status: StatusSample | None = None  # None: no new reading since the last tick
+    # the worst replica's lag (seconds), and each replica's: lag_s, seconds_behind_master, ...
+    lag: float | None = None
+    replicas: list[dict[str, Any]] | None = None
 
     @property
     def measured(self) -> bool:
@@ -232,6 +235,11 @@ class Aggregate:
         self.status_grew: dict[str, float] = {}
         self.status_values: dict[str, float] = {}
         self._status_at = float("-inf")
+        self.lag_last: float | None = None
+        self.lag_min: float | None = None
+        self.lag_max: float | None = None
+        self._lag_t = float("-inf")
+        self.replicas: list[dict[str, Any]] | None = None
 
     def add(self, tick: Tick) -> None:
         for name, st in tick.tx.items():
@@ -245,6 +253,11 @@ class Aggregate:
                 self._cpu_n[k] = self._cpu_n.get(k, 0) + 1
         self.users_min = tick.users if self.users_min is None else min(self.users_min, tick.users)
         self.users_max = tick.users if self.users_max is None else max(self.users_max, tick.users)
+        if tick.lag is not None:
+            self.lag_min = tick.lag if self.lag_min is None else min(self.lag_min, tick.lag)
+            self.lag_max = tick.lag if self.lag_max is None else max(self.lag_max, tick.lag)
+            if tick.t >= self._lag_t:  # windows add their ticks newest first
+                self._lag_t, self.lag_last, self.replicas = tick.t, tick.lag, tick.replicas
         if tick.status is not None:
             self.status_seconds += tick.status.seconds
             for k, v in tick.status.grew.items():
@@ -319,6 +332,8 @@ class Aggregate:
                 return self.cpu(metric.source or "server")
             case "status":
                 return self.status(metric.source or "", metric.stat == "rate")
+            case "replication_lag":
+                return self.lag_min if metric.stat == "min" else self.lag_last
         return None
 
     def nopm(self) -> float | None:
@@ -351,6 +366,8 @@ class Aggregate:
             "cpu": {k: _r(self.cpu(k)) for k in ("server", "host", "client")},
             "transactions": {n: one(self.tx[n]) for n in self.names},
             **({"server_status": st} if (st := self.server_status()) is not None else {}),
+            **({"replication": {"lag_s": self.lag_last, "lag_max_s": self.lag_max, "lag_min_s": self.lag_min,
+                                "replicas": self.replicas}} if self.lag_last is not None else {}),
         }
 
     def so_far(self) -> dict[str, object]:

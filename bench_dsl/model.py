@@ -222,6 +222,8 @@ class Scenario:
     target_dsn: Dsn | None = None  # `target`, parsed once, by validation
     study: Study | None = None  # `vary` / `repeat`: several configurations, each a run of its own
     server_dir: str | None = None  # where the throwaway server keeps its files (None: the temp dir)
+    replicas: int = 0  # server { replicas = N }: throwaway replicas of the throwaway server
+    replica_dsns: tuple[Dsn, ...] = ()  # `replica "mysql://..."`: replicas of the target
     # Findings that do not stop a run (a TPC-C mix below the minimums of clause 5.2.3), each
     # rendered like an error with severity "warning".
     warnings: tuple[Diagnostic, ...] = field(default_factory=tuple)

@@ -247,6 +247,7 @@ class _ToSyntax(Transformer[Token, Any]):
     output = _item("output")
     workers = _item("workers")
     repeat = _item("repeat")
+    replica = _item("replica")
 
     def vary(self, meta: Meta, ch: list[Any]) -> ast.Vary:
         zipped = bool(ch) and isinstance(ch[-1], Token) and ch[-1].type == "VARY_ZIP"

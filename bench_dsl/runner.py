@@ -22,6 +22,7 @@ from bench_dsl import events as ev
 from bench_dsl import model as m
 from bench_dsl import results
 from bench_dsl.cpu import CpuSampler
+from bench_dsl.replication import Heartbeat
 from bench_dsl.counters import STATUS_DEFAULT, ServerCounters, unknown_status
 from bench_dsl.dsn import Dsn, redact
 from bench_dsl.errors import ExitCode, TargetError
@@ -78,6 +79,7 @@ class Run:
         self.stage = Stage(sc, plan, self.workload, self.publish, self.log, self.elapsed, self._scrub)
         self.fleet: Fleet | None = None
         self.cpu: CpuSampler | None = None
+        self.heartbeat: Heartbeat | None = None
         self.counters = ServerCounters(self.workload.server_counters, lambda msg: self.log(msg, "warning"))
         self.watch = TargetWatch(self._scrub, None)
         self._prepare_task: asyncio.Task[dict[str, object]] | None = None
@@ -198,6 +200,8 @@ class Run:
                 with contextlib.suppress(Exception):
                     await self.fleet.stop()
             self.counters.close(final=True)
+            if self.heartbeat is not None:
+                await self.heartbeat.stop()
             await self.stage.stop_server(self.opt.keep_server)
             signals.saving()
             self.finish()
@@ -208,8 +212,9 @@ class Run:
         stage = self.stage
         dsn = await stage.target(dsn, self.opt.time_scale, self.opt.max_steps, self.judge.specs(),
                                  self.opt.keep_server)
-        if dsn.password and dsn.password not in self.secrets:
-            self.secrets.append(dsn.password)  # the throwaway server's own: never quoted in any output
+        for d in (dsn, *stage.replica_dsns):
+            if d.password and d.password not in self.secrets:
+                self.secrets.append(d.password)  # the throwaway servers' own: never quoted in any output
         if stage.server is not None:
             self.watch.server_alive = stage.server.alive
         if self.stop_reason:  # interrupted while the server started: no loading to sit through
@@ -232,6 +237,9 @@ class Run:
         await fleet.start()
         await self.counters.open(dsn)
         self.watch.silent_s = self.counters.silent_s
+        if stage.replica_dsns:
+            self.heartbeat = Heartbeat(dsn, stage.replica_dsns, lambda msg: self.log(msg, "warning"))
+            await self.heartbeat.start()
         await self.measure(fleet, CpuSampler(stage.server_pid))
 
     async def _status_known(self, dsn: Dsn) -> bool:
@@ -295,6 +303,11 @@ class Run:
         assert self.cpu is not None
         tick.cpu = self.cpu.sample()
         tick.status = self.counters.take_status()
+        if self.heartbeat is not None:
+            tick.lag = self.heartbeat.worst()
+            tick.replicas = [{"lag_s": r.lag_s, "seconds_behind_master": r.seconds_behind_master,
+                              "io_running": r.io_running, "sql_running": r.sql_running}
+                             for r in self.heartbeat.snapshot()]
         self.interval_agg.add(tick)
         if tick.measured:
             self.step_agg.add(tick)

@@ -128,6 +128,9 @@ class EmbeddedServer:
     log: Path | None = None
     extra_args: list[str] = field(default_factory=list)
     parent: str | None = None  # the directory (the disk) its files go in; None: the temp dir
+    # "alone"; "primary": binary log on (its replicas read it); "replica": a relay log, read-only
+    role: str = "alone"
+    server_id: int = 1
 
     async def start(self) -> Dsn:
         exposing = sorted({s.name for s in self.settings} & EXPOSING_SETTINGS)
@@ -157,8 +160,14 @@ class EmbeddedServer:
         sock = str(self.basedir / "mysqld.sock")
         args = [mysqld, "--no-defaults", f"--datadir={datadir}", f"--socket={sock}", f"--port={self.port}",
                 "--bind-address=127.0.0.1", f"--pid-file={self.basedir / 'mysqld.pid'}",
-                f"--log-error={self.log}", "--skip-name-resolve", "--skip-log-bin",
-                f"--tmpdir={self.basedir}", f"--secure-file-priv={files}"]
+                f"--log-error={self.log}", "--skip-name-resolve",
+                f"--tmpdir={self.basedir}", f"--secure-file-priv={files}", f"--server-id={self.server_id}"]
+        if self.role == "primary":
+            args += [f"--log-bin={self.basedir / 'binlog'}", "--binlog-format=ROW"]
+        else:
+            args.append("--skip-log-bin")
+        if self.role == "replica":
+            args += [f"--relay-log={self.basedir / 'relay'}", "--read-only=ON", "--skip-slave-start"]
         if os.geteuid() == 0:
             args.append("--user=root")
         names = {s.name for s in self.settings}

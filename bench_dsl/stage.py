@@ -19,6 +19,7 @@ from bench_dsl.errors import TargetError
 from bench_dsl.fleet import Fleet, LocalFleet, ProcessFleet, worker_count
 from bench_dsl.mysql_errors import CONNECTION_LOST, SCENARIO_ERRORS
 from bench_dsl.planner import Plan
+from bench_dsl.replication import start_replicas
 from bench_dsl.results import plan_json
 from bench_dsl.server import EmbeddedServer, apply_settings, ensure_database, facts
 from bench_dsl.workloads import Workload
@@ -36,6 +37,8 @@ class Stage:
         self.elapsed = elapsed
         self.scrub = scrub
         self.server: EmbeddedServer | None = None
+        self.replica_servers: list[EmbeddedServer] = []
+        self.replica_dsns: list[Dsn] = list(sc.replica_dsns)
         self.server_pid: int | None = None
         self._prep_t0: float | None = None
         self._prep_last = 0.0
@@ -47,12 +50,17 @@ class Stage:
         sc = self.sc
         if dsn is None:
             self.server = EmbeddedServer(sc.server_settings, keep=keep_server,
-                                         max_connections=self.plan.max_users + 50, parent=sc.server_dir)
+                                         max_connections=self.plan.max_users + 50, parent=sc.server_dir,
+                                         role="primary" if sc.replicas else "alone")
             self.log("starting a throwaway server")
             t = time.monotonic()
             dsn = await self.server.start()
             self.log(f"throwaway server up in {time.monotonic() - t:.2f}s on 127.0.0.1:{dsn.port}"
                      + (f" (files in {self.server.basedir})" if keep_server or sc.server_dir else ""))
+            if sc.replicas:
+                self.replica_servers = await start_replicas(self.server, sc.replicas, sc.server_settings,
+                                                            keep_server, self.log)
+                self.replica_dsns = [r.dsn for r in self.replica_servers if r.dsn is not None]
         else:
             await ensure_database(dsn)
         info = await facts(dsn, self.server.pid if self.server else None)
@@ -69,7 +77,8 @@ class Stage:
         server = {"target": dsn.redacted(), "embedded": self.server is not None, "version": info.version,
                   "pid_visible": info.pid is not None, "variables": info.variables,
                   "settings": [a.to_json() for a in applied],
-                  "directory": str(self.server.basedir) if self.server else None}
+                  "directory": str(self.server.basedir) if self.server else None,
+                  "replicas": [d.redacted() for d in self.replica_dsns]}
         self.publish(ev.Started(sc.name, dsn.redacted(), info.version, self.server is not None,
                                 plan_json(self.plan, time_scale, max_steps), list(self.workload.names),
                                 [c.text for c in sc.stop], specs, server))
@@ -126,6 +135,11 @@ class Stage:
         return fleet
 
     async def stop_server(self, keep: bool) -> None:
+        for r in self.replica_servers:
+            try:
+                await asyncio.to_thread(r.stop)
+            except Exception as exc:
+                self.log(f"could not stop a throwaway replica: {type(exc).__name__}: {exc}", "warning")
         if self.server is None:
             return
         try:

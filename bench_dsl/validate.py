@@ -16,6 +16,7 @@ from pathlib import Path
 from bench_dsl import model as m
 from bench_dsl import syntax as ast
 from bench_dsl import validate_ramp, validate_vary
+from bench_dsl.replication import MAX_REPLICAS
 from bench_dsl.server import EXPOSING_SETTINGS
 from bench_dsl.dsn import Dsn, parse_dsn, redact
 from bench_dsl.errors import Diagnostic, ScenarioError, Span
@@ -89,7 +90,8 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
     items = _Items(c, sc)
     given, target_from = _target(c, items.first("target"))
     seed, seed_given = _seed(c, items.first("seed"))
-    settings, server_dir = _server_settings(c, items.all("server"), embedded=given is None)
+    settings, server_dir, replicas = _server_settings(c, items.all("server"), embedded=given is None)
+    replica_dsns = _replicas(c, items.all("replica"), embedded=given is None)
     workload, tx_names = _workload(c, sc, items.all("Workload"))
     workers = _workers(c, items.first("workers"))
     warmup = validate_ramp.warmup(c, items.first("warmup"))
@@ -97,6 +99,11 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
     ramp = validate_ramp.ramp(c, items.first("users"), items.first("ramp"), items.first("duration"), sc)  # type: ignore[arg-type]
     stop = _conditions(c, items.all("stop"), tx_names, ramp, expect=False)
     expect = _conditions(c, items.all("expect"), tx_names, ramp, expect=True)
+    if not replicas and not replica_dsns:
+        for cond in stop + expect:
+            if cond.metric.name == "replication_lag":
+                c.error("replication_lag needs replicas", cond.span,
+                        'server { replicas = 1 } (throwaway ones), or replica "mysql://user@host:3306/db"')
     output = _output(c, items.first("output"))
     setup = _setup(c, items.all("setup"), workload)
     plan = None
@@ -117,7 +124,7 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
         seed=seed, seed_given=seed_given, server_settings=settings, workload=workload, ramp=ramp,
         warmup=warmup, report_every=report_every, stop=stop, expect=expect, output=output,
         setup=setup, workers=workers, warnings=tuple(d for d in c.diags if d.severity != "error"),
-        study=plan, server_dir=server_dir,
+        study=plan, server_dir=server_dir, replicas=replicas, replica_dsns=replica_dsns,
     )
     if plan is not None:
         _check_configurations(tree, defines, env, plan)
@@ -178,7 +185,9 @@ def _lets(c: Checker, lets: list[ast.Let], defines: Mapping[str, str]) -> dict[s
 
 class _Items:
     """The scenario's items by keyword (a workload's "Workload", both ramps' "ramp"); each one given
-    more than once is reported."""
+    more than once is reported, but `replica` (one per replica)."""
+
+    MANY = ("replica",)
 
     def __init__(self, c: Checker, sc: ast.ScenarioNode) -> None:
         self.by_key: dict[str, list[object]] = {}
@@ -188,7 +197,7 @@ class _Items:
                 key = "ramp"
             self.by_key.setdefault(key, []).append(it)
         for key, lst in self.by_key.items():
-            if len(lst) > 1:
+            if len(lst) > 1 and key not in self.MANY:
                 what = {"Workload": "workload", "ramp": "ramp"}.get(key, key)
                 for dup in lst[1:]:
                     c.error(f"'{what}' is given more than once", span_of(dup), "keep one")
@@ -250,6 +259,30 @@ def _target(c: Checker, t: ast.Item | None) -> tuple[TargetSpec | None, str | No
 
 
 
+def _replicas(c: Checker, items: list[object], embedded: bool) -> tuple[Dsn, ...]:
+    """`replica "mysql://..."`: the target's replicas, whose lag the run measures."""
+    out: list[Dsn] = []
+    for item in items:
+        e = item.value  # type: ignore[attr-defined]
+        v = c.value(e)
+        if v is None:
+            continue  # env() unset and no default: no such replica, as a target
+        if embedded:
+            c.error("replica names a replica of the target; this scenario has none (a throwaway server)",
+                    span_of(e), "for throwaway replicas: server { replicas = 1 }")
+            continue
+        if not isinstance(v, str) or isinstance(e, ast.Word):
+            c.error("replica is a mysql:// address in double quotes", span_of(e), 'replica "mysql://user@host:3306/db"')
+            continue
+        try:
+            out.append(parse_dsn(v))
+        except ValueError as exc:
+            c.error(f"replica: {redact(v)!r} is not a valid address: {exc}", span_of(e), 'replica "mysql://user@host:3306/db"')
+    if len(out) > MAX_REPLICAS:
+        c.error(f"{len(out)} replicas: at most {MAX_REPLICAS}", span_of(items[-1].value), "the ones to watch")  # type: ignore[attr-defined]
+    return tuple(out)
+
+
 def _seed(c: Checker, item: ast.Item | None) -> tuple[int | None, bool]:
     """The file's seed, and whether it gave one (None: a run draws its own when it starts)."""
     if item is not None and (n := c.number(item.value, "seed", integer=True, minimum=0)) is not None:
@@ -257,12 +290,23 @@ def _seed(c: Checker, item: ast.Item | None) -> tuple[int | None, bool]:
     return None, False
 
 
-def _server_settings(c: Checker, blocks: list[object], embedded: bool) -> tuple[tuple[m.ServerSetting, ...], str | None]:
-    """The server's settings, and `dir`: where a throwaway server keeps its files."""
+def _server_settings(c: Checker, blocks: list[object], embedded: bool) -> tuple[tuple[m.ServerSetting, ...], str | None, int]:
+    """The server's settings, `dir` (where a throwaway server keeps its files) and `replicas`."""
     settings: list[m.ServerSetting] = []
     server_dir: str | None = None
+    replicas = 0
     for blk in blocks:
         for st in blk.entries:  # type: ignore[attr-defined]
+            if st.name == "replicas":
+                if not embedded:
+                    c.error("replicas = N starts throwaway replicas of the throwaway server; this scenario has a "
+                            "target", st.span, 'name the target\'s replicas instead: replica "mysql://user@host/db"')
+                elif (n := c.number(st.value, "replicas", integer=True, minimum=0)) is not None:
+                    if n > MAX_REPLICAS:
+                        c.error(f"replicas = {int(n)}: at most {MAX_REPLICAS}", st.span, "replicas = 1 shows the lag")
+                    else:
+                        replicas = int(n)
+                continue
             if st.name == "dir":
                 v = c.value(st.value)
                 if not embedded:
@@ -285,7 +329,7 @@ def _server_settings(c: Checker, blocks: list[object], embedded: bool) -> tuple[
             elif isinstance(st.value, ast.Call) and st.value.name == "env":
                 c.error(f"{st.name}: the environment variable is not set and there is no default", st.value.span,
                         'give a default: env("NAME", "value")')
-    return tuple(settings), server_dir
+    return tuple(settings), server_dir, replicas
 
 
 def _workload(c: Checker, sc: ast.ScenarioNode, nodes: list[object]) -> tuple[m.WorkloadSpec | None, tuple[str, ...]]:

@@ -13,7 +13,7 @@ from bench_dsl.validate_values import TIME_UNITS, Checker, Quantity, num, offset
 
 _RATE_METRICS = {"tps", "tpm", "qps", "nopm"}
 _METRICS = ["p50", "p90", "p95", "p99", "p99.9", "avg", "max", "min", "tps", "tpm", "qps", "nopm",
-            "error_rate", "cpu", "status", "saturation"]
+            "error_rate", "cpu", "status", "replication_lag", "saturation"]
 _CPU_SOURCES = ("server", "host", "client")
 
 
@@ -60,6 +60,14 @@ def condition(c: Checker, node: ast.Condition, txs: tuple[str, ...], ramp: m.Ram
                     "status(Threads_running) > 32, or a counter as a rate: status(Innodb_buffer_pool_reads)/s > 5000")
             return None
         metric = m.Metric("status", "rate" if ref.per_second else "value", source=arg)
+    elif name == "replication_lag":
+        if arg is not None:
+            c.error("replication_lag is the worst replica's: it takes no (name)", ref.arg_span or ref.span,
+                    "replication_lag > 5s")
+            return None
+        # over a `for` window the lag must stay above the limit (its lowest); otherwise the lag at
+        # the window's end (a step's, an interval's)
+        metric = m.Metric("replication_lag", "min" if node.window is not None else "last")
     elif name == "saturation" and expect:
         metric = m.Metric("saturation")
     else:
@@ -120,6 +128,11 @@ def condition(c: Checker, node: ast.Condition, txs: tuple[str, ...], ramp: m.Ram
                     f"{metric.label()} {node.op} {num(v.value)} {metric.name}")
             return None
         limit, unit = v.value, metric.name
+    elif metric.name == "replication_lag":
+        if v.unit not in TIME_UNITS:
+            c.wrong(v, "replication_lag is a time: give the limit a unit", "replication_lag > 5s")
+            return None
+        limit, unit = v.value * TIME_UNITS[v.unit], "s"
     elif metric.name == "status":
         if v.unit is not None:
             c.wrong(v, f"{metric.label()} is compared with a plain number", f"{metric.label()} {node.op} 32")
@@ -160,7 +173,7 @@ def _limit_kind(kind: str, metric: m.Metric) -> tuple[str, str]:
         return "a percentage", "5%"
     if kind == "kink":
         return "a factor", "3x"
-    if metric.name == "latency":
+    if metric.name in ("latency", "replication_lag"):
         return "a duration", "250ms"
     if metric.name in ("error_rate", "cpu"):
         return "a percentage", "80%"
