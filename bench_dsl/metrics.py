@@ -194,6 +194,7 @@ class Tick:
     # the worst replica's lag (seconds), and each replica's: lag_s, seconds_behind_master, ...
     lag: float | None = None
     replicas: list[dict[str, Any]] | None = None
+    host: Any = None  # hostwatch.HostSample: the server host's CPU and disks since the last reading
 
     @property
     def measured(self) -> bool:
@@ -229,6 +230,7 @@ class Aggregate:
         self.ticks = 0
         self._cpu_sum: dict[str, float] = {}
         self._cpu_n: dict[str, int] = {}
+        self._cpu_secs: dict[str, float] = {}  # the seconds each figure was measured for: a gap is no 0%
         self.users_min: int | None = None
         self.users_max: int | None = None
         self.status_seconds = 0.0
@@ -240,6 +242,8 @@ class Aggregate:
         self.lag_max: float | None = None
         self._lag_t = float("-inf")
         self.replicas: list[dict[str, Any]] | None = None
+        self._disk_secs: dict[str, float] = {}
+        self._disk_sum: dict[str, dict[str, float]] = {}
 
     def add(self, tick: Tick) -> None:
         for name, st in tick.tx.items():
@@ -251,6 +255,7 @@ class Aggregate:
             if v is not None:
                 self._cpu_sum[k] = self._cpu_sum.get(k, 0.0) + v * tick.seconds
                 self._cpu_n[k] = self._cpu_n.get(k, 0) + 1
+                self._cpu_secs[k] = self._cpu_secs.get(k, 0.0) + tick.seconds
         self.users_min = tick.users if self.users_min is None else min(self.users_min, tick.users)
         self.users_max = tick.users if self.users_max is None else max(self.users_max, tick.users)
         if tick.lag is not None:
@@ -258,6 +263,13 @@ class Aggregate:
             self.lag_max = tick.lag if self.lag_max is None else max(self.lag_max, tick.lag)
             if tick.t >= self._lag_t:  # windows add their ticks newest first
                 self._lag_t, self.lag_last, self.replicas = tick.t, tick.lag, tick.replicas
+        if tick.host is not None:
+            secs = tick.host.seconds
+            for dev, fig in tick.host.disks.items():
+                self._disk_secs[dev] = self._disk_secs.get(dev, 0.0) + secs
+                sums = self._disk_sum.setdefault(dev, {})
+                for k, v in fig.items():
+                    sums[k] = sums.get(k, 0.0) + v * secs
         if tick.status is not None:
             self.status_seconds += tick.status.seconds
             for k, v in tick.status.grew.items():
@@ -274,6 +286,19 @@ class Aggregate:
         if key not in self.status_grew or self.status_seconds <= 0:
             return None
         return self.status_grew[key] / self.status_seconds
+
+    def disks(self) -> dict[str, dict[str, float]]:
+        """Each disk's figures over this window (time-weighted means of the readings)."""
+        return {dev: {k: round(v / self._disk_secs[dev], 3) for k, v in sums.items()}
+                for dev, sums in self._disk_sum.items() if self._disk_secs.get(dev)}
+
+    def disk(self) -> dict[str, Any] | None:
+        """The busiest disk (highest util) over this window, and every disk."""
+        disks = self.disks()
+        if not disks:
+            return None
+        name, fig = max(disks.items(), key=lambda kv: kv[1].get("util_pct", 0.0))
+        return {"busiest": name, **fig, "devices": disks}
 
     def server_status(self) -> dict[str, Any] | None:
         """Every variable read, by name: its value at the end, how much it grew, per second."""
@@ -293,9 +318,9 @@ class Aggregate:
         return out
 
     def cpu(self, source: str) -> float | None:
-        if not self._cpu_n.get(source) or self.seconds <= 0:
+        if not self._cpu_n.get(source) or self._cpu_secs.get(source, 0.0) <= 0:
             return None
-        return self._cpu_sum[source] / self.seconds
+        return self._cpu_sum[source] / self._cpu_secs[source]
 
     def stats(self, tx: str | None) -> TxStats:
         return self.all if tx is None else self.tx[tx]
@@ -334,6 +359,10 @@ class Aggregate:
                 return self.status(metric.source or "", metric.stat == "rate")
             case "replication_lag":
                 return self.lag_min if metric.stat == "min" else self.lag_last
+            case "disk_util" | "disk_iops" | "disk_await":
+                busiest = self.disk()
+                key = {"disk_util": "util_pct", "disk_iops": "iops", "disk_await": "await_ms"}[metric.name]
+                return busiest.get(key) if busiest is not None else None
         return None
 
     def nopm(self) -> float | None:
@@ -366,6 +395,7 @@ class Aggregate:
             "cpu": {k: _r(self.cpu(k)) for k in ("server", "host", "client")},
             "transactions": {n: one(self.tx[n]) for n in self.names},
             **({"server_status": st} if (st := self.server_status()) is not None else {}),
+            **({"disk": d} if (d := self.disk()) is not None else {}),
             **({"replication": {"lag_s": self.lag_last, "lag_max_s": self.lag_max, "lag_min_s": self.lag_min,
                                 "replicas": self.replicas}} if self.lag_last is not None else {}),
         }

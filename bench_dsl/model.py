@@ -224,6 +224,7 @@ class Scenario:
     server_dir: str | None = None  # where the throwaway server keeps its files (None: the temp dir)
     replicas: int = 0  # server { replicas = N }: throwaway replicas of the throwaway server
     replica_dsns: tuple[Dsn, ...] = ()  # `replica "mysql://..."`: replicas of the target
+    monitor: str | None = None  # `monitor "http://db1:9100/metrics"`: the server host's node_exporter
     # Findings that do not stop a run (a TPC-C mix below the minimums of clause 5.2.3), each
     # rendered like an error with severity "warning".
     warnings: tuple[Diagnostic, ...] = field(default_factory=tuple)

@@ -248,6 +248,7 @@ class _ToSyntax(Transformer[Token, Any]):
     workers = _item("workers")
     repeat = _item("repeat")
     replica = _item("replica")
+    monitor = _item("monitor")
 
     def vary(self, meta: Meta, ch: list[Any]) -> ast.Vary:
         zipped = bool(ch) and isinstance(ch[-1], Token) and ch[-1].type == "VARY_ZIP"

@@ -22,8 +22,8 @@ from bench_dsl import events as ev
 from bench_dsl import model as m
 from bench_dsl import results
 from bench_dsl.cpu import CpuSampler
-from bench_dsl.replication import Heartbeat
-from bench_dsl.counters import STATUS_DEFAULT, ServerCounters, unknown_status
+from bench_dsl.counters import ServerCounters
+from bench_dsl.serverside import ServerSide
 from bench_dsl.dsn import Dsn, redact
 from bench_dsl.errors import ExitCode, TargetError
 from bench_dsl.fleet import Fleet, WorkerFailed
@@ -79,8 +79,8 @@ class Run:
         self.stage = Stage(sc, plan, self.workload, self.publish, self.log, self.elapsed, self._scrub)
         self.fleet: Fleet | None = None
         self.cpu: CpuSampler | None = None
-        self.heartbeat: Heartbeat | None = None
         self.counters = ServerCounters(self.workload.server_counters, lambda msg: self.log(msg, "warning"))
+        self.server_side = ServerSide(sc, self.counters, self.log)
         self.watch = TargetWatch(self._scrub, None)
         self._prepare_task: asyncio.Task[dict[str, object]] | None = None
         self._phase_now: Phase | None = None
@@ -200,8 +200,7 @@ class Run:
                 with contextlib.suppress(Exception):
                     await self.fleet.stop()
             self.counters.close(final=True)
-            if self.heartbeat is not None:
-                await self.heartbeat.stop()
+            await self.server_side.stop()
             await self.stage.stop_server(self.opt.keep_server)
             signals.saving()
             self.finish()
@@ -219,7 +218,10 @@ class Run:
             self.watch.server_alive = stage.server.alive
         if self.stop_reason:  # interrupted while the server started: no loading to sit through
             return
-        if not await self._status_known(dsn):
+        data_dir = str(stage.server.basedir / "data") if stage.server and stage.server.basedir else None
+        problem = await self.server_side.check(dsn, data_dir, stage.server_pid)
+        if problem is not None:
+            self.stop_reason = {"reason": "scenario_error", "code": None, "transaction": None, "message": problem}
             return
         self._prepare_task = await stage.prepare(dsn, self.opt.force_prepare)
         failed = await stage.prepared(self._prepare_task)
@@ -237,28 +239,8 @@ class Run:
         await fleet.start()
         await self.counters.open(dsn)
         self.watch.silent_s = self.counters.silent_s
-        if stage.replica_dsns:
-            self.heartbeat = Heartbeat(dsn, stage.replica_dsns, lambda msg: self.log(msg, "warning"))
-            await self.heartbeat.start()
+        await self.server_side.start(dsn, stage.replica_dsns)
         await self.measure(fleet, CpuSampler(stage.server_pid))
-
-    async def _status_known(self, dsn: Dsn) -> bool:
-        """The status variables conditions name exist on this server (said before the data loads);
-        the coordinator reads them with the default set from here on."""
-        named = list(dict.fromkeys(c.metric.source for c in self.sc.stop + self.sc.expect
-                                   if c.metric.name == "status" and c.metric.source))
-        unknown = await unknown_status(dsn, named)  # type: ignore[arg-type]
-        if unknown:
-            for name, close in unknown.items():
-                self.log(f"status({name}): the server has no such status variable"
-                         + (f"; did you mean {' or '.join(close)}?" if close else " (SHOW GLOBAL STATUS lists them)"),
-                         "error")
-            self.stop_reason = {"reason": "scenario_error", "code": None, "transaction": None,
-                                "message": "unknown status variable: " + ", ".join(unknown)}
-            return False
-        known = {n.lower() for n in STATUS_DEFAULT}
-        self.counters.status_names = STATUS_DEFAULT + tuple(n for n in named if n and n.lower() not in known)  # type: ignore[misc]
-        return True
 
     async def measure(self, fleet: Fleet, cpu: CpuSampler) -> None:
         """The plan's phases on a started fleet: what follows the stage (and what tests of the
@@ -302,12 +284,7 @@ class Run:
         """A tick into the figures, then to the sinks."""
         assert self.cpu is not None
         tick.cpu = self.cpu.sample()
-        tick.status = self.counters.take_status()
-        if self.heartbeat is not None:
-            tick.lag = self.heartbeat.worst()
-            tick.replicas = [{"lag_s": r.lag_s, "seconds_behind_master": r.seconds_behind_master,
-                              "io_running": r.io_running, "sql_running": r.sql_running}
-                             for r in self.heartbeat.snapshot()]
+        self.server_side.fill(tick)
         self.interval_agg.add(tick)
         if tick.measured:
             self.step_agg.add(tick)

@@ -253,10 +253,15 @@ class ConsoleSink:
                 cpus = " ".join(f"{k} {v:.0f}%" for k, v in cpu.items() if v is not None)
                 phase = d["phase"] if d["step"] is None else f"s{d['step']} {d['phase']}"
                 secs = d["seconds"] or 1
+                extra = ""
+                if (rep := d.get("replication")) and rep.get("lag_s") is not None:
+                    extra += f" lag {rep['lag_s']:.2f}s"
+                if disk := d.get("disk"):
+                    extra += f" disk {disk['busiest']} {disk['util_pct']:.0f}% {disk['iops']:.0f}iops"
                 self.c.print(
                     f"[{d['t']:5.0f}s] {phase:<9} users {d['users']:>4} tps {d['tps']:8.1f} qps {d['qps']:8.1f} "
                     f"lat ms p50/p95/p99 {_ms(lat['p50']).strip()}/{_ms(lat['p95']).strip()}/{_ms(lat['p99']).strip()} "
-                    f"err/s {d['errors'] / secs:.1f} retry/s {d['retries'] / secs:.1f} cpu {cpus}",
+                    f"err/s {d['errors'] / secs:.1f} retry/s {d['retries'] / secs:.1f} cpu {cpus}{extra}",
                     markup=False)
             case ev.Step():
                 d = event.row

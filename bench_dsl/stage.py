@@ -69,8 +69,9 @@ class Stage:
         for a in applied:
             if not a.applied:
                 self.log(f"server setting {a.name} = {a.requested}: {a.note} (server has {a.after})", "warning")
-        if info.pid is None:
-            self.log("cpu(server) cannot be measured: the server does not run on this machine", "warning")
+        if info.pid is None and sc.monitor is None:
+            self.log("cpu(server) cannot be measured: the server does not run on this machine "
+                     "(monitor \"http://host:9100/metrics\" reads its host's node_exporter)", "warning")
         max_conn = int(info.variables.get("max_connections", "0") or 0)
         if max_conn and self.plan.max_users > max_conn - 5:
             self.log(f"the plan goes to {self.plan.max_users} users but max_connections is {max_conn}", "warning")
@@ -78,7 +79,10 @@ class Stage:
                   "pid_visible": info.pid is not None, "variables": info.variables,
                   "settings": [a.to_json() for a in applied],
                   "directory": str(self.server.basedir) if self.server else None,
-                  "replicas": [d.redacted() for d in self.replica_dsns]}
+                  "replicas": [d.redacted() for d in self.replica_dsns],
+                  # where cpu(server) comes from: the server process here, or its host's node_exporter
+                  "cpu_source": "node_exporter" if sc.monitor else ("process" if info.pid is not None else None),
+                  "monitor": sc.monitor}
         self.publish(ev.Started(sc.name, dsn.redacted(), info.version, self.server is not None,
                                 plan_json(self.plan, time_scale, max_steps), list(self.workload.names),
                                 [c.text for c in sc.stop], specs, server))

@@ -15,9 +15,7 @@ from pathlib import Path
 
 from bench_dsl import model as m
 from bench_dsl import syntax as ast
-from bench_dsl import validate_ramp, validate_vary
-from bench_dsl.replication import MAX_REPLICAS
-from bench_dsl.server import EXPOSING_SETTINGS
+from bench_dsl import validate_ramp, validate_server, validate_vary
 from bench_dsl.dsn import Dsn, parse_dsn, redact
 from bench_dsl.errors import Diagnostic, ScenarioError, Span
 from bench_dsl.parser import parse, parse_expr
@@ -90,8 +88,9 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
     items = _Items(c, sc)
     given, target_from = _target(c, items.first("target"))
     seed, seed_given = _seed(c, items.first("seed"))
-    settings, server_dir, replicas = _server_settings(c, items.all("server"), embedded=given is None)
-    replica_dsns = _replicas(c, items.all("replica"), embedded=given is None)
+    settings, server_dir, replicas = validate_server.settings(c, items.all("server"), embedded=given is None)
+    replica_dsns = validate_server.replicas(c, items.all("replica"), embedded=given is None)
+    monitor = validate_server.monitor(c, items.first("monitor"))
     workload, tx_names = _workload(c, sc, items.all("Workload"))
     workers = _workers(c, items.first("workers"))
     warmup = validate_ramp.warmup(c, items.first("warmup"))
@@ -124,7 +123,7 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
         seed=seed, seed_given=seed_given, server_settings=settings, workload=workload, ramp=ramp,
         warmup=warmup, report_every=report_every, stop=stop, expect=expect, output=output,
         setup=setup, workers=workers, warnings=tuple(d for d in c.diags if d.severity != "error"),
-        study=plan, server_dir=server_dir, replicas=replicas, replica_dsns=replica_dsns,
+        study=plan, server_dir=server_dir, replicas=replicas, replica_dsns=replica_dsns, monitor=monitor,
     )
     if plan is not None:
         _check_configurations(tree, defines, env, plan)
@@ -259,77 +258,11 @@ def _target(c: Checker, t: ast.Item | None) -> tuple[TargetSpec | None, str | No
 
 
 
-def _replicas(c: Checker, items: list[object], embedded: bool) -> tuple[Dsn, ...]:
-    """`replica "mysql://..."`: the target's replicas, whose lag the run measures."""
-    out: list[Dsn] = []
-    for item in items:
-        e = item.value  # type: ignore[attr-defined]
-        v = c.value(e)
-        if v is None:
-            continue  # env() unset and no default: no such replica, as a target
-        if embedded:
-            c.error("replica names a replica of the target; this scenario has none (a throwaway server)",
-                    span_of(e), "for throwaway replicas: server { replicas = 1 }")
-            continue
-        if not isinstance(v, str) or isinstance(e, ast.Word):
-            c.error("replica is a mysql:// address in double quotes", span_of(e), 'replica "mysql://user@host:3306/db"')
-            continue
-        try:
-            out.append(parse_dsn(v))
-        except ValueError as exc:
-            c.error(f"replica: {redact(v)!r} is not a valid address: {exc}", span_of(e), 'replica "mysql://user@host:3306/db"')
-    if len(out) > MAX_REPLICAS:
-        c.error(f"{len(out)} replicas: at most {MAX_REPLICAS}", span_of(items[-1].value), "the ones to watch")  # type: ignore[attr-defined]
-    return tuple(out)
-
-
 def _seed(c: Checker, item: ast.Item | None) -> tuple[int | None, bool]:
     """The file's seed, and whether it gave one (None: a run draws its own when it starts)."""
     if item is not None and (n := c.number(item.value, "seed", integer=True, minimum=0)) is not None:
         return int(n), True
     return None, False
-
-
-def _server_settings(c: Checker, blocks: list[object], embedded: bool) -> tuple[tuple[m.ServerSetting, ...], str | None, int]:
-    """The server's settings, `dir` (where a throwaway server keeps its files) and `replicas`."""
-    settings: list[m.ServerSetting] = []
-    server_dir: str | None = None
-    replicas = 0
-    for blk in blocks:
-        for st in blk.entries:  # type: ignore[attr-defined]
-            if st.name == "replicas":
-                if not embedded:
-                    c.error("replicas = N starts throwaway replicas of the throwaway server; this scenario has a "
-                            "target", st.span, 'name the target\'s replicas instead: replica "mysql://user@host/db"')
-                elif (n := c.number(st.value, "replicas", integer=True, minimum=0)) is not None:
-                    if n > MAX_REPLICAS:
-                        c.error(f"replicas = {int(n)}: at most {MAX_REPLICAS}", st.span, "replicas = 1 shows the lag")
-                    else:
-                        replicas = int(n)
-                continue
-            if st.name == "dir":
-                v = c.value(st.value)
-                if not embedded:
-                    c.error("dir is where the throwaway server keeps its files; this scenario has a target",
-                            st.span, "leave out the target, or remove dir")
-                elif not isinstance(v, str) or isinstance(st.value, ast.Word) or "\x00" in v or not v.strip():
-                    c.error("server dir is a directory in double quotes", st.span, 'dir = "/var/tmp"')
-                else:
-                    server_dir = str(v)
-                continue
-            if embedded and st.name in EXPOSING_SETTINGS:
-                c.error(f"the throwaway server does not take {st.name}: it is reachable only by bench-dsl",
-                        st.span, "leave it out; give a target to measure a server of your own")
-                continue
-            val = c.scalar(st.value)
-            if val is not None:
-                # as written (256M), or the resolved value of a $reference
-                text = str(plain(c.lets.get(st.value.name))) if isinstance(st.value, ast.Var) else c.source(st.value.span)
-                settings.append(m.ServerSetting(st.name, val, text, st.span))
-            elif isinstance(st.value, ast.Call) and st.value.name == "env":
-                c.error(f"{st.name}: the environment variable is not set and there is no default", st.value.span,
-                        'give a default: env("NAME", "value")')
-    return tuple(settings), server_dir, replicas
 
 
 def _workload(c: Checker, sc: ast.ScenarioNode, nodes: list[object]) -> tuple[m.WorkloadSpec | None, tuple[str, ...]]:

@@ -13,7 +13,7 @@ from bench_dsl.validate_values import TIME_UNITS, Checker, Quantity, num, offset
 
 _RATE_METRICS = {"tps", "tpm", "qps", "nopm"}
 _METRICS = ["p50", "p90", "p95", "p99", "p99.9", "avg", "max", "min", "tps", "tpm", "qps", "nopm",
-            "error_rate", "cpu", "status", "replication_lag", "saturation"]
+            "error_rate", "cpu", "status", "replication_lag", "disk_util", "disk_iops", "disk_await", "saturation"]
 _CPU_SOURCES = ("server", "host", "client")
 
 
@@ -60,6 +60,12 @@ def condition(c: Checker, node: ast.Condition, txs: tuple[str, ...], ramp: m.Ram
                     "status(Threads_running) > 32, or a counter as a rate: status(Innodb_buffer_pool_reads)/s > 5000")
             return None
         metric = m.Metric("status", "rate" if ref.per_second else "value", source=arg)
+    elif name in ("disk_util", "disk_iops", "disk_await"):
+        if arg != "server":
+            c.error(f"{name}({arg or ''}): the disks of the server's host: {name}(server)", ref.arg_span or ref.span,
+                    f"{name}(server)")
+            return None
+        metric = m.Metric(name, source="server")
     elif name == "replication_lag":
         if arg is not None:
             c.error("replication_lag is the worst replica's: it takes no (name)", ref.arg_span or ref.span,
@@ -128,6 +134,22 @@ def condition(c: Checker, node: ast.Condition, txs: tuple[str, ...], ramp: m.Ram
                     f"{metric.label()} {node.op} {num(v.value)} {metric.name}")
             return None
         limit, unit = v.value, metric.name
+    elif metric.name == "disk_util":
+        if v.unit != "%" or not 0 <= v.value <= 100:
+            c.wrong(v, "disk_util(server) is a percentage from 0% to 100% (of the time the disk was busy)",
+                    "disk_util(server) > 90%")
+            return None
+        limit, unit = v.value, "%"
+    elif metric.name == "disk_iops":
+        if v.unit is not None:
+            c.wrong(v, "disk_iops(server) is compared with a plain number", "disk_iops(server) > 5000")
+            return None
+        limit, unit = v.value, "iops"
+    elif metric.name == "disk_await":
+        if v.unit not in TIME_UNITS:
+            c.wrong(v, "disk_await(server) is a time: give the limit a unit", "disk_await(server) > 20ms")
+            return None
+        limit, unit = v.value * TIME_UNITS[v.unit] * 1000, "ms"  # the disks' figure is in ms
     elif metric.name == "replication_lag":
         if v.unit not in TIME_UNITS:
             c.wrong(v, "replication_lag is a time: give the limit a unit", "replication_lag > 5s")
@@ -175,8 +197,10 @@ def _limit_kind(kind: str, metric: m.Metric) -> tuple[str, str]:
         return "a factor", "3x"
     if metric.name in ("latency", "replication_lag"):
         return "a duration", "250ms"
-    if metric.name in ("error_rate", "cpu"):
+    if metric.name in ("error_rate", "cpu", "disk_util"):
         return "a percentage", "80%"
+    if metric.name == "disk_await":
+        return "a duration", "20ms"
     return "a number", "1000"
 
 

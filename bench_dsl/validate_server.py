@@ -1,0 +1,96 @@
+"""The scenario's server parts: `server { }` (settings, and `dir` and `replicas`, which are not
+server variables), `replica "mysql://..."` and `monitor "http://..."`."""
+
+from __future__ import annotations
+
+import re
+
+from bench_dsl import model as m
+from bench_dsl import syntax as ast
+from bench_dsl.dsn import Dsn, parse_dsn, redact
+from bench_dsl.replication import MAX_REPLICAS
+from bench_dsl.server import EXPOSING_SETTINGS
+from bench_dsl.validate_values import Checker, plain, span_of
+
+
+def settings(c: Checker, blocks: list[object], embedded: bool) -> tuple[tuple[m.ServerSetting, ...], str | None, int]:
+    """The server's settings, `dir` (where a throwaway server keeps its files) and `replicas`."""
+    settings: list[m.ServerSetting] = []
+    server_dir: str | None = None
+    replicas = 0
+    for blk in blocks:
+        for st in blk.entries:  # type: ignore[attr-defined]
+            if st.name == "replicas":
+                if not embedded:
+                    c.error("replicas = N starts throwaway replicas of the throwaway server; this scenario has a "
+                            "target", st.span, 'name the target\'s replicas instead: replica "mysql://user@host/db"')
+                elif (n := c.number(st.value, "replicas", integer=True, minimum=0)) is not None:
+                    if n > MAX_REPLICAS:
+                        c.error(f"replicas = {int(n)}: at most {MAX_REPLICAS}", st.span, "replicas = 1 shows the lag")
+                    else:
+                        replicas = int(n)
+                continue
+            if st.name == "dir":
+                v = c.value(st.value)
+                if not embedded:
+                    c.error("dir is where the throwaway server keeps its files; this scenario has a target",
+                            st.span, "leave out the target, or remove dir")
+                elif not isinstance(v, str) or isinstance(st.value, ast.Word) or "\x00" in v or not v.strip():
+                    c.error("server dir is a directory in double quotes", st.span, 'dir = "/var/tmp"')
+                else:
+                    server_dir = str(v)
+                continue
+            if embedded and st.name in EXPOSING_SETTINGS:
+                c.error(f"the throwaway server does not take {st.name}: it is reachable only by bench-dsl",
+                        st.span, "leave it out; give a target to measure a server of your own")
+                continue
+            val = c.scalar(st.value)
+            if val is not None:
+                # as written (256M), or the resolved value of a $reference
+                text = str(plain(c.lets.get(st.value.name))) if isinstance(st.value, ast.Var) else c.source(st.value.span)
+                settings.append(m.ServerSetting(st.name, val, text, st.span))
+            elif isinstance(st.value, ast.Call) and st.value.name == "env":
+                c.error(f"{st.name}: the environment variable is not set and there is no default", st.value.span,
+                        'give a default: env("NAME", "value")')
+    return tuple(settings), server_dir, replicas
+
+
+def replicas(c: Checker, items: list[object], embedded: bool) -> tuple[Dsn, ...]:
+    """`replica "mysql://..."`: the target's replicas, whose lag the run measures."""
+    out: list[Dsn] = []
+    for item in items:
+        e = item.value  # type: ignore[attr-defined]
+        v = c.value(e)
+        if v is None:
+            continue  # env() unset and no default: no such replica, as a target
+        if embedded:
+            c.error("replica names a replica of the target; this scenario has none (a throwaway server)",
+                    span_of(e), "for throwaway replicas: server { replicas = 1 }")
+            continue
+        if not isinstance(v, str) or isinstance(e, ast.Word):
+            c.error("replica is a mysql:// address in double quotes", span_of(e), 'replica "mysql://user@host:3306/db"')
+            continue
+        try:
+            out.append(parse_dsn(v))
+        except ValueError as exc:
+            c.error(f"replica: {redact(v)!r} is not a valid address: {exc}", span_of(e), 'replica "mysql://user@host:3306/db"')
+    if len(out) > MAX_REPLICAS:
+        c.error(f"{len(out)} replicas: at most {MAX_REPLICAS}", span_of(items[-1].value), "the ones to watch")  # type: ignore[attr-defined]
+    return tuple(out)
+
+
+def monitor(c: Checker, item: ast.Item | None) -> str | None:
+    """`monitor "http://db1:9100/metrics"`: the server host's Prometheus node_exporter."""
+    if item is None:
+        return None
+    v = c.value(item.value)
+    if v is None:
+        return None  # env() unset and no default: no monitor
+    example = 'monitor "http://db1:9100/metrics"'
+    if not isinstance(v, str) or isinstance(item.value, ast.Word):
+        c.error("monitor is the http:// address of a node_exporter, in double quotes", span_of(item.value), example)
+        return None
+    if not re.fullmatch(r"https?://[^\s/?#]+(/[^\s]*)?", v, re.IGNORECASE):
+        c.error(f"monitor: {redact(v)!r} is not an http:// address", span_of(item.value), example)
+        return None
+    return str(v)

@@ -1,0 +1,157 @@
+"""The server host's CPU and disks: a real Prometheus node_exporter started here on a loopback port,
+and the kernel's counters for the disk of a server on this machine."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bench_dsl.hostwatch import device_of, difference, parse_node_exporter
+
+from .conftest import BENCH, ROOT, run_bench
+
+EXPORTER = shutil.which("prometheus-node-exporter") or "/usr/bin/prometheus-node-exporter"
+
+PAGE = """# HELP node_cpu_seconds_total Seconds the CPUs spent in each mode.
+# TYPE node_cpu_seconds_total counter
+node_cpu_seconds_total{cpu="0",mode="idle"} %(idle)s
+node_cpu_seconds_total{cpu="0",mode="iowait"} 10
+node_cpu_seconds_total{cpu="0",mode="user"} %(user)s
+node_cpu_seconds_total{cpu="0",mode="system"} 20
+# TYPE node_disk_io_time_seconds_total counter
+node_disk_io_time_seconds_total{device="sda"} %(io)s
+node_disk_io_time_seconds_total{device="sdb"} 5
+# TYPE node_disk_reads_completed_total counter
+node_disk_reads_completed_total{device="sda"} %(reads)s
+node_disk_reads_completed_total{device="sdb"} 7
+# TYPE node_disk_writes_completed_total counter
+node_disk_writes_completed_total{device="sda"} 100
+node_disk_writes_completed_total{device="sdb"} 7
+# TYPE node_disk_read_time_seconds_total counter
+node_disk_read_time_seconds_total{device="sda"} %(rtime)s
+node_disk_read_time_seconds_total{device="sdb"} 1
+# TYPE node_disk_write_time_seconds_total counter
+node_disk_write_time_seconds_total{device="sda"} 1
+node_disk_write_time_seconds_total{device="sdb"} 1
+"""
+
+
+def test_figures_from_two_node_exporter_pages() -> None:
+    a = parse_node_exporter(PAGE % {"idle": 100, "user": 50, "io": 10, "reads": 1000, "rtime": 2}, at=0.0)
+    b = parse_node_exporter(PAGE % {"idle": 101, "user": 53, "io": 11.5, "reads": 1400, "rtime": 3}, at=2.0)
+    s = difference(a, b)
+    assert s is not None and s.seconds == 2.0
+    assert s.cpu_pct == 75.0  # 3 s busy of 4 s: iowait counts as idle
+    assert s.disks["sda"] == {"util_pct": 75.0, "iops": 200.0, "await_ms": 2.5}
+    assert s.disks["sdb"]["util_pct"] == 0.0
+    assert s.busiest() == ("sda", s.disks["sda"])
+
+
+def test_the_disk_of_a_directory() -> None:
+    assert device_of("/dev/shm") is None  # tmpfs: no disk of its own
+    assert device_of("/definitely/not/there") is None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def exporter() -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    port = _free_port()
+    proc = subprocess.Popen([EXPORTER, f"--web.listen-address=127.0.0.1:{port}", "--collector.disable-defaults",
+                             "--collector.cpu", "--collector.diskstats"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/metrics"
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                break
+        except OSError:
+            time.sleep(0.05)
+    try:
+        yield proc, url
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(timeout=10)
+
+
+WRITES = """
+scenario "monitored" {
+  target env("BENCH_DSN")
+  monitor env("BENCH_MONITOR")
+  workload custom {
+    transaction write { query "INSERT INTO hw (v) VALUES (1)" }
+  }
+  setup { sql "CREATE TABLE IF NOT EXISTS hw (id BIGINT AUTO_INCREMENT PRIMARY KEY, v INT)" }
+  users 4
+  duration 8s
+  report every 1s
+  stop when { cpu(server) > 100% for 8s  disk_util(server) > 100% }
+}
+"""
+
+
+@pytest.mark.slow
+def test_node_exporter_gives_the_hosts_cpu_and_disks_and_a_lost_one_leaves_a_gap(
+        exporter: tuple[subprocess.Popen[bytes], str], dsn_url: str, tmp_path: Path) -> None:
+    proc, url = exporter
+    f = tmp_path / "m.bench"
+    f.write_text(WRITES.replace("cpu(server) > 100% for 8s  ", ""))
+    out = tmp_path / "m.json"
+    env = {**os.environ, "BENCH_MONITOR": url}
+    run = subprocess.Popen([*BENCH, "run", str(f), "--headless", "--json", str(out), "--jsonl", "-"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    assert run.stdout is not None
+    intervals = 0
+    for line in run.stdout:
+        event = json.loads(line)
+        if event["type"] == "interval" and event["measured"]:
+            intervals += 1
+            if intervals == 4:
+                proc.terminate()  # the exporter goes away mid-run
+                proc.wait(timeout=10)
+    assert run.wait(timeout=120) == 0
+    stderr = run.stderr.read() if run.stderr else ""
+    doc = json.loads(out.read_text())
+    assert doc["server"]["cpu_source"] == "node_exporter" and doc["server"]["monitor"] == url
+    rows = [i for i in doc["intervals"] if i["measured"]]
+    early, late = rows[:3], rows[6:]
+    for i in early:
+        # the same machine: the exporter's host CPU is psutil's, within a few points
+        assert i["cpu"]["server"] == pytest.approx(i["cpu"]["host"], abs=5)
+        assert i["disk"]["iops"] > 10 and i["disk"]["busiest"] in i["disk"]["devices"]
+    assert any(i["disk"]["util_pct"] > 0 for i in early)  # each commit writes and syncs the redo log
+    assert all("disk" not in i and i["cpu"]["server"] is None for i in late)  # a gap, not a stale figure
+    assert f"could not read {url}" in stderr
+    assert doc["status"] == "completed" and doc["summary"]["count"] > 0
+
+
+@pytest.mark.slow
+def test_a_disk_condition_that_cannot_be_read_is_refused_before_the_data_loads(tmp_path: Path) -> None:
+    f = tmp_path / "d.bench"
+    f.write_text("""scenario "tmpfs" {
+  server { dir = "/dev/shm" }
+  workload sysbench oltp_point_select { tables = 1  table_size = 100 }
+  users 1
+  duration 2s
+  stop when { disk_util(server) > 90% }
+}""")
+    out = tmp_path / "d.json"
+    r = run_bench("run", str(f), "--headless", "--json", str(out))
+    assert r.returncode == 2, r.stderr
+    assert "disk_util(server) > 90%: the server's disks cannot be read" in r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["prepare"] is None and doc["status"] == "scenario_error"
