@@ -78,9 +78,9 @@ def _legend() -> alt.Legend:
     return alt.Legend(title="configuration", orient="bottom", direction="vertical", labelLimit=700)
 
 
-def _dash_legend() -> alt.Legend:
-    # the lines carry points: without this the legend shows two identical dots, not the two dashes
-    return alt.Legend(symbolType="stroke", symbolStrokeWidth=2, symbolSize=300, symbolStrokeColor="black")
+def _colour_by(configs: Sequence[Configuration]) -> alt.Color:
+    # every layer the same legend: layers whose legends differ (one None) make Vega warn in the page
+    return alt.Color("configuration:N", scale=_colour(configs), legend=_legend())
 
 
 def _users_x(rows: list[data.Row]) -> alt.X:
@@ -94,11 +94,15 @@ def _users_x(rows: list[data.Row]) -> alt.X:
     return alt.X("users:Q", scale=scale, axis=axis)
 
 
+# No legend for the dashes: the subtitles say which is which (a legend of lines that carry points
+# draws two identical dots, not the two dashes).
+
+
 def _by_users_layers(rows: list[data.Row], configs: Sequence[Configuration], y: alt.Y,
                      dash: alt.StrokeDash | None = None) -> list[alt.Chart]:
     base = alt.Chart(alt.InlineData(values=rows))
     x = _users_x(rows)
-    colour = alt.Color("configuration:N", scale=_colour(configs), legend=_legend())
+    colour = _colour_by(configs)
     tips = [alt.Tooltip("configuration:N"), alt.Tooltip("series:N", title="what"), alt.Tooltip("users:Q"),
             alt.Tooltip("value:Q", title="median", format=",.2f"), alt.Tooltip("min:Q", format=",.2f"),
             alt.Tooltip("max:Q", format=",.2f"), alt.Tooltip("runs:Q", title="runs"),
@@ -112,7 +116,7 @@ def _by_users_layers(rows: list[data.Row], configs: Sequence[Configuration], y: 
     if any(r["runs"] > 1 for r in rows):
         bars = base.transform_filter("datum.runs > 1").mark_errorbar(ticks=True).encode(
             x=x, y=alt.Y("min:Q", title=y.to_dict().get("title", "")), y2="max:Q",
-            color=alt.Color("configuration:N", scale=_colour(configs), legend=None), detail=detail)
+            color=_colour_by(configs), detail=detail)
         layers.insert(0, bars)
     return layers
 
@@ -124,9 +128,9 @@ def _saturation_layers(rows: list[data.Row], configs: Sequence[Configuration], x
     tips = [alt.Tooltip("about:N", title="saturation point"), alt.Tooltip("value:Q", title="tps", format=",.1f")]
     marker = base.mark_point(shape="diamond", size=260, filled=True, stroke="black", strokeWidth=1.5,
                              opacity=1).encode(
-        x=x, y="value:Q", color=alt.Color("configuration:N", scale=_colour(configs), legend=None), tooltip=tips)
+        x=x, y="value:Q", color=_colour_by(configs), tooltip=tips)
     text = base.mark_text(dy=-16, fontWeight="bold", fontSize=11).encode(
-        x=x, y="value:Q", text="label:N", color=alt.Color("configuration:N", scale=_colour(configs), legend=None))
+        x=x, y="value:Q", text="label:N", color=_colour_by(configs))
     return [marker, text]
 
 
@@ -138,14 +142,14 @@ def throughput_vs_users(configs: list[Configuration]) -> alt.LayerChart:
     layers += _saturation_layers(sat, configs, _users_x(rows))
     return alt.layer(*layers).properties(
         width=WIDTH, height=HEIGHT,
-        title=alt.TitleParams("Throughput against users", subtitle="◆ saturation point of each configuration"))
+        title=alt.TitleParams("Throughput against users", subtitle="a diamond marks the saturation point of each configuration"))
 
 
 def latency_vs_users(configs: list[Configuration]) -> alt.LayerChart:
     rows = data.by_users(configs, data.latency("p90"), "p90") + data.by_users(configs, data.latency("p99"), "p99")
     rows = [r for r in rows if r["value"] > 0 and r["min"] > 0]  # a log axis has no place for 0
     y = alt.Y("value:Q", title="latency (ms, log scale)", scale=alt.Scale(type="log"))
-    dash = alt.StrokeDash("series:N", title="percentile", legend=_dash_legend(),
+    dash = alt.StrokeDash("series:N", title="percentile", legend=None,  # the subtitle says which is which
                          scale=alt.Scale(domain=["p90", "p99"], range=[[1, 0], [6, 3]]))
     return alt.layer(*_by_users_layers(rows, configs, y, dash)).properties(
         width=WIDTH, height=HEIGHT,
@@ -155,7 +159,7 @@ def latency_vs_users(configs: list[Configuration]) -> alt.LayerChart:
 def cpu_vs_users(configs: list[Configuration]) -> alt.LayerChart:
     rows = data.by_users(configs, data.cpu("server"), "server") + data.by_users(configs, data.cpu("client"), "client")
     y = alt.Y("value:Q", title="CPU (% of the machine)", scale=alt.Scale(domain=[0, 100]))
-    dash = alt.StrokeDash("series:N", title="process", legend=_dash_legend(),
+    dash = alt.StrokeDash("series:N", title="process", legend=None,  # the subtitle says which is which
                          scale=alt.Scale(domain=["server", "client"], range=[[1, 0], [6, 3]]))
     return alt.layer(*_by_users_layers(rows, configs, y, dash)).properties(
         width=WIDTH, height=HEIGHT,
