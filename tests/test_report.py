@@ -176,6 +176,14 @@ def test_html_is_self_contained_and_escapes_labels(tmp_path: Path) -> None:
     assert page.count('class="chart"') == len(CHARTS)
 
 
+def test_a_run_that_measured_nothing_draws_no_empty_charts(tmp_path: Path) -> None:
+    lost = _recorded()
+    lost.update(steps=[], intervals=[], saturation=None, status="target_failed", stop={"reason": "target_failed"})
+    assert write_images([lost], tmp_path / "png") == []
+    assert "there is nothing to draw" in write_html([lost], tmp_path / "r.html").read_text()
+    assert [p.stem for p in write_images([lost, _recorded()], tmp_path / "both")] == CHARTS
+
+
 # -- the command ------------------------------------------------------------------------------------
 
 def test_check_does_not_import_the_plotting_libraries() -> None:

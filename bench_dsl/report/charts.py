@@ -42,35 +42,47 @@ class Figure:
 
 
 def figures(configs: list[Configuration]) -> list[Figure]:
-    """Every chart of the report, in the order the report shows them."""
+    """Every chart of the report that has something to draw, in the order the report shows them
+    (a run that measured no step, a target lost at once, has no curve: its chart is left out)."""
     single = all(len(c.results) == 1 for c in configs)
     spread = "" if single else " Points are the median over the repeats; bars span their min to max."
-    return [
-        Figure("throughput-vs-users", "Throughput against users",
-               "Transactions per second of each step's measured window, per configuration; the diamond is "
-               "the saturation point (the users of the last step that met every stop condition)." + spread,
-               throughput_vs_users(configs)),
-        Figure("latency-vs-users", "p90 and p99 latency against users",
-               "Latency percentiles of all transactions in each step's measured window (log scale)." + spread,
-               latency_vs_users(configs)),
-        Figure("timeline", "Throughput and p95 over time",
-               "Each report interval of the run (warm-up and settling included); grey lines mark where a "
-               "step changed the users, the red line the moment the stop condition fired."
-               + ("" if single else " One run per configuration: its first repeat."),
-               timeline(configs)),
-        Figure("latency-spectrum", "Latency percentile spectrum per step",
-               "The latency at each percentile from the steps' HDR histograms (every transaction"
-               + ("" if single else " and every repeat") + "); each nine gets the same width.",
-               spectrum(configs)),
-        Figure("cpu-vs-users", "Server and client CPU against users",
-               "CPU use over each step's measured window, in % of the whole machine: the server process "
-               "(solid) and bench-dsl's own processes (dashed)." + spread,
-               cpu_vs_users(configs)),
-    ]
+    out: list[Figure] = []
+    if data.by_users(configs, data.tps):
+        out.append(Figure(
+            "throughput-vs-users", "Throughput against users",
+            "Transactions per second of each step's measured window, per configuration; the diamond is "
+            "the saturation point (the users of the last step that met every stop condition)." + spread,
+            throughput_vs_users(configs)))
+    if [r for r in data.by_users(configs, data.latency("p99")) if r["value"] > 0]:
+        out.append(Figure(
+            "latency-vs-users", "p90 and p99 latency against users",
+            "Latency percentiles of all transactions in each step's measured window (log scale)." + spread,
+            latency_vs_users(configs)))
+    if any(data.timeline(c.docs[0], c.label)[0] for c in configs):
+        out.append(Figure(
+            "timeline", "Throughput and p95 over time",
+            "Each report interval of the run (warm-up and settling included); the shaded spans are the "
+            "steps' measured windows, grey lines mark where a step changed the users, the red line the "
+            "moment the stop condition fired." + ("" if single else " One run per configuration: its first repeat."),
+            timeline(configs)))
+    if data.spectrum(configs):
+        out.append(Figure(
+            "latency-spectrum", "Latency percentile spectrum per step",
+            "The latency at each percentile from the steps' HDR histograms (every transaction"
+            + ("" if single else " and every repeat") + "); each nine gets the same width.",
+            spectrum(configs)))
+    if data.by_users(configs, data.cpu("server")) or data.by_users(configs, data.cpu("client")):
+        out.append(Figure(
+            "cpu-vs-users", "Server and client CPU against users",
+            "CPU use over each step's measured window, in % of the whole machine: the server process "
+            "(solid) and bench-dsl's own processes (dashed)." + spread,
+            cpu_vs_users(configs)))
+    return out
 
 
 def _colour(configs: Sequence[Configuration]) -> alt.Scale:
-    return alt.Scale(domain=[c.label for c in configs], scheme="category10")
+    scheme = "category10" if len(configs) <= 10 else "tableau20"  # ten colours, then twenty
+    return alt.Scale(domain=[c.label for c in configs], scheme=scheme)
 
 
 def _legend() -> alt.Legend:
@@ -142,7 +154,8 @@ def throughput_vs_users(configs: list[Configuration]) -> alt.LayerChart:
     layers += _saturation_layers(sat, configs, _users_x(rows))
     return alt.layer(*layers).properties(
         width=WIDTH, height=HEIGHT,
-        title=alt.TitleParams("Throughput against users", subtitle="a diamond marks the saturation point of each configuration"))
+        title=alt.TitleParams("Throughput against users",
+                              subtitle="a diamond marks the saturation point of each configuration"))
 
 
 def latency_vs_users(configs: list[Configuration]) -> alt.LayerChart:
@@ -174,7 +187,8 @@ def _grid(charts: list[alt.TopLevelMixin], title: str, subtitle: str) -> alt.Top
 
 def timeline(configs: list[Configuration]) -> alt.TopLevelMixin:
     panels: list[alt.TopLevelMixin] = []
-    for c in configs:
+    shown = [c for c in configs if data.timeline(c.docs[0], c.label)[0]]
+    for c in shown:
         points, bounds, stops = data.timeline(c.docs[0], c.label)
         base = alt.Chart(alt.InlineData(values=points))
         x = alt.X("t:Q", title="time since the run started (s)", scale=alt.Scale(nice=False, zero=False))
@@ -189,6 +203,11 @@ def timeline(configs: list[Configuration]) -> alt.TopLevelMixin:
             x=x, y=alt.Y("p95:Q", title="p95 latency (ms)", axis=alt.Axis(titleColor=P95_COLOUR,
                                                                           labelColor=P95_COLOUR)), tooltip=tips)
         layers: list[alt.Chart] = [alt.layer(tps_line, p95_line).resolve_scale(y="independent")]
+        holds = data.holds(c.docs[0])
+        if holds:
+            shade = alt.Chart(alt.InlineData(values=holds)).mark_rect(color=STEP_COLOUR, opacity=0.12)
+            layers.insert(0, shade.encode(x="start:Q", x2="end:Q",
+                                          tooltip=[alt.Tooltip("label:N", title="measured window")]))
         for rows, colour, width in ((bounds, STEP_COLOUR, 1), (stops, STOP_COLOUR, 2)):
             if not rows:
                 continue
@@ -199,12 +218,12 @@ def timeline(configs: list[Configuration]) -> alt.TopLevelMixin:
             layers.append(marks.mark_text(angle=270, align="right", baseline="bottom", dx=-4, dy=-2, fontSize=9,
                                           color=colour).encode(x="t:Q", y=alt.value(0), text="label:N"))
         title = alt.TitleParams(c.label, subtitle=_run_subtitle(c.docs[0]), fontSize=12, anchor="start")
-        panels.append(alt.layer(*layers).properties(width=SMALL_WIDTH if len(configs) > 1 else WIDTH,
-                                                     height=SMALL_HEIGHT if len(configs) > 1 else HEIGHT,
+        panels.append(alt.layer(*layers).properties(width=SMALL_WIDTH if len(shown) > 1 else WIDTH,
+                                                     height=SMALL_HEIGHT if len(shown) > 1 else HEIGHT,
                                                      title=title))
     return _grid(panels, "Throughput and p95 over time",
-                 "solid blue: tps (left axis), dashed orange: p95 in ms (right axis); grey: step changes, "
-                 "red: the stop condition fired")
+                 "solid blue: tps (left axis), dashed orange: p95 in ms (right axis); shaded: measured "
+                 "windows, grey lines: step changes, red: the stop condition fired")
 
 
 def _run_subtitle(doc: dict[str, Any]) -> str:
@@ -222,7 +241,8 @@ def spectrum(configs: list[Configuration]) -> alt.TopLevelMixin:
     top = max((r["x"] for r in rows), default=10.0)
     ticks = [v for v in NINES if v <= top * 10] or NINES[:2]
     panels: list[alt.TopLevelMixin] = []
-    for c in configs:
+    shown = [c for c in configs if any(r["configuration"] == c.label for r in rows)]
+    for c in shown:
         mine = [r for r in rows if r["configuration"] == c.label]
         base = alt.Chart(alt.InlineData(values=mine))
         panels.append(base.mark_line(strokeWidth=2, interpolate="step-after").encode(
@@ -234,8 +254,8 @@ def spectrum(configs: list[Configuration]) -> alt.TopLevelMixin:
                             legend=alt.Legend(orient="right")),
             tooltip=[alt.Tooltip("step:N"), alt.Tooltip("percentile:Q", title="percentile (%)", format=".4~f"),
                      alt.Tooltip("latency_ms:Q", title="latency (ms)", format=",.3f")],
-        ).properties(width=SMALL_WIDTH if len(configs) > 1 else WIDTH,
-                     height=SMALL_HEIGHT if len(configs) > 1 else HEIGHT,
+        ).properties(width=SMALL_WIDTH if len(shown) > 1 else WIDTH,
+                     height=SMALL_HEIGHT if len(shown) > 1 else HEIGHT,
                      title=alt.TitleParams(c.label, fontSize=12, anchor="start")))
     return _grid(panels, "Latency percentile spectrum per step",
                  "from the stored HDR histograms, all transactions of the step")

@@ -129,6 +129,18 @@ def timeline(doc: dict[str, Any], label: str) -> tuple[list[Row], list[Row], lis
     return points, bounds, stops
 
 
+def holds(doc: dict[str, Any]) -> list[Row]:
+    """Each step's measured window (what its figures and the stop conditions judged), on the
+    timeline's clock."""
+    rows: list[Row] = []
+    for s in measured_steps(doc):
+        start, seconds = _num(s.get("start_s")), _num(s.get("seconds"))
+        if start is not None and seconds:
+            rows.append({"start": start, "end": start + seconds,
+                         "label": f"step {s.get('step')}: {s['users']} users, {seconds:.1f} s measured"})
+    return rows
+
+
 def spectrum(configs: list[Configuration], points_per_decade: int = 20) -> list[Row]:
     """The latency at each percentile, per configuration and users count, from the steps' HDR
     histograms (every transaction and every repeat merged). `x` is 1/(1-p): the 99.9th percentile

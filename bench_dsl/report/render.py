@@ -141,6 +141,8 @@ def render_html(configs: list[Configuration], figs: list[Figure]) -> str:
             f'<p class="meta">{len(configs)} configuration{"s" if len(configs) != 1 else ""}, {runs} '
             f'run{"s" if runs != 1 else ""}; written {esc(dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"))} '
             f"by bench-dsl {esc(__version__)}</p>", table]
+    if not figs:
+        body.append('<p class="error">No result measured a step: there is nothing to draw.</p>')
     for i, f in enumerate(figs):
         body.append(f"<h2>{esc(f.title)}</h2>\n<p class=\"caption\">{esc(f.caption)}</p>\n"
                     f'<div class="chart" id="fig{i}"></div>')
