@@ -203,9 +203,9 @@ def timeline(configs: list[Configuration]) -> alt.TopLevelMixin:
             x=x, y=alt.Y("p95:Q", title="p95 latency (ms)", axis=alt.Axis(titleColor=P95_COLOUR,
                                                                           labelColor=P95_COLOUR)), tooltip=tips)
         layers: list[alt.Chart] = [alt.layer(tps_line, p95_line).resolve_scale(y="independent")]
-        holds = data.holds(c.docs[0])
-        if holds:
-            shade = alt.Chart(alt.InlineData(values=holds)).mark_rect(color=STEP_COLOUR, opacity=0.12)
+        windows = data.measured_windows(c.docs[0])
+        if windows:
+            shade = alt.Chart(alt.InlineData(values=windows)).mark_rect(color=STEP_COLOUR, opacity=0.12)
             layers.insert(0, shade.encode(x="start:Q", x2="end:Q",
                                           tooltip=[alt.Tooltip("label:N", title="measured window")]))
         for rows, colour, width in ((bounds, STEP_COLOUR, 1), (stops, STOP_COLOUR, 2)):

@@ -129,7 +129,7 @@ def timeline(doc: dict[str, Any], label: str) -> tuple[list[Row], list[Row], lis
     return points, bounds, stops
 
 
-def holds(doc: dict[str, Any]) -> list[Row]:
+def measured_windows(doc: dict[str, Any]) -> list[Row]:
     """Each step's measured window (what its figures and the stop conditions judged), on the
     timeline's clock."""
     rows: list[Row] = []
