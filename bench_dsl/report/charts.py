@@ -16,6 +16,8 @@ import altair as alt
 from bench_dsl.report import data
 from bench_dsl.report.load import Configuration
 
+# what .properties() gives back, by altair's own type hints
+Panel = alt.LayerChart | alt.FacetChart
 WIDTH, HEIGHT = 560, 320
 SMALL_WIDTH, SMALL_HEIGHT = 420, 240
 FONT = "Liberation Sans, Arial, Helvetica, sans-serif"
@@ -34,7 +36,7 @@ class Figure:
     name: str
     title: str
     caption: str
-    chart: alt.TopLevelMixin
+    chart: Panel | alt.ConcatChart
 
     def spec(self) -> dict[str, Any]:
         # one sans-serif face for every text: Vega leaves subtitles to the renderer's default (a serif)
@@ -81,8 +83,10 @@ def figures(configs: list[Configuration]) -> list[Figure]:
 
 
 def _colour(configs: Sequence[Configuration]) -> alt.Scale:
-    scheme = "category10" if len(configs) <= 10 else "tableau20"  # ten colours, then twenty
-    return alt.Scale(domain=[c.label for c in configs], scheme=scheme)
+    labels = [c.label for c in configs]
+    # ten colours, then twenty
+    return alt.Scale(domain=labels, scheme="category10") if len(labels) <= 10 else alt.Scale(domain=labels,
+                                                                                           scheme="tableau20")
 
 
 def _legend() -> alt.Legend:
@@ -110,9 +114,10 @@ def _users_x(rows: list[data.Row]) -> alt.X:
 # draws two identical dots, not the two dashes).
 
 
-def _by_users_layers(rows: list[data.Row], configs: Sequence[Configuration], y: alt.Y,
+def _by_users_layers(rows: list[data.Row], configs: Sequence[Configuration], title: str, scale: alt.Scale,
                      dash: alt.StrokeDash | None = None) -> list[alt.Chart]:
     base = alt.Chart(alt.InlineData(values=rows))
+    y = alt.Y("value:Q", title=title, scale=scale)
     x = _users_x(rows)
     colour = _colour_by(configs)
     tips = [alt.Tooltip("configuration:N"), alt.Tooltip("series:N", title="what"), alt.Tooltip("users:Q"),
@@ -127,66 +132,67 @@ def _by_users_layers(rows: list[data.Row], configs: Sequence[Configuration], y: 
     layers = [line]
     if any(r["runs"] > 1 for r in rows):
         bars = base.transform_filter("datum.runs > 1").mark_errorbar(ticks=True).encode(
-            x=x, y=alt.Y("min:Q", title=y.to_dict().get("title", "")), y2="max:Q",
+            x=x, y=alt.Y("min:Q", title=title, scale=scale), y2="max:Q",
             color=_colour_by(configs), detail=detail)
         layers.insert(0, bars)
     return layers
 
 
-def _saturation_layers(rows: list[data.Row], configs: Sequence[Configuration], x: alt.X) -> list[alt.Chart]:
+def _saturation_layers(rows: list[data.Row], configs: Sequence[Configuration], x: alt.X,
+                       y: alt.Y) -> list[alt.Chart]:
     if not rows:
         return []
     base = alt.Chart(alt.InlineData(values=rows))
     tips = [alt.Tooltip("about:N", title="saturation point"), alt.Tooltip("value:Q", title="tps", format=",.1f")]
     marker = base.mark_point(shape="diamond", size=260, filled=True, stroke="black", strokeWidth=1.5,
                              opacity=1).encode(
-        x=x, y="value:Q", color=_colour_by(configs), tooltip=tips)
+        x=x, y=y, color=_colour_by(configs), tooltip=tips)
     text = base.mark_text(dy=-16, fontWeight="bold", fontSize=11).encode(
-        x=x, y="value:Q", text="label:N", color=_colour_by(configs))
+        x=x, y=y, text="label:N", color=_colour_by(configs))
     return [marker, text]
 
 
-def throughput_vs_users(configs: list[Configuration]) -> alt.LayerChart:
+def throughput_vs_users(configs: list[Configuration]) -> Panel:
     rows = data.by_users(configs, data.tps, "tps")
-    y = alt.Y("value:Q", title="throughput (transactions/s)", scale=alt.Scale(zero=True))
-    layers = _by_users_layers(rows, configs, y)
+    title, scale = "throughput (transactions/s)", alt.Scale(zero=True)
+    layers = _by_users_layers(rows, configs, title, scale)
     sat = data.saturation_rows(configs, data.tps)
-    layers += _saturation_layers(sat, configs, _users_x(rows))
+    layers += _saturation_layers(sat, configs, _users_x(rows), alt.Y("value:Q", title=title, scale=scale))
     return alt.layer(*layers).properties(
         width=WIDTH, height=HEIGHT,
         title=alt.TitleParams("Throughput against users",
                               subtitle="a diamond marks the saturation point of each configuration"))
 
 
-def latency_vs_users(configs: list[Configuration]) -> alt.LayerChart:
+def latency_vs_users(configs: list[Configuration]) -> Panel:
     rows = data.by_users(configs, data.latency("p90"), "p90") + data.by_users(configs, data.latency("p99"), "p99")
     rows = [r for r in rows if r["value"] > 0 and r["min"] > 0]  # a log axis has no place for 0
-    y = alt.Y("value:Q", title="latency (ms, log scale)", scale=alt.Scale(type="log"))
     dash = alt.StrokeDash("series:N", title="percentile", legend=None,  # the subtitle says which is which
                          scale=alt.Scale(domain=["p90", "p99"], range=[[1, 0], [6, 3]]))
-    return alt.layer(*_by_users_layers(rows, configs, y, dash)).properties(
+    layers = _by_users_layers(rows, configs, "latency (ms, log scale)", alt.Scale(type="log"), dash)
+    return alt.layer(*layers).properties(
         width=WIDTH, height=HEIGHT,
         title=alt.TitleParams("p90 and p99 latency against users", subtitle="solid: p90, dashed: p99"))
 
 
-def cpu_vs_users(configs: list[Configuration]) -> alt.LayerChart:
+def cpu_vs_users(configs: list[Configuration]) -> Panel:
     rows = data.by_users(configs, data.cpu("server"), "server") + data.by_users(configs, data.cpu("client"), "client")
-    y = alt.Y("value:Q", title="CPU (% of the machine)", scale=alt.Scale(domain=[0, 100]))
     dash = alt.StrokeDash("series:N", title="process", legend=None,  # the subtitle says which is which
                          scale=alt.Scale(domain=["server", "client"], range=[[1, 0], [6, 3]]))
-    return alt.layer(*_by_users_layers(rows, configs, y, dash)).properties(
+    layers = _by_users_layers(rows, configs, "CPU (% of the machine)", alt.Scale(domain=[0, 100]), dash)
+    return alt.layer(*layers).properties(
         width=WIDTH, height=HEIGHT,
         title=alt.TitleParams("Server and client CPU against users",
                               subtitle="solid: the server process, dashed: bench-dsl (the client)"))
 
 
-def _grid(charts: list[alt.TopLevelMixin], title: str, subtitle: str) -> alt.TopLevelMixin:
+def _grid(charts: list[Panel], title: str, subtitle: str) -> alt.ConcatChart:
     top = alt.TitleParams(title, subtitle=subtitle, anchor="start", fontSize=14)
     return alt.concat(*charts, columns=2).properties(title=top)
 
 
-def timeline(configs: list[Configuration]) -> alt.TopLevelMixin:
-    panels: list[alt.TopLevelMixin] = []
+def timeline(configs: list[Configuration]) -> alt.ConcatChart:
+    panels: list[Panel] = []
     shown = [c for c in configs if data.timeline(c.docs[0], c.label)[0]]
     for c in shown:
         points, bounds, stops = data.timeline(c.docs[0], c.label)
@@ -235,12 +241,12 @@ def _run_subtitle(doc: dict[str, Any]) -> str:
     return f"{point}, {said}"
 
 
-def spectrum(configs: list[Configuration]) -> alt.TopLevelMixin:
+def spectrum(configs: list[Configuration]) -> alt.ConcatChart:
     rows = data.spectrum(configs)
     users = sorted({r["users"] for r in rows})
     top = max((r["x"] for r in rows), default=10.0)
     ticks = [v for v in NINES if v <= top * 10] or NINES[:2]
-    panels: list[alt.TopLevelMixin] = []
+    panels: list[Panel] = []
     shown = [c for c in configs if any(r["configuration"] == c.label for r in rows)]
     for c in shown:
         mine = [r for r in rows if r["configuration"] == c.label]
