@@ -130,6 +130,25 @@ def test_plain_files_of_one_scenario_are_told_apart_by_file_name(tmp_path: Path)
     assert labels == ["a.json", "b.json", "other"]
 
 
+def test_a_matrix_directory_is_read_whole(tmp_path: Path) -> None:
+    doc = _recorded()
+    for cid, label, repeats in (("c1", "io=100", (2, 1)), ("c2", "io=200", (1,))):
+        for k in repeats:
+            (tmp_path / f"{cid}-x").mkdir(exist_ok=True)
+            (tmp_path / f"{cid}-x" / f"repeat-{k}.json").write_text(json.dumps(_as_repeat(doc, cid, label, k, 1.0)))
+    (tmp_path / "summary.json").write_text("{}")
+    (tmp_path / "report.html").write_text("<html></html>")
+    configs = group(load_results([tmp_path]))
+    assert [(c.label, [r.path.name for r in c.results if r.path]) for c in configs] == [
+        ("io=100", ["repeat-1.json", "repeat-2.json"]), ("io=200", ["repeat-1.json"])]
+    # plain results of one scenario, both called repeat-1.json: their directories tell them apart
+    for d in ("x", "y"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "repeat-1.json").write_text(json.dumps(doc))
+    labels = [c.label for c in group(load_results([tmp_path / "x", tmp_path / "y"]))]
+    assert labels == ["x/repeat-1.json", "y/repeat-1.json"]
+
+
 def test_spectrum_reads_percentiles_from_the_histograms() -> None:
     configs = group([ResultFile(_recorded())])
     rows = [r for r in data.spectrum(configs) if r["users"] == 8]  # 10..90 ms, evenly

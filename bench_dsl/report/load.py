@@ -109,45 +109,47 @@ def group(results: Sequence[ResultFile]) -> list[Configuration]:
     """Configurations in the order first seen: a matrix run's by `configuration.id` (its repeats
     together), any other file alone, labelled by its scenario's name, or by its file name when
     two of them share a name (two runs of one scenario are told apart by where they were written)."""
-    configs: dict[str, Configuration] = {}
-    plain: list[ResultFile] = []
+    out: list[Configuration] = []
+    matrix: dict[str, Configuration] = {}
+    plain: list[tuple[Configuration, ResultFile]] = []
     for r in results:
         c = r.doc.get("configuration")
         if isinstance(c, dict) and c.get("id") is not None:
-            study = c.get("study")
-            key = f"{study}\x00{c['id']}" if study else str(c["id"])
-            if key not in configs:
-                label = str(c.get("label") or c["id"])
-                configs[key] = Configuration(key, label)
-            configs[key].results.append(r)
+            # ids are a matrix run's own (c1, c2, ...): two studies' c1 are two configurations
+            key = f"{c.get('study') or ''}/{c['id']}"
+            if key not in matrix:
+                matrix[key] = Configuration(key, str(c.get("label") or c["id"]))
+                out.append(matrix[key])
+            matrix[key].results.append(r)
         else:
-            configs[f"\x01{len(plain)}"] = Configuration(f"\x01{len(plain)}", "")
-            plain.append(r)
-    names = [_scenario_name(r) for r in plain]
-    labels = [n if names.count(n) == 1 else _file_label(r, n) for r, n in zip(plain, names)]
-    for i, (r, label) in enumerate(zip(plain, _unique(labels))):
-        configs[f"\x01{i}"].results.append(r)
-        configs[f"\x01{i}"].label = label
-    out = list(configs.values())
-    for c in out:
-        c.results.sort(key=lambda r: _repeat(r))
+            conf = Configuration(f"file {len(plain)}", "", [r])
+            plain.append((conf, r))
+            out.append(conf)
+    names = [_scenario_name(r) for _, r in plain]
+    files = [r.path.name if r.path is not None else None for _, r in plain]
+    for (conf, r), name, file in zip(plain, names, files):
+        if names.count(name) == 1 or file is None:
+            conf.label = name
+        elif files.count(file) == 1:
+            conf.label = file
+        else:  # repeat-1.json of two directories
+            assert r.path is not None
+            conf.label = f"{r.path.parent.name}/{file}"
+    for conf in matrix.values():
+        conf.results.sort(key=_repeat)
     # two studies with a configuration of the same label: say which study each one is
     labels = [c.label for c in out]
-    for c in out:
-        study = (c.results[0].doc.get("configuration") or {}).get("study")
-        if labels.count(c.label) > 1 and study:
-            c.label = f"{study}: {c.label}"
-    for c, label in zip(out, _unique([c.label for c in out])):
-        c.label = label
+    for conf in matrix.values():
+        study = (conf.results[0].doc.get("configuration") or {}).get("study")
+        if labels.count(conf.label) > 1 and study:
+            conf.label = f"{study}: {conf.label}"
+    for conf, label in zip(out, _unique([c.label for c in out])):
+        conf.label = label
     return out
 
 
 def _scenario_name(r: ResultFile) -> str:
     return str((r.doc.get("scenario") or {}).get("name") or "unnamed scenario")
-
-
-def _file_label(r: ResultFile, name: str) -> str:
-    return r.path.name if r.path is not None else name
 
 
 def _repeat(r: ResultFile) -> int:
