@@ -92,6 +92,12 @@ def _read(path: Path, strict: bool) -> dict[str, Any] | None:
             raise UsageError(f"{path}: not a bench-dsl result (no \"format\": \"{FORMAT}\"); give the result "
                              "JSON a run wrote, or a directory of them")
         return None
+    broken = [k for k in ("steps", "intervals") if not isinstance(doc.get(k, []), list)
+              or not all(isinstance(x, dict) for x in doc.get(k, []))]
+    if broken:
+        if strict:
+            raise UsageError(f"{path}: a damaged bench-dsl result: {' and '.join(broken)} should be a list of objects")
+        return None
     if doc.get("format_version") != 1:
         if strict:
             raise UsageError(f"{path}: result format version {doc.get('format_version')!r}; this bench-dsl "
