@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what `make run` and `make test` need on a fresh Debian machine:
 # a MariaDB server from Debian's packages (when no mysqld/mariadbd is found), sysbench for the
-# benchmark's test, tmux for the terminal tests, chromium for the HTML report's test, a C compiler
+# benchmark's test, tmux for the terminal tests, chromium for the HTML report's test, Prometheus'
+# node_exporter for the host monitor's test, a C compiler
 # and Python's headers for the raw executor's C core when missing, and the Python dependencies in
 # ./.venv.
 # Safe to run again: it only does what is missing.
@@ -21,6 +22,9 @@ if ! command -v sysbench >/dev/null 2>&1; then
 fi
 if ! command -v tmux >/dev/null 2>&1; then
   need_apt+=(tmux)  # the terminal UI's end-to-end test reads a real terminal's screen
+fi
+if ! command -v prometheus-node-exporter >/dev/null 2>&1 && [ ! -x /usr/bin/prometheus-node-exporter ]; then
+  need_apt+=(prometheus-node-exporter)  # monitor's test scrapes a real exporter, started by the test
 fi
 if ! command -v chromium >/dev/null 2>&1; then
   need_apt+=(chromium)  # the report's test opens the HTML report in a real headless browser
