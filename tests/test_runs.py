@@ -45,7 +45,9 @@ def test_every_shipped_file_runs(path: Path, dsn_url: str, tmp_path: Path) -> No
     if sc.study is not None:  # each study runs in tests/test_study.py; here: its first configuration, once
         study = ["--repeat", "1", *(a for k, v in sc.study.configurations[0].values for a in ("--only", f"{k}={v}"))]
     r = run_bench("run", str(path), "--headless", "--json", str(out), "--time-scale", "0.05", "--max-steps", "2",
-                  *_defines(path), *study, env={"BENCH_SSD_DIR": str(tmp_path), "BENCH_HDD_DIR": "/var/tmp"})
+                  *_defines(path), *study, env={"BENCH_SSD_DIR": str(tmp_path), "BENCH_HDD_DIR": "/var/tmp",
+                                                # the server is its own replica (no lag); no exporter answers
+                                                "BENCH_REPLICA_DSN": dsn_url, "BENCH_MONITOR": "http://127.0.0.1:9/metrics"})
     assert r.returncode in (0, 3), r.stderr
     if sc.study is not None:
         (out,) = (tmp_path / "r").glob("c1-*/repeat-1.json")
