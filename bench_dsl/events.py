@@ -232,7 +232,7 @@ class Fired(Event):
 
 @dataclass(frozen=True, slots=True)
 class Saturation(Event):
-    """The saturation point as it stands: users, step, saturated, condition, reason, steps_completed."""
+    """The saturation point as it stands: users, step, saturated, condition, reason, steps_completed, limited_by ("client" when bench-dsl itself was the limit)."""
     type: ClassVar[str] = "saturation"
     saturation: Json
 

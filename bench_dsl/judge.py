@@ -24,6 +24,10 @@ from bench_dsl.planner import Phase
 NEAR = 0.8
 
 
+# The client's CPU, as a share of what its processes can use, above which a climb's end is said to
+# be bench-dsl's own limit (saturation.limited_by = "client").
+CLIENT_SATURATED = 0.9
+
 # Stops that end the climb where it stands, as a fired stop condition does: the last complete step
 # is the saturation point and the run completed.
 CLIMB_ENDERS = ("stop_condition", "connections_refused", "users_not_connected")
@@ -159,6 +163,9 @@ class Judge:
         self.windowed = WindowedConditions(stop, names)
         self.previous: Aggregate | None = None  # the last judged step: plateau and kink compare with it
         self.saturation_users: int | None = None
+        # % of the machine the client's processes can use (workers + the coordinator, at most every
+        # core); None: not known (a fake fleet)
+        self.client_capacity_pct: float | None = None
         self.saturation_step: int | None = None
         self.fired: Verdict | None = None
         self._states: dict[str, ConditionState] = {c.text: ConditionState(c.text, None, None, "-", "")
@@ -272,21 +279,42 @@ class Judge:
             reason = f"run ended early ({stop_reason['reason']})"
         else:
             reason = "no stop condition fired up to the last step"
+        limited = self.client_limited(steps)
+        if limited is not None:
+            reason += f"; {limited}"
         return {"users": self.saturation_users, "step": self.saturation_step, "saturated": fired,
                 "condition": stop_reason.get("condition") if fired and stop_reason else None,
-                "reason": reason, "steps_completed": len(complete)}
+                "reason": reason, "steps_completed": len(complete),
+                "limited_by": "client" if limited is not None else None}
+
+    def client_limited(self, steps: list[dict[str, Any]]) -> str | None:
+        """Why the climb's end is bench-dsl's own limit, if it is: at the step that ended it, the
+        client used more than CLIENT_SATURATED of the CPU its processes can use (a load generator
+        that saturates reports its own ceiling, not the server's)."""
+        if not steps or self.client_capacity_pct is None or self.saturation_users is None:
+            return None
+        client = (steps[-1].get("cpu") or {}).get("client")
+        if client is None or client < CLIENT_SATURATED * self.client_capacity_pct:
+            return None
+        return (f"bench-dsl itself was the limit: its CPU was at {client:.0f}% of the machine, "
+                f"{100 * client / self.client_capacity_pct:.0f}% of what its processes can use, "
+                f"so the server carries at least {self.saturation_users} users")
 
 
 def expectations(expect: tuple[Condition, ...] | list[Condition], saturation_users: int | None,
-                 run: Aggregate) -> list[dict[str, Any]]:
-    """Each `expect` judged against the whole run's figures (or the saturation point)."""
+                 run: Aggregate, client_limited: str | None = None) -> list[dict[str, Any]]:
+    """Each `expect` judged against the whole run's figures (or the saturation point: one that
+    was the client's own limit says nothing of the server, and fails)."""
     out = []
     for c in expect:
+        why = None
         if c.metric.name == "saturation":
             value: float | None = float(saturation_users) if saturation_users is not None else None
         else:
             value = run.value(c.metric) if run.ticks else None
         ok = value is not None and c.holds(value)
+        if c.metric.name == "saturation" and client_limited is not None:
+            ok, why = False, client_limited
         out.append({"expect": c.text, "value": show(value, c) if c.metric.name != "saturation" else value,
-                    "limit": show_limit(c), "unit": c.unit, "passed": ok})
+                    "limit": show_limit(c), "unit": c.unit, "passed": ok, **({"reason": why} if why else {})})
     return out

@@ -236,6 +236,8 @@ class Run:
         requested = self.opt.workers if self.opt.workers is not None else self.sc.workers
         fleet = stage.fleet(dsn, requested, self.opt.isolate_users)
         self.fleet = fleet  # stopped in execute() whatever happens from here on
+        ncpu = os.cpu_count() or 1
+        self.judge.client_capacity_pct = 100.0 * min(getattr(fleet, "count", 1) + 1, ncpu) / ncpu
         await fleet.start()
         await self.counters.open(dsn)
         self.watch.silent_s = self.counters.silent_s
@@ -398,7 +400,8 @@ class Run:
         if self.status == "running":
             self.status = {"interrupted": "interrupted", "target_failed": "target_failed",
                            "scenario_error": "scenario_error", "stop_condition": "completed"}.get(reason, "completed")
-        expect = expectations(self.sc.expect, self.judge.saturation_users, self.run_agg)
+        expect = expectations(self.sc.expect, self.judge.saturation_users, self.run_agg,
+                              self.judge.client_limited(self.steps))
         code = results.exit_code(self.status, self.stop_reason, expect)
         if code is not None:
             self.exit_code = code

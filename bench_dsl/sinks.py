@@ -276,7 +276,8 @@ class ConsoleSink:
         sat = d["saturation"] or {}
         users = sat.get("users")
         if sat.get("saturated"):
-            head = f"[bold green]saturation point: {users} users[/]" if users is not None else \
+            at_least = "at least " if sat.get("limited_by") == "client" else ""
+            head = f"[bold green]saturation point: {at_least}{users} users[/]" if users is not None else \
                 "[bold red]saturated below the first step's users[/]"
             self.c.print(f"{head}  ({esc(sat['reason'])})")
         elif users is not None:

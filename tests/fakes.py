@@ -75,8 +75,10 @@ class FakeFleet:
 class FakeCpu:
     """The server's CPU as a function of the run's elapsed seconds."""
 
-    def __init__(self, server: Callable[[], float | None] = lambda: None) -> None:
+    def __init__(self, server: Callable[[], float | None] = lambda: None,
+                 client: Callable[[], float | None] = lambda: None) -> None:
         self.server = server
+        self.client = client
 
     def sample(self) -> dict[str, float | None]:
-        return {"server": self.server(), "host": None, "client": None}
+        return {"server": self.server(), "host": None, "client": self.client()}

@@ -165,6 +165,29 @@ async def test_expectations_are_judged_on_the_whole_run(tmp_path: Path) -> None:
     assert run.exit_code == 3
 
 
+@pytest.mark.parametrize(("client", "limited"), [(95.0, True), (60.0, False)])
+async def test_a_climb_ended_by_the_clients_own_limit_says_so(client: float, limited: bool, tmp_path: Path) -> None:
+    sc = scenario(tmp_path, "ramp step { start 1 users step x2 settle 1s hold 2s max 32 users }\n"
+                            "stop when { tps plateau 10% }\nexpect { saturation >= 2 users }")
+    sink = Events()
+    run = Run(sc, plan(sc), [sink])
+    run.scheduler.second = SECOND
+    run.judge.client_capacity_pct = 100.0  # the client's processes may use the whole machine
+    run.t0 = 1.0
+    run.publish(ev.Begin("test", "now", {"name": sc.name}, {}))
+    await run.measure(FakeFleet(flat_after(4)), FakeCpu(client=lambda: client))  # type: ignore[arg-type]
+    run.finish()
+    sat = sink.document.doc["saturation"]
+    assert sat["users"] == 4 and sat["saturated"]
+    (expect,) = sink.document.doc["expect"]
+    if limited:
+        assert sat["limited_by"] == "client" and "at least 4 users" in sat["reason"]
+        assert not expect["passed"] and "bench-dsl itself was the limit" in expect["reason"]
+        assert run.exit_code == 3
+    else:
+        assert sat["limited_by"] is None and expect["passed"] and run.exit_code == 0
+
+
 async def test_errors_reach_the_document_by_code(tmp_path: Path) -> None:
     sc = scenario(tmp_path, "users 2  duration 3s  report every 1s", txs=("read", "write"))
     sink = Events()
