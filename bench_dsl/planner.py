@@ -90,6 +90,15 @@ def describe(sc: m.Scenario, p: Plan) -> str:
     lines.extend(plan_lines(sc.workload))
     if sc.server_settings:
         lines.append("  server:   " + ", ".join(f"{s.name}={s.text}" for s in sc.server_settings))
+    if sc.server_dir:
+        lines.append(f"  files:    in {sc.server_dir} (the throwaway server's directory: the disk under test)")
+    if sc.replicas:
+        lines.append(f"  replicas: {sc.replicas} throwaway replica{'s' if sc.replicas > 1 else ''}, attached with GTIDs; "
+                     "lag measured by a heartbeat")
+    for d in sc.replica_dsns:
+        lines.append(f"  replica:  {d.redacted()} (lag measured by a heartbeat)")
+    if sc.monitor:
+        lines.append(f"  monitor:  {redact(sc.monitor)} (the server host's CPU and disks, from its node_exporter)")
     lines.append("  workers:  " + (f"{sc.workers} process(es)" if sc.workers else "auto (one process per core)"))
     lines.append(f"  seed:     {sc.seed}" if sc.seed is not None else
                  "  seed:     random, drawn when the run starts and recorded with it (set 'seed' to repeat a run)")

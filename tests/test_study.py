@@ -143,10 +143,21 @@ async def _variable(url: str, name: str) -> str:
 @pytest.mark.slow
 def test_a_study_on_a_server_of_our_own_sets_and_restores_its_settings(dsn_url: str, tmp_path: Path) -> None:
     before = asyncio.run(_variable(dsn_url, "innodb_io_capacity"))
+    f = tmp_path / "flash.bench"
+    f.write_text("""scenario "flash on our own" {
+  target env("BENCH_DSN")
+  workload sysbench oltp_read_write { tables = 1  table_size = 1000 }
+  vary {
+    innodb_io_capacity_max = [400, 2000, 4000, 8000, 16000]
+    innodb_io_capacity     = [200, 1000, 2000, 4000, 8000]
+  } zip
+  repeat 3
+  users 4
+  duration 2s
+}""")
     out = tmp_path / "flash"
-    r = run_bench("run", "scenarios/sysbench-flash-io-capacity.bench", "--headless", "--json", str(out),
-                  "--time-scale", "0.005", "--repeat", "1", "--only", "innodb_io_capacity=1000,4000",
-                  "-D", "tables=1", "-D", "table_size=1000", "-D", "users=4")
+    r = run_bench("run", str(f), "--headless", "--json", str(out), "--repeat", "1",
+                  "--only", "innodb_io_capacity=1000,4000")
     assert r.returncode == 0, r.stderr
     docs = _results(out)
     assert [d["configuration"]["label"] for d in docs] == [
