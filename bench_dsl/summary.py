@@ -5,8 +5,8 @@ finished result documents only, never the engine: a summary is a function of the
 
 Configurations: a result with a `configuration` field belongs to that configuration (its id, in
 the matrix its results came from); a plain result is a configuration of its own. Every figure of a
-configuration is the median over its repeats with the min, max and spread, and next to it the
-spread of the figure between the report intervals of each step: the noise a single run can see.
+configuration is the median over its repeats with the min, max and spread, and its noise: how far
+apart the repeats are, and the figure's report intervals within each step (all a single run shows).
 """
 
 from __future__ import annotations
@@ -32,6 +32,11 @@ LATENCIES = ("p50", "p90", "p95", "p99")
 # An interval much shorter than the others (the tail of a step cut by its end) has a rate measured
 # over too little time to be compared with the others: left out of the interval spread.
 SHORT_INTERVAL = 0.5
+# From this many repeats on, their spread alone is a figure's noise. Two repeats are too few: for two
+# identical configurations the two ranges of two runs each are both narrower than the distance
+# between their medians about 1 time in 5 (1 in 16 with three), so with two the report intervals'
+# spread, when larger, is taken instead.
+REPEATS_FOR_NOISE = 3
 
 
 def _natural(path: Path) -> list[Any]:
@@ -98,7 +103,8 @@ def load_results(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
 
 def stat(values: Sequence[float | None]) -> dict[str, Any] | None:
     """{median, min, max, spread_pct, n, per_repeat}; spread_pct = (max - min) / median * 100, the
-    whole range of the repeats: null with fewer than two values (one value has no spread)."""
+    whole range of the repeats as a share of the middle: null with fewer than two values (one value
+    has no spread). Descriptive only: the noise compare judges by is a ratio (_with_noise)."""
     have = [float(v) for v in values if v is not None]
     if not have:
         return None
@@ -113,8 +119,10 @@ def _r(v: float | None, digits: int = 3) -> float | None:
     return None if v is None else round(v, digits)
 
 
-def _figure(row: dict[str, Any], name: str) -> float | None:
+def _figure(row: dict[str, Any], name: str, cpu_count: int | None = None) -> float | None:
     """A figure of a step, interval or summary row by its summary name."""
+    if name.startswith("cpu_us_per_tx:"):
+        return cpu_us_per_tx(row, cpu_count, name.partition(":")[2])
     if name in LATENCIES:
         return (row.get("latency_ms") or {}).get(name)
     if name == "error_rate_pct":
@@ -135,18 +143,24 @@ def cpu_us_per_tx(row: dict[str, Any], cpu_count: int | None, source: str) -> fl
     return pct / 100 * cpu_count * 1e6 / tps
 
 
-def interval_spread(doc: dict[str, Any], step: int | None, name: str) -> float | None:
-    """(max - min) / median * 100 of a figure over the measured report intervals of one step: how
-    much it moves within a run. Null with fewer than two intervals."""
+def ratio_pct(values: Sequence[float]) -> float | None:
+    """How far above the smallest value the largest is, in percent: (max / min - 1) * 100. A ratio,
+    not a difference, so that a figure that halves and one that doubles are as far apart; null
+    with fewer than two values or a value of 0 or less (no ratio to speak of)."""
+    if len(values) < 2 or min(values) <= 0:
+        return None
+    return (max(values) / min(values) - 1) * 100
+
+
+def interval_noise(doc: dict[str, Any], step: int | None, name: str) -> float | None:
+    """ratio_pct of a figure over the measured report intervals of one step: how much it moves
+    within a run, the only noise a single run can show."""
     rows = [i for i in doc.get("intervals") or [] if i.get("measured") and i.get("step") == step]
     if rows:
         typical = statistics.median(i.get("seconds") or 0 for i in rows)
         rows = [i for i in rows if (i.get("seconds") or 0) >= SHORT_INTERVAL * typical]
-    values = [v for v in (_figure(i, name) for i in rows) if v is not None]
-    if len(values) < 2:
-        return None
-    med = statistics.median(values)
-    return None if med == 0 else (max(values) - min(values)) / abs(med) * 100
+    cpus = (doc.get("machine") or {}).get("cpu_count")
+    return ratio_pct([v for v in (_figure(i, name, cpus) for i in rows) if v is not None])
 
 
 def measured_steps(doc: dict[str, Any]) -> list[tuple[int | None, dict[str, Any]]]:
@@ -181,7 +195,8 @@ def _group_key(doc: dict[str, Any], path: Path | None, index: int) -> tuple[Any,
 
 def _labels(groups: list[dict[str, Any]]) -> None:
     """A label that tells the configurations apart: the configuration's own, else the scenario's
-    name; where those clash the file name, then the path."""
+    name. Where those clash: every plain run by its file name, a configuration by its label and its
+    matrix directory; then by path; then numbered."""
     def clash(key: str) -> set[str]:
         seen = Counter(g[key] for g in groups)
         return {k for k, n in seen.items() if n > 1}
@@ -191,8 +206,10 @@ def _labels(groups: list[dict[str, Any]]) -> None:
     if not (dup := clash("label")):
         return
     for g in groups:
-        if g["label"] in dup and g["paths"]:
-            g["label"] = g["paths"][0].name if g["own_label"] is None else f"{g['label']} ({g['paths'][0].parent.parent.name})"
+        if g["label"] in dup and g["paths"] and g["own_label"] is not None:
+            g["label"] = f"{g['label']} ({g['paths'][0].parent.parent.name})"  # two matrices' runs
+        elif g["own_label"] is None and g["paths"]:
+            g["label"] = g["paths"][0].name  # plain runs: all by file name, not half by scenario name
     for g in groups:
         if g["label"] in clash("label") and g["paths"]:
             g["label"] = str(g["paths"][0])
@@ -270,7 +287,7 @@ def _configuration(n: int, g: dict[str, Any], base: Path | None) -> dict[str, An
         "statuses": [d.get("status") for d in docs],
         "exit_codes": [d.get("exit_code") for d in docs],
         "saturation": {
-            "users": stat([s.get("users") for s in sat]),
+            "users": _with_noise(stat([s.get("users") for s in sat]), []),
             "saturated": [s.get("saturated") for s in sat],
             # the condition that ended most repeats (None: none fired in most of them), then all of them
             "condition": Counter(conditions).most_common(1)[0][0] if conditions else None,
@@ -303,14 +320,14 @@ def _by_users(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     values.append(None)
                     continue
                 step_no, row = hit
-                values.append(_nopm(d, step_no, row) if name == "nopm" else _figure(row, name))
+                cpus = (d.get("machine") or {}).get("cpu_count")
+                values.append(_nopm(d, step_no, row) if name == "nopm" else _figure(row, name, cpus))
                 if step_no is not None:  # a summary's intervals span every users count: no noise of one
-                    spread = interval_spread(d, step_no, name)
+                    spread = interval_noise(d, step_no, name)
                     if spread is not None:
                         spreads.append(spread)
             return _with_noise(stat(values), spreads)
 
-        cpu_count = [(d.get("machine") or {}).get("cpu_count") for d, _ in hits]
         entry: dict[str, Any] = {
             "users": u,
             "repeats_measured": sum(1 for _, h in hits if h is not None),
@@ -323,23 +340,28 @@ def _by_users(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         entry["error_rate_pct"] = stat([None if h is None else _figure(h[1], "error_rate_pct") for _, h in hits])
         entry["cpu_pct"] = {src: stat([None if h is None else (h[1].get("cpu") or {}).get(src) for _, h in hits])
                             for src in ("server", "host", "client")}
-        entry["cpu_us_per_tx"] = {src: stat([None if h is None else cpu_us_per_tx(h[1], c, src)
-                                             for (_, h), c in zip(hits, cpu_count)])
-                                  for src in ("server", "client")}
+        entry["cpu_us_per_tx"] = {src: figures(f"cpu_us_per_tx:{src}") for src in ("server", "client")}
         out.append(entry)
     return out
 
 
 def _with_noise(s: dict[str, Any] | None, spreads: list[float]) -> dict[str, Any] | None:
-    """Adds the noise of a figure: interval_spread_pct (the median over the repeats of the spread
-    between the step's report intervals) and noise_pct, the larger of it and the repeats' spread;
-    noise_from says which one that is."""
+    """Adds the noise of a figure, each as a ratio in percent (ratio_pct): repeats_noise_pct (the
+    largest repeat over the smallest), interval_noise_pct (the median over the repeats of the
+    largest report interval of the step over the smallest), and noise_pct, which compare judges
+    differences against; noise_from says which of the two it is."""
     if s is None:
         return None
+    between = ratio_pct([v for v in s["per_repeat"] if v is not None])
     within = _r(statistics.median(spreads)) if spreads else None
-    between = s["spread_pct"]
-    s["interval_spread_pct"] = within
-    candidates = [(v, src) for v, src in ((between, "repeats"), (within, "intervals")) if v is not None]
+    s["repeats_noise_pct"] = _r(between)
+    s["interval_noise_pct"] = within
+    if between is not None and s["n"] >= REPEATS_FOR_NOISE:
+        # the repeats measure what varies between runs directly; the intervals overstate it (a
+        # step's figure averages its intervals), so once there are enough repeats they decide
+        s["noise_pct"], s["noise_from"] = s["repeats_noise_pct"], "repeats"
+        return s
+    candidates = [(v, src) for v, src in ((s["repeats_noise_pct"], "repeats"), (within, "intervals")) if v is not None]
     if candidates:
         s["noise_pct"], s["noise_from"] = max(candidates, key=lambda c: c[0])
     else:
