@@ -289,7 +289,7 @@ def _finish(directory: Path, runs: list[StudyRun], say: Callable[[str], None]) -
     from bench_dsl.summary import load_results, summarize
 
     docs = load_results([str(p) for p in paths])
-    summary = summarize(docs, base=directory)
+    summary = summarize(docs, files=paths, base=directory)
     _write_atomic(directory / "summary.json", json.dumps(summary, indent=2) + "\n")
     say(f"summary: {directory / 'summary.json'}")
     try:

@@ -1,0 +1,256 @@
+"""bench_dsl/summary.py and `bench compare` on results of real runs against the session's server.
+
+One set of runs serves every test (module fixture, ~30 s): three configurations x two repeats,
+interleaved as the matrix runner runs them (A B C A B C): c1 and c3 the same lazily flushing
+server, c2 the durable one (innodb_flush_log_at_trx_commit = 1, sync_binlog = 1) with one user
+doing writes, so every commit waits for its own fsync: slower by 25-90 % on this machine, always
+in the same direction (measured before relying on it). The matrix runner's `configuration` field
+is added to each result here, as the runner will write it; plus one step ramp for several users.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from bench_dsl.compare import compare, parse_gate
+from bench_dsl.errors import UsageError
+from bench_dsl.summary import find_results, load_results, read_result, summarize
+
+from .conftest import run_bench
+
+SCHEMA = json.loads(resources.files("bench_dsl.schema").joinpath("summary-v1.json").read_text())
+
+SCENARIO = """
+let flush = 2
+let sync = 0
+scenario "durability" {
+  target env("BENCH_DSN")
+  server {
+    innodb_flush_log_at_trx_commit = $flush
+    sync_binlog = $sync
+  }
+  workload sysbench oltp_write_only { tables = 1  table_size = 1000 }
+  users 1
+  warmup 10s
+  duration 30s
+  report every 1s
+}
+"""
+RAMP = """
+scenario "durability ramp" {
+  target env("BENCH_DSN")
+  # the server's own defaults: the runs before leave it as they found it
+  server { innodb_flush_log_at_trx_commit = 1  sync_binlog = 0 }
+  workload sysbench oltp_write_only { tables = 1  table_size = 1000 }
+  warmup 10s
+  ramp step { start 1 users  step x2  settle 10s  hold 20s  max 4 users }
+  report every 1s
+}
+"""
+CONFIGS = [("c1", "lazy", {"innodb_flush_log_at_trx_commit": "2", "sync_binlog": "0"}),
+           ("c2", "durable", {"innodb_flush_log_at_trx_commit": "1", "sync_binlog": "1"}),
+           ("c3", "lazy-again", {"innodb_flush_log_at_trx_commit": "2", "sync_binlog": "0"})]
+REPEATS = 2
+
+
+def _run(scenario: Path, out: Path, *defines: str) -> dict[str, Any]:
+    r = run_bench("run", str(scenario), "--headless", "-q", "--time-scale", "0.1", "--json", str(out), *defines)
+    assert r.returncode == 0, r.stderr
+    return json.loads(out.read_text())
+
+
+@pytest.fixture(scope="module")
+def runs(dsn_url: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """<root>/matrix: the matrix runner's layout; <root>/ramp.json: a step ramp, 1 to 4 users."""
+    root = tmp_path_factory.mktemp("compare")
+    scenario = root / "durability.bench"
+    scenario.write_text(SCENARIO)
+    matrix = root / "matrix"
+    for k in range(1, REPEATS + 1):
+        for cid, slug, values in CONFIGS:
+            out = matrix / f"{cid}-{slug}" / f"repeat-{k}.json"
+            out.parent.mkdir(parents=True, exist_ok=True)
+            doc = _run(scenario, out, "-D", f"flush={values['innodb_flush_log_at_trx_commit']}",
+                       "-D", f"sync={values['sync_binlog']}")
+            doc["configuration"] = {"id": cid, "label": " ".join(f"{n}={v}" for n, v in values.items()) + f" ({slug})",
+                                    "values": values, "repeat": k, "repeats": REPEATS, "study": "durability"}
+            out.write_text(json.dumps(doc))
+    ramp = root / "ramp.bench"
+    ramp.write_text(RAMP)
+    _run(ramp, root / "ramp.json")
+    # what else the runner leaves there, and must be skipped
+    (matrix / "summary.json").write_text(json.dumps(summarize(load_results([matrix]))))
+    (matrix / "notes.json").write_text('{"format": "something else"}')
+    return root
+
+
+def _cell(table: dict[str, Any], metric: str, users: int | None, conf: str) -> dict[str, Any]:
+    row = next(r for r in table["rows"] if r["metric"] == metric and r["users"] == users)
+    return next(c for c in row["cells"] if c["configuration"] == conf)
+
+
+# ---- summary -------------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_a_directory_is_searched_for_results_only(runs: Path) -> None:
+    files = find_results([runs / "matrix"])
+    assert [f.relative_to(runs / "matrix").as_posix() for f in files] == [
+        f"{cid}-{slug}/repeat-{k}.json" for cid, slug, _ in CONFIGS for k in range(1, REPEATS + 1)]
+    assert len(load_results([runs / "matrix", runs / "ramp.json"])) == len(CONFIGS) * REPEATS + 1
+
+
+@pytest.mark.slow
+def test_a_file_that_is_not_a_result_is_a_clear_usage_error(runs: Path, tmp_path: Path) -> None:
+    (tmp_path / "bad.json").write_text("{not json")
+    (tmp_path / "empty").mkdir()
+    cases = {runs / "missing.json": "no such file", runs / "matrix" / "summary.json": "not a bench-dsl result",
+             tmp_path / "bad.json": "not JSON", tmp_path / "empty": "no bench-dsl result files"}
+    for path, words in cases.items():
+        with pytest.raises(UsageError, match=words):
+            load_results([path])
+    r = run_bench("compare", str(runs / "ramp.json"), str(runs / "missing.json"))
+    assert r.returncode == 2 and "missing.json: no such file" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.slow
+def test_summary_groups_repeats_per_configuration_and_validates(runs: Path) -> None:
+    files = find_results([runs / "matrix"])
+    docs = [read_result(f) for f in files]
+    s = summarize(docs, files, base=runs / "matrix")
+    jsonschema.validate(s, SCHEMA)
+    assert s["format"] == "bench-dsl-summary" and s["study"] == "durability" and s["same_workload"]
+    assert [c["id"] for c in s["configurations"]] == ["c1", "c2", "c3"]
+    c2 = s["configurations"][1]
+    assert c2["values"] == CONFIGS[1][2] and c2["label"].endswith("(durable)")
+    assert c2["files"] == ["c2-durable/repeat-1.json", "c2-durable/repeat-2.json"]
+    assert c2["repeats_completed"] == 2 and c2["statuses"] == ["completed", "completed"]
+    mine = [d for d in docs if d["configuration"]["id"] == "c2"]
+    assert c2["saturation"]["users"]["per_repeat"] == [d["saturation"]["users"] for d in mine]
+    [at1] = c2["by_users"]
+    assert at1["users"] == 1 and at1["repeats_measured"] == 2
+    steps = [d["steps"][0] for d in mine]
+    tps = at1["tps"]
+    assert tps["per_repeat"] == [pytest.approx(st["tps"], abs=1e-3) for st in steps]
+    assert tps["median"] == pytest.approx(statistics.median(st["tps"] for st in steps), abs=1e-3)
+    assert tps["min"] <= tps["median"] <= tps["max"] and tps["n"] == 2
+    assert tps["repeats_noise_pct"] == pytest.approx((tps["max"] / tps["min"] - 1) * 100, abs=0.01)
+    # three report intervals per step: the noise one run shows is there, and judged by the larger
+    assert tps["interval_noise_pct"] is not None
+    assert tps["noise_pct"] == max(tps["repeats_noise_pct"], tps["interval_noise_pct"])
+    # cpu is percent of the whole machine: cores busy = cpu% / 100 * cpu_count
+    st, machine = steps[0], mine[0]["machine"]
+    assert at1["cpu_us_per_tx"]["client"]["per_repeat"][0] == pytest.approx(
+        st["cpu"]["client"] / 100 * machine["cpu_count"] * 1e6 / st["tps"], rel=1e-3)
+    assert at1["nopm"] is None  # sysbench has no new orders
+
+
+@pytest.mark.slow
+def test_the_schema_is_not_vacuous(runs: Path) -> None:
+    s = summarize(load_results([runs / "matrix"]))
+    s["configurations"][0]["by_users"][0]["tps"].pop("median")
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(s, SCHEMA)
+
+
+@pytest.mark.slow
+def test_plain_results_are_each_a_configuration_labelled_apart(runs: Path, tmp_path: Path) -> None:
+    files = []
+    for name in ("base.json", "new.json"):  # two plain runs of one scenario: the names clash
+        doc = read_result(runs / "matrix" / "c1-lazy" / "repeat-1.json")
+        doc.pop("configuration")
+        (tmp_path / name).write_text(json.dumps(doc))
+        files.append(tmp_path / name)
+    files.append(runs / "ramp.json")
+    s = summarize([read_result(f) for f in files], files, base=tmp_path)
+    jsonschema.validate(s, SCHEMA)
+    assert [c["label"] for c in s["configurations"]] == ["base.json", "new.json", "ramp.json"]
+    assert [c["files"] for c in s["configurations"]][:2] == [["base.json"], ["new.json"]]
+    assert not s["same_workload"] or s["configurations"][2]["workload"] == s["workload"]
+
+
+@pytest.mark.slow
+def test_a_ramp_gives_a_figure_per_users_count(runs: Path) -> None:
+    doc = read_result(runs / "ramp.json")
+    [c] = summarize([doc])["configurations"]
+    assert [e["users"] for e in c["by_users"]] == [s["users"] for s in doc["steps"] if s["complete"]] == [1, 2, 4]
+    assert c["saturation"]["condition"] == doc["saturation"]["condition"]
+    for e, st in zip(c["by_users"], doc["steps"]):
+        assert e["tps"]["median"] == pytest.approx(st["tps"], abs=1e-3)
+        assert e["latency_ms"]["p95"]["median"] == pytest.approx(st["latency_ms"]["p95"], abs=1e-3)
+        assert e["tps"]["noise_from"] == "intervals"  # one run: the intervals are all it has
+
+
+# ---- compare -------------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_the_slower_configuration_is_reported_and_the_gate_exits_3(runs: Path, tmp_path: Path) -> None:
+    out, md = tmp_path / "cmp.json", tmp_path / "cmp.md"
+    r = run_bench("compare", str(runs / "matrix"), "--fail-if", "tps < -5%", "--json", str(out),
+                  "--markdown", str(md))
+    assert r.returncode == 3, r.stderr
+    table = json.loads(out.read_text())
+    durable = _cell(table, "tps", 1, "c2")
+    assert durable["diff_pct"] < -15 and durable["better"] is False
+    assert durable["beyond_noise"] is not None  # judged, against a noise it names
+    assert durable["judged_noise_from"] in ("repeats", "intervals")
+    [gate] = table["gates"]
+    assert gate["failed"] and any(ch["configuration"] == "c2" and ch["failed"] for ch in gate["checks"])
+    assert "--fail-if tps < -5%: FAILED" in r.stderr and "(durable) at 1 users" in r.stderr
+    # the console table on stdout, the same figures in the Markdown
+    assert "bench compare" in r.stdout and "tps @ 1 users" in r.stdout
+    assert f"{durable['diff_pct']:+.1f}%" in md.read_text() and "| tps @ 1 users |" in md.read_text()
+
+
+@pytest.mark.slow
+def test_two_runs_of_the_same_configuration_differ_within_the_noise(runs: Path) -> None:
+    table = compare(summarize(load_results([runs / "matrix"])))
+    again = _cell(table, "tps", 1, "c3")
+    assert again["beyond_noise"] is False, again
+
+
+@pytest.mark.slow
+def test_baseline_first_and_a_passing_gate_exits_0(runs: Path) -> None:
+    m = runs / "matrix"
+    # the durable server as the baseline: the lazy one is faster, and "tps < -5%" holds
+    r = run_bench("compare", str(m / "c2-durable"), str(m / "c1-lazy"), "--fail-if", "tps < -5%",
+                  "--fail-if", "saturation < -50%", "--json", "-")
+    assert r.returncode == 0, r.stderr
+    table = json.loads(r.stdout)  # --json -: stdout is the data only, the console table went to stderr
+    assert table["baseline"] == "c2" and _cell(table, "tps", 1, "c1")["diff_pct"] > 15
+    assert "bench compare" in r.stderr
+
+
+@pytest.mark.slow
+def test_different_workloads_are_refused_unless_forced(runs: Path, tmp_path: Path) -> None:
+    doc = read_result(runs / "ramp.json")
+    doc["scenario"]["workload"]["table_size"] = 5000
+    other = tmp_path / "bigger.json"
+    other.write_text(json.dumps(doc))
+    r = run_bench("compare", str(runs / "ramp.json"), str(other))
+    assert r.returncode == 2 and "other data or options" in r.stderr and "--force" in r.stderr
+    r = run_bench("compare", str(runs / "ramp.json"), str(other), "--force", "--fail-if", "nopm < -1%")
+    # forced, compared; a gate on a figure sysbench does not have judged nothing: not a silent pass
+    assert r.returncode == 2 and "not judged" in r.stderr and "tps @ 4 users" in r.stdout
+
+
+def test_a_malformed_gate_is_a_usage_error_with_a_hint() -> None:
+    assert parse_gate("p95>+10%") == parse_gate(" p95 > +10 % ")
+    assert parse_gate("tps < -5.5%").pct == -5.5
+    for bad in ("tps < 5%", "tps <= -5%", "latency > +10%", "tps < -5", "p95 > +ten%"):
+        with pytest.raises(UsageError, match="hint: write METRIC"):
+            parse_gate(bad)
+    r = run_bench("compare", "a.json", "b.json", "--fail-if", "tps drops 5%")
+    assert r.returncode == 2 and "hint:" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_gate_judges_the_direction_it_names() -> None:
+    drop, rise = parse_gate("tps < -5%"), parse_gate("p95 > +10%")
+    assert drop.fails(-5.1) and not drop.fails(-4.9) and not drop.fails(+50)
+    assert rise.fails(10.1) and not rise.fails(9.9) and not rise.fails(-50)
