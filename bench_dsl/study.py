@@ -215,7 +215,7 @@ async def run_study(sc: m.Scenario, opt: StudyOptions, err: Console) -> int:
             if remote is not None:
                 await remote.restore()
         finally:
-            await asyncio.to_thread(_finish, directory, runs, say)
+            await asyncio.to_thread(_finish, directory, runs, err)
             claim.release()
     return int(code)
 
@@ -280,8 +280,10 @@ def _sayer(err: Console) -> Callable[[str], None]:
     return say
 
 
-def _finish(directory: Path, runs: list[StudyRun], say: Callable[[str], None]) -> None:
-    """summary.json and report.html from the result files the runs wrote."""
+def _finish(directory: Path, runs: list[StudyRun], err: Console) -> None:
+    """summary.json and report.html from the result files the runs wrote, and the comparison
+    table (bench compare's) on the console."""
+    say = _sayer(err)
     paths = [r.path for r in runs if r.path.exists()]
     if not paths:
         say("study: no run wrote a result; no summary")
@@ -291,6 +293,13 @@ def _finish(directory: Path, runs: list[StudyRun], say: Callable[[str], None]) -
     docs = load_results([str(p) for p in paths])
     summary = summarize(docs, files=paths, base=directory)
     _write_atomic(directory / "summary.json", json.dumps(summary, indent=2) + "\n")
+    try:
+        from bench_dsl.compare import compare, to_rich
+
+        # force: a study that varies its data ($rows) compares configurations of different data on purpose
+        err.print(to_rich(compare(summary, force=True)))
+    except Exception as exc:  # the table is a courtesy: summary.json holds the figures
+        say(f"study: no comparison table: {type(exc).__name__}: {exc}")
     say(f"summary: {directory / 'summary.json'}")
     try:
         from bench_dsl.report import write_html
