@@ -319,12 +319,18 @@ class Run:
             self._totals()  # the step and its verdict written now, not after the fleet and server stop
 
     # figures -----------------------------------------------------------------------------------
+    def _figures(self, agg: Aggregate) -> dict[str, Any]:
+        """An aggregate's figures, with the statements per second by kind the workload knows."""
+        out = agg.summary()
+        rates = self.workload.rates(out["tps"])  # type: ignore[arg-type]
+        return out | {"statements": rates} if rates is not None else out
+
     def _flush_interval(self, ph: Phase) -> None:
         agg = self.interval_agg
         if agg.ticks == 0:
             return
         row = {"type": "interval", "t": round(self.elapsed(), 3), "start_s": round(self.interval_start, 3),
-               "phase": ph.kind, "step": ph.step, "measured": ph.measured, **agg.summary()}  # users: those that ran
+               "phase": ph.kind, "step": ph.step, "measured": ph.measured, **self._figures(agg)}  # users: those that ran
         # for live displays: the step so far beside this interval (percentiles are not additive)
         so_far = self.step_agg.so_far() if ph.measured and self.step_agg.ticks else None
         self.publish(ev.Interval(row, so_far))
@@ -345,6 +351,7 @@ class Run:
                                                         / server["nopm"], 2) if server["nopm"] else None
         row = {"type": "step", "step": ph.step, "users": ph.users if ph.kind == "hold" else agg.users_max,
                "complete": complete, "start_s": round(self.step_started, 3), **summary,
+               **({"statements": r} if (r := self.workload.rates(summary["tps"])) is not None else {}),
                "server": server, "conditions": [v.to_json() for v in verdicts], "histograms": agg.histograms()}
         self.steps.append(row)
         self.publish(ev.Step(row))

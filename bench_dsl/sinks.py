@@ -254,6 +254,8 @@ class ConsoleSink:
                 phase = d["phase"] if d["step"] is None else f"s{d['step']} {d['phase']}"
                 secs = d["seconds"] or 1
                 extra = ""
+                if st := d.get("statements"):  # sysbench's r/w/o, per second
+                    extra += f" r/w/o {st['reads_per_s']:.0f}/{st['writes_per_s']:.0f}/{st['other_per_s']:.0f}"
                 if (rep := d.get("replication")) and rep.get("lag_s") is not None:
                     extra += f" lag {rep['lag_s']:.2f}s"
                 if disk := d.get("disk"):

@@ -67,6 +67,11 @@ def test_quickstart_measures_like_sysbench(dsn_url: str, tmp_path: Path) -> None
     tx = doc["summary"]["transactions"]["oltp_read_write"]
     # sysbench oltp_read_write: 18 statements + BEGIN/COMMIT per transaction
     assert tx["qps"] == pytest.approx(tx["tps"] * 20, rel=0.01)
+    for row in doc["steps"] + doc["intervals"]:  # sysbench's r/w/o: 14 reads, 4 writes, BEGIN and COMMIT
+        st = row["statements"]
+        assert st["reads_per_s"] == pytest.approx(row["tps"] * 14, abs=0.1)
+        assert st["writes_per_s"] == pytest.approx(row["tps"] * 4, abs=0.1)
+        assert st["reads_per_s"] + st["writes_per_s"] + st["other_per_s"] == pytest.approx(row["qps"], rel=0.001)
     lat = tx["latency_ms"]
     assert 0 < lat["min"] <= lat["p50"] <= lat["p90"] <= lat["p95"] <= lat["p99"] <= lat["max"]
     assert doc["server"]["variables"]["innodb_buffer_pool_size"]

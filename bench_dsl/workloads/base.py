@@ -131,6 +131,11 @@ class Workload(abc.ABC):
         the client's own figures (TPC-C: the sum of d_next_o_id, i.e. new orders as HammerDB counts)."""
         return {}
 
+    def rates(self, tps: float) -> dict[str, float] | None:
+        """Statements per second by kind at `tps` transactions a second, when the workload knows its
+        transactions' statements (sysbench: reads, writes and other, as sysbench prints them)."""
+        return None
+
     def report(self, summary: dict[str, Any]) -> dict[str, Any] | None:
         """What this workload adds to the result from the whole run's summary (TPC-C: the mix run
         and the p90s against the specification's limits); None for nothing."""

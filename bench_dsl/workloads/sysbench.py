@@ -165,6 +165,25 @@ class Sysbench(Workload):
     def session(self, rng: random.Random, user: int) -> Session:
         return _SysbenchSession(self.spec, rng)
 
+    def rates(self, tps: float) -> dict[str, float] | None:
+        reads, writes, other = statement_kinds(self.spec)
+        return {"reads_per_s": round(tps * reads, 2), "writes_per_s": round(tps * writes, 2),
+                "other_per_s": round(tps * other, 2)}
+
+
+def statement_kinds(s: SysbenchWorkload) -> tuple[int, int, int]:
+    """One transaction's reads (SELECTs), writes (UPDATE, DELETE, INSERT) and other statements
+    (BEGIN, COMMIT), as sysbench counts them for its "r/w/o" figures."""
+    reads = writes = 0
+    if s.test != "oltp_write_only":
+        reads += s.point_selects
+        if s.test != "oltp_point_select" and s.range_selects:
+            reads += s.simple_ranges + s.sum_ranges + s.order_ranges + s.distinct_ranges
+    if s.test in ("oltp_read_write", "oltp_write_only"):
+        writes += s.index_updates + s.non_index_updates + 2 * s.delete_inserts
+    other = 2 if not s.skip_trx and s.test != "oltp_point_select" else 0
+    return reads, writes, other
+
 
 class _SysbenchSession(Session):
     def __init__(self, spec: SysbenchWorkload, rng: random.Random) -> None:
