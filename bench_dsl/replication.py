@@ -40,6 +40,15 @@ class ReplicaLag:
     seconds_behind_master: float | None  # what the replica itself says (NULL: None)
     io_running: str | None
     sql_running: str | None
+    # the replica's own SHOW GLOBAL STATUS (REPLICA_STATUS): per variable, its value and its growth
+    # per second since the reading before (about a second earlier)
+    status: dict[str, dict[str, float | None]] | None = None
+
+
+# What a replica's own counters say of the work it applies, read once a second beside the lag.
+REPLICA_STATUS = ("Threads_running", "Handler_write", "Handler_update", "Handler_delete", "Innodb_rows_inserted",
+                  "Innodb_rows_updated", "Innodb_rows_deleted", "Innodb_data_writes", "Innodb_data_fsyncs",
+                  "Innodb_buffer_pool_reads", "Innodb_os_log_written")
 
 
 async def start_replicas(primary: EmbeddedServer, n: int, settings: tuple, keep: bool,
@@ -98,6 +107,7 @@ class Heartbeat:
         self.warn = warn
         self.written: deque[tuple[int, float]] = deque(maxlen=int(3600 / HEARTBEAT_S))  # (seq, time)
         self.state: list[ReplicaLag] = [ReplicaLag(None, None, None, None) for _ in replicas]
+        self._counters: list[tuple[float, dict[str, float]] | None] = [None] * len(replicas)
         self._task: asyncio.Task[None] | None = None
         self._warned: set[str] = set()
 
@@ -161,7 +171,8 @@ class Heartbeat:
             async with conn.cursor() as cur:
                 await asyncio.wait_for(cur.execute(f"SELECT seq FROM {quote_identifier(TABLE)} WHERE id = 1"), 5)
                 row = await cur.fetchone()
-                behind, io, sql = self.state[i].seconds_behind_master, self.state[i].io_running, self.state[i].sql_running
+                old = self.state[i]
+                behind, io, sql, counters = old.seconds_behind_master, old.io_running, old.sql_running, old.status
                 if full:  # once a second: what the replica itself says, recorded beside
                     await asyncio.wait_for(cur.execute("SHOW SLAVE STATUS"), 5)
                     status = await cur.fetchone()
@@ -172,6 +183,10 @@ class Heartbeat:
                         behind = None if sbm is None else float(sbm)
                         io = got.get("Slave_IO_Running", got.get("Replica_IO_Running"))
                         sql = got.get("Slave_SQL_Running", got.get("Replica_SQL_Running"))
+                    await asyncio.wait_for(cur.execute("SHOW GLOBAL STATUS WHERE Variable_name IN ("
+                                                       + ", ".join(["%s"] * len(REPLICA_STATUS)) + ")",
+                                                       REPLICA_STATUS), 5)
+                    counters = self._rates(i, {str(k).lower(): float(v) for k, v in await cur.fetchall()})
         except Exception as exc:
             self._say(f"replica {i}", f"could not read the heartbeat on replica {i + 1} ({dsn.redacted()}): "
                       f"{error_reason(exc)}")
@@ -180,8 +195,19 @@ class Heartbeat:
                     conn.close()
             return None
         have = int(row[0]) if row else 0
-        self.state[i] = ReplicaLag(self._lag(have, now), behind, io, sql)
+        self.state[i] = ReplicaLag(self._lag(have, now), behind, io, sql, counters)
         return conn
+
+    def _rates(self, i: int, values: dict[str, float]) -> dict[str, dict[str, float | None]]:
+        now = time.monotonic()
+        before, self._counters[i] = self._counters[i], (now, values)
+        out: dict[str, dict[str, float | None]] = {}
+        for k, v in values.items():
+            rate = None
+            if before is not None and k in before[1] and now > before[0] and v >= before[1][k]:
+                rate = round((v - before[1][k]) / (now - before[0]), 2)
+            out[k] = {"value": v, "per_s": rate}
+        return out
 
     def _lag(self, have: int, now: float) -> float | None:
         """Behind by the age of the first heartbeat the replica has not applied (0 when it has the

@@ -79,7 +79,7 @@ class ServerSide:
         if self.heartbeat is not None:
             tick.lag = self.heartbeat.worst()
             tick.replicas = [{"lag_s": r.lag_s, "seconds_behind_master": r.seconds_behind_master,
-                              "io_running": r.io_running, "sql_running": r.sql_running}
+                              "io_running": r.io_running, "sql_running": r.sql_running, "status": r.status}
                              for r in self.heartbeat.snapshot()]
         if self.host is None:
             return

@@ -105,4 +105,7 @@ def test_embedded_replicas_are_started_attached_and_stopped(tmp_path: Path) -> N
     assert rows and all(len(x["replicas"]) == 2 for x in rows)
     assert all(rep["io_running"] == "Yes" and rep["sql_running"] == "Yes" for rep in rows[-1]["replicas"])
     assert rows[-1]["lag_s"] < 5
+    # the replicas' own counters: they apply the primary's writes
+    for rep in rows[-1]["replicas"]:
+        assert rep["status"]["handler_write"]["value"] > 0 and "threads_running" in rep["status"]
     assert "2 throwaway replicas attached" in r.stderr
