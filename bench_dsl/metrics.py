@@ -216,6 +216,10 @@ class Tick:
         no = self.tx.get("new_order")
         if no is not None:
             out["nopm"] = round((no.count - no.rollbacks) * 60 / secs, 1)
+        if self.lag is not None:
+            out["lag_s"] = round(self.lag, 2)
+        if self.host is not None and (busiest := self.host.busiest()) is not None:
+            out["disk"] = {"device": busiest[0], "util_pct": busiest[1]["util_pct"]}
         return out
 
 

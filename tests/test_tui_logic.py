@@ -248,3 +248,15 @@ def test_a_linear_ramp_is_drawn_per_interval() -> None:
                                                         "latency_ms": lat}}}))
     assert [(p.users, p.tps, p.p90_ms) for p in st.step_points] == [(1, 50.0, 2.0), (3, 140.0, 3.0), (6, 260.0, 4.0)]
     assert st.p90_tx == "read" and st.p90_limit_ms == 50.0
+
+
+def test_the_headline_shows_replica_lag_and_the_busiest_disk_when_measured() -> None:
+    st = LiveState()
+    st.apply(ev.Tick(1.0, "hold", 1, 4, False, 1.0, {"users": 4, "tps": 100.0, "cpu": {}}))
+    plain = text_of(render.figures(st, 140), width=140)
+    assert "replica lag" not in plain and "disk" not in plain  # not measured: not shown
+    st.apply(ev.Tick(2.0, "hold", 1, 4, False, 1.0, {"users": 4, "tps": 100.0, "cpu": {}, "lag_s": 6.5,
+                                                      "disk": {"device": "nvme0n1", "util_pct": 87.0}}))
+    plain = text_of(render.figures(st, 140), width=140)
+    assert "replica lag" in plain and "6.50s" in plain
+    assert "disk nvme0n1" in plain and "87%" in plain

@@ -173,6 +173,10 @@ def figures(st: LiveState, width: int) -> Lines:
         ("cpu server", fmt_pct(cpu.get("server")) if t else "-", "bold"),
         ("cpu client", fmt_pct(cpu.get("client")) if t else "-", "bold"),
     ]
+    if "lag_s" in t:  # measured only with replicas
+        items.append(("replica lag", f"{t['lag_s']:.2f}s", "bold yellow" if t["lag_s"] >= 1 else "bold"))
+    if disk := t.get("disk"):
+        items.append((f"disk {disk['device']}", fmt_pct(disk["util_pct"]), "bold"))
     cell = max(width // len(items), 1)
     margin = " " * max((width - cell * len(items)) // 2, 0)
     labels, values = Text(margin), Text(margin)
