@@ -47,7 +47,8 @@ def fmt_latency(ms: float) -> str:
 def _unit(c: ev.ConditionSpec) -> str:
     if c.latency:
         return "ms"
-    return {"%": "%", "x": "x"}.get(c.unit, "")
+    # the server side's units: replica lag in s, disk await in ms, status counters per second
+    return {"%": "%", "x": "x", "s": "s", "ms": "ms", "/s": "/s"}.get(c.unit, "")
 
 
 def show_limit(c: ev.ConditionSpec) -> str:
