@@ -59,6 +59,11 @@ class ServerSide:
             reading = await self.host.first()
             if url is not None and reading is None:
                 self.log(f"monitor {url}: no answer; the host's figures start when it answers", "warning")
+        blind = [c for c in self._conditions() if c.metric.name == "cpu" and c.metric.source == "server"]
+        if blind and server_pid is None and url is None:
+            self.log(f"{blind[0].text}: the server's CPU cannot be read: it runs on another machine; give its host's "
+                     "node_exporter with monitor \"http://host:9100/metrics\"", "error")
+            return "the server's CPU cannot be read"
         if disk_conditions:
             if not self.host.active:
                 where = ("the server runs on another machine: give its node_exporter with monitor \"http://host:9100/metrics\""

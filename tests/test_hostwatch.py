@@ -155,3 +155,70 @@ def test_a_disk_condition_that_cannot_be_read_is_refused_before_the_data_loads(t
     assert "disk_util(server) > 90%: the server's disks cannot be read" in r.stderr
     doc = json.loads(out.read_text())
     assert doc["prepare"] is None and doc["status"] == "scenario_error"
+
+
+class _Proxy:
+    """A TCP proxy on 127.0.0.2 in a thread of its own: the session's server seen as one on another
+    machine (bench-dsl finds no local process behind the address)."""
+
+    def __init__(self, host: str, port: int) -> None:
+        import asyncio
+        import threading
+
+        self.upstream = (host, port)
+        self.loop = asyncio.new_event_loop()
+        ready = threading.Event()
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            try:
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+            except OSError:
+                pass
+            finally:
+                dst.close()
+
+        async def client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            up_reader, up_writer = await asyncio.open_connection(*self.upstream)
+            asyncio.ensure_future(pipe(reader, up_writer))
+            asyncio.ensure_future(pipe(up_reader, writer))
+
+        async def serve() -> None:
+            self.server = await asyncio.start_server(client, "127.0.0.2", 0)
+            self.port = self.server.sockets[0].getsockname()[1]
+            ready.set()
+
+        self.thread = threading.Thread(target=lambda: (self.loop.run_until_complete(serve()), self.loop.run_forever()),
+                                       daemon=True)
+        self.thread.start()
+        ready.wait(10)
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+@pytest.mark.slow
+def test_cpu_of_a_server_on_another_machine_without_a_monitor_is_refused_at_start(dsn_url: str, tmp_path: Path) -> None:
+    from bench_dsl.dsn import parse_dsn
+
+    d = parse_dsn(dsn_url)
+    proxy = _Proxy(d.host, d.port)
+    try:
+        remote = dsn_url.replace(f"@{d.host}:{d.port}/", f"@127.0.0.2:{proxy.port}/")
+        f = tmp_path / "c.bench"
+        f.write_text("""scenario "remote cpu" {
+  target env("BENCH_REMOTE")
+  workload sysbench oltp_point_select { tables = 1  table_size = 100 }
+  users 1
+  duration 2s
+  stop when { cpu(server) > 80% }
+}""")
+        out = tmp_path / "c.json"
+        r = run_bench("run", str(f), "--headless", "--json", str(out), env={"BENCH_REMOTE": remote})
+        assert r.returncode == 2, r.stderr
+        assert "cpu(server) > 80%: the server's CPU cannot be read" in r.stderr and "monitor" in r.stderr
+        assert json.loads(out.read_text())["prepare"] is None
+    finally:
+        proxy.close()
