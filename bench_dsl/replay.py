@@ -18,9 +18,8 @@ result does not store is derived from what it does, and differs from the live ru
   condition never judged at a step's end (`for D`, or none ended) is listed without a limit.
 - the log: the phase lines the run wrote, its warnings (when each was said is not stored: those
   before the stop's own at the start, those after it with the stop) and the errors its end implies.
-- the time loading took and the server's start are not stored: the run begins with its warmup.
-A stream recorded in full (tests/fixtures/record.py) already has ticks, conditions and log lines
-and is played as it is.
+- when loading ended and the server came up are not stored: the prepare ends as the warmup begins.
+A stream recorded in full (tests/fixtures/record.py) already has ticks and conditions: played as is.
 """
 
 from __future__ import annotations
@@ -57,33 +56,51 @@ def load(path: str | Path) -> list[Timed]:
     except OSError as exc:
         raise ReplayError(f"cannot read {p}: {exc.strerror}") from None
     except UnicodeDecodeError:
-        raise ReplayError(f"{p} is not text: give a result (.json) or an event stream (.jsonl) of bench run") from None
+        raise ReplayError(f"{p} is not text: {GIVE}") from None
     try:
         whole = json.loads(text)
     except json.JSONDecodeError:
         whole = None
-    if isinstance(whole, dict) and whole.get("format") == "bench-dsl-result":
-        try:
-            return fill_in(document_events(whole))
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise ReplayError(f"{p} is a result document with a part missing or malformed ({type(exc).__name__}: "
-                              f"{exc}): it cannot be replayed") from None
-    return fill_in(timed(stream_events(p, text)))
+    document = isinstance(whole, dict) and whole.get("format") == "bench-dsl-result"
+    evs = [] if document else stream_events(p, text)
+    try:
+        if not document:
+            return fill_in(timed(evs))
+        assert isinstance(whole, dict)
+        for kind in ("interval", "step"):
+            for row in whole[f"{kind}s"]:
+                _check(row, kind)
+        return fill_in(document_events(whole))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ReplayError(f"{p} is {'a result document' if document else 'an event stream'} with a part missing "
+                          f"or malformed ({type(exc).__name__}: {exc}): it cannot be replayed") from None
+
+
+GIVE = "give a result (.json) or an event stream (.jsonl) of bench run"
+# what the displays read of an interval and a step without asking (the console's lines)
+NEEDED = {"interval": ("t", "start_s", "phase", "step", "seconds", "users", "tps", "qps", "errors", "retries",
+                       "latency_ms", "cpu"),
+          "step": ("step", "users", "start_s", "seconds", "tps", "errors", "latency_ms")}
+
+
+def _check(row: Json, kind: str) -> None:
+    if missing := [k for k in NEEDED[kind] if k not in row]:
+        raise KeyError(f"{kind} without {', '.join(missing)}")
 
 
 def stream_events(p: Path, text: str) -> list[ev.Event]:
     out: list[ev.Event] = []
     for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
         try:
-            out.append(ev.from_json(json.loads(line)))
+            if line.strip():
+                out.append(e := ev.from_json(json.loads(line)))
+                if isinstance(e, ev.Interval | ev.Step):
+                    _check(e.row, e.type)
         except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
             what = "not JSON" if isinstance(exc, json.JSONDecodeError) else f"not an event ({type(exc).__name__}: {exc})"
-            raise ReplayError(f"{p}:{n}: {what}; give a result (.json) or an event stream (.jsonl) of "
-                              "bench run") from None
+            raise ReplayError(f"{p}:{n}: {what}; {GIVE}") from None
     if not out:
-        raise ReplayError(f"{p} is empty: give a result (.json) or an event stream (.jsonl) of bench run")
+        raise ReplayError(f"{p} is empty: {GIVE}")
     return out
 
 
@@ -135,8 +152,7 @@ def document_events(doc: Json) -> list[Timed]:
     said_at = _fired_warning(warnings, fired)
     out += [(0.0, ev.Log("warning", w)) for w in warnings[:said_at]]
     if doc.get("prepare") is not None:
-        out.append((0.0, ev.Phase("prepare", None, steps, 0, None)))
-        out.append((start, ev.Prepared(doc["prepare"])))
+        out += [(0.0, ev.Phase("prepare", None, steps, 0, None)), (start, ev.Prepared(doc["prepare"]))]
     if doc.get("workers") is not None:
         out.append((start, ev.Workers(int(doc["workers"]))))
     last_of_step = {row["step"]: i for i, row in enumerate(intervals) if row.get("measured")}
@@ -147,10 +163,8 @@ def document_events(doc: Json) -> list[Timed]:
 
     def fire(t: float) -> None:
         nonlocal fired
-        assert fired is not None
-        at = float(fired.get("at_s") or t)
-        out.append((at, ev.Fired(fired)))
-        out.extend((at, ev.Log("warning", w, at)) for w in warnings[said_at:])
+        at = float((fired or {}).get("at_s") or t)
+        out.extend([(at, ev.Fired(fired or {})), *((at, ev.Log("warning", w, at)) for w in warnings[said_at:])])
         fired = None
 
     for i, row in enumerate(intervals):
@@ -162,7 +176,7 @@ def document_events(doc: Json) -> list[Timed]:
                 step_rows_so_far = []
             phase = (row["phase"], row["step"])
             ph = _phase_event(plan, row, steps)
-            out += [(ph.t or t, ph), (ph.t or t, ev.Log("info", phase_line(ph), ph.t))]
+            out.append((ph.t or t, ph))
         so_far = None
         if row.get("measured"):
             step_rows_so_far.append(row)
@@ -209,11 +223,8 @@ def _end_events(doc: Json, end: float) -> list[Timed]:
 
 
 def _transactions(doc: Json) -> list[str]:
-    names = ((doc["scenario"].get("workload") or {}).get("transactions"))
-    if names:
-        return list(names)
     rows = doc["intervals"][:1] or [doc.get("summary") or {}]
-    return list((rows[0].get("transactions") or {}).keys())
+    return list((doc["scenario"].get("workload") or {}).get("transactions") or rows[0].get("transactions") or {})
 
 
 def _fired_warning(warnings: list[str], fired: Json | None) -> int:
@@ -241,8 +252,7 @@ def phase_line(ph: ev.Phase) -> str:
     """The log line the run wrote as the phase began (runner.Run.phase_begins says it so)."""
     label = "warmup" if ph.step is None else f"step {ph.step}/{ph.steps} {ph.phase}"
     users = ph.users if ph.users_end in (None, ph.users) else f"{ph.users} -> {ph.users_end}"
-    secs = f" for {ph.seconds:g}s" if ph.seconds is not None else ""
-    return f"{label}: {users} users{secs}"
+    return f"{label}: {users} users" + (f" for {ph.seconds:g}s" if ph.seconds is not None else "")
 
 
 _SO_FAR = ("seconds", "users", "count", "tps", "tpm", "qps", "nopm", "errors", "retries", "latency_ms", "cpu")
@@ -260,12 +270,9 @@ def _so_far_of(rows: Sequence[Json]) -> Json:
     secs = sum(float(r.get("seconds") or 0) for r in rows) or 1.0
     count = sum(int(r.get("count") or 0) for r in rows)
     txs: dict[str, Json] = {}
-    for r in rows:
-        for name, t in (r.get("transactions") or {}).items():
-            tx = txs.setdefault(name, {"count": 0, "errors": 0})
-            tx["count"] += int(t.get("count") or 0)
-            tx["errors"] += int(t.get("errors") or 0)
-    for tx in txs.values():
+    for name, t in ((n, t) for r in rows for n, t in (r.get("transactions") or {}).items()):
+        tx = txs.setdefault(name, {"count": 0, "errors": 0})
+        tx.update(count=tx["count"] + int(t.get("count") or 0), errors=tx["errors"] + int(t.get("errors") or 0))
         tx["tps"] = round(tx["count"] / secs, 3)
     return {"seconds": round(secs, 3), "users": max(int(r.get("users") or 0) for r in rows), "count": count,
             "tps": round(count / secs, 3), "qps": round(sum(float(r.get("qps") or 0) * float(r.get("seconds") or 0)
@@ -301,7 +308,7 @@ def fill_in(evs: list[Timed]) -> list[Timed]:
         evs = _with_ticks(evs)
     if not any(isinstance(e, ev.Conditions) for _, e in evs):
         evs = _with_conditions(evs)
-    if not any(isinstance(e, ev.Log) for _, e in evs):
+    if not any(isinstance(e, ev.Log) and e.level == "info" for _, e in evs):  # a result keeps no info lines
         evs = [te for t, e in evs for te in ([(t, e), (t, ev.Log("info", phase_line(e), e.t))]
                                               if isinstance(e, ev.Phase) and e.phase != "prepare" else [(t, e)])]
     return evs
@@ -335,9 +342,8 @@ def _ticks(row: Json, ph: ev.Phase | None) -> list[Timed]:
     out: list[Timed] = []
     for k in range(1, n + 1):
         t = round(end - secs + k * secs / n, 3)
-        left = None
-        if ph is not None and ph.seconds is not None and ph.t is not None:
-            left = round(max(ph.seconds - (t - ph.t), 0.0), 1)
+        known = ph is not None and ph.seconds is not None and ph.t is not None
+        left = round(max(ph.seconds - (t - ph.t), 0.0), 1) if known else None  # type: ignore[operator,union-attr]
         out.append((t, ev.Tick(t, row["phase"], row["step"], int(row.get("users") or 0), False, left, figures)))
     return out
 
@@ -354,22 +360,18 @@ def _with_conditions(evs: list[Timed]) -> list[Timed]:
             specs, texts = {c.text: c for c in e.condition_specs}, list(e.conditions)
         elif isinstance(e, ev.Step) and e.row.get("conditions"):
             for v in e.row["conditions"]:
-                text = v["condition"]
-                if (states.get(text) or ev.ConditionState(text, None, None, "-", "")).state == "fired":
-                    continue  # a fired condition stays fired
-                state = "fired" if v.get("fired") else _judged(specs.get(text), v.get("value"), v.get("previous"))
-                states[text] = ev.ConditionState(text, v.get("value"), v.get("previous"), state, f"step {e.row['step']}")
-        elif isinstance(e, ev.Fired) and e.stop.get("condition") in specs:
-            text = e.stop["condition"]
+                text, value, before = v["condition"], v.get("value"), v.get("previous")
+                if text not in states or states[text].state != "fired":  # a fired condition stays fired
+                    state = "fired" if v.get("fired") else _judged(specs.get(text), value, before)
+                    states[text] = ev.ConditionState(text, value, before, state, f"step {e.row['step']}")
+        elif isinstance(e, ev.Fired) and (text := e.stop.get("condition")) in specs:
             window = e.stop.get("window_s")
             source = states[text].source if text in states else (
                 f"last {window:g}s" if window else f"step {e.stop.get('step')}")
             states[text] = ev.ConditionState(text, e.stop.get("value"), e.stop.get("previous"), "fired", source)
         else:
             continue
-        if isinstance(e, ev.Step | ev.Fired):
-            out.append((t, ev.Conditions(t, tuple(states.get(x) or ev.ConditionState(x, None, None, "-", "")
-                                                  for x in texts))))
+        out.append((t, ev.Conditions(t, tuple(states.get(x, ev.ConditionState(x, None, None, "-", "")) for x in texts))))
     return out
 
 
