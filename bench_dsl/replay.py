@@ -42,7 +42,7 @@ MAX_BYTES = 1 << 30  # a day's run with a 1s report interval is tens of MB; this
 
 
 class ReplayError(Exception):
-    """The file cannot be replayed: missing, unreadable, or neither a result nor an event stream."""
+    """The file cannot be replayed: missing, unreadable, or not a result nor an event stream."""
 
 
 # reading --------------------------------------------------------------------------------------------
@@ -160,7 +160,6 @@ def document_events(doc: Json) -> list[Timed]:
     seen: set[int] = set()
     phase: tuple[str, int | None] | None = None
     step_rows_so_far: list[Json] = []
-
     def fire(t: float) -> None:
         nonlocal fired
         at = float((fired or {}).get("at_s") or t)
@@ -358,7 +357,8 @@ def _with_conditions(evs: list[Timed]) -> list[Timed]:
         out.append((t, e))
         if isinstance(e, ev.Started):
             specs, texts = {c.text: c for c in e.condition_specs}, list(e.conditions)
-        elif isinstance(e, ev.Step) and e.row.get("conditions"):
+            continue
+        if isinstance(e, ev.Step) and e.row.get("conditions"):
             for v in e.row["conditions"]:
                 text, value, before = v["condition"], v.get("value"), v.get("previous")
                 if text not in states or states[text].state != "fired":  # a fired condition stays fired

@@ -19,10 +19,11 @@ from rich.console import Console
 from textual.pilot import Pilot
 
 from bench_dsl import cli
+from bench_dsl import events as ev
 from bench_dsl.document import ResultDocument
 from bench_dsl.events import Event
 from bench_dsl.planner import plan
-from bench_dsl.replay import Player, load
+from bench_dsl.replay import Player, fill_in, load
 from bench_dsl.runner import Run
 from bench_dsl.sinks import ConsoleSink, JsonLinesSink, JsonResultSink
 from bench_dsl.tui.app import attach_ui, run_app, start_run
@@ -218,6 +219,53 @@ def test_the_replay_keeps_the_runs_timing(live: Live) -> None:
     assert times[-1] == json.loads(live.json.read_text())["elapsed_s"]
     ticks = [e for _, e in evs if e.type == "tick"]
     assert len(ticks) == len([e for _, e in evs if e.type == "interval"])  # one a second, one a 1s interval
+
+
+def test_conditions_are_in_the_judges_words_at_each_step_and_when_one_fires() -> None:
+    """Between steps a result keeps nothing of the conditions; at a step's end its verdicts: a value
+    near its limit is near (judge.state_of), one judged within it ok, a fired one stays fired."""
+    specs = (ev.ConditionSpec("p90 > 250ms", "p90 > 250ms", "threshold", "p90", ">", 250.0, "ms", None, True),
+             ev.ConditionSpec("tps plateau 5%", "tps plateau 5%", "plateau", "tps", None, 5.0, "%", None, False),
+             ev.ConditionSpec("cpu(server) > 80% for 15s", "cpu(server) > 80% for 15s", "threshold", "cpu(server)",
+                              ">", 80.0, "%", 15.0, False))
+    started = ev.Started("s", "t", "v", True, {}, [], [c.text for c in specs], specs)
+
+    def verdict(c: ev.ConditionSpec, value: float, previous: float | None = None) -> dict[str, Any]:
+        return {"condition": c.text, "kind": c.kind, "fired": False, "value": value, "previous": previous}
+
+    step1 = ev.Step({"step": 1, "conditions": [verdict(specs[0], 210.0), verdict(specs[1], 100.0)]})
+    step2 = ev.Step({"step": 2, "conditions": [verdict(specs[0], 100.0), verdict(specs[1], 105.5, 100.0)]})
+    fired = ev.Fired({"reason": "stop_condition", "condition": specs[2].text, "value": 91.0, "previous": None,
+                      "window_s": 15.0, "step": 3, "at_s": 30.0})
+    step3 = ev.Step({"step": 3, "conditions": [verdict(specs[0], 240.0)]})
+    said = [e for _, e in fill_in([(0.0, started), (10.0, step1), (20.0, step2), (30.0, fired), (31.0, step3)])
+            if isinstance(e, ev.Conditions)]
+    assert [[(s.state, s.source) for s in c.states] for c in said] == [
+        [("near", "step 1"), ("-", "step 1"), ("-", "")],  # 210 of 250ms; a plateau without a step before
+        [("ok", "step 2"), ("near", "step 2"), ("-", "")],  # +5.5%: within 25% of the 5% it must gain
+        [("ok", "step 2"), ("near", "step 2"), ("fired", "last 15s")],
+        [("near", "step 3"), ("near", "step 2"), ("fired", "last 15s")],
+    ]
+    assert said[2].states[2].value == 91.0 and said[2].t == 30.0
+
+
+async def test_the_player_keeps_the_pace_it_is_given() -> None:
+    evs = [(t, ev.Log("info", f"at {t}", t)) for t in (0.0, 0.5, 1.0)]
+    seen: list[tuple[float, str]] = []
+
+    class Sink:
+        def emit(self, e: Event) -> None:
+            seen.append((loop.time(), e.message))  # type: ignore[attr-defined]
+
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    assert await Player(evs, 4.0, [Sink()]).execute() == 0
+    took = seen[-1][0] - began
+    assert [m for _, m in seen] == ["at 0.0", "at 0.5", "at 1.0"] and 0.24 <= took < 0.6, took
+    seen.clear()
+    began = loop.time()
+    await Player(evs, None, [Sink()]).execute()  # no pace: at once
+    assert seen[-1][0] - began < 0.05
 
 
 def test_the_replay_imports_no_server() -> None:
