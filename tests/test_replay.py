@@ -9,6 +9,8 @@ import ast
 import asyncio
 import io
 import json
+import sys
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +35,7 @@ from bench_dsl.validate import load as load_scenario
 
 from .conftest import ROOT
 from .fixtures.replay import screen_text
+from .test_tui_terminal import Tmux, tmux  # noqa: F401  (the fixture: a private tmux server)
 
 BIG = (120, 40)
 WAIT_S = 60.0
@@ -199,6 +202,22 @@ async def test_space_pauses_and_q_leaves_in_the_middle(live: Live) -> None:
         await pilot.press("q")  # at once: nothing to save
         await _until(task.done, "the player's end")
         assert not app.is_running and app.state.finished is None
+
+
+@pytest.mark.slow
+def test_the_command_in_a_terminal(live: Live, tmux: Tmux, tmp_path: Path) -> None:  # noqa: F811
+    """`bench replay` at a real terminal: the screen, the verdict kept until q, exit 0."""
+    rc = tmp_path / "rc"
+    tmux("new-session", "-d", "-s", "ui", "-x", "120", "-y", "40",
+         f"cd {ROOT} && {sys.executable} -m bench_dsl.cli replay {live.json} --speed 4; echo $? > {rc}; sleep 60")
+    tmux.wait_for("the replay's screen", lambda s: f"replay of {live.json}" in s and "step 1/" in s)
+    done = tmux.wait_for("the verdict", lambda s: "press q or Enter to leave" in s)
+    assert panel(done, "verdict") == panel(live.screen, "verdict") and not rc.exists()
+    tmux("send-keys", "-t", "ui", "q")
+    deadline = time.monotonic() + WAIT_S
+    while not rc.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert rc.read_text().strip() == "0"
 
 
 # the events ----------------------------------------------------------------------------------------
