@@ -6,7 +6,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
+import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
@@ -18,6 +20,20 @@ a result or event stream of bench run. Nothing connects to a server.
 
 Where a result does not keep what the live run showed (ticks each second, the conditions' values
 between steps), the replay derives it from what it keeps: see docs/replay.md."""
+
+
+class _Lines(Console):
+    """stdout for the console lines. A reader that leaves (`| head`) has what it wanted: the replay
+    ends there with 0 (rich would exit 1 from inside the print)."""
+
+    def __init__(self, stop: Callable[[], None]) -> None:
+        super().__init__(file=sys.stdout, highlight=False, soft_wrap=True)
+        self.stop = stop
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's own last flush too
+        self.stop()
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -46,8 +62,9 @@ def run(args: argparse.Namespace, err: Console) -> int:
         raise UsageError(str(exc)) from None
     if not sys.stdout.isatty():
         # CI and pipes: the lines `bench run` printed, on stdout (they are this command's output)
-        out = Console(file=sys.stdout, highlight=False, soft_wrap=True)
-        return asyncio.run(Player(evs, speed, [ConsoleSink(out)]).execute())
+        player = Player(evs, speed)
+        player.sinks.append(ConsoleSink(_Lines(player.request_stop)))
+        return asyncio.run(player.execute())
 
     from bench_dsl.tui.replay_app import run_replay  # textual only for a person at a terminal
 

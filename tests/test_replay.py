@@ -9,6 +9,7 @@ import ast
 import asyncio
 import io
 import json
+import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -33,7 +34,7 @@ from bench_dsl.tui.replay_app import ReplayApp, attach_replay
 from bench_dsl.tui.state import LiveState
 from bench_dsl.validate import load as load_scenario
 
-from .conftest import ROOT
+from .conftest import BENCH, ROOT
 from .fixtures.replay import screen_text
 from .test_tui_terminal import Tmux, tmux  # noqa: F401  (the fixture: a private tmux server)
 
@@ -327,6 +328,17 @@ def test_a_file_that_is_not_a_result_is_a_usage_error(content: str | None, says:
     assert cli.main(["replay", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("bench: ") and says in " ".join(err.split()) and "Traceback" not in err
+
+
+def test_a_reader_that_leaves_ends_the_replay_quietly() -> None:
+    """`bench replay r.json | head -1`: the lines after the reader left find no pipe; exit 0, not rich's 1."""
+    path = ROOT / "tests" / "fixtures" / "quickstart.jsonl"  # 10 s of run: about 1 s at 10x
+    proc = subprocess.Popen([*BENCH, "replay", str(path), "--speed", "10"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline().strip()
+    proc.stdout.close()
+    assert proc.wait(timeout=60) == 0 and proc.stderr.read() == ""
 
 
 def test_a_speed_that_is_no_speed_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
