@@ -185,6 +185,17 @@ async def test_the_replayed_event_stream_ends_on_the_same_screen(live: Live) -> 
 
 
 @pytest.mark.slow
+async def test_the_replay_of_an_interrupted_run_keeps_its_verdict_until_a_key(live: Live, tmp_path: Path) -> None:
+    """Live, a run stopped on request leaves its screen at once; its replay is looked at."""
+    doc = json.loads(live.json.read_text())
+    doc.update(status="interrupted", exit_code=130, stop={"reason": "interrupted", "signal": "SIGINT"})
+    path = tmp_path / "interrupted.json"
+    path.write_text(json.dumps(doc))
+    text, _ = await _replay(path)  # asserts the app is still there at the verdict
+    assert "stopped on request" in " ".join(panel(text, "verdict")) and "exit 130" in text
+
+
+@pytest.mark.slow
 async def test_space_pauses_and_q_leaves_in_the_middle(live: Live) -> None:
     player = Player(load(live.json), 2.0)
     app = attach_replay(player, live.json, wait_for_key=True)
