@@ -31,7 +31,7 @@ DEFAULT_OUTPUT = "results/{scenario}-{time}.json"
 
 # Commands that live in a module of their own, each with `add_parser(sub)` (which sets
 # `handler`) and a handler `(args, err) -> int`; they import what they need when they run.
-COMMAND_MODULES: tuple[str, ...] = ("bench_dsl.cli_compare", "bench_dsl.cli_report")
+COMMAND_MODULES: tuple[str, ...] = ("bench_dsl.cli_compare", "bench_dsl.cli_report", "bench_dsl.cli_replay")
 
 EPILOG = """exit status: 0 completed, 1 internal error or results not written, 2 bad scenario or
 usage, 3 an expect failed, 4 the target failed (unreachable, lost), 130 interrupted (143

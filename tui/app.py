@@ -173,7 +173,9 @@ class BenchApp(App[int]):
     """The screen of one run. `run_done` is called when the run's task has ended (results written)."""
 
     CSS_PATH = "app.tcss"
-    TITLE = "bench-dsl"
+    TITLE = "bench-dsl"  # the header's tag: a replay says what it replays
+    # a run stopped on request ends its screen at once: the person asked to leave
+    LEAVE_WHEN_INTERRUPTED: ClassVar[bool] = True
     ENABLE_COMMAND_PALETTE = False  # nothing to command but the keys in the footer
     BINDINGS: ClassVar[list[BindingType]] = [
         # as Ctrl-C in a shell: stop and save at once, then leave when the results are written
@@ -249,7 +251,7 @@ class BenchApp(App[int]):
         self.done = True
         self.exit_code = exit_code
         status = (self.state.finished or {}).get("status")
-        if self.leaving or not self.wait_for_key or status == "interrupted":
+        if self.leaving or not self.wait_for_key or (status == "interrupted" and self.LEAVE_WHEN_INTERRUPTED):
             self.exit(exit_code)
             return
         while len(self.screen_stack) > 2:  # a question about stopping no longer applies
@@ -291,9 +293,8 @@ def attach_ui(run: Any, *, wait_for_key: bool | None = None) -> BenchApp:
     return BenchApp(state, run, results=results_path(run.sinks), wait_for_key=wait_for_key)
 
 
-async def run_app(app: BenchApp, run: Any, **run_async: Any) -> int:
-    """Executes the run beside the app on this event loop; returns the run's exit code once its
-    results are written, however the app ended."""
+def start_run(app: BenchApp, run: Any) -> asyncio.Task[int]:
+    """The run's execution as a task beside the app (which it tells when it ends)."""
     task = asyncio.create_task(run.execute(), name="bench-run")
     app.run_task = task
 
@@ -302,6 +303,13 @@ async def run_app(app: BenchApp, run: Any, **run_async: Any) -> int:
             app.call_later(app.run_done, _code(t))
 
     task.add_done_callback(ended)
+    return task
+
+
+async def run_app(app: BenchApp, run: Any, **run_async: Any) -> int:
+    """Executes the run beside the app on this event loop; returns the run's exit code once its
+    results are written, however the app ended."""
+    task = start_run(app, run)
     try:
         await app.run_async(**run_async)
     finally:

@@ -79,10 +79,10 @@ def fmt_pct(v: float | None) -> str:
 
 
 # header ---------------------------------------------------------------------------------------------
-def header(st: LiveState, width: int, waiting_for_key: bool = False) -> Lines:
-    """Two lines: what runs where, and where the run is."""
+def header(st: LiveState, width: int, waiting_for_key: bool = False, title: str = "bench-dsl") -> Lines:
+    """Two lines: what runs where (`title`: the app's, "replay of ..." in a replay), and where the run is."""
     top = Text(no_wrap=True, overflow="ellipsis")
-    top.append(" bench-dsl ", "bold reverse")
+    top.append(f" {title} ", "bold reverse")
     top.append(" ")
     top.append(st.scenario or "starting…", "bold")
     if st.target:

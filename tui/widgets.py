@@ -58,7 +58,7 @@ class RunHeader(StatePanel):
     PARTS = frozenset({HEADER})
 
     def render(self) -> RenderableType:
-        return render.header(self.state, self.content_size.width, self.waiting_for_key)
+        return render.header(self.state, self.content_size.width, self.waiting_for_key, self.app.title)
 
 
 class Figures(StatePanel):
