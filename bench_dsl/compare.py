@@ -21,7 +21,7 @@ from bench_dsl.errors import UsageError
 COMPARISON_FORMAT = "bench-dsl-comparison"
 NOISE_RULE = ("a difference is beyond the noise when the larger of the two medians is more above the smaller "
               "(larger / smaller - 1) than the larger noise of the two configurations; a configuration's noise is "
-              "the larger of its repeats' max / min - 1 and the median over its repeats of the step's report "
+              "the larger of its repeats' max / min - 1 and the largest over its repeats of the step's report "
               "intervals' max / min - 1 (the only noise one run can show)")
 
 # metric of a gate or a row -> (where it is in a by_users entry, unit, higher is better)

@@ -347,13 +347,14 @@ def _by_users(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _with_noise(s: dict[str, Any] | None, spreads: list[float]) -> dict[str, Any] | None:
     """Adds the noise of a figure, each as a ratio in percent (ratio_pct): repeats_noise_pct (the
-    largest repeat over the smallest), interval_noise_pct (the median over the repeats of the
-    largest report interval of the step over the smallest), and noise_pct, which compare judges
-    differences against; noise_from says which of the two it is."""
+    largest repeat over the smallest), interval_noise_pct (the largest report interval of the step
+    over the smallest, in the noisiest repeat: from two or three intervals a run's own spread is a
+    rough guess, and the noisier run is the one that has seen what the machine can do), and
+    noise_pct, which compare judges differences against; noise_from says which of the two."""
     if s is None:
         return None
     between = ratio_pct([v for v in s["per_repeat"] if v is not None])
-    within = _r(statistics.median(spreads)) if spreads else None
+    within = _r(max(spreads)) if spreads else None
     s["repeats_noise_pct"] = _r(between)
     s["interval_noise_pct"] = within
     if between is not None and s["n"] >= REPEATS_FOR_NOISE:
