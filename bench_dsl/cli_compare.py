@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -95,19 +96,24 @@ def _notes(table: dict[str, Any], summary: dict[str, Any], out: Console) -> None
         say("no users count was measured by every configuration: only the saturation points are compared")
     if not summary["same_workload"]:
         say("warning: these results ran different workloads or data (--force): the figures do not compare")
+    once = [c["label"] for c in summary["configurations"] if len(c["statuses"]) == 1]
+    if once:
+        say(f"note: ran once: {', '.join(once)}: noise from the report intervals only, which do not show how "
+            "much runs differ from each other; repeat (3 or more) to be sure of a difference")
     for c in summary["configurations"]:
         bad = [s for s in c["statuses"] if s != "completed"]
         if bad:
             say(f"note: {c['label']}: {len(bad)} of {len(c['statuses'])} run(s) did not complete ({', '.join(bad)})")
 
 
-def _verdict(table: dict[str, Any], err: Console, gate_words: Any) -> int:
-    code = ExitCode.OK
+def _verdict(table: dict[str, Any], err: Console, gate_words: Callable[[dict[str, Any]], str]) -> int:
+    failed = unjudged = False
     for g in table["gates"]:
         err.print(f"--fail-if {g['gate']}: {gate_words(g)}", markup=False, highlight=False, soft_wrap=True)
-        if not g["judged"]:
-            # a gate that judged nothing must not pass silently (nopm of a sysbench run, no common users)
-            code = max(code, ExitCode.BAD_SCENARIO) if code != ExitCode.EXPECT_FAILED else code
-        elif g["failed"]:
-            code = ExitCode.EXPECT_FAILED
-    return int(code)
+        failed = failed or bool(g["failed"])
+        # a gate that judged nothing (nopm of a sysbench run, no users count in common) must not
+        # pass silently; a gate that failed says more than one that could not judge
+        unjudged = unjudged or not g["judged"]
+    if failed:
+        return int(ExitCode.EXPECT_FAILED)
+    return int(ExitCode.BAD_SCENARIO if unjudged else ExitCode.OK)

@@ -1,16 +1,18 @@
 """bench_dsl/summary.py and `bench compare` on results of real runs.
 
 One set of runs serves every test (module fixture, ~45 s): three configurations x two repeats,
-interleaved as the matrix runner runs them (A B C A B C), each on a throwaway server of its own
-(the buffer pool is set at start): c1 and c3 the same server with the data in its buffer pool, c2
-one whose buffer pool (6 MiB, the least InnoDB takes) holds a fifth of it, so most point selects
-of its one user read a page from the disk (O_DIRECT: past the page cache). 35-45 % fewer tps and
-a p95 60-170 % higher on this 2-core machine, the tps never less than 13 % lower in ten runs with
-the machine's other work making the fast server slower at times. (Measured before relying on it: a durable
-server, innodb_flush_log_at_trx_commit = 1, against a lazy one was from 16 % to 90 % slower and
-once faster, as other work on the machine made fsync cheap or dear.) The matrix runner's
-`configuration` field is added to each result here, as the runner will write it; plus one step
-ramp on the session's server for several users counts.
+interleaved as the matrix runner will run them (here c1 c3 c2, twice), each on a throwaway server
+of its own (the buffer pool is set at start): c1 and c3 the same server with the data in its
+buffer pool, c2 one whose buffer pool (6 MiB, the least InnoDB takes) holds a fifth of it, so
+most point selects of its one user read a page from the disk (O_DIRECT: past the page cache).
+
+Its p95 is 1.6 to 3 times c1's in every run seen on this 2-core machine, loaded or not; its tps
+is 7-45 % lower, less when the machine's other work caps both, and not even that when it freezes
+a run. (Measured before relying on them: a durable server, innodb_flush_log_at_trx_commit = 1,
+against a lazy one was from 16 % to 90 % slower, and once faster, as that work made fsync cheap
+or dear.) So the gate that must fail is on p95. The matrix runner's `configuration` field is added
+to each result here, as the runner will write it; plus one step ramp on the session's server for
+several users counts.
 """
 
 from __future__ import annotations
@@ -197,16 +199,18 @@ def test_the_slower_configuration_is_reported_and_the_gate_exits_3(runs: Path, t
                   "--json", str(out), "--markdown", str(md))
     assert r.returncode == 3, r.stderr
     table = json.loads(out.read_text())
-    slower = _cell(table, "tps", 1, "c2")
-    assert slower["diff_pct"] < -5 and slower["better"] is False
+    slower = _cell(table, "p95", 1, "c2")
+    assert slower["diff_pct"] > 10 and slower["better"] is False
     assert slower["beyond_noise"] is not None  # judged, against a noise it names
     assert slower["judged_noise_from"] in ("repeats", "intervals")
-    assert _cell(table, "p95", 1, "c2")["diff_pct"] > 0
+    # tps: its sign is not asserted. This machine's other work has frozen a run for two of its
+    # three seconds (intervals of 16696, 1 and 2 tps), which halves a step's tps but leaves its
+    # p95 alone: the frozen seconds hold a handful of transactions.
+    assert _cell(table, "tps", 1, "c2")["diff_pct"] is not None
     tps_gate, p95_gate = table["gates"]
-    for gate in (tps_gate, p95_gate):
-        assert gate["failed"] and any(ch["configuration"] == "c2" and ch["failed"] for ch in gate["checks"])
-    assert "--fail-if tps < -5%: FAILED" in r.stderr and "(small-pool) at 1 users" in r.stderr
-    assert "--fail-if p95 > +10%: FAILED" in r.stderr
+    assert p95_gate["failed"] and [ch["configuration"] for ch in p95_gate["checks"] if ch["failed"]][:1] == ["c2"]
+    assert tps_gate["failed"] == any(ch["diff_pct"] < -5 for ch in tps_gate["checks"])
+    assert "--fail-if p95 > +10%: FAILED: " in r.stderr and "(small-pool) at 1 users" in r.stderr
     # the console table on stdout, the same figures in the Markdown
     assert "bench compare" in r.stdout and "tps @ 1 users" in r.stdout
     assert f"{slower['diff_pct']:+.1f}%" in md.read_text() and "| tps @ 1 users |" in md.read_text()
@@ -222,12 +226,12 @@ def test_two_runs_of_the_same_configuration_differ_within_the_noise(runs: Path) 
 @pytest.mark.slow
 def test_baseline_first_and_a_passing_gate_exits_0(runs: Path) -> None:
     m = runs / "matrix"
-    # the small buffer pool as the baseline: the other is faster, and "tps < -5%" holds
-    r = run_bench("compare", str(m / "c2-small-pool"), str(m / "c1-in-memory"), "--fail-if", "tps < -5%",
+    # the small buffer pool as the baseline: the other answers sooner, and "p95 > +10%" holds
+    r = run_bench("compare", str(m / "c2-small-pool"), str(m / "c1-in-memory"), "--fail-if", "p95 > +10%",
                   "--fail-if", "saturation < -50%", "--json", "-")
     assert r.returncode == 0, r.stderr
     table = json.loads(r.stdout)  # --json -: stdout is the data only, the console table went to stderr
-    assert table["baseline"] == "c2" and _cell(table, "tps", 1, "c1")["diff_pct"] > 5
+    assert table["baseline"] == "c2" and _cell(table, "p95", 1, "c1")["diff_pct"] < -10
     assert "bench compare" in r.stderr
 
 
