@@ -76,6 +76,7 @@ def find_results(paths: Iterable[str | Path]) -> list[Path]:
     is searched recursively for result documents, anything else in it (summary.json, other JSON)
     is skipped."""
     found: list[Path] = []
+    seen: set[Path] = set()
     for given in paths:
         p = Path(given)
         if p.is_dir():
@@ -86,7 +87,12 @@ def find_results(paths: Iterable[str | Path]) -> list[Path]:
         else:
             read_result(p)  # a named file that is not a result is a mistake worth saying
             found.append(p)
-    return found
+    unique = []
+    for f in found:  # a file named twice (or inside a directory also named) is one run, counted once
+        if f.resolve() not in seen:
+            seen.add(f.resolve())
+            unique.append(f)
+    return unique
 
 
 def _looks_like_result(path: Path) -> bool:
@@ -210,11 +216,14 @@ def _labels(groups: list[dict[str, Any]]) -> None:
             g["label"] = f"{g['label']} ({g['paths'][0].parent.parent.name})"  # two matrices' runs
         elif g["own_label"] is None and g["paths"]:
             g["label"] = g["paths"][0].name  # plain runs: all by file name, not half by scenario name
+    dup = clash("label")  # once: relabelling one of a pair must not leave the other as it was
     for g in groups:
-        if g["label"] in clash("label") and g["paths"]:
-            g["label"] = str(g["paths"][0])
+        if g["label"] in dup and g["paths"]:
+            where = g["paths"][0].parent.parent if g["own_label"] is not None else g["paths"][0]
+            g["label"] = f"{g['own_label']} ({where})" if g["own_label"] is not None else str(where)
+    dup = clash("label")
     for n, g in enumerate(groups):  # no paths to tell them apart: number them
-        if g["label"] in clash("label"):
+        if g["label"] in dup:
             g["label"] = f"{g['label']} #{n + 1}"
 
 
@@ -255,6 +264,11 @@ def summarize(docs: Sequence[dict[str, Any]], files: Sequence[str | Path] | None
             g["paths"] = [p for _, p in pairs if p is not None]
     _labels(ordered)
     configurations = [_configuration(n, g, base_dir) for n, g in enumerate(ordered)]
+    seen: Counter[str] = Counter()
+    for c in configurations:  # two matrices' c1, or a plain run numbered like a matrix's: ids stay unique
+        seen[c["id"]] += 1
+        if seen[c["id"]] > 1:
+            c["id"] = f"{c['id']}-{seen[c['id']]}"
     first = docs[0] if docs else {}
     study = next((g["conf"].get("study") for g in ordered if g["conf"] and g["conf"].get("study")), None)
     return {
