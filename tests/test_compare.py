@@ -274,6 +274,8 @@ def test_a_malformed_gate_is_a_usage_error_with_a_hint() -> None:
             parse_gate(bad)
     r = run_bench("compare", "a.json", "b.json", "--fail-if", "tps drops 5%")
     assert r.returncode == 2 and "hint:" in r.stderr and "Traceback" not in r.stderr
+    r = run_bench("compare", "--help")
+    assert r.returncode == 0 and all(opt in r.stdout for opt in ("--fail-if", "--force", "--json", "--markdown"))
 
 
 def test_a_gate_judges_the_direction_it_names() -> None:
