@@ -20,9 +20,9 @@ EPILOG = """examples:
   bench compare base.json new.json [more.json ...]  the first is the baseline
   bench compare base.json new.json --fail-if "tps < -5%" --fail-if "p95 > +10%"
 
-a difference is beyond the noise when it is larger than the larger noise of the two configurations:
-the spread of the repeats (max - min) / median, or, larger, the spread between the report intervals
-of the step (all a single run can show). See docs/compare.md.
+a difference is beyond the noise when it is larger than the two configurations' noises added: a
+configuration's noise is max / min - 1 of its repeats, or with fewer than 3, of the step's report
+intervals when larger (all a single run can show). See docs/compare.md.
 
 exit status: 0 compared (and every --fail-if passed), 2 bad usage, unreadable or not-comparable
 results, or a --fail-if that nothing could be judged on, 3 a --fail-if failed."""

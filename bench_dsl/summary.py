@@ -32,10 +32,9 @@ LATENCIES = ("p50", "p90", "p95", "p99")
 # An interval much shorter than the others (the tail of a step cut by its end) has a rate measured
 # over too little time to be compared with the others: left out of the interval spread.
 SHORT_INTERVAL = 0.5
-# From this many repeats on, their spread alone is a figure's noise. Two repeats are too few: for two
-# identical configurations the two ranges of two runs each are both narrower than the distance
-# between their medians about 1 time in 5 (1 in 16 with three), so with two the report intervals'
-# spread, when larger, is taken instead.
+# From this many repeats on, their spread alone is a figure's noise. Two are too few: the range of
+# two runs is narrow by chance too often (identical configurations would be called different up to
+# 1 time in 5), so with two the report intervals' spread, when larger, is taken instead.
 REPEATS_FOR_NOISE = 3
 
 
