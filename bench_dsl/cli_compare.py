@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +20,9 @@ EPILOG = """examples:
   bench compare base.json new.json [more.json ...]  the first is the baseline
   bench compare base.json new.json --fail-if "tps < -5%" --fail-if "p95 > +10%"
 
-a difference is beyond the noise when it is larger than the larger noise of the two configurations:
-the spread of the repeats (max - min) / median, or, larger, the spread between the report intervals
-of the step (all a single run can show). See docs/compare.md.
+a difference is beyond the noise when it is larger than the two configurations' noises added: a
+configuration's noise is max / min - 1 of its repeats, or with fewer than 3, of the step's report
+intervals when larger (all a single run can show). See docs/compare.md.
 
 exit status: 0 compared (and every --fail-if passed), 2 bad usage, unreadable or not-comparable
 results, or a --fail-if that nothing could be judged on, 3 a --fail-if failed."""
@@ -95,19 +96,24 @@ def _notes(table: dict[str, Any], summary: dict[str, Any], out: Console) -> None
         say("no users count was measured by every configuration: only the saturation points are compared")
     if not summary["same_workload"]:
         say("warning: these results ran different workloads or data (--force): the figures do not compare")
+    once = [c["label"] for c in summary["configurations"] if len(c["statuses"]) == 1]
+    if once:
+        say(f"note: ran once: {', '.join(once)}: noise from the report intervals only, which do not show how "
+            "much runs differ from each other; repeat (3 or more) to be sure of a difference")
     for c in summary["configurations"]:
         bad = [s for s in c["statuses"] if s != "completed"]
         if bad:
             say(f"note: {c['label']}: {len(bad)} of {len(c['statuses'])} run(s) did not complete ({', '.join(bad)})")
 
 
-def _verdict(table: dict[str, Any], err: Console, gate_words: Any) -> int:
-    code = ExitCode.OK
+def _verdict(table: dict[str, Any], err: Console, gate_words: Callable[[dict[str, Any]], str]) -> int:
+    failed = unjudged = False
     for g in table["gates"]:
         err.print(f"--fail-if {g['gate']}: {gate_words(g)}", markup=False, highlight=False, soft_wrap=True)
-        if not g["judged"]:
-            # a gate that judged nothing must not pass silently (nopm of a sysbench run, no common users)
-            code = max(code, ExitCode.BAD_SCENARIO) if code != ExitCode.EXPECT_FAILED else code
-        elif g["failed"]:
-            code = ExitCode.EXPECT_FAILED
-    return int(code)
+        failed = failed or bool(g["failed"])
+        # a gate that judged nothing (nopm of a sysbench run, no users count in common) must not
+        # pass silently; a gate that failed says more than one that could not judge
+        unjudged = unjudged or not g["judged"]
+    if failed:
+        return int(ExitCode.EXPECT_FAILED)
+    return int(ExitCode.BAD_SCENARIO if unjudged else ExitCode.OK)

@@ -2,12 +2,12 @@
 (bench_dsl/summary.py). The comparison is one table, as data; the console, JSON and Markdown
 renderings all draw that same table, so they never disagree.
 
-The noise rule (docs/compare.md): each figure of a configuration carries noise_pct, the larger of
-max / min - 1 over its repeats and over the report intervals of the step (what a single run can
-see). A difference to the baseline is beyond the noise when the larger median is more above the
-smaller (larger / smaller - 1) than the larger noise of the two; with no noise known, not judged
-(null). Ratios, not differences: a figure that halves is as far from its baseline as one that
-doubles, and a noisy figure's noise is not capped at -100% the way a drop is.
+The noise rule (docs/compare.md): each figure of a configuration carries noise_pct, max / min - 1
+over its repeats and, with fewer than 3, over the report intervals of the step when larger (what
+a single run can see). A difference to the baseline is beyond the noise when the larger median is
+more above the smaller (larger / smaller - 1) than the two configurations' noises added; with no
+noise known, not judged (null). Ratios, not differences: a figure that halves is as far from its
+baseline as one that doubles, and a noisy figure's noise is not capped at -100 % as a drop is.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from bench_dsl.errors import UsageError
 
 COMPARISON_FORMAT = "bench-dsl-comparison"
 NOISE_RULE = ("a difference is beyond the noise when the larger of the two medians is more above the smaller "
-              "(larger / smaller - 1) than the larger noise of the two configurations; a configuration's noise is "
-              "the larger of its repeats' max / min - 1 and the median over its repeats of the step's report "
-              "intervals' max / min - 1 (the only noise one run can show)")
+              "(larger / smaller - 1) than the two configurations' noises added; a configuration's noise is "
+              "its repeats' max / min - 1 (3 repeats or more), else the larger of that and the largest over its "
+              "repeats of the step's report intervals' max / min - 1 (the only noise one run can show)")
 
 # metric of a gate or a row -> (where it is in a by_users entry, unit, higher is better)
 METRICS: dict[str, tuple[tuple[str, ...], str, bool]] = {
@@ -117,11 +117,14 @@ def _cell(conf_id: str, s: dict[str, Any] | None, base: dict[str, Any] | None, h
     # judged as a ratio, like the noise: the larger median over the smaller
     apart = (max(value, base["median"]) / min(value, base["median"]) - 1) * 100
     cell["apart_pct"] = round(apart, 2)
-    known = [(n, f) for n, f in ((noise, noise_from), (base.get("noise_pct"), base.get("noise_from"))) if n is not None]
+    # each median is uncertain by its own noise: apart beyond doubt when the gap is wider than both
+    # uncertainties together (the larger alone called 1 in 16 pairs of identical configurations
+    # with 3 repeats different, and up to 1 in 5 with 2; together 1 in 60 and 1 in 10)
+    known = [(n, f) for n, f in ((base.get("noise_pct"), base.get("noise_from")), (noise, noise_from)) if n is not None]
     if known:
-        judged, judged_from = max(known, key=lambda k: k[0])
-        cell["judged_noise_pct"], cell["judged_noise_from"] = judged, judged_from
-        cell["beyond_noise"] = apart > judged
+        cell["judged_noise_pct"] = round(sum(n for n, _ in known), 3)
+        cell["judged_noise_from"] = " + ".join(f for _, f in known)
+        cell["beyond_noise"] = apart > cell["judged_noise_pct"]
     return cell
 
 
@@ -240,6 +243,9 @@ def cell_lines(row: dict[str, Any], cell: dict[str, Any], is_base: bool) -> tupl
     if cell["diff_pct"] is None:
         return value, "no difference computed"
     diff = f"{cell['diff_pct']:+.1f}%"
+    if cell["diff_pct"] < -20 and cell["apart_pct"] is not None:
+        # judged as a ratio: say it as one, or "-98% beyond a noise of 280%" reads as a contradiction
+        diff += f" ({cell['apart_pct'] / 100 + 1:.3g}x lower)"
     if cell["beyond_noise"] is None:
         return value, f"{diff}, noise unknown"
     words = ("better" if cell["better"] else "worse") if cell["better"] is not None else "different"

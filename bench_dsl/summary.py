@@ -32,10 +32,9 @@ LATENCIES = ("p50", "p90", "p95", "p99")
 # An interval much shorter than the others (the tail of a step cut by its end) has a rate measured
 # over too little time to be compared with the others: left out of the interval spread.
 SHORT_INTERVAL = 0.5
-# From this many repeats on, their spread alone is a figure's noise. Two repeats are too few: for two
-# identical configurations the two ranges of two runs each are both narrower than the distance
-# between their medians about 1 time in 5 (1 in 16 with three), so with two the report intervals'
-# spread, when larger, is taken instead.
+# From this many repeats on, their spread alone is a figure's noise. Two are too few: the range of
+# two runs is narrow by chance too often (identical configurations would be called different up to
+# 1 time in 5), so with two the report intervals' spread, when larger, is taken instead.
 REPEATS_FOR_NOISE = 3
 
 
@@ -76,6 +75,7 @@ def find_results(paths: Iterable[str | Path]) -> list[Path]:
     is searched recursively for result documents, anything else in it (summary.json, other JSON)
     is skipped."""
     found: list[Path] = []
+    seen: set[Path] = set()
     for given in paths:
         p = Path(given)
         if p.is_dir():
@@ -86,7 +86,12 @@ def find_results(paths: Iterable[str | Path]) -> list[Path]:
         else:
             read_result(p)  # a named file that is not a result is a mistake worth saying
             found.append(p)
-    return found
+    unique = []
+    for f in found:  # a file named twice (or inside a directory also named) is one run, counted once
+        if f.resolve() not in seen:
+            seen.add(f.resolve())
+            unique.append(f)
+    return unique
 
 
 def _looks_like_result(path: Path) -> bool:
@@ -210,11 +215,14 @@ def _labels(groups: list[dict[str, Any]]) -> None:
             g["label"] = f"{g['label']} ({g['paths'][0].parent.parent.name})"  # two matrices' runs
         elif g["own_label"] is None and g["paths"]:
             g["label"] = g["paths"][0].name  # plain runs: all by file name, not half by scenario name
+    dup = clash("label")  # once: relabelling one of a pair must not leave the other as it was
     for g in groups:
-        if g["label"] in clash("label") and g["paths"]:
-            g["label"] = str(g["paths"][0])
+        if g["label"] in dup and g["paths"]:
+            where = g["paths"][0].parent.parent if g["own_label"] is not None else g["paths"][0]
+            g["label"] = f"{g['own_label']} ({where})" if g["own_label"] is not None else str(where)
+    dup = clash("label")
     for n, g in enumerate(groups):  # no paths to tell them apart: number them
-        if g["label"] in clash("label"):
+        if g["label"] in dup:
             g["label"] = f"{g['label']} #{n + 1}"
 
 
@@ -255,6 +263,11 @@ def summarize(docs: Sequence[dict[str, Any]], files: Sequence[str | Path] | None
             g["paths"] = [p for _, p in pairs if p is not None]
     _labels(ordered)
     configurations = [_configuration(n, g, base_dir) for n, g in enumerate(ordered)]
+    seen: Counter[str] = Counter()
+    for c in configurations:  # two matrices' c1, or a plain run numbered like a matrix's: ids stay unique
+        seen[c["id"]] += 1
+        if seen[c["id"]] > 1:
+            c["id"] = f"{c['id']}-{seen[c['id']]}"
     first = docs[0] if docs else {}
     study = next((g["conf"].get("study") for g in ordered if g["conf"] and g["conf"].get("study")), None)
     return {
@@ -347,13 +360,14 @@ def _by_users(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _with_noise(s: dict[str, Any] | None, spreads: list[float]) -> dict[str, Any] | None:
     """Adds the noise of a figure, each as a ratio in percent (ratio_pct): repeats_noise_pct (the
-    largest repeat over the smallest), interval_noise_pct (the median over the repeats of the
-    largest report interval of the step over the smallest), and noise_pct, which compare judges
-    differences against; noise_from says which of the two it is."""
+    largest repeat over the smallest), interval_noise_pct (the largest report interval of the step
+    over the smallest, in the noisiest repeat: from two or three intervals a run's own spread is a
+    rough guess, and the noisier run is the one that has seen what the machine can do), and
+    noise_pct, which compare judges differences against; noise_from says which of the two."""
     if s is None:
         return None
     between = ratio_pct([v for v in s["per_repeat"] if v is not None])
-    within = _r(statistics.median(spreads)) if spreads else None
+    within = _r(max(spreads)) if spreads else None
     s["repeats_noise_pct"] = _r(between)
     s["interval_noise_pct"] = within
     if between is not None and s["n"] >= REPEATS_FOR_NOISE:
