@@ -4,7 +4,10 @@ is built from events by bench_dsl.document.)"""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import hashlib
+import json
 import platform
 import re
 import socket
@@ -48,9 +51,25 @@ def scenario_json(sc: m.Scenario, workload: dict[str, object], names: tuple[str,
     """The result document's "scenario": what was asked, passwords removed by `scrub`."""
     return {"name": sc.name, "file": sc.file, "text": scrub(sc.text),
             "parameters": {k: scrub(str(v)) if isinstance(v, str) else v for k, v in sc.parameters.items()},
-            "seed": sc.seed, "workload": workload | {"transactions": list(names)},
+            "seed": sc.seed, "workload": workload | {"transactions": list(names), "digest": workload_digest(sc)},
             "stop": [c.text for c in sc.stop], "expect": [c.text for c in sc.expect],
             "plan": plan_json(plan, time_scale, max_steps)}
+
+
+def workload_digest(sc: m.Scenario) -> str:
+    """What the workload and its data are, as a short hash of their validated form (SQL, generators,
+    options, setup; not where in a file they were written): two results compare only when theirs
+    are the same, whatever their names say."""
+    def plain(v: Any) -> Any:
+        if dataclasses.is_dataclass(v) and not isinstance(v, type):
+            return {f.name: plain(getattr(v, f.name)) for f in dataclasses.fields(v) if f.name != "span"}
+        if isinstance(v, (list, tuple)):
+            return [plain(x) for x in v]
+        if isinstance(v, dict):
+            return {str(k): plain(x) for k, x in v.items()}
+        return v if isinstance(v, (str, int, float, bool)) or v is None else repr(v)
+    text = json.dumps({"workload": plain(sc.workload), "setup": plain(sc.setup)}, sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def exit_code(status: str, stop_reason: dict[str, Any] | None, expect_results: list[dict[str, Any]]) -> ExitCode | None:

@@ -285,3 +285,17 @@ def test_a_checkpoint_that_cannot_be_written_is_said_at_once_and_so_is_its_recov
     assert heard[0].startswith(f"could not write {path}: ") and "File too large" in heard[0]
     assert heard[1] == f"{path} written again"
     assert written == "204"
+
+
+def test_the_workload_digest_tells_workloads_apart_by_what_they_run() -> None:
+    from bench_dsl.results import workload_digest
+    from bench_dsl.validate import load
+
+    def custom(sql: str, where: str = "") -> str:
+        return f'{where}scenario "c" {{ workload custom {{ transaction t {{ query "{sql}" }} }} users 1 duration 1s }}'
+
+    same_a = workload_digest(load("a.bench", text=custom("SELECT 1"), env={}))
+    same_b = workload_digest(load("b.bench", text=custom("SELECT 1", where="# moved down a line\n"), env={}))
+    other = workload_digest(load("a.bench", text=custom("SELECT 2"), env={}))
+    assert same_a == same_b  # where it is written does not matter
+    assert other != same_a  # the same transaction names running other SQL do not compare
