@@ -4,6 +4,7 @@ a server of our own and restore them), interleaved, one result per run, then sum
 from __future__ import annotations
 
 import asyncio
+import time
 import json
 from importlib import resources
 from pathlib import Path
@@ -185,3 +186,67 @@ def test_a_static_setting_on_a_server_of_our_own_is_refused_before_anything_runs
     assert r.returncode == 2, r.stderr
     assert "innodb_log_buffer_size: static" in r.stderr and "--restart-cmd" in r.stderr
     assert not list(out.glob("c*/*.json"))
+
+
+RESTART = r'''
+import os, signal, subprocess, sys, time
+pidfile = sys.argv[1]
+pid = int(open(pidfile).read())
+with open(f"/proc/{pid}/cmdline", "rb") as f:
+    args = [a.decode() for a in f.read().split(b"\0") if a]
+args = [a for a in args if not a.startswith("--innodb-log-buffer-size=")]
+os.kill(pid, signal.SIGTERM)
+def gone():
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[1][0] == "Z"  # the test that started it reaps it later
+    except OSError:
+        return True
+while not gone():
+    time.sleep(0.05)
+value = os.environ["BENCH_SETTING_INNODB_LOG_BUFFER_SIZE"]
+subprocess.Popen(args + [f"--innodb-log-buffer-size={value}"], start_new_session=True,
+                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+'''
+
+
+@pytest.mark.slow
+def test_restart_cmd_applies_a_static_setting_and_puts_it_back(tmp_path: Path) -> None:
+    import os
+    import signal
+    import sys
+
+    from bench_dsl.server import EmbeddedServer
+
+    srv = EmbeddedServer(max_connections=50)
+    asyncio.run(srv.start())
+    pidfile = srv.basedir / "mysqld.pid"  # type: ignore[operator]
+    try:
+        before = asyncio.run(_variable(srv.url(), "innodb_log_buffer_size"))
+        script = tmp_path / "restart.py"
+        script.write_text(RESTART)
+        f = tmp_path / "static.bench"
+        f.write_text("""scenario "static with a restart" {
+  target env("BENCH_STATIC_DSN")
+  workload sysbench oltp_point_select { tables = 1  table_size = 100 }
+  vary { innodb_log_buffer_size = [8M, 32M] }
+  users 1
+  duration 1s
+}""")
+        out = tmp_path / "static"
+        r = run_bench("run", str(f), "--headless", "--json", str(out),
+                      "--restart-cmd", f"{sys.executable} {script} {pidfile}", env={"BENCH_STATIC_DSN": srv.url()})
+        assert r.returncode == 0, r.stderr
+        docs = _results(out)
+        assert [int(d["server"]["variables"]["innodb_log_buffer_size"]) for d in docs] == [8 * MiB, 32 * MiB]
+        assert r.stderr.count("(--restart-cmd)") == 3  # each configuration, then the value it had
+        assert asyncio.run(_variable(srv.url(), "innodb_log_buffer_size")) == before
+    finally:
+        try:
+            os.kill(int(pidfile.read_text()), signal.SIGTERM)
+        except (OSError, ValueError):
+            pass
+        deadline = time.monotonic() + 30
+        while pidfile.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        srv.stop()
