@@ -26,6 +26,9 @@ SHIPPED = sorted([*ROOT.glob("examples/*.bench"), *ROOT.glob("scenarios/*.bench"
 SMALL = {"table_size": "2000", "tables": "2", "users": "8", "warehouses": "1", "rows": "2000"}
 
 
+STUDIED = {"io-capacity-sweep.bench", "disks.bench"}  # run as whole studies in tests/test_study.py
+
+
 def _result(path: Path) -> dict:
     doc = json.loads(path.read_text())
     jsonschema.validate(doc, SCHEMA)
@@ -37,12 +40,12 @@ def _defines(path: Path) -> list[str]:
     return [a for k, v in SMALL.items() if f"let {k} " in text or f"let {k}=" in text for a in ("-D", f"{k}={v}")]
 
 
-@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("path", [p for p in SHIPPED if p.name not in STUDIED], ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_shipped_file_runs(path: Path, dsn_url: str, tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     study: list[str] = []
     sc = load(path, env={**os.environ, "BENCH_SSD_DIR": str(tmp_path), "BENCH_HDD_DIR": "/var/tmp"})
-    if sc.study is not None:  # each study runs in tests/test_study.py; here: its first configuration, once
+    if sc.study is not None:  # here: a study's first configuration, once
         study = ["--repeat", "1", *(a for k, v in sc.study.configurations[0].values for a in ("--only", f"{k}={v}"))]
     r = run_bench("run", str(path), "--headless", "--json", str(out), "--time-scale", "0.05", "--max-steps", "2",
                   *_defines(path), *study, env={"BENCH_SSD_DIR": str(tmp_path), "BENCH_HDD_DIR": "/var/tmp",
