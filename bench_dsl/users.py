@@ -24,6 +24,14 @@ from bench_dsl.workloads.base import IntendedRollback, error_code
 # the raw executor's way of running: a thread per user (the default), or the event loop's (rawexec)
 Loop: type[RawLoop] | type[ThreadLoop] = ThreadLoop if native.threaded else RawLoop
 
+# Connections being opened at once by the whole run (shared out over its processes). A server takes
+# new connections from a queue of back_log entries (MariaDB's own default: 80 + max_connections / 5);
+# 3,000 users dialling at once overflowed it: the kernel dropped their handshakes and retried them
+# 1, 3, 7, 15 s later, and a connection it gave up on waited forever for the server's greeting.
+CONNECTING = 64
+# a connection whose greeting or authentication never comes is abandoned and tried again
+CONNECT_TIMEOUT = 20.0
+
 
 
 def allow_many_connections() -> None:
@@ -97,6 +105,7 @@ class UserPool:
         self.executors: set[str] = set()
         self.raw = native.raw_executor
         self._gate: asyncio.Event | None = None  # the held users' (resize(hold=True)) until release()
+        self._connecting = asyncio.Semaphore(max(4, CONNECTING // stride))
         allow_many_connections()
 
     @property
@@ -177,11 +186,14 @@ class UserPool:
             while not u.stop:
                 if conn is None:
                     try:
-                        conn = await connect(self.dsn, self.dsn.database, timeout=5)
+                        async with self._connecting:
+                            conn = await asyncio.wait_for(connect(self.dsn, self.dsn.database, timeout=5),
+                                                          CONNECT_TIMEOUT)
                     except Exception as exc:  # unmeasured: connecting is not part of a transaction
                         self.connect_failures += 1
-                        self.connect_error = (error_code(exc), redact(_message(exc)))
-                        self._remember(error_code(exc), _message(exc))
+                        why = _message(exc) or f"no greeting or authentication in {CONNECT_TIMEOUT:g}s"
+                        self.connect_error = (error_code(exc), redact(why))
+                        self._remember(error_code(exc), why)
                         u.refused = True
                         u.connected.set()
                         await asyncio.sleep(backoff)
