@@ -125,9 +125,8 @@ class UserPool:
     async def resize(self, n: int, wait: bool = True, hold: bool = False) -> None:
         """`hold`: the new users connect (and prepare) but start no transaction before release().
         Users that start one as soon as they connect load the server while the others are still
-        connecting: measured with 3,000 users on 2 cores, the last few hundred handshakes and
-        prepares then took minutes (they wait behind the running users' statements on the server,
-        and on the client behind their threads), whatever the workload."""
+        connecting: traced with 3,000 users on 2 cores, once one worker's 1,500 users ran, the other
+        worker's prepares took 16 s each (median), whatever the workload."""
         live = [u for u in self.users if not u.stop]
         new: list[_User] = []
         if hold and self._gate is None:
