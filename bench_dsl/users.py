@@ -190,7 +190,8 @@ class UserPool:
                                                           CONNECT_TIMEOUT)
                     except Exception as exc:  # unmeasured: connecting is not part of a transaction
                         self.connect_failures += 1
-                        why = _message(exc) or f"no greeting or authentication in {CONNECT_TIMEOUT:g}s"
+                        why = (f"no greeting or authentication in {CONNECT_TIMEOUT:g}s"
+                               if isinstance(exc, asyncio.TimeoutError) else _message(exc))
                         self.connect_error = (error_code(exc), redact(why))
                         self._remember(error_code(exc), why)
                         u.refused = True
