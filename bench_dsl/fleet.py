@@ -75,7 +75,10 @@ class LocalFleet:
         pass
 
     async def resize(self, n: int, wait: bool = True) -> None:
-        await self.pool.resize(n, wait)
+        try:
+            await self.pool.resize(n, wait, hold=wait)
+        finally:
+            self.pool.release()
 
     async def collect(self) -> dict[str, TxStats]:
         stats = self.recorder.swap()
@@ -199,12 +202,18 @@ class ProcessFleet:
         return [base + (1 if i < extra else 0) for i in range(self.count)]
 
     async def resize(self, n: int, wait: bool = True) -> None:
-        futs = [self._send(p, {"op": "users", "n": k, "wait": wait}) for p, k in zip(self.procs, self.share(n), strict=True)]
+        # waited for: the new users of every worker are held until all of them are ready (UserPool.resize),
+        # so that no worker's running users slow another's connecting ones
+        futs = [self._send(p, {"op": "users", "n": k, "wait": wait, "hold": wait})
+                for p, k in zip(self.procs, self.share(n), strict=True)]
         if wait:
             try:
                 await asyncio.wait_for(asyncio.gather(*futs), 90)
             except asyncio.TimeoutError:
                 raise WorkerFailed(f"the worker processes did not start {n} users in 90s") from None
+            finally:
+                for p in self.procs:  # the answer says nothing: later messages come after it anyway
+                    self._send(p, {"op": "go"}).add_done_callback(lambda f: f.exception())
         else:
             for f in futs:  # the answer only updates `active`; a failure shows at the next collect
                 f.add_done_callback(lambda f: f.exception())

@@ -24,6 +24,14 @@ from bench_dsl.workloads.base import IntendedRollback, error_code
 # the raw executor's way of running: a thread per user (the default), or the event loop's (rawexec)
 Loop: type[RawLoop] | type[ThreadLoop] = ThreadLoop if native.threaded else RawLoop
 
+# Connections being opened at once by the whole run (shared out over its processes). A server takes
+# new connections from a queue of back_log entries (MariaDB's own default: 80 + max_connections / 5);
+# 3,000 users dialling at once overflowed it: the kernel dropped their handshakes and retried them
+# 1, 3, 7, 15 s later, and a connection it gave up on waited forever for the server's greeting.
+CONNECTING = 64
+# a connection whose greeting or authentication never comes is abandoned and tried again
+CONNECT_TIMEOUT = 20.0
+
 
 
 def allow_many_connections() -> None:
@@ -48,6 +56,7 @@ class _User:
     connected: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None
     raw: RawLoop | ThreadLoop | None = None  # while its transactions run on the raw executor
+    gate: asyncio.Event | None = None  # connected, it waits for this before its first transaction
     live: bool = False  # has a connection
     refused: bool = False  # its latest attempt to connect failed
     ever_connected: bool = False
@@ -95,6 +104,8 @@ class UserPool:
         self.error_messages: dict[int, str] = {}
         self.executors: set[str] = set()
         self.raw = native.raw_executor
+        self._gate: asyncio.Event | None = None  # the held users' (resize(hold=True)) until release()
+        self._connecting = asyncio.Semaphore(max(4, CONNECTING // stride))
         allow_many_connections()
 
     @property
@@ -111,14 +122,20 @@ class UserPool:
                       sum(u.live for u in running), sum(u.refused and not u.live for u in running), self.connect_error,
                       sum(not u.ever_connected for u in running))
 
-    async def resize(self, n: int, wait: bool = True) -> None:
+    async def resize(self, n: int, wait: bool = True, hold: bool = False) -> None:
+        """`hold`: the new users connect (and prepare) but start no transaction before release().
+        Users that start one as soon as they connect load the server while the others are still
+        connecting: traced with 3,000 users on 2 cores, once one worker's 1,500 users ran, the other
+        worker's prepares took 16 s each (median), whatever the workload."""
         live = [u for u in self.users if not u.stop]
         new: list[_User] = []
+        if hold and self._gate is None:
+            self._gate = asyncio.Event()
         while len(live) + len(new) < n:
             index = self.offset + self.started * self.stride
             rng = random.Random(self.seed * 100_003 + index)
             self.started += 1
-            u = _User(self.workload.session(rng, index), rng)
+            u = _User(self.workload.session(rng, index), rng, gate=self._gate if hold else None)
             u.task = asyncio.create_task(self._loop(u), name=f"user-{index}")
             new.append(u)
         self.users.extend(new)
@@ -131,6 +148,12 @@ class UserPool:
             for w in pending:
                 w.cancel()
 
+    def release(self) -> None:
+        """The held users start their transactions (those still connecting, once connected)."""
+        if self._gate is not None:
+            self._gate.set()
+            self._gate = None
+
     def cancel_in_flight(self) -> None:
         for u in self.users:
             if u.task:
@@ -139,6 +162,7 @@ class UserPool:
     async def stop_all(self, grace: float = 5.0) -> None:
         for u in self.users:
             u.halt()
+        self.release()  # a held user leaves at its gate, halted
         tasks = [u.task for u in self.users if u.task is not None]
         if not tasks:
             return
@@ -161,11 +185,15 @@ class UserPool:
             while not u.stop:
                 if conn is None:
                     try:
-                        conn = await connect(self.dsn, self.dsn.database, timeout=5)
+                        async with self._connecting:
+                            conn = await asyncio.wait_for(connect(self.dsn, self.dsn.database, timeout=5),
+                                                          CONNECT_TIMEOUT)
                     except Exception as exc:  # unmeasured: connecting is not part of a transaction
                         self.connect_failures += 1
-                        self.connect_error = (error_code(exc), redact(_message(exc)))
-                        self._remember(error_code(exc), _message(exc))
+                        why = (f"no greeting or authentication in {CONNECT_TIMEOUT:g}s"
+                               if isinstance(exc, asyncio.TimeoutError) else _message(exc))
+                        self.connect_error = (error_code(exc), redact(why))
+                        self._remember(error_code(exc), why)
                         u.refused = True
                         u.connected.set()
                         await asyncio.sleep(backoff)
@@ -175,7 +203,6 @@ class UserPool:
                     u.live, u.refused, u.ever_connected = True, False, True
                     self.connect_failures = 0
                     self.last_progress = time.monotonic()
-                    u.connected.set()
                     program = None
                     if self.raw and not u.session.paced and (statements := u.session.statements()) is not None:
                         try:
@@ -189,6 +216,12 @@ class UserPool:
                                 u.session.forget()
                                 continue
                     self.executors.add("driver" if program is None else Loop.executor)
+                    u.connected.set()  # ready: its statements prepared too (a resize waits for this)
+                    if u.gate is not None:
+                        await u.gate.wait()
+                        u.gate = None  # once: a user that reconnects later goes straight on
+                        if u.stop:
+                            break
                 if program is not None:
                     raw = u.raw = Loop(conn, program, pick, rec.counts, self._failed)
                     raw.stop = u.stop  # halted while connecting

@@ -6,12 +6,15 @@ on another machine under a distributed engine without the run noticing:
 
   coordinator -> worker                       worker -> coordinator
   {"op": "start", "id", "setup": <b64>}       {"op": "ready", "id", "pid"}
-  {"op": "users", "id", "n", "wait"}          {"op": "users", "id", "active"}
+  {"op": "users", "id", "n", "wait", "hold"}  {"op": "users", "id", "active"}
+  {"op": "go", "id"}                          {"op": "go", "id"}
   {"op": "report", "id"}                      {"op": "report", "id", "active", "tx": {name: wire}, "health"}
   {"op": "cancel", "id"}                      {"op": "cancel", "id"}
   {"op": "stop", "id", "grace"}               {"op": "stop", "id", "active": 0, "tx", "health"}, then exit
 
-`setup` is the pickled (workload spec, setup steps, seed, Dsn, worker index, worker count): what
+"hold": the new users connect but start no transaction before "go", which the coordinator sends
+once every worker has answered "users": all of a step's users connect before any of them loads the
+server. `setup` is the pickled (workload spec, setup steps, seed, Dsn, worker index, worker count): what
 the worker needs to build the workload, not the whole scenario. `wire` is TxStats.to_wire(): counts
 and HdrHistogram's compressed encoding, merged exactly by the coordinator. A worker whose stdin closes
 (the coordinator died) stops its users and exits: it never outlives the run.
@@ -66,9 +69,13 @@ class Worker:
         assert self.pool is not None
         if op == "users":
             # connecting can take a while: answer reports meanwhile
-            task = asyncio.create_task(self._resize(mid, int(msg["n"]), bool(msg.get("wait", True))))
+            task = asyncio.create_task(self._resize(mid, int(msg["n"]), bool(msg.get("wait", True)),
+                                                    bool(msg.get("hold", False))))
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
+        elif op == "go":
+            self.pool.release()
+            self.send({"op": "go", "id": mid})
         elif op == "report":
             self.send(self.report("report", mid))
         elif op == "cancel":
@@ -86,9 +93,9 @@ class Worker:
         self.send(self.report("stop", mid))
         self.finished.set()
 
-    async def _resize(self, mid: int, n: int, wait: bool) -> None:
+    async def _resize(self, mid: int, n: int, wait: bool, hold: bool) -> None:
         assert self.pool is not None
-        await self.pool.resize(n, wait)
+        await self.pool.resize(n, wait, hold)
         self.send({"op": "users", "id": mid, "active": self.pool.active})
 
 

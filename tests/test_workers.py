@@ -111,6 +111,58 @@ async def test_users_are_spread_evenly_with_distinct_seeds(dsn_url: str, tmp_pat
     assert all(p.proc.returncode is not None for p in fleet.procs)
 
 
+# Each transaction writes the server's count of connections made so far (its status variable
+# Connections): once every user has connected it no longer grows, so a smaller count is a
+# transaction that ran while some user was still connecting.
+WITNESS = """
+scenario "witness" {
+  target env("BENCH_DSN")
+  workload custom {
+    transaction seen {
+      query "INSERT INTO connect_witness SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'CONNECTIONS'"
+    }
+  }
+  users 300
+  duration 5s
+}
+"""
+
+
+async def test_the_users_of_a_step_start_once_all_of_them_are_connected(dsn_url: str, tmp_path: Path) -> None:
+    """Users that start as soon as they connect load the server while the others connect: 3,000 users
+    on 2 cores left hundreds unconnected after 60 s (bench/connect.py measures it). Every user of a
+    step, on every worker, connects before any of them runs a transaction."""
+    from bench_dsl.dsn import parse_dsn
+    from bench_dsl.server import connect
+
+    path = tmp_path / "witness.bench"
+    path.write_text(WITNESS)
+    sc = load(str(path), {}).seeded()
+    dsn = parse_dsn(dsn_url)
+    conn = await connect(dsn, dsn.database)
+    try:
+        async with conn.cursor() as cur:
+            await cur.execute("CREATE OR REPLACE TABLE connect_witness (connections BIGINT NOT NULL)")
+            fleet = ProcessFleet(sc, dsn, ("seen",), 2, lambda msg, level: None)
+            await fleet.start()
+            try:
+                await fleet.resize(300)
+                await cur.execute("SHOW GLOBAL STATUS LIKE 'Connections'")
+                all_in = int((await cur.fetchone())[1])  # no user connects after the resize
+                await asyncio.sleep(0.5)
+                stats = await fleet.collect()
+                assert fleet.health().connected == 300, fleet.health()
+            finally:
+                await fleet.stop()
+            await cur.execute("SELECT COUNT(*), SUM(connections < %s) FROM connect_witness", (all_in,))
+            ran, early = await cur.fetchone()
+            await cur.execute("DROP TABLE connect_witness")
+    finally:
+        conn.close()
+    assert ran >= stats["seen"].count > 300
+    assert early == 0, f"{early} of {ran} transactions ran before the last user had connected"
+
+
 async def test_a_dead_worker_fails_the_run_but_keeps_the_data(dsn_url: str, tmp_path: Path) -> None:
     path = tmp_path / "sleeper.bench"
     path.write_text(SLEEPER.replace("duration 4s", "duration 30s"))
