@@ -29,27 +29,35 @@ class CpuSampler:
             kids = self.me.children(recursive=True)
         except psutil.Error:
             kids = []
-        return [self.me, *(k for k in kids if k.pid != self.server_pid)]
+        # by pid: "worker 1" is the same process from one sample to the next
+        return [self.me, *sorted((k for k in kids if k.pid != self.server_pid), key=lambda k: k.pid)]
 
-    def _client_percent(self, wall: float) -> float:
+    def _client_percent(self, wall: float) -> tuple[float, dict[str, float]]:
+        """The client's CPU (% of the machine), and each of its processes' (% of one core: a
+        process at 100% is out of CPU whatever the machine has left)."""
         # cpu_times deltas rather than cpu_percent: worker processes come and go between samples
         busy = 0.0
         seen: dict[int, float] = {}
-        for p in self._client_processes():
+        each: dict[str, float] = {}
+        for i, p in enumerate(self._client_processes()):
             try:
                 t = p.cpu_times()
             except psutil.Error:
                 continue
             total = t.user + t.system
             seen[p.pid] = total
-            busy += total - self._client_times.get(p.pid, total)
+            used = total - self._client_times.get(p.pid, total)
+            busy += used
+            if wall > 0:
+                each["coordinator" if i == 0 else f"worker {i}"] = 100.0 * used / wall
         self._client_times = seen
-        return 100.0 * busy / wall / self.ncpu if wall > 0 else 0.0
+        return (100.0 * busy / wall / self.ncpu if wall > 0 else 0.0), each
 
     def sample(self) -> dict[str, float | None]:
         """Percent of all cores since the previous call; server is None when it cannot be seen."""
         now = time.monotonic()
         wall, self._last = now - self._last, now
+        client, each = self._client_percent(wall)
         server: float | None = None
         if self.server is not None:
             try:
@@ -59,5 +67,7 @@ class CpuSampler:
         return {
             "server": server,
             "host": psutil.cpu_percent(None),
-            "client": self._client_percent(wall),
+            "client": client,
+            # each client process, % of one core: "client:coordinator", "client:worker 1" ...
+            **{f"client:{name}": pct for name, pct in each.items()},
         }

@@ -294,6 +294,12 @@ class Judge:
         if not steps or self.client_capacity_pct is None or self.saturation_users is None:
             return None
         client = (steps[-1].get("cpu") or {}).get("client")
+        each = steps[-1].get("client_cpu_by_process") or {}
+        busy = {name: pct for name, pct in each.items() if pct is not None and pct >= 100 * CLIENT_SATURATED}
+        if busy:  # one process out of its core holds the others back, whatever the machine has left
+            name, pct = max(busy.items(), key=lambda kv: kv[1])
+            return (f"bench-dsl itself was the limit: its {name} process used {pct:.0f}% of a core, "
+                    f"so the server carries at least {self.saturation_users} users")
         if client is None or client < CLIENT_SATURATED * self.client_capacity_pct:
             return None
         return (f"bench-dsl itself was the limit: its CPU was at {client:.0f}% of the machine, "

@@ -397,6 +397,9 @@ class Aggregate:
             **one(self.all),
             **({"nopm": round(n, 1)} if (n := self.nopm()) is not None else {}),
             "cpu": {k: _r(self.cpu(k)) for k in ("server", "host", "client")},
+            **({"client_cpu_by_process": each} if (each := {k.removeprefix("client:"): _r(self.cpu(k))
+                                                            for k in sorted(self._cpu_n) if k.startswith("client:")})
+               else {}),
             "transactions": {n: one(self.tx[n]) for n in self.names},
             **({"server_status": st} if (st := self.server_status()) is not None else {}),
             **({"disk": d} if (d := self.disk()) is not None else {}),

@@ -76,9 +76,12 @@ class FakeCpu:
     """The server's CPU as a function of the run's elapsed seconds."""
 
     def __init__(self, server: Callable[[], float | None] = lambda: None,
-                 client: Callable[[], float | None] = lambda: None) -> None:
+                 client: Callable[[], float | None] = lambda: None,
+                 processes: Callable[[], dict[str, float]] = dict) -> None:
         self.server = server
         self.client = client
+        self.processes = processes  # each client process's CPU, % of one core
 
     def sample(self) -> dict[str, float | None]:
-        return {"server": self.server(), "host": None, "client": self.client()}
+        return {"server": self.server(), "host": None, "client": self.client(),
+                **{f"client:{k}": v for k, v in self.processes().items()}}

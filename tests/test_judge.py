@@ -165,8 +165,10 @@ async def test_expectations_are_judged_on_the_whole_run(tmp_path: Path) -> None:
     assert run.exit_code == 3
 
 
-@pytest.mark.parametrize(("client", "limited"), [(95.0, True), (60.0, False)])
-async def test_a_climb_ended_by_the_clients_own_limit_says_so(client: float, limited: bool, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("client", "worker", "limited"), [(95.0, 50.0, "of the machine"), (60.0, 60.0, None),
+                                                          (30.0, 97.0, "worker 1 process used 97% of a core")])
+async def test_a_climb_ended_by_the_clients_own_limit_says_so(client: float, worker: float, limited: str | None,
+                                                               tmp_path: Path) -> None:
     sc = scenario(tmp_path, "ramp step { start 1 users step x2 settle 1s hold 2s max 32 users }\n"
                             "stop when { tps plateau 10% }\nexpect { saturation >= 2 users }")
     sink = Events()
@@ -175,13 +177,14 @@ async def test_a_climb_ended_by_the_clients_own_limit_says_so(client: float, lim
     run.judge.client_capacity_pct = 100.0  # the client's processes may use the whole machine
     run.t0 = 1.0
     run.publish(ev.Begin("test", "now", {"name": sc.name}, {}))
-    await run.measure(FakeFleet(flat_after(4)), FakeCpu(client=lambda: client))  # type: ignore[arg-type]
+    cpu = FakeCpu(client=lambda: client, processes=lambda: {"coordinator": 5.0, "worker 1": worker})
+    await run.measure(FakeFleet(flat_after(4)), cpu)  # type: ignore[arg-type]
     run.finish()
     sat = sink.document.doc["saturation"]
     assert sat["users"] == 4 and sat["saturated"]
     (expect,) = sink.document.doc["expect"]
     if limited:
-        assert sat["limited_by"] == "client" and "at least 4 users" in sat["reason"]
+        assert sat["limited_by"] == "client" and "at least 4 users" in sat["reason"] and limited in sat["reason"]
         assert not expect["passed"] and "bench-dsl itself was the limit" in expect["reason"]
         assert run.exit_code == 3
     else:
