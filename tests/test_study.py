@@ -51,6 +51,10 @@ def test_crossed_lines_make_every_combination_in_interleaved_order() -> None:
     assert [s.name for s in conf_sc.server_settings] == ["innodb_flush_log_at_trx_commit", "innodb_io_capacity",
                                                           "innodb_buffer_pool_size"]
     assert conf_sc.study is None
+    r = run_bench("check", "--plan", "examples/io-capacity-sweep.bench")
+    assert r.returncode == 0, r.stderr
+    assert "study: 6 configurations" in r.stdout and "3 times each: 18 runs" in r.stdout
+    assert "c1#1 c2#1 c3#1 c4#1 c5#1 c6#1 c1#2" in r.stdout and "total: at most 0:22:48" in r.stdout
 
 
 def test_zip_pairs_and_lets_vary_the_data() -> None:
@@ -96,14 +100,11 @@ scenario "z" {
 def test_io_capacity_sweep_runs_every_configuration_on_its_own_server(tmp_path: Path) -> None:
     out = tmp_path / "sweep"
     r = run_bench("run", "examples/io-capacity-sweep.bench", "--headless", "--json", str(out),
-                  "--time-scale", "0.02", "--max-steps", "1", "--repeat", "2",  # the file's: 3
-                  "--only", "innodb_buffer_pool_size=64M", timeout=600)  # 3 of the 6 configurations
+                  "--time-scale", "0.02", "--max-steps", "1", "--repeat", "1", timeout=600)  # the file's: 3
     assert r.returncode in (0, 3), r.stderr
     docs = _results(out)
-    assert len(docs) == 6
-    # interleaved: every configuration once before any runs a second time
-    assert [d["configuration"]["id"] for d in docs] == ["c1", "c3", "c5"] * 2
-    assert [d["configuration"]["repeat"] for d in docs] == [1] * 3 + [2] * 3
+    assert len(docs) == 6  # every combination, in the order of the values
+    assert [d["configuration"]["id"] for d in docs] == [f"c{i}" for i in range(1, 7)]
     for d in docs:
         values = d["configuration"]["values"]
         variables = d["server"]["variables"]
@@ -115,19 +116,21 @@ def test_io_capacity_sweep_runs_every_configuration_on_its_own_server(tmp_path: 
     summary = json.loads((out / "summary.json").read_text())
     jsonschema.validate(summary, json.loads(resources.files("bench_dsl.schema").joinpath("summary-v1.json").read_text()))
     assert (out / "report.html").stat().st_size > 0
-    assert "3 configurations x 2 = 6 runs" in r.stderr
+    assert "6 configurations x 1 = 6 runs" in r.stderr
 
 
 @pytest.mark.slow
 def test_disks_example_runs_each_configuration_in_its_directory(tmp_path: Path) -> None:
     out = tmp_path / "disks"
     r = run_bench("run", "examples/disks.bench", "--headless", "--json", str(out), "--time-scale", "0.05",
-                  "-D", "rows=2000")
+                  "-D", "rows=2000", "--repeat", "2")
     assert r.returncode == 0, r.stderr
     docs = _results(out)
-    assert [d["configuration"]["values"]["server.dir"] for d in docs] == ["/var/tmp", "/dev/shm"]
+    # interleaved: each directory once before either runs a second time
+    assert [d["configuration"]["values"]["server.dir"] for d in docs] == ["/var/tmp", "/dev/shm"] * 2
+    assert [d["configuration"]["repeat"] for d in docs] == [1, 1, 2, 2]
     dirs = [Path(d["server"]["directory"]) for d in docs]
-    assert dirs[0].parent == Path("/var/tmp") and dirs[1].parent == Path("/dev/shm")
+    assert [p.parent for p in dirs] == [Path("/var/tmp"), Path("/dev/shm")] * 2 and len(set(dirs)) == 4
     assert not any(p.exists() for p in dirs)  # each throwaway server removed its files
     assert all(d["summary"]["count"] > 0 for d in docs)
 
