@@ -14,6 +14,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from bench_dsl.planner import plan
 from bench_dsl.validate import load
 
 from .conftest import BENCH, ROOT, default_signals, run_bench
@@ -47,7 +48,9 @@ def test_every_shipped_file_runs(path: Path, dsn_url: str, tmp_path: Path) -> No
     sc = load(path, env={**os.environ, "BENCH_SSD_DIR": str(tmp_path), "BENCH_HDD_DIR": "/var/tmp"})
     if sc.study is not None:  # here: a study's first configuration, once
         study = ["--repeat", "1", *(a for k, v in sc.study.configurations[0].values for a in ("--only", f"{k}={v}"))]
-    r = run_bench("run", str(path), "--headless", "--json", str(out), "--time-scale", "0.05", "--max-steps", "2",
+    # the studies' own durations (5-minute holds) shrunk to some 10 s a file; every phase lasts 1 s at least
+    scale = min(0.05, 10.0 / plan(sc, 1.0, 2).seconds)
+    r = run_bench("run", str(path), "--headless", "--json", str(out), "--time-scale", f"{scale:.4f}", "--max-steps", "2",
                   *_defines(path), *study, env={"BENCH_SSD_DIR": str(tmp_path), "BENCH_HDD_DIR": "/var/tmp",
                                                 # the server is its own replica (no lag); no exporter answers
                                                 "BENCH_REPLICA_DSN": dsn_url, "BENCH_MONITOR": "http://127.0.0.1:9/metrics"})
