@@ -115,7 +115,7 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
     errors = c.errors()
     if errors or workload is None or ramp is None:
         if not errors:
-            c.error("the scenario is incomplete", sc.span)
+            c.error("the scenario is incomplete", sc.span, "a scenario needs a workload and users (or a ramp)")
         raise ScenarioError(c.diags, tree.text)
     scenario = m.Scenario(
         name=sc.name, file=tree.file, text=tree.text, parameters=parameters, target=given.text if given else None,
@@ -346,7 +346,8 @@ def _setup(c: Checker, blocks: list[object], workload: m.WorkloadSpec | None) ->
     for blk in blocks:
         if workload is not None and not PLUGINS[workload.kind].takes_setup:
             kinds = " and ".join(p.kind for p in PLUGINS.values() if p.takes_setup)
-            c.error(f"setup is for {kinds} workloads; {workload.kind} prepares its own data", blk.span)  # type: ignore[attr-defined]
+            c.error(f"setup is for {kinds} workloads; {workload.kind} prepares its own data", blk.span,  # type: ignore[attr-defined]
+                    "remove the setup block, or use workload custom with your own tables")  # type: ignore[attr-defined]
         for node in blk.entries:  # type: ignore[attr-defined]
             if isinstance(node, ast.SetupSql):
                 setup.append(m.SetupSql(node.sql, node.span))

@@ -99,7 +99,8 @@ def condition(c: Checker, node: ast.Condition, txs: tuple[str, ...], ramp: m.Ram
     window = None
     if node.window is not None:
         if node.kind != "threshold" or expect:
-            c.error("'for' applies to stop thresholds only", span_of(node.window))
+            c.error("'for' applies to stop thresholds only", span_of(node.window),
+                    "stop when { p90 > 250ms for 10s }; expect judges the whole run, plateau and kink whole steps")
         window = _window(c, node.window, ramp)
     limit: float
     unit: str
@@ -114,7 +115,8 @@ def condition(c: Checker, node: ast.Condition, txs: tuple[str, ...], ramp: m.Ram
         limit, unit = v.value, "%"
     elif node.kind == "kink":
         if metric.name != "latency":
-            c.error(f"kink applies to latency (p90, p99, avg ...), not {metric.label()}", ref.span)
+            c.error(f"kink applies to latency (p90, p99, avg ...), not {metric.label()}", ref.span,
+                    "p90 kink 3x; for throughput, a plateau: tps plateau 5%")
             return None
         if v.unit not in ("x", None):
             c.wrong(v, "a kink is a factor", f"{name} kink 3x")

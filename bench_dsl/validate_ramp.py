@@ -24,7 +24,8 @@ def report_every(c: Checker, item: ast.Item | None) -> float:
     if seconds is None:
         return 10.0
     if seconds < 1 or not float(seconds).is_integer():
-        c.error("report every must be a whole number of seconds", item.value.span)  # type: ignore[union-attr]
+        c.error("report every must be a whole number of seconds", item.value.span,  # type: ignore[union-attr]
+                "report every 10s")
         return 10.0
     return seconds
 
@@ -34,7 +35,8 @@ def ramp(c: Checker, users_item: ast.Item | None, ramp_node: ast.RampStep | ast.
     """The ramp of `users` + `duration`, `ramp step` or `ramp linear`; None after reporting why not."""
     duration = c.duration(duration_item.value, "duration") if duration_item else None
     if users_item is not None and ramp_node is not None:
-        c.error("give either 'users' or a 'ramp', not both", users_item.span)
+        c.error("give either 'users' or a 'ramp', not both", users_item.span,
+                "users N with duration D for a constant load; a ramp for users that change")
     elif users_item is not None:
         users = c.users(users_item.value, "users")
         if duration is None and duration_item is None:
@@ -64,7 +66,8 @@ def _linear_ramp(c: Checker, node: ast.RampLinear, duration: float | None,
     total = duration if duration is not None else over
     if total < over:
         c.error(f"duration ({num(total)}s) is shorter than the ramp ({num(over)}s)",
-                duration_item.span if duration_item else None)
+                duration_item.span if duration_item else None,
+                f"duration {num(over)}s or more (the users stay at the ramp's end after it), or leave it out")
     return m.LinearRamp(a, b, over, total)
 
 

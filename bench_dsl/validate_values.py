@@ -266,7 +266,7 @@ class Checker:
         if isinstance(v, str):
             return v.upper() if v.lower() in ("on", "off", "true", "false") else v
         if isinstance(v, ast.Call):
-            self.error(f"{v.name}() cannot be used here", v.span)
+            self.error(f"{v.name}() cannot be used here", v.span, "a number, a size (256M), a word or a \"string\"")
         return None
 
     def generator(self, e: ast.Expr, where: str) -> m.Generator | int | float | str | None:
@@ -278,7 +278,8 @@ class Checker:
                        f'give a default: env("{variable}", 1)')
         if isinstance(v, Quantity):
             if v.unit is not None:
-                self.error(f"a {where} value is a plain number, string or generator", v.span)
+                self.error(f"a {where} value is a plain number, string or generator", v.span,
+                           "42, \"text\" or a generator such as uniform(1, 1000)")
                 return None
             return int(v.value) if v.value.is_integer() else v.value
         if isinstance(v, str):

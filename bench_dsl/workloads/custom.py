@@ -118,7 +118,7 @@ def validate(c: Checker, node: ast.Workload) -> CustomWorkload | None:
     txs = []
     for tx in node.transactions:
         if tx.name in seen:
-            c.error(f"transaction '{tx.name}' is defined twice", tx.span)
+            c.error(f"transaction '{tx.name}' is defined twice", tx.span, "give each transaction a name of its own")
         seen.add(tx.name)
         t = _transaction(c, tx)
         if t is not None:
@@ -130,7 +130,7 @@ def _transaction(c: Checker, tx: ast.Transaction) -> TransactionSpec | None:
     before = len(c.errors())
     weight = c.number(tx.weight, f"weight of {tx.name}", minimum=0, allow_units=("%",)) if tx.weight else 1.0
     if weight is not None and weight <= 0:
-        c.error("a weight must be larger than 0", span_of(tx.weight))
+        c.error("a weight must be larger than 0", span_of(tx.weight), "weight 1 or more (weights are relative)")
     retries, retry_on = 0, frozenset[int]()
     if tx.retry is not None:
         r = c.number(tx.retry.count, "retry", integer=True, minimum=0)

@@ -336,7 +336,8 @@ def validate(c: Checker, node: ast.Workload) -> SysbenchWorkload | None:
         elif st.name == "rand_type":
             v = c.value(st.value)
             if v not in ("uniform", "special", "gaussian", "pareto", "zipfian"):
-                c.error("rand_type is uniform, special, gaussian, pareto or zipfian", span_of(st.value))
+                c.error("rand_type is uniform, special, gaussian, pareto or zipfian", span_of(st.value),
+                        "rand_type = uniform")
                 continue
             opts[st.name] = v
         elif st.name in _NUMBER_OPTIONS:
