@@ -145,10 +145,10 @@ class Heartbeat:
                 try:
                     if writer is None:
                         writer = await connect(self.primary, self.primary.database, timeout=5)
-                    seq += 1
                     async with writer.cursor() as cur:
                         await asyncio.wait_for(cur.execute(
-                            f"REPLACE INTO {quote_identifier(TABLE)} VALUES (1, %s, %s)", (seq, time.time())), 5)
+                            f"REPLACE INTO {quote_identifier(TABLE)} VALUES (1, %s, %s)", (seq + 1, time.time())), 5)
+                    seq += 1  # only a row written is counted: the numbers stay consecutive
                     self.written.append((seq, time.monotonic()))
                 except Exception as exc:
                     self._say("primary", f"could not write the heartbeat on the primary: {error_reason(exc)}")
@@ -214,10 +214,12 @@ class Heartbeat:
         newest one)."""
         if not self.written:
             return None
-        for seq, at in self.written:
-            if seq > have:
-                return round(max(0.0, now - at), 3)
-        return 0.0
+        first = self.written[0][0]
+        if have + 1 > self.written[-1][0]:
+            return 0.0
+        # the numbers written are consecutive: row have+1 is found by its place, not by a search
+        _, at = self.written[max(0, have + 1 - first)]
+        return round(max(0.0, now - at), 3)
 
     def _say(self, key: str, message: str) -> None:
         if key not in self._warned:  # once per source: a replica down says so, not four times a second

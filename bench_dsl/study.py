@@ -21,6 +21,7 @@ from typing import Any
 
 from rich.console import Console
 
+from bench_dsl import events as ev
 from bench_dsl import model as m
 from bench_dsl.dsn import Dsn
 from bench_dsl.errors import ExitCode, UsageError
@@ -257,8 +258,6 @@ class _Status:
         self.out = out
 
     def emit(self, event: object) -> None:
-        from bench_dsl import events as ev
-
         if isinstance(event, ev.Finished):
             self.out.insert(0, event.status)
 
