@@ -1,6 +1,34 @@
-"""What pyproject.toml cannot yet say without an experimental setuptools feature: the raw
-executor's C core (bench_dsl/_rawcore.c; bench_dsl/native.py says why it exists)."""
+"""What pyproject.toml cannot say: the C executor (bench_dsl/_native.c) built against libmariadb,
+with the flags `mariadb_config` gives (Debian: libmariadb-dev). Without it the package still builds
+and installs, and every statement goes through asyncmy (bench_dsl/native.py warns at run time)."""
+
+import shlex
+import shutil
+import subprocess
+import sys
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("bench_dsl._rawcore", ["bench_dsl/_rawcore.c"])])
+
+def _mariadb_flags() -> tuple[list[str], list[str]] | None:
+    tool = shutil.which("mariadb_config") or shutil.which("mysql_config")
+    if tool is None:
+        return None
+    try:
+        cflags = subprocess.run([tool, "--cflags"], capture_output=True, text=True, check=True).stdout
+        libs = subprocess.run([tool, "--libs"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return shlex.split(cflags), shlex.split(libs)
+
+
+flags = _mariadb_flags()
+if flags is None:
+    print("bench-dsl: mariadb_config not found (apt install libmariadb-dev): building without the fast "
+          "executor; statements will go through asyncmy", file=sys.stderr)
+    extensions = []
+else:
+    extensions = [Extension("bench_dsl._native", ["bench_dsl/_native.c"], extra_compile_args=flags[0],
+                            extra_link_args=flags[1])]
+
+setup(ext_modules=extensions)

@@ -1,9 +1,8 @@
 """The floors: the plainest Python clients bench-dsl could be, one process, uvloop, one server-side
 prepared point select per loop, nothing measured per query. Mode `asyncmy` executes through the
-driver (`PreparedStatement.execute`), ids drawn uniformly in Python; mode `raw` on the raw executor
-bench-dsl runs (users.Loop: a thread per user by default, bench_dsl/blocking.py) without recording
-anything, its point selects drawn and encoded by the executor's C core as bench-dsl's are
-(sysbench's default distribution). What a floor costs per query is what that way of executing
+driver (`PreparedStatement.execute`), ids drawn uniformly in Python; mode `raw` on the C executor
+bench-dsl runs (executor.NativeUser: a thread per user over libmariadb), its point selects drawn in C
+as bench-dsl's are (sysbench's default distribution), counted but never read. What a floor costs per query is what that way of executing
 costs; whatever bench-dsl costs beyond the raw floor is the engine's (timing, counting, the run's
 own work).
 
@@ -23,10 +22,10 @@ import time
 
 import asyncmy
 
-from bench_dsl import native
-from bench_dsl.blocking import ThreadLoop
-from bench_dsl.rawexec import RECONNECT, RawLoop, Statement
-from bench_dsl.users import Loop
+from bench_dsl import executor
+from bench_dsl.dsn import Dsn
+from bench_dsl.metrics import new_counts
+from bench_dsl.statements import Draw, Execute, Step, Transaction, Transactions
 
 
 class _Floor:
@@ -34,7 +33,7 @@ class _Floor:
 
     def __init__(self) -> None:
         self.driver_count = 0
-        self.loops: list[RawLoop | ThreadLoop] = []  # raw mode: each counts its own transactions
+        self.loops: list[executor.NativeUser] = []  # raw mode: each counts its own transactions
         self.stopped = False
 
     def count(self) -> int:
@@ -46,21 +45,28 @@ class _Floor:
             loop.stop = True
 
 
+async def _native(dsn: Dsn, tables: int, size: int, seed: int, floor: _Floor) -> None:
+    sql = tuple(f"SELECT c FROM sbtest{t} WHERE id=?" for t in range(1, tables + 1))
+    key = Draw("special", (1, size, 1.0, 75.0, 12))
+    prog = executor.program(Transactions((Transaction((Step(1, tables, (key,), (Execute(sql, ((0, 0),)),)),), False),)),
+                            (1.0,))
+    user = executor.NativeUser(prog, new_counts(1), seed, executor.options(dsn, 10))
+    try:
+        outcome, code, message = await user.connect()
+        if outcome != 0:
+            raise RuntimeError(f"({code}) {message}")
+        floor.loops.append(user)
+        user.stop = floor.stopped
+        await user.run(False)
+    finally:
+        user.close()
+
+
 async def _user(args: dict[str, object], tables: int, size: int, seed: int, floor: _Floor, mode: str) -> None:
     rng = random.Random(seed)
     conn = await asyncmy.connect(**args, autocommit=True)
     try:
         stmts = [await conn.prepare(f"SELECT c FROM sbtest{t} WHERE id=?") for t in range(1, tables + 1)]
-        if mode == "raw":
-            raw = [Statement.of(st) for st in stmts]
-            program = (native.core.PointSelect([r.int_head for r in raw], rng, 1, size, 1.0, 75.0, 12)
-                       if native.core is not None else
-                       lambda tx: (raw[rng.randrange(tables)].one(rng.randint(1, size)),))
-            loop = Loop(conn, program, None, None, lambda *a: RECONNECT)
-            floor.loops.append(loop)
-            loop.stop = floor.stopped
-            await loop.run()
-            return
         while not floor.stopped:
             await stmts[rng.randrange(tables)].execute((rng.randint(1, size),))
             floor.driver_count += 1
@@ -74,7 +80,8 @@ async def main(dsn: str, users: int, warmup: float, duration: float, tables: int
     d = parse_dsn(dsn)
     args: dict[str, object] = {**d.connect_args(), "database": d.database}
     floor = _Floor()
-    tasks = [asyncio.create_task(_user(args, tables, size, 1000 + i, floor, mode)) for i in range(users)]
+    tasks = [asyncio.create_task(_native(d, tables, size, 1000 + i, floor) if mode == "raw" else
+                                 _user(args, tables, size, 1000 + i, floor, mode)) for i in range(users)]
     await asyncio.sleep(warmup)
     start_count, t0 = floor.count(), time.perf_counter()
     print(json.dumps({"event": "start"}), flush=True)

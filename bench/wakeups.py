@@ -28,7 +28,7 @@ from bench_dsl.server import EmbeddedServer, connect
 
 BENCH = str(Path(sys.executable).with_name("bench"))
 TABLES = 4
-CLIENTS = (("sysbench", None), ("bench-dsl, thread per user", "1"), ("bench-dsl, event loop", "loop"))
+CLIENTS = (("sysbench", None), ("bench-dsl, C executor", "1"), ("bench-dsl, asyncmy", "0"))
 
 
 def rescheduling_interrupts() -> int:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bench_dsl.model import Generator
+from bench_dsl.statements import Draw
 
 Gen = Callable[[random.Random], int | float | str]
 Arguments = tuple[int | float | str, ...]
@@ -207,3 +208,32 @@ def _helper1(x: float) -> float:
 def _helper2(x: float) -> float:
     return math.expm1(x) / x if abs(x) > 1e-8 else 1 + x * 0.5 * (1 + x / 3 * (1 + 0.25 * x))
 
+
+
+def native_draw(spec: Generator | int | float | str, seed: int) -> Draw:
+    """What the C executor draws for a value of the language: the same distribution as
+    compile_value's (not the same values: it has its own generator, seeded per user)."""
+    if not isinstance(spec, Generator):
+        return Draw("const", (spec,))
+    a = spec.args
+    match spec.name:
+        case "uniform":
+            if isinstance(a[0], int) and isinstance(a[1], int):
+                return Draw("uniform", (a[0], a[1]))
+            return Draw("uniform_real", (float(a[0]), float(a[1])))
+        case "zipf":
+            return Draw("zipf", (int(a[0]), int(a[1]), float(a[2])))
+        case "nurand":
+            # C is the run's, drawn as _nurand draws it (clause 2.1.6: once per run)
+            big_a = int(float(a[0]))
+            return Draw("nurand", (big_a, int(float(a[1])), int(float(a[2])), random.Random(seed).randint(0, big_a)))
+        case "sequence":
+            return Draw("sequence", ((int(float(a[0])) if a else 1),))
+        case "choice":
+            return Draw("choice", tuple(a))
+        case "randstr":
+            lo = int(float(a[0]))
+            return Draw("randstr", (lo, int(float(a[1])) if len(a) > 1 else lo))
+        case "special":
+            return Draw("special", (int(a[0]), int(a[1]), 1.0, 75.0, 12))
+    raise ValueError(spec.name)

@@ -97,7 +97,7 @@ def _pkey(p: float) -> str:
 
 
 class PyCounts:
-    """The pure-Python twin of _rawcore.Counts: latencies counted by their exact microsecond value
+    """What counts when the package was built without the C executor (_native.Counts otherwise): latencies counted by their exact microsecond value
     (a dict increment, ~0.1 us; hdrh's record_value is pure Python, ~2.4 us a call), and statements,
     per transaction type."""
 
@@ -119,13 +119,13 @@ class PyCounts:
 
 
 def new_counts(n: int) -> PyCounts:
-    return native.core.Counts(n) if native.core is not None else PyCounts(n)  # type: ignore[no-any-return]
+    return native.compiled.Counts(n) if native.compiled is not None else PyCounts(n)  # type: ignore[no-any-return]
 
 
 class Recorder:
     """The hot path: every transaction's outcome lands here. One per worker process.
 
-    Latencies are counted (Counts, in C unless BENCH_RAWEXEC=py) and the histograms built at each
+    Latencies are counted (Counts, in C when the C executor is built) and the histograms built at each
     swap (once a second), one record_value per distinct value, which are far fewer than the
     transactions; the figures are the same as recording each value on its own."""
 
@@ -134,7 +134,7 @@ class Recorder:
     def __init__(self, names: tuple[str, ...]) -> None:
         self.names = names
         self.counts = new_counts(len(names))
-        self.ok = self.counts.ok  # ok(i, micros, statements): the raw executor counts without calling it
+        self.ok = self.counts.ok  # ok(i, micros, statements): the C executor's threads count without calling it
         self._reset()
 
     def _reset(self) -> None:

@@ -1,13 +1,12 @@
-"""Which implementation of the hot path runs, chosen by BENCH_RAWEXEC:
+"""Which way statements are sent, chosen by BENCH_RAWEXEC:
 
-- unset, `1` or `thread`: the raw executor's C core on a thread per user doing blocking reads and writes
-  (blocking.py; the result document says `"executor": "raw-thread"`), the fastest way measured;
-- `loop`: the same C core on the event loop, every user of a process on one thread (`"raw"`);
-- `py`: the C core's pure-Python twins in rawexec.py and metrics.py, which define what the C code
-  must do and which the tests hold it to (`"raw-py"`); so does a build without the extension;
-- `0`: no raw executor at all, every statement through asyncmy (`"driver"`).
+- unset or `1`: workloads that describe their statements (sysbench's tests, custom) run on the C
+  executor (_native.c, executor.py): a thread per user over libmariadb's prepared statements
+  (`"executor": "libmariadb"` in the result); the others (TPC-C) through asyncmy;
+- `0`: every statement through asyncmy (`"driver"`), to compare with.
 
-The other three exist to compare with, or to rule the default out."""
+A package built where libmariadb's headers were missing (mariadb_config not found) has no C
+executor: everything goes through asyncmy, and each run says so once (`problem`)."""
 
 from __future__ import annotations
 
@@ -16,11 +15,18 @@ from types import ModuleType
 
 compiled: ModuleType | None  # the extension, whether or not it runs
 try:
-    from bench_dsl import _rawcore as compiled
-except ImportError:  # pragma: no cover - only a build without its extension
+    from bench_dsl import _native as compiled
+except ImportError:  # only a build without libmariadb
     compiled = None
 
-_mode = os.environ.get("BENCH_RAWEXEC", "1")
-core: ModuleType | None = None if _mode == "py" else compiled  # what runs
-raw_executor: bool = _mode != "0"
-threaded: bool = core is not None and _mode in ("1", "thread")
+_mode = os.environ.get("BENCH_RAWEXEC", "1").strip()
+raw_executor: bool = compiled is not None and _mode != "0"
+"""Workloads that describe their statements run on the C executor."""
+
+problem: str | None = (
+    "BENCH_RAWEXEC is 0 (asyncmy for every statement) or 1 (the default); "
+    f"{_mode!r} is not used any more and runs the default" if _mode not in ("0", "1") else
+    "the C executor was not built (libmariadb's headers were missing when bench-dsl was installed): "
+    "every statement goes through asyncmy, slower; `apt install libmariadb-dev` and reinstall "
+    "bench-dsl for the fast path" if compiled is None else None)
+"""What a run warns about once, or None."""

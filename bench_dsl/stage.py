@@ -126,6 +126,8 @@ class Stage:
     def fleet(self, dsn: Dsn, requested: int | None, isolate_users: bool) -> Fleet:
         """Where the users run: this process, or worker processes (`workers`, or auto)."""
         local = self.server_pid is not None
+        if native.problem is not None:
+            self.log(native.problem, "warning")
         light = self.workload.raw and native.raw_executor
         workers = worker_count(requested, self.plan.max_users, server_local=local, light=light)
         if workers == 1 and not isolate_users:

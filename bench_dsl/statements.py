@@ -1,97 +1,63 @@
 """What a workload's transactions are when they are nothing but prepared statements whose results
-are never read: the SQL of each statement, the values each execution is given, and whether BEGIN
-... COMMIT surrounds them. Workloads describe their transactions with these (Session.statements);
-the raw executor (bench_dsl/programs.py) prepares the statements and turns each transaction into
-the packets it sends. Neither side imports the other: this module is all they share.
+are never read: the statements, the values each execution is given and what they are drawn from,
+and whether BEGIN ... COMMIT surrounds them. Workloads describe their transactions with these
+(Session.statements); the C executor (bench_dsl/executor.py, _native.c) prepares the statements
+and runs the transactions on a thread per user, drawing every value itself. Neither side imports
+the other: this module is all they share.
 
-Values are drawn with the user's own random.Random, so a run draws the same values whichever
-executor sends them. Two shapes are sysbench's own (PointSelects, OltpGroups): the executor's C
-core knows them and draws and encodes them without Python, exactly as their Python description
-does."""
+The description is the same for every user of a workload (build it once): each user draws from a
+generator of its own, seeded from the run's seed and its number."""
 
 from __future__ import annotations
 
-import random
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+
+Constant = int | float | str | None
 
 
 @dataclass(frozen=True, slots=True)
-class NamedTransaction:
-    """One transaction type whose values are drawn by name (`let`), then given to its statements'
-    parameters by name."""
+class Draw:
+    """A value drawn anew each time: `kind` and its arguments, as the executor reads them.
 
-    lets: tuple[tuple[str, Callable[[random.Random], object]], ...]  # (name, what draws it), drawn in order
-    statements: tuple[tuple[str, tuple[str, ...]], ...]  # (SQL with ? placeholders, the names its ?s take)
-    explicit: bool  # BEGIN before the statements, COMMIT after
+    uniform(lo, hi) integers; uniform_real(lo, hi); special(lo, hi, pct, res, iters), gaussian(lo,
+    hi, iters) and pareto(lo, hi, h): sysbench 1.0's distributions, as its sb_rand.c computes them;
+    zipf(lo, hi, exponent); nurand(A, x, y, C) (TPC-C 2.1.6); sequence(start), shared by the users
+    of a process; choice(v, ...); randstr(min_len, max_len) of letters and digits; digits(groups):
+    sysbench's c and pad strings (groups of 11 random digits joined by dashes); const(v)."""
 
-
-@dataclass(frozen=True, slots=True)
-class NamedTransactions:
-    """Every transaction type of a session (custom's), numbered as the workload's `names`."""
-
-    rng: random.Random
-    transactions: tuple[NamedTransaction, ...]
+    kind: str
+    args: tuple[Constant, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
-class Drawn:
-    """Transactions whose statements and values a function draws anew each time."""
+class Execute:
+    """One statement executed: its SQL (? placeholders) per table of its step, and its values:
+    (index of a draw of its step, an integer added to it)."""
 
-    sql: Mapping[Hashable, str]  # every statement it may send (? placeholders), by a key of the workload's
-    draw: Callable[[int], Iterable[tuple[Hashable, Sequence[object]]]]  # tx -> (key, values) per statement, in order
-    explicit: bool  # BEGIN before the statements, COMMIT after
-
-
-@dataclass(frozen=True, slots=True)
-class SpecialKeys:
-    """Keys drawn from sysbench's "special" distribution (generators.special(lo, hi, pct, res, iters))."""
-
-    lo: int
-    hi: int
-    pct: float
-    res: float
-    iters: int
+    sql: tuple[str, ...]
+    params: tuple[tuple[int, int], ...]
 
 
 @dataclass(frozen=True, slots=True)
-class PointSelects:
-    """sysbench's oltp_point_select: one statement a transaction, on a table drawn uniformly
-    (int(rng.random() * tables); no draw with one table), with a key from `key`."""
+class Step:
+    """Statements run `count` times. With `tables` > 1, a table is drawn uniformly for the step (as
+    sysbench draws one per group of statements) and each Execute names one SQL per table. The draws
+    are drawn anew, in order, before each repetition."""
 
-    sql: tuple[str, ...]  # per table, one integer parameter
-    rng: random.Random
-    key: Callable[[], int]
-    special: SpecialKeys | None  # what `key` draws, when it is the distribution the C core draws
-
-
-OltpShape = Literal["id", "range", "c_id", "delete_insert"]
-
-
-@dataclass(frozen=True, slots=True)
-class OltpGroup:
-    """Statements run `count` times on one table drawn for the group: "id" (id), "range" (lo, lo +
-    range_size - 1), "c_id" (c, id) or "delete_insert" (i) then (i, k, c, pad)."""
-
-    shape: OltpShape
     count: int
-    keys: tuple[Hashable, ...]  # per table, into `python.sql`
-    insert_keys: tuple[Hashable, ...] | None  # delete_insert's INSERT per table
+    tables: int
+    draws: tuple[Draw, ...]
+    executes: tuple[Execute, ...]
 
 
 @dataclass(frozen=True, slots=True)
-class OltpGroups:
-    """A transaction of sysbench's other OLTP tests (oltp_read_write and the like) as the C core
-    draws it: groups of statements, keys from `keys`, c and pad strings as sysbench's (119 and 59
-    characters). `python` is the same transaction drawn in Python (what the C core is held to,
-    and what runs without it), and names every statement."""
-
-    groups: tuple[OltpGroup, ...]
-    rng: random.Random
-    keys: SpecialKeys
-    range_size: int
-    python: Drawn
+class Transaction:
+    steps: tuple[Step, ...]
+    explicit: bool  # BEGIN before the statements, COMMIT after
 
 
-Statements = NamedTransactions | Drawn | PointSelects | OltpGroups
+@dataclass(frozen=True, slots=True)
+class Transactions:
+    """Every transaction type of a workload, numbered as its `names`."""
+
+    transactions: tuple[Transaction, ...]

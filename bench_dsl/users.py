@@ -5,24 +5,27 @@ from __future__ import annotations
 
 import asyncio
 import random
+from bisect import bisect_right
+from collections.abc import Callable
+from itertools import accumulate
 import resource
 import time
 from dataclasses import dataclass, field
 
 import asyncmy
 
-from bench_dsl import native, programs
-from bench_dsl.blocking import ThreadLoop
+from bench_dsl import executor, native
 from bench_dsl.dsn import Dsn, redact
+from bench_dsl.executor import ERROR, PREPARE, STOPPED, NativeUser
 from bench_dsl.metrics import Recorder
 from bench_dsl.mysql_errors import CONNECTION_LOST, LOST_CONNECTION, SCENARIO_ERRORS
-from bench_dsl.rawexec import NEXT, RECONNECT, RETRY, RawLoop, mix
 from bench_dsl.server import connect
 from bench_dsl.workloads import Session, Workload
 from bench_dsl.workloads.base import IntendedRollback, error_code
 
-# the raw executor's way of running: a thread per user (the default), or the event loop's (rawexec)
-Loop: type[RawLoop] | type[ThreadLoop] = ThreadLoop if native.threaded else RawLoop
+# what the owner of a user decides after an error
+RETRY, NEXT, RECONNECT = 0, 1, 2
+_NO_MORE_ATTEMPTS = 1 << 30
 
 # Connections being opened at once by the whole run (shared out over its processes). A server takes
 # new connections from a queue of back_log entries (MariaDB's own default: 80 + max_connections / 5);
@@ -32,6 +35,15 @@ CONNECTING = 64
 # a connection whose greeting or authentication never comes is abandoned and tried again
 CONNECT_TIMEOUT = 20.0
 
+
+def _picker(rng: random.Random, weights: tuple[float, ...]) -> Callable[[], int] | None:
+    """What picks each transaction type of a driver-path user by weight: None when there is one."""
+    if len(weights) == 1:
+        return None
+    cum = list(accumulate(weights))
+    total = cum[-1]
+    last = len(cum) - 1
+    return lambda: min(bisect_right(cum, rng.random() * total), last)
 
 
 def allow_many_connections() -> None:
@@ -52,10 +64,12 @@ def allow_many_connections() -> None:
 class _User:
     session: Session
     rng: random.Random
+    seed: int  # the C executor's generator's
     stop: bool = False
+    tx: int = 0  # the transaction type in flight or last run: what a defect is reported under
     connected: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None
-    raw: RawLoop | ThreadLoop | None = None  # while its transactions run on the raw executor
+    raw: NativeUser | None = None  # while its transactions run on the C executor
     gate: asyncio.Event | None = None  # connected, it waits for this before its first transaction
     live: bool = False  # has a connection
     refused: bool = False  # its latest attempt to connect failed
@@ -76,7 +90,7 @@ class Health:
     idle_s: float  # seconds since a user last connected or completed a transaction
     fatal: tuple[int, str, str] | None  # (code, message, transaction) of a scenario error
     error_messages: dict[int, str]  # first message seen per MySQL error code, passwords redacted
-    executors: tuple[str, ...] = ()  # how statements were sent: "raw" / "raw-py" (rawexec, C or Python core), "driver"
+    executors: tuple[str, ...] = ()  # how statements were sent: "libmariadb" (the C executor), "driver" (asyncmy)
     connected: int = 0  # users with a connection
     refused: int = 0  # users without one whose latest attempt to connect failed
     connect_error: tuple[int, str] | None = None  # (code, message) of the latest failed connect
@@ -103,7 +117,10 @@ class UserPool:
         self.fatal: tuple[int, str, str] | None = None
         self.error_messages: dict[int, str] = {}
         self.executors: set[str] = set()
-        self.raw = native.raw_executor
+        description = workload.statements() if native.raw_executor else None
+        # one Program for the process's users: its sequences are shared, as the driver path's are
+        self.program = None if description is None else executor.program(description, workload.weights)
+        self.options = executor.options(dsn, CONNECT_TIMEOUT)
         self._gate: asyncio.Event | None = None  # the held users' (resize(hold=True)) until release()
         self._connecting = asyncio.Semaphore(max(4, CONNECTING // stride))
         allow_many_connections()
@@ -133,9 +150,10 @@ class UserPool:
             self._gate = asyncio.Event()
         while len(live) + len(new) < n:
             index = self.offset + self.started * self.stride
-            rng = random.Random(self.seed * 100_003 + index)
+            seed = self.seed * 100_003 + index
+            rng = random.Random(seed)
             self.started += 1
-            u = _User(self.workload.session(rng, index), rng, gate=self._gate if hold else None)
+            u = _User(self.workload.session(rng, index), rng, seed, gate=self._gate if hold else None)
             u.task = asyncio.create_task(self._loop(u), name=f"user-{index}")
             new.append(u)
         self.users.extend(new)
@@ -173,14 +191,93 @@ class UserPool:
             await asyncio.wait(pending, timeout=2)
 
     async def _loop(self, u: _User) -> None:
+        try:
+            if self.program is not None and not u.session.paced:
+                if await self._run_native(u):
+                    await self._run_driver(u)  # a statement the C executor could not prepare
+            else:
+                await self._run_driver(u)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            # not a MySQL error (a defect in a workload or in bench-dsl): the run must hear of it,
+            # not go on counting a user that no longer exists
+            u.stop = True
+            if self.fatal is None:
+                self.fatal = (-1, f"{type(exc).__name__}: {exc}", self.workload.names[u.tx])
+        finally:
+            u.connected.set()
+            u.live = False
+
+    async def _run_native(self, u: _User) -> bool:
+        """The user's transactions on the C executor; True when one of its statements cannot be
+        prepared, for the driver to meet it and report it under its transaction."""
+        nu = NativeUser(self.program, self.recorder.counts, u.seed, self.options)
+        u.raw = nu
+        backoff = 0.1
+        try:
+            while not u.stop:
+                async with self._connecting:
+                    outcome, code, message = await nu.connect()
+                if outcome == ERROR:
+                    await self._not_connected(u, code, message, backoff)
+                    backoff = min(backoff * 2, 2.0)
+                    continue
+                backoff = 0.1
+                self._now_connected(u)
+                if outcome == PREPARE:
+                    return True
+                self.executors.add(nu.executor)
+                u.connected.set()  # ready: its statements prepared too (a resize waits for this)
+                if u.gate is not None:
+                    await u.gate.wait()
+                    u.gate = None  # once: a user that reconnects later goes straight on
+                nu.stop = u.stop  # halted while connecting, or at the gate
+                retry = False
+                while True:
+                    outcome, code, message = await nu.run(retry)
+                    u.tx = nu.tx
+                    if outcome == STOPPED:
+                        return False
+                    if outcome != ERROR:  # lost, or its ROLLBACK failed: the session is in doubt
+                        self._failed(nu.tx, code, message, _NO_MORE_ATTEMPTS)
+                        break
+                    verdict = self._failed(nu.tx, code, message, nu.attempt)
+                    if verdict == RETRY:
+                        nu.attempt += 1
+                        retry = True
+                    elif verdict == NEXT:
+                        retry = False
+                    else:
+                        break
+                u.live = False  # and connect again
+            return False
+        finally:
+            u.raw = None
+            nu.close()
+
+    async def _not_connected(self, u: _User, code: int, message: str, backoff: float) -> None:
+        """A failed connect: counted, remembered, then a pause before the next attempt."""
+        self.connect_failures += 1
+        self.connect_error = (code, redact(message))
+        self._remember(code, message)
+        u.refused = True
+        u.connected.set()
+        await asyncio.sleep(backoff)
+
+    def _now_connected(self, u: _User) -> None:
+        u.live, u.refused, u.ever_connected = True, False, True
+        self.connect_failures = 0
+        self.last_progress = time.monotonic()
+
+    async def _run_driver(self, u: _User) -> None:
+        """The user's transactions through asyncmy: TPC-C, BENCH_RAWEXEC=0, or a build without the
+        C executor."""
         wl = self.workload
         rec = self.recorder
-        pick = mix(u.rng, wl.weights)  # one draw per transaction, whichever way it runs
+        pick = _picker(u.rng, wl.weights)
         conn: asyncmy.Connection | None = None
-        program = None
-        raw: RawLoop | ThreadLoop | None = None
         backoff = 0.1
-        i = 0
         try:
             while not u.stop:
                 if conn is None:
@@ -189,52 +286,21 @@ class UserPool:
                             conn = await asyncio.wait_for(connect(self.dsn, self.dsn.database, timeout=5),
                                                           CONNECT_TIMEOUT)
                     except Exception as exc:  # unmeasured: connecting is not part of a transaction
-                        self.connect_failures += 1
                         why = (f"no greeting or authentication in {CONNECT_TIMEOUT:g}s"
                                if isinstance(exc, asyncio.TimeoutError) else _message(exc))
-                        self.connect_error = (error_code(exc), redact(why))
-                        self._remember(error_code(exc), why)
-                        u.refused = True
-                        u.connected.set()
-                        await asyncio.sleep(backoff)
+                        await self._not_connected(u, error_code(exc), why, backoff)
                         backoff = min(backoff * 2, 2.0)
                         continue
                     backoff = 0.1
-                    u.live, u.refused, u.ever_connected = True, False, True
-                    self.connect_failures = 0
-                    self.last_progress = time.monotonic()
-                    program = None
-                    if self.raw and not u.session.paced and (statements := u.session.statements()) is not None:
-                        try:
-                            program = await programs.build(conn, statements)
-                        except (asyncmy.errors.MySQLError, OSError, EOFError, asyncio.IncompleteReadError) as exc:
-                            # Nothing counted here: on a live connection the driver path runs, meets the
-                            # same statement and reports it under the transaction it belongs to.
-                            if error_code(exc) in CONNECTION_LOST or not _connected(conn):
-                                _close(conn)
-                                conn, u.live = None, False
-                                u.session.forget()
-                                continue
-                    self.executors.add("driver" if program is None else Loop.executor)
-                    u.connected.set()  # ready: its statements prepared too (a resize waits for this)
+                    self._now_connected(u)
+                    self.executors.add("driver")
+                    u.connected.set()
                     if u.gate is not None:
                         await u.gate.wait()
-                        u.gate = None  # once: a user that reconnects later goes straight on
+                        u.gate = None
                         if u.stop:
                             break
-                if program is not None:
-                    raw = u.raw = Loop(conn, program, pick, rec.counts, self._failed)
-                    raw.stop = u.stop  # halted while connecting
-                    try:
-                        reconnect = await raw.run()
-                    finally:
-                        u.raw = None
-                    if reconnect:
-                        _close(conn)
-                        conn, u.live = None, False
-                        u.session.forget()
-                    continue
-                i = 0 if pick is None else pick()
+                i = u.tx = 0 if pick is None else pick()
                 if u.session.paced:
                     await u.session.pause(i)  # keying and think time: not part of the response time
                     if u.stop:
@@ -261,17 +327,7 @@ class UserPool:
                     else:
                         rec.ok(i, (time.perf_counter_ns() - t0) // 1000, q)
                         break
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            # not a MySQL error (a defect in a workload or in bench-dsl): the run must hear of it,
-            # not go on counting a user that no longer exists
-            u.stop = True
-            if self.fatal is None:
-                self.fatal = (-1, f"{type(exc).__name__}: {exc}", wl.names[raw.tx if raw is not None else i])
         finally:
-            u.connected.set()
-            u.live = False
             if conn is not None:
                 _close(conn)
 

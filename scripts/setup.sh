@@ -2,8 +2,8 @@
 # Installs what `make run` and `make test` need on a fresh Debian machine:
 # a MariaDB server from Debian's packages (when no mysqld/mariadbd is found), sysbench for the
 # benchmark's test, tmux for the terminal tests, chromium for the HTML report's test, Prometheus'
-# node_exporter for the host monitor's test, a C compiler
-# and Python's headers for the raw executor's C core when missing, and the Python dependencies in
+# node_exporter for the host monitor's test, openssl for the TLS test's certificates, a C compiler,
+# Python's headers and libmariadb's for the C executor when missing, and the Python dependencies in
 # ./.venv.
 # Safe to run again: it only does what is missing.
 set -euo pipefail
@@ -32,7 +32,13 @@ fi
 if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
   need_apt+=(python3-venv)
 fi
-# the raw executor's C core (bench_dsl/_rawcore.c) is compiled when the package is installed
+if ! command -v openssl >/dev/null 2>&1; then
+  need_apt+=(openssl)  # the TLS test makes a CA and a server certificate
+fi
+# the C executor (bench_dsl/_native.c) is compiled against libmariadb when the package is installed
+if ! command -v mariadb_config >/dev/null 2>&1; then
+  need_apt+=(libmariadb-dev)
+fi
 if ! command -v cc >/dev/null 2>&1 && ! command -v gcc >/dev/null 2>&1; then
   need_apt+=(gcc libc6-dev)
 fi
@@ -51,7 +57,7 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 # an editable install compiles the C core once: install again when it changes
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ bench_dsl/_rawcore.c -nt "$stamp" ] || [ setup.py -nt "$stamp" ]; then
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ bench_dsl/_native.c -nt "$stamp" ] || [ setup.py -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip >&2
   .venv/bin/python -m pip install -q -e '.[test]' >&2
   touch "$stamp"

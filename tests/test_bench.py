@@ -205,7 +205,7 @@ def test_the_wakeups_measurement_runs(tmp_path: Path) -> None:
                         "--table-size", "2000"], check=False, capture_output=True, text=True, cwd=ROOT, timeout=240)
     assert r.returncode == 0, r.stderr[-3000:]
     rows = [line.split("|")[1:-1] for line in r.stdout.splitlines() if line.startswith("| 2 |")]
-    assert [row[1].strip() for row in rows] == ["sysbench", "bench-dsl, thread per user", "bench-dsl, event loop"]
+    assert [row[1].strip() for row in rows] == ["sysbench", "bench-dsl, C executor", "bench-dsl, asyncmy"]
     for row in rows:
         tps, interrupts, server_us, client_us = (float(c.replace(",", "")) for c in row[2:])
         assert tps > 0 and interrupts >= 0 and server_us > 0 and client_us > 0

@@ -314,8 +314,8 @@ def test_help_is_complete() -> None:
 
 
 def test_wheel_carries_the_grammar(tmp_path: Path) -> None:
-    """`pip install .` into a fresh venv gives a working `bench` (grammar, UI and the raw executor's
-    C core inside the wheel)."""
+    """`pip install .` into a fresh venv gives a working `bench` (grammar, UI and the C executor,
+    built against libmariadb, inside the wheel)."""
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     pip = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(ROOT)], capture_output=True, text=True,
@@ -328,7 +328,7 @@ def test_wheel_carries_the_grammar(tmp_path: Path) -> None:
     probe = subprocess.run([str(venv / "bin" / "python"), "-c",
                             "import bench_dsl.tui, importlib.resources as r; "
                             "print(r.files('bench_dsl.grammar').joinpath('bench.lark').is_file()); "
-                            "from bench_dsl import native, rawexec, users; "
-                            "print(native.core is not None, rawexec.RawLoop.executor, users.Loop.executor)"],
+                            "from bench_dsl import native, executor; "
+                            "print(native.raw_executor, native.problem is None, executor.NativeUser.executor)"],
                            capture_output=True, text=True, cwd=tmp_path)
-    assert probe.stdout.split() == ["True", "True", "raw", "raw-thread"], probe.stderr
+    assert probe.stdout.split() == ["True", "True", "True", "libmariadb"], probe.stderr

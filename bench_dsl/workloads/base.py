@@ -15,7 +15,7 @@ import asyncmy
 from bench_dsl.dsn import Dsn
 from bench_dsl.mysql_errors import LOST_CONNECTION
 from bench_dsl.server import connect
-from bench_dsl.statements import Statements
+from bench_dsl.statements import Transactions
 
 
 class Progress:
@@ -63,12 +63,6 @@ class Session(abc.ABC):
     def forget(self) -> None:
         """The connection was replaced: statements prepared on the old one are gone."""
 
-    def statements(self) -> Statements | None:
-        """What this session's transactions are, for sessions whose transactions are nothing but
-        prepared statements whose results they never read: the engine then runs them on the raw
-        executor (bench_dsl/programs.py builds its packets from this). None: every transaction goes
-        through `run`."""
-        return None
 
 
 class Workload(abc.ABC):
@@ -76,11 +70,18 @@ class Workload(abc.ABC):
     weights: tuple[float, ...]
     retries: tuple[int, ...]
     retry_on: tuple[frozenset[int], ...]
-    # its sessions describe their statements: the users cost the client little CPU (the raw executor's C core)
+    # statements() describes its transactions: the users cost the client little CPU (the C executor)
     raw: bool = False
 
     @abc.abstractmethod
     def description(self) -> dict[str, object]: ...
+
+    def statements(self) -> Transactions | None:
+        """What the transactions are, for workloads whose transactions are nothing but prepared
+        statements whose results they never read: the engine then runs them on the C executor
+        (bench_dsl/executor.py), the same description for every user. None: every transaction
+        goes through its sessions' `run`."""
+        return None
 
     @abc.abstractmethod
     def session(self, rng: random.Random, user: int) -> Session:

@@ -16,11 +16,11 @@ import asyncmy
 from bench_dsl import syntax as ast
 from bench_dsl.dsn import Dsn, quote_identifier
 from bench_dsl.errors import Span
-from bench_dsl.generators import Gen, compile_value
+from bench_dsl.generators import Gen, compile_value, native_draw
 from bench_dsl.model import Fill, Generator, SetupSql
 from bench_dsl.mysql_errors import RETRY_NAMES
 from bench_dsl.server import connect
-from bench_dsl.statements import NamedTransaction, NamedTransactions
+from bench_dsl.statements import Execute, Step, Transaction, Transactions
 from bench_dsl.validate_values import Checker, name_span, offset, offset_end, span_of
 from bench_dsl.workloads.base import Progress, Session, Workload, rollback_quietly
 from bench_dsl.workloads.plugin import WorkloadPlugin, transactions_named
@@ -188,6 +188,17 @@ class Custom(Workload):
         # sequence() in a transaction is shared by all users: unique keys for inserts
         self._gens = [[(name, compile_value(g, seed)) for name, g in t.lets] for t in spec.transactions]
 
+    def statements(self) -> Transactions:
+        # custom transactions never read their results: all of them can run on the C executor. A
+        # transaction's lets are drawn once, then given to its queries by name.
+        out = []
+        for t in self.spec.transactions:
+            index = {name: k for k, (name, _) in enumerate(t.lets)}
+            draws = tuple(native_draw(g, self.seed) for _, g in t.lets)
+            executes = tuple(Execute((q.sql_native,), tuple((index[p], 0) for p in q.params)) for q in t.queries)
+            out.append(Transaction((Step(1, 1, draws, executes),), explicit=len(t.queries) > 1))
+        return Transactions(tuple(out))
+
     def description(self) -> dict[str, object]:
         steps = [s.sql if isinstance(s, SetupSql) else (s.table, s.rows, repr(s.columns)) for s in self.setup]
         # not the seed: data filled with another seed serves as well, and runs without `seed` reuse it
@@ -290,10 +301,6 @@ class _CustomSession(Session):
             raise
         return len(queries) + (2 if trx else 0)
 
-    def statements(self) -> NamedTransactions:
-        # custom transactions never read their results: all of them can run on the raw executor
-        return NamedTransactions(self.rng, tuple(NamedTransaction(tuple(gens), tuple(queries), trx)
-                                                 for gens, queries, trx in self.plans))
 
 
 def plan_lines(spec: CustomWorkload) -> list[str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, fields
@@ -21,7 +22,7 @@ from bench_dsl.generators import special, zipf
 from bench_dsl.model import Fill, SetupSql
 from bench_dsl.mysql_errors import RETRYABLE
 from bench_dsl.server import connect
-from bench_dsl.statements import Drawn, OltpGroup, OltpGroups, OltpShape, PointSelects, SpecialKeys, Statements
+from bench_dsl.statements import Draw, Execute, Step, Transaction, Transactions
 from bench_dsl.validate_values import Checker, span_of
 from bench_dsl.workloads.base import Progress, Session, Workload, rollback_quietly
 from bench_dsl.workloads.plugin import WorkloadPlugin, duplicate_settings, on_off, unknown_option
@@ -165,6 +166,9 @@ class Sysbench(Workload):
     def session(self, rng: random.Random, user: int) -> Session:
         return _SysbenchSession(self.spec, rng)
 
+    def statements(self) -> Transactions:
+        return transactions(self.spec)
+
     def rates(self, tps: float) -> dict[str, float] | None:
         reads, writes, other = statement_kinds(self.spec)
         return {"reads_per_s": round(tps * reads, 2), "writes_per_s": round(tps * writes, 2),
@@ -196,12 +200,14 @@ class _SysbenchSession(Session):
             case "uniform":
                 self.get_id = partial(rng.randint, 1, n)
             case "zipfian":
-                z = zipf(1, n, 0.8)
+                z = zipf(1, n, ZIPFIAN_EXP)
                 self.get_id = partial(z, rng)
             case "pareto":
-                self.get_id = lambda: 1 + int(n * rng.random() ** (1 / (1 - 0.2)))
+                power = math.log(PARETO_H) / math.log(1 - PARETO_H)  # sb_rand_pareto
+                self.get_id = lambda: 1 + int(n * rng.random() ** power)
             case "gaussian":
-                self.get_id = lambda: 1 + int(sum(rng.random() for _ in range(12)) * n / 12)
+                iters = spec.rand_spec_iter  # sb_rand_gaussian: --rand-spec-iter uniform draws
+                self.get_id = lambda: 1 + int(sum(rng.random() * n for _ in range(iters)) / iters)
             case _:
                 self.get_id = partial(special(1, n, spec.rand_spec_pct, spec.rand_spec_res, spec.rand_spec_iter), rng)
 
@@ -226,25 +232,14 @@ class _SysbenchSession(Session):
         return 1 if self.tables == 1 else 1 + int(self.rng.random() * self.tables)
 
     def _in_transaction(self) -> bool:
-        return not self.spec.skip_trx and self.spec.test != "oltp_point_select"
+        return in_transaction(self.spec)
 
     def _groups(self) -> list[tuple[str, int]]:
-        """The statement groups of one transaction, in sysbench's order (oltp_common.lua): each
-        group runs `count` times on one table drawn for the group."""
-        s = self.spec
-        out: list[tuple[str, int]] = []
-        if s.test != "oltp_write_only":
-            out.append(("point_selects", s.point_selects))
-            if s.test != "oltp_point_select" and s.range_selects:
-                out += [(key, getattr(s, key)) for key in ("simple_ranges", "sum_ranges", "order_ranges", "distinct_ranges")]
-        if s.test in ("oltp_read_write", "oltp_write_only"):
-            out += [("index_updates", s.index_updates), ("non_index_updates", s.non_index_updates),
-                    ("delete_inserts", s.delete_inserts)]
-        return [(key, n) for key, n in out if n]
+        return groups(self.spec)
 
     def _plan(self, tx: int = 0) -> list[tuple[tuple[str, int], tuple[int | str, ...]]]:
         """One transaction's statements ((statement, table), parameters), BEGIN and COMMIT aside.
-        `tx` is always 0 (one transaction type): taken so that this is the Drawn's `draw` itself."""
+        `tx` is always 0 (one transaction type): the driver path's plan, drawn in Python."""
         get_id = self.get_id
         size = self.spec.range_size
         out: list[tuple[tuple[str, int], tuple[int | str, ...]]] = []
@@ -288,29 +283,67 @@ class _SysbenchSession(Session):
             raise
         return len(plan) + (2 if trx else 0)
 
-    def statements(self) -> Statements:
-        s = self.spec
-        tables = range(1, self.tables + 1)
-        keys = SpecialKeys(1, s.table_size, s.rand_spec_pct, s.rand_spec_res, s.rand_spec_iter) \
-            if s.rand_type == "special" else None  # the distribution the C core can draw
-        if self.point_only:
-            return PointSelects(tuple(STATEMENTS["point_selects"].format(t=t) for t in tables), self.rng, self.get_id,
-                                keys)
-        names = [k for key, _ in self._groups() for k in (("deletes", "inserts") if key == "delete_inserts" else (key,))]
-        python = Drawn({(key, t): STATEMENTS[key].format(t=t) for key in names for t in tables}, self._plan,
-                       self._in_transaction())
-        if keys is None:
-            return python
-        groups = []
-        for key, count in self._groups():
-            if key == "delete_inserts":
-                groups.append(OltpGroup("delete_insert", count, tuple(("deletes", t) for t in tables),
-                                        tuple(("inserts", t) for t in tables)))
-            else:
-                shape: OltpShape = ("id" if key in ("point_selects", "index_updates") else
-                                     "c_id" if key == "non_index_updates" else "range")
-                groups.append(OltpGroup(shape, count, tuple((key, t) for t in tables), None))
-        return OltpGroups(tuple(groups), self.rng, keys, s.range_size, python)
+
+def in_transaction(s: SysbenchWorkload) -> bool:
+    return not s.skip_trx and s.test != "oltp_point_select"
+
+
+def groups(s: SysbenchWorkload) -> list[tuple[str, int]]:
+    """The statement groups of one transaction, in sysbench's order (oltp_common.lua): each group
+    runs `count` times on one table drawn for the group."""
+    out: list[tuple[str, int]] = []
+    if s.test != "oltp_write_only":
+        out.append(("point_selects", s.point_selects))
+        if s.test != "oltp_point_select" and s.range_selects:
+            out += [(key, getattr(s, key)) for key in ("simple_ranges", "sum_ranges", "order_ranges", "distinct_ranges")]
+    if s.test in ("oltp_read_write", "oltp_write_only"):
+        out += [("index_updates", s.index_updates), ("non_index_updates", s.non_index_updates),
+                ("delete_inserts", s.delete_inserts)]
+    return [(key, n) for key, n in out if n]
+
+
+# sysbench's --rand-pareto-h and (1.1's) --rand-zipfian-exp defaults
+PARETO_H = 0.2
+ZIPFIAN_EXP = 0.8
+
+
+def key_draw(s: SysbenchWorkload) -> Draw:
+    """sysbench.rand.default(1, table_size) under --rand-type, as the C executor draws it."""
+    n = s.table_size
+    match s.rand_type:
+        case "uniform":
+            return Draw("uniform", (1, n))
+        case "gaussian":
+            return Draw("gaussian", (1, n, s.rand_spec_iter))
+        case "pareto":
+            return Draw("pareto", (1, n, PARETO_H))
+        case "zipfian":
+            return Draw("zipf", (1, n, ZIPFIAN_EXP))
+    return Draw("special", (1, n, s.rand_spec_pct, s.rand_spec_res, s.rand_spec_iter))
+
+
+def transactions(s: SysbenchWorkload) -> Transactions:
+    """The test's one transaction as the C executor runs it: the groups of statements, a table
+    drawn per group, keys from --rand-type, c and pad strings as sysbench's (10 and 5 groups of 11
+    digits)."""
+    key = key_draw(s)
+
+    def sql(name: str) -> tuple[str, ...]:
+        return tuple(STATEMENTS[name].format(t=t) for t in range(1, s.tables + 1))
+
+    steps = []
+    for name, count in groups(s):
+        if name in ("point_selects", "index_updates"):
+            steps.append(Step(count, s.tables, (key,), (Execute(sql(name), ((0, 0),)),)))
+        elif name == "non_index_updates":
+            steps.append(Step(count, s.tables, (Draw("digits", (10,)), key), (Execute(sql(name), ((0, 0), (1, 0))),)))
+        elif name == "delete_inserts":
+            draws = (key, key, Draw("digits", (10,)), Draw("digits", (5,)))  # i, k, c, pad
+            steps.append(Step(count, s.tables, draws, (Execute(sql("deletes"), ((0, 0),)),
+                                                         Execute(sql("inserts"), ((0, 0), (1, 0), (2, 0), (3, 0))))))
+        else:  # the ranges: (lo, lo + range_size - 1)
+            steps.append(Step(count, s.tables, (key,), (Execute(sql(name), ((0, 0), (0, s.range_size - 1))),)))
+    return Transactions((Transaction(tuple(steps), in_transaction(s)),))
 
 
 def validate(c: Checker, node: ast.Workload) -> SysbenchWorkload | None:

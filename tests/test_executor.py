@@ -1,0 +1,391 @@
+"""The C executor (bench_dsl/_native.c, executor.py) against a real server: what it counts is what
+the server did, failures inside a transaction are rolled back, results of any size and procedures'
+many results are read, a killed connection is reported, the GIL is not needed to run, and values
+are reproducible from the seed."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from bench_dsl import executor, native, users
+from bench_dsl.dsn import Dsn
+from bench_dsl.executor import ERROR, LOST, PREPARE, STOPPED, NativeUser
+from bench_dsl.metrics import new_counts
+from bench_dsl.server import connect, ensure_database
+from bench_dsl.statements import Draw, Execute, Step, Transaction, Transactions
+from tests.conftest import run_bench
+
+@pytest.fixture
+async def db(server: tuple[Dsn, object]) -> Dsn:
+    dsn = server[0]
+    await ensure_database(dsn)
+    conn = await connect(dsn, dsn.database)
+    try:
+        async with conn.cursor() as cur:
+            await cur.execute("DROP TABLE IF EXISTS ex_t")
+            await cur.execute("CREATE TABLE ex_t (id INT PRIMARY KEY, k INT NOT NULL, c VARCHAR(200) NOT NULL)")
+            await cur.execute("INSERT INTO ex_t SELECT seq, 0, REPEAT('x', 120) FROM seq_1_to_6000")
+    finally:
+        conn.close()
+    return dsn
+
+
+async def _scalar(dsn: Dsn, sql: str) -> object:
+    conn = await connect(dsn, dsn.database)
+    try:
+        async with conn.cursor() as cur:
+            await cur.execute(sql)
+            row = await cur.fetchone()
+            return row[0] if row else None
+    finally:
+        conn.close()
+
+
+def _one(sql: str, *draws: Draw, params: tuple[tuple[int, int], ...] = ((0, 0),), explicit: bool = False,
+         more: tuple[Execute, ...] = ()) -> Transaction:
+    return Transaction((Step(1, 1, draws, (Execute((sql,), params),) + more),), explicit)
+
+
+def _user(dsn: Dsn, transactions: Transactions, weights: tuple[float, ...] = (1.0,), seed: int = 1) -> NativeUser:
+    prog = executor.program(transactions, weights)
+    return NativeUser(prog, new_counts(len(weights)), seed, executor.options(dsn, 10))
+
+
+async def _run_for(u: NativeUser, seconds: float) -> tuple[int, int, str]:
+    async def later() -> None:
+        await asyncio.sleep(seconds)
+        u.stop = True
+    stopper = asyncio.create_task(later())
+    try:
+        return await u.run(False)
+    finally:
+        stopper.cancel()
+
+
+async def test_counted_transactions_are_what_the_server_did(db: Dsn) -> None:
+    """Every transaction counted is one the server committed, with its statements (BEGIN and COMMIT
+    included); the values come from the draws."""
+    counts = new_counts(2)
+    tx = Transactions((
+        _one("SELECT c FROM ex_t WHERE id = ?", Draw("uniform", (1, 6000))),
+        Transaction((Step(1, 1, (Draw("randstr", (5, 9)), Draw("const", (1,))),
+                          (Execute(("UPDATE ex_t SET k = k + 1, c = ? WHERE id = ?",), ((0, 0), (1, 0))),)),), True),
+    ))
+    u = NativeUser(executor.program(tx, (3.0, 1.0)), counts, 7, executor.options(db, 10))
+    try:
+        assert (await u.connect())[0] == 0
+        assert await _run_for(u, 1.0) == (STOPPED, 0, "")
+    finally:
+        u.close()
+    (sel, sel_q), (upd, upd_q) = [(sum(lat.values()), q) for lat, q in counts.take()]
+    assert sel > 50 and upd > 10 and sel_q == sel and upd_q == 3 * upd
+    assert 2 < sel / upd < 4.5  # weights 3:1
+    k, c = await _scalar(db, "SELECT k FROM ex_t WHERE id = 1"), await _scalar(db, "SELECT c FROM ex_t WHERE id = 1")
+    assert k == upd and 5 <= len(str(c)) <= 9 and str(c).isalnum()
+
+
+async def test_a_failed_statement_rolls_its_transaction_back(db: Dsn) -> None:
+    """A duplicate key inside BEGIN ... COMMIT: reported with the server's code and message, and the
+    transaction's first statement is rolled back before anything else."""
+    tx = Transactions((_one("UPDATE ex_t SET k = k + 1 WHERE id = ?", Draw("const", (2,)), explicit=True,
+                            more=(Execute(("INSERT INTO ex_t VALUES (?, 0, 'dup')",), ((0, 0),)),)),))
+    u = _user(db, tx)
+    try:
+        assert (await u.connect())[0] == 0
+        outcome, code, message = await u.run(False)
+        assert (outcome, code) == (ERROR, 1062) and "Duplicate entry" in message and u.tx == 0
+        outcome, code, _ = await u.run(False)  # next transaction: the session is usable
+        assert (outcome, code) == (ERROR, 1062)
+    finally:
+        u.close()
+    assert await _scalar(db, "SELECT k FROM ex_t WHERE id = 2") == 0
+
+
+async def test_results_of_any_size_are_read_to_their_end(db: Dsn) -> None:
+    """Rows are never looked at, but every result is read: 6,000 rows of 120 characters (0.7 MB)
+    and one of 20 MB, then a point select on the same connection, in step."""
+    conn = await connect(db, None)
+    try:
+        async with conn.cursor() as cur:
+            await cur.execute("SET GLOBAL max_allowed_packet = 64 * 1024 * 1024")
+    finally:
+        conn.close()
+    tx = Transactions((
+        _one("SELECT c FROM ex_t WHERE id >= ?", Draw("const", (1,))),
+        _one("SELECT REPEAT('y', ?)", Draw("const", (20 * 1024 * 1024,))),
+        _one("SELECT c FROM ex_t WHERE id = ?", Draw("const", (3,))),
+    ))
+    u = _user(db, tx, (1.0, 1.0, 1.0))
+    try:
+        assert (await u.connect())[0] == 0
+        assert await _run_for(u, 1.5) == (STOPPED, 0, "")
+        assert u.completed > 3
+    finally:
+        u.close()
+
+
+async def test_a_procedure_with_results_keeps_the_loop_in_step(db: Dsn) -> None:
+    """CALL of a procedure that selects twice sends two results, then its own OK."""
+    conn = await connect(db, db.database)
+    try:
+        async with conn.cursor() as cur:
+            await cur.execute("DROP PROCEDURE IF EXISTS ex_p")
+            await cur.execute("CREATE PROCEDURE ex_p(IN x INT) BEGIN SELECT c FROM ex_t WHERE id = x; "
+                              "SELECT k FROM ex_t WHERE id BETWEEN x AND x + 50; UPDATE ex_t SET k = k + 1 WHERE id = 7; END")
+    finally:
+        conn.close()
+    tx = Transactions((_one("CALL ex_p(?)", Draw("const", (1,)),
+                            more=(Execute(("SELECT id FROM ex_t WHERE id = ?",), ((0, 1),)),)),))
+    u = _user(db, tx)
+    try:
+        assert (await u.connect())[0] == 0
+        assert await _run_for(u, 1.0) == (STOPPED, 0, "")
+        done = u.completed
+    finally:
+        u.close()
+    assert done > 10 and await _scalar(db, "SELECT k FROM ex_t WHERE id = 7") == done
+
+
+async def test_a_killed_connection_is_reported_lost(db: Dsn) -> None:
+    tx = Transactions((_one("SELECT SLEEP(?)", Draw("const", (0.05,))),))
+    u = _user(db, tx)
+    try:
+        assert (await u.connect())[0] == 0
+        ident = int(u.core.query_value("SELECT CONNECTION_ID()"))
+        running = asyncio.ensure_future(u.run(False))
+        await asyncio.sleep(0.3)
+        conn = await connect(db, None)
+        try:
+            async with conn.cursor() as cur:
+                await cur.execute(f"KILL {ident}")
+        finally:
+            conn.close()
+        outcome, code, message = await asyncio.wait_for(running, 10)
+        assert outcome in (ERROR, LOST) and code in (1927, 2013, 2006), (outcome, code, message)
+        assert code in users.CONNECTION_LOST
+    finally:
+        u.close()
+
+
+async def test_closing_while_running_wakes_the_thread_and_closes(db: Dsn) -> None:
+    """A user cancelled in a long statement: its socket is shut down, the thread leaves its call,
+    and the server sees the connection go."""
+    tx = Transactions((_one("SELECT SLEEP(?)", Draw("const", (30,))),))
+    u = _user(db, tx)
+    assert (await u.connect())[0] == 0
+    ident = int(u.core.query_value("SELECT CONNECTION_ID()"))
+    task = asyncio.ensure_future(u.run(False))
+    await asyncio.sleep(0.3)
+    task.cancel()
+    u.close()
+    for _ in range(100):
+        if not await _scalar(db, f"SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = {ident}"):
+            break
+        await asyncio.sleep(0.1)
+    else:
+        pytest.fail("the connection is still open")
+
+
+async def test_a_statement_that_cannot_be_prepared_is_left_to_the_driver(db: Dsn) -> None:
+    u = _user(db, Transactions((_one("SELECT nope FROM ex_t WHERE id = ?", Draw("const", (1,))),)))
+    try:
+        outcome, code, message = await u.connect()
+        assert (outcome, code) == (PREPARE, 1054) and "nope" in message
+    finally:
+        u.close()
+
+
+async def test_users_run_while_the_gil_is_held(db: Dsn) -> None:
+    """The loop needs no GIL: transactions complete while this thread holds it (a busy loop in
+    Python that never releases it would hold it for its whole switch interval otherwise: the
+    interval is raised so that it does)."""
+    import sys
+
+    u = _user(db, Transactions((_one("SELECT c FROM ex_t WHERE id = ?", Draw("uniform", (1, 6000))),)))
+    assert (await u.connect())[0] == 0
+    running = asyncio.ensure_future(u.run(False))
+    await asyncio.sleep(0.3)
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(5.0)
+    try:
+        before = u.core.completed
+        end = time.monotonic() + 1.0
+        while time.monotonic() < end:
+            pass
+        during = u.core.completed - before
+    finally:
+        sys.setswitchinterval(old)
+        u.stop = True
+    assert (await running)[0] == STOPPED
+    u.close()
+    assert during > 20
+
+
+async def test_the_same_seed_draws_the_same_values(db: Dsn) -> None:
+    """Values are reproducible from the seed: two users with one seed insert the same rows."""
+    conn = await connect(db, db.database)
+    try:
+        async with conn.cursor() as cur:
+            await cur.execute("CREATE OR REPLACE TABLE ex_seed (user INT, n INT AUTO_INCREMENT, a BIGINT, b VARCHAR(20), "
+                              "c DOUBLE, PRIMARY KEY (user, n)) ENGINE=MyISAM")
+    finally:
+        conn.close()
+    draws = (Draw("zipf", (1, 1000, 1.1)), Draw("randstr", (3, 12)), Draw("uniform_real", (0.0, 1.0)))
+    for who in (1, 2):
+        tx = Transactions((Transaction((Step(1, 1, (Draw("const", (who,)),) + draws, (Execute(
+            ("INSERT INTO ex_seed (user, a, b, c) VALUES (?, ?, ?, ?)",), ((0, 0), (1, 0), (2, 0), (3, 0))),)),), False),))
+        u = _user(db, tx, seed=12345)
+        assert (await u.connect())[0] == 0
+        await _run_for(u, 0.5)
+        u.close()
+    first = await _scalar(db, "SELECT MIN(n) FROM (SELECT MAX(n) n FROM ex_seed GROUP BY user) m")
+    same = await _scalar(db, f"SELECT COUNT(*) FROM ex_seed x JOIN ex_seed y ON x.n = y.n AND x.user = 1 AND y.user = 2 "
+                             f"AND x.a = y.a AND x.b = y.b AND x.c = y.c WHERE x.n <= {first}")
+    assert int(first) > 20 and same == first  # type: ignore[arg-type]
+    assert native.compiled.sample(("uniform", 1, 10**9), 5, 50) == native.compiled.sample(("uniform", 1, 10**9), 5, 50)
+    assert native.compiled.sample(("uniform", 1, 10**9), 5, 50) != native.compiled.sample(("uniform", 1, 10**9), 6, 50)
+
+
+async def test_deadlocks_roll_back_and_retry_and_every_ok_is_committed(db: Dsn) -> None:
+    """Eight users each updating two of four rows in either order: real deadlocks (1213), each
+    rolled back before the retry; every transaction counted is one the server kept (two
+    increments each), and none more."""
+    conn = await connect(db, db.database)
+    try:
+        async with conn.cursor() as cur:
+            await cur.execute("CREATE OR REPLACE TABLE ex_dl (id INT PRIMARY KEY, v BIGINT NOT NULL)")
+            await cur.execute("INSERT INTO ex_dl VALUES (1, 0), (2, 0), (3, 0), (4, 0)")
+    finally:
+        conn.close()
+    upd = "UPDATE ex_dl SET v = v + 1 WHERE id = ?"
+    tx = Transactions((Transaction((Step(1, 1, (Draw("uniform", (1, 4)), Draw("uniform", (1, 4))),
+                                         (Execute((upd,), ((0, 0),)), Execute((upd,), ((1, 0),)))),), True),))
+    prog = executor.program(tx, (1.0,))
+    counts = new_counts(1)
+    errors: list[tuple[int, int]] = []
+
+    async def one(n: int) -> None:
+        u = NativeUser(prog, counts, n, executor.options(db, 10))
+        assert (await u.connect())[0] == 0
+        retry = False
+        end = time.monotonic() + 2.0
+        try:
+            while time.monotonic() < end:
+                u.stop = False
+                stopper = asyncio.get_running_loop().call_later(0.2, setattr, u, "stop", True)
+                outcome, code, _ = await u.run(retry)
+                stopper.cancel()
+                if outcome == STOPPED:
+                    retry = False
+                    continue
+                assert (outcome, code) == (ERROR, 1213)
+                errors.append((code, u.attempt))
+                retry = u.attempt < 3
+                u.attempt = u.attempt + 1 if retry else 0
+        finally:
+            u.close()
+
+    await asyncio.wait_for(asyncio.gather(*(one(n) for n in range(8))), 60)
+    done = sum(sum(lat.values()) for lat, _ in counts.take())
+    assert errors and any(attempt > 0 for _, attempt in errors)  # deadlocks, retried again
+    assert await _scalar(db, "SELECT SUM(v) FROM ex_dl") == 2 * done
+
+
+def test_a_program_is_checked_when_built() -> None:
+    bad = [
+        (Transactions((_one("SELECT ?", Draw("uniform", (5, 1))),)), "minimum is larger"),
+        (Transactions((_one("SELECT ?", Draw("nope", (1,))),)), "no draw named nope"),
+        (Transactions((_one("SELECT ?", Draw("uniform", (1,))),)), "takes 2 arguments"),
+        (Transactions((_one("SELECT ?", Draw("uniform", (1, 2)), params=((3, 0),)),)), "no such draw"),
+        (Transactions((Transaction((Step(1, 2, (), (Execute(("SELECT 1",), ()),)),), False),)), "one statement per table"),
+        (Transactions((Transaction((Step(0, 1, (), (Execute(("SELECT 1",), ()),)),), False),)), "executes nothing"),
+    ]
+    for tx, message in bad:
+        with pytest.raises((ValueError, IndexError), match=message):
+            executor.program(tx, (1.0,))
+    with pytest.raises(ValueError, match="one weight per transaction"):
+        executor.program(Transactions((_one("SELECT ?", Draw("const", (1,))),)), (1.0, 2.0))
+
+
+def test_the_open_descriptors_limit_is_raised_to_the_hard_limit() -> None:
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(256, hard), hard))
+        users.allow_many_connections()
+        now, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        assert now == (hard if hard != resource.RLIM_INFINITY else 1 << 20)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("test", ["oltp_point_select", "oltp_read_write"])
+def test_both_executors_measure_the_same_thing(test: str, dsn_url: str, tmp_path: Path) -> None:
+    """The default (the C executor) and BENCH_RAWEXEC=0 (every statement through asyncmy): the same
+    transactions, the same statements per transaction, and the result says which ran."""
+    src = tmp_path / "s.bench"
+    src.write_text(f'scenario "raw" {{ workload sysbench {test} {{ tables = 2  table_size = 2000 }}\n'
+                   '  users 4  warmup 1s  duration 2s }\n')
+    for raw, name in (("1", "libmariadb"), ("0", "driver")):
+        out = tmp_path / f"{raw}.json"
+        r = run_bench("run", str(src), "--headless", "--json", str(out), env={"BENCH_RAWEXEC": raw})
+        assert r.returncode == 0, r.stderr
+        doc = json.loads(out.read_text())
+        assert doc["executor"] == name
+        s = doc["summary"]
+        tx = s["transactions"][test]
+        assert tx["count"] > 100 and s["errors"] == 0
+        assert tx["qps"] == pytest.approx(tx["tps"] * (1 if test == "oltp_point_select" else 20), rel=0.01)
+
+
+DEADLOCKS = """
+scenario "deadlocks" {
+  target env("BENCH_DSN")
+  setup {
+    sql "CREATE TABLE IF NOT EXISTS dl_run (id INT PRIMARY KEY, v BIGINT NOT NULL)"
+    fill dl_run rows 4 { id = sequence(1)  v = uniform(0, 9) }
+  }
+  workload custom {
+    # two rows each, in either order, among four: deadlocks all the time
+    transaction swap retry 3 on deadlock {
+      let a = uniform(1, 4)
+      let b = uniform(1, 4)
+      query "UPDATE dl_run SET v = v + 1 WHERE id = :a"
+      query "UPDATE dl_run SET v = v + 1 WHERE id = :b"
+    }
+  }
+  users 8
+  warmup 0s
+  duration 3s
+}
+"""
+
+
+@pytest.mark.slow
+async def test_a_run_full_of_deadlocks_retries_them_and_goes_on(server: tuple[Dsn, object], tmp_path: Path) -> None:
+    """A scenario whose transactions deadlock all the time, on the default executor: retried as the
+    scenario says, the rest counted as errors, the run completes, and no transaction is counted
+    that the server did not keep (two increments each; those done while the users connected are
+    kept but not measured, by design)."""
+    dsn = server[0]
+    src = tmp_path / "dl.bench"
+    src.write_text(DEADLOCKS)
+    assert run_bench("prepare", str(src), "--force-prepare").returncode == 0
+    before = int(await _scalar(dsn, "SELECT SUM(v) FROM dl_run"))  # type: ignore[arg-type]
+    out, stream = tmp_path / "dl.json", tmp_path / "dl.jsonl"
+    r = run_bench("run", str(src), "--headless", "--json", str(out), "--jsonl", str(stream))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    tx = doc["summary"]["transactions"]["swap"]
+    assert doc["status"] == "completed" and tx["count"] > 100 and doc["executor"] == "libmariadb"
+    assert tx["retries"] > 0 and set(tx["errors_by_code"]) <= {"1213"}
+    counted = sum(e["count"] for e in map(json.loads, stream.read_text().splitlines()) if e["type"] == "interval")
+    added = int(await _scalar(dsn, "SELECT SUM(v) FROM dl_run")) - before  # type: ignore[arg-type]
+    assert added % 2 == 0 and counted == tx["count"] and 0 <= added // 2 - counted < counted // 10, (added, counted)
