@@ -97,9 +97,9 @@ def _pkey(p: float) -> str:
 
 
 class PyCounts:
-    """What counts when the package was built without the C executor (_native.Counts otherwise): latencies counted by their exact microsecond value
-    (a dict increment, ~0.1 us; hdrh's record_value is pure Python, ~2.4 us a call), and statements,
-    per transaction type."""
+    """What counts when the package was built without the C executor (_native.Counts otherwise):
+    latencies counted by their exact microsecond value (a dict increment, ~0.1 us; hdrh's
+    record_value is pure Python, ~2.4 us a call), and statements, per transaction type."""
 
     def __init__(self, n: int) -> None:
         self._lat: list[dict[int, int]] = [{} for _ in range(n)]

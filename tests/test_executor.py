@@ -389,3 +389,18 @@ async def test_a_run_full_of_deadlocks_retries_them_and_goes_on(server: tuple[Ds
     counted = sum(e["count"] for e in map(json.loads, stream.read_text().splitlines()) if e["type"] == "interval")
     added = int(await _scalar(dsn, "SELECT SUM(v) FROM dl_run")) - before  # type: ignore[arg-type]
     assert added % 2 == 0 and counted == tx["count"] and 0 <= added // 2 - counted < counted // 10, (added, counted)
+
+
+def test_the_c_counts_and_the_fallback_count_alike() -> None:
+    """_native.Counts and PyCounts (a build without libmariadb) take the same calls to the same
+    figures."""
+    from bench_dsl.metrics import PyCounts
+
+    assert native.compiled is not None
+    c, py = native.compiled.Counts(3), PyCounts(3)
+    calls = [(i % 3, (i * 37) % 1000, 1 + i % 4) for i in range(5000)]
+    for counts in (c, py):
+        for call in calls:
+            counts.ok(*call)
+    assert c.take() == py.take()
+    assert c.take() == py.take() == [({}, 0)] * 3
