@@ -2,6 +2,7 @@
 with the flags `mariadb_config` gives (Debian: libmariadb-dev). Without it the package still builds
 and installs, and every statement goes through asyncmy (bench_dsl/native.py warns at run time)."""
 
+import os
 import shlex
 import shutil
 import subprocess
@@ -11,7 +12,10 @@ from setuptools import Extension, setup
 
 
 def _mariadb_flags() -> tuple[list[str], list[str]] | None:
-    tool = shutil.which("mariadb_config") or shutil.which("mysql_config")
+    # MARIADB_CONFIG names the tool (a libmariadb elsewhere); set empty, it builds without the executor
+    named = os.environ.get("MARIADB_CONFIG")
+    tool = (shutil.which(named) if named else None) if named is not None else \
+        shutil.which("mariadb_config") or shutil.which("mysql_config")
     if tool is None:
         return None
     try:

@@ -1030,9 +1030,10 @@ static Py_ssize_t keep(char *message, const char *text) {
     return (Py_ssize_t)n;
 }
 
+/* the connection cannot go on: lost, or any error of the client library itself (2000-2999: out of
+ * sync, a packet it could not read...), after which the session's state is unknown */
 static int lost(unsigned int code) {
-    return code == CR_SERVER_LOST || code == CR_SERVER_GONE_ERROR || code == CR_CONNECTION_ERROR ||
-           code == CR_CONN_HOST_ERROR;
+    return code >= CR_MIN_ERROR && code <= CR_MAX_ERROR;
 }
 
 /* the TLS options of the address, the way the mysql client reads --ssl-mode */
