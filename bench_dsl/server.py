@@ -7,21 +7,24 @@ import asyncio
 import contextlib
 import logging
 import os
+import re
 import shutil
 import signal
 import socket
 import secrets
+import ssl
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 from urllib.parse import quote
 
 import asyncmy
 import psutil
 
-from bench_dsl.dsn import Dsn, parse_dsn, quote_identifier
+from bench_dsl.dsn import Dsn, quote_identifier
 from bench_dsl.errors import TargetError
 from bench_dsl.model import ServerSetting
 
@@ -274,14 +277,134 @@ class EmbeddedServer:
 async def connect(dsn: Dsn, database: str | None = None, autocommit: bool = True,
                   timeout: float = 10) -> asyncmy.Connection:
     return await asyncmy.connect(**dsn.connect_args(), database=database, autocommit=autocommit,  # type: ignore[arg-type]
-                                 connect_timeout=timeout)
+                                 connect_timeout=timeout, ssl=ssl_context(dsn))
+
+
+@lru_cache(maxsize=8)
+def ssl_context(dsn: Dsn) -> ssl.SSLContext | None:
+    """The TLS of the address's ssl-mode, as the mysql client means it: None (no TLS) for none,
+    DISABLED and PREFERRED; REQUIRED encrypts and checks nothing; VERIFY_CA checks the server's
+    certificate against ssl-ca; VERIFY_IDENTITY also that it names the host connected to. ssl-cert
+    and ssl-key are the client's certificate. One context per address, shared by its connections
+    (hundreds of users need not read the files hundreds of times). Raises TargetError when a file
+    cannot be used, naming the option."""
+    if not dsn.tls:
+        return None
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # TLS 1.2 at least, as Python's defaults
+    ctx.check_hostname = dsn.ssl_mode == "VERIFY_IDENTITY"
+    if dsn.ssl_mode == "REQUIRED":
+        ctx.verify_mode = ssl.CERT_NONE
+    else:
+        ctx.verify_mode = ssl.CERT_REQUIRED
+        try:
+            ctx.load_verify_locations(cafile=dsn.ssl_ca)
+        except (ssl.SSLError, OSError) as exc:
+            raise TargetError(f"ssl-ca={dsn.ssl_ca}: not a CA certificate in PEM format that can be read "
+                              f"({_ssl_reason(exc)})") from None
+    if dsn.ssl_cert and dsn.ssl_key:
+        asked: list[bool] = []
+
+        def no_passphrase() -> str:
+            # without it OpenSSL would ask on the terminal, in the middle of a run's screen
+            asked.append(True)
+            return ""
+
+        try:
+            ctx.load_cert_chain(dsn.ssl_cert, dsn.ssl_key, password=no_passphrase)
+        except (ssl.SSLError, OSError) as exc:
+            if asked:
+                raise TargetError(f"ssl-key={dsn.ssl_key} is protected by a passphrase: give the key unencrypted "
+                                  "(openssl pkey -in KEY -out PLAIN), as the mysql client needs it") from None
+            raise TargetError(f"ssl-cert={dsn.ssl_cert} and ssl-key={dsn.ssl_key}: not a certificate and its "
+                              f"private key in PEM format ({_ssl_reason(exc)})") from None
+    return ctx
+
+
+def _ssl_reason(exc: BaseException) -> str:
+    return getattr(exc, "reason", None) or getattr(exc, "strerror", None) or str(exc)
+
+
+# MySQL's refusal of a connection without TLS under require_secure_transport=ON; MariaDB says 1045
+# "Access denied" instead, the same as for a wrong password (told apart in connect_failure)
+ER_SECURE_TRANSPORT_REQUIRED = 3159
+ER_ACCESS_DENIED = 1045
+TLS_HINT = "add ?ssl-mode=REQUIRED to the address (or ssl-mode=VERIFY_CA&ssl-ca=PATH to also check the server's certificate)"
+
+
+async def connect_failure(dsn: Dsn, exc: BaseException) -> str:
+    """Why a connection to `dsn` failed, as a person reads it, with what to do about TLS when TLS is
+    the cause: a server that takes TLS connections only, a certificate the CA given did not sign, a
+    certificate for another host name."""
+    verify = _verify_error(exc)
+    if verify is not None:
+        if "mismatch" in verify.lower() or "doesn't match" in verify.lower():
+            return (f"the server's certificate is not for {dsn.host} ({verify}): ssl-mode=VERIFY_IDENTITY checks "
+                    "the name connected to against the certificate; connect by a name it holds, or use "
+                    "ssl-mode=VERIFY_CA to check the CA only")
+        return (f"the server's certificate is not signed by the CA in ssl-ca={dsn.ssl_ca} ({verify}): give the CA "
+                "that signed the server's certificate (the server's ssl_ca), or ssl-mode=REQUIRED to encrypt "
+                "without checking it")
+    code = _code(exc)
+    if not dsn.tls and code == ER_SECURE_TRANSPORT_REQUIRED:
+        return f"{error_reason(exc)}: the server takes TLS connections only: {TLS_HINT}"
+    if not dsn.tls and code == ER_ACCESS_DENIED and dsn.socket is None and await _tls_admitted(dsn):
+        return (f"{error_reason(exc)}: the server refuses this account without TLS and admits it with TLS "
+                f"(require_secure_transport=ON, or the account's REQUIRE SSL): {TLS_HINT}")
+    if dsn.tls and (any(isinstance(e, ssl.SSLError) for e in _chain(exc)) or "[SSL" in _text(exc)):
+        return (f"{error_reason(exc)}: the TLS handshake failed: the server may have no TLS (its "
+                "SHOW VARIABLES LIKE 'have_ssl' must say YES)")
+    return error_reason(exc)
+
+
+async def _tls_admitted(dsn: Dsn) -> bool:
+    """Whether the server admits this account over TLS, having refused it without: one connection,
+    encrypted and unverified, as the mysql client's default (PREFERRED) would have made, closed at
+    once. It tells "TLS only" apart from a wrong password, which MariaDB reports alike."""
+    try:
+        conn = await connect(replace(dsn, ssl_mode="REQUIRED"), None, timeout=5)
+    except Exception:
+        return False
+    conn.close()
+    return True
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    out: list[BaseException] = []
+    e: BaseException | None = exc
+    while e is not None and e not in out:
+        out.append(e)
+        e = e.__cause__ or e.__context__
+    return out
+
+
+def _text(exc: BaseException) -> str:
+    return " ".join(str(a) for a in getattr(exc, "args", ()))
+
+
+def _verify_error(exc: BaseException) -> str | None:
+    """The certificate check's own words when that is what failed (asyncmy wraps it in a 2003 whose
+    text holds them), else None."""
+    for e in _chain(exc):
+        if isinstance(e, ssl.SSLCertVerificationError):
+            return str(e.verify_message or e.reason or e)
+    m = re.search(r"certificate verify failed: ([^(]*)", _text(exc))
+    if m:
+        return m.group(1).strip()
+    return None
+
+
+def _code(exc: BaseException) -> int | None:
+    args = getattr(exc, "args", ())
+    return args[0] if args and isinstance(args[0], int) else None
 
 
 async def ensure_database(dsn: Dsn) -> None:
     try:
         conn = await connect(dsn, None, timeout=5)
+    except TargetError:
+        raise
     except Exception as exc:
-        raise TargetError(f"cannot reach {dsn.redacted()}: {error_reason(exc)}") from None
+        raise TargetError(f"cannot reach {dsn.redacted()}: {await connect_failure(dsn, exc)}") from None
     try:
         async with conn.cursor() as cur:
             await cur.execute(f"CREATE DATABASE IF NOT EXISTS {quote_identifier(dsn.database)}")
@@ -303,6 +426,9 @@ class ServerFacts:
     variables: dict[str, str]
     pid: int | None
     local: bool
+    # the result's server.tls: the mode asked for, and the cipher and protocol the server reports for
+    # one connection made as the run's are (null when it is not encrypted)
+    tls: dict[str, str | None] = field(default_factory=dict)
 
 
 async def facts(dsn: Dsn, embedded_pid: int | None) -> ServerFacts:
@@ -314,10 +440,20 @@ async def facts(dsn: Dsn, embedded_pid: int | None) -> ServerFacts:
             variables = {str(k): str(v) for k, v in await cur.fetchall()}
             await cur.execute("SELECT @@pid_file, @@port")
             pid_file, port = await cur.fetchone()
+            tls = await session_tls(cur)
     finally:
         conn.close()
     pid = embedded_pid if embedded_pid is not None else _local_pid(dsn, str(pid_file), int(port))
-    return ServerFacts(variables.get("version", "?"), variables, pid, pid is not None)
+    return ServerFacts(variables.get("version", "?"), variables, pid, pid is not None,
+                       {"mode": dsn.ssl_mode, **tls})
+
+
+async def session_tls(cur: asyncmy.cursors.Cursor) -> dict[str, str | None]:
+    """The cipher and protocol of this session's TLS, as the server sees it: the proof a connection is
+    encrypted (the client's word is not). None for each when it is not."""
+    await cur.execute("SHOW SESSION STATUS WHERE Variable_name IN ('Ssl_cipher', 'Ssl_version')")
+    status = {str(k).lower(): str(v) for k, v in await cur.fetchall()}
+    return {"cipher": status.get("ssl_cipher") or None, "version": status.get("ssl_version") or None}
 
 
 def _local_pid(dsn: Dsn, pid_file: str, port: int) -> int | None:
