@@ -259,3 +259,24 @@ def test_a_key_with_a_passphrase_is_refused_without_asking(tmp_path: Path) -> No
                                           "ssl-key": str(key)})))
     finally:
         certs.remove()
+
+
+@pytest.mark.parametrize(("words", "says"), [
+    ("IP address mismatch, certificate is not valid for '10.0.0.1'.", "not for db.example"),
+    ("Hostname mismatch, certificate is not valid for 'db.example'.", "not for db.example"),
+    ("self-signed certificate in certificate chain", "not signed by the CA in ssl-ca="),
+])
+def test_a_failed_certificate_check_is_explained(words: str, says: str, pem: dict[str, str]) -> None:
+    """asyncmy reports a failed check as a 2003 whose text holds OpenSSL's words (the real handshakes
+    are in tests/test_tls.py; a name mismatch needs a second address for the server, made here)."""
+    import asyncio
+
+    import asyncmy
+
+    from bench_dsl.server import connect_failure
+
+    d = parse_dsn(addr(**{"ssl-mode": "VERIFY_IDENTITY", "ssl-ca": pem["ca"]}))
+    exc = asyncmy.errors.OperationalError(2003, "Can't connect to MySQL server on 'db.example' ([SSL: "
+                                          f"CERTIFICATE_VERIFY_FAILED] certificate verify failed: {words} (_ssl.c:1006))")
+    message = asyncio.run(connect_failure(d, exc))
+    assert says in message and words.rstrip(".") in message
