@@ -7,17 +7,14 @@ import asyncio
 import contextlib
 import logging
 import os
-import re
 import shutil
 import signal
 import socket
 import secrets
-import ssl
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 from pathlib import Path
 from urllib.parse import quote
 
@@ -25,8 +22,9 @@ import asyncmy
 import psutil
 
 from bench_dsl.dsn import Dsn, quote_identifier
-from bench_dsl.errors import TargetError
+from bench_dsl.errors import TargetError, error_reason
 from bench_dsl.model import ServerSetting
+from bench_dsl.tls import explain_failure, ssl_context
 
 # The variables that decide how a MySQL server performs: recorded with every result.
 REPORTED_VARIABLES = (
@@ -280,80 +278,9 @@ async def connect(dsn: Dsn, database: str | None = None, autocommit: bool = True
                                  connect_timeout=timeout, ssl=ssl_context(dsn))
 
 
-@lru_cache(maxsize=8)
-def ssl_context(dsn: Dsn) -> ssl.SSLContext | None:
-    """The TLS of the address's ssl-mode, as the mysql client means it: None (no TLS) for none,
-    DISABLED and PREFERRED; REQUIRED encrypts and checks nothing; VERIFY_CA checks the server's
-    certificate against ssl-ca; VERIFY_IDENTITY also that it names the host connected to. ssl-cert
-    and ssl-key are the client's certificate. One context per address, shared by its connections
-    (hundreds of users need not read the files hundreds of times). Raises TargetError when a file
-    cannot be used, naming the option."""
-    if not dsn.tls:
-        return None
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # TLS 1.2 at least, as Python's defaults
-    ctx.check_hostname = dsn.ssl_mode == "VERIFY_IDENTITY"
-    if dsn.ssl_mode == "REQUIRED":
-        ctx.verify_mode = ssl.CERT_NONE
-    else:
-        ctx.verify_mode = ssl.CERT_REQUIRED
-        try:
-            ctx.load_verify_locations(cafile=dsn.ssl_ca)
-        except (ssl.SSLError, OSError) as exc:
-            raise TargetError(f"ssl-ca={dsn.ssl_ca}: not a CA certificate in PEM format that can be read "
-                              f"({_ssl_reason(exc)})") from None
-    if dsn.ssl_cert and dsn.ssl_key:
-        asked: list[bool] = []
-
-        def no_passphrase() -> str:
-            # without it OpenSSL would ask on the terminal, in the middle of a run's screen
-            asked.append(True)
-            return ""
-
-        try:
-            ctx.load_cert_chain(dsn.ssl_cert, dsn.ssl_key, password=no_passphrase)
-        except (ssl.SSLError, OSError) as exc:
-            if asked:
-                raise TargetError(f"ssl-key={dsn.ssl_key} is protected by a passphrase: give the key unencrypted "
-                                  "(openssl pkey -in KEY -out PLAIN), as the mysql client needs it") from None
-            raise TargetError(f"ssl-cert={dsn.ssl_cert} and ssl-key={dsn.ssl_key}: not a certificate and its "
-                              f"private key in PEM format ({_ssl_reason(exc)})") from None
-    return ctx
-
-
-def _ssl_reason(exc: BaseException) -> str:
-    return getattr(exc, "reason", None) or getattr(exc, "strerror", None) or str(exc)
-
-
-# MySQL's refusal of a connection without TLS under require_secure_transport=ON; MariaDB says 1045
-# "Access denied" instead, the same as for a wrong password (told apart in connect_failure)
-ER_SECURE_TRANSPORT_REQUIRED = 3159
-ER_ACCESS_DENIED = 1045
-TLS_HINT = "add ?ssl-mode=REQUIRED to the address (or ssl-mode=VERIFY_CA&ssl-ca=PATH to also check the server's certificate)"
-
-
 async def connect_failure(dsn: Dsn, exc: BaseException) -> str:
-    """Why a connection to `dsn` failed, as a person reads it, with what to do about TLS when TLS is
-    the cause: a server that takes TLS connections only, a certificate the CA given did not sign, a
-    certificate for another host name."""
-    verify = _verify_error(exc)
-    if verify is not None:
-        if "mismatch" in verify.lower() or "doesn't match" in verify.lower():
-            return (f"the server's certificate is not for {dsn.host} ({verify}): ssl-mode=VERIFY_IDENTITY checks "
-                    "the name connected to against the certificate; connect by a name it holds, or use "
-                    "ssl-mode=VERIFY_CA to check the CA only")
-        return (f"the server's certificate is not signed by the CA in ssl-ca={dsn.ssl_ca} ({verify}): give the CA "
-                "that signed the server's certificate (the server's ssl_ca), or ssl-mode=REQUIRED to encrypt "
-                "without checking it")
-    code = _code(exc)
-    if not dsn.tls and code == ER_SECURE_TRANSPORT_REQUIRED:
-        return f"{error_reason(exc)}: the server takes TLS connections only: {TLS_HINT}"
-    if not dsn.tls and code == ER_ACCESS_DENIED and dsn.socket is None and await _tls_admitted(dsn):
-        return (f"{error_reason(exc)}: the server refuses this account without TLS and admits it with TLS "
-                f"(require_secure_transport=ON, or the account's REQUIRE SSL): {TLS_HINT}")
-    if dsn.tls and (any(isinstance(e, ssl.SSLError) for e in _chain(exc)) or "[SSL" in _text(exc)):
-        return (f"{error_reason(exc)}: the TLS handshake failed: the server may have no TLS (its "
-                "SHOW VARIABLES LIKE 'have_ssl' must say YES)")
-    return error_reason(exc)
+    """Why a connection to `dsn` failed, as a person reads it (bench_dsl/tls.py tells TLS causes)."""
+    return await explain_failure(dsn, exc, _tls_admitted)
 
 
 async def _tls_admitted(dsn: Dsn) -> bool:
@@ -368,36 +295,6 @@ async def _tls_admitted(dsn: Dsn) -> bool:
     return True
 
 
-def _chain(exc: BaseException) -> list[BaseException]:
-    out: list[BaseException] = []
-    e: BaseException | None = exc
-    while e is not None and e not in out:
-        out.append(e)
-        e = e.__cause__ or e.__context__
-    return out
-
-
-def _text(exc: BaseException) -> str:
-    return " ".join(str(a) for a in getattr(exc, "args", ()))
-
-
-def _verify_error(exc: BaseException) -> str | None:
-    """The certificate check's own words when that is what failed (asyncmy wraps it in a 2003 whose
-    text holds them), else None."""
-    for e in _chain(exc):
-        if isinstance(e, ssl.SSLCertVerificationError):
-            return str(e.verify_message or e.reason or e)
-    m = re.search(r"certificate verify failed: ([^(]*)", _text(exc))
-    if m:
-        return m.group(1).strip()
-    return None
-
-
-def _code(exc: BaseException) -> int | None:
-    args = getattr(exc, "args", ())
-    return args[0] if args and isinstance(args[0], int) else None
-
-
 async def ensure_database(dsn: Dsn) -> None:
     try:
         conn = await connect(dsn, None, timeout=5)
@@ -410,14 +307,6 @@ async def ensure_database(dsn: Dsn) -> None:
             await cur.execute(f"CREATE DATABASE IF NOT EXISTS {quote_identifier(dsn.database)}")
     finally:
         conn.close()
-
-
-def error_reason(exc: BaseException) -> str:
-    """A driver error as a person reads it: (code) message."""
-    args = getattr(exc, "args", ())
-    if len(args) >= 2 and isinstance(args[0], int):
-        return f"({args[0]}) {args[1]}"
-    return str(exc) or type(exc).__name__
 
 
 @dataclass

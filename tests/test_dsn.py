@@ -12,7 +12,7 @@ import pytest
 
 from bench_dsl.dsn import SSL_MODES, Dsn, parse_dsn
 from bench_dsl.errors import TargetError
-from bench_dsl.server import ssl_context
+from bench_dsl.tls import ssl_context
 
 SECRET = "Pw-Sekr3t"
 
