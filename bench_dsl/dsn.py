@@ -1,16 +1,41 @@
 """mysql:// addresses: the one parser, the one redaction, and identifier quoting. Passwords never
-leave this module in clear: every message it makes shows an address redacted."""
+leave this module in clear: every message it makes shows an address redacted.
+
+TLS and compression options take the mysql command-line client's names and meanings
+(`--ssl-mode`, `--ssl-ca`, `--ssl-cert`, `--ssl-key`, `--compress`), so that an address a person
+already uses with `mysql` reads the same here (docs/tls.md)."""
 
 from __future__ import annotations
 
+import difflib
+import os
 import re
 from dataclasses import dataclass
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 SCHEMES = ("mysql", "mariadb")
 # what a database name may hold here: MySQL would take more inside backticks, but a name that needs
 # them (a slash, a dot, a backtick, a NUL, a trailing space) is far likelier a mistake or an attack
 _DATABASE = re.compile(r"[\w$-]{1,64}")
+
+# --ssl-mode of the mysql client, weakest first. PREFERRED connects without TLS here (see docs/tls.md):
+# a load test measures one known set-up, never whichever the server happened to offer.
+SSL_MODES = ("DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY")
+TLS_MODES = frozenset({"REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY"})  # the modes that encrypt
+VERIFYING_MODES = frozenset({"VERIFY_CA", "VERIFY_IDENTITY"})
+OPTIONS = ("socket", "ssl-mode", "ssl-ca", "ssl-cert", "ssl-key", "compress")
+_FILE_OPTIONS = ("ssl-ca", "ssl-cert", "ssl-key")
+# what people write from other tools' habits, and what they mean here
+_ALIASES = {
+    "ssl": "ssl-mode=REQUIRED", "tls": "ssl-mode=REQUIRED", "sslmode": "ssl-mode=REQUIRED",
+    "ssl-verify-server-cert": "ssl-mode=VERIFY_IDENTITY", "sslca": "ssl-ca", "ssl-capath": "ssl-ca=FILE",
+    "sslcert": "ssl-cert", "sslkey": "ssl-key", "sslrootcert": "ssl-ca", "compression": "compress=1",
+}
+_BOOLEANS = {"1": True, "true": True, "on": True, "yes": True, "0": False, "false": False, "off": False, "no": False}
+# One place to show what a verification mode asks for when the CA is missing.
+_CA_HINT = ("give the CA that signed the server's certificate with ssl-ca=PATH (for a certificate from a "
+            "public CA, the system's bundle: ssl-ca=/etc/ssl/certs/ca-certificates.crt), or "
+            "ssl-mode=REQUIRED to encrypt without checking the certificate")
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,13 +46,31 @@ class Dsn:
     password: str
     database: str
     socket: str | None = None
+    # ssl-mode, upper case as the mysql client spells it; None when the address gives none
+    ssl_mode: str | None = None
+    # absolute paths (a relative one is read from the directory bench-dsl was started in)
+    ssl_ca: str | None = None
+    ssl_cert: str | None = None
+    ssl_key: str | None = None
+    compress: bool = False
+
+    @property
+    def tls(self) -> bool:
+        """Whether connections to this address are encrypted."""
+        return self.ssl_mode in TLS_MODES
 
     def redacted(self) -> str:
+        """The address as it may be shown: everything but the password. The TLS options stay (a
+        key file's path is no secret; its content never leaves the file)."""
         auth = self.user + (":***" if self.password else "")
-        where = f"{self.host}:{self.port}" if self.socket is None else f"localhost?socket={self.socket}"
-        return f"mysql://{auth}@{where}/{self.database}"
+        where = f"{self.host}:{self.port}" if self.socket is None else "localhost"
+        options = [("socket", self.socket), ("ssl-mode", self.ssl_mode), ("ssl-ca", self.ssl_ca),
+                   ("ssl-cert", self.ssl_cert), ("ssl-key", self.ssl_key), ("compress", "1" if self.compress else None)]
+        query = "&".join(f"{k}={quote(v, safe='/._-+~')}" for k, v in options if v is not None)
+        return f"mysql://{auth}@{where}/{self.database}" + (f"?{query}" if query else "")
 
     def connect_args(self) -> dict[str, object]:
+        """The arguments of asyncmy.connect where to go and as whom; TLS is server.ssl_context()'s."""
         args: dict[str, object] = {"user": self.user, "password": self.password}
         if self.socket:
             args["unix_socket"] = self.socket
@@ -36,10 +79,29 @@ class Dsn:
             args["port"] = self.port
         return args
 
+    def notes(self) -> list[str]:
+        """What the address asks for that a run will not do as a person may expect: said as
+        warnings when a run starts (the options are valid, so they are not errors)."""
+        out = []
+        if self.ssl_mode in ("DISABLED", "PREFERRED") and (self.ssl_ca or self.ssl_cert):
+            out.append(f"ssl-mode={self.ssl_mode}: ssl-ca, ssl-cert and ssl-key are ignored, connections are not "
+                       "encrypted")
+        if self.ssl_mode == "PREFERRED":
+            out.append("ssl-mode=PREFERRED connects without TLS (a run measures one known set-up); "
+                       "ssl-mode=REQUIRED encrypts")
+        if self.ssl_mode == "REQUIRED" and self.ssl_ca:
+            out.append("ssl-mode=REQUIRED: the server's certificate is not verified, ssl-ca is not used "
+                       "(ssl-mode=VERIFY_CA checks it against ssl-ca), as with the mysql client")
+        if self.compress:
+            out.append("compress=1: bench-dsl's connections through asyncmy (set-up, loading, TPC-C, "
+                       "BENCH_RAWEXEC=0) are not compressed: asyncmy cannot compress")
+        return out
+
 
 def parse_dsn(text: str) -> Dsn:
-    """mysql://user:password@host:port/database[?socket=PATH]; mariadb:// is the same. Raises
-    ValueError with a message that shows the address redacted."""
+    """mysql://user:password@host:port/database[?options]; mariadb:// is the same. Options: socket=PATH,
+    ssl-mode=DISABLED|PREFERRED|REQUIRED|VERIFY_CA|VERIFY_IDENTITY, ssl-ca=PATH, ssl-cert=PATH,
+    ssl-key=PATH, compress=1|0. Raises ValueError with a message that shows the address redacted."""
     shown = redact(text)
     scheme = re.match(r"([A-Za-z][A-Za-z0-9+.-]*):", text)
     if scheme is None:
@@ -57,25 +119,97 @@ def parse_dsn(text: str) -> Dsn:
         port = u.port
     except ValueError:  # urllib's message quotes what it read as the port: it may be part of a password
         raise ValueError(f"{shown!r}: the port must be a number from 1 to 65535") from None
-    if not u.netloc or (u.hostname is None and "socket" not in u.query):
+    q = _options(u.query, shown)
+    if not u.netloc or (u.hostname is None and "socket" not in q):
         raise ValueError(f"{shown!r} has no host")
-    q = parse_qs(u.query, keep_blank_values=True)
-    unknown = sorted(set(q) - {"socket"})
-    if unknown:
-        raise ValueError(f"{shown!r}: unknown option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} "
-                         "(known: socket)")
     path = (u.path or "/").lstrip("/")
     database = unquote(path) or "benchdsl"
     if not _DATABASE.fullmatch(database):
         raise ValueError(f"{shown!r}: the database name must be 1 to 64 letters, digits, _, $ or -")
+    mode = _ssl_mode(q.get("ssl-mode"), shown)
+    files = _tls_files(q, mode, shown)
+    compress = q.get("compress")
+    if compress is not None and compress.lower() not in _BOOLEANS:
+        raise ValueError(f"{shown!r}: compress={compress}: write compress=1 or compress=0")
     return Dsn(
         host=u.hostname or "127.0.0.1",
         port=port or 3306,
         user=unquote(u.username or "root"),
         password=unquote(u.password or ""),
         database=database,
-        socket=q["socket"][0] if "socket" in q else None,
+        socket=q.get("socket"),
+        ssl_mode=mode,
+        compress=_BOOLEANS[compress.lower()] if compress is not None else False,
+        **files,
     )
+
+
+def _options(query: str, shown: str) -> dict[str, str]:
+    """The query's options by their canonical name (ssl_mode is ssl-mode, as in an option file).
+    Read by hand, not parse_qs: a '+' in a file's path is a '+', and an option given twice is an error,
+    not a silent choice of one."""
+    out: dict[str, str] = {}
+    for part in query.split("&") if query else ():
+        raw, _, value = part.partition("=")
+        name = unquote(raw).strip().replace("_", "-")
+        if not name:
+            continue  # '?&x=1' or a trailing '&'
+        if name not in OPTIONS:
+            known = f"known: {', '.join(OPTIONS)}"
+            if name.lower() in _ALIASES:
+                hint = f"; did you mean {_ALIASES[name.lower()]}?"
+            else:
+                close = difflib.get_close_matches(name.lower(), OPTIONS, n=1)
+                hint = f"; did you mean {close[0]}?" if close else ""
+            raise ValueError(f"{shown!r}: unknown option {name} ({known}){hint}")
+        if name in out:
+            raise ValueError(f"{shown!r}: {name} is given twice")
+        out[name] = unquote(value)
+    return out
+
+
+def _ssl_mode(value: str | None, shown: str) -> str | None:
+    if value is None:
+        return None
+    mode = value.strip().upper().replace("-", "_")
+    if mode not in SSL_MODES:
+        raise ValueError(f"{shown!r}: ssl-mode={value}: the modes are {', '.join(SSL_MODES)} "
+                         "(as the mysql client's --ssl-mode)")
+    return mode
+
+
+def _tls_files(q: dict[str, str], mode: str | None, shown: str) -> dict[str, str | None]:
+    """ssl-ca, ssl-cert and ssl-key as absolute paths of files that exist, and checked against the
+    mode: found out when the file is checked, not when the first user connects."""
+    given = [o for o in _FILE_OPTIONS if o in q]
+    for o in given:
+        if not q[o].strip():
+            raise ValueError(f"{shown!r}: {o} is empty: give the path of a PEM file")
+    if ("ssl-cert" in q) != ("ssl-key" in q):
+        have, missing = ("ssl-cert", "ssl-key") if "ssl-cert" in q else ("ssl-key", "ssl-cert")
+        raise ValueError(f"{shown!r}: {have} without {missing}: a client certificate needs its private key "
+                         "(ssl-cert=PATH&ssl-key=PATH, both or neither)")
+    if mode is None and given:
+        # the mysql client would fall back to PREFERRED; here that would drop a CA given to be checked
+        what = "ssl-ca" if "ssl-ca" in q else "ssl-cert"
+        raise ValueError(f"{shown!r}: {what} without ssl-mode: say what to check: ssl-mode=VERIFY_CA (the "
+                         "server's certificate against ssl-ca), VERIFY_IDENTITY (and its name) or REQUIRED "
+                         "(encryption only)")
+    if mode in VERIFYING_MODES and "ssl-ca" not in q:
+        # as the mysql client: "CA certificate is required if ssl-mode is VERIFY_CA or VERIFY_IDENTITY"
+        raise ValueError(f"{shown!r}: ssl-mode={mode} verifies the server's certificate against a CA, and none "
+                         f"is given: {_CA_HINT}")
+    out: dict[str, str | None] = {}
+    for o in _FILE_OPTIONS:
+        if o not in q:
+            continue
+        path = os.path.abspath(os.path.expanduser(q[o]))
+        # DISABLED and PREFERRED do not read them, as the mysql client does not: not checked
+        if mode in TLS_MODES and not os.path.isfile(path):
+            why = "is not a file" if os.path.exists(path) else "does not exist"
+            raise ValueError(f"{shown!r}: {o}={q[o]}: {path} {why}")
+        out[o.replace("-", "_")] = path
+    return out
 
 
 def quote_identifier(name: str) -> str:

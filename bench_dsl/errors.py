@@ -112,3 +112,11 @@ class TargetError(BenchError):
     """The server could not be reached, started, or was lost."""
 
     exit_code = ExitCode.TARGET_FAILED
+
+
+def error_reason(exc: BaseException) -> str:
+    """A driver error as a person reads it: (code) message. server.py and tls.py both say it."""
+    args = getattr(exc, "args", ())
+    if len(args) >= 2 and isinstance(args[0], int):
+        return f"({args[0]}) {args[1]}"
+    return str(exc) or type(exc).__name__

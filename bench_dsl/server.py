@@ -14,16 +14,17 @@ import secrets
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import quote
 
 import asyncmy
 import psutil
 
-from bench_dsl.dsn import Dsn, parse_dsn, quote_identifier
-from bench_dsl.errors import TargetError
+from bench_dsl.dsn import Dsn, quote_identifier
+from bench_dsl.errors import TargetError, error_reason
 from bench_dsl.model import ServerSetting
+from bench_dsl.tls import explain_failure, ssl_context
 
 # The variables that decide how a MySQL server performs: recorded with every result.
 REPORTED_VARIABLES = (
@@ -274,27 +275,38 @@ class EmbeddedServer:
 async def connect(dsn: Dsn, database: str | None = None, autocommit: bool = True,
                   timeout: float = 10) -> asyncmy.Connection:
     return await asyncmy.connect(**dsn.connect_args(), database=database, autocommit=autocommit,  # type: ignore[arg-type]
-                                 connect_timeout=timeout)
+                                 connect_timeout=timeout, ssl=ssl_context(dsn))
+
+
+async def connect_failure(dsn: Dsn, exc: BaseException) -> str:
+    """Why a connection to `dsn` failed, as a person reads it (bench_dsl/tls.py tells TLS causes)."""
+    return await explain_failure(dsn, exc, _tls_admitted)
+
+
+async def _tls_admitted(dsn: Dsn) -> bool:
+    """Whether the server admits this account over TLS, having refused it without: one connection,
+    encrypted and unverified, as the mysql client's default (PREFERRED) would have made, closed at
+    once. It tells "TLS only" apart from a wrong password, which MariaDB reports alike."""
+    try:
+        conn = await connect(replace(dsn, ssl_mode="REQUIRED"), None, timeout=5)
+    except Exception:
+        return False
+    conn.close()
+    return True
 
 
 async def ensure_database(dsn: Dsn) -> None:
     try:
         conn = await connect(dsn, None, timeout=5)
+    except TargetError:
+        raise
     except Exception as exc:
-        raise TargetError(f"cannot reach {dsn.redacted()}: {error_reason(exc)}") from None
+        raise TargetError(f"cannot reach {dsn.redacted()}: {await connect_failure(dsn, exc)}") from None
     try:
         async with conn.cursor() as cur:
             await cur.execute(f"CREATE DATABASE IF NOT EXISTS {quote_identifier(dsn.database)}")
     finally:
         conn.close()
-
-
-def error_reason(exc: BaseException) -> str:
-    """A driver error as a person reads it: (code) message."""
-    args = getattr(exc, "args", ())
-    if len(args) >= 2 and isinstance(args[0], int):
-        return f"({args[0]}) {args[1]}"
-    return str(exc) or type(exc).__name__
 
 
 @dataclass
@@ -303,6 +315,9 @@ class ServerFacts:
     variables: dict[str, str]
     pid: int | None
     local: bool
+    # the result's server.tls: the mode asked for, and the cipher and protocol the server reports for
+    # one connection made as the run's are (null when it is not encrypted)
+    tls: dict[str, str | None] = field(default_factory=dict)
 
 
 async def facts(dsn: Dsn, embedded_pid: int | None) -> ServerFacts:
@@ -314,10 +329,20 @@ async def facts(dsn: Dsn, embedded_pid: int | None) -> ServerFacts:
             variables = {str(k): str(v) for k, v in await cur.fetchall()}
             await cur.execute("SELECT @@pid_file, @@port")
             pid_file, port = await cur.fetchone()
+            tls = await session_tls(cur)
     finally:
         conn.close()
     pid = embedded_pid if embedded_pid is not None else _local_pid(dsn, str(pid_file), int(port))
-    return ServerFacts(variables.get("version", "?"), variables, pid, pid is not None)
+    return ServerFacts(variables.get("version", "?"), variables, pid, pid is not None,
+                       {"mode": dsn.ssl_mode, **tls})
+
+
+async def session_tls(cur: asyncmy.cursors.Cursor) -> dict[str, str | None]:
+    """The cipher and protocol of this session's TLS, as the server sees it: the proof a connection is
+    encrypted (the client's word is not). None for each when it is not."""
+    await cur.execute("SHOW SESSION STATUS WHERE Variable_name IN ('Ssl_cipher', 'Ssl_version')")
+    status = {str(k).lower(): str(v) for k, v in await cur.fetchall()}
+    return {"cipher": status.get("ssl_cipher") or None, "version": status.get("ssl_version") or None}
 
 
 def _local_pid(dsn: Dsn, pid_file: str, port: int) -> int | None:

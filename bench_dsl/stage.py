@@ -64,6 +64,13 @@ class Stage:
         else:
             await ensure_database(dsn)
         info = await facts(dsn, self.server.pid if self.server else None)
+        for note in dsn.notes():  # TLS and compress options that do less than a person may expect
+            self.log(note, "warning")
+        if dsn.tls and self.workload.raw and native.raw_executor:
+            # the raw executor writes to the socket under asyncmy's TLS: every statement would fail.
+            # Until the libmariadb executor (issue #20), which makes its own TLS connections, lands.
+            raise TargetError(f"ssl-mode={dsn.ssl_mode}: the fast executor cannot encrypt yet; run the users on "
+                              "asyncmy, which does: BENCH_RAWEXEC=0 bench run ... (see docs/tls.md)")
         self.server_pid = info.pid
         applied = await apply_settings(dsn, sc.server_settings, embedded=self.server is not None)
         for a in applied:
@@ -82,7 +89,8 @@ class Stage:
                   "replicas": [d.redacted() for d in self.replica_dsns],
                   # where cpu(server) comes from: the server process here, or its host's node_exporter
                   "cpu_source": "node_exporter" if sc.monitor else ("process" if info.pid is not None else None),
-                  "monitor": sc.monitor}
+                  "monitor": sc.monitor,
+                  "tls": info.tls}
         self.publish(ev.Started(sc.name, dsn.redacted(), info.version, self.server is not None,
                                 plan_json(self.plan, time_scale, max_steps), list(self.workload.names),
                                 [c.text for c in sc.stop], specs, server))
