@@ -1036,20 +1036,18 @@ static int lost(unsigned int code) {
     return code >= CR_MIN_ERROR && code <= CR_MAX_ERROR;
 }
 
-/* the TLS options of the address, the way the mysql client reads --ssl-mode */
+/* the TLS options of the address, as the mysql client reads --ssl-mode (dsn.py has checked them:
+ * VERIFY_* always comes with ssl-ca, files never without a mode) */
 static void set_tls(User *self, MYSQL *m) {
     const char *mode = self->ssl_mode;
-    int any_file = self->ssl_ca || self->ssl_cert || self->ssl_key;
-    if (mode != NULL && strcmp(mode, "DISABLED") == 0) return;
-    if (mode == NULL && !any_file) return; /* as the address says nothing: plain, as before */
+    if (mode == NULL || strcmp(mode, "DISABLED") == 0 || strcmp(mode, "PREFERRED") == 0) return; /* plain */
     my_bool yes = 1, no = 0;
-    /* PREFERRED (or files without a mode): TLS when the server offers it */
-    mysql_ssl_set(m, self->ssl_key, self->ssl_cert, self->ssl_ca, NULL, NULL);
-    if (mode == NULL || strcmp(mode, "PREFERRED") == 0) return;
+    int verify_ca = strcmp(mode, "VERIFY_CA") == 0, verify_identity = strcmp(mode, "VERIFY_IDENTITY") == 0;
+    /* REQUIRED: encrypted, nothing verified (libmariadb checks the chain whenever it is given a CA,
+     * so the CA is given only from VERIFY_CA up); VERIFY_IDENTITY: the host name too */
+    mysql_ssl_set(m, self->ssl_key, self->ssl_cert, verify_ca || verify_identity ? self->ssl_ca : NULL, NULL, NULL);
     mysql_optionsv(m, MYSQL_OPT_SSL_ENFORCE, &yes);
-    /* REQUIRED: encrypted, nothing verified; VERIFY_CA: the chain against ssl-ca (libmariadb
-     * verifies the peer when a CA is given); VERIFY_IDENTITY: the host name too */
-    mysql_optionsv(m, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, strcmp(mode, "VERIFY_IDENTITY") == 0 ? &yes : &no);
+    mysql_optionsv(m, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, verify_identity ? &yes : &no);
 }
 
 /* connect and prepare (no GIL). OUT_OK, OUT_ERROR (cannot connect) or OUT_PREPARE (a statement cannot be

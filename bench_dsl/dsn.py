@@ -93,8 +93,8 @@ class Dsn:
             out.append("ssl-mode=REQUIRED: the server's certificate is not verified, ssl-ca is not used "
                        "(ssl-mode=VERIFY_CA checks it against ssl-ca), as with the mysql client")
         if self.compress:
-            out.append("compress=1: bench-dsl's connections through asyncmy (set-up, loading, TPC-C, "
-                       "BENCH_RAWEXEC=0) are not compressed: asyncmy cannot compress")
+            out.append("compress=1: the users of the C executor compress; bench-dsl's connections through "
+                       "asyncmy (set-up, loading, TPC-C, BENCH_RAWEXEC=0) do not: asyncmy cannot compress")
         return out
 
 

@@ -66,11 +66,6 @@ class Stage:
         info = await facts(dsn, self.server.pid if self.server else None)
         for note in dsn.notes():  # TLS and compress options that do less than a person may expect
             self.log(note, "warning")
-        if dsn.tls and self.workload.raw and native.raw_executor:
-            # the raw executor writes to the socket under asyncmy's TLS: every statement would fail.
-            # Until the libmariadb executor (issue #20), which makes its own TLS connections, lands.
-            raise TargetError(f"ssl-mode={dsn.ssl_mode}: the fast executor cannot encrypt yet; run the users on "
-                              "asyncmy, which does: BENCH_RAWEXEC=0 bench run ... (see docs/tls.md)")
         self.server_pid = info.pid
         applied = await apply_settings(dsn, sc.server_settings, embedded=self.server is not None)
         for a in applied:

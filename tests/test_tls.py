@@ -15,8 +15,12 @@ from urllib.parse import quote
 import jsonschema
 import pytest
 
+from bench_dsl import executor
 from bench_dsl.dsn import Dsn, parse_dsn
+from bench_dsl.executor import NativeUser
+from bench_dsl.metrics import new_counts
 from bench_dsl.server import EmbeddedServer, connect, session_tls
+from bench_dsl.statements import Draw, Execute, Step, Transaction, Transactions
 
 from .conftest import ROOT, run_bench
 from .tls import Certificates, make_certificates, tls_only_server
@@ -32,9 +36,9 @@ SCENARIO = f"""scenario "tls" {{
   users {USERS}  warmup 1s  duration 2s  report every 1s
 }}
 """
-# How each executor is asked for. The default executor must pass the same tests once it lands
-# (libmariadb's, issue #20): add `"default": {}` here, and it runs every test that takes `executor`.
-EXECUTORS: dict[str, dict[str, str]] = {"asyncmy": {"BENCH_RAWEXEC": "0"}}
+# How each executor is asked for: the default (the C executor, libmariadb's TLS) and asyncmy (an
+# ssl.SSLContext); every test that takes `executor` runs on both.
+EXECUTORS: dict[str, dict[str, str]] = {"default": {}, "asyncmy": {"BENCH_RAWEXEC": "0"}}
 
 
 @dataclass
@@ -125,6 +129,7 @@ def test_a_run_with_verify_ca_is_encrypted(tls_server: TlsServer, executor: str,
     doc = json.loads(out.read_text())
     jsonschema.validate(doc, SCHEMA)
     assert doc["status"] == "completed" and doc["summary"]["count"] > 0
+    assert doc["executor"] == ("libmariadb" if executor == "default" else "driver")
     # The server takes TCP connections over TLS only, so a run that measured anything was encrypted;
     # its handshakes prove it was the run's users that made them: one each at least, besides the
     # run's own (facts, settings, load) and the one that read `before`.
@@ -231,10 +236,54 @@ def test_certificates_are_kept_private(tls_server: TlsServer) -> None:
     assert os.stat(tls_server.certs.directory).st_mode & 0o777 == 0o700
 
 
-def test_the_fast_executor_refuses_tls_until_it_can(tls_server: TlsServer, tmp_path: Path) -> None:
-    """Today's raw executor writes under asyncmy's TLS and would fail every statement: the run says
-    so before loading anything. Remove this test, and add "default" to EXECUTORS, when the libmariadb
-    executor lands."""
-    code, err, _ = _run(tmp_path, tls_server.verify_ca(), {"BENCH_RAWEXEC": "1"})
-    assert code == 4, err
-    assert "BENCH_RAWEXEC=0" in err and "Traceback" not in err
+def _native_user(url: str) -> NativeUser:
+    prog = executor.program(Transactions((Transaction((Step(1, 1, (Draw("const", (1,)),), (Execute(
+        ("SELECT ?",), ((0, 0),)),)),), False),)), (1.0,))
+    return NativeUser(prog, new_counts(1), 1, executor.options(parse_dsn(url), 10))
+
+
+SESSION_CIPHER = "SELECT VARIABLE_VALUE FROM information_schema.SESSION_STATUS WHERE VARIABLE_NAME = 'SSL_CIPHER'"
+
+
+@pytest.mark.parametrize("mode", ["VERIFY_CA", "VERIFY_IDENTITY", "REQUIRED"])
+async def test_the_c_executor_s_own_connections_are_encrypted(tls_server: TlsServer, mode: str) -> None:
+    """The C executor opens its connections with libmariadb: the server's Ssl_cipher for that very
+    session proves TLS, in every mode that asks for it."""
+    options = {"ssl-mode": mode} | ({"ssl-ca": str(tls_server.certs.ca)} if mode != "REQUIRED" else {})
+    u = _native_user(tls_server.url(**options))
+    try:
+        outcome, code, message = await u.connect()
+        assert outcome == 0, (code, message)
+        assert u.core.cipher and u.core.query_value(SESSION_CIPHER) == u.core.cipher
+        u.stop = False
+        done = asyncio.get_running_loop().call_later(0.3, setattr, u, "stop", True)
+        assert (await u.run(False))[0] == 0 and u.completed > 0
+        done.cancel()
+    finally:
+        u.close()
+
+
+async def test_the_c_executor_refuses_a_wrong_ca_and_plain_connections(tls_server: TlsServer) -> None:
+    other = str(tls_server.certs.other_ca)
+    u = _native_user(tls_server.url(**{"ssl-mode": "VERIFY_CA", "ssl-ca": other}))
+    try:
+        outcome, code, message = await u.connect()
+        assert outcome != 0 and code >= 2000 and ("certificate" in message.lower() or "ssl" in message.lower())
+    finally:
+        u.close()
+    u = _native_user(tls_server.url())
+    try:
+        outcome, code, message = await u.connect()
+        assert outcome != 0 and code == 1045, message  # the server refuses the account without TLS
+    finally:
+        u.close()
+
+
+async def test_the_c_executor_compresses_when_asked(tls_server: TlsServer) -> None:
+    u = _native_user(tls_server.url(**{"ssl-mode": "REQUIRED", "compress": "1"}))
+    try:
+        assert (await u.connect())[0] == 0
+        assert u.core.query_value("SELECT VARIABLE_VALUE FROM information_schema.SESSION_STATUS "
+                                  "WHERE VARIABLE_NAME = 'COMPRESSION'") == "ON"
+    finally:
+        u.close()
