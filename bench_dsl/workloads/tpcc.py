@@ -26,7 +26,7 @@ from bench_dsl.dsn import Dsn
 from bench_dsl.errors import BenchError, TargetError
 from bench_dsl.model import Fill, SetupSql
 from bench_dsl.mysql_errors import RETRYABLE
-from bench_dsl.server import connect, error_reason
+from bench_dsl.server import connect, connect_failure, error_reason
 from bench_dsl.validate_values import Checker, Quantity, name_span, num, span_of
 from bench_dsl.workloads import tpcc_load, tpcc_procs
 from bench_dsl.workloads.base import Progress, Session, Workload
@@ -186,7 +186,7 @@ async def check(dsn: Dsn, numbers: tuple[int, ...] | None = None) -> list[Condit
     try:
         conn = await connect(dsn, dsn.database, timeout=10)
     except Exception as exc:
-        raise TargetError(f"cannot reach {dsn.redacted()}: {error_reason(exc)}") from None
+        raise TargetError(f"cannot reach {dsn.redacted()}: {await connect_failure(dsn, exc)}") from None
     try:
         async with conn.cursor() as cur:
             await cur.execute("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()")
