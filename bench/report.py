@@ -3,6 +3,8 @@ point, and the engine's own costs."""
 
 from __future__ import annotations
 
+import statistics
+
 from typing import Any
 
 
@@ -22,6 +24,15 @@ def _ratio(r: dict[str, Any] | None, goal_ok: bool | None = None, count_1: bool 
     count = f"; {r['at_least_1']} of {n} >= 1" if count_1 and "at_least_1" in r else ""
     spread = f" ({r['min']:.2f}-{r['max']:.2f}{count})" if n > 1 else ""
     return f"**{r['median']:.2f}x**{mark}{spread}"
+
+
+def _median(values: list[float] | None) -> float | None:
+    vs = [v for v in values or [] if v is not None]
+    return statistics.median(vs) if vs else None
+
+
+def _f2(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}"
 
 
 def _skipped(section: dict[str, Any] | None) -> str | None:
@@ -165,6 +176,22 @@ def render(doc: dict[str, Any]) -> str:
     if pr and "bench_dsl_s" in pr:
         out.append(f"| loading {pr['tables']} x {pr['table_size']:,} sysbench rows | {pr['bench_dsl_s']:.1f} s | "
                    f"sysbench prepare: {pr['sysbench_s']:.1f} s | {pr['ratio']:.2f}x (one load each) | - |")
+    out.append("")
+
+    tl = doc.get("tls")
+    out.append("## TLS\n")
+    if (why := _skipped(tl)) is None and tl is not None:
+        out.append(f"bench-dsl's {tl['test']} at {tl['users']} users over TLS (ssl-mode={tl['mode']}) against plain "
+                   "TCP on the same server, each TLS run against the plain runs on either side of it.\n")
+        out.append("| users | tps plain | tps TLS | tps TLS / plain | client CPU s / 10k tx plain / TLS | CPU TLS / plain |")
+        out.append("|--:|--:|--:|--:|--:|--:|")
+        cp, ct = _median(tl["cpu_per_10k_plain"]), _median(tl["cpu_per_10k_tls"])
+        out.append(f"| {tl['users']} | {_n(_median(tl['tps_plain']))} | {_n(_median(tl['tps_tls']))} | "
+                   f"{_ratio(tl['tps_ratio'])} | {_f2(cp)} / {_f2(ct)} | {_ratio(tl['cpu_ratio'])} |")
+        if tl.get("failed"):
+            out.append(f"\n{len(tl['failed'])} failed run(s): {tl['failed'][0][:300]}")
+    else:
+        out.append(why or "not run")
     out.append("")
 
     tp = doc.get("tpcc")

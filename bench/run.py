@@ -38,7 +38,7 @@ from bench.compare import Settings, prepare, run_point, sql
 from bench.report import render
 
 ROOT = Path(__file__).resolve().parent.parent
-SECTIONS = ("overhead", "server-start", "compare", "memory", "tpcc", "ui")
+SECTIONS = ("overhead", "server-start", "compare", "tls", "memory", "tpcc", "ui")
 QUICK_SECTIONS = ("overhead", "server-start", "compare", "memory")
 FORMAT = "bench-dsl-performance"
 
@@ -105,6 +105,7 @@ class Harness:
         self.stamp = self.started.astimezone().strftime("%Y%m%d-%H%M%S")
         self.workdir = Path(tempfile.mkdtemp(prefix="bench-harness-"))
         self.server: Any = None  # bench_dsl.server.EmbeddedServer, imported only when one is started
+        self.certs: Any = None  # tests.tls.Certificates of the TLS row's server
         self.target: Target | None = None
         self.ncpu = psutil.cpu_count() or 1
         self.settings = Settings(args.pairs, args.warmup, args.duration, args.tables, args.table_size, args.seed,
@@ -150,6 +151,8 @@ class Harness:
         if "compare" in a.sections:
             points = len(a.users) + len(a.rw_users)
             n += ((2 * points + 2 * len(a.floor_users)) * a.pairs + points) * (per_run + 3) + 20
+        if "tls" in a.sections:
+            n += (2 * a.pairs + 1) * (per_run + 3)
         if "memory" in a.sections:
             n += 3 * (per_run + 3) + a.memory_users / 100
         if "tpcc" in a.sections:
@@ -161,7 +164,7 @@ class Harness:
     # ----------------------------------------------------------------------------------------------
     def run(self) -> int:
         a = self.a
-        needs_server = bool({"compare", "memory", "tpcc", "ui"} & set(a.sections))
+        needs_server = bool({"compare", "tls", "memory", "tpcc", "ui"} & set(a.sections))
         if needs_server and {"compare", "memory"} & set(a.sections) and shutil.which("sysbench") is None:
             print("bench: sysbench is not installed: `make bench` installs it (sudo apt-get install sysbench)",
                   file=sys.stderr)
@@ -177,17 +180,31 @@ class Harness:
             assert self.target is not None
             env = bench_env(self.target)
             self._preflight(env)
-            if {"compare", "memory"} & set(a.sections):
+            if {"compare", "tls", "memory"} & set(a.sections):
                 target = self.target
                 if not self.section("prepare", lambda: prepare(target, self.settings, self.workdir, env, self.log)):
                     self.log("the data could not be prepared: the comparison and the memory run cannot run")
-                    a.sections = tuple(s for s in a.sections if s not in ("compare", "memory"))
+                    a.sections = tuple(s for s in a.sections if s not in ("compare", "tls", "memory"))
             self.section("compare", lambda: self._compare(env))
+            self.section("tls", lambda: self._tls(env))
             self.section("memory", lambda: self._memory(env))
             self.section("tpcc", lambda: self._tpcc(env))
             self.section("ui", self._ui)
         self.doc["status"] = "completed"
         return 0
+
+    def _tls(self, env: dict[str, str]) -> dict[str, Any]:
+        from bench.tls import tls_vs_plain
+
+        if self.certs is None or self.target is None:
+            return {"skipped": "skipped: the TLS row needs the throwaway server (the harness makes its certificate)"}
+        a = self.a
+        r = tls_vs_plain(self.target, self.certs.ca, a.pairs, a.warmup, a.duration, a.tables, a.table_size, a.seed,
+                         self.workdir, env, self.log)
+        med = r["tps_ratio"]["median"]
+        self.log(f"TLS / plain at {r['users']} users: tps {med if med is None else f'{med:.2f}x'}, client CPU per "
+                 f"transaction {r['cpu_ratio']['median']}")
+        return r
 
     def _overhead(self) -> dict[str, Any]:
         from bench.micro import measurement_overhead
@@ -224,8 +241,15 @@ class Harness:
         else:
             from bench_dsl.server import EmbeddedServer
 
+            tls_args: list[str] = []
+            if "tls" in a.sections:  # the TLS row's certificate, made for this run and removed with it
+                from tests.tls import make_certificates
+
+                self.certs = make_certificates()
+                tls_args = [f"--ssl-ca={self.certs.ca}", f"--ssl-cert={self.certs.server_cert}",
+                            f"--ssl-key={self.certs.server_key}"]
             self.server = EmbeddedServer(max_connections=wanted,
-                                         extra_args=[f"--innodb-buffer-pool-size={a.buffer_pool}M"])
+                                         extra_args=[f"--innodb-buffer-pool-size={a.buffer_pool}M", *tls_args])
             dsn = asyncio.run(self.server.start())
             self.target = Target("127.0.0.1", dsn.port, "root", dsn.password, dsn.database, None, self.server.pid, True)
             self.log(f"throwaway server up on 127.0.0.1:{dsn.port} (pid {self.server.pid})")
@@ -329,6 +353,9 @@ class Harness:
         if self.server is not None:
             self.server.stop()  # by its own pid, and its files removed
             self.server = None
+        if self.certs is not None:
+            self.certs.remove()
+            self.certs = None
         if not self.a.keep_files:
             shutil.rmtree(self.workdir, ignore_errors=True)
         else:

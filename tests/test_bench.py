@@ -209,3 +209,19 @@ def test_the_wakeups_measurement_runs(tmp_path: Path) -> None:
     for row in rows:
         tps, interrupts, server_us, client_us = (float(c.replace(",", "")) for c in row[2:])
         assert tps > 0 and interrupts >= 0 and server_us > 0 and client_us > 0
+
+
+@pytest.mark.slow
+def test_the_tls_row_measures_both_ways(tmp_path: Path) -> None:
+    """`--sections tls`: a throwaway server with a certificate made for the run, bench-dsl plain and
+    over TLS alternated; every run measured, the TLS ones encrypted (a run without a cipher in its
+    result counts as failed), the ratio reported."""
+    r = subprocess.run([sys.executable, "-m", "bench.run", "--sections", "tls", "--pairs", "1", "--warmup", "1",
+                        "--duration", "2", "--tables", "1", "--table-size", "2000", "--out-dir", str(tmp_path)],
+                       check=False, capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    doc = json.loads((tmp_path / "latest.json").read_text())
+    tls = doc["tls"]
+    assert not tls["failed"] and len(tls["tps_plain"]) == 2 and len(tls["tps_tls"]) == 1
+    assert tls["tps_ratio"]["median"] is not None and tls["cpu_ratio"]["median"] is not None
+    assert "## TLS" in (tmp_path / "latest.md").read_text()
