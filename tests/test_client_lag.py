@@ -1,10 +1,12 @@
 """The client's scheduling lag in real runs against the session's server: a run whose worker
 processes must share both cores with CPU hogs records the lag and says the climb was the client's
-limit; the same run without them stays under the bound. The hogs only add lag, so other loads on
-the machine cannot make the first test pass wrongly; the second needs the machine not hogged."""
+limit; the same run without them stays under the bound. Other loads on the machine only add lag:
+they cannot make the first test fail; the second is skipped, saying so, when a probe beside the run
+shows the machine itself short of cores (then the client was indeed the limit)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -13,12 +15,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import psutil
 import pytest
 
 from bench_dsl.judge import CLIENT_LAG_MS
 from bench_dsl.schedlag import percentile
 
-from .conftest import ROOT, run_bench
+from .conftest import BENCH, ROOT, run_bench
 
 pytestmark = pytest.mark.slow
 
@@ -51,12 +54,41 @@ def hogs() -> Iterator[None]:
             p.wait(timeout=10)
 
 
-def _run(tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], dict]:
+def _scenario(tmp_path: Path) -> tuple[Path, Path]:
     f = tmp_path / "lag.bench"
     f.write_text(SCENARIO)
-    out = tmp_path / "lag.json"
+    return f, tmp_path / "lag.json"
+
+
+def _run(tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], dict]:
+    f, out = _scenario(tmp_path)
     r = run_bench("run", str(f), "--headless", "--json", str(out), timeout=180)
     return r, json.loads(out.read_text())
+
+
+def _run_starved(tmp_path: Path) -> tuple[int, str, dict]:
+    """The run beside the hogs, its workers' share of the CPU lowered once they have connected (the
+    autogroup nice of their sessions: each worker leads one; 19, a weight of 15 against a hog's
+    1024), so that the machine's other loads cannot give them the cores the hogs leave."""
+    f, out = _scenario(tmp_path)
+    run = subprocess.Popen([*BENCH, "run", str(f), "--headless", "--json", str(out)], stderr=subprocess.PIPE,
+                           text=True, cwd=ROOT)
+    assert run.stderr is not None
+    said = []
+    try:
+        for line in run.stderr:
+            said.append(line)
+            if "warmup:" in line:  # the workers are up and their users connected
+                for child in psutil.Process(run.pid).children(recursive=True):
+                    with contextlib.suppress(psutil.Error, OSError):
+                        if "bench_dsl.worker" in " ".join(child.cmdline()):
+                            Path(f"/proc/{child.pid}/autogroup").write_text("19")
+        code = run.wait(timeout=180)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    return code, "".join(said), json.loads(out.read_text())
 
 
 def _worst_p90(step: dict) -> float:
@@ -67,8 +99,8 @@ def _worst_p90(step: dict) -> float:
 def test_a_client_starved_of_cpu_records_its_lag_and_calls_the_climb_its_own_limit(dsn_url: str,
                                                                                      tmp_path: Path) -> None:
     with hogs():
-        r, doc = _run(tmp_path)
-    assert r.returncode == 3, r.stderr  # expect on the saturation: failed, the client was the limit
+        code, stderr, doc = _run_starved(tmp_path)
+    assert code == 3, stderr  # expect on the saturation: failed, the client was the limit
     (step,) = doc["steps"]
     assert set(step["client_lag_ms_by_process"]) == {"worker 1", "worker 2"}
     assert _worst_p90(step) > CLIENT_LAG_MS
@@ -78,7 +110,7 @@ def test_a_client_starved_of_cpu_records_its_lag_and_calls_the_climb_its_own_lim
     assert "at least 16 users" in sat["reason"]
     (expect,) = doc["expect"]
     assert not expect["passed"] and "waited for a core" in expect["reason"]
-    assert "expect saturation >= 1 users: FAIL" in r.stderr and "waited for a core" in r.stderr
+    assert "expect saturation >= 1 users: FAIL" in stderr and "waited for a core" in stderr
 
 
 # The same probes in a process of their own beside the run: what the machine gave anyone then
@@ -109,7 +141,7 @@ def test_a_client_with_cores_to_spare_stays_under_the_bound(dsn_url: str, tmp_pa
     # the processes named as their CPU is
     assert set(step["client_lag_ms_by_process"]) == set(step["client_cpu_by_process"]) - {"coordinator"}
     machine = max(percentile(v, 90) for v in beside.values() if v)
-    if machine > CLIENT_LAG_MS / 2:
+    if machine > 2.0:  # an idle process's p90 is some 0.1 to 0.5 ms on a quiet machine
         # other loads on the machine starved every process, ours too: then the client was the limit
         # indeed, and this test cannot tell a lag of bench-dsl's own making from the machine's
         pytest.skip(f"the machine was short of cores: a probe beside the run woke {machine:.0f} ms late (p90)")
