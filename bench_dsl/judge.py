@@ -31,9 +31,10 @@ CLIENT_SATURATED = 0.9
 # The client's scheduling lag (bench_dsl.schedlag), in ms, above which the climb's end is bench-dsl's
 # own limit too: the p90 of one process's wakeups over the step, by either probe (its event loop, or
 # a thread as its users' are). p90, not p99: a step gives some 40 samples a process, so its p99 is
-# its max, one hiccup. Measured on 2 cores, 16 users of point selects (docs/language.md): p90 0.2 to
-# 0.9 ms on an idle machine and beside another run of the same load (p99 up to 80 ms there); with a
-# CPU hog on each core, p90 23 to 190 ms a process (the worst process 96 to 190 ms).
+# its max, one hiccup. Measured on 2 cores, 16 users of point selects (docs/language.md), the worst
+# process's p90: under 1 ms on an idle machine and beside another run of the same load (single
+# wakeups up to 80 ms late); 96 to 190 ms with a CPU hog on each core. (On a machine overloaded by
+# other runs, load average 20, everything waits: 3 to 36 ms, the client's limit indeed.)
 CLIENT_LAG_MS = 10.0
 # A process's p90 is judged on this many samples of a probe at least (5 s of a step): a shorter
 # step's p90 is its max
