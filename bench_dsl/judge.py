@@ -32,7 +32,7 @@ CLIENT_SATURATED = 0.9
 # own limit too: the p90 of one process's wakeups over the step, by either probe (its event loop, or
 # a thread as its users' are). p90, not p99: a step gives some 40 samples a process, so its p99 is
 # its max, one hiccup. Measured on 2 cores, 16 users of point selects (docs/language.md), the worst
-# process's p90: under 1 ms on an idle machine and beside another run of the same load (single
+# process's p90: under 1.2 ms on an idle machine and beside another run of the same load (single
 # wakeups up to 80 ms late); 96 to 190 ms with a CPU hog on each core. (On a machine overloaded by
 # other runs, load average 20, everything waits: 3 to 36 ms, the client's limit indeed.)
 CLIENT_LAG_MS = 10.0
