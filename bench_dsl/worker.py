@@ -10,7 +10,7 @@ on another machine under a distributed engine without the run noticing:
   {"op": "go", "id"}                          {"op": "go", "id"}
   {"op": "report", "id"}                      {"op": "report", "id", "active", "tx": {name: wire}, "health", "lag"}
   {"op": "cancel", "id"}                      {"op": "cancel", "id"}
-  {"op": "stop", "id", "grace"}               {"op": "stop", "id", "active": 0, "tx", "health"}, then exit
+  {"op": "stop", "id", "grace"}               {"op": "stop", "id", "active": 0, "tx", "health", "lag"}, then exit
 
 "hold": the new users connect but start no transaction before "go", which the coordinator sends
 once every worker has answered "users": all of a step's users connect before any of them loads the
