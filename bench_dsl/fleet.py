@@ -1,5 +1,6 @@
 """Where the virtual users run: in this process (LocalFleet) or spread over worker processes
-(ProcessFleet). The run sees one interface: resize, collect a tick's figures, health, stop."""
+(ProcessFleet). The run sees one interface: resize, collect a tick's figures, health, the
+scheduling lag of the processes that run users, stop."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from bench_dsl.dsn import Dsn
 from bench_dsl.errors import BenchError
 from bench_dsl.metrics import Recorder, TxStats
 from bench_dsl.model import Scenario
+from bench_dsl.schedlag import LagProbe, Samples
 from bench_dsl.users import Health, UserPool
 from bench_dsl.workloads import Workload
 
@@ -49,6 +51,10 @@ class Fleet(Protocol):
 
     def health(self) -> Health: ...
 
+    def lag(self) -> dict[str, Samples]:
+        """The scheduling lag each process that runs users measured up to the last collect, by
+        process ("coordinator", "worker 1", ...): bench_dsl.schedlag's samples."""
+
     def cancel_in_flight(self) -> None: ...
 
     async def stop(self, grace: float = 5.0) -> dict[str, TxStats]:
@@ -62,6 +68,8 @@ class LocalFleet:
         self.recorder = Recorder(workload.names)
         self.pool = UserPool(dsn, workload, self.recorder, seed)
         self._health = self.pool.health()
+        self.probe = LagProbe()  # the users share this process's loop: its lag is theirs
+        self._lag: dict[str, Samples] = {}
 
     @property
     def active(self) -> int:
@@ -72,7 +80,7 @@ class LocalFleet:
         return 1
 
     async def start(self) -> None:
-        pass
+        self.probe.start()
 
     async def resize(self, n: int, wait: bool = True) -> None:
         try:
@@ -83,15 +91,20 @@ class LocalFleet:
     async def collect(self) -> dict[str, TxStats]:
         stats = self.recorder.swap()
         self._health = self.pool.health(sum(st.count for st in stats.values()))
+        self._lag = {"coordinator": self.probe.take()}
         return stats
 
     def health(self) -> Health:
         return self._health
 
+    def lag(self) -> dict[str, Samples]:
+        return self._lag
+
     def cancel_in_flight(self) -> None:
         self.pool.cancel_in_flight()
 
     async def stop(self, grace: float = 5.0) -> dict[str, TxStats]:
+        self.probe.stop()
         await self.pool.stop_all(grace)
         return self.recorder.swap()
 
@@ -122,6 +135,7 @@ class ProcessFleet:
         self.procs: list[_Proc] = []
         self._next_id = 0
         self._last_health = Health(0, 0.0, None, {})
+        self._last_lag: dict[str, Samples] = {}
 
     @property
     def active(self) -> int:
@@ -218,11 +232,13 @@ class ProcessFleet:
             for f in futs:  # the answer only updates `active`; a failure shows at the next collect
                 f.add_done_callback(lambda f: f.exception())
 
-    def _merge(self, replies: list[dict[str, Any]]) -> dict[str, TxStats]:
+    def _merge(self, replies: list[tuple[_Proc, dict[str, Any]]]) -> dict[str, TxStats]:
+        # named as bench_dsl.cpu names the client's processes (its workers by pid: started in order)
+        self._last_lag = {f"worker {p.index + 1}": r["lag"] for p, r in replies if r.get("lag")}
         out = {n: TxStats() for n in self.names}
         fails, idle, fatal, messages, executors = 0, float("inf"), None, {}, set()
         connected, refused, connect_error, never = 0, 0, None, 0
-        for r in replies:
+        for _, r in replies:
             for name, wire in r["tx"].items():
                 if wire["count"] or wire["errors"] or wire["retries"]:
                     out[name].merge(TxStats.from_wire(wire))
@@ -244,7 +260,7 @@ class ProcessFleet:
 
     async def collect(self) -> dict[str, TxStats]:
         results = await asyncio.gather(*(self._ask(p, {"op": "report"}) for p in self.procs), return_exceptions=True)
-        replies = [r for r in results if isinstance(r, dict)]
+        replies = [(p, r) for p, r in zip(self.procs, results, strict=True) if isinstance(r, dict)]
         failed = next((r for r in results if isinstance(r, BaseException)), None)
         if failed is None:
             return self._merge(replies)
@@ -256,6 +272,9 @@ class ProcessFleet:
     def health(self) -> Health:
         return self._last_health
 
+    def lag(self) -> dict[str, Samples]:
+        return self._last_lag
+
     def cancel_in_flight(self) -> None:
         for p in self.procs:
             self._send(p, {"op": "cancel"}).add_done_callback(lambda f: f.exception())
@@ -264,7 +283,7 @@ class ProcessFleet:
         live = [p for p in self.procs if not p.dead]
         results = await asyncio.gather(*(self._ask(p, {"op": "stop", "grace": grace}, timeout=grace + 5) for p in live),
                                        return_exceptions=True)
-        replies = [r for r in results if isinstance(r, dict)]
+        replies = [(p, r) for p, r in zip(live, results, strict=True) if isinstance(r, dict)]
         for p in self.procs:
             if p.proc.stdin is not None:
                 with contextlib.suppress(Exception):

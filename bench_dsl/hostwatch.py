@@ -9,7 +9,8 @@ counters (/proc/diskstats through psutil).
 Per disk, over the time between two readings: util (% of the time the device had I/O in flight,
 iostat's %util), iops (reads and writes completed per second) and await (ms a request took on
 average, queueing included). `busiest` is the device with the highest util. A scrape that fails is
-a warning and a gap in the figures, never the end of the run."""
+a warning and a gap in the figures, never the end of the run; a monitor that never answers at the
+start, when a condition needs it, is the scenario's error (bench_dsl.serverside)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ import psutil
 from prometheus_client.parser import text_string_to_metric_families
 
 SCRAPE_TIMEOUT = 2.0
+FIRST_TRIES = 3  # scrapes at the start, a second apart, before a monitor a condition needs is given up
 MAX_BODY = 16 << 20  # a node_exporter page is some 100 KB; this bounds a wrong URL's cost
 
 
@@ -134,14 +136,21 @@ class HostWatch:
         self._taken: Reading | None = None
         self._task: asyncio.Task[None] | None = None
         self._failing = False
+        self.last_error: str | None = None  # why the latest reading failed
 
     @property
     def active(self) -> bool:
         return self.source is not None
 
-    async def first(self) -> Reading | None:
-        """One reading now: the run checks it can read what its conditions need before it starts."""
-        self._latest = await self._read()
+    async def first(self, tries: int = 1) -> Reading | None:
+        """A reading now (up to `tries` attempts a second apart): the run checks it can read what
+        its conditions need before it starts. A failure is not warned of here: the caller says it."""
+        for attempt in range(tries):
+            if attempt:
+                await asyncio.sleep(1.0)
+            self._latest = await self._read(quiet=True)
+            if self._latest is not None:
+                break
         self._taken = self._latest
         return self._latest
 
@@ -170,7 +179,7 @@ class HostWatch:
                 self._latest = reading
             await asyncio.sleep(max(0.0, 1.0 - (time.monotonic() - t)))
 
-    async def _read(self) -> Reading | None:
+    async def _read(self, quiet: bool = False) -> Reading | None:
         try:
             if self.url is not None:
                 text = await asyncio.to_thread(_fetch, self.url)
@@ -178,7 +187,8 @@ class HostWatch:
             else:
                 reading = _local(self.device)
         except Exception as exc:
-            if not self._failing:  # said once; said again when it works again
+            self.last_error = f"{type(exc).__name__}: {exc}"
+            if not self._failing and not quiet:  # said once; said again when it works again
                 self.warn(f"could not read {self.url or '/proc/diskstats'}: {type(exc).__name__}: {exc}; "
                           "the host's figures have a gap")
             self._failing = True

@@ -28,6 +28,18 @@ NEAR = 0.8
 # be bench-dsl's own limit (saturation.limited_by = "client").
 CLIENT_SATURATED = 0.9
 
+# The client's scheduling lag (bench_dsl.schedlag), in ms, above which the climb's end is bench-dsl's
+# own limit too: the p90 of one process's wakeups over the step, by either probe (its event loop, or
+# a thread as its users' are). p90, not p99: a step gives some 40 samples a process, so its p99 is
+# its max, one hiccup. Measured on 2 cores, 16 users of point selects (docs/language.md), the worst
+# process's p90: under 1.2 ms on an idle machine and beside another run of the same load (single
+# wakeups up to 80 ms late); 96 to 190 ms with a CPU hog on each core. (On a machine overloaded by
+# other runs, load average 20, everything waits: 3 to 36 ms, the client's limit indeed.)
+CLIENT_LAG_MS = 10.0
+# A process's p90 is judged on this many samples of a probe at least (5 s of a step): a shorter
+# step's p90 is its max
+CLIENT_LAG_SAMPLES = 20
+
 # Stops that end the climb where it stands, as a fired stop condition does: the last complete step
 # is the saturation point and the run completed.
 CLIMB_ENDERS = ("stop_condition", "connections_refused", "users_not_connected")
@@ -289,12 +301,34 @@ class Judge:
 
     def client_limited(self, steps: list[dict[str, Any]]) -> str | None:
         """Why the climb's end is bench-dsl's own limit, if it is: at the step that ended it, the
-        client used more than CLIENT_SATURATED of the CPU its processes can use (a load generator
-        that saturates reports its own ceiling, not the server's)."""
-        if not steps or self.client_capacity_pct is None or self.saturation_users is None:
+        client used more than CLIENT_SATURATED of the CPU its processes can use, or one of its
+        processes waited for a core longer than CLIENT_LAG_MS (a load generator that saturates
+        reports its own ceiling, not the server's)."""
+        if not steps or self.saturation_users is None:
             return None
-        client = (steps[-1].get("cpu") or {}).get("client")
-        each = steps[-1].get("client_cpu_by_process") or {}
+        return self._client_cpu(steps[-1]) or self._client_lag(steps[-1])
+
+    def _client_lag(self, step: dict[str, Any]) -> str | None:
+        worst: tuple[float, str, str] | None = None
+        for name, probes in (step.get("client_lag_ms_by_process") or {}).items():
+            for probe, fig in probes.items():
+                if fig is None or fig["samples"] < CLIENT_LAG_SAMPLES or fig["p90"] <= CLIENT_LAG_MS:
+                    continue
+                if worst is None or fig["p90"] > worst[0]:
+                    worst = (fig["p90"], name, probe)
+        if worst is None:
+            return None
+        p90, name, probe = worst
+        what = "its event loop's timers ran" if probe == "loop" else "a thread of its woke"
+        return (f"bench-dsl itself was the limit: its {name} process waited for a core ({what} {p90:.0f} ms late "
+                f"at one wakeup in ten: client_lag_ms {probe} p90, over the bound of {CLIENT_LAG_MS:g} ms), "
+                f"so the server carries at least {self.saturation_users} users")
+
+    def _client_cpu(self, step: dict[str, Any]) -> str | None:
+        if self.client_capacity_pct is None:
+            return None
+        client = (step.get("cpu") or {}).get("client")
+        each = step.get("client_cpu_by_process") or {}
         busy = {name: pct for name, pct in each.items() if pct is not None and pct >= 100 * CLIENT_SATURATED}
         if busy:  # one process out of its core holds the others back, whatever the machine has left
             name, pct = max(busy.items(), key=lambda kv: kv[1])

@@ -30,6 +30,7 @@ from bench_dsl.fleet import Fleet, WorkerFailed
 from bench_dsl.judge import Judge, Verdict, expectations
 from bench_dsl.metrics import Aggregate, Tick
 from bench_dsl.planner import Phase, Plan
+from bench_dsl.schedlag import LagWindow
 from bench_dsl.scheduler import UsersScheduler
 from bench_dsl.signals import StopSignals
 from bench_dsl.stage import Stage
@@ -71,6 +72,8 @@ class Run:
         self.run_agg = Aggregate(self.names)
         self.step_agg = Aggregate(self.names)
         self.interval_agg = Aggregate(self.names)
+        # the client's scheduling lag beside them (fleet.lag): the judge reads the step's
+        self.lag_run, self.lag_step, self.lag_interval = LagWindow(), LagWindow(), LagWindow()
         self.interval_start = 0.0
         self.step_started = 0.0
         self.steps: list[dict[str, Any]] = []  # what the judge's saturation point counts
@@ -263,9 +266,11 @@ class Run:
         if new_step:
             self.judge.new_step()
             self.step_agg = Aggregate(self.names)
+            self.lag_step = LagWindow()
         self.publish(ev.Phase(ph.kind, ph.step, self.plan.steps, ph.users, ph.seconds, ph.users_end,
                               round(self.elapsed(), 3)))
         self.interval_agg = Aggregate(self.names)
+        self.lag_interval = LagWindow()
         self._phase_now = ph  # from here on, an error inside the phase keeps what it measured (_salvage)
         if new_step:
             await self.counters.begin_step()
@@ -288,9 +293,13 @@ class Run:
         tick.cpu = self.cpu.sample()
         self.server_side.fill(tick)
         self.interval_agg.add(tick)
+        lag = self.fleet.lag() if self.fleet is not None else {}
+        self.lag_interval.add(lag)
         if tick.measured:
             self.step_agg.add(tick)
             self.run_agg.add(tick)
+            self.lag_step.add(lag)
+            self.lag_run.add(lag)
             fired = self.judge.tick(tick, judging=self.stop_reason is None)
             if fired is not None:
                 self._fire(fired, ph)
@@ -330,11 +339,13 @@ class Run:
         if agg.ticks == 0:
             return
         row = {"type": "interval", "t": round(self.elapsed(), 3), "start_s": round(self.interval_start, 3),
-               "phase": ph.kind, "step": ph.step, "measured": ph.measured, **self._figures(agg)}  # users: those that ran
+               "phase": ph.kind, "step": ph.step, "measured": ph.measured, **self._figures(agg),  # users: those that ran
+               **self.lag_interval.to_json()}
         # for live displays: the step so far beside this interval (percentiles are not additive)
         so_far = self.step_agg.so_far() if ph.measured and self.step_agg.ticks else None
         self.publish(ev.Interval(row, so_far))
         self.interval_agg = Aggregate(self.names)
+        self.lag_interval = LagWindow()
         self.interval_start = self.elapsed()
         fired = self.judge.interval(ph, agg, self.step_agg, judging=self.stop_reason is None)
         if fired is not None:
@@ -350,7 +361,7 @@ class Run:
             server["nopm_client_vs_server_pct"] = round(100.0 * (summary["nopm"] - server["nopm"])  # type: ignore[operator]
                                                         / server["nopm"], 2) if server["nopm"] else None
         row = {"type": "step", "step": ph.step, "users": ph.users if ph.kind == "hold" else agg.users_max,
-               "complete": complete, "start_s": round(self.step_started, 3), **summary,
+               "complete": complete, "start_s": round(self.step_started, 3), **summary, **self.lag_step.to_json(),
                **({"statements": r} if (r := self.workload.rates(summary["tps"])) is not None else {}),
                "server": server, "conditions": [v.to_json() for v in verdicts], "histograms": agg.histograms()}
         self.steps.append(row)
@@ -367,7 +378,8 @@ class Run:
         if self.fleet is not None:
             self.executors.update(self.fleet.health().executors)
         self.publish(ev.Saturation(self.judge.saturation(self.stop_reason, self.steps)))
-        summary = self.run_agg.summary() | {"histograms": self.run_agg.histograms()} if self.run_agg.ticks else None
+        summary = self.run_agg.summary() | self.lag_run.to_json() | {"histograms": self.run_agg.histograms()} \
+            if self.run_agg.ticks else None
         self.publish(ev.Totals(summary, "+".join(sorted(self.executors)) or None, self.stop_reason, self.elapsed()))
 
     def _watch_target(self, ending: bool = False, hold_end: bool = False) -> None:
@@ -415,8 +427,9 @@ class Run:
         if self.exit_code == ExitCode.EXPECT_FAILED:
             for e in expect:
                 if not e["passed"]:
-                    self.log(f"expectation failed: {e['expect']} (measured {e['value']})", "error")
-        summary = self.run_agg.summary() if self.run_agg.ticks else None
+                    why = f": {e['reason']}" if e.get("reason") else ""
+                    self.log(f"expectation failed: {e['expect']} (measured {e['value']}){why}", "error")
+        summary = self.run_agg.summary() | self.lag_run.to_json() if self.run_agg.ticks else None
         report = self.workload.report(summary) if summary is not None else None
         for line in self.workload.report_lines(report) if report is not None else []:
             self.log(line)

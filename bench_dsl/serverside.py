@@ -10,7 +10,7 @@ from collections.abc import Callable
 from bench_dsl import model as m
 from bench_dsl.counters import STATUS_DEFAULT, ServerCounters, unknown_status
 from bench_dsl.dsn import Dsn
-from bench_dsl.hostwatch import HostWatch
+from bench_dsl.hostwatch import FIRST_TRIES, HostWatch
 from bench_dsl.metrics import Tick
 from bench_dsl.replication import Heartbeat
 from bench_dsl.server import connect
@@ -55,10 +55,19 @@ class ServerSide:
                 conn.close()
         self.host = HostWatch(url, data_dir if server_pid is not None else None, lambda msg: self.log(msg, "warning"))
         disk_conditions = [c for c in self._conditions() if c.metric.name in DISK_METRICS]
+        # with a monitor, the server's CPU and disks come from it alone (fill), on this machine too
+        needs = [c for c in self._conditions() if c.metric.name in DISK_METRICS
+                 or (c.metric.name == "cpu" and c.metric.source == "server")] if url is not None else []
         if self.host.active:
-            reading = await self.host.first()
+            reading = await self.host.first(tries=FIRST_TRIES if needs else 1)
             if url is not None and reading is None:
-                self.log(f"monitor {url}: no answer; the host's figures start when it answers", "warning")
+                if needs:  # a figure a condition needs that cannot be read at all: never a run that cannot stop
+                    self.log(f"{needs[0].text}: monitor {url} did not answer in {FIRST_TRIES} tries "
+                             f"({self.host.last_error}): the server host's figures cannot be read; start its "
+                             "node_exporter or correct the address", "error")
+                    return f"monitor {url} did not answer"
+                self.log(f"monitor {url}: no answer ({self.host.last_error}); the host's figures start when it "
+                         "answers", "warning")
         blind = [c for c in self._conditions() if c.metric.name == "cpu" and c.metric.source == "server"]
         if blind and server_pid is None and url is None:
             self.log(f"{blind[0].text}: the server's CPU cannot be read: it runs on another machine; give its host's "

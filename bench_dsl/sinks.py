@@ -283,7 +283,9 @@ class ConsoleSink:
                 "[bold red]saturated below the first step's users[/]"
             self.c.print(f"{head}  ({esc(sat['reason'])})")
         elif users is not None:
-            self.c.print(f"[bold]no stop condition fired; highest users that met every condition: {users}[/]")
+            # bench-dsl's own limit: the reason says so, and that the server carries at least as many
+            why = f"  ({esc(sat['reason'])})" if sat.get("limited_by") == "client" else ""
+            self.c.print(f"[bold]no stop condition fired; highest users that met every condition: {users}[/]{why}")
         s = d.get("summary")
         if s:
             lat = s["latency_ms"]
@@ -291,7 +293,8 @@ class ConsoleSink:
                          f"p95 {_ms(lat['p95']).strip()} ms, errors {s['errors']}")
         for e in d.get("expect") or []:
             mark = "[green]pass[/]" if e["passed"] else "[red]FAIL[/]"
-            self.c.print(f"expect {esc(e['expect'])}: {mark} (measured {e['value']})")
+            why = f": {esc(e['reason'])}" if e.get("reason") else ""
+            self.c.print(f"expect {esc(e['expect'])}: {mark} (measured {e['value']}){why}")
 
     def close(self) -> None:
         pass

@@ -8,13 +8,14 @@ on another machine under a distributed engine without the run noticing:
   {"op": "start", "id", "setup": <b64>}       {"op": "ready", "id", "pid"}
   {"op": "users", "id", "n", "wait", "hold"}  {"op": "users", "id", "active"}
   {"op": "go", "id"}                          {"op": "go", "id"}
-  {"op": "report", "id"}                      {"op": "report", "id", "active", "tx": {name: wire}, "health"}
+  {"op": "report", "id"}                      {"op": "report", "id", "active", "tx": {name: wire}, "health", "lag"}
   {"op": "cancel", "id"}                      {"op": "cancel", "id"}
-  {"op": "stop", "id", "grace"}               {"op": "stop", "id", "active": 0, "tx", "health"}, then exit
+  {"op": "stop", "id", "grace"}               {"op": "stop", "id", "active": 0, "tx", "health", "lag"}, then exit
 
 "hold": the new users connect but start no transaction before "go", which the coordinator sends
 once every worker has answered "users": all of a step's users connect before any of them loads the
-server. `setup` is the pickled (workload spec, setup steps, seed, Dsn, worker index, worker count): what
+server. `lag` is the process's scheduling lag since the last report (bench_dsl.schedlag: probe ->
+oversleeps in ms). `setup` is the pickled (workload spec, setup steps, seed, Dsn, worker index, worker count): what
 the worker needs to build the workload, not the whole scenario. `wire` is TxStats.to_wire(): counts
 and HdrHistogram's compressed encoding, merged exactly by the coordinator. A worker whose stdin closes
 (the coordinator died) stops its users and exits: it never outlives the run.
@@ -34,13 +35,15 @@ from dataclasses import asdict
 from typing import Any
 
 from bench_dsl.metrics import Recorder
+from bench_dsl.schedlag import LagProbe
 from bench_dsl.users import UserPool
 from bench_dsl.workloads import build_workload
 
 
 class Worker:
-    def __init__(self, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, writer: asyncio.StreamWriter, probe: LagProbe) -> None:
         self.writer = writer
+        self.probe = probe
         self.pool: UserPool | None = None
         self.recorder: Recorder | None = None
         self.tasks: set[asyncio.Task[None]] = set()
@@ -54,7 +57,8 @@ class Worker:
         stats = self.recorder.swap()
         health = self.pool.health(sum(st.count for st in stats.values()))
         tx = {name: st.to_wire() for name, st in stats.items()}
-        return {"op": op, "id": mid, "active": self.pool.active, "tx": tx, "health": asdict(health)}
+        return {"op": op, "id": mid, "active": self.pool.active, "tx": tx, "health": asdict(health),
+                "lag": self.probe.take()}
 
     async def handle(self, msg: dict[str, Any]) -> None:
         """One request. Answers that take time (users, stop) are sent by tasks."""
@@ -105,7 +109,9 @@ async def serve() -> None:
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
     transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, sys.stdout)
     writer = asyncio.StreamWriter(transport, protocol, reader, loop)
-    worker = Worker(writer)
+    probe = LagProbe()
+    probe.start(loop)
+    worker = Worker(writer, probe)
     finished = asyncio.create_task(worker.finished.wait())
     try:
         while True:
@@ -120,6 +126,7 @@ async def serve() -> None:
             await worker.handle(json.loads(line))
             await writer.drain()
     finally:
+        probe.stop()
         if worker.pool is not None:
             await worker.pool.stop_all(1.0)
         try:

@@ -29,7 +29,10 @@ class FakeFleet:
     second: float | None = None
     connectable: int | None = None  # users that get a connection; the others stay connecting
     delays: list[float] = field(default_factory=list)
+    # each collect's scheduling lag, by process: bench_dsl.schedlag's samples (none: not measured)
+    lags: Callable[[], dict[str, dict[str, list[float]]]] = dict
     _swapped: float | None = None
+    _lag: dict[str, dict[str, list[float]]] = field(default_factory=dict)
 
     async def start(self) -> None:
         pass
@@ -58,7 +61,11 @@ class FakeFleet:
             st.count, st.queries, st.total_us = n, n, int(ms * 1000) * n
             st.errors.update(self.errors.get(name, {}))
             out[name] = st
+        self._lag = self.lags()
         return out
+
+    def lag(self) -> dict[str, dict[str, list[float]]]:
+        return self._lag
 
     def health(self) -> Health:
         connected = self.active if self.connectable is None else min(self.active, self.connectable)

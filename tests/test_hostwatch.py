@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,8 +14,7 @@ import pytest
 from bench_dsl.hostwatch import device_of, difference, parse_node_exporter
 
 from .conftest import BENCH, ROOT, run_bench
-
-EXPORTER = shutil.which("prometheus-node-exporter") or "/usr/bin/prometheus-node-exporter"
+from .exporter import free_port, node_exporter
 
 PAGE = """# HELP node_cpu_seconds_total Seconds the CPUs spent in each mode.
 # TYPE node_cpu_seconds_total counter
@@ -60,32 +56,10 @@ def test_the_disk_of_a_directory() -> None:
     assert device_of("/definitely/not/there") is None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def exporter() -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    port = _free_port()
-    proc = subprocess.Popen([EXPORTER, f"--web.listen-address=127.0.0.1:{port}", "--collector.disable-defaults",
-                             "--collector.cpu", "--collector.diskstats"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/metrics"
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                break
-        except OSError:
-            time.sleep(0.05)
-    try:
-        yield proc, url
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-            proc.wait(timeout=10)
+    with node_exporter() as running:
+        yield running
 
 
 WRITES = """
@@ -224,3 +198,37 @@ def test_cpu_of_a_server_on_another_machine_without_a_monitor_is_refused_at_star
         assert json.loads(out.read_text())["prepare"] is None
     finally:
         proxy.close()
+
+
+NOBODY = """scenario "unwatched" {
+  target env("BENCH_DSN")
+  monitor env("BENCH_MONITOR")
+  workload custom { transaction one { query "SELECT 1" } }
+  users 1
+  duration 2s
+  %s
+}"""
+
+
+@pytest.mark.slow
+def test_a_monitor_that_never_answers_is_refused_at_start_when_a_condition_needs_it(dsn_url: str,
+                                                                                     tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{free_port()}/metrics"  # nothing listens there
+    f = tmp_path / "n.bench"
+    f.write_text(NOBODY % "stop when { cpu(server) > 80% }")
+    out = tmp_path / "n.json"
+    r = run_bench("run", str(f), "--headless", "--json", str(out), env={"BENCH_MONITOR": url})
+    assert r.returncode == 2, r.stderr
+    assert f"cpu(server) > 80%: monitor {url} did not answer in 3 tries" in r.stderr
+    assert "Connection refused" in r.stderr and "node_exporter" in r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["status"] == "scenario_error" and doc["prepare"] is None and not doc["intervals"]
+    assert f"monitor {url} did not answer" in doc["stop"]["message"]
+
+    # without a condition on its figures, the same monitor is a warning: the run goes on with gaps
+    f.write_text(NOBODY % "")
+    r = run_bench("run", str(f), "--headless", "--json", str(out), env={"BENCH_MONITOR": url})
+    assert r.returncode == 0, r.stderr
+    assert f"monitor {url}: no answer" in r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["status"] == "completed" and all(i["cpu"]["server"] is None for i in doc["intervals"])

@@ -191,6 +191,44 @@ async def test_a_climb_ended_by_the_clients_own_limit_says_so(client: float, wor
         assert sat["limited_by"] is None and expect["passed"] and run.exit_code == 0
 
 
+@pytest.mark.parametrize(("late_ms", "per_collect", "limited"), [
+    (40.0, 12, "worker 2 process waited for a core (a thread of its woke 40 ms late"),
+    (4.0, 12, None),  # under the bound
+    (40.0, 4, None),  # over it, but on too few samples to tell a p90 from one hiccup
+])
+async def test_a_climb_ended_while_the_client_lagged_is_the_clients_own_limit(
+        late_ms: float, per_collect: int, limited: str | None, tmp_path: Path) -> None:
+    sc = scenario(tmp_path, "ramp step { start 1 users step x2 settle 1s hold 2s max 32 users }\n"
+                            "stop when { tps plateau 10% }\nexpect { saturation >= 2 users }")
+    sink = Events()
+    run = Run(sc, plan(sc), [sink])
+    run.scheduler.second = SECOND
+    run.judge.client_capacity_pct = 100.0
+    run.t0 = 1.0
+    run.publish(ev.Begin("test", "now", {"name": sc.name}, {}))
+    # worker 2's thread wakes `late_ms` late at one wakeup in four; its loop and worker 1 are on time
+    lags = {"worker 1": {"loop": [0.3] * per_collect, "thread": [0.2] * per_collect},
+            "worker 2": {"loop": [0.4] * per_collect,
+                         "thread": [late_ms if i % 4 == 0 else 0.2 for i in range(per_collect)]}}
+    fleet = FakeFleet(flat_after(4), lags=lambda: lags)
+    cpu = FakeCpu(client=lambda: 20.0, processes=lambda: {"coordinator": 1.0, "worker 1": 20.0, "worker 2": 20.0})
+    await run.measure(fleet, cpu)  # type: ignore[arg-type]
+    run.finish()
+    doc = sink.document.doc
+    sat = doc["saturation"]
+    last = doc["steps"][-1]
+    assert last["client_lag_ms"]["thread"]["max"] == late_ms and last["client_lag_ms"]["loop"]["max"] == 0.4
+    assert last["client_lag_ms_by_process"]["worker 2"]["thread"]["samples"] == 2 * per_collect  # the hold's 2 s
+    assert all("client_lag_ms" in i for i in doc["intervals"]) and "client_lag_ms" in doc["summary"]
+    (expect,) = doc["expect"]
+    if limited:
+        assert sat["limited_by"] == "client" and limited in sat["reason"] and "at least 4 users" in sat["reason"]
+        assert "over the bound of 10 ms" in sat["reason"]
+        assert not expect["passed"] and limited in expect["reason"] and run.exit_code == 3
+    else:
+        assert sat["limited_by"] is None and expect["passed"] and run.exit_code == 0
+
+
 async def test_errors_reach_the_document_by_code(tmp_path: Path) -> None:
     sc = scenario(tmp_path, "users 2  duration 3s  report every 1s", txs=("read", "write"))
     sink = Events()

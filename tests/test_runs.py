@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -18,6 +19,7 @@ from bench_dsl.planner import plan
 from bench_dsl.validate import load
 
 from .conftest import BENCH, ROOT, default_signals, run_bench
+from .exporter import node_exporter
 
 pytestmark = pytest.mark.slow
 
@@ -50,10 +52,15 @@ def test_every_shipped_file_runs(path: Path, dsn_url: str, tmp_path: Path) -> No
         study = ["--repeat", "1", *(a for k, v in sc.study.configurations[0].values for a in ("--only", f"{k}={v}"))]
     # the studies' own durations (5-minute holds) shrunk to some 10 s a file; every phase lasts 1 s at least
     scale = min(0.05, 10.0 / plan(sc, 1.0, 2).seconds)
-    r = run_bench("run", str(path), "--headless", "--json", str(out), "--time-scale", f"{scale:.4f}", "--max-steps", "2",
-                  *_defines(path), *study, env={"BENCH_SSD_DIR": str(tmp_path), "BENCH_HDD_DIR": "/var/tmp",
-                                                # the server is its own replica (no lag); no exporter answers
-                                                "BENCH_REPLICA_DSN": dsn_url, "BENCH_MONITOR": "http://127.0.0.1:9/metrics"})
+    with contextlib.ExitStack() as stack:
+        # a monitor is a real node_exporter on this machine: one that never answers is refused at the start
+        # when a condition needs it (tests/test_hostwatch.py)
+        monitor = stack.enter_context(node_exporter())[1] if sc.monitor is not None else ""
+        r = run_bench("run", str(path), "--headless", "--json", str(out), "--time-scale", f"{scale:.4f}",
+                      "--max-steps", "2", *_defines(path), *study,
+                      env={"BENCH_SSD_DIR": str(tmp_path), "BENCH_HDD_DIR": "/var/tmp",
+                           # the server is its own replica (no lag)
+                           "BENCH_REPLICA_DSN": dsn_url, "BENCH_MONITOR": monitor})
     assert r.returncode in (0, 3), r.stderr
     if sc.study is not None:
         (out,) = (tmp_path / "r").glob("c1-*/repeat-1.json")

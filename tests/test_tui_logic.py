@@ -3,6 +3,7 @@ states, the log, and the renderables as text. Fed by a recorded run (tests/fixtu
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -213,6 +214,22 @@ def test_verdict_says_where_it_stopped_and_where_the_results_are() -> None:
     assert "results results/four-locks.json" in text and "press q or Enter to leave" in text
     qs = text_of(render.verdict(fold(events(QUICKSTART)), None, waiting_for_key=False))
     assert "No stop condition fired: 8 users met every condition" in qs and "press q" not in qs
+
+
+def test_verdict_of_a_climb_the_client_limited_says_at_least_and_why() -> None:
+    evs = events()
+    fin = evs[-1]
+    assert isinstance(fin, ev.Finished)
+    why = ("bench-dsl itself was the limit: its worker 1 process waited for a core (a thread of its woke 96 ms late "
+           "at one wakeup in ten: client_lag_ms thread p90, over the bound of 10 ms), so the server carries at least 16 users")
+    sat = {**fin.saturation, "limited_by": "client", "reason": f"stopped by: p90(locked) > 200ms; {why}"}
+    expect = [{"expect": "saturation >= 8 users", "value": 16.0, "limit": 8, "unit": "users", "passed": False,
+               "reason": why}]
+    st = fold([*evs[:-1], dataclasses.replace(fin, saturation=sat, expect=expect)])
+    text = text_of(render.verdict(st, None, waiting_for_key=False), 400)
+    assert "Saturation point: at least 16 users (step 5" in text
+    assert "\n" + why in text  # the judge's words on a line of their own
+    assert f"expect saturation >= 8 users  FAIL (measured 16.0): {why}" in text
 
 
 def test_figures_show_the_last_second() -> None:

@@ -341,9 +341,10 @@ def verdict(st: LiveState, results: Path | None, waiting_for_key: bool) -> Rende
     users, step = sat.get("users"), sat.get("step")
     lines: list[Text] = []
     head = Text()
+    client = sat.get("limited_by") == "client"  # bench-dsl's own limit: the server carries at least that
     if sat.get("saturated"):
         if users is not None:
-            head.append(f"Saturation point: {users} users", "bold bright_green")
+            head.append(f"Saturation point: {'at least ' if client else ''}{users} users", "bold bright_green")
             head.append(f" (step {step}, the last step that met every condition)", DIM)
         else:
             head.append("Saturated below the first step's users", "bold red")
@@ -385,6 +386,10 @@ def verdict(st: LiveState, results: Path | None, waiting_for_key: bool) -> Rende
     else:
         why.append("the run went through every step of its plan", DIM)
     lines.append(why)
+    if client:  # the judge's own words: CPU or scheduling lag, with the figure
+        reason = str(sat.get("reason") or "")
+        lines.append(Text(reason[reason.find("bench-dsl itself"):] if "bench-dsl itself" in reason else reason,
+                          "bold yellow"))
     summary = fin.get("summary")
     if summary:
         lat = summary.get("latency_ms") or {}
@@ -396,6 +401,8 @@ def verdict(st: LiveState, results: Path | None, waiting_for_key: bool) -> Rende
         t.append(str(e.get("expect")))
         t.append("  pass" if e.get("passed") else "  FAIL", "bold green" if e.get("passed") else "bold red")
         t.append(f" (measured {e.get('value')})", DIM)
+        if e.get("reason"):
+            t.append(f": {e['reason']}", "red")
         lines.append(t)
     res = Text("results ", DIM)
     res.append(str(results) if results is not None else "not written (no JSON output)", "bold")
