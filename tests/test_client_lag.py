@@ -1,8 +1,9 @@
 """The client's scheduling lag in real runs against the session's server: a run whose worker
 processes must share both cores with CPU hogs records the lag and says the climb was the client's
 limit; the same run without them stays under the bound. Other loads on the machine only add lag:
-they cannot make the first test fail; the second is skipped, saying so, when a probe beside the run
-shows the machine itself short of cores (then the client was indeed the limit)."""
+they cannot make the first test fail; the second holds the run under the bound only when a probe
+beside it shows the machine had cores to spare (otherwise the client was indeed the limit, and the
+verdict must say so)."""
 
 from __future__ import annotations
 
@@ -140,12 +141,15 @@ def test_a_client_with_cores_to_spare_stays_under_the_bound(dsn_url: str, tmp_pa
     (step,) = doc["steps"]
     # the processes named as their CPU is
     assert set(step["client_lag_ms_by_process"]) == set(step["client_cpu_by_process"]) - {"coordinator"}
-    machine = max(percentile(v, 90) for v in beside.values() if v)
-    if machine > 2.0:  # an idle process's p90 is some 0.1 to 0.5 ms on a quiet machine
-        # other loads on the machine starved every process, ours too: then the client was the limit
-        # indeed, and this test cannot tell a lag of bench-dsl's own making from the machine's
-        pytest.skip(f"the machine was short of cores: a probe beside the run woke {machine:.0f} ms late (p90)")
-    assert _worst_p90(step) < CLIENT_LAG_MS, step["client_lag_ms_by_process"]
-    assert r.returncode == 0, r.stderr
-    assert doc["saturation"]["limited_by"] is None and doc["expect"][0]["passed"]
     assert doc["summary"]["client_lag_ms"]["loop"]["samples"] >= 40  # 2 processes, 8 s, 4 a second less the late
+    # whatever the machine gave the run, the verdict follows the figure
+    over = _worst_p90(step) >= CLIENT_LAG_MS
+    assert ("waited for a core" in (doc["saturation"].get("reason") or "")) == over, doc["saturation"]
+    machine = max(percentile(v, 90) for v in beside.values() if v)
+    if machine <= 2.0:  # an idle process's p90 is some 0.1 to 0.5 ms on a quiet machine
+        # with cores to spare, bench-dsl's own processes do not lag: the climb was not the client's
+        assert not over, step["client_lag_ms_by_process"]
+        assert r.returncode == 0, r.stderr
+        assert doc["saturation"]["limited_by"] is None and doc["expect"][0]["passed"]
+    # else other loads starved every process, ours too: then the client was the limit indeed, and
+    # only the agreement of the verdict with the figure can be held (above)

@@ -210,13 +210,15 @@ def test_a_missing_ca_file_is_a_bad_scenario_naming_the_option(tls_server: TlsSe
     assert tls_server.server.dsn is not None and tls_server.server.dsn.password not in err
 
 
-def test_tls_options_on_a_server_without_tls_say_so(server: tuple[Dsn, EmbeddedServer | None],
-                                                    dsn_url: str, tmp_path: Path) -> None:
-    """The session's server has no certificate (unless BENCH_DSN names one that has)."""
-    dsn, _ = server
-    if asyncio.run(_has_tls(dsn)):
-        pytest.skip("the session's server has TLS")
-    code, err, _ = _run(tmp_path, dsn_url.split("?")[0] + "?ssl-mode=REQUIRED", EXECUTORS["asyncmy"])
+def test_tls_options_on_a_server_without_tls_say_so(tmp_path: Path) -> None:
+    """A throwaway server started without a certificate, whatever BENCH_DSN names."""
+    srv = EmbeddedServer()
+    dsn = asyncio.run(srv.start())
+    try:
+        assert not asyncio.run(_has_tls(dsn))
+        code, err, _ = _run(tmp_path, srv.url() + "?ssl-mode=REQUIRED", EXECUTORS["asyncmy"])
+    finally:
+        srv.stop()
     assert code == 4, err
     assert "TLS handshake failed" in err and "have_ssl" in err
 
