@@ -3,13 +3,14 @@ Program its users' threads run, and one virtual user (`NativeUser`) whose connec
 statements and transaction loop are _native.User's, on a thread of its own.
 
 Connecting (libmariadb, with the address's TLS and compression options) and running both block,
-so each runs on a new daemon thread while the event loop awaits its outcome. Everything rare comes
+so each runs on the user's own thread while the event loop awaits its outcome. Everything rare comes
 back here: an error reply, a lost connection, the end; users.py applies the error policy, the same
 one as for statements sent through asyncmy."""
 
 from __future__ import annotations
 
 import asyncio
+import queue
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -62,8 +63,11 @@ class NativeUser:
         assert native.compiled is not None
         self.core = native.compiled.User(prog, counts, seed & (1 << 64) - 1, connect_options)
         self._lock = threading.Lock()
-        self._busy = False  # a thread is in the core
+        self._busy = False  # the thread is in the core
         self._closing = False
+        self._calls: queue.SimpleQueue[tuple[Callable[[], Any], asyncio.Future[Any], asyncio.AbstractEventLoop] | None] \
+            = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
 
     @property
     def stop(self) -> bool:
@@ -100,23 +104,40 @@ class NativeUser:
         return await self._on_thread(lambda: self.core.run(retry))
 
     def close(self) -> None:
-        """Close the connection now, or, while a thread is in a call, wake it and close once it is out."""
+        """Close the connection now, or, while the thread is in a call, wake it and close once it is out."""
         with self._lock:
+            self._closing = True
             if self._busy:
-                self._closing = True
                 self.core.interrupt()
                 return
         self.core.close()
+        self._calls.put(None)  # the thread, if any, ends
 
-    def _on_thread(self, call: Callable[[], T]) -> asyncio.Future[T]:
+    async def _on_thread(self, call: Callable[[], T]) -> T:
+        """`call` on the user's own thread, started at its first call and kept: a thread started per
+        call made the event loop wait for each start (Thread.start waits until the new thread runs),
+        which, for hundreds of users starting at once beside a busy server, held the worker's loop
+        for seconds (a report unanswered for 10 s at 256 users)."""
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[T] = loop.create_future()
         with self._lock:
             if self._closing:
                 raise RuntimeError("the user is closing")
             self._busy = True
+        self._calls.put((call, fut, loop))
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._serve, name="bench-user", daemon=True)
+            try:
+                await loop.run_in_executor(None, self._thread.start)  # its wait off the event loop
+            except BaseException:
+                with self._lock:
+                    self._busy = False
+                raise
+        return await fut
 
-        def work() -> None:
+    def _serve(self) -> None:
+        while (item := self._calls.get()) is not None:
+            call, fut, loop = item
             try:
                 result = call()
             except BaseException as exc:
@@ -127,16 +148,9 @@ class NativeUser:
                 with self._lock:
                     self._busy = False
                     closing = self._closing
-                if closing:
-                    self.core.close()
-
-        try:
-            threading.Thread(target=work, name="bench-user", daemon=True).start()
-        except BaseException:
-            with self._lock:
-                self._busy = False
-            raise
-        return fut
+            if closing:
+                self.core.close()
+                return
 
 
 def _call_soon(loop: asyncio.AbstractEventLoop, fn: Callable[..., None], *args: object) -> None:
