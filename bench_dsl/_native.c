@@ -888,7 +888,7 @@ typedef struct {
     pthread_mutex_t mu;      /* guards mysql against interrupt() while it is replaced */
     long long tx, attempt, completed, t0;
     /* the connection's options */
-    char *host, *user, *password, *database, *unix_socket, *ssl_mode, *ssl_ca, *ssl_cert, *ssl_key;
+    char *host, *user, *password, *database, *unix_socket, *ssl_mode, *ssl_ca, *ssl_cert, *ssl_key, *charset;
     unsigned int port, connect_timeout;
     int compress;
 } User;
@@ -982,6 +982,7 @@ static int User_init(User *self, PyObject *args, PyObject *kwds) {
         text_option(options, "unix_socket", &self->unix_socket) < 0 ||
         text_option(options, "ssl_mode", &self->ssl_mode) < 0 || text_option(options, "ssl_ca", &self->ssl_ca) < 0 ||
         text_option(options, "ssl_cert", &self->ssl_cert) < 0 || text_option(options, "ssl_key", &self->ssl_key) < 0 ||
+        text_option(options, "charset", &self->charset) < 0 ||
         int_option(options, "port", &self->port, 3306) < 0 ||
         int_option(options, "connect_timeout", &self->connect_timeout, 10) < 0)
         return -1;
@@ -1015,7 +1016,7 @@ static void User_dealloc(User *self) {
     PyMem_RawFree(self->bound_ok);
     PyMem_RawFree(self->slots);
     char **texts[] = {&self->host, &self->user, &self->password, &self->database, &self->unix_socket,
-                      &self->ssl_mode, &self->ssl_ca, &self->ssl_cert, &self->ssl_key};
+                      &self->ssl_mode, &self->ssl_ca, &self->ssl_cert, &self->ssl_key, &self->charset};
     for (size_t k = 0; k < sizeof(texts) / sizeof(texts[0]); k++) free_text(texts[k]);
     Py_CLEAR(self->program);
     Py_CLEAR(self->counts);
@@ -1058,7 +1059,7 @@ static int user_connect(User *self, unsigned int *code, char *message) {
     if (m == NULL) { *code = CR_OUT_OF_MEMORY; keep(message, "out of memory for a connection"); return OUT_ERROR; }
     unsigned int timeout = self->connect_timeout;
     mysql_optionsv(m, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
-    mysql_optionsv(m, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+    if (self->charset != NULL) mysql_optionsv(m, MYSQL_SET_CHARSET_NAME, self->charset);
     if (self->compress) mysql_optionsv(m, MYSQL_OPT_COMPRESS, NULL);
     set_tls(self, m);
     const char *host = self->unix_socket ? "localhost" : self->host;

@@ -120,7 +120,7 @@ class UserPool:
         description = workload.statements() if native.raw_executor else None
         # one Program for the process's users: its sequences are shared, as the driver path's are
         self.program = None if description is None else executor.program(description, workload.weights)
-        self.options = executor.options(dsn, CONNECT_TIMEOUT)
+        self.options = executor.options(dsn, CONNECT_TIMEOUT, description)
         self._gate: asyncio.Event | None = None  # the held users' (resize(hold=True)) until release()
         self._connecting = asyncio.Semaphore(max(4, CONNECTING // stride))
         allow_many_connections()

@@ -404,3 +404,26 @@ def test_the_c_counts_and_the_fallback_count_alike() -> None:
             counts.ok(*call)
     assert c.take() == py.take()
     assert c.take() == py.take() == [({}, 0)] * 3
+
+
+async def test_text_beyond_ascii_is_sent_as_utf8mb4(db: Dsn) -> None:
+    """ASCII-only workloads keep libmariadb's default character set, as sysbench does; a value or a
+    statement beyond ASCII makes the connection utf8mb4, and the server stores what was meant."""
+    conn = await connect(db, db.database)
+    try:
+        async with conn.cursor() as cur:
+            await cur.execute("CREATE OR REPLACE TABLE ex_text (n INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(20)) "
+                              "CHARACTER SET utf8mb4")
+    finally:
+        conn.close()
+    tx = Transactions((_one("INSERT INTO ex_text (v) VALUES (?)", Draw("choice", ("héllo", "日本"))),))
+    assert executor.charset(tx) == "utf8mb4"
+    assert executor.charset(Transactions((_one("SELECT ?", Draw("const", ("plain",))),))) is None
+    u = NativeUser(executor.program(tx, (1.0,)), new_counts(1), 3, executor.options(db, 10, tx))
+    try:
+        assert (await u.connect())[0] == 0
+        await _run_for(u, 0.3)
+    finally:
+        u.close()
+    assert await _scalar(db, "SELECT COUNT(*) FROM ex_text WHERE v NOT IN ('héllo', '日本')") == 0
+    assert int(await _scalar(db, "SELECT COUNT(*) FROM ex_text")) > 5  # type: ignore[arg-type]
