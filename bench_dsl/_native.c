@@ -866,10 +866,11 @@ enum { OUT_OK = 0, OUT_STOPPED = 0, OUT_ERROR = 1, OUT_LOST = 2, OUT_DOUBT = 3, 
 
 typedef struct {
     long long i;
+    int32_t i32;
     double d;
     unsigned long len;
-    VType t;
-    const void *buffer;      /* what it was last bound to */
+    int type;                /* the MYSQL_TYPE_ it was last bound as (0 before the first) */
+    const void *buffer;      /* and where from */
 } Bound;
 
 typedef struct {
@@ -1102,24 +1103,37 @@ static unsigned int execute(User *self, int si, const Exec *e) {
     for (int k = 0; k < e->nparams; k++) {
         const Slot *s = &self->slots[e->params[k].draw];
         Bound *x = &bd[k];
-        const void *buffer;
+        const void *buffer = NULL;
+        int type = MYSQL_TYPE_NULL;
         switch (s->t) {
-        case V_INT: x->i = s->i + e->params[k].plus; buffer = &x->i; break;
-        case V_REAL: x->d = s->d + (double)e->params[k].plus; buffer = &x->d; break;
-        case V_TEXT: x->len = (unsigned long)s->len; buffer = s->buf; break;
-        default: buffer = NULL;
+        case V_INT: {
+            long long v = s->i + e->params[k].plus;
+            if (v >= INT32_MIN && v <= INT32_MAX) {
+                /* a key as sysbench binds it (MYSQL_TYPE_LONG): 4 bytes, not 8 */
+                x->i32 = (int32_t)v;
+                buffer = &x->i32;
+                type = MYSQL_TYPE_LONG;
+            } else {
+                x->i = v;
+                buffer = &x->i;
+                type = MYSQL_TYPE_LONGLONG;
+            }
+            break;
         }
-        if (s->t != x->t || buffer != x->buffer) {
+        case V_REAL: x->d = s->d + (double)e->params[k].plus; buffer = &x->d; type = MYSQL_TYPE_DOUBLE; break;
+        case V_TEXT: x->len = (unsigned long)s->len; buffer = s->buf; type = MYSQL_TYPE_STRING; break;
+        default: break;
+        }
+        if (type != x->type || buffer != x->buffer) {
             rebind = 1;
-            x->t = s->t;
+            x->type = type;
             x->buffer = buffer;
             memset(&b[k], 0, sizeof(MYSQL_BIND));
             b[k].buffer = (void *)buffer;
-            switch (s->t) {
-            case V_INT: b[k].buffer_type = MYSQL_TYPE_LONGLONG; break;
-            case V_REAL: b[k].buffer_type = MYSQL_TYPE_DOUBLE; break;
-            case V_TEXT: b[k].buffer_type = MYSQL_TYPE_STRING; b[k].length = &x->len; b[k].buffer_length = s->cap; break;
-            default: b[k].buffer_type = MYSQL_TYPE_NULL;
+            b[k].buffer_type = (enum enum_field_types)type;
+            if (type == MYSQL_TYPE_STRING) {
+                b[k].length = &x->len;
+                b[k].buffer_length = s->cap;
             }
         }
     }

@@ -179,7 +179,7 @@ def condition(c: Checker, node: ast.Condition, txs: tuple[str, ...], ramp: m.Ram
 
     if node.kind in ("plateau", "kink") and expect:
         c.error(f"{node.kind} compares steps while the run goes: it belongs in 'stop when'", node.span,
-                f"move it into stop when {{ ... }}; expect judges the whole run: e.g. saturation >= 32 users")
+                "move it into stop when { ... }; expect judges the whole run: e.g. saturation >= 32 users")
         return None
     if node.kind in ("plateau", "kink") and ramp is not None and not isinstance(ramp, m.StepRamp):
         c.error(f"{node.kind} compares one step with the one before: it needs 'ramp step'", node.span,
