@@ -667,7 +667,7 @@ static int int_item(PyObject *seq, Py_ssize_t k, long long *out) {
     return *out == -1 && PyErr_Occurred() ? -1 : 0;
 }
 
-static int parse_exec(Program *p, PyObject *o, int tables, Exec *e, int step_first, int step_ndraws) {
+static int parse_exec(Program *p, PyObject *o, int tables, Exec *e) {
     /* (statements per table, ((slot, plus), ...)) */
     PyObject *stmts = NULL, *params = NULL;
     if (!PyArg_ParseTuple(o, "OO", &stmts, &params)) return -1;
@@ -700,8 +700,6 @@ static int parse_exec(Program *p, PyObject *o, int tables, Exec *e, int step_fir
         e->params[k].draw = (int)slot;
         e->params[k].plus = plus;
     }
-    (void)step_first;
-    (void)step_ndraws;
     return 0;
 }
 
@@ -806,7 +804,7 @@ static int Program_init(Program *self, PyObject *args, PyObject *kwds) {
                 PyObject *eo = PySequence_GetItem(execs, k);
                 if (eo == NULL) goto fail;
                 st->nexecs = (int)k + 1;
-                int rc = parse_exec(self, eo, tables, &st->execs[k], 0, st->ndraws);
+                int rc = parse_exec(self, eo, tables, &st->execs[k]);
                 Py_DECREF(eo);
                 if (rc < 0) goto fail;
             }

@@ -63,9 +63,8 @@ def options(dsn: Dsn, timeout: float, description: Transactions | None = None) -
     character set the description's text needs."""
     return {"charset": None if description is None else charset(description),"host": dsn.host, "port": dsn.port, "user": dsn.user, "password": dsn.password,
             "database": dsn.database, "unix_socket": dsn.socket, "connect_timeout": max(1, round(timeout)),
-            "ssl_mode": getattr(dsn, "ssl_mode", None), "ssl_ca": getattr(dsn, "ssl_ca", None),
-            "ssl_cert": getattr(dsn, "ssl_cert", None), "ssl_key": getattr(dsn, "ssl_key", None),
-            "compress": int(bool(getattr(dsn, "compress", False)))}
+            "ssl_mode": dsn.ssl_mode, "ssl_ca": dsn.ssl_ca, "ssl_cert": dsn.ssl_cert, "ssl_key": dsn.ssl_key,
+            "compress": int(dsn.compress)}
 
 
 class NativeUser:

@@ -231,19 +231,13 @@ class _SysbenchSession(Session):
         # sysbench.rand.uniform(1, tables); randint is the slow path of random
         return 1 if self.tables == 1 else 1 + int(self.rng.random() * self.tables)
 
-    def _in_transaction(self) -> bool:
-        return in_transaction(self.spec)
-
-    def _groups(self) -> list[tuple[str, int]]:
-        return groups(self.spec)
-
     def _plan(self, tx: int = 0) -> list[tuple[tuple[str, int], tuple[int | str, ...]]]:
         """One transaction's statements ((statement, table), parameters), BEGIN and COMMIT aside.
         `tx` is always 0 (one transaction type): the driver path's plan, drawn in Python."""
         get_id = self.get_id
         size = self.spec.range_size
         out: list[tuple[tuple[str, int], tuple[int | str, ...]]] = []
-        for key, count in self._groups():
+        for key, count in groups(self.spec):
             t = self._table()
             for _ in range(count):
                 if key in ("point_selects", "index_updates"):
@@ -267,7 +261,7 @@ class _SysbenchSession(Session):
                 st = self.points[t] = await self._stmt(conn, "point_selects", t)
             await st.execute((self.get_id(),))
             return 1
-        trx = self._in_transaction()
+        trx = in_transaction(self.spec)
         plan = self._plan()
         if trx:
             await conn.begin()
