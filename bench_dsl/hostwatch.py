@@ -15,7 +15,6 @@ start, when a condition needs it, is the scenario's error (bench_dsl.serverside)
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import time
 import urllib.request
@@ -25,6 +24,8 @@ from typing import Any
 
 import psutil
 from prometheus_client.parser import text_string_to_metric_families
+
+from bench_dsl.aio import cancel_and_wait
 
 SCRAPE_TIMEOUT = 2.0
 FIRST_TRIES = 3  # scrapes at the start, a second apart, before a monitor a condition needs is given up
@@ -159,10 +160,7 @@ class HostWatch:
             self._task = asyncio.create_task(self._loop())
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(BaseException):
-                await self._task
+        await cancel_and_wait(self._task)
 
     def take(self) -> HostSample | None:
         now = self._latest

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import asyncmy
 
+from bench_dsl.aio import cancel_and_wait
 from bench_dsl.dsn import Dsn, quote_identifier
 from bench_dsl.errors import TargetError
 from bench_dsl.server import EmbeddedServer, connect, error_reason
@@ -122,10 +123,7 @@ class Heartbeat:
         self._task = asyncio.create_task(self._loop())
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(BaseException):
-                await self._task
+        await cancel_and_wait(self._task)
 
     def worst(self) -> float | None:
         lags = [s.lag_s for s in self.state if s.lag_s is not None]
