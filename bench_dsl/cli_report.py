@@ -36,16 +36,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     sp.set_defaults(handler=run)
 
 
+def _made_writable(d: Path, shown: str) -> None:
+    """The directory `d` made if need be and writable, or a UsageError that starts with `shown`
+    (the option as given)."""
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"{shown}: cannot make {d}: {exc.strerror}") from None
+    if not os.access(d, os.W_OK):
+        raise UsageError(f"{shown}: {d} is not writable")
+
+
 def _writable_dir(text: str, flag: str) -> Path:
     d = Path(text)
     if d.exists() and not d.is_dir():
         raise UsageError(f"{flag} {d}: not a directory (images are written into a directory, one per chart)")
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"{flag} {d}: cannot make the directory: {exc.strerror}") from None
-    if not os.access(d, os.W_OK):
-        raise UsageError(f"{flag} {d}: not writable")
+    _made_writable(d, f"{flag} {d}")
     return d
 
 
@@ -53,13 +59,7 @@ def _html_path(text: str) -> Path:
     p = Path(text)
     if p.is_dir():
         raise UsageError(f"-o {p}: a directory; give the report's file name, e.g. -o {p / 'report.html'}")
-    parent = p.parent
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"-o {p}: cannot make {parent}: {exc.strerror}") from None
-    if not os.access(parent, os.W_OK):
-        raise UsageError(f"-o {p}: {parent} is not writable")
+    _made_writable(p.parent, f"-o {p}")
     return p
 
 
