@@ -67,13 +67,13 @@ def _write(target: str, text: str, what: str) -> None:
 
 def run(args: argparse.Namespace, err: Console) -> int:
     from bench_dsl.compare import compare, gate_words, parse_gate, to_markdown, to_rich
-    from bench_dsl.summary import find_results, read_result, summarize
+    from bench_dsl.summary import results_in, summarize
 
     gates = [parse_gate(g) for g in args.fail_if]  # a mistyped gate is found before any file is read
     if args.json == "-" and args.markdown == "-":
         raise UsageError("--json - and --markdown - would both write to stdout: give one of them a file")
-    files = find_results(args.paths)
-    docs = [read_result(f) for f in files]
+    found = results_in(args.paths)
+    files, docs = [f for f, _ in found], [doc for _, doc in found]
     summary = summarize(docs, files, base=Path.cwd())
     table = compare(summary, gates, force=args.force)
     data_on_stdout = "-" in (args.json, args.markdown)

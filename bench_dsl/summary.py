@@ -65,45 +65,55 @@ def read_result(path: Path) -> dict[str, Any]:
         what = doc.get("format") if isinstance(doc, dict) else None
         raise UsageError(f"{path}: not a bench-dsl result" + (f" (its format is {what!r})" if what else "")
                          + ": give the result JSON files of `bench run`, or a directory that holds them")
+    return _version_checked(path, doc)
+
+
+def _version_checked(path: Path, doc: dict[str, Any]) -> dict[str, Any]:
     if doc.get("format_version") != 1:
         raise UsageError(f"{path}: result format version {doc.get('format_version')!r}; this bench-dsl reads version 1")
     return doc
 
 
-def find_results(paths: Iterable[str | Path]) -> list[Path]:
-    """The result files among `paths`: a file is taken as given (and must be a result); a directory
-    is searched recursively for result documents, anything else in it (summary.json, other JSON)
-    is skipped."""
-    found: list[Path] = []
-    seen: set[Path] = set()
+def results_in(paths: Iterable[str | Path]) -> list[tuple[Path, dict[str, Any]]]:
+    """The result files among `paths` and their documents, each read once: a file is taken as given
+    (and must be a result); a directory is searched recursively for result documents, anything else
+    in it (summary.json, other JSON) is skipped."""
+    found: list[tuple[Path, dict[str, Any]]] = []
     for given in paths:
         p = Path(given)
         if p.is_dir():
-            inside = [f for f in sorted(p.rglob("*.json"), key=_natural) if f.is_file() and _looks_like_result(f)]
+            inside = [(f, doc) for f in sorted(p.rglob("*.json"), key=_natural)
+                      if f.is_file() and (doc := _result_or_none(f)) is not None]
             if not inside:
                 raise UsageError(f"{p}: no bench-dsl result files in this directory")
             found += inside
         else:
-            read_result(p)  # a named file that is not a result is a mistake worth saying
-            found.append(p)
+            found.append((p, read_result(p)))  # a named file that is not a result is a mistake worth saying
     unique = []
-    for f in found:  # a file named twice (or inside a directory also named) is one run, counted once
+    seen: set[Path] = set()
+    for f, doc in found:  # a file named twice (or inside a directory also named) is one run, counted once
         if f.resolve() not in seen:
             seen.add(f.resolve())
-            unique.append(f)
+            unique.append((f, doc))
     return unique
 
 
-def _looks_like_result(path: Path) -> bool:
+def find_results(paths: Iterable[str | Path]) -> list[Path]:
+    """The result files among `paths` (see results_in)."""
+    return [f for f, _ in results_in(paths)]
+
+
+def _result_or_none(path: Path) -> dict[str, Any] | None:
     try:
-        return _is_result(json.loads(path.read_text(encoding="utf-8")))
+        doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return False  # in a directory, what is not a readable result is not ours to judge
+        return None  # in a directory, what is not a readable result is not ours to judge
+    return _version_checked(path, doc) if _is_result(doc) else None
 
 
 def load_results(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
-    """The result documents of files and directories (see find_results), in first-seen order."""
-    return [read_result(p) for p in find_results(paths)]
+    """The result documents of files and directories (see results_in), in first-seen order."""
+    return [doc for _, doc in results_in(paths)]
 
 
 def stat(values: Sequence[float | None]) -> dict[str, Any] | None:
