@@ -173,8 +173,9 @@ def _ssl_mode(value: str | None, shown: str) -> str | None:
         return None
     mode = value.strip().upper().replace("-", "_")
     if mode not in SSL_MODES:
-        raise ValueError(f"{shown!r}: ssl-mode={value}: the modes are {', '.join(SSL_MODES)} "
-                         "(as the mysql client's --ssl-mode)")
+        close = difflib.get_close_matches(mode, SSL_MODES, n=1)
+        raise ValueError(f"{shown!r}: ssl-mode={value}: " + (f"did you mean ssl-mode={close[0]}? " if close else "")
+                         + f"the modes are {', '.join(SSL_MODES)} (as the mysql client's --ssl-mode)")
     return mode
 
 

@@ -249,9 +249,9 @@ def _target(c: Checker, t: ast.Item | None) -> tuple[TargetSpec | None, str | No
         return None, target_from
     try:
         dsn = parse_dsn(v)
-    except ValueError as exc:  # a port that is not a number, out of range ...
-        what = f"{held}{redact(v)!r}, which is" if held else f"{redact(v)!r} is"
-        c.error(f"target: {what} not a valid address: {exc}", span, _TARGET_EXAMPLE)
+    except ValueError as exc:  # a port that is not a number, an unknown option ...
+        # the message names the address (redacted) and what is wrong with it: not said twice
+        c.error(f"target: {held}{exc}", span, _TARGET_EXAMPLE)
         return None, target_from
     return TargetSpec(v, dsn), target_from
 

@@ -73,7 +73,7 @@ def replicas(c: Checker, items: list[object], embedded: bool) -> tuple[Dsn, ...]
         try:
             out.append(parse_dsn(v))
         except ValueError as exc:
-            c.error(f"replica: {redact(v)!r} is not a valid address: {exc}", span_of(e), 'replica "mysql://user@host:3306/db"')
+            c.error(f"replica: {exc}", span_of(e), 'replica "mysql://user@host:3306/db"')
     if len(out) > MAX_REPLICAS:
         c.error(f"{len(out)} replicas: at most {MAX_REPLICAS}", span_of(items[-1].value), "the ones to watch")  # type: ignore[attr-defined]
     return tuple(out)
