@@ -148,13 +148,16 @@ class ProcessFleet:
     async def start(self) -> None:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         for i in range(self.count):
-            # a new session: Ctrl-C at the terminal must reach the coordinator only, which stops the workers.
+            # a process group of its own: Ctrl-C at the terminal must reach the coordinator only, which
+            # stops the workers. Not a session of its own: under the kernel's autogroup each session
+            # is weighed as one user of the CPU, so two worker sessions took two shares against the
+            # server's one, where sysbench's threads, in one process, take one.
             # -P: the current directory is not put first on the path, so a folder there named like one
             # of our modules (a checkout of this repository) is never imported instead of the package
             proc = await asyncio.create_subprocess_exec(
                 sys.executable, "-P", "-m", "bench_dsl.worker", stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
-                start_new_session=True, limit=1 << 24)
+                preexec_fn=os.setpgrp, limit=1 << 24)
             p = _Proc(i, proc)
             p.reader = asyncio.create_task(self._read(p))
             p.stderr = asyncio.create_task(self._read_stderr(p))

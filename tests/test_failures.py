@@ -4,6 +4,7 @@ and leaves no process behind."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import time
@@ -70,6 +71,31 @@ def test_a_hangup_the_run_was_started_to_ignore_stays_ignored(tmp_path: Path) ->
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     assert _result(out)["status"] == "completed"
+
+
+def test_ctrl_c_at_the_terminal_reaches_the_coordinator_which_stops_its_workers(tmp_path: Path) -> None:
+    """A terminal's Ctrl-C goes to its foreground process group. The workers are in a group of
+    their own (the coordinator stops them, and keeps their last figures), but in the coordinator's
+    session: a session of their own would give each its own autogroup, i.e. its own share of the
+    CPU against the server's, which sysbench's threads, in one process, never get."""
+    out = tmp_path / "c.json"
+    proc = subprocess.Popen([*BENCH, "run", "examples/quickstart.bench", "--headless", "--workers", "2",
+                             "--json", str(out)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True, preexec_fn=default_signals)  # the terminal's job
+    _wait_for_intervals(out, 2, proc)
+    workers = [k for k in psutil.Process(proc.pid).children(recursive=True)
+               if "bench_dsl.worker" in " ".join(k.cmdline())]
+    assert len(workers) == 2
+    for w in workers:
+        assert os.getsid(w.pid) == os.getsid(proc.pid)
+        assert os.getpgid(w.pid) != os.getpgid(proc.pid)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    doc = _result(out)
+    assert doc["status"] == "interrupted" and doc["stop"]["reason"] == "interrupted", doc["stop"]
+    assert sum(i["count"] for i in doc["intervals"]) > 0  # the workers' figures, kept
+    assert _gone(workers)
 
 
 def test_ctrl_c_while_the_server_starts_stops_before_loading(tmp_path: Path) -> None:
