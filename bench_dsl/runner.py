@@ -27,7 +27,7 @@ from bench_dsl.serverside import ServerSide
 from bench_dsl.dsn import Dsn, redact
 from bench_dsl.errors import ExitCode, TargetError
 from bench_dsl.fleet import Fleet, WorkerFailed
-from bench_dsl.judge import Judge, Verdict, expectations
+from bench_dsl.judge import CLIENT_LAG_MS, Judge, Verdict, expectations
 from bench_dsl.metrics import Aggregate, Tick
 from bench_dsl.planner import Phase, Plan
 from bench_dsl.schedlag import LagWindow
@@ -303,9 +303,15 @@ class Run:
             fired = self.judge.tick(tick, judging=self.stop_reason is None)
             if fired is not None:
                 self._fire(fired, ph)
+        # the worst process's scheduling lag over the step so far (the interval's outside the steps),
+        # with the bound the judge holds it to: the live screen shows it while the run goes on
+        worst = (self.lag_step if tick.measured else self.lag_interval).worst_p90()
         if self.interval_agg.ticks >= int(self.sc.report_every):
             self._flush_interval(ph)
-        self.publish(ev.Tick(tick.t, ph.kind, ph.step, tick.users, self.holding, remaining_s, tick.figures()))
+        figures = tick.figures()
+        if worst is not None:
+            figures["client_lag"] = {"p90_ms": worst, "bound_ms": CLIENT_LAG_MS}
+        self.publish(ev.Tick(tick.t, ph.kind, ph.step, tick.users, self.holding, remaining_s, figures))
         if self.judge.changed:
             self.publish(ev.Conditions(tick.t, self.judge.states()))
         if watch:

@@ -113,6 +113,11 @@ class LagWindow:
                 if probe in mine:
                     mine[probe].extend(values)
 
+    def worst_p90(self) -> float | None:
+        """The highest p90 of any process's probe so far: what the live screen shows."""
+        p90s = [percentile(values, 90) for probes in self.by_process.values() for values in probes.values() if values]
+        return max(p90s) if p90s else None
+
     def overall(self, probe: str) -> list[float]:
         return [v for probes in self.by_process.values() for v in probes.get(probe, ())]
 

@@ -15,7 +15,6 @@ from bench_dsl.events import Event
 from bench_dsl.tui import render
 from bench_dsl.tui.chart import Canvas, ThroughputChart, UsersChart, doubling, nice_ceiling, time_ticks
 from bench_dsl.tui.state import MAX_POINTS, Boundary, LiveState, LogBook, StepPoint
-from bench_dsl.validate import load
 
 from .fixtures.replay import QUICKSTART, events, upto
 
@@ -277,3 +276,18 @@ def test_the_headline_shows_replica_lag_and_the_busiest_disk_when_measured() -> 
     plain = text_of(render.figures(st, 140), width=140)
     assert "replica lag" in plain and "6.50s" in plain
     assert "disk nvme0n1" in plain and "87%" in plain
+
+
+def test_the_headline_shows_the_client_s_scheduling_lag_yellow_over_its_bound() -> None:
+    st = LiveState()
+    st.apply(ev.Tick(1.0, "hold", 1, 4, False, 1.0, {"users": 4, "tps": 100.0, "cpu": {}}))
+    assert "client lag" not in text_of(render.figures(st, 160), width=160)  # a fake fleet measures none
+    for p90, yellow in ((0.8, False), (23.0, True)):
+        st.apply(ev.Tick(2.0, "hold", 1, 4, False, 1.0, {"users": 4, "tps": 100.0, "cpu": {},
+                                                          "client_lag": {"p90_ms": p90, "bound_ms": 10.0}}))
+        lines = render.figures(st, 160)
+        plain = text_of(lines, width=160)
+        assert "client lag p90" in plain and f"{p90:.1f} ms" in plain
+        values = lines.lines[1]
+        styles = {str(s.style) for s in values.spans if f"{p90:.1f} ms" in values.plain[s.start:s.end]}
+        assert ("bold yellow" in styles) == yellow, styles

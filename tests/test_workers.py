@@ -77,6 +77,21 @@ async def test_one_process_and_several_measure_the_same(workers: int, dsn_url: s
     assert sum(i["count"] for i in hold) == doc["steps"][0]["count"] == summary["count"]
 
 
+async def test_the_live_ticks_carry_the_worst_process_s_scheduling_lag(dsn_url: str, tmp_path: Path) -> None:
+    """What the live screen shows as `client lag p90`: the worst p90 of any process and probe over the
+    step so far, which at the step's last tick is the worst the step records."""
+    path = tmp_path / "sleeper.bench"
+    path.write_text(SLEEPER)
+    sc = load(str(path), {})
+    sink = Collect()
+    assert await Run(sc, plan(sc), [sink], Options(workers=2)).execute() == 0
+    hold = [e.figures.get("client_lag") for e in sink.events if isinstance(e, ev.Tick) and e.phase == "hold"]
+    assert hold and all(lag is not None and lag["bound_ms"] == 10.0 for lag in hold[1:]), hold
+    step = sink.document.doc["steps"][0]["client_lag_ms_by_process"]
+    assert set(step) == {"worker 1", "worker 2"}
+    assert hold[-1]["p90_ms"] == max(fig["p90"] for probes in step.values() for fig in probes.values() if fig)
+
+
 def test_worker_count() -> None:
     assert worker_count(None, 1) == 1  # one user needs no second process
     assert worker_count(None, 1000) == (os.cpu_count() or 1)
