@@ -193,6 +193,20 @@ def test_without_tls_options_the_run_fails_and_says_what_to_add(tls_server: TlsS
     assert tls_server.server.dsn is not None and tls_server.server.dsn.password not in err
 
 
+def test_a_study_on_a_tls_only_server_says_what_to_add(tls_server: TlsServer, tmp_path: Path) -> None:
+    """`vary` on a server of one's own reads its variables first: refused there for want of TLS, the
+    study says so as a run does, before anything is written."""
+    f = tmp_path / "study.bench"
+    f.write_text('scenario "tls study" {\n  target env("BENCH_TLS_DSN")\n'
+                 '  workload sysbench oltp_point_select { tables = 1  table_size = 100 }\n'
+                 '  vary { innodb_flush_log_at_trx_commit = [1, 2] }\n  users 1  duration 2s\n'
+                 f'  output "{tmp_path}/out/"\n}}\n')
+    r = run_bench("run", str(f), "--headless", env={"BENCH_TLS_DSN": tls_server.url(), "PYTHONPATH": str(ROOT)})
+    assert r.returncode == 4, r.stderr
+    assert "ssl-mode=REQUIRED" in r.stderr and "without TLS" in r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "out").exists()
+
+
 def test_a_wrong_ca_fails_and_names_it(tls_server: TlsServer, tmp_path: Path) -> None:
     other = str(tls_server.certs.other_ca)
     code, err, _ = _run(tmp_path, tls_server.url(**{"ssl-mode": "VERIFY_CA", "ssl-ca": other}), EXECUTORS["asyncmy"])
