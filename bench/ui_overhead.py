@@ -196,7 +196,7 @@ async def _start_server() -> tuple[Any, str]:
     from bench_dsl.server import EmbeddedServer
 
     srv = EmbeddedServer(max_connections=200)
-    dsn = await srv.start()
+    await srv.start()
     return srv, srv.url()
 
 

@@ -195,7 +195,7 @@ def test_lost_server_exits_4_and_keeps_the_data(tmp_path: Path) -> None:
     from bench_dsl.server import EmbeddedServer
 
     srv = EmbeddedServer()
-    dsn = asyncio.run(srv.start())
+    asyncio.run(srv.start())
     try:
         out = tmp_path / "lost.json"
         proc = subprocess.Popen([*BENCH, "run", "examples/quickstart.bench", "--json", str(out), "--target",

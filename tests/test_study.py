@@ -12,7 +12,6 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from bench_dsl import model as m
 from bench_dsl.dsn import parse_dsn
 from bench_dsl.errors import ScenarioError, UsageError
 from bench_dsl.server import connect
