@@ -33,7 +33,7 @@ from typing import Any
 
 from bench_dsl import events as ev
 from bench_dsl import model as m
-from bench_dsl.judge import CLIMB_ENDERS, state_of
+from bench_dsl.judge import CLIENT_LAG_MS, CLIMB_ENDERS, state_of
 
 Json = dict[str, Any]
 Timed = tuple[float, ev.Event]
@@ -338,6 +338,13 @@ def _ticks(row: Json, ph: ev.Phase | None) -> list[Timed]:
                                       for name, tx in (row.get("transactions") or {}).items()}}
     if "nopm" in row:
         figures["nopm"] = row["nopm"]
+    # the server side and the client's lag as the live ticks carried them (the interval's, not the second's)
+    if (rep := row.get("replication")) and rep.get("lag_s") is not None:
+        figures["lag_s"] = rep["lag_s"]
+    if (disk := row.get("disk")) and disk.get("busiest"):
+        figures["disk"] = {"device": disk["busiest"], "util_pct": disk["util_pct"]}
+    if p90s := [f["p90"] for probes in (row.get("client_lag_ms_by_process") or {}).values() for f in probes.values() if f]:
+        figures["client_lag"] = {"p90_ms": max(p90s), "bound_ms": CLIENT_LAG_MS}
     out: list[Timed] = []
     for k in range(1, n + 1):
         t = round(end - secs + k * secs / n, 3)

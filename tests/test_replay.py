@@ -152,7 +152,7 @@ def figure(screen: str, label: str) -> str:
     lines = screen.splitlines()
     i = next(i for i, ln in enumerate(lines) if ln.split()[:2] == ["users", "tps"])
     col = lines[i].index(label)
-    return lines[i + 1][col - 8:col + len(label) + 8].split()[0]
+    return lines[i + 1][max(col - 8, 0):col + len(label) + 8].split()[0]
 
 
 # the screen ----------------------------------------------------------------------------------------
@@ -240,6 +240,23 @@ def test_the_replayed_events_fold_back_into_the_same_document(live: Live) -> Non
     for _, e in load(live.json):
         folded.apply(e)
     assert json.loads(json.dumps(folded.doc, default=str)) == doc
+
+
+def test_the_replayed_ticks_carry_the_server_side_and_the_client_s_lag(live: Live, tmp_path: Path) -> None:
+    """The live screen showed replica lag, the busiest disk and the client's scheduling lag from the
+    ticks; a replay makes its ticks from the intervals, which record all three."""
+    doc = json.loads(live.json.read_text())
+    hold = [i for i in doc["intervals"] if i["phase"] == "hold"]
+    assert all("client_lag_ms_by_process" in i for i in hold)  # measured by every run
+    hold[0]["replication"] = {"lag_s": 3.25, "lag_max_s": 4.0, "lag_min_s": 1.0, "replicas": []}
+    hold[0]["disk"] = {"busiest": "nvme0n1", "util_pct": 71.5, "iops": 10.0, "await_ms": 0.2, "devices": {}}
+    (tmp_path / "r.json").write_text(json.dumps(doc))
+    ticks = [e for _, e in load(tmp_path / "r.json") if isinstance(e, ev.Tick) and e.phase == "hold"]
+    first = ticks[0].figures
+    assert first["lag_s"] == 3.25 and first["disk"] == {"device": "nvme0n1", "util_pct": 71.5}
+    worst = max(f["p90"] for probes in hold[0]["client_lag_ms_by_process"].values() for f in probes.values() if f)
+    assert first["client_lag"] == {"p90_ms": worst, "bound_ms": 10.0}
+    assert all("lag_s" not in t.figures for t in ticks[1:])  # no replica there
 
 
 @pytest.mark.slow

@@ -174,7 +174,7 @@ def figures(st: LiveState, width: int) -> Lines:
         ("cpu client", fmt_pct(cpu.get("client")) if t else "-", "bold"),
     ]
     if lag := t.get("client_lag"):  # bench-dsl's own processes waiting for a core
-        items.append(("client lag p90", f"{lag['p90_ms']:.1f} ms",
+        items.append(("client lag", f"{lag['p90_ms']:.1f} ms",
                       "bold yellow" if lag["p90_ms"] > lag["bound_ms"] else "bold"))
     if "lag_s" in t:  # measured only with replicas
         items.append(("replica lag", f"{t['lag_s']:.2f}s", "bold yellow" if t["lag_s"] >= 1 else "bold"))
