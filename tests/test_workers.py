@@ -78,7 +78,7 @@ async def test_one_process_and_several_measure_the_same(workers: int, dsn_url: s
 
 
 async def test_the_live_ticks_carry_the_worst_process_s_scheduling_lag(dsn_url: str, tmp_path: Path) -> None:
-    """What the live screen shows as `client lag p90`: the worst p90 of any process and probe over the
+    """What the live screen shows as `client lag`: the worst p90 of any process and probe over the
     step so far, which at the step's last tick is the worst the step records."""
     path = tmp_path / "sleeper.bench"
     path.write_text(SLEEPER)
