@@ -13,7 +13,7 @@
  *
  * Types:
  *   Counts   latencies counted by their microsecond value, and statements, per transaction type
- *            (each user's thread counts in a table of its own; take() folds them, the GIL held).
+ *            (threads add to a pending list under a mutex; take() folds it, the GIL held).
  *   Program  a workload's transactions as data (bench_dsl/statements.py, flattened by executor.py):
  *            statements, the values drawn for them, and the weights of the types. Shared by the
  *            users of a process (so are its sequences).
@@ -44,203 +44,158 @@ static long long now_ns(void) {
 /* ---------------------------------------------------------------------------------------------- */
 /* Counts                                                                                          */
 
-/* (transaction type, microseconds) -> transactions: open addressing, linear probing, a power-of-two
- * capacity kept at most half full; cleared, not freed, so a steady run allocates nothing. */
 typedef struct {
-    int64_t us, n;  /* n == 0: an empty cell */
-    int32_t tx;
-} Cell;
-
-typedef struct {
-    Cell *cells;
-    size_t cap, len;
-    int bits;
-} Table;
-
-static inline size_t cell_of(const Table *t, int32_t tx, int64_t us) {
-    uint64_t h = ((uint64_t)us ^ ((uint64_t)(uint32_t)tx << 40)) * 0x9E3779B97F4A7C15ULL;
-    return (size_t)(h >> (64 - t->bits));
-}
-
-static int table_grow(Table *t) {
-    int bits = t->cap ? t->bits + 1 : 6;
-    Cell *cells = PyMem_RawCalloc((size_t)1 << bits, sizeof(Cell));
-    if (cells == NULL) return -1;
-    Table bigger = {cells, (size_t)1 << bits, 0, bits};
-    for (size_t k = 0; k < t->cap; k++) {
-        const Cell *c = &t->cells[k];
-        if (c->n == 0) continue;
-        size_t h = cell_of(&bigger, c->tx, c->us);
-        while (cells[h].n != 0) h = (h + 1) & (bigger.cap - 1);
-        cells[h] = *c;
-        bigger.len++;
-    }
-    PyMem_RawFree(t->cells);
-    *t = bigger;
-    return 0;
-}
-
-/* 0, or -1 when out of memory (nothing set: callers may not hold the GIL) */
-static int table_add(Table *t, int32_t tx, int64_t us, int64_t n) {
-    if (2 * (t->len + 1) > t->cap && table_grow(t) < 0) return -1;
-    size_t h = cell_of(t, tx, us);
-    for (;;) {
-        Cell *c = &t->cells[h];
-        if (c->n == 0) {
-            c->us = us;
-            c->tx = tx;
-            c->n = n;
-            t->len++;
-            return 0;
-        }
-        if (c->us == us && c->tx == tx) {
-            c->n += n;
-            return 0;
-        }
-        h = (h + 1) & (t->cap - 1);
-    }
-}
-
-static void table_clear(Table *t) {
-    if (t->len) memset(t->cells, 0, t->cap * sizeof(Cell));
-    t->len = 0;
-}
-
-/* What one user's thread counts, without the GIL: its own table behind its own mutex, which only
- * take() contends for, once a tick. One table and mutex for all the threads of a process cost a
- * cache line passed between the cores at every transaction. */
-typedef struct Shard {
-    pthread_mutex_t mu;
-    Table t;
-    long long *queries;
-    struct Shard *prev, *next;
-} Shard;
+    int32_t tx, queries;
+    int64_t us;
+} Pending;
 
 typedef struct {
     PyObject_HEAD
     Py_ssize_t n;
-    Table t;              /* what ok() counted, and what take() folded from the shards (GIL held) */
+    PyObject *lat;        /* list of n dicts: microseconds -> transactions */
     long long *queries;   /* statements per transaction type */
-    Shard *shards;        /* the users' (their list changes with the GIL held) */
+    pthread_mutex_t mu;   /* guards pending: threads without the GIL add to it */
+    int mu_ready;
+    Pending *pending;
+    Py_ssize_t npending, cappending;
 } Counts;
 
 static PyTypeObject CountsType;
+
+static PyObject *fresh_dicts(Py_ssize_t n) {
+    PyObject *list = PyList_New(n);
+    if (list == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *d = PyDict_New();
+        if (d == NULL) { Py_DECREF(list); return NULL; }
+        PyList_SET_ITEM(list, i, d);
+    }
+    return list;
+}
 
 static int Counts_init(Counts *self, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"n", NULL};
     Py_ssize_t n;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "n", kwlist, &n)) return -1;
-    if (n < 1 || n > INT32_MAX) { PyErr_SetString(PyExc_ValueError, "at least one transaction type"); return -1; }
-    if (self->queries != NULL) { PyErr_SetString(PyExc_RuntimeError, "Counts are initialised once"); return -1; }
-    self->queries = PyMem_RawCalloc((size_t)n, sizeof(long long));
-    if (self->queries == NULL) { PyErr_NoMemory(); return -1; }
+    if (n < 1) { PyErr_SetString(PyExc_ValueError, "at least one transaction type"); return -1; }
+    PyObject *lat = fresh_dicts(n);
+    if (lat == NULL) return -1;
+    long long *q = PyMem_Calloc((size_t)n, sizeof(long long));
+    if (q == NULL) { Py_DECREF(lat); PyErr_NoMemory(); return -1; }
+    Py_XSETREF(self->lat, lat);
+    PyMem_Free(self->queries);
+    self->queries = q;
     self->n = n;
+    if (!self->mu_ready) {
+        if (pthread_mutex_init(&self->mu, NULL) != 0) { PyErr_SetString(PyExc_OSError, "pthread_mutex_init"); return -1; }
+        self->mu_ready = 1;
+    }
+    pthread_mutex_lock(&self->mu);
+    self->npending = 0;
+    pthread_mutex_unlock(&self->mu);
+    return 0;
+}
+
+static int Counts_traverse(Counts *self, visitproc visit, void *arg) {
+    Py_VISIT(self->lat);
+    return 0;
+}
+
+static int Counts_clear(Counts *self) {
+    Py_CLEAR(self->lat);
     return 0;
 }
 
 static void Counts_dealloc(Counts *self) {
-    /* no shard is left: each user holds a reference to its Counts until it has let go of its shard */
-    PyMem_RawFree(self->t.cells);
-    PyMem_RawFree(self->queries);
+    PyObject_GC_UnTrack(self);
+    Counts_clear(self);
+    PyMem_Free(self->queries);
+    PyMem_RawFree(self->pending);
+    if (self->mu_ready) pthread_mutex_destroy(&self->mu);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* a user's shard (GIL held); NULL with an exception set */
-static Shard *shard_new(Counts *self) {
-    Shard *s = PyMem_RawCalloc(1, sizeof(Shard));
-    if (s != NULL) s->queries = PyMem_RawCalloc((size_t)self->n, sizeof(long long));
-    if (s == NULL || s->queries == NULL || pthread_mutex_init(&s->mu, NULL) != 0) {
-        if (s != NULL) PyMem_RawFree(s->queries);
-        PyMem_RawFree(s);
-        PyErr_NoMemory();
-        return NULL;
+/* lat[i][us] += 1; queries[i] += q. 0, or -1 with an exception set. */
+static int counts_add(Counts *self, long long i, long long us, long long q) {
+    if (self->lat == NULL) { PyErr_SetString(PyExc_ValueError, "Counts not initialised"); return -1; }
+    if (i < 0 || i >= self->n) { PyErr_SetString(PyExc_IndexError, "transaction type out of range"); return -1; }
+    PyObject *d = PyList_GET_ITEM(self->lat, i);
+    PyObject *key = PyLong_FromLongLong(us);
+    if (key == NULL) return -1;
+    PyObject *old = PyDict_GetItemWithError(d, key); /* borrowed */
+    long long n = 1;
+    if (old != NULL) {
+        n = PyLong_AsLongLong(old) + 1;
+        if (n == 0 && PyErr_Occurred()) { Py_DECREF(key); return -1; }
+    } else if (PyErr_Occurred()) {
+        Py_DECREF(key);
+        return -1;
     }
-    s->next = self->shards;
-    if (s->next != NULL) s->next->prev = s;
-    self->shards = s;
-    return s;
+    PyObject *val = PyLong_FromLongLong(n);
+    if (val == NULL) { Py_DECREF(key); return -1; }
+    int rc = PyDict_SetItem(d, key, val);
+    Py_DECREF(key);
+    Py_DECREF(val);
+    if (rc == 0) self->queries[i] += q;
+    return rc;
 }
 
-/* the shard's counts into the Counts' own table (GIL held, shard locked); 0, or -1 when out of
- * memory, with what could not be moved left in the shard */
-static int shard_fold(Counts *self, Shard *s) {
-    for (size_t k = 0; k < s->t.cap; k++) {
-        Cell *c = &s->t.cells[k];
-        if (c->n == 0) continue;
-        if (table_add(&self->t, c->tx, c->us, c->n) < 0) return -1;
-        c->n = 0;
-        s->t.len--;
+/* What a thread without the GIL does instead of counts_add: the transaction waits in `pending`
+ * until take() counts it. 0, or -1 when out of memory (nothing set: no GIL). */
+static int counts_add_nogil(Counts *self, long long i, long long us, long long q) {
+    pthread_mutex_lock(&self->mu);
+    if (self->npending == self->cappending) {
+        Py_ssize_t cap = self->cappending ? 2 * self->cappending : 1024;
+        Pending *more = PyMem_RawRealloc(self->pending, (size_t)cap * sizeof(Pending));
+        if (more == NULL) { pthread_mutex_unlock(&self->mu); return -1; }
+        self->pending = more;
+        self->cappending = cap;
     }
-    for (Py_ssize_t i = 0; i < self->n; i++) {
-        self->queries[i] += s->queries[i];
-        s->queries[i] = 0;
-    }
-    s->t.len = 0;
+    Pending *r = &self->pending[self->npending++];
+    r->tx = (int32_t)i;
+    r->queries = (int32_t)q;
+    r->us = us;
+    pthread_mutex_unlock(&self->mu);
     return 0;
 }
 
-/* a user lets go of its shard (GIL held, the user's thread out of the loop): what it counted stays */
-static void shard_release(Counts *self, Shard *s) {
-    if (s == NULL) return;
-    pthread_mutex_lock(&s->mu);
-    (void)shard_fold(self, s); /* out of memory here loses the last counts of a user being freed */
-    pthread_mutex_unlock(&s->mu);
-    if (s->prev != NULL) s->prev->next = s->next; else self->shards = s->next;
-    if (s->next != NULL) s->next->prev = s->prev;
-    pthread_mutex_destroy(&s->mu);
-    PyMem_RawFree(s->t.cells);
-    PyMem_RawFree(s->queries);
-    PyMem_RawFree(s);
-}
-
-/* one transaction, from a user's thread without the GIL; 0, or -1 when out of memory */
-static int shard_add(Shard *s, long long i, long long us, long long q) {
-    pthread_mutex_lock(&s->mu);
-    int rc = table_add(&s->t, (int32_t)i, us, 1);
-    if (rc == 0) s->queries[i] += q;
-    pthread_mutex_unlock(&s->mu);
+static int counts_fold(Counts *self) {
+    if (!self->mu_ready) return 0;
+    pthread_mutex_lock(&self->mu);
+    Pending *p = self->pending;
+    Py_ssize_t n = self->npending;
+    self->pending = NULL;
+    self->npending = self->cappending = 0;
+    pthread_mutex_unlock(&self->mu);
+    int rc = 0;
+    for (Py_ssize_t j = 0; j < n && rc == 0; j++) rc = counts_add(self, p[j].tx, p[j].us, p[j].queries);
+    PyMem_RawFree(p);
     return rc;
 }
 
 static PyObject *Counts_ok(Counts *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 3) { PyErr_SetString(PyExc_TypeError, "ok(i, micros, queries)"); return NULL; }
-    if (self->queries == NULL) { PyErr_SetString(PyExc_ValueError, "Counts not initialised"); return NULL; }
     long long i = PyLong_AsLongLong(args[0]);
     long long us = PyLong_AsLongLong(args[1]);
     long long q = PyLong_AsLongLong(args[2]);
     if (PyErr_Occurred()) return NULL;
-    if (i < 0 || i >= self->n) { PyErr_SetString(PyExc_IndexError, "transaction type out of range"); return NULL; }
-    if (table_add(&self->t, (int32_t)i, us, 1) < 0) return PyErr_NoMemory();
-    self->queries[i] += q;
+    if (counts_add(self, i, us, q) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
 static PyObject *Counts_take(Counts *self, PyObject *unused) {
-    if (self->queries == NULL) { PyErr_SetString(PyExc_ValueError, "Counts not initialised"); return NULL; }
-    for (Shard *s = self->shards; s != NULL; s = s->next) {
-        pthread_mutex_lock(&s->mu);
-        int rc = shard_fold(self, s);
-        pthread_mutex_unlock(&s->mu);
-        if (rc < 0) return PyErr_NoMemory(); /* nothing lost: the rest waits in the shards */
-    }
+    if (self->lat == NULL) { PyErr_SetString(PyExc_ValueError, "Counts not initialised"); return NULL; }
+    if (counts_fold(self) < 0) return NULL;
+    PyObject *fresh = fresh_dicts(self->n);
+    if (fresh == NULL) return NULL;
     PyObject *out = PyList_New(self->n);
-    if (out == NULL) return NULL;
+    if (out == NULL) { Py_DECREF(fresh); return NULL; }
     for (Py_ssize_t i = 0; i < self->n; i++) {
-        PyObject *pair = Py_BuildValue("(NL)", PyDict_New(), self->queries[i]);
-        if (pair == NULL) { Py_DECREF(out); return NULL; }
+        PyObject *pair = Py_BuildValue("(OL)", PyList_GET_ITEM(self->lat, i), self->queries[i]);
+        if (pair == NULL) { Py_DECREF(out); Py_DECREF(fresh); return NULL; }
         PyList_SET_ITEM(out, i, pair);
     }
-    for (size_t k = 0; k < self->t.cap; k++) {
-        const Cell *c = &self->t.cells[k];
-        if (c->n == 0) continue;
-        PyObject *d = PyTuple_GET_ITEM(PyList_GET_ITEM(out, c->tx), 0);
-        PyObject *key = PyLong_FromLongLong(c->us), *val = PyLong_FromLongLong(c->n);
-        int rc = key && val ? PyDict_SetItem(d, key, val) : -1;
-        Py_XDECREF(key);
-        Py_XDECREF(val);
-        if (rc < 0) { Py_DECREF(out); return NULL; }
-    }
-    table_clear(&self->t);
+    Py_SETREF(self->lat, fresh);
     memset(self->queries, 0, (size_t)self->n * sizeof(long long));
     return out;
 }
@@ -257,10 +212,12 @@ static PyTypeObject CountsType = {
     .tp_name = "bench_dsl._native.Counts",
     .tp_doc = "Latencies counted by their microsecond value, and statements, per transaction type.",
     .tp_basicsize = sizeof(Counts),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Counts_init,
     .tp_dealloc = (destructor)Counts_dealloc,
+    .tp_traverse = (traverseproc)Counts_traverse,
+    .tp_clear = (inquiry)Counts_clear,
     .tp_methods = Counts_methods,
 };
 
@@ -918,7 +875,6 @@ typedef struct {
     PyObject_HEAD
     Program *program;
     Counts *counts;
-    Shard *shard;            /* where its thread counts */
     MYSQL *mysql;
     MYSQL_STMT **stmts;
     MYSQL_BIND **binds;      /* per statement */
@@ -1004,9 +960,6 @@ static int User_init(User *self, PyObject *args, PyObject *kwds) {
     if (pthread_mutex_init(&self->mu, NULL) != 0) { PyErr_SetString(PyExc_OSError, "pthread_mutex_init"); return -1; }
     Py_INCREF(program);
     self->program = p;
-    if (((Counts *)counts)->queries == NULL) { PyErr_SetString(PyExc_ValueError, "Counts not initialised"); return -1; }
-    self->shard = shard_new((Counts *)counts);
-    if (self->shard == NULL) return -1;
     Py_INCREF(counts);
     self->counts = (Counts *)counts;
     rng_seed(&self->rng, (uint64_t)seed);
@@ -1065,8 +1018,6 @@ static void User_dealloc(User *self) {
                       &self->ssl_mode, &self->ssl_ca, &self->ssl_cert, &self->ssl_key, &self->charset};
     for (size_t k = 0; k < sizeof(texts) / sizeof(texts[0]); k++) free_text(texts[k]);
     Py_CLEAR(self->program);
-    if (self->counts != NULL) shard_release(self->counts, self->shard);
-    self->shard = NULL;
     Py_CLEAR(self->counts);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -1274,7 +1225,7 @@ static PyObject *User_run(User *self, PyObject *args) {
     unsigned int code = 0;
     char message[MESSAGE_MAX] = "";
     const char *bad = NULL;
-    Shard *shard = self->shard;
+    Counts *counts = self->counts;
     Py_BEGIN_ALLOW_THREADS
     for (;;) {
         if (!retry) {
@@ -1287,7 +1238,7 @@ static PyObject *User_run(User *self, PyObject *args) {
         long long statements;
         code = transaction(self, message, &statements);
         if (code == 0) {
-            if (shard_add(shard, self->tx, (now_ns() - self->t0) / 1000, statements) < 0) {
+            if (counts_add_nogil(counts, self->tx, (now_ns() - self->t0) / 1000, statements) < 0) {
                 bad = "out of memory for a transaction's count";
                 break;
             }

@@ -6,8 +6,6 @@ are reproducible from the seed."""
 from __future__ import annotations
 
 import asyncio
-import gc
-import weakref
 import json
 import time
 from pathlib import Path
@@ -99,35 +97,6 @@ async def test_counted_transactions_are_what_the_server_did(db: Dsn) -> None:
     assert 2 < sel / upd < 4.5  # weights 3:1
     k, c = await _scalar(db, "SELECT k FROM ex_t WHERE id = 1"), await _scalar(db, "SELECT c FROM ex_t WHERE id = 1")
     assert k == upd and 5 <= len(str(c)) <= 9 and str(c).isalnum()
-
-
-async def test_the_counts_of_every_user_are_taken_and_those_of_a_freed_user_too(db: Dsn) -> None:
-    """Each user's thread counts in a table of its own; take() gathers them all, and a user freed
-    before the take leaves what it counted behind. Latencies at microsecond resolution make far more
-    distinct values than a table starts with, so the tables grow under load."""
-    counts = new_counts(1)
-    prog = executor.program(Transactions((_one("SELECT c FROM ex_t WHERE id = ?", Draw("uniform", (1, 6000))),)),
-                            (1.0,))
-    users = [NativeUser(prog, counts, seed, executor.options(db, 10)) for seed in (1, 2, 3)]
-    try:
-        for u in users:
-            assert (await u.connect())[0] == 0
-        assert await asyncio.gather(*(_run_for(u, 0.6) for u in users)) == [(STOPPED, 0, "")] * 3
-    finally:
-        for u in users:
-            u.close()
-    completed = sum(u.completed for u in users)
-    first = weakref.ref(users[0])
-    del users[0]
-    for _ in range(50):  # its thread lets go of it once out of its last call
-        gc.collect()
-        if first() is None:
-            break
-        await asyncio.sleep(0.1)
-    assert first() is None
-    [(lat, queries)] = counts.take()
-    assert completed > 300 and sum(lat.values()) == queries == completed
-    assert counts.take() == [({}, 0)]
 
 
 async def test_a_failed_statement_rolls_its_transaction_back(db: Dsn) -> None:
