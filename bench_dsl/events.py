@@ -348,3 +348,17 @@ class Bus:
                     continue
                 if said:
                     queue.extend(said)
+
+
+def side_figures(row: dict[str, Any], lag_bound_ms: float) -> dict[str, Any]:
+    """What a live tick carried beside the rates, rebuilt from an interval row (bench replay): NOPM,
+    replica lag, the busiest disk, and the worst process's scheduling lag with the judge's bound
+    (the interval's figures, not the second's)."""
+    out: dict[str, Any] = {"nopm": row["nopm"]} if "nopm" in row else {}
+    if (rep := row.get("replication")) and rep.get("lag_s") is not None:
+        out["lag_s"] = rep["lag_s"]
+    if (disk := row.get("disk")) and disk.get("busiest"):
+        out["disk"] = {"device": disk["busiest"], "util_pct": disk["util_pct"]}
+    if p90s := [f["p90"] for probes in (row.get("client_lag_ms_by_process") or {}).values() for f in probes.values() if f]:
+        out["client_lag"] = {"p90_ms": max(p90s), "bound_ms": lag_bound_ms}
+    return out

@@ -336,15 +336,7 @@ def _ticks(row: Json, ph: ev.Phase | None) -> list[Timed]:
                      "transactions": {name: {"count": round(int(tx.get("count") or 0) / n), "tps": tx.get("tps"),
                                              "errors": round(int(tx.get("errors") or 0) / n)}
                                       for name, tx in (row.get("transactions") or {}).items()}}
-    if "nopm" in row:
-        figures["nopm"] = row["nopm"]
-    # the server side and the client's lag as the live ticks carried them (the interval's, not the second's)
-    if (rep := row.get("replication")) and rep.get("lag_s") is not None:
-        figures["lag_s"] = rep["lag_s"]
-    if (disk := row.get("disk")) and disk.get("busiest"):
-        figures["disk"] = {"device": disk["busiest"], "util_pct": disk["util_pct"]}
-    if p90s := [f["p90"] for probes in (row.get("client_lag_ms_by_process") or {}).values() for f in probes.values() if f]:
-        figures["client_lag"] = {"p90_ms": max(p90s), "bound_ms": CLIENT_LAG_MS}
+    figures.update(ev.side_figures(row, CLIENT_LAG_MS))
     out: list[Timed] = []
     for k in range(1, n + 1):
         t = round(end - secs + k * secs / n, 3)
