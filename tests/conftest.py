@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bench_dsl.dsn import Dsn, parse_dsn
-from bench_dsl.server import EmbeddedServer
+from bench_dsl.server import EmbeddedServer, connect
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = [sys.executable, "-m", "bench_dsl.cli"]
@@ -51,3 +51,14 @@ def run_bench(*args: str, env: dict[str, str] | None = None, timeout: float = 30
               cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*BENCH, *args], capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, **(env or {})}, cwd=cwd or ROOT)
+
+
+async def run_sql(dsn: Dsn, database: str | None, *statements: str) -> None:
+    """Statements on one connection of the tests' own (set-up, grants), in order."""
+    conn = await connect(dsn, database)
+    try:
+        async with conn.cursor() as cur:
+            for statement in statements:
+                await cur.execute(statement)
+    finally:
+        conn.close()

@@ -8,12 +8,14 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
 
-from .conftest import BENCH, ROOT, default_signals, run_bench
+from .conftest import BENCH, ROOT, default_signals, run_bench, run_sql
 from .test_runs import _result, _wait_for_intervals
 
 pytestmark = pytest.mark.slow
@@ -309,14 +311,8 @@ def test_users_that_can_no_longer_connect_end_the_run_with_the_servers_words(ser
 
     dsn, _ = server
 
-    async def sql(*statements: str) -> None:
-        conn = await connect(dsn, None)
-        try:
-            async with conn.cursor() as cur:
-                for s in statements:
-                    await cur.execute(s)
-        finally:
-            conn.close()
+    def sql(*statements: str) -> Coroutine[Any, Any, None]:
+        return run_sql(dsn, None, *statements)
 
     async def kill_theirs() -> None:
         conn = await connect(dsn, None)
