@@ -359,6 +359,18 @@ def side_figures(row: dict[str, Any], lag_bound_ms: float) -> dict[str, Any]:
         out["lag_s"] = rep["lag_s"]
     if (disk := row.get("disk")) and disk.get("busiest"):
         out["disk"] = {"device": disk["busiest"], "util_pct": disk["util_pct"]}
-    if p90s := [f["p90"] for probes in (row.get("client_lag_ms_by_process") or {}).values() for f in probes.values() if f]:
-        out["client_lag"] = {"p90_ms": max(p90s), "bound_ms": lag_bound_ms}
+    if worst := worst_lag(row.get("client_lag_ms_by_process")):
+        out["client_lag"] = {"p90_ms": worst[0], "bound_ms": lag_bound_ms}
     return out
+
+
+def worst_lag(by_process: dict[str, dict[str, Any]] | None, min_samples: int = 0) -> tuple[float, str, str] | None:
+    """(p90 ms, process, probe) of the latest probe among recorded `client_lag_ms_by_process`
+    figures with at least `min_samples` samples; None when there are none. The one rule for the
+    worst lag, for the judge's verdict and a replayed tick alike."""
+    worst: tuple[float, str, str] | None = None
+    for name, probes in (by_process or {}).items():
+        for probe, fig in probes.items():
+            if fig is not None and fig.get("samples", 0) >= min_samples and (worst is None or fig["p90"] > worst[0]):
+                worst = (fig["p90"], name, probe)
+    return worst

@@ -13,7 +13,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from bench_dsl.events import ConditionSpec, ConditionState
+from bench_dsl.events import ConditionSpec, ConditionState, worst_lag
 from bench_dsl.metrics import Aggregate, Tick
 from bench_dsl.model import Condition
 from bench_dsl.planner import Phase
@@ -309,14 +309,8 @@ class Judge:
         return self._client_cpu(steps[-1]) or self._client_lag(steps[-1])
 
     def _client_lag(self, step: dict[str, Any]) -> str | None:
-        worst: tuple[float, str, str] | None = None
-        for name, probes in (step.get("client_lag_ms_by_process") or {}).items():
-            for probe, fig in probes.items():
-                if fig is None or fig["samples"] < CLIENT_LAG_SAMPLES or fig["p90"] <= CLIENT_LAG_MS:
-                    continue
-                if worst is None or fig["p90"] > worst[0]:
-                    worst = (fig["p90"], name, probe)
-        if worst is None:
+        worst = worst_lag(step.get("client_lag_ms_by_process"), CLIENT_LAG_SAMPLES)
+        if worst is None or worst[0] <= CLIENT_LAG_MS:
             return None
         p90, name, probe = worst
         what = "its event loop's timers ran" if probe == "loop" else "a thread of its woke"

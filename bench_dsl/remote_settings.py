@@ -20,7 +20,7 @@ import asyncmy
 from bench_dsl import model as m
 from bench_dsl.dsn import Dsn, redact
 from bench_dsl.errors import TargetError, UsageError
-from bench_dsl.server import connect, connect_failure, error_reason
+from bench_dsl.server import connect, connect_explained, error_reason
 
 READ_ONLY = 1238  # ER_INCORRECT_GLOBAL_LOCAL_VAR: "Variable '%s' is a read only variable"
 RESTART_WAIT = 300.0  # seconds a restarted server may take to accept connections again
@@ -43,12 +43,7 @@ class RemoteSettings:
         Raises UsageError before anything runs when a static one has no --restart-cmd."""
         if not self.names:
             return
-        try:
-            conn = await connect(self.dsn, self.dsn.database)
-        except TargetError:
-            raise
-        except Exception as exc:  # told as any connection to the target is (TLS-only, a wrong CA...)
-            raise TargetError(f"cannot reach {self.dsn.redacted()}: {await connect_failure(self.dsn, exc)}") from None
+        conn = await connect_explained(self.dsn, self.dsn.database)
         try:
             async with conn.cursor() as cur:
                 for name in self.names:

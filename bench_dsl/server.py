@@ -295,13 +295,20 @@ async def _tls_admitted(dsn: Dsn) -> bool:
     return True
 
 
-async def ensure_database(dsn: Dsn) -> None:
+async def connect_explained(dsn: Dsn, database: str | None = None, timeout: float = 10) -> asyncmy.Connection:
+    """`connect` for a first contact with the target: a failure is a TargetError that says why as a
+    person reads it (a TLS-only server, a wrong CA, a refused password), not the driver's error.
+    Connections that retry on their own (counters, replication probes) use `connect`."""
     try:
-        conn = await connect(dsn, None, timeout=5)
+        return await connect(dsn, database, timeout=timeout)
     except TargetError:
         raise
     except Exception as exc:
         raise TargetError(f"cannot reach {dsn.redacted()}: {await connect_failure(dsn, exc)}") from None
+
+
+async def ensure_database(dsn: Dsn) -> None:
+    conn = await connect_explained(dsn, None, timeout=5)
     try:
         async with conn.cursor() as cur:
             await cur.execute(f"CREATE DATABASE IF NOT EXISTS {quote_identifier(dsn.database)}")

@@ -26,7 +26,7 @@ from bench_dsl.dsn import Dsn
 from bench_dsl.errors import BenchError, TargetError
 from bench_dsl.model import Fill, SetupSql
 from bench_dsl.mysql_errors import RETRYABLE
-from bench_dsl.server import connect, connect_failure, error_reason
+from bench_dsl.server import connect, connect_explained, error_reason
 from bench_dsl.validate_values import Checker, Quantity, name_span, num, span_of
 from bench_dsl.workloads import tpcc_load, tpcc_procs
 from bench_dsl.workloads.base import Progress, Session, Workload
@@ -183,10 +183,7 @@ class Tpcc(Workload):
 
 async def check(dsn: Dsn, numbers: tuple[int, ...] | None = None) -> list[Condition]:
     """The consistency conditions of clause 3.3.2 (all, or those numbered) on the data at `dsn`."""
-    try:
-        conn = await connect(dsn, dsn.database, timeout=10)
-    except Exception as exc:
-        raise TargetError(f"cannot reach {dsn.redacted()}: {await connect_failure(dsn, exc)}") from None
+    conn = await connect_explained(dsn, dsn.database, timeout=10)
     try:
         async with conn.cursor() as cur:
             await cur.execute("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()")
