@@ -1140,10 +1140,16 @@ static unsigned int execute(User *self, int si, const Exec *e) {
         self->bound_ok[si] = 1;
     }
     if (mysql_stmt_execute(st) != 0) return mysql_stmt_errno(st);
-    for (;;) { /* every result, read to its end: rows are never looked at */
+    for (;;) { /* every result, read to its end */
         if (mysql_stmt_field_count(st) > 0) {
-            if (mysql_stmt_store_result(st) != 0) return mysql_stmt_errno(st);
+            /* Rows are never looked at: free_result reads them off the wire and drops each packet
+             * where store_result would copy it into a result set first (rows of the range selects
+             * are most of what an OLTP client reads). It clears the connection's error before it
+             * reads, so an error packet in the middle of the rows, or a lost connection, is then
+             * the connection's error, not the statement's. */
             mysql_stmt_free_result(st);
+            unsigned int err = mysql_errno(self->mysql);
+            if (err != 0) return err;
         }
         if (!mysql_stmt_more_results(st)) break;
         int rc = mysql_stmt_next_result(st);
@@ -1184,7 +1190,11 @@ static unsigned int transaction(User *self, char *message, long long *statements
                 const Exec *ex = &st->execs[e];
                 int si = ex->stmt[table];
                 code = execute(self, si, ex);
-                if (code != 0) { keep(message, mysql_stmt_error(self->stmts[si])); return code; }
+                if (code != 0) {
+                    MYSQL_STMT *failed = self->stmts[si];
+                    keep(message, mysql_stmt_errno(failed) ? mysql_stmt_error(failed) : mysql_error(m));
+                    return code;
+                }
                 (*statements)++;
             }
         }

@@ -129,6 +129,26 @@ async def test_results_of_any_size_are_read_to_their_end(db: Dsn) -> None:
         u.close()
 
 
+async def test_an_error_after_rows_were_sent_is_the_statements_error(db: Dsn) -> None:
+    """The server fails a statement after it has sent rows (a scalar subquery with two rows at the
+    5,000th row): the rows are read and dropped, the error is reported with its code and message,
+    and the connection goes on in step."""
+    await run_sql(db, db.database, "DROP TABLE IF EXISTS ex_two",
+                  "CREATE TABLE ex_two (id INT NOT NULL)", "INSERT INTO ex_two VALUES (5000), (5000)")
+    tx = Transactions((_one("SELECT id, (SELECT id FROM ex_two WHERE ex_two.id = ex_t.id) FROM ex_t "
+                            "WHERE id >= ? ORDER BY id", Draw("const", (1,))),))
+    u = _user(db, tx)
+    try:
+        assert (await u.connect())[0] == 0
+        for _ in range(2):
+            outcome, code, message = await _run_for(u, 10.0)  # a missed error: STOPPED, not a hang
+            assert (outcome, code) == (ERROR, 1242) and "more than 1 row" in message
+            u.stop = False
+        assert u.completed == 0
+    finally:
+        u.close()
+
+
 async def test_a_procedure_with_results_keeps_the_loop_in_step(db: Dsn) -> None:
     """CALL of a procedure that selects twice sends two results, then its own OK."""
     await run_sql(db, db.database, "DROP PROCEDURE IF EXISTS ex_p",
