@@ -50,7 +50,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def run(args: argparse.Namespace, err: Console) -> int:
-    from bench_dsl.replay import Player, ReplayError, load
+    from bench_dsl.player import Player
+    from bench_dsl.replay import ReplayError, load
     from bench_dsl.sinks import ConsoleSink
 
     speed: float | None = args.speed
