@@ -28,9 +28,11 @@ from bench.stats import limit_note, median, ratio_summary
 
 Log = Callable[[str], None]
 
-# The goals of the performance issue, as ratios bench-dsl / sysbench.
-TPS_RATIO_GOAL = 1.0
-CPU_RATIO_GOAL = 1.3
+# The bar of issue 20, as ratios bench-dsl / sysbench: throughput at parity within the pairs' spread
+# (the median at least TPS_RATIO_GOAL and the range reaching 1.0: on a shared 2-core machine the
+# paired ratios of one code spread by 10-30%), client CPU per transaction at most sysbench's.
+TPS_RATIO_GOAL = 0.97
+CPU_RATIO_GOAL = 1.0
 
 # The ratios of a point: (name in the result, Measure attribute).
 RATIOS = (("tps", "tps"), ("qps", "qps"), ("p95", "p95_ms"), ("cpu_per_10k_tx", "cpu_per_10k"))
@@ -205,8 +207,8 @@ def run_point(target: Target, test: str, users: int, s: Settings, workdir: Path,
     return {
         "test": test, "users": users, "sysbench": sb, "bench_dsl": bd, "ratios": ratios, "paired_ratios": paired,
         "floor": floor_out,
-        "goals": {"tps_ratio_at_least": TPS_RATIO_GOAL, "cpu_ratio_at_most": CPU_RATIO_GOAL,
-                  "tps_met": None if tps_r is None else tps_r >= TPS_RATIO_GOAL,
+        "goals": {"tps_ratio_at_least": TPS_RATIO_GOAL, "tps_range_reaches": 1.0, "cpu_ratio_at_most": CPU_RATIO_GOAL,
+                  "tps_met": None if tps_r is None else tps_r >= TPS_RATIO_GOAL and ratios["tps"]["max"] >= 1.0,
                   "cpu_met": None if cpu_r is None else cpu_r <= CPU_RATIO_GOAL,
                   "no_errors": bd["errors"] == 0 and not bd["failures"]},
         "limit": {"sysbench": limit_note("sysbench", sb["client_cores"], sb["client_busiest_cores"],
