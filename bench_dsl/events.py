@@ -365,9 +365,9 @@ def side_figures(row: dict[str, Any], lag_bound_ms: float) -> dict[str, Any]:
 
 
 def worst_lag(by_process: dict[str, dict[str, Any]] | None, min_samples: int = 0) -> tuple[float, str, str] | None:
-    """(p90 ms, process, probe) of the latest probe among recorded `client_lag_ms_by_process`
+    """(p90 ms, process, probe) of the probe with the highest p90 among `client_lag_ms_by_process`
     figures with at least `min_samples` samples; None when there are none. The one rule for the
-    worst lag, for the judge's verdict and a replayed tick alike."""
+    worst lag: the judge's verdict, the live tick and a replayed tick."""
     worst: tuple[float, str, str] | None = None
     for name, probes in (by_process or {}).items():
         for probe, fig in probes.items():

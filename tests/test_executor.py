@@ -152,8 +152,8 @@ async def test_an_error_after_rows_were_sent_is_the_statements_error(db: Dsn) ->
 async def test_a_procedure_with_results_keeps_the_loop_in_step(db: Dsn) -> None:
     """CALL of a procedure that selects twice sends two results, then its own OK."""
     await run_sql(db, db.database, "DROP PROCEDURE IF EXISTS ex_p",
-               "CREATE PROCEDURE ex_p(IN x INT) BEGIN SELECT c FROM ex_t WHERE id = x; "
-               "SELECT k FROM ex_t WHERE id BETWEEN x AND x + 50; UPDATE ex_t SET k = k + 1 WHERE id = 7; END")
+                  "CREATE PROCEDURE ex_p(IN x INT) BEGIN SELECT c FROM ex_t WHERE id = x; "
+                  "SELECT k FROM ex_t WHERE id BETWEEN x AND x + 50; UPDATE ex_t SET k = k + 1 WHERE id = 7; END")
     tx = Transactions((_one("CALL ex_p(?)", Draw("const", (1,)),
                             more=(Execute(("SELECT id FROM ex_t WHERE id = ?",), ((0, 1),)),)),))
     u = _user(db, tx)
@@ -244,7 +244,7 @@ async def test_users_run_while_the_gil_is_held(db: Dsn) -> None:
 async def test_the_same_seed_draws_the_same_values(db: Dsn) -> None:
     """Values are reproducible from the seed: two users with one seed insert the same rows."""
     await run_sql(db, db.database, "CREATE OR REPLACE TABLE ex_seed (user INT, n INT AUTO_INCREMENT, a BIGINT, b VARCHAR(20), "
-                   "c DOUBLE, PRIMARY KEY (user, n)) ENGINE=MyISAM")
+                  "c DOUBLE, PRIMARY KEY (user, n)) ENGINE=MyISAM")
     draws = (Draw("zipf", (1, 1000, 1.1)), Draw("randstr", (3, 12)), Draw("uniform_real", (0.0, 1.0)))
     for who in (1, 2):
         tx = Transactions((Transaction((Step(1, 1, (Draw("const", (who,)),) + draws, (Execute(
@@ -266,7 +266,7 @@ async def test_deadlocks_roll_back_and_retry_and_every_ok_is_committed(db: Dsn) 
     rolled back before the retry; every transaction counted is one the server kept (two
     increments each), and none more."""
     await run_sql(db, db.database, "CREATE OR REPLACE TABLE ex_dl (id INT PRIMARY KEY, v BIGINT NOT NULL)",
-               "INSERT INTO ex_dl VALUES (1, 0), (2, 0), (3, 0), (4, 0)")
+                  "INSERT INTO ex_dl VALUES (1, 0), (2, 0), (3, 0), (4, 0)")
     upd = "UPDATE ex_dl SET v = v + 1 WHERE id = ?"
     tx = Transactions((Transaction((Step(1, 1, (Draw("uniform", (1, 4)), Draw("uniform", (1, 4))),
                                          (Execute((upd,), ((0, 0),)), Execute((upd,), ((1, 0),)))),), True),))
@@ -415,7 +415,7 @@ async def test_text_beyond_ascii_is_sent_as_utf8mb4(db: Dsn) -> None:
     """ASCII-only workloads keep libmariadb's default character set, as sysbench does; a value or a
     statement beyond ASCII makes the connection utf8mb4, and the server stores what was meant."""
     await run_sql(db, db.database, "CREATE OR REPLACE TABLE ex_text (n INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(20)) "
-                   "CHARACTER SET utf8mb4")
+                  "CHARACTER SET utf8mb4")
     tx = Transactions((_one("INSERT INTO ex_text (v) VALUES (?)", Draw("choice", ("héllo", "日本"))),))
     assert executor.charset(tx) == "utf8mb4"
     assert executor.charset(Transactions((_one("SELECT ?", Draw("const", ("plain",))),))) is None

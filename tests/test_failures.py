@@ -3,14 +3,13 @@ and leaves no process behind."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
 import subprocess
 import time
-from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
 
 import psutil
 import pytest
@@ -311,8 +310,7 @@ def test_users_that_can_no_longer_connect_end_the_run_with_the_servers_words(ser
 
     dsn, _ = server
 
-    def sql(*statements: str) -> Coroutine[Any, Any, None]:
-        return run_sql(dsn, None, *statements)
+    sql = functools.partial(run_sql, dsn, None)
 
     async def kill_theirs() -> None:
         conn = await connect(dsn, None)
