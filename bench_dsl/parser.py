@@ -102,6 +102,8 @@ def _syntax_diagnostic(err: UnexpectedInput, file: str, text: str) -> Diagnostic
             hint = f"did you mean '{close[0]}'?"
         elif tok.type == "$END" and "RBRACE" in expected:
             hint = "a block is not closed: add the missing '}'"
+        elif expected == {"LBRACE"}:  # `workload sysbench oltp_point_select` and the like
+            hint = "expected '{': a block goes here, written '{ }' when it holds nothing"
         elif keywords and len(keywords) <= 14:
             hint = "expected one of: " + ", ".join(keywords)
         elif names:

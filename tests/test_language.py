@@ -172,6 +172,12 @@ def test_a_keyword_typo_is_still_a_syntax_error() -> None:
     assert "did you mean 'max'?" in e.value.render()
 
 
+def test_a_block_left_out_says_how_an_empty_one_is_written() -> None:
+    with pytest.raises(ScenarioError) as e:
+        load("t.bench", text='scenario "t" {\n  workload sysbench oltp_point_select\n  users 4\n}\n', env={})
+    assert "t.bench:3:3" in e.value.render() and "written '{ }' when it holds nothing" in e.value.render()
+
+
 def test_for_windows_must_be_able_to_fire() -> None:
     linear = _problems("ramp linear from 1 to 4 users over 10s\nduration 20s\nstop when { p90 > 1s for 30s }")
     assert "the window (30s) is longer than the run (20s): it could never fire" in linear
