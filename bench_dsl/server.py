@@ -232,14 +232,17 @@ class EmbeddedServer:
 
     def _install(self, mysqld: str, datadir: Path) -> None:
         installer = find_binary("mariadb-install-db", "mysql_install_db")
-        user = ["--user=root"] if os.geteuid() == 0 else []
+        # the bootstrap's temporary tables in the server's own directory, as the server's are, not
+        # in the shared temp dir, where another process may remove them mid-install (seen once in
+        # the suite: 'Error on delete of /tmp/#sql-temptable-...') or read them
+        common = [f"--tmpdir={self.basedir}", *(["--user=root"] if os.geteuid() == 0 else [])]
         if installer is not None:
             cmd = [installer, "--no-defaults", f"--datadir={datadir}", "--auth-root-authentication-method=normal",
-                   "--skip-test-db", *user]
+                   "--skip-test-db", *common]
             basedir = Path(mysqld).resolve().parent.parent
             cmd.append(f"--basedir={basedir}")
         else:  # MySQL 5.7+ initialises itself
-            cmd = [mysqld, "--no-defaults", "--initialize-insecure", f"--datadir={datadir}", *user]
+            cmd = [mysqld, "--no-defaults", "--initialize-insecure", f"--datadir={datadir}", *common]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             raise TargetError(f"could not initialise a throwaway data directory ({' '.join(cmd[:1])}):\n"

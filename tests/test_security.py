@@ -72,6 +72,20 @@ def test_files_the_server_writes_stay_in_its_own_directory(tmp_path: Path) -> No
         srv.stop()
 
 
+def test_the_install_writes_nothing_in_the_shared_temp_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server and its bootstrap use the server's own directory for temporary tables: with the
+    shared temp dir missing (TMPDIR, which mariadbd takes as its default), it still installs and starts."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "missing"))
+    (tmp_path / "own").mkdir()
+    srv = EmbeddedServer(parent=str(tmp_path / "own"))
+    try:
+        asyncio.run(srv.start())
+        assert srv.alive()
+    finally:
+        srv.stop()
+    assert not (tmp_path / "missing").exists()
+
+
 def test_settings_that_would_open_the_server_are_refused() -> None:
     for name, value in (("bind_address", "0.0.0.0"), ("skip_grant_tables", 1), ("secure_file_priv", "")):
         srv = EmbeddedServer((ServerSetting(name, value, str(value)),))
