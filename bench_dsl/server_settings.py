@@ -21,7 +21,10 @@ PATH_SETTINGS = frozenset({
     "log_error", "general_log_file", "slow_query_log_file", "log_bin_basename", "log_bin_index", "relay_log",
     "relay_log_basename", "relay_log_index", "relay_log_info_file", "master_info_file", "innodb_data_home_dir",
     "innodb_log_group_home_dir", "innodb_undo_directory", "innodb_tmpdir", "aria_log_dir_path", "log_tc",
+    "log_basename", "log_slow_query_file",
 })
+# Settings whose value names files in the data directory: taken, but never with a path
+FILE_LIST_SETTINGS = frozenset({"innodb_data_file_path", "innodb_temp_data_file_path"})
 
 LOG_BIN_ON = frozenset({"ON", "1", "TRUE"})
 LOG_BIN_OFF = frozenset({"OFF", "0", "FALSE"})
@@ -41,6 +44,9 @@ def refusal(name: str, value: object = None) -> tuple[str, str] | None:
     if name == "log_bin" and value is not None and log_bin_base(value) is None and not log_bin_off(value):
         return ("its binary logs go in its own directory, and this names a path",
                 'log_bin = ON, or a base name without "/": log_bin = "mysql-bin"')
+    if name in FILE_LIST_SETTINGS and value is not None and ("/" in str(value) or ".." in str(value)):
+        return ("its files stay in its own directory, and this names a path",
+                f'file names without "/": {name} = "ibdata1:12M:autoextend"')
     return None
 
 

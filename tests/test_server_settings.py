@@ -49,6 +49,13 @@ def test_log_bin_naming_a_path_is_refused_with_the_reason(path: str) -> None:
     assert "its binary logs go in its own directory, and this names a path" in said
 
 
+def test_data_files_are_named_without_a_path() -> None:
+    (s,) = _settings('innodb_data_file_path = "ibdata1:12M:autoextend"')
+    assert s.value == "ibdata1:12M:autoextend"
+    said = _problems('innodb_data_file_path = "/etc/ibdata1:12M"')
+    assert "does not take innodb_data_file_path = \"/etc/ibdata1:12M\": its files stay in its own directory" in said
+
+
 def test_a_server_of_your_own_keeps_its_own_log_bin() -> None:
     (s,) = _settings('log_bin = "/var/log/mysql/bin"', target='target "mysql://u@db1/b"')
     assert s.value == "/var/log/mysql/bin"  # verified and reported at the start: it is not ours to refuse
