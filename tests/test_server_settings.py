@@ -187,3 +187,17 @@ def test_the_issues_garbage_size_is_refused_by_check_and_varied_values_too(tmp_p
     assert r.stderr.startswith(f'{f}:3:40: error: innodb_log_buffer_size = "16M; touch x": the server takes a whole '
                                "number here (a size may end in K, M, G or T)"), r.stderr
     assert "hint: innodb_log_buffer_size = 16M" in r.stderr
+
+
+def test_values_check_accepts_are_values_the_server_takes() -> None:
+    settings = _settings("binlog_format = mixed  innodb_doublewrite = 0  long_query_time = 500ms  "
+                         "innodb_log_buffer_size = 8M  innodb_flush_log_at_trx_commit = 2  thread_cache_size = 8  "
+                         'innodb_adaptive_hash_index = off  sql_mode = "STRICT_TRANS_TABLES,NO_ZERO_DATE"')
+    srv = EmbeddedServer(settings)
+    try:
+        dsn = asyncio.run(srv.start())  # the server starts with every one of them
+        applied = asyncio.run(apply_settings(dsn, settings, True))
+    finally:
+        srv.stop()
+    assert [(a.name, a.after, a.note) for a in applied if not a.applied] == []
+    assert {a.name: a.after for a in applied}["innodb_log_buffer_size"] == str(8 * 1024 * 1024)
