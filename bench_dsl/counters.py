@@ -22,8 +22,7 @@ from bench_dsl.server import connect
 
 # What every interval and step records of SHOW GLOBAL STATUS (docs/language.md lists them): what
 # the rows, the disk, the redo log, the locks and the statements did. A name the server does not
-# have is left out: MariaDB 10.6 and later have no Innodb_rows_*, and count rows in Rows_read and
-# Handler_write / _update / _delete (of every engine) instead.
+# have is left out: MariaDB 10.6 and later have no Innodb_rows_* (REMOVED_BY_MARIADB).
 STATUS_DEFAULT = (
     "Innodb_rows_read", "Innodb_rows_inserted", "Innodb_rows_updated", "Innodb_rows_deleted",
     "Rows_read", "Handler_write", "Handler_update", "Handler_delete",
@@ -33,6 +32,18 @@ STATUS_DEFAULT = (
     "Com_select", "Com_insert", "Com_update", "Com_delete", "Com_commit", "Com_rollback",
     "Questions", "Created_tmp_disk_tables", "Slow_queries",
 )
+
+# The counters MySQL has and MariaDB removed (MDEV-28539, in 10.6 and later), each with what counts
+# the same there: a condition that names one is told what to write instead. Rows_read and the
+# Handler_* counters count the rows of every engine, system tables included (as Innodb_system_rows_*).
+_READ = ("Rows_read", "rows read by every engine (Handler_read_key, Handler_read_next, Handler_read_rnd_next ... "
+         "count them by kind of read)")
+REMOVED_BY_MARIADB = {  # name -> (what counts the same, what it counts)
+    **dict.fromkeys(("innodb_rows_read", "innodb_system_rows_read"), _READ),
+    **{f"innodb_{system}rows_{done}": (handler, f"rows {done} by every engine")
+       for system in ("", "system_")
+       for done, handler in (("inserted", "Handler_write"), ("updated", "Handler_update"), ("deleted", "Handler_delete"))},
+}
 
 # seconds without an answer before the counters are given up: a host gone without a reset must not
 # hold the run for the kernel's retransmission timeout
@@ -194,9 +205,9 @@ def _numeric(v: object) -> bool:
     return True
 
 
-async def unknown_status(dsn: Dsn, names: list[str]) -> dict[str, list[str]]:
-    """Of `names`, those the server's SHOW GLOBAL STATUS does not have, each with the closest
-    names it has (for the hint)."""
+async def unknown_status(dsn: Dsn, names: list[str]) -> dict[str, str]:
+    """Of `names`, those the server's SHOW GLOBAL STATUS does not have, each with what to write
+    instead: the counter that replaced one MariaDB removed, else the closest names it has."""
     if not names:
         return {}
     conn = await connect(dsn, dsn.database)
@@ -204,7 +215,19 @@ async def unknown_status(dsn: Dsn, names: list[str]) -> dict[str, list[str]]:
         async with conn.cursor() as cur:
             await cur.execute("SHOW GLOBAL STATUS")
             have = sorted(str(k) for k, _ in await cur.fetchall())
+            await cur.execute("SELECT VERSION()")
+            (version,) = await cur.fetchone()
     finally:
         conn.close()
     lower = {h.lower() for h in have}
-    return {n: difflib.get_close_matches(n, have, n=3, cutoff=0.6) for n in names if n.lower() not in lower}
+    out = {}
+    for n in names:
+        if n.lower() in lower:
+            continue
+        if "mariadb" in str(version).lower() and (instead := REMOVED_BY_MARIADB.get(n.lower())) is not None:
+            out[n] = (f"MariaDB removed the Innodb_rows_* and Innodb_system_rows_* counters MySQL still has: "
+                      f"status({instead[0]}) counts the {instead[1]}")
+            continue
+        close = difflib.get_close_matches(n, have, n=3, cutoff=0.6)
+        out[n] = f"did you mean {' or '.join(close)}?" if close else "SHOW GLOBAL STATUS lists them"
+    return out

@@ -24,6 +24,7 @@ import psutil
 from bench_dsl.dsn import Dsn, quote_identifier
 from bench_dsl.errors import TargetError, error_reason
 from bench_dsl.model import ServerSetting
+from bench_dsl.server_settings import log_bin_base, reads_as, refusal
 from bench_dsl.tls import explain_failure, ssl_context
 
 # The variables that decide how a MySQL server performs: recorded with every result.
@@ -42,15 +43,6 @@ REPORTED_VARIABLES = (
 logging.getLogger("asyncmy").setLevel(logging.ERROR)
 
 
-# Settings that would open the throwaway server to others or let it reach outside its directory:
-# never passed to it (the scenario's validation refuses them with the line they are on).
-EXPOSING_SETTINGS = frozenset({
-    "bind_address", "port", "socket", "skip_networking", "skip_grant_tables", "secure_file_priv",
-    "datadir", "basedir", "tmpdir", "user", "init_file", "init_connect", "plugin_dir", "plugin_load",
-    "plugin_load_add", "pid_file", "log_error", "general_log_file", "slow_query_log_file", "log_bin",
-    "log_bin_basename", "relay_log", "local_infile", "named_pipe", "shared_memory", "extra_port",
-    "skip_name_resolve", "old_passwords",
-})
 STALE_PREFIX = "bench-dsl-server-"
 OWNER_FILE = "owner.pid"
 
@@ -134,10 +126,9 @@ class EmbeddedServer:
     server_id: int = 1
 
     async def start(self) -> Dsn:
-        exposing = sorted({s.name for s in self.settings} & EXPOSING_SETTINGS)
-        if exposing:  # validation refuses them first; this keeps a caller of this class from it too
-            raise TargetError(f"the throwaway server does not take {', '.join(exposing)}: it is reachable only "
-                              "by bench-dsl, on 127.0.0.1 with a password of its own")
+        for s in self.settings:  # validation refuses them first; this keeps a caller of this class from it too
+            if (why := refusal(s.name, s.value)) is not None:
+                raise TargetError(f"the throwaway server does not take {s.name}: {why[0]}")
         remove_stale_servers(self.parent)
         mysqld = find_binary("mariadbd", "mysqld")
         if mysqld is None:
@@ -163,8 +154,13 @@ class EmbeddedServer:
                 "--bind-address=127.0.0.1", f"--pid-file={self.basedir / 'mysqld.pid'}",
                 f"--log-error={self.log}", "--skip-name-resolve",
                 f"--tmpdir={self.basedir}", f"--secure-file-priv={files}", f"--server-id={self.server_id}"]
-        if self.role == "primary":
-            args += [f"--log-bin={self.basedir / 'binlog'}", "--binlog-format=ROW"]
+        # the binary logs, in the server's own directory: a primary's (its replicas read them) or
+        # those log_bin asks for; log_bin = OFF leaves a primary's on (validation refuses the pair)
+        asked = next((s.value for s in self.settings if s.name == "log_bin"), None)
+        base = log_bin_base(asked) if asked is not None else None
+        if self.role == "primary" or base is not None:
+            args.append(f"--log-bin={self.basedir / (base or 'binlog')}")
+            args += ["--binlog-format=ROW"] if self.role == "primary" else []
         else:
             args.append("--skip-log-bin")
         if self.role == "replica":
@@ -176,7 +172,7 @@ class EmbeddedServer:
             args.append(f"--max-connections={max(151, self.max_connections)}")
         if "max_prepared_stmt_count" not in names:
             args.append("--max-prepared-stmt-count=1048576")
-        args += [_size_arg(s) for s in self.settings] + self.extra_args
+        args += [_size_arg(s) for s in self.settings if s.name != "log_bin"] + self.extra_args
         self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.DEVNULL, start_new_session=True,
                                         preexec_fn=_die_with_parent)
@@ -387,6 +383,8 @@ class AppliedSetting:
 def _same(requested: int | float | str, actual: str | None) -> bool:
     if actual is None:
         return False
+    if isinstance(requested, (int, float)) and actual.upper() in ("ON", "OFF"):  # a boolean given as 1 or 0
+        return requested == (1 if actual.upper() == "ON" else 0)
     if isinstance(requested, (int, float)):
         try:
             return float(actual) == float(requested)
@@ -413,7 +411,7 @@ async def apply_settings(dsn: Dsn, settings: tuple[ServerSetting, ...], embedded
                 if row is None:
                     out.append(AppliedSetting(s.name, s.text, None, None, False, "the server has no such variable"))
                     continue
-                if _same(s.value, before):
+                if _same(reads_as(s.name, s.value), before):
                     out.append(AppliedSetting(s.name, s.text, before, before, True,
                                               "set at server start" if embedded else "already set"))
                     continue
@@ -428,7 +426,7 @@ async def apply_settings(dsn: Dsn, settings: tuple[ServerSetting, ...], embedded
                                   "WHERE VARIABLE_NAME = %s", (s.name.upper(),))
                 row = await cur.fetchone()
                 after = str(row[0]) if row else None
-                ok = _same(s.value, after)
+                ok = _same(reads_as(s.name, s.value), after)
                 if not ok and note == "SET GLOBAL":
                     note = f"SET GLOBAL accepted, but the server reports {after}"
                 out.append(AppliedSetting(s.name, s.text, before, after, ok, note))

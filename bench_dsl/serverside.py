@@ -35,10 +35,8 @@ class ServerSide:
         named = list(dict.fromkeys(c.metric.source for c in self._conditions()
                                    if c.metric.name == "status" and c.metric.source))
         unknown = await unknown_status(dsn, named)
-        for name, close in unknown.items():
-            self.log(f"status({name}): the server has no such status variable"
-                     + (f"; did you mean {' or '.join(close)}?" if close else " (SHOW GLOBAL STATUS lists them)"),
-                     "error")
+        for name, instead in unknown.items():
+            self.log(f"status({name}): the server has no such status variable; {instead}", "error")
         if unknown:
             return "unknown status variable: " + ", ".join(unknown)
         known = {n.lower() for n in STATUS_DEFAULT}

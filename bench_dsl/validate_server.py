@@ -9,8 +9,8 @@ from bench_dsl import model as m
 from bench_dsl import syntax as ast
 from bench_dsl.dsn import Dsn, parse_dsn, redact
 from bench_dsl.replication import MAX_REPLICAS
-from bench_dsl.server import EXPOSING_SETTINGS
-from bench_dsl.validate_values import Checker, plain, span_of
+from bench_dsl.server_settings import log_bin_off, refusal, value_problem
+from bench_dsl.validate_values import Checker, EnvText, Quantity, env_quantity, plain, span_of
 
 
 def settings(c: Checker, blocks: list[object], embedded: bool) -> tuple[tuple[m.ServerSetting, ...], str | None, int]:
@@ -40,19 +40,45 @@ def settings(c: Checker, blocks: list[object], embedded: bool) -> tuple[tuple[m.
                 else:
                     server_dir = str(v)
                 continue
-            if embedded and st.name in EXPOSING_SETTINGS:
-                c.error(f"the throwaway server does not take {st.name}: it is reachable only by bench-dsl",
-                        st.span, "leave it out; give a target to measure a server of your own")
+            if embedded and (why := refusal(st.name)) is not None:
+                c.error(f"the throwaway server does not take {st.name}: {why[0]}", st.span, why[1])
                 continue
-            val = c.scalar(st.value)
+            before = len(c.errors())
+            val = value(c, st.name, st.value, embedded)
             if val is not None:
                 # as written (256M), or the resolved value of a $reference
                 text = str(plain(c.lets.get(st.value.name))) if isinstance(st.value, ast.Var) else c.source(st.value.span)
                 settings.append(m.ServerSetting(st.name, val, text, st.span))
-            elif isinstance(st.value, ast.Call) and st.value.name == "env":
+            elif len(c.errors()) == before and isinstance(st.value, ast.Call) and st.value.name == "env":
                 c.error(f"{st.name}: the environment variable is not set and there is no default", st.value.span,
                         'give a default: env("NAME", "value")')
+    binlog = next((s for s in settings if s.name == "log_bin"), None)
+    if replicas and binlog is not None and log_bin_off(binlog.value):
+        c.error("log_bin = OFF: replicas read the primary's binary log", binlog.span,
+                "leave out log_bin: a server with replicas logs in any case")
     return tuple(settings), server_dir, replicas
+
+
+def value(c: Checker, name: str, e: ast.Expr, embedded: bool) -> int | float | str | None:
+    """A setting's value as the server will be given it (256M in bytes, on as ON), or None with the
+    reason said: one the throwaway server does not take (log_bin naming a path), or one the server
+    would refuse (a size that is no number, a word not among an enum's), said here rather than by a
+    server that does not start in the middle of a study."""
+    val = c.scalar(e)
+    if val is None:
+        return None
+    raw = c.value(e)
+    if isinstance(raw, EnvText):
+        raw = env_quantity(raw) or raw
+    # as written, and what a $name or env() gave (quoted: it may hold anything)
+    written = c.source(span_of(e)) + (f" ({plain(raw)!r})" if isinstance(e, (ast.Var, ast.Call)) else "")
+    if embedded and (why := refusal(name, val)) is not None:
+        c.error(f"the throwaway server does not take {name} = {written}: {why[0]}", span_of(e), why[1])
+        return None
+    if (problem := value_problem(name, val, raw.unit if isinstance(raw, Quantity) else None)) is not None:
+        c.error(f"{name} = {written}: {problem[0]}", span_of(e), problem[1])
+        return None
+    return val
 
 
 def replicas(c: Checker, items: list[object], embedded: bool) -> tuple[Dsn, ...]:

@@ -13,7 +13,8 @@ from collections.abc import Mapping
 
 from bench_dsl import model as m
 from bench_dsl import syntax as ast
-from bench_dsl.server import EXPOSING_SETTINGS
+from bench_dsl.server_settings import refusal
+from bench_dsl.validate_server import value as setting_value
 from bench_dsl.validate_values import Checker, EnvText, span_of
 
 MAX_CONFIGURATIONS = 1000  # a study of more is a typo (a line too many); each is a run of its own
@@ -107,7 +108,7 @@ def _lines(c: Checker, vary: ast.Vary, defines: Mapping[str, str], settings: tup
         values: list[Value] = []
         texts: set[str] = set()
         for e in line.values:
-            v = _value(c, key, kind, e)
+            v = _value(c, key, kind, e, embedded)
             if v is None:
                 ok = False
                 continue
@@ -147,8 +148,8 @@ def _kind(c: Checker, line: ast.VaryLine, defines: Mapping[str, str], fixed: set
         c.error(f"{key} is set in server {{ }} and varied here", line.key_span,
                 f"remove {key} from server {{ }}: each configuration sets its own value")
         return None
-    if embedded and key in EXPOSING_SETTINGS:
-        c.error(f"the throwaway server does not take {key}: it is reachable only by bench-dsl", line.key_span,
+    if embedded and (why := refusal(key)) is not None:
+        c.error(f"the throwaway server does not take {key}: {why[0]}", line.key_span,
                 "vary settings of the server's behaviour (innodb_*, sync_binlog, ...)")
         return None
     if key == "dir":
@@ -158,7 +159,7 @@ def _kind(c: Checker, line: ast.VaryLine, defines: Mapping[str, str], fixed: set
     return "setting"
 
 
-def _value(c: Checker, key: str, kind: str, e: ast.Expr) -> Value | None:
+def _value(c: Checker, key: str, kind: str, e: ast.Expr, embedded: bool) -> Value | None:
     if kind == "let":
         before = len(c.errors())
         if c.value(e) is None:
@@ -176,9 +177,11 @@ def _value(c: Checker, key: str, kind: str, e: ast.Expr) -> Value | None:
             c.error("server.dir: not a directory (empty, or with a NUL character)", span_of(e), '"/var/tmp"')
             return None
         return (str(v), str(v))
-    val = c.scalar(e)
+    before = len(c.errors())
+    val = setting_value(c, key, e, embedded)
     if val is None:
-        c.error(f"{key}: not a value a server setting takes", span_of(e), f"{key} = [200, 2000]")
+        if len(c.errors()) == before:  # not said already (a log_bin path, a size that is no number)
+            c.error(f"{key}: not a value a server setting takes", span_of(e), f"{key} = [200, 2000]")
         return None
     text = str(e.value) if isinstance(e, ast.Str) else (str(val) if isinstance(e, ast.Var) or isinstance(c.value(e), EnvText)
                                                      else c.source(span_of(e)))
