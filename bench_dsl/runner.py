@@ -308,8 +308,8 @@ class Run:
         if self.interval_agg.ticks >= int(self.sc.report_every):
             self._flush_interval(ph)
         figures = tick.figures()
-        if tick.measured and (stalls := self.step_agg.stalls()) is not None:
-            figures["stall_s"] = round(stalls.longest_s, 1)  # the step's longest so far
+        if tick.measured and (stalls := self.step_agg.stalls()) is not None and stalls.stalls:
+            figures["stall_s"] = round(stalls.longest_s, 1)  # the step's longest stall so far
         if worst is not None:
             figures["client_lag"] = {"p90_ms": worst, "bound_ms": CLIENT_LAG_MS}
         self.publish(ev.Tick(tick.t, ph.kind, ph.step, tick.users, self.holding, remaining_s, figures))
