@@ -133,3 +133,23 @@ async def test_each_step_lists_every_condition_sustained_ones_at_their_worst_win
     # the event stream says the same (its step events are the rows)
     assert [len(e.row["conditions"]) for e in events.of(ev.Step)] == [3, 3, 3]
 
+
+
+async def test_compare_shows_every_condition_where_each_configuration_s_climb_ended(tmp_path: Path) -> None:
+    from bench_dsl.compare import compare
+    from bench_dsl.summary import summarize
+
+    docs = []
+    for knee in (2, 4):
+        sc = scenario(tmp_path, "ramp step { start 1 users step x2 settle 1s hold 3s max 8 users }\n"
+                                "stop when { tps plateau 10%  p90 > 1s for 2s }")
+        events, _, _ = await run_fake(sc, flat_after(knee))
+        docs.append(events.document.doc)
+    table = compare(summarize(docs), force=True)
+    (row,) = [r for r in table["rows"] if r["metric"] == "condition"]
+    first, second = (cell["verdicts"][0] for cell in row["cells"])
+    for v in (first, second):  # the last step of each: where the plateau fired
+        plateau, sustained = v["conditions"]
+        assert v["users"] >= 4 and plateau["condition"] == "tps plateau 10%" and plateau["fired"]
+        assert sustained["condition"] == "p90 > 1s for 2s" and not sustained["fired"]
+        assert sustained["window_s"] == 2 and sustained["unit"] == "ms" and sustained["value"] is not None
