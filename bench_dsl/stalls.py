@@ -113,7 +113,7 @@ class Stalls:
 
     @property
     def total_s(self) -> float:
-        return sum(b - a for a, b in self.stalls)
+        return sum((b - a for a, b in self.stalls), 0.0)
 
     def to_json(self) -> dict[str, object]:
         return {"stall_s": round(self.longest_s, 3), "stall_total_s": round(self.total_s, 3),

@@ -114,7 +114,8 @@ def condition(c: Checker, node: ast.Condition, txs: tuple[str, ...], ramp: m.Ram
     if node.kind == "plateau":
         if metric.name not in _RATE_METRICS:
             c.error(f"plateau applies to throughput (tps, tpm, qps, nopm), not {metric.label()}", ref.span,
-                    f"tps plateau 5%; for a latency, a kink: {metric.label()} kink 3x")
+                    "tps plateau 5%" + (f"; for a latency, a kink: {metric.label()} kink 3x"
+                                        if metric.name == "latency" else ""))
             return None
         if v.unit != "%":
             c.wrong(v, "a plateau is given in percent", f"{name} plateau 5%")

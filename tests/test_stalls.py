@@ -153,3 +153,21 @@ async def test_compare_shows_every_condition_where_each_configuration_s_climb_en
         assert v["users"] >= 4 and plateau["condition"] == "tps plateau 10%" and plateau["fired"]
         assert sustained["condition"] == "p90 > 1s for 2s" and not sustained["fired"]
         assert sustained["window_s"] == 2 and sustained["unit"] == "ms" and sustained["value"] is not None
+
+
+def test_stall_is_a_duration_of_the_whole_run() -> None:
+    from bench_dsl.validate import ScenarioError, load
+
+    def scenario_text(stop: str) -> str:
+        return ('scenario "t" { workload custom { transaction read { query "SELECT 1" } }\n'
+                f"ramp step {{ start 1 users step +1 users hold 10s max 4 users }}\nstop when {{ {stop} }} }}\n")
+
+    c, w = load("t.bench", text=scenario_text("stall > 1s  stall > 500ms for 3s"), env={}).stop
+    assert (c.metric, c.limit, c.unit, c.window) == (Metric("stall"), 1.0, "s", None)
+    assert (w.limit, w.window) == (0.5, 3.0)
+    with pytest.raises(ScenarioError) as e:
+        load("t.bench", text=scenario_text("stall(read) > 1s  stall > 1  stall plateau 5%"), env={})
+    out = e.value.render()
+    assert "stall is the whole run's (no user finished a transaction): it takes no (name)" in out
+    assert "stall is a time: give the limit a unit" in out and "hint: stall > 1s" in out
+    assert "plateau applies to throughput" in out and "stall kink" not in out  # kink is a latency's
