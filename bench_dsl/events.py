@@ -191,7 +191,8 @@ class Totals(Event):
 class Step(Event):
     """A step ended (complete, or cut short by a stop): as the result document's steps hold it."""
     type: ClassVar[str] = "step"
-    row: Json  # step, users, complete, start_s, figures, server, conditions (verdicts), histograms
+    row: Json  # step, users, complete[, incomplete_reason], start_s, figures (stall_s ...), server,
+    # conditions (every stop condition's verdict), histograms
 
     def to_json(self) -> Json:
         return {"type": self.type, **{k: v for k, v in self.row.items() if k != "histograms"}}
