@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -335,6 +336,7 @@ def test_a_server_frozen_for_seconds_of_a_step_leaves_it_unclean_and_no_saturati
     assert doc["saturation"]["users"] is None and doc["saturation"]["steps_completed"] == 0
     assert max(i["stall_s"] for i in doc["intervals"]) >= 0.9
     assert "s1: the server answered nothing for " in err  # the console says so
+    assert re.search(r" stall \d\.\ds", err)  # and its interval lines, while it lasts
     # closed loop: the percentiles do not show it (the users waited in two transactions)
     assert step["latency_ms"]["p95"] < 1000
     stream = [json.loads(x) for x in lines.read_text().splitlines()]
