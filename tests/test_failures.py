@@ -302,7 +302,7 @@ def test_a_hung_server_is_a_failed_target_not_a_clean_run(tmp_path: Path) -> Non
 
 
 def test_a_server_frozen_for_seconds_of_a_step_leaves_it_unclean_and_no_saturation_point(tmp_path: Path) -> None:
-    """SIGSTOP for 5.5 s in a 10 s hold: the stall is measured, the step is not complete and not the
+    """SIGSTOP for 5.5 s in a 12 s hold: the stall is measured, the step is not complete and not the
     saturation point, and the run goes on to its end (the freeze is shorter than the hung bound)."""
     import asyncio
 
@@ -312,7 +312,7 @@ def test_a_server_frozen_for_seconds_of_a_step_leaves_it_unclean_and_no_saturati
     asyncio.run(srv.start())
     assert srv.pid is not None
     f = tmp_path / "frozen.bench"
-    f.write_text(HOLD_REMOTE.replace("duration 40s", "duration 10s"))
+    f.write_text(HOLD_REMOTE.replace("duration 40s", "duration 12s"))
     out, lines = tmp_path / "frozen.json", tmp_path / "frozen.jsonl"
     proc = subprocess.Popen([*BENCH, "run", str(f), "--headless", "--json", str(out), "--jsonl", str(lines)],
                             cwd=ROOT, env={**os.environ, "BENCH_DSN": srv.url()}, stdout=subprocess.PIPE,
