@@ -13,7 +13,7 @@ from hdrh.histogram import HdrHistogram
 
 from bench_dsl import native
 from bench_dsl.model import Metric
-from bench_dsl.stalls import Quiet, Span, Stalls
+from bench_dsl.stalls import Quiet, Span, Stalls, join
 
 LOWEST_US = 1
 HIGHEST_US = 3_600_000_000  # one hour: a stalled server must still be measured, not clipped
@@ -274,7 +274,7 @@ class Aggregate:
         self.seconds += tick.seconds
         self.ticks += 1
         if tick.stalls is not None:
-            self._stall_pieces = (self._stall_pieces or []) + tick.stalls
+            self._stall_pieces = join(self._stall_pieces or [], tick.stalls)
         for k, v in tick.cpu.items():
             if v is not None:
                 self._cpu_sum[k] = self._cpu_sum.get(k, 0.0) + v * tick.seconds

@@ -58,6 +58,22 @@ def merged(spans: list[Span], gap: float = 1e-6) -> list[Span]:
     return out
 
 
+def join(pieces: list[Span], new: list[Span]) -> list[Span]:
+    """Adds a tick's pieces to an aggregate's, joining those that touch as they come, and dropping
+    one too short to count once the next cannot join it: a run of hours keeps its stalls, not a
+    piece a second. (Windows add their ticks newest first: those pieces are only appended.)"""
+    for a, b in new:
+        if pieces and pieces[-1][0] <= a:
+            last = pieces[-1]
+            if a <= last[1] + 1e-6:
+                pieces[-1] = (last[0], max(last[1], b))
+                continue
+            if last[1] - last[0] < RESOLUTION_S:
+                pieces.pop()
+        pieces.append((a, b))
+    return pieces
+
+
 def _intersect(xs: list[Span], ys: list[Span]) -> list[Span]:
     out, i, j = [], 0, 0
     while i < len(xs) and j < len(ys):
