@@ -13,7 +13,8 @@
  *
  * Types:
  *   Counts   latencies counted by their microsecond value, and statements, per transaction type
- *            (threads add to a pending list under a mutex; take() folds it, the GIL held).
+ *            (threads add to a pending list under a mutex; take() folds it, the GIL held); and the
+ *            quiet spans between completions (a stalled server: see quiet()).
  *   Program  a workload's transactions as data (bench_dsl/statements.py, flattened by executor.py):
  *            statements, the values drawn for them, and the weights of the types. Shared by the
  *            users of a process (so are its sequences).
@@ -49,15 +50,30 @@ typedef struct {
     int64_t us;
 } Pending;
 
+/* Quiet spans: the gaps between two completions of the process's users at least QUIET_MIN_NS long
+ * (what a stalled server leaves), at most QUIET_MAX of them between two takes (the longest kept).
+ * Kept under the mutex the completion already takes: one subtraction and one comparison per
+ * transaction, and its end time is the clock reading its latency needs anyway. */
+#define QUIET_MIN_NS 50000000LL
+#define QUIET_MAX 64
+
+typedef struct { long long start, end; } Span;
+
 typedef struct {
     PyObject_HEAD
     Py_ssize_t n;
     PyObject *lat;        /* list of n dicts: microseconds -> transactions */
     long long *queries;   /* statements per transaction type */
-    pthread_mutex_t mu;   /* guards pending: threads without the GIL add to it */
+    pthread_mutex_t mu;   /* guards pending and the quiet spans: threads without the GIL add to them */
     int mu_ready;
     Pending *pending;
     Py_ssize_t npending, cappending;
+    long long last_ns;    /* the latest completion (0: none yet); never reset */
+    Span quiet[QUIET_MAX];
+    int nquiet;
+    Span taken[QUIET_MAX];  /* what the last take() took: quiet() returns it */
+    int ntaken;
+    long long taken_last_ns, taken_at_ns;
 } Counts;
 
 static PyTypeObject CountsType;
@@ -140,10 +156,34 @@ static int counts_add(Counts *self, long long i, long long us, long long q) {
     return rc;
 }
 
+/* A completion at `end` (CLOCK_MONOTONIC ns): the gap since the one before it, if long enough, is a
+ * quiet span. Under the mutex. Threads may take the mutex out of their completions' order: a
+ * completion older than the latest only counts. */
+static void counts_done_at(Counts *self, long long end) {
+    long long last = self->last_ns;
+    if (end <= last) return;
+    self->last_ns = end;
+    if (last == 0 || end - last < QUIET_MIN_NS) return;
+    int k = self->nquiet;
+    if (k == QUIET_MAX) {  /* full: the shortest gives way to a longer one */
+        int shortest = 0;
+        for (int j = 1; j < QUIET_MAX; j++)
+            if (self->quiet[j].end - self->quiet[j].start < self->quiet[shortest].end - self->quiet[shortest].start)
+                shortest = j;
+        if (self->quiet[shortest].end - self->quiet[shortest].start >= end - last) return;
+        k = shortest;
+    } else {
+        self->nquiet++;
+    }
+    self->quiet[k].start = last;
+    self->quiet[k].end = end;
+}
+
 /* What a thread without the GIL does instead of counts_add: the transaction waits in `pending`
- * until take() counts it. 0, or -1 when out of memory (nothing set: no GIL). */
-static int counts_add_nogil(Counts *self, long long i, long long us, long long q) {
+ * until take() counts it. `end`: when it completed. 0, or -1 when out of memory (nothing set: no GIL). */
+static int counts_add_nogil(Counts *self, long long i, long long us, long long q, long long end) {
     pthread_mutex_lock(&self->mu);
+    counts_done_at(self, end);
     if (self->npending == self->cappending) {
         Py_ssize_t cap = self->cappending ? 2 * self->cappending : 1024;
         Pending *more = PyMem_RawRealloc(self->pending, (size_t)cap * sizeof(Pending));
@@ -166,6 +206,11 @@ static int counts_fold(Counts *self) {
     Py_ssize_t n = self->npending;
     self->pending = NULL;
     self->npending = self->cappending = 0;
+    memcpy(self->taken, self->quiet, (size_t)self->nquiet * sizeof(Span));
+    self->ntaken = self->nquiet;
+    self->nquiet = 0;
+    self->taken_last_ns = self->last_ns;
+    self->taken_at_ns = now_ns();
     pthread_mutex_unlock(&self->mu);
     int rc = 0;
     for (Py_ssize_t j = 0; j < n && rc == 0; j++) rc = counts_add(self, p[j].tx, p[j].us, p[j].queries);
@@ -180,7 +225,25 @@ static PyObject *Counts_ok(Counts *self, PyObject *const *args, Py_ssize_t nargs
     long long q = PyLong_AsLongLong(args[2]);
     if (PyErr_Occurred()) return NULL;
     if (counts_add(self, i, us, q) < 0) return NULL;
+    if (self->mu_ready) {
+        long long end = now_ns();
+        pthread_mutex_lock(&self->mu);
+        counts_done_at(self, end);
+        pthread_mutex_unlock(&self->mu);
+    }
     Py_RETURN_NONE;
+}
+
+static PyObject *Counts_quiet(Counts *self, PyObject *unused) {
+    PyObject *spans = PyList_New(self->ntaken);
+    if (spans == NULL) return NULL;
+    for (int j = 0; j < self->ntaken; j++) {
+        PyObject *pair = Py_BuildValue("(LL)", self->taken[j].start, self->taken[j].end);
+        if (pair == NULL) { Py_DECREF(spans); return NULL; }
+        PyList_SET_ITEM(spans, j, pair);
+    }
+    if (self->taken_last_ns == 0) return Py_BuildValue("(NOL)", spans, Py_None, self->taken_at_ns);
+    return Py_BuildValue("(NLL)", spans, self->taken_last_ns, self->taken_at_ns);
 }
 
 static PyObject *Counts_take(Counts *self, PyObject *unused) {
@@ -205,6 +268,9 @@ static PyMethodDef Counts_methods[] = {
      "ok(i, micros, queries): one completed transaction of type i"},
     {"take", (PyCFunction)Counts_take, METH_NOARGS,
      "take() -> [(latencies {us: count}, statements)] per type, and start afresh"},
+    {"quiet", (PyCFunction)Counts_quiet, METH_NOARGS,
+     "quiet() -> ([(start_ns, end_ns)] gaps between completions taken by the last take(), the latest "
+     "completion's time or None, the take's time): CLOCK_MONOTONIC, as time.monotonic_ns()"},
     {NULL}};
 
 static PyTypeObject CountsType = {
@@ -1248,7 +1314,8 @@ static PyObject *User_run(User *self, PyObject *args) {
         long long statements;
         code = transaction(self, message, &statements);
         if (code == 0) {
-            if (counts_add_nogil(counts, self->tx, (now_ns() - self->t0) / 1000, statements) < 0) {
+            long long end = now_ns();
+            if (counts_add_nogil(counts, self->tx, (end - self->t0) / 1000, statements, end) < 0) {
                 bad = "out of memory for a transaction's count";
                 break;
             }

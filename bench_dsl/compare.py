@@ -154,7 +154,8 @@ def compare(summary: dict[str, Any], gates: list[Gate] | None = None, force: boo
     rows.append(_row("saturation", None, "users", confs, sat, True))
     rows.append({"metric": "condition", "users": None, "unit": "",
                  "cells": [{"configuration": c["id"], "value": c["saturation"]["condition"],
-                            "all": c["saturation"]["conditions"]} for c in confs]})
+                            "all": c["saturation"]["conditions"],
+                            "verdicts": c["saturation"].get("verdicts")} for c in confs]})
     users = common_users(confs)
     for u in users:
         entries = [next(e for e in c["by_users"] if e["users"] == u) for c in confs]

@@ -191,7 +191,8 @@ class Totals(Event):
 class Step(Event):
     """A step ended (complete, or cut short by a stop): as the result document's steps hold it."""
     type: ClassVar[str] = "step"
-    row: Json  # step, users, complete, start_s, figures, server, conditions (verdicts), histograms
+    row: Json  # step, users, complete[, incomplete_reason], start_s, figures (stall_s ...), server,
+    # conditions (every stop condition's verdict), histograms
 
     def to_json(self) -> Json:
         return {"type": self.type, **{k: v for k, v in self.row.items() if k != "histograms"}}
@@ -350,11 +351,18 @@ class Bus:
                     queue.extend(said)
 
 
+# an interval's longest stall (bench_dsl.stalls) the console line and a replayed tick show: half a
+# second or more without a completion is worth a look, even as a piece of a longer one
+STALL_SHOWN_S = 0.5
+
+
 def side_figures(row: dict[str, Any], lag_bound_ms: float) -> dict[str, Any]:
     """What a live tick carried beside the rates, rebuilt from an interval row (bench replay): NOPM,
-    replica lag, the busiest disk, and the worst process's scheduling lag with the judge's bound
+    a stall, replica lag, the busiest disk, and the worst process's scheduling lag with the judge's bound
     (the interval's figures, not the second's)."""
     out: dict[str, Any] = {"nopm": row["nopm"]} if "nopm" in row else {}
+    if (row.get("stall_s") or 0) >= STALL_SHOWN_S:  # the interval's (the live tick showed the step's so far)
+        out["stall_s"] = row["stall_s"]
     if (rep := row.get("replication")) and rep.get("lag_s") is not None:
         out["lag_s"] = rep["lag_s"]
     if (disk := row.get("disk")) and disk.get("busiest"):

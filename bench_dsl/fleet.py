@@ -19,6 +19,7 @@ from bench_dsl.errors import BenchError
 from bench_dsl.metrics import Recorder, TxStats
 from bench_dsl.model import Scenario
 from bench_dsl.schedlag import LagProbe, Samples
+from bench_dsl.stalls import Quiet
 from bench_dsl.users import Health, UserPool
 from bench_dsl.workloads import Workload
 
@@ -55,6 +56,9 @@ class Fleet(Protocol):
         """The scheduling lag each process that runs users measured up to the last collect, by
         process ("coordinator", "worker 1", ...): bench_dsl.schedlag's samples."""
 
+    def quiet(self) -> list[Quiet]:
+        """Each process's gaps between completions up to the last collect (bench_dsl.stalls)."""
+
     def cancel_in_flight(self) -> None: ...
 
     async def stop(self, grace: float = 5.0) -> dict[str, TxStats]:
@@ -70,6 +74,7 @@ class LocalFleet:
         self._health = self.pool.health()
         self.probe = LagProbe()  # the users share this process's loop: its lag is theirs
         self._lag: dict[str, Samples] = {}
+        self._quiet: list[Quiet] = []
 
     @property
     def active(self) -> int:
@@ -92,6 +97,7 @@ class LocalFleet:
         stats = self.recorder.swap()
         self._health = self.pool.health(sum(st.count for st in stats.values()))
         self._lag = {"coordinator": self.probe.take()}
+        self._quiet = [self.recorder.quiet()]
         return stats
 
     def health(self) -> Health:
@@ -99,6 +105,9 @@ class LocalFleet:
 
     def lag(self) -> dict[str, Samples]:
         return self._lag
+
+    def quiet(self) -> list[Quiet]:
+        return self._quiet
 
     def cancel_in_flight(self) -> None:
         self.pool.cancel_in_flight()
@@ -136,6 +145,7 @@ class ProcessFleet:
         self._next_id = 0
         self._last_health = Health(0, 0.0, None, {})
         self._last_lag: dict[str, Samples] = {}
+        self._last_quiet: list[Quiet] = []
 
     @property
     def active(self) -> int:
@@ -238,6 +248,7 @@ class ProcessFleet:
     def _merge(self, replies: list[tuple[_Proc, dict[str, Any]]]) -> dict[str, TxStats]:
         # named as bench_dsl.cpu names the client's processes (its workers by pid: started in order)
         self._last_lag = {f"worker {p.index + 1}": r["lag"] for p, r in replies if r.get("lag")}
+        self._last_quiet = [Quiet.from_wire(r["quiet"]) for _, r in replies if r.get("quiet")]
         out = {n: TxStats() for n in self.names}
         fails, idle, fatal, messages, executors = 0, float("inf"), None, {}, set()
         connected, refused, connect_error, never = 0, 0, None, 0
@@ -277,6 +288,9 @@ class ProcessFleet:
 
     def lag(self) -> dict[str, Samples]:
         return self._last_lag
+
+    def quiet(self) -> list[Quiet]:
+        return self._last_quiet
 
     def cancel_in_flight(self) -> None:
         for p in self.procs:

@@ -40,6 +40,15 @@ CLIENT_LAG_MS = 10.0
 # step's p90 is its max
 CLIENT_LAG_SAMPLES = 20
 
+# A step is no clean measurement of the server under its users when its stalls (bench_dsl.stalls:
+# a second or more in which no user finished a transaction) add up to more than this share of its
+# measured time, or when one of them lasts STALL_LONGEST_S or more: its closed-loop percentiles
+# hide the freeze (the users waited in a few transactions), and its throughput is half a measure.
+STALL_SHARE = 0.25
+STALL_LONGEST_S = 5.0
+# why a step ended by a stop is not complete (its row's incomplete_reason)
+CUT_SHORT = "the run stopped during the step"
+
 # Stops that end the climb where it stands, as a fired stop condition does: the last complete step
 # is the saturation point and the run completed.
 CLIMB_ENDERS = ("stop_condition", "connections_refused", "users_not_connected")
@@ -132,6 +141,32 @@ def state_of(c: Condition, value: float | None, before: float | None = None) -> 
     return "ok"
 
 
+def stalled(agg: Aggregate) -> str | None:
+    """Why a step (or a linear ramp's interval) is not a clean measurement, by its stalls; None
+    when it is (or its stalls are not known)."""
+    stalls = agg.stalls()
+    if stalls is None or stalls.longest is None or agg.seconds <= 0:
+        return None
+    a, b = stalls.longest
+    if b - a >= STALL_LONGEST_S:
+        return f"the server answered nothing for {b - a:.1f} s ({a:.1f}-{b:.1f} s)"
+    if stalls.total_s > STALL_SHARE * agg.seconds:
+        n = len(stalls.stalls)
+        return (f"the server answered nothing for {stalls.total_s:.1f} s in {n} stall{'s' if n > 1 else ''}, "
+                f"{100 * stalls.total_s / agg.seconds:.0f}% of the {agg.seconds:.0f} s measured "
+                f"(the longest {b - a:.1f} s, {a:.1f}-{b:.1f} s)")
+    return None
+
+
+def worse(new: Verdict, old: Verdict | None) -> bool:
+    """Whether `new` came closer to firing (or further past its limit) than `old`."""
+    if old is None or new.fired != old.fired:
+        return old is None or new.fired
+    if new.value is None or old.value is None:
+        return old.value is None
+    return new.value < old.value if (new.condition.op or ">") in ("<", "<=") else new.value > old.value
+
+
 class WindowedConditions:
     """`for D` thresholds: judged every tick over the last D seconds of the current step."""
 
@@ -183,6 +218,9 @@ class Judge:
         self._states: dict[str, ConditionState] = {c.text: ConditionState(c.text, None, None, "-", "")
                                                    for c in stop}
         self.changed = False  # states changed since `take_states`
+        # conditions judged as the step goes (`for D`, a linear ramp's per interval): the worst
+        # verdict of the step so far, which its row keeps
+        self._worst: dict[str, Verdict] = {}
 
     def specs(self) -> tuple[ConditionSpec, ...]:
         return tuple(spec(c) for c in self.stop)
@@ -191,6 +229,7 @@ class Judge:
     def new_step(self) -> None:
         """A step's first measured phase begins: `for D` windows start again."""
         self.windowed.reset()
+        self._worst = {}
 
     def tick(self, tick: Tick, judging: bool = True) -> Verdict | None:
         """A measured tick: `for D` conditions over their window. Returns the one that fired;
@@ -202,6 +241,8 @@ class Judge:
             source = f"last {seconds}s" if full else f"last {seconds}s of {c.window:g}s"
             if full and v.fired and fired is None and judging:
                 fired = v
+            if full and worse(v, self._worst.get(c.text)):
+                self._worst[c.text] = v
             self._state(c, v.value, None, source)
         if fired is not None:
             self._fire(fired)
@@ -222,10 +263,12 @@ class Judge:
                 v = judge(c, interval)
                 if v.fired and fired is None and judging:
                     fired = v
+                if worse(v, self._worst.get(c.text)):
+                    self._worst[c.text] = v
                 self._state(c, v.value, None, "last interval")
             if fired is not None:
                 self._fire(fired)
-            elif interval.all.count and judging:
+            elif interval.all.count and judging and stalled(interval) is None:
                 self.saturation_users = interval.users_max
                 self.saturation_step = ph.step
             return fired
@@ -236,21 +279,42 @@ class Judge:
             self._state(c, step.value(c.metric), before, f"step {ph.step} so far")
         return None
 
-    def step_end(self, ph: Phase, step: Aggregate) -> tuple[list[Verdict], Verdict | None]:
-        """A step's hold ended whole: its verdicts, the one that fired, and the saturation point."""
+    def step_end(self, ph: Phase, step: Aggregate) -> tuple[list[Verdict], Verdict | None, str | None]:
+        """A step's hold ended whole: every condition's verdict (`conditions`), the one that fired,
+        why the step is not a clean measurement (`stalled`), and the saturation point: a step that
+        is not clean is none, nor what the next step's plateau or kink compares with."""
+        why = stalled(step)
         if ph.judge != "step":
-            return [], None
+            return self.conditions(step), None, why
         verdicts = [judge(c, step, self.previous) for c in self.stop if not c.window]
         fired = next((v for v in verdicts if v.fired), None)
         for v in verdicts:
             self._state(v.condition, v.value, v.reference, f"step {ph.step}", judged=True)
         if fired is not None:
             self._fire(fired)
-        else:
+        elif why is None:
             self.saturation_users = ph.users
             self.saturation_step = ph.step
-        self.previous = step
-        return verdicts, fired
+        if why is None:
+            self.previous = step
+        return self.conditions(step, verdicts), fired, why
+
+    def conditions(self, step: Aggregate, judged: list[Verdict] | None = None) -> list[Verdict]:
+        """Every stop condition of a step, for its row: those judged at its end as judged; those
+        judged as it went (`for D`, a linear ramp's per interval) at the worst value they reached
+        in it, fired if one fired; the others, on a step cut short, at their value over what it
+        measured, not judged (fired false)."""
+        done = {v.condition.text: v for v in judged or []}
+        out = []
+        for c in self.stop:
+            if c.text in done:
+                out.append(done[c.text])
+            elif c.text in self._worst or c.window:
+                out.append(self._worst.get(c.text) or Verdict(c, None, False))
+            else:
+                v = judge(c, step, self.previous)
+                out.append(Verdict(c, v.value, False, v.reference))
+        return out
 
     def _fire(self, v: Verdict) -> None:
         self.fired = v

@@ -4,6 +4,7 @@ figures of several worker processes can be merged exactly."""
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,6 +13,7 @@ from hdrh.histogram import HdrHistogram
 
 from bench_dsl import native
 from bench_dsl.model import Metric
+from bench_dsl.stalls import Quiet, Span, Stalls, join
 
 LOWEST_US = 1
 HIGHEST_US = 3_600_000_000  # one hour: a stalled server must still be measured, not clipped
@@ -99,11 +101,14 @@ def _pkey(p: float) -> str:
 class PyCounts:
     """What counts when the package was built without the C executor (_native.Counts otherwise):
     latencies counted by their exact microsecond value (a dict increment, ~0.1 us; hdrh's
-    record_value is pure Python, ~2.4 us a call), and statements, per transaction type."""
+    record_value is pure Python, ~2.4 us a call), and statements, per transaction type. No clock per
+    transaction: its quiet spans are known to a take's precision (did a take count any?)."""
 
     def __init__(self, n: int) -> None:
         self._lat: list[dict[int, int]] = [{} for _ in range(n)]
         self._queries = [0] * n
+        self._last: int | None = None
+        self._taken: tuple[list[tuple[int, int]], int | None, int] = ([], None, 0)
 
     def ok(self, i: int, micros: int, queries: int) -> None:
         lat = self._lat[i]
@@ -112,10 +117,17 @@ class PyCounts:
 
     def take(self) -> list[tuple[dict[int, int], int]]:
         """What was counted since the last take, per type; starts afresh."""
+        at = time.monotonic_ns()
+        if any(self._lat):
+            self._last = at
+        self._taken = ([], self._last, at)
         out = list(zip(self._lat, self._queries))
         self._lat = [{} for _ in self._lat]
         self._queries = [0] * len(self._queries)
         return out
+
+    def quiet(self) -> tuple[list[tuple[int, int]], int | None, int]:
+        return self._taken  # as _native.Counts.quiet: no gaps, the latest take that counted any, the take
 
 
 def new_counts(n: int) -> PyCounts:
@@ -167,6 +179,9 @@ class Recorder:
         self._reset()
         return out
 
+    def quiet(self) -> Quiet:  # the gaps between completions the last swap took (bench_dsl.stalls)
+        return Quiet.from_counts(self.counts.quiet())
+
 
 @dataclass(frozen=True, slots=True)
 class StatusSample:
@@ -195,6 +210,8 @@ class Tick:
     lag: float | None = None
     replicas: list[dict[str, Any]] | None = None
     host: Any = None  # hostwatch.HostSample: the server host's CPU and disks since the last reading
+    # spans of the tick (elapsed s) in which no user finished a transaction; None: not known
+    stalls: list[Span] | None = None
 
     @property
     def measured(self) -> bool:
@@ -248,6 +265,7 @@ class Aggregate:
         self.replicas: list[dict[str, Any]] | None = None
         self._disk_secs: dict[str, float] = {}
         self._disk_sum: dict[str, dict[str, float]] = {}
+        self._stall_pieces: list[Span] | None = None
 
     def add(self, tick: Tick) -> None:
         for name, st in tick.tx.items():
@@ -255,6 +273,8 @@ class Aggregate:
             self.all.merge(st)
         self.seconds += tick.seconds
         self.ticks += 1
+        if tick.stalls is not None:
+            self._stall_pieces = join(self._stall_pieces or [], tick.stalls)
         for k, v in tick.cpu.items():
             if v is not None:
                 self._cpu_sum[k] = self._cpu_sum.get(k, 0.0) + v * tick.seconds
@@ -290,6 +310,9 @@ class Aggregate:
         if key not in self.status_grew or self.status_seconds <= 0:
             return None
         return self.status_grew[key] / self.status_seconds
+
+    def stalls(self) -> Stalls | None:  # None: its ticks did not say
+        return None if self._stall_pieces is None else Stalls.of(self._stall_pieces)
 
     def disks(self) -> dict[str, dict[str, float]]:
         """Each disk's figures over this window (time-weighted means of the readings)."""
@@ -361,6 +384,8 @@ class Aggregate:
                 return self.cpu(metric.source or "server")
             case "status":
                 return self.status(metric.source or "", metric.stat == "rate")
+            case "stall":
+                return None if (stalls := self.stalls()) is None else stalls.longest_s
             case "replication_lag":
                 return self.lag_min if metric.stat == "min" else self.lag_last
             case "disk_util" | "disk_iops" | "disk_await":
@@ -396,6 +421,7 @@ class Aggregate:
             "users": self.users_max,
             **one(self.all),
             **({"nopm": round(n, 1)} if (n := self.nopm()) is not None else {}),
+            **(stalls.to_json() if (stalls := self.stalls()) is not None else {}),
             "cpu": {k: _r(self.cpu(k)) for k in ("server", "host", "client")},
             **({"client_cpu_by_process": each} if (each := {k.removeprefix("client:"): _r(self.cpu(k))
                                                             for k in sorted(self._cpu_n) if k.startswith("client:")})
@@ -411,7 +437,7 @@ class Aggregate:
         """The summary's figures a live display shows of a step still running."""
         s = self.summary()
         return {k: s[k] for k in ("seconds", "users", "count", "tps", "tpm", "qps", "nopm", "errors", "retries",
-                                  "latency_ms", "cpu") if k in s} | {
+                                  "latency_ms", "cpu", "stall_s") if k in s} | {
             "transactions": {n: {k: t[k] for k in ("count", "tps", "errors", "latency_ms")}
                              for n, t in s["transactions"].items()}}  # type: ignore[attr-defined]
 

@@ -361,7 +361,9 @@ def _with_conditions(evs: list[Timed]) -> list[Timed]:
                 text, value, before = v["condition"], v.get("value"), v.get("previous")
                 if text not in states or states[text].state != "fired":  # a fired condition stays fired
                     state = "fired" if v.get("fired") else _judged(specs.get(text), value, before)
-                    states[text] = ev.ConditionState(text, value, before, state, f"step {e.row['step']}")
+                    # a sustained one: the worst its window reached in the step
+                    source = f"step {e.row['step']}" + (f", worst {v['window_s']:g}s" if v.get("window_s") else "")
+                    states[text] = ev.ConditionState(text, value, before, state, source)
         elif isinstance(e, ev.Fired) and (text := e.stop.get("condition")) in specs:
             window = e.stop.get("window_s")
             source = states[text].source if text in states else (

@@ -27,7 +27,7 @@ from bench_dsl.serverside import ServerSide
 from bench_dsl.dsn import Dsn, redact
 from bench_dsl.errors import ExitCode, TargetError
 from bench_dsl.fleet import Fleet, WorkerFailed
-from bench_dsl.judge import CLIENT_LAG_MS, Judge, Verdict, expectations
+from bench_dsl.judge import CLIENT_LAG_MS, CUT_SHORT, Judge, Verdict, expectations
 from bench_dsl.metrics import Aggregate, Tick
 from bench_dsl.planner import Phase, Plan
 from bench_dsl.schedlag import LagWindow
@@ -248,8 +248,7 @@ class Run:
         await self.measure(fleet, CpuSampler(stage.server_pid))
 
     async def measure(self, fleet: Fleet, cpu: CpuSampler) -> None:
-        """The plan's phases on a started fleet: what follows the stage (and what tests of the
-        scheduler and the judge run on a fake fleet, without a server)."""
+        """The plan's phases on a started fleet: what follows the stage (tests run it on a fake fleet)."""
         self.fleet, self.cpu = fleet, cpu
         if not self.t0:
             self.t0 = time.monotonic()
@@ -309,6 +308,8 @@ class Run:
         if self.interval_agg.ticks >= int(self.sc.report_every):
             self._flush_interval(ph)
         figures = tick.figures()
+        if tick.measured and (stalls := self.step_agg.stalls()) is not None and stalls.stalls:
+            figures["stall_s"] = round(stalls.longest_s, 1)  # the step's longest stall so far
         if worst is not None:
             figures["client_lag"] = {"p90_ms": worst, "bound_ms": CLIENT_LAG_MS}
         self.publish(ev.Tick(tick.t, ph.kind, ph.step, tick.users, self.holding, remaining_s, figures))
@@ -322,12 +323,14 @@ class Run:
         self._phase_now = None
         self._flush_interval(ph)
         if ph.kind == "hold" and self.stop_reason is None:
-            verdicts, fired = self.judge.step_end(ph, self.step_agg)
-            self._record_step(ph, complete=True, verdicts=verdicts, server=server)
+            verdicts, fired, stalled = self.judge.step_end(ph, self.step_agg)
+            if stalled is not None:
+                self.log(f"s{ph.step}: {stalled}: not a clean measured step, nor the saturation point", "warning")
+            self._record_step(ph, verdicts, server, stalled)
             if fired is not None:
                 self._fire(fired, ph)
         elif ph.measured and self.stop_reason is not None:
-            self._record_step(ph, complete=False, verdicts=[], server=server)
+            self._record_step(ph, self.judge.conditions(self.step_agg), server, CUT_SHORT)
         if self.judge.changed:
             self.publish(ev.Conditions(round(self.elapsed(), 3), self.judge.states()))
         if ph.measured:
@@ -358,7 +361,7 @@ class Run:
             self._fire(fired, ph)
         self._totals()
 
-    def _record_step(self, ph: Phase, complete: bool, verdicts: list[Verdict], server: dict[str, Any] | None) -> None:
+    def _record_step(self, ph: Phase, verdicts: list[Verdict], server: dict[str, Any] | None, why: str | None) -> None:
         agg = self.step_agg
         if agg.ticks == 0:
             return
@@ -367,7 +370,8 @@ class Run:
             server["nopm_client_vs_server_pct"] = round(100.0 * (summary["nopm"] - server["nopm"])  # type: ignore[operator]
                                                         / server["nopm"], 2) if server["nopm"] else None
         row = {"type": "step", "step": ph.step, "users": ph.users if ph.kind == "hold" else agg.users_max,
-               "complete": complete, "start_s": round(self.step_started, 3), **summary, **self.lag_step.to_json(),
+               "complete": why is None, **({"incomplete_reason": why} if why else {}), "start_s": round(self.step_started, 3),
+               **summary, **self.lag_step.to_json(),
                **({"statements": r} if (r := self.workload.rates(summary["tps"])) is not None else {}),
                "server": server, "conditions": [v.to_json() for v in verdicts], "histograms": agg.histograms()}
         self.steps.append(row)
@@ -415,7 +419,7 @@ class Run:
         with contextlib.suppress(Exception):
             self._flush_interval(ph)
             if ph.measured:
-                self._record_step(ph, complete=False, verdicts=[], server=None)
+                self._record_step(ph, self.judge.conditions(self.step_agg), None, CUT_SHORT)
         self._phase_now = None
 
     # the end -----------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from typing import Protocol
 from bench_dsl.fleet import Fleet, WorkerFailed
 from bench_dsl.metrics import Tick, TxStats
 from bench_dsl.planner import Phase, Plan
+from bench_dsl.stalls import Span, quiet_spans
 
 
 class Consumer(Protocol):
@@ -53,6 +54,7 @@ class UsersScheduler:
         self._skip_step: int | None = None  # `n` during a settle skips that step's hold too
         self._wake = asyncio.Event()
         self._step: int | None = None  # the step whose figures are being gathered
+        self._origin = (0.0, 0.0)  # (monotonic, the run's elapsed) at the start: stalls' clock
 
     def wake(self) -> None:
         """Look at the controls now rather than at the next tick (a stop was asked)."""
@@ -70,6 +72,7 @@ class UsersScheduler:
 
     async def run(self, fleet: Fleet) -> None:
         self.fleet = fleet
+        self._origin = (time.monotonic(), self.consumer.elapsed())
         for ph in self.plan.phases:
             if self.consumer.stopping():  # also a stop that came while the workers started
                 break
@@ -121,8 +124,10 @@ class UsersScheduler:
             final = not self.holding and now >= end + held - 1e-3  # the phase's last tick
             if ph.measured and final:
                 await consumer.step_last_tick(ph)
+            stalls = self._stalls(last, got) if fleet.active else []  # no user running: no stall
             users = min(users, fleet.health().connected)
             tick = self._tick(got, last, ph, users, stats)
+            tick.stalls = stalls
             last = got
             consumer.tick(tick, ph, None if self.holding else max(0.0, end + held - now) / second, final)
             if consumer.stopping() or self._skip or final:
@@ -135,6 +140,17 @@ class UsersScheduler:
             self._skip_step = ph.step
         self._skip = False
         await consumer.phase_ends(ph)
+
+    def _stalls(self, start: float, end: float) -> list[Span] | None:
+        """The tick's spans without a completion, moved to the run's elapsed seconds (each second of
+        the plan lasting `second`); None when the fleet does not say."""
+        assert self.fleet is not None
+        quiet = self.fleet.quiet()
+        if not quiet:
+            return None
+        mono, elapsed = self._origin  # one map for the run, so that the ticks' pieces join
+        return [(elapsed + (a - mono) / self.second, elapsed + (b - mono) / self.second)
+                for a, b in quiet_spans(quiet, start, end)]
 
     def _tick(self, now: float, last: float, ph: Phase, users: int, stats: dict[str, TxStats],
               at_elapsed: bool = True) -> Tick:

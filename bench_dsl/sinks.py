@@ -256,6 +256,8 @@ class ConsoleSink:
                 extra = ""
                 if st := d.get("statements"):  # sysbench's r/w/o, per second
                     extra += f" r/w/o {st['reads_per_s']:.0f}/{st['writes_per_s']:.0f}/{st['other_per_s']:.0f}"
+                if (d.get("stall_s") or 0) >= ev.STALL_SHOWN_S:
+                    extra += f" stall {d['stall_s']:.1f}s"
                 if (rep := d.get("replication")) and rep.get("lag_s") is not None:
                     extra += f" lag {rep['lag_s']:.2f}s"
                 if disk := d.get("disk"):
@@ -268,9 +270,10 @@ class ConsoleSink:
             case ev.Step():
                 d = event.row
                 lat = d["latency_ms"]
+                stall = f", stall {d['stall_s']:.1f}s" if d.get("stalls") else ""
                 self.c.print(f"[bold cyan]step {d['step']} done:[/] {d['users']} users, tps {d['tps']:.1f}, "
                              f"p90 {_ms(lat['p90']).strip()} ms, p99 {_ms(lat['p99']).strip()} ms, "
-                             f"errors {d['errors']}")
+                             f"errors {d['errors']}{stall}" + (" [yellow](not complete)[/]" if not d["complete"] else ""))
             case ev.Finished():
                 self._verdict(event.to_json())
 

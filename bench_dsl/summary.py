@@ -316,6 +316,7 @@ def _configuration(n: int, g: dict[str, Any], base: Path | None) -> dict[str, An
             "condition": Counter(conditions).most_common(1)[0][0] if conditions else None,
             "conditions": conditions,
             "conditions_fired": dict(fired),
+            "verdicts": [_last_verdicts(d) for d in docs],
         },
         "by_users": _by_users(docs),
     }
@@ -391,3 +392,15 @@ def _with_noise(s: dict[str, Any] | None, spreads: list[float]) -> dict[str, Any
     else:
         s["noise_pct"], s["noise_from"] = None, None
     return s
+
+
+def _last_verdicts(doc: dict[str, Any]) -> dict[str, Any] | None:
+    """Where a repeat's climb ended: its last step, and every stop condition there with its value (a
+    sustained one at the worst its window reached), limit, unit and whether it fired."""
+    steps = doc.get("steps") or []
+    if not steps:
+        return None
+    last = steps[-1]
+    keep = ("condition", "value", "limit", "unit", "fired", "window_s")
+    return {"step": last.get("step"), "users": last.get("users"),
+            "conditions": [{k: v.get(k) for k in keep} for v in last.get("conditions") or []]}

@@ -13,7 +13,8 @@ from bench_dsl.validate_values import TIME_UNITS, Checker, Quantity, num, offset
 
 _RATE_METRICS = {"tps", "tpm", "qps", "nopm"}
 _METRICS = ["p50", "p90", "p95", "p99", "p99.9", "avg", "max", "min", "tps", "tpm", "qps", "nopm",
-            "error_rate", "cpu", "status", "replication_lag", "disk_util", "disk_iops", "disk_await", "saturation"]
+            "error_rate", "cpu", "status", "replication_lag", "disk_util", "disk_iops", "disk_await", "stall",
+            "saturation"]
 _CPU_SOURCES = ("server", "host", "client")
 
 
@@ -74,6 +75,12 @@ def condition(c: Checker, node: ast.Condition, txs: tuple[str, ...], ramp: m.Ram
         # over a `for` window the lag must stay above the limit (its lowest); otherwise the lag at
         # the window's end (a step's, an interval's)
         metric = m.Metric("replication_lag", "min" if node.window is not None else "last")
+    elif name == "stall":
+        if arg is not None:
+            c.error("stall is the whole run's (no user finished a transaction): it takes no (name)",
+                    ref.arg_span or ref.span, "stall > 1s")
+            return None
+        metric = m.Metric("stall")
     elif name == "saturation" and expect:
         metric = m.Metric("saturation")
     else:
@@ -107,7 +114,8 @@ def condition(c: Checker, node: ast.Condition, txs: tuple[str, ...], ramp: m.Ram
     if node.kind == "plateau":
         if metric.name not in _RATE_METRICS:
             c.error(f"plateau applies to throughput (tps, tpm, qps, nopm), not {metric.label()}", ref.span,
-                    f"tps plateau 5%; for a latency, a kink: {metric.label()} kink 3x")
+                    "tps plateau 5%" + (f"; for a latency, a kink: {metric.label()} kink 3x"
+                                        if metric.name == "latency" else ""))
             return None
         if v.unit != "%":
             c.wrong(v, "a plateau is given in percent", f"{name} plateau 5%")
@@ -152,9 +160,10 @@ def condition(c: Checker, node: ast.Condition, txs: tuple[str, ...], ramp: m.Ram
             c.wrong(v, "disk_await(server) is a time: give the limit a unit", "disk_await(server) > 20ms")
             return None
         limit, unit = v.value * TIME_UNITS[v.unit] * 1000, "ms"  # the disks' figure is in ms
-    elif metric.name == "replication_lag":
+    elif metric.name in ("replication_lag", "stall"):
         if v.unit not in TIME_UNITS:
-            c.wrong(v, "replication_lag is a time: give the limit a unit", "replication_lag > 5s")
+            c.wrong(v, f"{metric.name} is a time: give the limit a unit",
+                    "replication_lag > 5s" if metric.name == "replication_lag" else "stall > 1s")
             return None
         limit, unit = v.value * TIME_UNITS[v.unit], "s"
     elif metric.name == "status":
@@ -197,7 +206,7 @@ def _limit_kind(kind: str, metric: m.Metric) -> tuple[str, str]:
         return "a percentage", "5%"
     if kind == "kink":
         return "a factor", "3x"
-    if metric.name in ("latency", "replication_lag"):
+    if metric.name in ("latency", "replication_lag", "stall"):
         return "a duration", "250ms"
     if metric.name in ("error_rate", "cpu", "disk_util"):
         return "a percentage", "80%"

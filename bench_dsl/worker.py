@@ -8,14 +8,15 @@ on another machine under a distributed engine without the run noticing:
   {"op": "start", "id", "setup": <b64>}       {"op": "ready", "id", "pid"}
   {"op": "users", "id", "n", "wait", "hold"}  {"op": "users", "id", "active"}
   {"op": "go", "id"}                          {"op": "go", "id"}
-  {"op": "report", "id"}                      {"op": "report", "id", "active", "tx": {name: wire}, "health", "lag"}
+  {"op": "report", "id"}                      {"op": "report", "id", "active", "tx": {name: wire}, "health", "lag", "quiet"}
   {"op": "cancel", "id"}                      {"op": "cancel", "id"}
   {"op": "stop", "id", "grace"}               {"op": "stop", "id", "active": 0, "tx", "health", "lag"}, then exit
 
 "hold": the new users connect but start no transaction before "go", which the coordinator sends
 once every worker has answered "users": all of a step's users connect before any of them loads the
 server. `lag` is the process's scheduling lag since the last report (bench_dsl.schedlag: probe ->
-oversleeps in ms). `setup` is the pickled (workload spec, setup steps, seed, Dsn, worker index, worker count): what
+oversleeps in ms). `quiet` is the gaps between its users' completions since the last report
+(bench_dsl.stalls.Quiet.to_wire). `setup` is the pickled (workload spec, setup steps, seed, Dsn, worker index, worker count): what
 the worker needs to build the workload, not the whole scenario. `wire` is TxStats.to_wire(): counts
 and HdrHistogram's compressed encoding, merged exactly by the coordinator. A worker whose stdin closes
 (the coordinator died) stops its users and exits: it never outlives the run.
@@ -58,7 +59,7 @@ class Worker:
         health = self.pool.health(sum(st.count for st in stats.values()))
         tx = {name: st.to_wire() for name, st in stats.items()}
         return {"op": op, "id": mid, "active": self.pool.active, "tx": tx, "health": asdict(health),
-                "lag": self.probe.take()}
+                "lag": self.probe.take(), "quiet": self.recorder.quiet().to_wire()}
 
     async def handle(self, msg: dict[str, Any]) -> None:
         """One request. Answers that take time (users, stop) are sent by tasks."""

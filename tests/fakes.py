@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bench_dsl.metrics import TxStats, new_histogram
+from bench_dsl.stalls import Quiet
 from bench_dsl.users import Health
 
 # users -> {transaction: (transactions per second, latency in ms)}: what a fake server gives
@@ -31,8 +32,14 @@ class FakeFleet:
     delays: list[float] = field(default_factory=list)
     # each collect's scheduling lag, by process: bench_dsl.schedlag's samples (none: not measured)
     lags: Callable[[], dict[str, dict[str, list[float]]]] = dict
+    # (users, collects since the last resize: 0 is the phase's first) -> the server answered nothing
+    # in the second up to this collect: no transaction in it, and the users' last completion stays
+    frozen: Callable[[int, int], bool] = lambda users, k: False
     _swapped: float | None = None
     _lag: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    _since_resize: int = 0
+    _last: float | None = None
+    _quiet: list[Quiet] = field(default_factory=list)
 
     async def start(self) -> None:
         pass
@@ -40,6 +47,7 @@ class FakeFleet:
     async def resize(self, n: int, wait: bool = True) -> None:
         self.active = n
         self.resizes.append(n)
+        self._since_resize = -1
 
     async def collect(self) -> dict[str, TxStats]:
         import asyncio
@@ -52,8 +60,16 @@ class FakeFleet:
             now = time.monotonic()
             span = 0.0 if self._swapped is None else (now - self._swapped) / self.second
             self._swapped = now
+        self._since_resize += 1
+        frozen = self.frozen(self.active, self._since_resize)
+        at = time.monotonic()
+        if not frozen:
+            self._last = at
+        self._quiet = [Quiet((), self._last, at)]
         out = {}
         for name, (tps, ms) in self.model(self.active).items():
+            if frozen:
+                tps = 0.0
             st = TxStats(new_histogram())
             n = int(round(tps * span))
             if n:
@@ -66,6 +82,9 @@ class FakeFleet:
 
     def lag(self) -> dict[str, dict[str, list[float]]]:
         return self._lag
+
+    def quiet(self) -> list[Quiet]:
+        return self._quiet
 
     def health(self) -> Health:
         connected = self.active if self.connectable is None else min(self.active, self.connectable)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -298,6 +299,48 @@ def test_a_hung_server_is_a_failed_target_not_a_clean_run(tmp_path: Path) -> Non
     assert took < 30  # found within the documented bound (10 s), not at the end of the hold
     assert [s["complete"] for s in doc["steps"]] == [False]  # the hold that hung is not a measured step
     assert doc["summary"]["count"] > 0  # what was measured before is kept
+
+
+def test_a_server_frozen_for_seconds_of_a_step_leaves_it_unclean_and_no_saturation_point(tmp_path: Path) -> None:
+    """SIGSTOP for 5.5 s in a 12 s hold: the stall is measured, the step is not complete and not the
+    saturation point, and the run goes on to its end (the freeze is shorter than the hung bound)."""
+    import asyncio
+
+    from bench_dsl.server import EmbeddedServer
+
+    srv = EmbeddedServer()
+    asyncio.run(srv.start())
+    assert srv.pid is not None
+    f = tmp_path / "frozen.bench"
+    f.write_text(HOLD_REMOTE.replace("duration 40s", "duration 12s"))
+    out, lines = tmp_path / "frozen.json", tmp_path / "frozen.jsonl"
+    proc = subprocess.Popen([*BENCH, "run", str(f), "--headless", "--json", str(out), "--jsonl", str(lines)],
+                            cwd=ROOT, env={**os.environ, "BENCH_DSN": srv.url()}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for_intervals(out, 2, proc)  # the warmup's and the hold's first second
+        os.kill(srv.pid, signal.SIGSTOP)
+        time.sleep(5.5)
+        os.kill(srv.pid, signal.SIGCONT)
+        _, err = proc.communicate(timeout=90)
+    finally:
+        os.kill(srv.pid, signal.SIGCONT)
+        srv.stop()
+    assert proc.returncode == 0, err
+    doc = _result(out)
+    assert doc["status"] == "completed"
+    (step,) = doc["steps"]
+    # the freeze, and the time the users' transactions then took to come back: never less
+    assert step["stall_s"] >= 5.4 and step["stall_total_s"] >= 5.4
+    assert not step["complete"] and step["incomplete_reason"].startswith("the server answered nothing for ")
+    assert doc["saturation"]["users"] is None and doc["saturation"]["steps_completed"] == 0
+    assert max(i["stall_s"] for i in doc["intervals"]) >= 0.9
+    assert "s1: the server answered nothing for " in err  # the console says so
+    assert re.search(r" stall \d\.\ds", err)  # and its interval lines, while it lasts
+    # closed loop: the percentiles do not show it (the users waited in two transactions)
+    assert step["latency_ms"]["p95"] < 1000
+    stream = [json.loads(x) for x in lines.read_text().splitlines()]
+    assert next(e for e in stream if e["type"] == "step")["incomplete_reason"] == step["incomplete_reason"]
 
 
 def test_users_that_can_no_longer_connect_end_the_run_with_the_servers_words(server, dsn_url: str,

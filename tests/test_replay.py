@@ -298,6 +298,20 @@ def test_conditions_are_in_the_judges_words_at_each_step_and_when_one_fires() ->
     assert said[2].states[2].value == 91.0 and said[2].t == 30.0
 
 
+def test_a_sustained_condition_is_replayed_at_the_worst_its_window_reached_in_each_step() -> None:
+    from bench_dsl.replay import condition_specs
+
+    text = "status(Threads_running) > 1000 for 5s"
+    verdict = {"condition": text, "resolved": text, "kind": "threshold", "metric": "status(Threads_running)",
+               "fired": False, "value": 870.0, "limit": 1000.0, "unit": "", "previous": None, "window_s": 5.0}
+    doc = {"scenario": {"stop": [text]}, "steps": [{"step": 1, "conditions": [verdict]}], "stop": None}
+    (spec,) = condition_specs(doc)  # known from the step's row, though it never fired
+    assert (spec.op, spec.limit, spec.window_s) == (">", 1000.0, 5.0)
+    started = ev.Started("s", "t", "v", True, {}, [], [text], (spec,))
+    said = [e for _, e in fill_in([(0.0, started), (10.0, ev.Step(doc["steps"][0]))]) if isinstance(e, ev.Conditions)]
+    assert [(s.value, s.state, s.source) for s in said[0].states] == [(870.0, "near", "step 1, worst 5s")]
+
+
 async def test_the_player_keeps_the_pace_it_is_given() -> None:
     """Never ahead of the run's seconds divided by the speed; a speed ignored would take the run's 1s."""
     evs = [(t, ev.Log("info", f"at {t}", t)) for t in (0.0, 0.5, 1.0)]

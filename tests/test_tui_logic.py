@@ -278,6 +278,15 @@ def test_the_headline_shows_replica_lag_and_the_busiest_disk_when_measured() -> 
     assert "disk nvme0n1" in plain and "87%" in plain
 
 
+def test_the_headline_shows_the_step_s_longest_stall_once_there_is_one() -> None:
+    st = LiveState()
+    st.apply(ev.Tick(1.0, "hold", 1, 4, False, 1.0, {"users": 4, "tps": 100.0, "cpu": {}}))
+    assert "stall" not in text_of(render.figures(st, 160), width=160)
+    st.apply(ev.Tick(2.0, "hold", 1, 4, False, 1.0, {"users": 4, "tps": 0.0, "cpu": {}, "stall_s": 6.2}))
+    plain = text_of(render.figures(st, 160), width=160)
+    assert "stall" in plain and "6.2s" in plain
+
+
 def test_the_headline_shows_the_client_s_scheduling_lag_yellow_over_its_bound() -> None:
     st = LiveState()
     st.apply(ev.Tick(1.0, "hold", 1, 4, False, 1.0, {"users": 4, "tps": 100.0, "cpu": {}}))

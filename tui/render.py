@@ -176,6 +176,8 @@ def figures(st: LiveState, width: int) -> Lines:
     if lag := t.get("client_lag"):  # bench-dsl's own processes waiting for a core
         items.append(("client lag", f"{lag['p90_ms']:.1f} ms",
                       "bold yellow" if lag["p90_ms"] > lag["bound_ms"] else "bold"))
+    if "stall_s" in t:  # the step's longest time without a completion, once it is a stall
+        items.append(("stall", f"{t['stall_s']:.1f}s", "bold yellow"))
     if "lag_s" in t:  # measured only with replicas
         items.append(("replica lag", f"{t['lag_s']:.2f}s", "bold yellow" if t["lag_s"] >= 1 else "bold"))
     if disk := t.get("disk"):
