@@ -143,17 +143,24 @@ def state_of(c: Condition, value: float | None, before: float | None = None) -> 
 
 def stalled(agg: Aggregate) -> str | None:
     """Why a step (or a linear ramp's interval) is not a clean measurement, by its stalls; None
-    when it is (or its stalls are not known)."""
+    when it is (or its stalls are not known). A stall no longer than twice the step's median
+    transaction is the workload's own pace (a few users in transactions of seconds finish nothing
+    for that long), not a server that answered nothing: it does not count here."""
     stalls = agg.stalls()
-    if stalls is None or stalls.longest is None or agg.seconds <= 0:
+    if stalls is None or agg.seconds <= 0:
         return None
-    a, b = stalls.longest
+    usual = 2 * (agg.all.percentile_s(50) or 0.0)
+    counted = [s for s in stalls.stalls if s[1] - s[0] > usual]
+    if not counted:
+        return None
+    a, b = max(counted, key=lambda s: s[1] - s[0])
+    total = sum(y - x for x, y in counted)
     if b - a >= STALL_LONGEST_S:
         return f"the server answered nothing for {b - a:.1f} s ({a:.1f}-{b:.1f} s)"
-    if stalls.total_s > STALL_SHARE * agg.seconds:
-        n = len(stalls.stalls)
-        return (f"the server answered nothing for {stalls.total_s:.1f} s in {n} stall{'s' if n > 1 else ''}, "
-                f"{100 * stalls.total_s / agg.seconds:.0f}% of the {agg.seconds:.0f} s measured "
+    if total > STALL_SHARE * agg.seconds:
+        n = len(counted)
+        return (f"the server answered nothing for {total:.1f} s in {n} stall{'s' if n > 1 else ''}, "
+                f"{100 * total / agg.seconds:.0f}% of the {agg.seconds:.0f} s measured "
                 f"(the longest {b - a:.1f} s, {a:.1f}-{b:.1f} s)")
     return None
 

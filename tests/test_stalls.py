@@ -11,7 +11,7 @@ import pytest
 
 from bench_dsl import events as ev
 from bench_dsl.judge import stalled
-from bench_dsl.metrics import Aggregate, Tick
+from bench_dsl.metrics import Aggregate, Tick, TxStats
 from bench_dsl.model import Metric
 from bench_dsl.planner import plan
 from bench_dsl.runner import Run
@@ -60,6 +60,26 @@ def test_the_rule_one_long_stall_or_a_quarter_of_the_step() -> None:
     unknown = Aggregate(("read",))
     unknown.add(Tick(1.0, 1.0, "hold", 1, 4, {}, {}))
     assert stalled(unknown) is None and unknown.value(Metric("stall")) is None
+
+
+def test_gaps_of_the_workloads_own_pace_are_no_stall_that_unmakes_a_step() -> None:
+    """One user in transactions of 3 s finishes nothing for 3 s at a time: stalls as measured
+    (stall_s), but the server answered; a freeze well past that pace still counts."""
+    def slow_step(stalls: list[tuple[float, float]]) -> Aggregate:
+        agg = Aggregate(("read",))
+        for k in range(30):
+            st = TxStats()
+            if k % 3 == 2:  # one 3 s transaction done every third second
+                st.hist.record_value(3_000_000)
+                st.count, st.total_us = 1, 3_000_000
+            mine = [(max(a, k), min(b, k + 1.0)) for a, b in stalls if a < k + 1 and b > k]
+            agg.add(Tick(k + 1.0, 1.0, "hold", 1, 1, {"read": st}, {}, stalls=mine))
+        return agg
+
+    pace = slow_step([(k + 0.01, k + 3.0) for k in range(0, 30, 3)])
+    assert pace.value(Metric("stall")) == pytest.approx(2.99) and stalled(pace) is None
+    frozen = slow_step([(0.01, 3.0), (3.01, 15.0), (15.01, 18.0)])  # a 12 s freeze among them
+    assert stalled(frozen) == "the server answered nothing for 12.0 s (3.0-15.0 s)"
 
 
 # the run on the fake fleet ------------------------------------------------------------------------
