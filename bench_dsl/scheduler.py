@@ -55,6 +55,9 @@ class UsersScheduler:
         self._wake = asyncio.Event()
         self._step: int | None = None  # the step whose figures are being gathered
         self._origin = (0.0, 0.0)  # (monotonic, the run's elapsed) at the start: stalls' clock
+        # where the fleet's word on its completions ended at the last collect: the next tick's stalls
+        # start there (not at the coordinator's own clock, which a late tick would turn into a stall)
+        self._quiet_from: float | None = None
 
     def wake(self) -> None:
         """Look at the controls now rather than at the next tick (a stop was asked)."""
@@ -90,10 +93,11 @@ class UsersScheduler:
             self._step = ph.step
         await consumer.phase_begins(ph, new_step)
         await fleet.collect()  # connecting, and all before this moment, is not measured
+        self._stalls()
         start = time.monotonic()
         second = self.second
         end = start + ph.seconds * second
-        last = start
+        last = self._quiet_from or start  # where the counts of the phase's first tick begin
         held = 0.0  # seconds the phase's clock stood still (toggle_hold)
         k = 1
         while True:
@@ -124,11 +128,16 @@ class UsersScheduler:
             final = not self.holding and now >= end + held - 1e-3  # the phase's last tick
             if ph.measured and final:
                 await consumer.step_last_tick(ph)
-            stalls = self._stalls(last, got) if fleet.active else []  # no user running: no stall
+            stalls = self._stalls()  # taken whether users run or not: it moves the mark on
+            if not fleet.active:
+                stalls = []  # no user running: no stall
+            # the counts cover the time between the fleet's takes, where it says when they were:
+            # the coordinator's own clock reads, on a loaded machine, may lag them by a scheduling slice
+            took = self._quiet_from if self._quiet_from is not None and self._quiet_from > last else got
             users = min(users, fleet.health().connected)
-            tick = self._tick(got, last, ph, users, stats)
+            tick = self._tick(took, last, ph, users, stats)
             tick.stalls = stalls
-            last = got
+            last = took
             consumer.tick(tick, ph, None if self.holding else max(0.0, end + held - now) / second, final)
             if consumer.stopping() or self._skip or final:
                 break
@@ -141,13 +150,19 @@ class UsersScheduler:
         self._skip = False
         await consumer.phase_ends(ph)
 
-    def _stalls(self, start: float, end: float) -> list[Span] | None:
-        """The tick's spans without a completion, moved to the run's elapsed seconds (each second of
-        the plan lasting `second`); None when the fleet does not say."""
+    def _stalls(self) -> list[Span] | None:
+        """The spans without a completion since the last collect, in the run's elapsed seconds (each
+        second of the plan lasting `second`); None when the fleet does not say. They end where the
+        fleet's word ends (the earliest process's take): what came after is the next tick's."""
         assert self.fleet is not None
         quiet = self.fleet.quiet()
         if not quiet:
+            self._quiet_from = None  # the fleet's word is lost: stalls and takes start afresh
             return None
+        start, end = self._quiet_from, min(q.at for q in quiet)
+        self._quiet_from = end
+        if start is None:
+            return []
         mono, elapsed = self._origin  # one map for the run, so that the ticks' pieces join
         return [(elapsed + (a - mono) / self.second, elapsed + (b - mono) / self.second)
                 for a, b in quiet_spans(quiet, start, end)]

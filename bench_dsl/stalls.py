@@ -89,8 +89,8 @@ def _intersect(xs: list[Span], ys: list[Span]) -> list[Span]:
 
 def quiet_spans(quiet: list[Quiet], start: float, end: float) -> list[Span]:
     """The spans of [start, end] in which no process finished a transaction. A process still quiet
-    when it was asked is quiet up to `end` (the tick's end: the next tick goes on from there). No
-    process heard from: nothing is known, nothing is said."""
+    when it was asked is quiet up to `end` (the earliest process's take: the next tick goes on from
+    there). No process heard from: nothing is known, nothing is said."""
     if not quiet or end <= start:
         return []
     common = [(start, end)]

@@ -49,7 +49,7 @@ async def run_fake(sc: Scenario, model: Model, cpu: FakeCpu | None = None) -> tu
     sink = Events()
     run = Run(sc, plan(sc), [sink])
     run.scheduler.second = SECOND
-    fleet = FakeFleet(model)
+    fleet = FakeFleet(model, second=SECOND)  # counts as long as the tick really lasted: a late tick on a loaded machine keeps its rate
     run.t0 = 1.0  # elapsed times are not the point here
     run.publish(ev.Begin("test", "now", {"name": sc.name}, {}))
     await run.measure(fleet, cpu or FakeCpu())  # type: ignore[arg-type]
@@ -178,7 +178,7 @@ async def test_a_climb_ended_by_the_clients_own_limit_says_so(client: float, wor
     run.t0 = 1.0
     run.publish(ev.Begin("test", "now", {"name": sc.name}, {}))
     cpu = FakeCpu(client=lambda: client, processes=lambda: {"coordinator": 5.0, "worker 1": worker})
-    await run.measure(FakeFleet(flat_after(4)), cpu)  # type: ignore[arg-type]
+    await run.measure(FakeFleet(flat_after(4), second=SECOND), cpu)  # type: ignore[arg-type]
     run.finish()
     sat = sink.document.doc["saturation"]
     assert sat["users"] == 4 and sat["saturated"]
@@ -210,7 +210,7 @@ async def test_a_climb_ended_while_the_client_lagged_is_the_clients_own_limit(
     lags = {"worker 1": {"loop": [0.3] * per_collect, "thread": [0.2] * per_collect},
             "worker 2": {"loop": [0.4] * per_collect,
                          "thread": [late_ms if i % 4 == 0 else 0.2 for i in range(per_collect)]}}
-    fleet = FakeFleet(flat_after(4), lags=lambda: lags)
+    fleet = FakeFleet(flat_after(4), lags=lambda: lags, second=SECOND)
     cpu = FakeCpu(client=lambda: 20.0, processes=lambda: {"coordinator": 1.0, "worker 1": 20.0, "worker 2": 20.0})
     await run.measure(fleet, cpu)  # type: ignore[arg-type]
     run.finish()
