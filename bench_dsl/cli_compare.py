@@ -67,6 +67,7 @@ def _write(target: str, text: str, what: str) -> None:
 
 def run(args: argparse.Namespace, err: Console) -> int:
     from bench_dsl.compare import compare, gate_words, parse_gate, to_markdown, to_rich
+    from bench_dsl.printable import escaping, printable
     from bench_dsl.summary import results_in, summarize
 
     gates = [parse_gate(g) for g in args.fail_if]  # a mistyped gate is found before any file is read
@@ -78,13 +79,13 @@ def run(args: argparse.Namespace, err: Console) -> int:
     table = compare(summary, gates, force=args.force)
     data_on_stdout = "-" in (args.json, args.markdown)
     # stdout carries data only when a rendering is asked for there; the console table then goes to stderr
-    out = err if data_on_stdout else Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    out = err if data_on_stdout else escaping(Console(highlight=False, width=None if sys.stdout.isatty() else 160))
     out.print(to_rich(table))
     _notes(table, summary, out)
     if args.json:
         _write(args.json, json.dumps(table, indent=2) + "\n", "json")
     if args.markdown:
-        _write(args.markdown, to_markdown(table), "markdown")
+        _write(args.markdown, printable(to_markdown(table)), "markdown")  # labels from files: no escapes
     return _verdict(table, err, gate_words)
 
 

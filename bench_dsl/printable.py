@@ -1,0 +1,56 @@
+"""Text from files (a scenario's name, a result's labels and messages) as a terminal may be given
+it: control characters escaped, so that a name holding `ESC ] 0 ; ... BEL` or `ESC [2J` is shown
+as those characters instead of retitling the window or clearing the screen.
+
+Line breaks and tabs are kept where our own output is multi-line; what a file adds cannot pass
+for anything else. Rich markup is a separate matter: whatever reaches rich as a string with
+markup=True is escaped at that place (rich.markup.escape); text shown here is never read as
+markup by this module."""
+
+from __future__ import annotations
+
+import re
+
+from rich.console import Console, ConsoleOptions, RenderableType, RenderHook, RenderResult
+from rich.segment import Segment
+
+# C0 and C1 controls and DEL; also the invisible marks that reorder or break what is shown around
+# them (bidirectional overrides and isolates, Unicode's own line and paragraph separators)
+_CONTROLS = "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+_UNSAFE = re.compile(f"[{_CONTROLS}]")
+_UNSAFE_OR_LINES = re.compile(f"[{_CONTROLS}\t\n]")
+
+
+def _escape(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str, lines: bool = True) -> str:
+    """`text` with every control character written as an escape (`\\x1b`). With lines=False (a
+    name, a label: one line) line breaks and tabs are escaped too."""
+    return (_UNSAFE if lines else _UNSAFE_OR_LINES).sub(_escape, text)
+
+
+class _Escaped:
+    """A renderable drawn as rich draws it, its text escaped on the way out (rich's own control
+    segments, cursor moves and the like, pass)."""
+
+    def __init__(self, inner: RenderableType) -> None:
+        self.inner = inner
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for seg in console.render(self.inner, options):
+            yield seg if seg.control or not _UNSAFE.search(seg.text) else Segment(printable(seg.text), seg.style)
+
+
+class _EscapeHook(RenderHook):
+    def process_renderables(self, renderables: list[RenderableType]) -> list[RenderableType]:
+        return [_Escaped(r) for r in renderables]
+
+
+def escaping(console: Console) -> Console:
+    """`console`, from now on escaping the control characters of everything it prints: the one
+    place where every command's console output is made safe, whatever field of a file it shows."""
+    console.push_render_hook(_EscapeHook())
+    return console
