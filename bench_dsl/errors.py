@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass
 
 from bench_dsl.dsn import redact
@@ -115,8 +116,17 @@ class TargetError(BenchError):
 
 
 def error_reason(exc: BaseException) -> str:
-    """A driver error as a person reads it: (code) message. server.py and tls.py both say it."""
+    """An error as a person reads it, never as Python names it: a driver's or the system's
+    `(code) message`, an HTTP status, urllib's cause without its `<urlopen error ...>` wrapping."""
     args = getattr(exc, "args", ())
     if len(args) >= 2 and isinstance(args[0], int):
         return f"({args[0]}) {args[1]}"
-    return str(exc) or type(exc).__name__
+    code, reason = getattr(exc, "code", None), getattr(exc, "reason", None)
+    if isinstance(code, int) and isinstance(reason, str):  # urllib's HTTPError
+        return f"HTTP {code} {reason}"
+    if isinstance(reason, BaseException):  # urllib's URLError around the socket's error
+        return error_reason(reason)
+    if isinstance(reason, str) and reason:
+        return reason
+    # an error that says nothing (a bare TimeoutError): its name in words, not Python's spelling
+    return str(exc) or re.sub(r"(?<=[a-z])(?=[A-Z])", " ", type(exc).__name__).lower()
