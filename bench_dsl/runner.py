@@ -323,6 +323,8 @@ class Run:
         self._flush_interval(ph)
         if ph.kind == "hold" and self.stop_reason is None:
             verdicts, fired = self.judge.step_end(ph, self.step_agg)
+            if blind := [v.condition.text for v in verdicts if v.value is None]:  # a stop that cannot fire, said
+                self.log(f"s{ph.step}: {'; '.join(blind)}: not judged, no figure in this step", "warning")
             self._record_step(ph, complete=True, verdicts=verdicts, server=server)
             if fired is not None:
                 self._fire(fired, ph)
