@@ -415,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
         print(printable(e.render()), file=sys.stderr)  # not through rich: diagnostics must never be re-wrapped
         return int(e.exit_code)
     except BenchError as e:
-        err.print(f"bench: {redact(str(e))}", markup=False, highlight=False)
+        err.print(f"bench: {redact(str(e))}", markup=False, highlight=False, soft_wrap=True)  # lines as written
         return int(e.exit_code)
     except KeyboardInterrupt:
         return int(ExitCode.INTERRUPTED)
