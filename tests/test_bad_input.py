@@ -93,3 +93,18 @@ def test_an_invisible_character_is_named(tmp_path: Path) -> None:
     f.write_text(f'scenario "x" {{ {W} users\u00a02 duration 5s }}\n')
     r = run_bench("check", str(f))
     assert r.returncode == 2 and "NO-BREAK SPACE" in r.stderr
+
+
+@pytest.mark.parametrize(("gate", "says", "hint"), [
+    ("tps < -500%", "tps cannot fall by more than 100% (to 0), so this gate could never fail",
+     'e.g. --fail-if "tps < -5%"'),
+    ("tps < -100%", "could never fail", 'e.g. --fail-if "tps < -5%"'),
+    ("tps > -5%", "it fails two identical results (a difference of 0% is > -5%)",
+     'did you mean --fail-if "tps < -5%"?'),
+    ("p95 < +10%", "it fails two identical results", 'did you mean --fail-if "p95 > +10%"?'),
+])
+def test_a_gate_that_could_never_fail_or_always_fails_is_refused(gate: str, says: str, hint: str) -> None:
+    # refused before any file is read: the results need not exist
+    r = run_bench("compare", "base.json", "new.json", "--fail-if", gate)
+    assert r.returncode == 2 and says in r.stderr, r.stderr
+    assert hint in r.stderr.split("hint: ", 1)[1], r.stderr
