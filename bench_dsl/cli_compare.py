@@ -13,7 +13,7 @@ from typing import Any
 
 from rich.console import Console
 
-from bench_dsl.errors import BenchError, ExitCode, UsageError
+from bench_dsl.errors import BenchError, ExitCode, UsageError, error_reason
 
 EPILOG = """examples:
   bench compare results/io-capacity-sweep/          a matrix directory (vary / repeat)
@@ -75,8 +75,11 @@ def run(args: argparse.Namespace, err: Console) -> int:
         raise UsageError("--json - and --markdown - would both write to stdout: give one of them a file")
     found = results_in(args.paths)
     files, docs = [f for f, _ in found], [doc for _, doc in found]
-    summary = summarize(docs, files, base=Path.cwd())
-    table = compare(summary, gates, force=args.force)
+    try:
+        summary = summarize(docs, files, base=Path.cwd())
+        table = compare(summary, gates, force=args.force)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a result cut short or edited by hand
+        raise UsageError(_malformed(found, exc)) from None
     data_on_stdout = "-" in (args.json, args.markdown)
     # stdout carries data only when a rendering is asked for there; the console table then goes to stderr
     out = err if data_on_stdout else escaping(Console(highlight=False, width=None if sys.stdout.isatty() else 160))
@@ -87,6 +90,18 @@ def run(args: argparse.Namespace, err: Console) -> int:
     if args.markdown:
         _write(args.markdown, printable(to_markdown(table)), "markdown")  # labels from files: no escapes
     return _verdict(table, err, gate_words)
+
+
+def _malformed(found: list[tuple[Path, dict[str, Any]]], exc: BaseException) -> str:
+    """Which result could not be read, and why, in words (never a Python error's name)."""
+    from bench_dsl.summary import summarize
+
+    for path, doc in found:
+        try:
+            summarize([doc], [path], base=Path.cwd())
+        except (KeyError, TypeError, ValueError, AttributeError) as own:
+            return f"{path}: a part of this result is missing or malformed ({error_reason(own)}): it cannot be compared"
+    return f"these results cannot be compared: a part is missing or malformed ({error_reason(exc)})"
 
 
 def _notes(table: dict[str, Any], summary: dict[str, Any], out: Console) -> None:
