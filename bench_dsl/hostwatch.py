@@ -10,8 +10,8 @@ Per disk, over the time between two readings: util (% of the time the device had
 iostat's %util), iops (reads and writes completed per second) and await (ms a request took on
 average, queueing included). `busiest` is the device with the highest util. A scrape that fails
 (no answer, or counters that are NaN, infinite or negative) is a warning and a gap in the figures,
-never the end of the run; a monitor that never answers at the
-start, when a condition needs it, is the scenario's error (bench_dsl.serverside)."""
+never the end of the run; a monitor that never answers at the start, when a condition needs it,
+is the scenario's error (bench_dsl.serverside)."""
 
 from __future__ import annotations
 
