@@ -9,7 +9,9 @@ markup by this module."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from typing import Any
 
 from rich.console import Console, ConsoleOptions, RenderableType, RenderHook, RenderResult
 from rich.segment import Segment
@@ -30,6 +32,23 @@ def printable(text: str, lines: bool = True) -> str:
     """`text` with every control character written as an escape (`\\x1b`). With lines=False (a
     name, a label: one line) line breaks and tabs are escaped too."""
     return (_UNSAFE if lines else _UNSAFE_OR_LINES).sub(_escape, text)
+
+
+def printable_data(value: Any) -> Any:
+    """`value` (an event, a row: dataclasses, dicts, lists of them) with every string in it made
+    printable: for a screen that draws fields one by one, each of which a file may have set."""
+    if isinstance(value, str):
+        return printable(value) if _UNSAFE.search(value) else value
+    if isinstance(value, dict):
+        return {printable_data(k): printable_data(v) for k, v in value.items()}
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a named tuple
+        return type(value)(*(printable_data(v) for v in value))
+    if isinstance(value, (list, tuple)):
+        return type(value)(printable_data(v) for v in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.replace(value, **{f.name: printable_data(getattr(value, f.name))
+                                             for f in dataclasses.fields(value) if f.init})
+    return value
 
 
 class _Escaped:

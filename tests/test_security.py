@@ -4,6 +4,7 @@ client run as `nobody`), and as a scenario might (settings that would open it)."
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import shutil
@@ -142,3 +143,17 @@ def test_names_from_files_reach_the_terminal_with_their_control_characters_escap
     assert "other\\x1b[31m" in said["compare --markdown -"].stdout
     assert "other\\x1b[31m\\x9b2J [red]y" in said["replay"].stdout
     assert "careful\\x1b[8m hidden" in said["replay"].stdout
+
+
+async def test_the_live_screen_draws_a_hostile_name_escaped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench_dsl.events import Started
+
+    from .fixtures.replay import QUICKSTART, events
+    from .test_replay import _replay
+
+    evs = [dataclasses.replace(e, scenario=HOSTILE) if isinstance(e, Started) else e for e in events(QUICKSTART)]
+    monkeypatch.chdir(tmp_path)  # a short path in the header leaves room for the name
+    stream = Path("h.jsonl")
+    stream.write_text("".join(json.dumps(e.to_json(), default=str) + "\n" for e in evs))
+    text, _ = await _replay(stream)
+    assert "evil\\x1b]0;owned\\x07 \\x1b[2J\\u202e [bold]x[/bold]" in text and "\x1b" not in text
