@@ -2,10 +2,8 @@
 it: control characters escaped, so that a name holding `ESC ] 0 ; ... BEL` or `ESC [2J` is shown
 as those characters instead of retitling the window or clearing the screen.
 
-Line breaks and tabs are kept where our own output is multi-line; what a file adds cannot pass
-for anything else. Rich markup is a separate matter: whatever reaches rich as a string with
-markup=True is escaped at that place (rich.markup.escape); text shown here is never read as
-markup by this module."""
+Rich markup is a separate matter: whatever reaches rich as a string with markup=True is escaped
+at that place (rich.markup.escape); nothing here reads text as markup."""
 
 from __future__ import annotations
 
@@ -20,7 +18,6 @@ from rich.segment import Segment
 # them (bidirectional overrides and isolates, Unicode's own line and paragraph separators)
 _CONTROLS = "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
 _UNSAFE = re.compile(f"[{_CONTROLS}]")
-_UNSAFE_OR_LINES = re.compile(f"[{_CONTROLS}\t\n]")
 
 
 def _escape(m: re.Match[str]) -> str:
@@ -28,10 +25,10 @@ def _escape(m: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-def printable(text: str, lines: bool = True) -> str:
-    """`text` with every control character written as an escape (`\\x1b`). With lines=False (a
-    name, a label: one line) line breaks and tabs are escaped too."""
-    return (_UNSAFE if lines else _UNSAFE_OR_LINES).sub(_escape, text)
+def printable(text: str) -> str:
+    """`text` with every control character written as an escape (`\\x1b`); line breaks and tabs
+    kept: our own output has them, and they command a terminal to do nothing else."""
+    return _UNSAFE.sub(_escape, text)
 
 
 def printable_data(value: Any) -> Any:
