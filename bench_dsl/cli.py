@@ -22,6 +22,7 @@ from bench_dsl import model as m
 from bench_dsl import study, validate_vary
 from bench_dsl.events import Sink
 from bench_dsl.planner import describe, plan
+from bench_dsl.printable import escaping, printable
 from bench_dsl.results import expand_output
 from bench_dsl.runner import Options, Run
 from bench_dsl.sinks import ConsoleSink, JsonLinesSink, JsonResultSink, OutputClaim, OutputTaken, check_regular
@@ -184,19 +185,19 @@ def cmd_check(args: argparse.Namespace, err: Console) -> int:
         try:
             sc = load(f, defines)
         except ScenarioError as e:
-            print(e.render(), file=sys.stderr)
+            print(printable(e.render()), file=sys.stderr)
             status = ExitCode.BAD_SCENARIO
             continue
         if args.plan:
             extra = study.describe(sc, args.only, defines) if sc.study is not None else None  # a bad --only first
-            print(describe(sc, plan(sc)))  # the plan lists the warnings too
+            print(printable(describe(sc, plan(sc))))  # the plan lists the warnings too
             if extra:
-                print(extra)
+                print(printable(extra))
         elif args.only and sc.study is None:
             raise UsageError(f"--only: {f} has no vary")
         else:
             for w in sc.warnings:
-                print(w.render(sc.text), file=sys.stderr)
+                print(printable(w.render(sc.text)), file=sys.stderr)
             err.print(f"{f}: ok" + (f" ({len(sc.warnings)} warning{'s' if len(sc.warnings) > 1 else ''})"
                                     if sc.warnings else ""), markup=False, highlight=False, soft_wrap=True)
     return status
@@ -394,7 +395,7 @@ class _VerdictOnly:
 
 
 def main(argv: list[str] | None = None) -> int:
-    err = Console(stderr=True, highlight=False)
+    err = escaping(Console(stderr=True, highlight=False))
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -411,10 +412,10 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_tpcc(args, err)
         return cmd_run(args, err, prepare_only=True)
     except ScenarioError as e:
-        print(e.render(), file=sys.stderr)  # not through rich: diagnostics must never be re-wrapped
+        print(printable(e.render()), file=sys.stderr)  # not through rich: diagnostics must never be re-wrapped
         return int(e.exit_code)
     except BenchError as e:
-        err.print(f"bench: {redact(str(e))}", markup=False, highlight=False)
+        err.print(f"bench: {redact(str(e))}", markup=False, highlight=False, soft_wrap=True)  # lines as written
         return int(e.exit_code)
     except KeyboardInterrupt:
         return int(ExitCode.INTERRUPTED)

@@ -13,7 +13,7 @@ from typing import Any
 
 from rich.console import Console
 
-from bench_dsl.errors import BenchError, ExitCode, UsageError
+from bench_dsl.errors import BenchError, ExitCode, UsageError, error_reason
 
 EPILOG = """examples:
   bench compare results/io-capacity-sweep/          a matrix directory (vary / repeat)
@@ -67,6 +67,7 @@ def _write(target: str, text: str, what: str) -> None:
 
 def run(args: argparse.Namespace, err: Console) -> int:
     from bench_dsl.compare import compare, gate_words, parse_gate, to_markdown, to_rich
+    from bench_dsl.printable import escaping, printable
     from bench_dsl.summary import results_in, summarize
 
     gates = [parse_gate(g) for g in args.fail_if]  # a mistyped gate is found before any file is read
@@ -74,18 +75,33 @@ def run(args: argparse.Namespace, err: Console) -> int:
         raise UsageError("--json - and --markdown - would both write to stdout: give one of them a file")
     found = results_in(args.paths)
     files, docs = [f for f, _ in found], [doc for _, doc in found]
-    summary = summarize(docs, files, base=Path.cwd())
-    table = compare(summary, gates, force=args.force)
+    try:
+        summary = summarize(docs, files, base=Path.cwd())
+        table = compare(summary, gates, force=args.force)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a result cut short or edited by hand
+        raise UsageError(_malformed(found, exc)) from None
     data_on_stdout = "-" in (args.json, args.markdown)
     # stdout carries data only when a rendering is asked for there; the console table then goes to stderr
-    out = err if data_on_stdout else Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    out = err if data_on_stdout else escaping(Console(highlight=False, width=None if sys.stdout.isatty() else 160))
     out.print(to_rich(table))
     _notes(table, summary, out)
     if args.json:
         _write(args.json, json.dumps(table, indent=2) + "\n", "json")
     if args.markdown:
-        _write(args.markdown, to_markdown(table), "markdown")
+        _write(args.markdown, printable(to_markdown(table)), "markdown")  # labels from files: no escapes
     return _verdict(table, err, gate_words)
+
+
+def _malformed(found: list[tuple[Path, dict[str, Any]]], exc: BaseException) -> str:
+    """Which result could not be read, and why, in words (never a Python error's name)."""
+    from bench_dsl.summary import summarize
+
+    for path, doc in found:
+        try:
+            summarize([doc], [path], base=Path.cwd())
+        except (KeyError, TypeError, ValueError, AttributeError) as own:
+            return f"{path}: a part of this result is missing or malformed ({error_reason(own)}): it cannot be compared"
+    return f"these results cannot be compared: a part is missing or malformed ({error_reason(exc)})"
 
 
 def _notes(table: dict[str, Any], summary: dict[str, Any], out: Console) -> None:

@@ -51,6 +51,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 def run(args: argparse.Namespace, err: Console) -> int:
     from bench_dsl.player import Player
+    from bench_dsl.printable import escaping
     from bench_dsl.replay import ReplayError, load
     from bench_dsl.sinks import ConsoleSink
 
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace, err: Console) -> int:
     if not sys.stdout.isatty():
         # CI and pipes: the lines `bench run` printed, on stdout (they are this command's output)
         player = Player(evs, speed)
-        player.sinks.append(ConsoleSink(_Lines(player.request_stop)))
+        player.sinks.append(ConsoleSink(escaping(_Lines(player.request_stop))))
         return asyncio.run(player.execute())
 
     from bench_dsl.tui.replay_app import run_replay  # textual only for a person at a terminal

@@ -66,7 +66,19 @@ def parse_gate(text: str) -> Gate:
     if metric not in GATE_METRICS:
         raise UsageError(f"--fail-if {text!r}: no metric {metric!r}\n  hint: {GATE_HINT}")
     pct = float(number) * (-1 if sign == "-" else 1)
-    return Gate(text=f"{metric} {op} {sign}{number}%", metric=metric, op=op, pct=pct)
+    gate = Gate(text=f"{metric} {op} {sign}{number}%", metric=metric, op=op, pct=pct)
+    # every figure gated is a rate, a latency or a users count, never below 0: none falls by more
+    # than 100 %, so a gate past that limit could never fail (nor one that waits for a fall below -100 %)
+    if pct < -100 or (op == "<" and pct == -100):
+        raise UsageError(f"--fail-if {text!r}: {metric} cannot fall by more than 100% (to 0), so this gate "
+                         f"could never fail\n  hint: a limit from -100% up, e.g. --fail-if \"{metric} {op} -5%\"")
+    if gate.fails(0.0):  # a sign or an operator the wrong way round
+        flipped = ">" if op == "<" else "<"
+        meant = f"{metric} {flipped} {sign}{number}%" if pct > -100 else f"{metric} < -5%"  # not `< -100%`, refused
+        raise UsageError(f"--fail-if {text!r}: it fails two identical results (a difference of 0% is {op} "
+                         f"{sign}{number}%)\n  hint: did you mean --fail-if \"{meant}\"? "
+                         "< fails on a fall beyond a negative limit, > on a rise beyond a positive one")
+    return gate
 
 
 def _dig(entry: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any] | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass
 
 from bench_dsl.dsn import redact
@@ -114,9 +115,27 @@ class TargetError(BenchError):
     exit_code = ExitCode.TARGET_FAILED
 
 
+_PY_TYPE = re.compile(r"'(\w+)' object")
+_JSON_WORDS = {"int": "a number", "float": "a number", "str": "a string", "NoneType": "null", "list": "a list",
+               "dict": "an object", "bool": "true or false"}
+
+
 def error_reason(exc: BaseException) -> str:
-    """A driver error as a person reads it: (code) message. server.py and tls.py both say it."""
+    """An error as a person reads it, never as Python names it: a driver's or the system's
+    `(code) message`, an HTTP status, urllib's cause without its `<urlopen error ...>` wrapping."""
     args = getattr(exc, "args", ())
     if len(args) >= 2 and isinstance(args[0], int):
         return f"({args[0]}) {args[1]}"
-    return str(exc) or type(exc).__name__
+    code, reason = getattr(exc, "code", None), getattr(exc, "reason", None)
+    if isinstance(code, int) and isinstance(reason, str):  # urllib's HTTPError
+        return f"HTTP {code} {reason}"
+    if isinstance(reason, BaseException):  # urllib's URLError around the socket's error
+        return error_reason(reason)
+    if isinstance(reason, str) and reason:
+        return reason
+    if isinstance(exc, KeyError) and len(args) == 1 and isinstance(args[0], str):  # a document's missing part
+        return f"no {args[0]!r}" if " " not in args[0] else args[0]
+    if isinstance(exc, (TypeError, AttributeError)):  # a document's part of another kind: in JSON's words
+        return _PY_TYPE.sub(lambda m: _JSON_WORDS.get(m.group(1), "a value"), str(exc))
+    # an error that says nothing (a bare TimeoutError): its name in words, not Python's spelling
+    return str(exc) or re.sub(r"(?<=[a-z])(?=[A-Z])", " ", type(exc).__name__).lower()

@@ -8,13 +8,15 @@ counters (/proc/diskstats through psutil).
 
 Per disk, over the time between two readings: util (% of the time the device had I/O in flight,
 iostat's %util), iops (reads and writes completed per second) and await (ms a request took on
-average, queueing included). `busiest` is the device with the highest util. A scrape that fails is
-a warning and a gap in the figures, never the end of the run; a monitor that never answers at the
-start, when a condition needs it, is the scenario's error (bench_dsl.serverside)."""
+average, queueing included). `busiest` is the device with the highest util. A scrape that fails
+(no answer, or counters that are NaN, infinite or negative) is a warning and a gap in the figures,
+never the end of the run; a monitor that never answers at the start, when a condition needs it,
+is the scenario's error (bench_dsl.serverside)."""
 
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import time
 import urllib.request
@@ -26,6 +28,7 @@ import psutil
 from prometheus_client.parser import text_string_to_metric_families
 
 from bench_dsl.aio import cancel_and_wait
+from bench_dsl.errors import error_reason
 
 SCRAPE_TIMEOUT = 2.0
 FIRST_TRIES = 3  # scrapes at the start, a second apart, before a monitor a condition needs is given up
@@ -61,6 +64,16 @@ class HostSample:
         return max(self.disks.items(), key=lambda kv: kv[1]["util_pct"])
 
 
+class NotCounters(ValueError):
+    """A page that answered with figures no counter can have (NaN, infinite, negative): a failed
+    scrape, never a reading. Read as numbers they would judge nothing (NaN compares false with any
+    limit, so `cpu(server) > 99%` could never fire) or show an infinite disk as "100% busy"."""
+
+
+READ = ("node_cpu_seconds_total", "node_disk_io_time_seconds_total", "node_disk_reads_completed_total",
+        "node_disk_writes_completed_total", "node_disk_read_time_seconds_total", "node_disk_write_time_seconds_total")
+
+
 def parse_node_exporter(text: str, at: float) -> Reading:
     busy = total = 0.0
     seen_cpu = False
@@ -70,6 +83,10 @@ def parse_node_exporter(text: str, at: float) -> Reading:
     for family in text_string_to_metric_families(text):
         for s in family.samples:
             name, labels, value = s.name, s.labels, float(s.value)
+            if name in READ and not (math.isfinite(value) and value >= 0):
+                where = ",".join(f'{k}="{v}"' for k, v in labels.items())
+                shown = "NaN" if math.isnan(value) else f"{value:+}".replace("inf", "Inf")  # as the page writes it
+                raise NotCounters(f"{name}{{{where}}} is {shown}: a counter is a finite number, never negative")
             if name == "node_cpu_seconds_total":
                 seen_cpu = True
                 total += value
@@ -138,6 +155,7 @@ class HostWatch:
         self._task: asyncio.Task[None] | None = None
         self._failing = False
         self.last_error: str | None = None  # why the latest reading failed
+        self.not_counters = False  # ... and whether it answered, with figures that are not counters
 
     @property
     def active(self) -> bool:
@@ -185,9 +203,10 @@ class HostWatch:
             else:
                 reading = _local(self.device)
         except Exception as exc:
-            self.last_error = f"{type(exc).__name__}: {exc}"
+            self.last_error = error_reason(exc)
+            self.not_counters = isinstance(exc, NotCounters)
             if not self._failing and not quiet:  # said once; said again when it works again
-                self.warn(f"could not read {self.url or '/proc/diskstats'}: {type(exc).__name__}: {exc}; "
+                self.warn(f"could not read {self.url or '/proc/diskstats'}: {self.last_error}; "
                           "the host's figures have a gap")
             self._failing = True
             return None

@@ -32,6 +32,7 @@ from typing import Any
 
 from bench_dsl import events as ev
 from bench_dsl import model as m
+from bench_dsl.errors import error_reason
 from bench_dsl.judge import CLIENT_LAG_MS, CLIMB_ENDERS, state_of
 
 Json = dict[str, Any]
@@ -72,7 +73,7 @@ def load(path: str | Path) -> list[Timed]:
         return fill_in(document_events(whole))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ReplayError(f"{p} is {'a result document' if document else 'an event stream'} with a part missing "
-                          f"or malformed ({type(exc).__name__}: {exc}): it cannot be replayed") from None
+                          f"or malformed ({error_reason(exc)}): it cannot be replayed") from None
 
 
 GIVE = "give a result (.json) or an event stream (.jsonl) of bench run"
@@ -96,7 +97,7 @@ def stream_events(p: Path, text: str) -> list[ev.Event]:
                 if isinstance(e, ev.Interval | ev.Step):
                     _check(e.row, e.type)
         except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
-            what = "not JSON" if isinstance(exc, json.JSONDecodeError) else f"not an event ({type(exc).__name__}: {exc})"
+            what = "not JSON" if isinstance(exc, json.JSONDecodeError) else f"not an event ({error_reason(exc)})"
             raise ReplayError(f"{p}:{n}: {what}; {GIVE}") from None
     if not out:
         raise ReplayError(f"{p} is empty: {GIVE}")

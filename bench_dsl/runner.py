@@ -326,6 +326,8 @@ class Run:
             verdicts, fired, stalled = self.judge.step_end(ph, self.step_agg)
             if stalled is not None:
                 self.log(f"s{ph.step}: {stalled}: not a clean measured step, nor the saturation point", "warning")
+            if blind := [v.condition.text for v in verdicts if v.value is None]:  # a stop that cannot fire, said
+                self.log(f"s{ph.step}: {'; '.join(blind)}: not judged, no figure in this step", "warning")
             self._record_step(ph, verdicts, server, stalled)
             if fired is not None:
                 self._fire(fired, ph)

@@ -10,12 +10,23 @@ from collections.abc import Callable
 from bench_dsl import model as m
 from bench_dsl.counters import STATUS_DEFAULT, ServerCounters, unknown_status
 from bench_dsl.dsn import Dsn
-from bench_dsl.hostwatch import FIRST_TRIES, HostWatch
+from bench_dsl.hostwatch import FIRST_TRIES, HostWatch, Reading
 from bench_dsl.metrics import Tick
 from bench_dsl.replication import Heartbeat
 from bench_dsl.server import connect
 
 DISK_METRICS = ("disk_util", "disk_iops", "disk_await")
+
+
+def _missing(reading: Reading, needs: list[m.Condition]) -> tuple[str, str] | None:
+    """A condition the monitor's page has no figure for at all (its collector turned off): the
+    condition and the figure it lacks."""
+    for c in needs:
+        if c.metric.name == "cpu" and reading.cpu_total is None:
+            return c.text, "node_cpu_seconds_total"
+        if c.metric.name in DISK_METRICS and not reading.disks:
+            return c.text, "node_disk_io_time_seconds_total"
+    return None
 
 
 class ServerSide:
@@ -59,13 +70,19 @@ class ServerSide:
         if self.host.active:
             reading = await self.host.first(tries=FIRST_TRIES if needs else 1)
             if url is not None and reading is None:
+                bad = self.host.not_counters  # it answered, with figures no counter can have
+                what = "answered with figures that are not counters" if bad else "did not answer"
                 if needs:  # a figure a condition needs that cannot be read at all: never a run that cannot stop
-                    self.log(f"{needs[0].text}: monitor {url} did not answer in {FIRST_TRIES} tries "
-                             f"({self.host.last_error}): the server host's figures cannot be read; start its "
-                             "node_exporter or correct the address", "error")
-                    return f"monitor {url} did not answer"
-                self.log(f"monitor {url}: no answer ({self.host.last_error}); the host's figures start when it "
-                         "answers", "warning")
+                    fix = "correct what serves that page" if bad else "start its node_exporter or correct the address"
+                    self.log(f"{needs[0].text}: monitor {url} {what} in {FIRST_TRIES} tries "
+                             f"({self.host.last_error}): the server host's figures cannot be read; {fix}", "error")
+                    return f"monitor {url} {what}"
+                self.log(f"monitor {url} {what} ({self.host.last_error}); the host's figures start when it answers"
+                         + (" with counters" if bad else ""), "warning")
+            elif url is not None and reading is not None and (missing := _missing(reading, needs)):
+                self.log(f"{missing[0]}: monitor {url} has no {missing[1]} on its page: the condition could never "
+                         "be judged; turn on the node_exporter's collector of it", "error")
+                return f"monitor {url} has no {missing[1]}"
         blind = [c for c in self._conditions() if c.metric.name == "cpu" and c.metric.source == "server"]
         if blind and server_pid is None and url is None:
             self.log(f"{blind[0].text}: the server's CPU cannot be read: it runs on another machine; give its host's "

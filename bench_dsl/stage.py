@@ -15,7 +15,7 @@ from bench_dsl import events as ev
 from bench_dsl import model as m
 from bench_dsl import native
 from bench_dsl.dsn import Dsn
-from bench_dsl.errors import TargetError
+from bench_dsl.errors import TargetError, error_reason
 from bench_dsl.fleet import Fleet, LocalFleet, ProcessFleet, worker_count
 from bench_dsl.mysql_errors import CONNECTION_LOST, SCENARIO_ERRORS
 from bench_dsl.planner import Plan
@@ -148,12 +148,12 @@ class Stage:
             try:
                 await asyncio.to_thread(r.stop)
             except Exception as exc:
-                self.log(f"could not stop a throwaway replica: {type(exc).__name__}: {exc}", "warning")
+                self.log(f"could not stop a throwaway replica: {error_reason(exc)}", "warning")
         if self.server is None:
             return
         try:
             await asyncio.to_thread(self.server.stop)  # up to 30 s: never on the event loop
         except Exception as exc:  # the results are still to be finished and written
-            self.log(f"could not stop the throwaway server: {type(exc).__name__}: {exc}", "warning")
+            self.log(f"could not stop the throwaway server: {error_reason(exc)}", "warning")
         if keep and self.server.basedir:
             self.log(f"kept the throwaway server's files in {self.server.basedir}")

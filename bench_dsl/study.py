@@ -24,7 +24,7 @@ from rich.console import Console
 from bench_dsl import events as ev
 from bench_dsl import model as m
 from bench_dsl.dsn import Dsn
-from bench_dsl.errors import ExitCode, UsageError
+from bench_dsl.errors import ExitCode, UsageError, error_reason
 from bench_dsl.events import Sink
 from bench_dsl.planner import plan
 from bench_dsl.remote_settings import RemoteSettings
@@ -298,7 +298,7 @@ def _finish(directory: Path, runs: list[StudyRun], err: Console) -> None:
         # force: a study that varies its data ($rows) compares configurations of different data on purpose
         err.print(to_rich(compare(summary, force=True)))
     except Exception as exc:  # the table is a courtesy: summary.json holds the figures
-        say(f"study: no comparison table: {type(exc).__name__}: {exc}")
+        say(f"study: no comparison table: {error_reason(exc)}")
     say(f"summary: {directory / 'summary.json'}")
     try:
         from bench_dsl.report import write_html
@@ -306,7 +306,7 @@ def _finish(directory: Path, runs: list[StudyRun], err: Console) -> None:
         write_html(docs, directory / "report.html")
         say(f"report:  {directory / 'report.html'}")
     except Exception as exc:  # the summary and every result are written: the report is the last thing
-        say(f"study: the report could not be made: {type(exc).__name__}: {exc}")
+        say(f"study: the report could not be made: {error_reason(exc)}")
 
 
 def _write_atomic(path: Path, text: str) -> None:

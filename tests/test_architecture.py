@@ -51,8 +51,9 @@ def test_the_live_screen_reads_events_only() -> None:
     for f in sorted((ROOT / "tui").glob("*.py")):
         engine = {i for i in imports(f) if i.startswith("bench_dsl.") and not i.startswith("bench_dsl.tui")}
         # dsn: the target's redaction, once more, before anything is drawn; mysql_errors: a table of
-        # names for error codes, no state of a run
-        assert engine <= {"bench_dsl.events", "bench_dsl.dsn", "bench_dsl.sinks", "bench_dsl.mysql_errors"}, \
+        # names for error codes, no state of a run; printable: control characters escaped, likewise
+        assert engine <= {"bench_dsl.events", "bench_dsl.dsn", "bench_dsl.sinks", "bench_dsl.mysql_errors",
+                          "bench_dsl.printable"}, \
             (f.name, engine)
 
 

@@ -3,7 +3,11 @@ error, a hang, or a file that `check` accepts and `run` then cannot plan."""
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -93,3 +97,53 @@ def test_an_invisible_character_is_named(tmp_path: Path) -> None:
     f.write_text(f'scenario "x" {{ {W} users\u00a02 duration 5s }}\n')
     r = run_bench("check", str(f))
     assert r.returncode == 2 and "NO-BREAK SPACE" in r.stderr
+
+
+@pytest.mark.parametrize(("gate", "says", "hint"), [
+    ("tps < -500%", "tps cannot fall by more than 100% (to 0), so this gate could never fail",
+     'e.g. --fail-if "tps < -5%"'),
+    ("tps < -100%", "could never fail", 'e.g. --fail-if "tps < -5%"'),
+    ("tps > -5%", "it fails two identical results (a difference of 0% is > -5%)",
+     'did you mean --fail-if "tps < -5%"?'),
+    ("p95 < +10%", "it fails two identical results", 'did you mean --fail-if "p95 > +10%"?'),
+])
+def test_a_gate_that_could_never_fail_or_always_fails_is_refused(gate: str, says: str, hint: str) -> None:
+    # refused before any file is read: the results need not exist
+    r = run_bench("compare", "base.json", "new.json", "--fail-if", gate)
+    assert r.returncode == 2 and says in r.stderr, r.stderr
+    assert hint in r.stderr.split("hint: ", 1)[1], r.stderr
+
+
+PYTHON_NAMES = re.compile(r"\b\w*(Error|Exception|Exit|Interrupt)\b|Traceback|internal error|object has no")
+
+
+def test_a_broken_result_is_said_in_words_never_in_python_names(dsn_url: str, tmp_path: Path) -> None:
+    f = tmp_path / "ok.bench"
+    f.write_text('scenario "ok" {\n  target env("BENCH_DSN")\n  workload custom { transaction one { query "SELECT 1" } }\n'
+                 "  users 1\n  duration 1s\n}\n")
+    base = tmp_path / "base.json"
+    assert run_bench("run", str(f), "--headless", "-q", "--json", str(base)).returncode == 0
+    doc = json.loads(base.read_text())
+
+    def broken(name: str, change: Callable[[dict[str, Any]], object]) -> str:
+        d = json.loads(json.dumps(doc))
+        change(d)
+        (tmp_path / name).write_text(json.dumps(d))
+        return str(tmp_path / name)
+
+    (tmp_path / "cut.jsonl").write_text('{"type": "interval", "t": 1}\n')
+    cases = [
+        ("compare", str(base), broken("users.json", lambda d: d["steps"][0].update(users="many"))),
+        ("compare", str(base), broken("steps.json", lambda d: d.update(steps=5))),
+        ("replay", broken("intervals.json", lambda d: d.pop("intervals"))),
+        ("replay", broken("summary.json", lambda d: d.update(summary=5))),
+        ("replay", broken("scenario.json", lambda d: d.update(scenario=None))),
+        ("replay", str(tmp_path / "cut.jsonl")),
+        ("report", broken("bare.json", lambda d: d.pop("steps")), "-o", str(tmp_path / "r.html")),
+    ]
+    for args in cases:
+        r = run_bench(*args)
+        said = r.stdout + r.stderr
+        assert r.returncode in (0, 2) and not PYTHON_NAMES.search(said), (args, said)
+        if r.returncode:
+            assert args[-1] in r.stderr or "missing or malformed" in r.stderr, (args, r.stderr)

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from bench_dsl.hostwatch import device_of, difference, parse_node_exporter
+from bench_dsl.hostwatch import NotCounters, device_of, difference, parse_node_exporter
 
 from .conftest import BENCH, ROOT, run_bench
 from .exporter import free_port, node_exporter
@@ -229,6 +230,100 @@ def test_a_monitor_that_never_answers_is_refused_at_start_when_a_condition_needs
     f.write_text(NOBODY % "")
     r = run_bench("run", str(f), "--headless", "--json", str(out), env={"BENCH_MONITOR": url})
     assert r.returncode == 0, r.stderr
-    assert f"monitor {url}: no answer" in r.stderr
+    assert f"monitor {url} did not answer ((111) Connection refused)" in r.stderr
     doc = json.loads(out.read_text())
     assert doc["status"] == "completed" and all(i["cpu"]["server"] is None for i in doc["intervals"])
+
+
+@pytest.mark.parametrize("bad", ["NaN", "+Inf", "-Inf", "-3.0"])
+def test_figures_no_counter_can_have_are_a_failed_scrape(bad: str) -> None:
+    page = PAGE % {"idle": 100, "user": bad, "io": 10, "reads": 1000, "rtime": 2}
+    with pytest.raises(NotCounters, match=re.escape(f'node_cpu_seconds_total{{cpu="0",mode="user"}} is {bad}')):
+        parse_node_exporter(page, at=0.0)
+    with pytest.raises(NotCounters, match='node_disk_io_time_seconds_total{device="sda"}'):
+        parse_node_exporter(PAGE % {"idle": 100, "user": 5, "io": bad, "reads": 1000, "rtime": 2}, at=0.0)
+
+
+class _Pages:
+    """A crafted node_exporter page on a loopback port (node_exporter itself never serves NaN):
+    `pages[i]` answers the i-th scrape, the last one every scrape after."""
+
+    def __init__(self, pages: list[str]) -> None:
+        import http.server
+        import threading
+
+        self.pages, self.served = pages, 0
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+                body = outer.pages[min(outer.served, len(outer.pages) - 1)].encode()
+                outer.served += 1
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/metrics"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(10)
+
+
+GOOD = PAGE % {"idle": 100, "user": 50, "io": 10, "reads": 1000, "rtime": 2}
+NAN_CPU_INF_DISK = PAGE % {"idle": 100, "user": "NaN", "io": "+Inf", "reads": 1000, "rtime": 2}
+
+
+@pytest.mark.slow
+def test_a_monitor_answering_nan_is_refused_at_start_and_a_stop_it_blinds_is_said(dsn_url: str,
+                                                                                  tmp_path: Path) -> None:
+    f = tmp_path / "nan.bench"
+    out = tmp_path / "nan.json"
+    f.write_text(NOBODY % "stop when { cpu(server) > 99%  disk_util(server) > 90% }")
+    pages = _Pages([NAN_CPU_INF_DISK])  # NaN from the first scrape: the conditions could never be judged
+    try:
+        r = run_bench("run", str(f), "--headless", "--json", str(out), env={"BENCH_MONITOR": pages.url})
+    finally:
+        pages.close()
+    assert r.returncode == 2, r.stderr
+    assert (f"cpu(server) > 99%: monitor {pages.url} answered with figures that are not counters in 3 tries "
+            '(node_cpu_seconds_total{cpu="0",mode="user"} is NaN: a counter is a finite number, never negative)'
+            ) in r.stderr
+    assert json.loads(out.read_text())["prepare"] is None
+
+    # counters at the start, NaN and an infinite disk after: every scrape of the run fails, said once,
+    # and each step says which stops it could not judge, instead of a clean step and "disk 100%"
+    pages = _Pages([GOOD, NAN_CPU_INF_DISK])
+    try:
+        r = run_bench("run", str(f), "--headless", "--json", str(out), env={"BENCH_MONITOR": pages.url})
+    finally:
+        pages.close()
+    assert r.returncode == 0, r.stderr
+    assert f"could not read {pages.url}: node_cpu_seconds_total" in r.stderr and "is NaN" in r.stderr
+    assert "s1: cpu(server) > 99%; disk_util(server) > 90%: not judged, no figure in this step" in r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["status"] == "completed" and doc["stop"] is None
+    assert all("disk" not in i and i["cpu"]["server"] is None for i in doc["intervals"])
+    assert "Error" not in r.stderr  # no Python class name in what a person reads
+
+
+@pytest.mark.slow
+def test_a_monitor_without_the_figure_a_condition_needs_is_refused_at_start(dsn_url: str, tmp_path: Path) -> None:
+    f = tmp_path / "nocpu.bench"
+    f.write_text(NOBODY % "stop when { cpu(server) > 99% }")
+    pages = _Pages([GOOD.split("# TYPE node_disk_io_time_seconds_total")[0].replace("node_cpu", "node_cpuX")])
+    try:
+        r = run_bench("run", str(f), "--headless", "--json", str(tmp_path / "n.json"), env={"BENCH_MONITOR": pages.url})
+    finally:
+        pages.close()
+    assert r.returncode == 2, r.stderr
+    assert f"cpu(server) > 99%: monitor {pages.url} has no node_cpu_seconds_total on its page" in r.stderr

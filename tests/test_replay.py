@@ -329,8 +329,9 @@ async def test_the_player_keeps_the_pace_it_is_given() -> None:
     assert (await play(40.0))[-1] < 0.5 and (await play(None))[-1] < 0.2  # None: at once
 
 
-@pytest.mark.parametrize(("module", "allowed"), [("replay", {"bench_dsl.events", "bench_dsl.model", "bench_dsl.judge"}),
-                                               ("player", {"bench_dsl.events"})])
+@pytest.mark.parametrize(("module", "allowed"), [
+    ("replay", {"bench_dsl.events", "bench_dsl.model", "bench_dsl.judge", "bench_dsl.errors"}),  # errors: error_reason
+    ("player", {"bench_dsl.events"})])
 def test_the_replay_imports_no_server(module: str, allowed: set[str]) -> None:
     """A replay reads a file: nothing of the stage, the fleet or the drivers."""
     tree = ast.parse((ROOT / "bench_dsl" / f"{module}.py").read_text())

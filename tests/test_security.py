@@ -4,6 +4,8 @@ client run as `nobody`), and as a scenario might (settings that would open it)."
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import json
 import os
 import shutil
 import subprocess
@@ -16,6 +18,8 @@ import pytest
 from bench_dsl.errors import TargetError
 from bench_dsl.model import ServerSetting
 from bench_dsl.server import OWNER_FILE, STALE_PREFIX, EmbeddedServer, connect, remove_stale_servers
+
+from .conftest import run_bench
 
 CLIENT = shutil.which("mariadb") or shutil.which("mysql")
 
@@ -121,3 +125,49 @@ def test_a_kept_servers_directory_is_not_taken_for_a_stale_one() -> None:
         assert srv.basedir not in remove_stale_servers() and srv.basedir.exists()  # --keep-server kept it
     finally:
         shutil.rmtree(srv.basedir, ignore_errors=True)
+
+
+HOSTILE = "evil\x1b]0;owned\x07 \x1b[2J\u202e [bold]x[/bold]"  # retitles the window, clears the screen
+
+
+def test_names_from_files_reach_the_terminal_with_their_control_characters_escaped(dsn_url: str,
+                                                                                     tmp_path: Path) -> None:
+    f = tmp_path / "evil.bench"
+    f.write_text(f'scenario "{HOSTILE}" {{\n  target env("BENCH_DSN")\n'
+                 "  workload custom { transaction one { query \"SELECT 1\" } }\n"
+                 "  users 1\n  duration 2s\n  report every 1s\n}\n")
+    base, other = tmp_path / "base.json", tmp_path / "other.json"
+    said = {"check --plan": run_bench("check", "--plan", str(f)),
+            "run": run_bench("run", str(f), "--headless", "--json", str(base))}
+    assert said["run"].returncode == 0, said["run"].stderr
+    doc = json.loads(base.read_text())
+    doc["scenario"]["name"] = "other\x1b[31m\x9b2J [red]y"  # a result file edited by hand: a label, a C1 CSI
+    doc["warnings"] = [*doc.get("warnings", []), "careful\x1b[8m hidden"]
+    other.write_text(json.dumps(doc))
+    said["compare"] = run_bench("compare", str(base), str(other), "--fail-if", "tps < -99%")
+    said["compare --markdown -"] = run_bench("compare", str(base), str(other), "--markdown", "-")
+    said["replay"] = run_bench("replay", str(other))  # no terminal: the console lines
+    for command, r in said.items():
+        out = r.stdout + r.stderr
+        assert "\x1b" not in out and "\x9b" not in out and "\u202e" not in out, (command, out)
+        assert r.returncode == 0, (command, r.stderr)
+    assert "evil\\x1b]0;owned" in said["check --plan"].stdout and "[bold]x[/bold]" in said["check --plan"].stdout
+    assert "\\x1b[2J" in said["run"].stderr and "[bold]x[/bold]" in said["run"].stderr  # markup shown, not read
+    assert "other\\x1b[31m\\x9b2J [red]y" in said["compare"].stdout and "[bold]x[/bold]" in said["compare"].stdout
+    assert "other\\x1b[31m" in said["compare --markdown -"].stdout
+    assert "other\\x1b[31m\\x9b2J [red]y" in said["replay"].stdout
+    assert "careful\\x1b[8m hidden" in said["replay"].stdout
+
+
+async def test_the_live_screen_draws_a_hostile_name_escaped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench_dsl.events import Started
+
+    from .fixtures.replay import QUICKSTART, events
+    from .test_replay import _replay
+
+    evs = [dataclasses.replace(e, scenario=HOSTILE) if isinstance(e, Started) else e for e in events(QUICKSTART)]
+    monkeypatch.chdir(tmp_path)  # a short path in the header leaves room for the name
+    stream = Path("h.jsonl")
+    stream.write_text("".join(json.dumps(e.to_json(), default=str) + "\n" for e in evs))
+    text, _ = await _replay(stream)
+    assert "evil\\x1b]0;owned\\x07 \\x1b[2J\\u202e [bold]x[/bold]" in text and "\x1b" not in text

@@ -26,6 +26,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Static
 
 from bench_dsl.events import Event
+from bench_dsl.printable import printable_data
 
 from . import render
 from .state import HEADER, LOG, VERDICT, LiveState
@@ -54,7 +55,7 @@ class UiSink:
 
     def emit(self, event: Event) -> None:
         try:
-            self.state.apply(event)
+            self.state.apply(printable_data(event))  # what a file or the server said, never a terminal's command
         except Exception as exc:  # a display problem must never stop a measurement
             self.failures += 1
             if self.failures <= 3:
