@@ -253,3 +253,52 @@ def test_restart_cmd_applies_a_static_setting_and_puts_it_back(tmp_path: Path) -
         while pidfile.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
         srv.stop()
+
+
+# ---- outputs: only bench-dsl's own files are replaced, and names never climb out ---------------
+
+def test_an_output_that_is_a_file_of_someone_else_is_never_replaced(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    r = run_bench("run", "examples/quickstart.bench", "--json", str(notes))
+    assert r.returncode == 2 and f"cannot write the results to {notes}: it is a file bench-dsl did not write" \
+        in r.stderr, r.stderr
+    assert notes.read_text() == "my notes\n"
+    # a study's directory: its summary.json is not the study's to replace either
+    study_dir = tmp_path / "study"
+    study_dir.mkdir()
+    (study_dir / "summary.json").write_text('{"mine": true}\n')
+    f = tmp_path / "s.bench"
+    f.write_text('scenario "s" { workload sysbench oltp_point_select { tables = 1  table_size = 100 }\n'
+                 '  vary { innodb_io_capacity = [300, 3000] }  users 1  duration 1s }')
+    r = run_bench("run", str(f), "--json", str(study_dir))
+    said = " ".join(r.stderr.split())  # the console wraps long paths
+    assert r.returncode == 2 and "summary.json: it is a file bench-dsl did not write" in said, r.stderr
+    assert (study_dir / "summary.json").read_text() == '{"mine": true}\n'
+
+
+def test_bench_dsl_files_and_empty_ones_may_be_replaced(tmp_path: Path) -> None:
+    from bench_dsl.sinks import check_regular
+
+    empty = tmp_path / "empty.json"
+    empty.write_text("")
+    earlier = tmp_path / "earlier.json"
+    earlier.write_text(json.dumps({"$schema": "x", "format": "bench-dsl-result", "format_version": 1}, indent=1))
+    summary = tmp_path / "summary.json"
+    summary.write_text(json.dumps({"$schema": "x", "format": "bench-dsl-summary"}))
+    for p in (empty, earlier, summary, tmp_path / "new.json"):
+        check_regular(p)
+
+
+def test_a_scenario_named_dot_dot_stays_in_its_folder(tmp_path: Path) -> None:
+    from bench_dsl.results import expand_output, safe_name
+
+    for name in ("..", ".", "", "...", "/", "../..", ".hidden"):
+        assert safe_name(name) not in (".", "..", "") and not safe_name(name).startswith("."), name
+    assert safe_name("v1.2 run") == "v1.2-run"
+    f = tmp_path / "dots.bench"
+    f.write_text('scenario ".." { output "results/{scenario}/r.json"\n'
+                 '  workload sysbench oltp_point_select { tables = 1  table_size = 100 }  users 1  duration 1s }')
+    sc = load(f, env={})
+    out = Path(expand_output(sc.output or "", sc))
+    assert out.parts[0] == "results" and ".." not in out.parts and "." not in out.parts, out
