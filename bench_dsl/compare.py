@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench_dsl.errors import UsageError
+from bench_dsl.summary import same_workload
 
 COMPARISON_FORMAT = "bench-dsl-comparison"
 NOISE_RULE = ("a difference is beyond the noise when the larger of the two medians is more above the smaller "
@@ -87,7 +88,7 @@ def check_same_workload(summary: dict[str, Any]) -> None:
     """Figures of different workloads or data do not compare: a UsageError naming them."""
     confs = summary["configurations"]
     base = confs[0].get("workload")
-    differ = [c for c in confs[1:] if c.get("workload") != base]
+    differ = [c for c in confs[1:] if not same_workload(c.get("workload"), base)]
     if differ:
         lines = [f"  {confs[0]['label']} (baseline): {_describe_workload(base)}"]
         lines += [f"  {c['label']}: {_describe_workload(c.get('workload'))}" for c in differ]

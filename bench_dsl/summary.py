@@ -38,6 +38,19 @@ SHORT_INTERVAL = 0.5
 REPEATS_FOR_NOISE = 3
 
 
+def same_workload(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
+    """Whether two results' workloads (their scenario's "workload") are the same workload and data.
+    The digest decides what the setup is (it leaves out where in a file things were written, which
+    a custom setup of older results held as Python reprs); every other field must be equal too."""
+    if a and b and a.get("digest") and b.get("digest"):
+        return a["digest"] == b["digest"] and _but_setup(a) == _but_setup(b)
+    return a == b
+
+
+def _but_setup(w: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in w.items() if k != "setup"}
+
+
 def _natural(path: Path) -> list[Any]:
     # c2-... before c10-..., repeat-2 before repeat-10: the runner's order, which is first-seen order
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(path))]
@@ -286,8 +299,8 @@ def summarize(docs: Sequence[dict[str, Any]], files: Sequence[str | Path] | None
         "study": study,
         "scenario": (first.get("scenario") or {}).get("name"),
         "workload": (first.get("scenario") or {}).get("workload"),
-        "same_workload": all((d.get("scenario") or {}).get("workload") == (first.get("scenario") or {}).get("workload")
-                             for d in docs),
+        "same_workload": all(same_workload((d.get("scenario") or {}).get("workload"),
+                                           (first.get("scenario") or {}).get("workload")) for d in docs),
         "configurations": configurations,
     }
 
