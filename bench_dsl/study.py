@@ -191,6 +191,8 @@ async def run_study(sc: m.Scenario, opt: StudyOptions, err: Console) -> int:
         raise UsageError(f"cannot write the study to {directory}: {exc.strerror}") from None
     claim = _claim(directory / "summary.json")
     try:
+        if remote is not None:
+            remote.record(directory)  # before the first SET GLOBAL: a killed study leaves them written down
         say(f"study {sc.name!r}: {len(chosen)} configurations x {study.repeat} = {len(runs)} runs, into {directory}/")
         if target is None:
             say("study: each run starts a fresh throwaway server with its configuration and loads the data "

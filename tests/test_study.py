@@ -255,6 +255,105 @@ def test_restart_cmd_applies_a_static_setting_and_puts_it_back(tmp_path: Path) -
         srv.stop()
 
 
+# ---- a killed study's settings: written down, set back by the next study ----------------------
+
+KILLED = """scenario "killed" {
+  target env("BENCH_OWN_DSN")
+  workload sysbench oltp_point_select { tables = 1  table_size = 100 }
+  vary { innodb_io_capacity = [300, 3000] }
+  users 1
+  duration %s
+}"""
+
+
+async def _set(url: str, *statements: str) -> None:
+    conn = await connect(parse_dsn(url))
+    try:
+        async with conn.cursor() as cur:
+            for st in statements:
+                await cur.execute(st)
+    finally:
+        conn.close()
+
+
+@pytest.mark.slow
+def test_a_killed_study_leaves_the_originals_written_down_and_the_next_study_sets_them_back(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import stat as st
+
+    from bench_dsl.server import EmbeddedServer
+
+    from .conftest import BENCH
+
+    srv = EmbeddedServer(max_connections=50)
+    asyncio.run(srv.start())
+    try:
+        url = srv.url()
+        asyncio.run(_set(url, "SET GLOBAL innodb_io_capacity = 250"))  # the server's own value, not a default
+        env = {**os.environ, "BENCH_OWN_DSN": url, "XDG_STATE_HOME": str(tmp_path / "state")}
+        f = tmp_path / "killed.bench"
+        f.write_text(KILLED % "30s")
+        first = tmp_path / "first"
+        proc = subprocess.Popen([*BENCH, "run", str(f), "--headless", "-q", "--json", str(first)], cwd=ROOT, env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 120  # a bound on a hang, not a timing: it is met in seconds
+            while asyncio.run(_variable(url, "innodb_io_capacity")) != "3000":
+                assert proc.poll() is None and time.monotonic() < deadline, "the second configuration never ran"
+                time.sleep(0.2)
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+        assert asyncio.run(_variable(url, "innodb_io_capacity")) == "3000"  # unavoidable: the kill left it
+        [state] = (tmp_path / "state" / "bench-dsl" / "servers").glob("*.json")
+        written = json.loads(state.read_text())
+        assert written["original"] == {"innodb_io_capacity": "250"} and written["study"] == str(first)
+        assert st.S_IMODE(state.stat().st_mode) == 0o600
+        dsn = parse_dsn(url)
+        assert written["server"] == (f"socket:{dsn.socket}" if dsn.socket else f"{dsn.host}:{dsn.port}")
+        assert dsn.password not in state.read_text() and f"{dsn.user}@" not in state.read_text()  # no secrets
+        assert json.loads((first / "server-settings.json").read_text())["original"] == {"innodb_io_capacity": "250"}
+
+        # the next study: it sets the real value back first, and again at its end, not 3000
+        f.write_text(KILLED % "1s")
+        r = run_bench("run", str(f), "--headless", "-q", "--json", str(tmp_path / "second"),
+                      env={"BENCH_OWN_DSN": url, "XDG_STATE_HOME": str(tmp_path / "state")})
+        assert r.returncode == 0, r.stderr
+        said = " ".join(r.stderr.split())
+        assert f"an earlier study ({first}) ended before it set the server's settings back" in said, r.stderr
+        assert "restored innodb_io_capacity=250 (it was 3000)" in said, r.stderr
+        assert asyncio.run(_variable(url, "innodb_io_capacity")) == "250"
+        assert not state.exists()  # set back: nothing left to remember
+    finally:
+        srv.stop()
+
+
+@pytest.mark.slow
+def test_what_an_earlier_study_left_changed_and_cannot_be_set_back_is_named(
+        dsn_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A static setting an earlier study changed with --restart-cmd, and this one has none: it says
+    what the setting was and keeps it written down for a study that can set it back."""
+    from bench_dsl.remote_settings import state_path
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # for this test and the bench it runs
+    now = asyncio.run(_variable(dsn_url, "innodb_log_buffer_size"))
+    was = str(int(now) * 2)
+    state = state_path(parse_dsn(dsn_url))
+    state.parent.mkdir(parents=True)
+    state.write_text(json.dumps({"format": "bench-dsl-server-settings", "study": "/old/study", "pid": 1 << 22,
+                                 "original": {"innodb_log_buffer_size": was}, "static": ["innodb_log_buffer_size"]}))
+    f = tmp_path / "s.bench"
+    f.write_text(KILLED.replace("BENCH_OWN_DSN", "BENCH_DSN").replace("[300, 3000]", "[300]") % "1s")
+    r = run_bench("run", str(f), "--headless", "-q", "--json", str(tmp_path / "s"))
+    assert r.returncode == 0, r.stderr
+    said = " ".join(r.stderr.split())
+    assert (f"an earlier study left the server changed: innodb_log_buffer_size is {now}, it was {was} before "
+            "that study") in said, r.stderr
+    assert json.loads(state.read_text())["original"] == {"innodb_log_buffer_size": was}  # still to be set back
+
+
 # ---- outputs: only bench-dsl's own files are replaced, and names never climb out ---------------
 
 def test_an_output_that_is_a_file_of_someone_else_is_never_replaced(tmp_path: Path) -> None:
