@@ -14,6 +14,7 @@ import json
 import os
 import re
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +53,7 @@ class StudyOptions:
     restart_cmd: str | None = None
     quiet: bool = False
     output: str | None = None  # --json: the study's directory
+    replace: bool = False  # --replace: an earlier study's results in that directory are removed first
 
 
 @dataclass
@@ -115,11 +117,11 @@ def scenario_for(sc: m.Scenario, conf: m.Configuration, defines: Mapping[str, st
                                study=None, seed=sc.seed, seed_given=sc.seed_given)
 
 
-def configuration_json(sc: m.Scenario, conf: m.Configuration, repeat: int) -> dict[str, Any]:
+def configuration_json(sc: m.Scenario, conf: m.Configuration, repeat: int, study_id: str) -> dict[str, Any]:
     study = sc.study
     assert study is not None
     return {"id": conf.id, "label": conf.label, "values": dict(conf.values), "repeat": repeat,
-            "repeats": study.repeat, "study": sc.name}
+            "repeats": study.repeat, "study": sc.name, "study_id": study_id}
 
 
 def output_directory(sc: m.Scenario, template: str | None) -> Path:
@@ -184,12 +186,18 @@ async def run_study(sc: m.Scenario, opt: StudyOptions, err: Console) -> int:
                                 lambda text: say(f"study: {text}"))
         await remote.check()
     directory = output_directory(sc, opt.output)
+    study_id = uuid.uuid4().hex[:12]  # this `bench run`'s: its runs are repeats of each other, no one else's
     runs = [StudyRun(c, r, run_path(directory, c, r)) for c, r in order]
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"cannot write the study to {directory}: {exc.strerror}") from None
     claim = _claim(directory / "summary.json")
+    try:
+        _take_directory(directory, opt.replace, say)
+    except BaseException:
+        claim.release()
+        raise
     try:
         if remote is not None:
             remote.record(directory)  # before the first SET GLOBAL: a killed study leaves them written down
@@ -205,7 +213,7 @@ async def run_study(sc: m.Scenario, opt: StudyOptions, err: Console) -> int:
                 + f" · {time.monotonic() - t0:.0f}s into the study")
             if remote is not None:
                 await remote.configure(r.configuration)
-            one = await _run_one(sc, r, opt, target, err)
+            one = await _run_one(sc, r, opt, target, err, study_id)
             r.exit_code = int(one)
             say(f"── run {i}/{len(runs)} {r.configuration.id}: {r.status} (exit {r.exit_code}) -> {r.path}")
             if one in (ExitCode.INTERRUPTED, ExitCode.TERMINATED, ExitCode.HANGUP):
@@ -223,7 +231,8 @@ async def run_study(sc: m.Scenario, opt: StudyOptions, err: Console) -> int:
     return int(code)
 
 
-async def _run_one(sc: m.Scenario, r: StudyRun, opt: StudyOptions, target: Dsn | None, err: Console) -> int:
+async def _run_one(sc: m.Scenario, r: StudyRun, opt: StudyOptions, target: Dsn | None, err: Console,
+                   study_id: str) -> int:
     conf_sc = scenario_for(sc, r.configuration, opt.defines)
     p = plan(conf_sc, opt.time_scale, opt.max_steps)
     r.path.parent.mkdir(parents=True, exist_ok=True)
@@ -234,7 +243,7 @@ async def _run_one(sc: m.Scenario, r: StudyRun, opt: StudyOptions, target: Dsn |
         sinks.append(ConsoleSink(err))
     options = Options(time_scale=opt.time_scale, max_steps=opt.max_steps, keep_server=opt.keep_server,
                       force_prepare=opt.force_prepare, target=target, workers=opt.workers,
-                      configuration=configuration_json(sc, r.configuration, r.repeat))
+                      configuration=configuration_json(sc, r.configuration, r.repeat, study_id))
     try:
         run = Run(conf_sc, p, list(sinks), options)
         code = await run.execute()
@@ -265,6 +274,35 @@ class _Status:
 
     def close(self) -> None:
         pass
+
+
+def _take_directory(directory: Path, replace: bool, say: Callable[[str], None]) -> None:
+    """The study's directory holds no other study's results: their runs would be read as repeats
+    of this one's. With --replace they are removed (result files only, and the folders they leave
+    empty); anything else in the directory stays."""
+    from bench_dsl.summary import is_result_file
+
+    earlier = sorted(p for p in directory.rglob("*.json") if p.is_file() and is_result_file(p))
+    if not earlier:
+        return
+    if not replace:
+        raise UsageError(f"{directory} holds the results of another study ({len(earlier)} result file"
+                         f"{'s' if len(earlier) != 1 else ''}, e.g. {earlier[0]}): this study's runs would be "
+                         "merged with them\n  hint: give another directory (the default, results/{scenario}-{time}/, "
+                         "is new each time), or --replace to remove those results first")
+    for p in earlier:
+        try:
+            p.unlink()
+        except OSError as exc:
+            raise UsageError(f"--replace: cannot remove {p}: {exc.strerror}") from None
+    for d in sorted({p.parent for p in earlier}, key=lambda d: -len(d.parts)):
+        while d != directory and d.is_relative_to(directory):
+            try:
+                d.rmdir()  # only when empty: what is not a result stays, and so does its folder
+            except OSError:
+                break
+            d = d.parent
+    say(f"study: --replace: removed the {len(earlier)} result files of an earlier study in {directory}/")
 
 
 def _claim(path: Path) -> OutputClaim:

@@ -124,6 +124,14 @@ def _result_or_none(path: Path) -> dict[str, Any] | None:
     return _version_checked(path, doc) if _is_result(doc) else None
 
 
+def is_result_file(path: Path) -> bool:
+    """Whether a file is a result document (of this format version or another)."""
+    try:
+        return _result_or_none(path) is not None
+    except UsageError:  # another format version: a result all the same
+        return True
+
+
 def load_results(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
     """The result documents of files and directories (see results_in), in first-seen order."""
     return [doc for _, doc in results_in(paths)]
@@ -212,13 +220,21 @@ def _nopm(doc: dict[str, Any], step_no: int | None, row: dict[str, Any]) -> floa
     return None
 
 
-def _group_key(doc: dict[str, Any], path: Path | None, index: int) -> tuple[Any, ...]:
+def configuration_key(doc: dict[str, Any], path: Path | None) -> tuple[Any, ...] | None:
+    """What makes runs repeats of one configuration (None: a plain run, a configuration of its own):
+    the same study (its directory, its name and the id of the `bench run` that made it) and the same
+    values. An id alone is not enough: two studies written into one directory both have a c1."""
     conf = doc.get("configuration")
-    if isinstance(conf, dict) and conf.get("id") is not None:
-        # the same id in two matrix directories is two configurations: the matrix is where it came from
-        root = str(path.parent.parent) if path is not None else None
-        return ("configuration", root, conf.get("study"), str(conf["id"]))
-    return ("file", index)
+    if not isinstance(conf, dict) or conf.get("id") is None:
+        return None
+    root = str(path.parent.parent) if path is not None else None  # two copies of a study are two
+    values = json.dumps(conf.get("values") or {}, sort_keys=True, default=str)
+    return (root, conf.get("study"), conf.get("study_id"), str(conf["id"]), values)
+
+
+def _group_key(doc: dict[str, Any], path: Path | None, index: int) -> tuple[Any, ...]:
+    key = configuration_key(doc, path)
+    return ("file", index) if key is None else ("configuration", *key)
 
 
 def _labels(groups: list[dict[str, Any]]) -> None:

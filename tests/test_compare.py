@@ -321,3 +321,27 @@ def test_the_same_custom_workload_from_another_file_compares(dsn_url: str, tmp_p
     _run(c, tmp_path / "c.json")
     r = run_bench("compare", str(tmp_path / "a.json"), str(tmp_path / "c.json"))
     assert r.returncode == 2 and "other data or options" in r.stderr, r.stderr
+
+
+@pytest.mark.slow
+def test_two_studies_in_one_directory_are_not_each_others_repeats(runs: Path, tmp_path: Path) -> None:
+    """Before a study refused such a directory, two studies could write their c1 into one: keyed on
+    the id, 1 user and 2 users became "repeats" of one configuration. Now: the study and the values."""
+    m = runs / "matrix"
+    for n, (src, values, study_id) in enumerate(((m / "c1-unpaced" / "repeat-1.json", {"u": "1"}, "aaa"),
+                                                 (m / "c2-paced" / "repeat-1.json", {"u": "2"}, "bbb"),
+                                                 (m / "c1-unpaced" / "repeat-2.json", {"u": "1"}, "aaa"))):
+        doc = read_result(src)
+        doc["configuration"] = {"id": "c1", "label": f"u={values['u']}", "values": values, "repeat": 1 + n // 2,
+                                "repeats": 2, "study": "pacing", "study_id": study_id}
+        (tmp_path / "c1-u").mkdir(exist_ok=True)
+        (tmp_path / "c1-u" / f"repeat-{n}.json").write_text(json.dumps(doc))
+    s = summarize(load_results([tmp_path]))
+    assert [(c["label"], len(c["statuses"])) for c in s["configurations"]] == [("u=1", 2), ("u=2", 1)]
+    # results of earlier versions have no study_id: their values still tell them apart
+    for p in (tmp_path / "c1-u").glob("*.json"):
+        doc = json.loads(p.read_text())
+        doc["configuration"].pop("study_id")
+        p.write_text(json.dumps(doc))
+    s = summarize(load_results([tmp_path]))
+    assert [(c["label"], len(c["statuses"])) for c in s["configurations"]] == [("u=1", 2), ("u=2", 1)]

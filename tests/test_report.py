@@ -149,6 +149,16 @@ def test_a_matrix_directory_is_read_whole(tmp_path: Path) -> None:
     assert labels == ["x/repeat-1.json", "y/repeat-1.json"]
 
 
+def test_two_studies_c1_are_two_configurations() -> None:
+    """Two studies' runs in one directory, both called c1 (the same scenario name, other values):
+    drawn as two configurations, not as repeats of one."""
+    doc = _recorded()
+    a, b = _as_repeat(doc, "c1", "u=1", 1, 1.0), _as_repeat(doc, "c1", "u=2", 1, 2.0)
+    a["configuration"]["values"], b["configuration"]["values"] = {"u": "1"}, {"u": "2"}
+    configs = group([ResultFile(a), ResultFile(b)])
+    assert [(c.label, len(c.results)) for c in configs] == [("u=1", 1), ("u=2", 1)]
+
+
 def test_spectrum_reads_percentiles_from_the_histograms() -> None:
     configs = group([ResultFile(_recorded())])
     rows = [r for r in data.spectrum(configs) if r["users"] == 8]  # 10..90 ms, evenly

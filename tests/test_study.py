@@ -354,6 +354,43 @@ def test_what_an_earlier_study_left_changed_and_cannot_be_set_back_is_named(
     assert json.loads(state.read_text())["original"] == {"innodb_log_buffer_size": was}  # still to be set back
 
 
+# ---- one study per directory -------------------------------------------------------------------
+
+TWO = """scenario "two into one" {
+  target env("BENCH_DSN")
+  workload sysbench oltp_point_select { tables = 1  table_size = 100 }
+  vary { innodb_io_capacity = %s }
+  users 1
+  duration 1s
+}"""
+
+
+@pytest.mark.slow
+def test_a_study_refuses_a_directory_that_holds_another_studys_results(dsn_url: str, tmp_path: Path) -> None:
+    f = tmp_path / "two.bench"
+    out = tmp_path / "study"
+    f.write_text(TWO % "[300]")
+    r = run_bench("run", str(f), "--headless", "-q", "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    first = sorted(out.rglob("repeat-*.json"))
+    assert len(first) == 1
+    (out / "my-notes.txt").write_text("mine")
+    f.write_text(TWO % "[3000, 300]")  # its c1 is another configuration than the first study's c1
+    r = run_bench("run", str(f), "--headless", "-q", "--json", str(out))
+    said = " ".join(r.stderr.split())
+    assert r.returncode == 2 and f"{out} holds the results of another study (1 result file" in said, r.stderr
+    assert "--replace" in said and sorted(out.rglob("repeat-*.json")) == first
+    r = run_bench("run", str(f), "--headless", "-q", "--json", str(out), "--replace")
+    assert r.returncode == 0, r.stderr
+    docs = _results(out)
+    assert [d["configuration"]["values"]["innodb_io_capacity"] for d in docs] == ["3000", "300"]
+    assert len({d["configuration"]["study_id"] for d in docs}) == 1
+    summary = json.loads((out / "summary.json").read_text())
+    assert [c["values"] for c in summary["configurations"]] == [{"innodb_io_capacity": "3000"},
+                                                                {"innodb_io_capacity": "300"}]
+    assert (out / "my-notes.txt").read_text() == "mine"  # --replace removes results, nothing else
+
+
 # ---- outputs: only bench-dsl's own files are replaced, and names never climb out ---------------
 
 def test_an_output_that_is_a_file_of_someone_else_is_never_replaced(tmp_path: Path) -> None:
