@@ -15,6 +15,7 @@ import os
 import re
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +64,8 @@ class StudyRun:
     path: Path
     status: str | None = None
     exit_code: int | None = None
+    problem: str | None = None  # its result file could not be written
+    not_applied: list[str] = field(default_factory=list)  # settings the server did not take, said as name=value
 
 
 def select(study: m.Study, only: list[str]) -> list[m.Configuration]:
@@ -215,20 +218,50 @@ async def run_study(sc: m.Scenario, opt: StudyOptions, err: Console) -> int:
                 await remote.configure(r.configuration)
             one = await _run_one(sc, r, opt, target, err, study_id)
             r.exit_code = int(one)
-            say(f"── run {i}/{len(runs)} {r.configuration.id}: {r.status} (exit {r.exit_code}) -> {r.path}")
+            say(f"── run {i}/{len(runs)} {r.configuration.id}: {r.status} (exit {r.exit_code}) -> {r.path}"
+                + (f"; {r.problem}" if r.problem else "")
+                + (f"; settings not applied: {', '.join(r.not_applied)}" if r.not_applied else ""))
             if one in (ExitCode.INTERRUPTED, ExitCode.TERMINATED, ExitCode.HANGUP):
                 code = one
                 break
             if one in _SEVERITY and _SEVERITY.index(one) > _SEVERITY.index(code):
                 code = one
     finally:
+        problems: list[str] = []
         try:
             if remote is not None:
                 await remote.restore()
         finally:
-            await asyncio.to_thread(_finish, directory, runs, err)
+            problems = await asyncio.to_thread(_finish, directory, runs, err)
             claim.release()
+    # said last, once every output is closed, as a single run's is: the status and the exit status agree
+    status, code = _verdict(runs, code, problems)
+    for text in problems:
+        say(f"bench: {text}")
+    say(f"status: {status} (exit {int(code)})")
     return int(code)
+
+
+def _verdict(runs: list[StudyRun], code: int, problems: list[str]) -> tuple[str, int]:
+    """The study's status line and exit status: its runs' statuses; then a configuration whose
+    settings were not applied (exit 2: it did not measure what its label says), then an output not
+    written (exit 1), as a single run's `but an output is incomplete`."""
+    ran = [r for r in runs if r.status is not None]
+    counts = Counter(r.status for r in ran)
+    status = (next(iter(counts)) if len(counts) == 1 else
+              ", ".join(f"{n} {s}" for s, n in counts.items()) if counts else "not run")
+    if 0 < len(ran) < len(runs):
+        status += f" ({len(ran)} of {len(runs)} runs)"
+    unapplied = sorted({r.configuration.id for r in runs if r.not_applied}, key=lambda c: [
+        int(t) if t.isdigit() else t for t in re.split(r"(\d+)", c)])
+    if unapplied:
+        status += f", but the settings of {', '.join(unapplied)} were not applied"
+        if code in _SEVERITY and _SEVERITY.index(code) < _SEVERITY.index(ExitCode.BAD_SCENARIO):
+            code = ExitCode.BAD_SCENARIO
+    if problems or any(r.problem for r in runs):
+        status += ", but an output is incomplete"
+        code = ExitCode.FAILURE
+    return status, int(code)
 
 
 async def _run_one(sc: m.Scenario, r: StudyRun, opt: StudyOptions, target: Dsn | None, err: Console,
@@ -238,7 +271,8 @@ async def _run_one(sc: m.Scenario, r: StudyRun, opt: StudyOptions, target: Dsn |
     r.path.parent.mkdir(parents=True, exist_ok=True)
     claim = _claim(r.path)
     status: list[str] = []
-    sinks: list[Sink] = [JsonResultSink(r.path), _Status(status)]
+    result = JsonResultSink(r.path)
+    sinks: list[Sink] = [result, _Status(status)]
     if not opt.quiet:
         sinks.append(ConsoleSink(err))
     options = Options(time_scale=opt.time_scale, max_steps=opt.max_steps, keep_server=opt.keep_server,
@@ -253,11 +287,13 @@ async def _run_one(sc: m.Scenario, r: StudyRun, opt: StudyOptions, target: Dsn |
                 try:
                     s.close()
                 except Exception as exc:  # the next runs go on; this one's file is said to be missing
-                    status.append(f"its result could not be written: {exc}")
+                    r.problem = f"could not write {r.path}: {_cause(exc)}"
         await asyncio.to_thread(close)
         claim.release()
-    r.status = "; ".join(status) or "not run"
-    if len(status) > 1:
+    r.status = status[0] if status else "not run"
+    r.not_applied = [f"{a.get('name')}={a.get('requested')} (the server has {a.get('after')}: {a.get('note')})"
+                     for a in (result.document.doc.get("server") or {}).get("settings") or [] if not a.get("applied")]
+    if r.problem:
         return ExitCode.FAILURE
     return code
 
@@ -319,40 +355,56 @@ def _sayer(err: Console) -> Callable[[str], None]:
     return say
 
 
-def _finish(directory: Path, runs: list[StudyRun], err: Console) -> None:
+def _finish(directory: Path, runs: list[StudyRun], err: Console) -> list[str]:
     """summary.json and report.html from the result files the runs wrote, and the comparison
-    table (bench compare's) on the console."""
+    table (bench compare's) on the console. Returns what could not be written, with its cause."""
     say = _sayer(err)
     paths = [r.path for r in runs if r.path.exists()]
     if not paths:
         say("study: no run wrote a result; no summary")
-        return
+        return []
     from bench_dsl.summary import load_results, summarize
 
+    problems: list[str] = []
     docs = load_results([str(p) for p in paths])
     summary = summarize(docs, files=paths, base=directory)
-    _write_atomic(directory / "summary.json", json.dumps(summary, indent=2) + "\n")
+    try:
+        _write_atomic(directory / "summary.json", json.dumps(summary, indent=2) + "\n")
+        say(f"summary: {directory / 'summary.json'}")
+    except OSError as exc:  # a full disk: the results are written, the report is still worth trying
+        problems.append(f"could not write {directory / 'summary.json'}: {_cause(exc)}")
     try:
         from bench_dsl.compare import compare, to_rich
 
         # force: a study that varies its data ($rows) compares configurations of different data on purpose
         err.print(to_rich(compare(summary, force=True)))
     except Exception as exc:  # the table is a courtesy: summary.json holds the figures
-        say(f"study: no comparison table: {type(exc).__name__}: {exc}")
-    say(f"summary: {directory / 'summary.json'}")
+        say(f"study: no comparison table: {exc}")
     try:
         from bench_dsl.report import write_html
 
         write_html(docs, directory / "report.html")
         say(f"report:  {directory / 'report.html'}")
+    except OSError as exc:
+        problems.append(f"could not write {directory / 'report.html'}: {_cause(exc)}")
     except Exception as exc:  # the summary and every result are written: the report is the last thing
-        say(f"study: the report could not be made: {type(exc).__name__}: {exc}")
+        problems.append(f"the report could not be made: {exc}")
+    return problems
+
+
+def _cause(exc: BaseException) -> str:
+    """Why a write failed, as a person reads it: the system's words, not the temporary file's name."""
+    return (exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)) or "unknown error"
 
 
 def _write_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a full disk must not be left fuller by half a summary
+        raise

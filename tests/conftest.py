@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -62,3 +63,15 @@ async def run_sql(dsn: Dsn, database: str | None, *statements: str) -> None:
                 await cur.execute(statement)
     finally:
         conn.close()
+
+
+@contextlib.contextmanager
+def small_disk(path: Path, size: str) -> Iterator[Path]:
+    """A file system of `size` (e.g. 64k) at `path`, to fill up: a tmpfs (the suite runs as root),
+    unmounted when the test ends, whatever it did."""
+    path.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(path)], check=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", str(path)], check=True)

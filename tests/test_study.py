@@ -18,7 +18,7 @@ from bench_dsl.server import connect
 from bench_dsl.study import scenario_for, select
 from bench_dsl.validate import load
 
-from .conftest import ROOT, run_bench
+from .conftest import ROOT, run_bench, small_disk
 
 SCHEMA = json.loads(resources.files("bench_dsl.schema").joinpath("result-v1.json").read_text())
 
@@ -389,6 +389,25 @@ def test_a_study_refuses_a_directory_that_holds_another_studys_results(dsn_url: 
     assert [c["values"] for c in summary["configurations"]] == [{"innodb_io_capacity": "3000"},
                                                                 {"innodb_io_capacity": "300"}]
     assert (out / "my-notes.txt").read_text() == "mine"  # --replace removes results, nothing else
+
+
+@pytest.mark.slow
+def test_a_study_whose_report_meets_a_full_disk_says_so_and_exits_1(
+        dsn_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    f = tmp_path / "full.bench"
+    f.write_text(TWO % "[300]")
+    # room for the result (about 17 KB, twice while it is rewritten) and summary.json (7 KB), not
+    # for report.html (about 900 KB: the chart libraries are inside)
+    with small_disk(tmp_path / "disk", "256k") as disk:
+        r = run_bench("run", str(f), "--headless", "-q", "--json", str(disk / "study"))
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 1, r.stderr
+        assert lines[-1] == "status: completed, but an output is incomplete (exit 1)", r.stderr
+        said = " ".join(r.stderr.split())
+        assert f"bench: could not write {disk / 'study' / 'report.html'}: No space left on device" in said
+        assert json.loads((disk / "study" / "summary.json").read_text())["format"] == "bench-dsl-summary"
+        assert not [p for p in (disk / "study").iterdir() if p.name.startswith(".")]  # no temporary file left
 
 
 # ---- outputs: only bench-dsl's own files are replaced, and names never climb out ---------------
