@@ -347,7 +347,22 @@ def _configuration(n: int, g: dict[str, Any], base: Path | None) -> dict[str, An
             "conditions_fired": dict(fired),
         },
         "by_users": _by_users(docs),
+        "settings_not_applied": _not_applied(docs),
     }
+
+
+def _not_applied(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The settings the server did not take (result server.settings[].applied false), once per
+    name, with the repeats that met it: such a configuration did not measure what its label says."""
+    found: dict[str, dict[str, Any]] = {}
+    for k, d in enumerate(docs, 1):
+        for a in (d.get("server") or {}).get("settings") or []:
+            if isinstance(a, dict) and a.get("applied") is False:
+                entry = found.setdefault(str(a.get("name")), {
+                    "name": str(a.get("name")), "requested": a.get("requested"), "after": a.get("after"),
+                    "note": a.get("note"), "repeats": []})
+                entry["repeats"].append(k)
+    return list(found.values())
 
 
 def _by_users(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -410,6 +410,34 @@ def test_a_study_whose_report_meets_a_full_disk_says_so_and_exits_1(
         assert not [p for p in (disk / "study").iterdir() if p.name.startswith(".")]  # no temporary file left
 
 
+@pytest.mark.slow
+def test_a_configuration_whose_settings_were_not_applied_is_marked_and_fails_the_study(
+        dsn_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """read_buffer_size is kept in blocks of 4 KiB: SET GLOBAL takes 10000 with a warning and the
+    server has 8192. A valid size, so only the server can say it was not applied."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    f = tmp_path / "blocks.bench"
+    f.write_text(TWO.replace("innodb_io_capacity =", "read_buffer_size =") % "[128K, 10000]")
+    out = tmp_path / "blocks"
+    r = run_bench("run", str(f), "--headless", "-q", "--json", str(out))
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip().splitlines()[-1] == "status: completed, but the settings of c2 were not applied (exit 2)"
+    said = " ".join(r.stderr.split())
+    assert "settings not applied: read_buffer_size=10000 (the server has 8192" in said, r.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    jsonschema.validate(summary, json.loads(resources.files("bench_dsl.schema").joinpath("summary-v1.json").read_text()))
+    assert [[a["name"] for a in c["settings_not_applied"]] for c in summary["configurations"]] == [
+        [], ["read_buffer_size"]]
+    r = run_bench("compare", str(out), "--json", str(tmp_path / "cmp.json"), "--markdown", "-")
+    table = json.loads((tmp_path / "cmp.json").read_text())
+    assert [c["settings_applied"] for c in table["configurations"]] == [True, False]
+    row = table["rows"][0]
+    assert row["metric"] == "settings" and [c["value"] for c in row["cells"]] == ["applied", "not applied"]
+    head, _, first = r.stdout.splitlines()[2:5]
+    assert "read_buffer_size=10000 · 1 run · SETTINGS NOT APPLIED |" in head, r.stdout
+    assert first == "| settings | applied | NOT APPLIED<br>read_buffer_size=10000: the server has 8192 |", r.stdout
+
+
 # ---- outputs: only bench-dsl's own files are replaced, and names never climb out ---------------
 
 def test_an_output_that_is_a_file_of_someone_else_is_never_replaced(tmp_path: Path) -> None:
