@@ -202,6 +202,7 @@ class RemoteSettings:
             try:
                 await self._restart(statics)
                 self.restarted_with = None  # the server runs with its own settings again
+                self.log("restored " + ", ".join(f"{n}={v} (it was {now[n]})" for n, v in sorted(statics.items())))
             except TargetError as exc:
                 self.log(f"could not restore {', '.join(sorted(statics))}: {exc}")
                 left |= statics

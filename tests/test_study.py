@@ -9,6 +9,7 @@ import json
 from importlib import resources
 from pathlib import Path
 
+import asyncmy
 import jsonschema
 import pytest
 
@@ -23,6 +24,11 @@ from .conftest import ROOT, run_bench, small_disk
 SCHEMA = json.loads(resources.files("bench_dsl.schema").joinpath("result-v1.json").read_text())
 
 MiB = 1 << 20
+
+
+def _flat(text: str) -> str:
+    """Text without its white space: the console folds a long path anywhere, even inside a word."""
+    return "".join(text.split())
 
 
 def _results(directory: Path) -> list[dict]:
@@ -214,11 +220,13 @@ subprocess.Popen(args + [f"--innodb-log-buffer-size={value}"], start_new_session
 
 
 @pytest.mark.slow
-def test_restart_cmd_applies_a_static_setting_and_puts_it_back(tmp_path: Path) -> None:
+def test_restart_cmd_applies_a_static_setting_and_puts_it_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import os
     import signal
+    import subprocess
     import sys
 
+    from bench_dsl.remote_settings import state_path
     from bench_dsl.server import EmbeddedServer
 
     srv = EmbeddedServer(max_connections=50)
@@ -228,6 +236,24 @@ def test_restart_cmd_applies_a_static_setting_and_puts_it_back(tmp_path: Path) -
         before = asyncio.run(_variable(srv.url(), "innodb_log_buffer_size"))
         script = tmp_path / "restart.py"
         script.write_text(RESTART)
+        # an earlier study, killed, left the server running at 64M: its state file says what it was
+        subprocess.run([sys.executable, str(script), str(pidfile)], check=True,
+                       env={**os.environ, "BENCH_SETTING_INNODB_LOG_BUFFER_SIZE": "64M"})
+        deadline = time.monotonic() + 60  # a bound on a hang: the server is back in seconds
+        while True:
+            try:
+                if asyncio.run(_variable(srv.url(), "innodb_log_buffer_size")) == str(64 * MiB):
+                    break
+            except (OSError, asyncmy.errors.MySQLError):
+                pass  # not listening yet
+            assert time.monotonic() < deadline, "the server did not come back"
+            time.sleep(0.2)
+        state_home = tmp_path / "state"
+        monkeypatch.setenv("XDG_STATE_HOME", str(state_home))
+        state = state_path(parse_dsn(srv.url()))
+        state.parent.mkdir(parents=True)
+        state.write_text(json.dumps({"study": "/old/study", "pid": 1 << 22, "static": ["innodb_log_buffer_size"],
+                                     "original": {"innodb_log_buffer_size": before}}))
         f = tmp_path / "static.bench"
         f.write_text("""scenario "static with a restart" {
   target env("BENCH_STATIC_DSN")
@@ -242,8 +268,11 @@ def test_restart_cmd_applies_a_static_setting_and_puts_it_back(tmp_path: Path) -
         assert r.returncode == 0, r.stderr
         docs = _results(out)
         assert [int(d["server"]["variables"]["innodb_log_buffer_size"]) for d in docs] == [8 * MiB, 32 * MiB]
-        assert r.stderr.count("(--restart-cmd)") == 3  # each configuration, then the value it had
+        # the earlier study's value first, then each configuration, then the value it had
+        assert r.stderr.count("(--restart-cmd)") == 4
+        assert f"restored innodb_log_buffer_size={before} (it was {64 * MiB})" in " ".join(r.stderr.split())
         assert asyncio.run(_variable(srv.url(), "innodb_log_buffer_size")) == before
+        assert not state.exists()
     finally:
         try:
             os.kill(int(pidfile.read_text()), signal.SIGTERM)
@@ -377,9 +406,8 @@ def test_a_study_refuses_a_directory_that_holds_another_studys_results(dsn_url: 
     (out / "my-notes.txt").write_text("mine")
     f.write_text(TWO % "[3000, 300]")  # its c1 is another configuration than the first study's c1
     r = run_bench("run", str(f), "--headless", "-q", "--json", str(out))
-    said = " ".join(r.stderr.split())
-    assert r.returncode == 2 and f"{out} holds the results of another study (1 result file" in said, r.stderr
-    assert "--replace" in said and sorted(out.rglob("repeat-*.json")) == first
+    assert r.returncode == 2 and _flat(f"{out} holds the results of another study (1 result file") in _flat(r.stderr)
+    assert "--replace" in r.stderr and sorted(out.rglob("repeat-*.json")) == first
     r = run_bench("run", str(f), "--headless", "-q", "--json", str(out), "--replace")
     assert r.returncode == 0, r.stderr
     docs = _results(out)
@@ -444,8 +472,8 @@ def test_an_output_that_is_a_file_of_someone_else_is_never_replaced(tmp_path: Pa
     notes = tmp_path / "notes.txt"
     notes.write_text("my notes\n")
     r = run_bench("run", "examples/quickstart.bench", "--json", str(notes))
-    assert r.returncode == 2 and f"cannot write the results to {notes}: it is a file bench-dsl did not write" \
-        in r.stderr, r.stderr
+    assert r.returncode == 2 and _flat(f"cannot write the results to {notes}: it is a file bench-dsl did not write") \
+        in _flat(r.stderr), r.stderr
     assert notes.read_text() == "my notes\n"
     # a study's directory: its summary.json is not the study's to replace either
     study_dir = tmp_path / "study"
@@ -455,8 +483,7 @@ def test_an_output_that_is_a_file_of_someone_else_is_never_replaced(tmp_path: Pa
     f.write_text('scenario "s" { workload sysbench oltp_point_select { tables = 1  table_size = 100 }\n'
                  '  vary { innodb_io_capacity = [300, 3000] }  users 1  duration 1s }')
     r = run_bench("run", str(f), "--json", str(study_dir))
-    said = " ".join(r.stderr.split())  # the console wraps long paths
-    assert r.returncode == 2 and "summary.json: it is a file bench-dsl did not write" in said, r.stderr
+    assert r.returncode == 2 and _flat("summary.json: it is a file bench-dsl did not write") in _flat(r.stderr), r.stderr
     assert (study_dir / "summary.json").read_text() == '{"mine": true}\n'
 
 
