@@ -28,6 +28,22 @@ def default_signals() -> None:
         signal.signal(sig, signal.SIG_DFL)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def state_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Where studies write down a server's settings (bench_dsl/remote_settings.py): the suite's own,
+    never the home directory of whoever runs it."""
+    path = tmp_path_factory.mktemp("state")
+    before = os.environ.get("XDG_STATE_HOME")
+    os.environ["XDG_STATE_HOME"] = str(path)
+    try:
+        yield path
+    finally:
+        if before is None:
+            os.environ.pop("XDG_STATE_HOME", None)
+        else:
+            os.environ["XDG_STATE_HOME"] = before
+
+
 @pytest.fixture(scope="session")
 def server() -> Iterator[tuple[Dsn, EmbeddedServer | None]]:
     if os.environ.get("BENCH_DSN"):
