@@ -252,8 +252,7 @@ def _verdict(runs: list[StudyRun], code: int, problems: list[str]) -> tuple[str,
               ", ".join(f"{n} {s}" for s, n in counts.items()) if counts else "not run")
     if 0 < len(ran) < len(runs):
         status += f" ({len(ran)} of {len(runs)} runs)"
-    unapplied = sorted({r.configuration.id for r in runs if r.not_applied}, key=lambda c: [
-        int(t) if t.isdigit() else t for t in re.split(r"(\d+)", c)])
+    unapplied = list(dict.fromkeys(r.configuration.id for r in runs if r.not_applied))  # in the study's order
     if unapplied:
         status += f", but the settings of {', '.join(unapplied)} were not applied"
         if code in _SEVERITY and _SEVERITY.index(code) < _SEVERITY.index(ExitCode.BAD_SCENARIO):
@@ -268,8 +267,13 @@ async def _run_one(sc: m.Scenario, r: StudyRun, opt: StudyOptions, target: Dsn |
                    study_id: str) -> int:
     conf_sc = scenario_for(sc, r.configuration, opt.defines)
     p = plan(conf_sc, opt.time_scale, opt.max_steps)
-    r.path.parent.mkdir(parents=True, exist_ok=True)
-    claim = _claim(r.path)
+    try:
+        r.path.parent.mkdir(parents=True, exist_ok=True)
+        claim = _claim(r.path)
+    except (OSError, UsageError) as exc:  # a full disk: this run cannot be recorded, the study goes on
+        r.status = "not run"
+        r.problem = str(exc) if isinstance(exc, UsageError) else f"could not write {r.path}: {_cause(exc)}"
+        return ExitCode.FAILURE
     status: list[str] = []
     result = JsonResultSink(r.path)
     sinks: list[Sink] = [result, _Status(status)]
