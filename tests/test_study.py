@@ -383,6 +383,29 @@ def test_what_an_earlier_study_left_changed_and_cannot_be_set_back_is_named(
     assert json.loads(state.read_text())["original"] == {"innodb_log_buffer_size": was}  # still to be set back
 
 
+def test_a_second_study_against_a_server_another_is_changing_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The state file of a study still running (this very process stands in for it): a second study
+    would take the first one's values as the server's own. Refused before anything connects."""
+    import os
+    import socket
+
+    from bench_dsl.remote_settings import state_path
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    url = "mysql://u@127.0.0.1:1/db"
+    state = state_path(parse_dsn(url))
+    state.parent.mkdir(parents=True)
+    state.write_text(json.dumps({"study": "/first/study", "pid": os.getpid(),
+                                 "machine": socket.gethostname(), "original": {"innodb_io_capacity": "200"}}))
+    f = tmp_path / "s.bench"
+    f.write_text(KILLED.replace('env("BENCH_OWN_DSN")', f'"{url}"') % "1s")
+    r = run_bench("run", str(f), "--headless", "-q", "--json", str(tmp_path / "s"))
+    assert r.returncode == 2, r.stderr
+    assert _flat("another study (process") in _flat(r.stderr) and _flat("writing /first/study") in _flat(r.stderr)
+    assert json.loads(state.read_text())["original"] == {"innodb_io_capacity": "200"}  # left as it was
+
+
 # ---- one study per directory -------------------------------------------------------------------
 
 TWO = """scenario "two into one" {
