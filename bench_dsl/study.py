@@ -326,7 +326,7 @@ def _take_directory(directory: Path, replace: bool, say: Callable[[str], None]) 
     if not earlier:
         return
     if not replace:
-        raise UsageError(f"{directory} holds the results of another study ({len(earlier)} result file"
+        raise UsageError(f"{directory} holds the results of an earlier study ({len(earlier)} result file"
                          f"{'s' if len(earlier) != 1 else ''}, e.g. {earlier[0]}): this study's runs would be "
                          "merged with them\n  hint: give another directory (the default, results/{scenario}-{time}/, "
                          "is new each time), or --replace to remove those results first")

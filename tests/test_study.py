@@ -429,7 +429,7 @@ def test_a_study_refuses_a_directory_that_holds_another_studys_results(dsn_url: 
     (out / "my-notes.txt").write_text("mine")
     f.write_text(TWO % "[3000, 300]")  # its c1 is another configuration than the first study's c1
     r = run_bench("run", str(f), "--headless", "-q", "--json", str(out))
-    assert r.returncode == 2 and _flat(f"{out} holds the results of another study (1 result file") in _flat(r.stderr)
+    assert r.returncode == 2 and _flat(f"{out} holds the results of an earlier study (1 result file") in _flat(r.stderr)
     assert "--replace" in r.stderr and sorted(out.rglob("repeat-*.json")) == first
     r = run_bench("run", str(f), "--headless", "-q", "--json", str(out), "--replace")
     assert r.returncode == 0, r.stderr
