@@ -99,6 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "not a terminal)")
     r.add_argument("--json", metavar="PATH", help=f"result document (default: the file's output, else {DEFAULT_OUTPUT}); "
                    "a study (vary/repeat) writes a directory: one result per run, summary.json, report.html")
+    r.add_argument("--replace", action="store_true", help="a study: remove the results of an earlier study from "
+                   "its directory first (without it, a directory that holds results is refused)")
     r.add_argument("--jsonl", metavar="PATH|-", help="stream one JSON object per interval, step and event; - for stdout")
     r.add_argument("--time-scale", type=float, default=1.0, metavar="F",
                    help="multiply every duration by F (e.g. 0.1 for a smoke run; phases last at least 1s)")
@@ -245,7 +247,7 @@ def cmd_run(args: argparse.Namespace, err: Console, prepare_only: bool = False) 
                              "run one configuration alone (--only) without repeat to stream it")
         opt = study.StudyOptions(defines, args.only, args.time_scale, args.max_steps, _target(args.target),
                                  args.workers, args.keep_server, args.force_prepare, args.restart_cmd, args.quiet,
-                                 args.json)
+                                 args.json, replace=args.replace)
         return int(_run_loop(study.run_study(sc, opt, err)))
     if sc.study is not None and any(c.lets for c in sc.study.configurations):
         raise UsageError(f"{args.file} varies the data ($variables): each configuration loads its own when it runs")

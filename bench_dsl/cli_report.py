@@ -12,7 +12,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from bench_dsl.errors import ExitCode, UsageError
+from bench_dsl.errors import BenchError, ExitCode, UsageError
 
 EPILOG = """A RESULT is a result JSON written by `bench run`, or a directory searched at any depth for
 them (a matrix run's directory: its repeats of one configuration are drawn as one, the median with
@@ -20,7 +20,7 @@ the min-max range). Files of the same scenario are told apart by their file name
 
 The HTML file carries its charts' libraries and data inside: it opens offline, with no network.
 Images are drawn without a browser. exit status: 0 written, 2 bad usage or a file that is not a
-result, 1 internal error."""
+result, 1 a file that could not be written (a full disk: the cause is said) or an internal error."""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -84,14 +84,18 @@ def run(args: argparse.Namespace, err: Console) -> int:
     runs = len(results)
     say(f"report: {len(configs)} configuration{'s' if len(configs) != 1 else ''} from {runs} "
         f"result{'s' if runs != 1 else ''}")
-    try:
-        if html is not None:
+    # a failed write (a full disk, a directory removed meanwhile) is exit 1, as everywhere, with its cause
+    if html is not None:
+        try:
             write_html(results, html)
-            say(f"html: {html} ({html.stat().st_size / 1e6:.2f} MB, opens offline)")
-        for directory, fmt in ((png, "png"), (svg, "svg")):
-            if directory is not None:
+        except OSError as exc:
+            raise BenchError(f"cannot write the report to {html}: {exc.strerror or exc}") from None
+        say(f"html: {html} ({html.stat().st_size / 1e6:.2f} MB, opens offline)")
+    for directory, fmt in ((png, "png"), (svg, "svg")):
+        if directory is not None:
+            try:
                 written = write_images(results, directory, fmt=fmt)
-                say(f"{fmt}: {len(written)} charts in {directory}: " + ", ".join(p.name for p in written))
-    except OSError as exc:  # a full disk, a directory removed meanwhile
-        raise UsageError(f"cannot write the report: {exc.strerror or exc} ({exc.filename or ''})") from None
+            except OSError as exc:
+                raise BenchError(f"cannot write the {fmt} charts into {directory}: {exc.strerror or exc}") from None
+            say(f"{fmt}: {len(written)} charts in {directory}: " + ", ".join(p.name for p in written))
     return int(ExitCode.OK)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench_dsl.errors import UsageError
+from bench_dsl.summary import same_workload
 
 COMPARISON_FORMAT = "bench-dsl-comparison"
 NOISE_RULE = ("a difference is beyond the noise when the larger of the two medians is more above the smaller "
@@ -99,7 +100,7 @@ def check_same_workload(summary: dict[str, Any]) -> None:
     """Figures of different workloads or data do not compare: a UsageError naming them."""
     confs = summary["configurations"]
     base = confs[0].get("workload")
-    differ = [c for c in confs[1:] if c.get("workload") != base]
+    differ = [c for c in confs[1:] if not same_workload(c.get("workload"), base)]
     if differ:
         lines = [f"  {confs[0]['label']} (baseline): {_describe_workload(base)}"]
         lines += [f"  {c['label']}: {_describe_workload(c.get('workload'))}" for c in differ]
@@ -162,6 +163,10 @@ def compare(summary: dict[str, Any], gates: list[Gate] | None = None, force: boo
     if not force:
         check_same_workload(summary)
     rows: list[dict[str, Any]] = []
+    if any(c.get("settings_not_applied") for c in confs):  # first: it qualifies every figure below it
+        rows.append({"metric": "settings", "users": None, "unit": "",
+                     "cells": [{"configuration": c["id"], "value": "not applied" if c.get("settings_not_applied")
+                                else "applied", "not_applied": c.get("settings_not_applied") or []} for c in confs]})
     sat = [c["saturation"]["users"] for c in confs]
     rows.append(_row("saturation", None, "users", confs, sat, True))
     rows.append({"metric": "condition", "users": None, "unit": "",
@@ -184,7 +189,8 @@ def compare(summary: dict[str, Any], gates: list[Gate] | None = None, force: boo
         "baseline": confs[0]["id"],
         "study": summary.get("study"),
         "configurations": [{"id": c["id"], "label": c["label"], "values": c["values"], "files": c["files"],
-                            "repeats": len(c["statuses"]), "statuses": c["statuses"]} for c in confs],
+                            "repeats": len(c["statuses"]), "statuses": c["statuses"],
+                            "settings_applied": not c.get("settings_not_applied")} for c in confs],
         "users_compared": users,
         "noise_rule": NOISE_RULE,
         "rows": rows,
@@ -218,7 +224,7 @@ def judge_gate(gate: Gate, confs: list[dict[str, Any]]) -> dict[str, Any]:
 
 # ---- rendering: the one table, three ways -------------------------------------------------------
 
-ROW_NAMES = {"saturation": "saturation (users)", "condition": "condition that fired", "tps": "tps", "tpm": "tpm",
+ROW_NAMES = {"settings": "settings", "saturation": "saturation (users)", "condition": "condition that fired", "tps": "tps", "tpm": "tpm",
              "nopm": "NOPM", "p50": "p50 ms", "p95": "p95 ms", "p99": "p99 ms",
              "server_cpu_us_per_tx": "server CPU µs/tx", "client_cpu_us_per_tx": "client CPU µs/tx",
              "error_rate_pct": "errors %"}
@@ -240,6 +246,9 @@ def row_name(row: dict[str, Any]) -> str:
 
 def cell_lines(row: dict[str, Any], cell: dict[str, Any], is_base: bool) -> tuple[str, str]:
     """(value, what it means against the baseline) of a cell, in words."""
+    if row["metric"] == "settings":
+        return cell["value"].upper() if cell["not_applied"] else cell["value"], "; ".join(
+            f"{a['name']}={a['requested']}: the server has {a['after']}" for a in cell["not_applied"])
     if row["metric"] == "condition":
         every = [c if c is not None else "none" for c in cell.get("all") or []]
         differ = len(set(every)) > 1
@@ -269,7 +278,8 @@ def cell_lines(row: dict[str, Any], cell: dict[str, Any], is_base: bool) -> tupl
 
 def _header(conf: dict[str, Any], is_base: bool) -> str:
     runs = f"{conf['repeats']} run{'s' if conf['repeats'] != 1 else ''}"
-    return f"{conf['label']}" + (" (baseline)" if is_base else "") + f" · {runs}"
+    return (f"{conf['label']}" + (" (baseline)" if is_base else "") + f" · {runs}"
+            + ("" if conf.get("settings_applied", True) else " · SETTINGS NOT APPLIED"))
 
 
 def to_rich(table: dict[str, Any]) -> Any:

@@ -87,7 +87,9 @@ def exit_code(status: str, stop_reason: dict[str, Any] | None, expect_results: l
 
 
 def safe_name(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "scenario"
+    """`text` as one path component: never empty, `.` or `..` (a scenario named `..` must not make
+    `{scenario}` climb out of its folder), nor hidden (a leading dot)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "scenario"
 
 
 def expand_output(template: str, sc: m.Scenario, when: dt.datetime | None = None) -> str:

@@ -8,6 +8,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -29,7 +30,24 @@ class OutputTaken(Exception):
 def check_regular(path: Path) -> None:
     """A result is written through a temporary file renamed over the path: that would replace a
     device node (/dev/null), a symlink or a pipe by a regular file, so only a regular file (or
-    nothing) may be there."""
+    nothing) may be there; and a regular file only when bench-dsl wrote it (an earlier result,
+    summary or comparison) or it is empty: `output "notes.txt"` must not replace someone's notes."""
+    _check_kind(path)
+    try:
+        with open(path, "rb") as f:
+            head = f.read(BENCH_FILE_HEAD)
+    except FileNotFoundError:
+        return
+    if head and BENCH_FILE.search(head) is None:
+        raise OutputTaken("it is a file bench-dsl did not write: move it away or give another path")
+
+
+# bench-dsl's JSON files name their format near the start ("$schema" first, then "format")
+BENCH_FILE = re.compile(rb'^\s*\{[^{]*"format":\s*"bench-dsl-[a-z]+"')
+BENCH_FILE_HEAD = 4096
+
+
+def _check_kind(path: Path) -> None:
     try:
         st = path.lstat()
     except FileNotFoundError:
@@ -76,7 +94,7 @@ class OutputClaim:
 
 def write_atomically(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    check_regular(path)  # again: something may have been put there since the run began
+    _check_kind(path)  # again: something may have been put there since the run began (the file is ours by now)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:

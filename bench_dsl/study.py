@@ -14,6 +14,8 @@ import json
 import os
 import re
 import time
+import uuid
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +54,7 @@ class StudyOptions:
     restart_cmd: str | None = None
     quiet: bool = False
     output: str | None = None  # --json: the study's directory
+    replace: bool = False  # --replace: an earlier study's results in that directory are removed first
 
 
 @dataclass
@@ -61,6 +64,8 @@ class StudyRun:
     path: Path
     status: str | None = None
     exit_code: int | None = None
+    problem: str | None = None  # its result file could not be written
+    not_applied: list[str] = field(default_factory=list)  # settings the server did not take, said as name=value
 
 
 def select(study: m.Study, only: list[str]) -> list[m.Configuration]:
@@ -115,11 +120,11 @@ def scenario_for(sc: m.Scenario, conf: m.Configuration, defines: Mapping[str, st
                                study=None, seed=sc.seed, seed_given=sc.seed_given)
 
 
-def configuration_json(sc: m.Scenario, conf: m.Configuration, repeat: int) -> dict[str, Any]:
+def configuration_json(sc: m.Scenario, conf: m.Configuration, repeat: int, study_id: str) -> dict[str, Any]:
     study = sc.study
     assert study is not None
     return {"id": conf.id, "label": conf.label, "values": dict(conf.values), "repeat": repeat,
-            "repeats": study.repeat, "study": sc.name}
+            "repeats": study.repeat, "study": sc.name, "study_id": study_id}
 
 
 def output_directory(sc: m.Scenario, template: str | None) -> Path:
@@ -184,6 +189,7 @@ async def run_study(sc: m.Scenario, opt: StudyOptions, err: Console) -> int:
                                 lambda text: say(f"study: {text}"))
         await remote.check()
     directory = output_directory(sc, opt.output)
+    study_id = uuid.uuid4().hex[:12]  # this `bench run`'s: its runs are repeats of each other, no one else's
     runs = [StudyRun(c, r, run_path(directory, c, r)) for c, r in order]
     try:
         directory.mkdir(parents=True, exist_ok=True)
@@ -191,6 +197,13 @@ async def run_study(sc: m.Scenario, opt: StudyOptions, err: Console) -> int:
         raise UsageError(f"cannot write the study to {directory}: {exc.strerror}") from None
     claim = _claim(directory / "summary.json")
     try:
+        _take_directory(directory, opt.replace, say)
+    except BaseException:
+        claim.release()
+        raise
+    try:
+        if remote is not None:
+            remote.record(directory)  # before the first SET GLOBAL: a killed study leaves them written down
         say(f"study {sc.name!r}: {len(chosen)} configurations x {study.repeat} = {len(runs)} runs, into {directory}/")
         if target is None:
             say("study: each run starts a fresh throwaway server with its configuration and loads the data "
@@ -203,36 +216,72 @@ async def run_study(sc: m.Scenario, opt: StudyOptions, err: Console) -> int:
                 + f" · {time.monotonic() - t0:.0f}s into the study")
             if remote is not None:
                 await remote.configure(r.configuration)
-            one = await _run_one(sc, r, opt, target, err)
+            one = await _run_one(sc, r, opt, target, err, study_id)
             r.exit_code = int(one)
-            say(f"── run {i}/{len(runs)} {r.configuration.id}: {r.status} (exit {r.exit_code}) -> {r.path}")
+            say(f"── run {i}/{len(runs)} {r.configuration.id}: {r.status} (exit {r.exit_code}) -> {r.path}"
+                + (f"; {r.problem}" if r.problem else "")
+                + (f"; settings not applied: {', '.join(r.not_applied)}" if r.not_applied else ""))
             if one in (ExitCode.INTERRUPTED, ExitCode.TERMINATED, ExitCode.HANGUP):
                 code = one
                 break
             if one in _SEVERITY and _SEVERITY.index(one) > _SEVERITY.index(code):
                 code = one
     finally:
+        problems: list[str] = []
         try:
             if remote is not None:
                 await remote.restore()
         finally:
-            await asyncio.to_thread(_finish, directory, runs, err)
+            problems = await asyncio.to_thread(_finish, directory, runs, err)
             claim.release()
+    # said last, once every output is closed, as a single run's is: the status and the exit status agree
+    status, code = _verdict(runs, code, problems)
+    for text in problems:
+        say(f"bench: {text}")
+    say(f"status: {status} (exit {int(code)})")
     return int(code)
 
 
-async def _run_one(sc: m.Scenario, r: StudyRun, opt: StudyOptions, target: Dsn | None, err: Console) -> int:
+def _verdict(runs: list[StudyRun], code: int, problems: list[str]) -> tuple[str, int]:
+    """The study's status line and exit status: its runs' statuses; then a configuration whose
+    settings were not applied (exit 2: it did not measure what its label says), then an output not
+    written (exit 1), as a single run's `but an output is incomplete`."""
+    ran = [r for r in runs if r.status is not None]
+    counts = Counter(r.status for r in ran)
+    status = (next(iter(counts)) if len(counts) == 1 else
+              ", ".join(f"{n} {s}" for s, n in counts.items()) if counts else "not run")
+    if 0 < len(ran) < len(runs):
+        status += f" ({len(ran)} of {len(runs)} runs)"
+    unapplied = list(dict.fromkeys(r.configuration.id for r in runs if r.not_applied))  # in the study's order
+    if unapplied:
+        status += f", but the settings of {', '.join(unapplied)} were not applied"
+        if code in _SEVERITY and _SEVERITY.index(code) < _SEVERITY.index(ExitCode.BAD_SCENARIO):
+            code = ExitCode.BAD_SCENARIO
+    if problems or any(r.problem for r in runs):
+        status += ", but an output is incomplete"
+        code = ExitCode.FAILURE
+    return status, int(code)
+
+
+async def _run_one(sc: m.Scenario, r: StudyRun, opt: StudyOptions, target: Dsn | None, err: Console,
+                   study_id: str) -> int:
     conf_sc = scenario_for(sc, r.configuration, opt.defines)
     p = plan(conf_sc, opt.time_scale, opt.max_steps)
-    r.path.parent.mkdir(parents=True, exist_ok=True)
-    claim = _claim(r.path)
+    try:
+        r.path.parent.mkdir(parents=True, exist_ok=True)
+        claim = _claim(r.path)
+    except (OSError, UsageError) as exc:  # a full disk: this run cannot be recorded, the study goes on
+        r.status = "not run"
+        r.problem = str(exc) if isinstance(exc, UsageError) else f"could not write {r.path}: {_cause(exc)}"
+        return ExitCode.FAILURE
     status: list[str] = []
-    sinks: list[Sink] = [JsonResultSink(r.path), _Status(status)]
+    result = JsonResultSink(r.path)
+    sinks: list[Sink] = [result, _Status(status)]
     if not opt.quiet:
         sinks.append(ConsoleSink(err))
     options = Options(time_scale=opt.time_scale, max_steps=opt.max_steps, keep_server=opt.keep_server,
                       force_prepare=opt.force_prepare, target=target, workers=opt.workers,
-                      configuration=configuration_json(sc, r.configuration, r.repeat))
+                      configuration=configuration_json(sc, r.configuration, r.repeat, study_id))
     try:
         run = Run(conf_sc, p, list(sinks), options)
         code = await run.execute()
@@ -242,11 +291,13 @@ async def _run_one(sc: m.Scenario, r: StudyRun, opt: StudyOptions, target: Dsn |
                 try:
                     s.close()
                 except Exception as exc:  # the next runs go on; this one's file is said to be missing
-                    status.append(f"its result could not be written: {exc}")
+                    r.problem = f"could not write {r.path}: {_cause(exc)}"
         await asyncio.to_thread(close)
         claim.release()
-    r.status = "; ".join(status) or "not run"
-    if len(status) > 1:
+    r.status = status[0] if status else "not run"
+    r.not_applied = [f"{a.get('name')}={a.get('requested')} (the server has {a.get('after')}: {a.get('note')})"
+                     for a in (result.document.doc.get("server") or {}).get("settings") or [] if not a.get("applied")]
+    if r.problem:
         return ExitCode.FAILURE
     return code
 
@@ -265,6 +316,35 @@ class _Status:
         pass
 
 
+def _take_directory(directory: Path, replace: bool, say: Callable[[str], None]) -> None:
+    """The study's directory holds no other study's results: their runs would be read as repeats
+    of this one's. With --replace they are removed (result files only, and the folders they leave
+    empty); anything else in the directory stays."""
+    from bench_dsl.summary import is_result_file
+
+    earlier = sorted(p for p in directory.rglob("*.json") if p.is_file() and is_result_file(p))
+    if not earlier:
+        return
+    if not replace:
+        raise UsageError(f"{directory} holds the results of an earlier study ({len(earlier)} result file"
+                         f"{'s' if len(earlier) != 1 else ''}, e.g. {earlier[0]}): this study's runs would be "
+                         "merged with them\n  hint: give another directory (the default, results/{scenario}-{time}/, "
+                         "is new each time), or --replace to remove those results first")
+    for p in earlier:
+        try:
+            p.unlink()
+        except OSError as exc:
+            raise UsageError(f"--replace: cannot remove {p}: {exc.strerror}") from None
+    for d in sorted({p.parent for p in earlier}, key=lambda d: -len(d.parts)):
+        while d != directory and d.is_relative_to(directory):
+            try:
+                d.rmdir()  # only when empty: what is not a result stays, and so does its folder
+            except OSError:
+                break
+            d = d.parent
+    say(f"study: --replace: removed the {len(earlier)} result files of an earlier study in {directory}/")
+
+
 def _claim(path: Path) -> OutputClaim:
     try:
         check_regular(path)
@@ -279,19 +359,24 @@ def _sayer(err: Console) -> Callable[[str], None]:
     return say
 
 
-def _finish(directory: Path, runs: list[StudyRun], err: Console) -> None:
+def _finish(directory: Path, runs: list[StudyRun], err: Console) -> list[str]:
     """summary.json and report.html from the result files the runs wrote, and the comparison
-    table (bench compare's) on the console."""
+    table (bench compare's) on the console. Returns what could not be written, with its cause."""
     say = _sayer(err)
     paths = [r.path for r in runs if r.path.exists()]
     if not paths:
         say("study: no run wrote a result; no summary")
-        return
+        return []
     from bench_dsl.summary import load_results, summarize
 
+    problems: list[str] = []
     docs = load_results([str(p) for p in paths])
     summary = summarize(docs, files=paths, base=directory)
-    _write_atomic(directory / "summary.json", json.dumps(summary, indent=2) + "\n")
+    try:
+        _write_atomic(directory / "summary.json", json.dumps(summary, indent=2) + "\n")
+        say(f"summary: {directory / 'summary.json'}")
+    except OSError as exc:  # a full disk: the results are written, the report is still worth trying
+        problems.append(f"could not write {directory / 'summary.json'}: {_cause(exc)}")
     try:
         from bench_dsl.compare import compare, to_rich
 
@@ -299,20 +384,31 @@ def _finish(directory: Path, runs: list[StudyRun], err: Console) -> None:
         err.print(to_rich(compare(summary, force=True)))
     except Exception as exc:  # the table is a courtesy: summary.json holds the figures
         say(f"study: no comparison table: {error_reason(exc)}")
-    say(f"summary: {directory / 'summary.json'}")
     try:
         from bench_dsl.report import write_html
 
         write_html(docs, directory / "report.html")
         say(f"report:  {directory / 'report.html'}")
+    except OSError as exc:
+        problems.append(f"could not write {directory / 'report.html'}: {_cause(exc)}")
     except Exception as exc:  # the summary and every result are written: the report is the last thing
-        say(f"study: the report could not be made: {error_reason(exc)}")
+        problems.append(f"the report could not be made: {error_reason(exc)}")
+    return problems
+
+
+def _cause(exc: BaseException) -> str:
+    """Why a write failed, as a person reads it: the system's words, not the temporary file's name."""
+    return (exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)) or "unknown error"
 
 
 def _write_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a full disk must not be left fuller by half a summary
+        raise

@@ -38,6 +38,19 @@ SHORT_INTERVAL = 0.5
 REPEATS_FOR_NOISE = 3
 
 
+def same_workload(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
+    """Whether two results' workloads (their scenario's "workload") are the same workload and data.
+    The digest decides what the setup is (it leaves out where in a file things were written, which
+    a custom setup of older results held as Python reprs); every other field must be equal too."""
+    if a and b and a.get("digest") and b.get("digest"):
+        return a["digest"] == b["digest"] and _but_setup(a) == _but_setup(b)
+    return a == b
+
+
+def _but_setup(w: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in w.items() if k != "setup"}
+
+
 def _natural(path: Path) -> list[Any]:
     # c2-... before c10-..., repeat-2 before repeat-10: the runner's order, which is first-seen order
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(path))]
@@ -109,6 +122,14 @@ def _result_or_none(path: Path) -> dict[str, Any] | None:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return None  # in a directory, what is not a readable result is not ours to judge
     return _version_checked(path, doc) if _is_result(doc) else None
+
+
+def is_result_file(path: Path) -> bool:
+    """Whether a file is a result document (of this format version or another)."""
+    try:
+        return _result_or_none(path) is not None
+    except UsageError:  # another format version: a result all the same
+        return True
 
 
 def load_results(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
@@ -199,13 +220,21 @@ def _nopm(doc: dict[str, Any], step_no: int | None, row: dict[str, Any]) -> floa
     return None
 
 
-def _group_key(doc: dict[str, Any], path: Path | None, index: int) -> tuple[Any, ...]:
+def configuration_key(doc: dict[str, Any], path: Path | None) -> tuple[Any, ...] | None:
+    """What makes runs repeats of one configuration (None: a plain run, a configuration of its own):
+    the same study (its directory, its name and the id of the `bench run` that made it) and the same
+    values. An id alone is not enough: two studies written into one directory both have a c1."""
     conf = doc.get("configuration")
-    if isinstance(conf, dict) and conf.get("id") is not None:
-        # the same id in two matrix directories is two configurations: the matrix is where it came from
-        root = str(path.parent.parent) if path is not None else None
-        return ("configuration", root, conf.get("study"), str(conf["id"]))
-    return ("file", index)
+    if not isinstance(conf, dict) or conf.get("id") is None:
+        return None
+    root = str(path.parent.parent) if path is not None else None  # two copies of a study are two
+    values = json.dumps(conf.get("values") or {}, sort_keys=True, default=str)
+    return (root, conf.get("study"), conf.get("study_id"), str(conf["id"]), values)
+
+
+def _group_key(doc: dict[str, Any], path: Path | None, index: int) -> tuple[Any, ...]:
+    key = configuration_key(doc, path)
+    return ("file", index) if key is None else ("configuration", *key)
 
 
 def _labels(groups: list[dict[str, Any]]) -> None:
@@ -286,8 +315,8 @@ def summarize(docs: Sequence[dict[str, Any]], files: Sequence[str | Path] | None
         "study": study,
         "scenario": (first.get("scenario") or {}).get("name"),
         "workload": (first.get("scenario") or {}).get("workload"),
-        "same_workload": all((d.get("scenario") or {}).get("workload") == (first.get("scenario") or {}).get("workload")
-                             for d in docs),
+        "same_workload": all(same_workload((d.get("scenario") or {}).get("workload"),
+                                           (first.get("scenario") or {}).get("workload")) for d in docs),
         "configurations": configurations,
     }
 
@@ -319,7 +348,22 @@ def _configuration(n: int, g: dict[str, Any], base: Path | None) -> dict[str, An
             "verdicts": [_last_verdicts(d) for d in docs],
         },
         "by_users": _by_users(docs),
+        "settings_not_applied": _not_applied(docs),
     }
+
+
+def _not_applied(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The settings the server did not take (result server.settings[].applied false), once per
+    name, with the repeats that met it: such a configuration did not measure what its label says."""
+    found: dict[str, dict[str, Any]] = {}
+    for k, d in enumerate(docs, 1):
+        for a in (d.get("server") or {}).get("settings") or []:
+            if isinstance(a, dict) and a.get("applied") is False:
+                entry = found.setdefault(str(a.get("name")), {
+                    "name": str(a.get("name")), "requested": a.get("requested"), "after": a.get("after"),
+                    "note": a.get("note"), "repeats": []})
+                entry["repeats"].append(k)
+    return list(found.values())
 
 
 def _by_users(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:

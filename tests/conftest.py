@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -25,6 +26,22 @@ def default_signals() -> None:
     run keeps a signal it was started to ignore ignored, by design)."""
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_DFL)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def state_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Where studies write down a server's settings (bench_dsl/remote_settings.py): the suite's own,
+    never the home directory of whoever runs it."""
+    path = tmp_path_factory.mktemp("state")
+    before = os.environ.get("XDG_STATE_HOME")
+    os.environ["XDG_STATE_HOME"] = str(path)
+    try:
+        yield path
+    finally:
+        if before is None:
+            os.environ.pop("XDG_STATE_HOME", None)
+        else:
+            os.environ["XDG_STATE_HOME"] = before
 
 
 @pytest.fixture(scope="session")
@@ -62,3 +79,15 @@ async def run_sql(dsn: Dsn, database: str | None, *statements: str) -> None:
                 await cur.execute(statement)
     finally:
         conn.close()
+
+
+@contextlib.contextmanager
+def small_disk(path: Path, size: str) -> Iterator[Path]:
+    """A file system of `size` (e.g. 64k) at `path`, to fill up: a tmpfs (the suite runs as root),
+    unmounted when the test ends, whatever it did."""
+    path.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(path)], check=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", str(path)], check=True)

@@ -282,3 +282,66 @@ def test_a_gate_judges_the_direction_it_names() -> None:
     drop, rise = parse_gate("tps < -5%"), parse_gate("p95 > +10%")
     assert drop.fails(-5.1) and not drop.fails(-4.9) and not drop.fails(+50)
     assert rise.fails(10.1) and not rise.fails(9.9) and not rise.fails(-50)
+
+
+CUSTOM = """scenario "kv" {
+  target env("BENCH_DSN")
+  setup {
+    sql "CREATE TABLE IF NOT EXISTS cmp_kv (id INT PRIMARY KEY, v BIGINT NOT NULL)"
+%s    fill cmp_kv rows 200 { id = sequence(1)  v = uniform(0, 1000) }
+  }
+  workload custom {
+    transaction read { let id = uniform(1, 200)  query "SELECT v FROM cmp_kv WHERE id = :id" }
+  }
+  users 1
+  workers 1
+  duration 2s
+  report every 1s
+}
+"""
+
+
+@pytest.mark.slow
+def test_the_same_custom_workload_from_another_file_compares(dsn_url: str, tmp_path: Path) -> None:
+    # the same workload, written in a file of another name with a comment line above `fill`: every
+    # generator is at another line of another file, and that is not another workload
+    a, b = tmp_path / "kv.bench", tmp_path / "kv-renamed.bench"
+    a.write_text(CUSTOM % "")
+    b.write_text(CUSTOM % "    # the same rows, written again\n")
+    docs = [_run(a, tmp_path / "a.json"), _run(b, tmp_path / "b.json")]
+    assert docs[0]["scenario"]["file"] != docs[1]["scenario"]["file"]
+    for p in ("a.json", "b.json"):
+        assert "Span(" not in (tmp_path / p).read_text()  # no Python reprs in the result format
+    r = run_bench("compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"))
+    assert r.returncode == 0, r.stderr
+    assert summarize(docs)["same_workload"]
+    # a fill of other rows is still another workload
+    c = tmp_path / "kv-more.bench"
+    c.write_text((CUSTOM % "").replace("uniform(0, 1000)", "uniform(0, 5000)"))
+    _run(c, tmp_path / "c.json")
+    r = run_bench("compare", str(tmp_path / "a.json"), str(tmp_path / "c.json"))
+    assert r.returncode == 2 and "other data or options" in r.stderr, r.stderr
+
+
+@pytest.mark.slow
+def test_two_studies_in_one_directory_are_not_each_others_repeats(runs: Path, tmp_path: Path) -> None:
+    """Before a study refused such a directory, two studies could write their c1 into one: keyed on
+    the id, 1 user and 2 users became "repeats" of one configuration. Now: the study and the values."""
+    m = runs / "matrix"
+    for n, (src, values, study_id) in enumerate(((m / "c1-unpaced" / "repeat-1.json", {"u": "1"}, "aaa"),
+                                                 (m / "c2-paced" / "repeat-1.json", {"u": "2"}, "bbb"),
+                                                 (m / "c1-unpaced" / "repeat-2.json", {"u": "1"}, "aaa"))):
+        doc = read_result(src)
+        doc["configuration"] = {"id": "c1", "label": f"u={values['u']}", "values": values, "repeat": 1 + n // 2,
+                                "repeats": 2, "study": "pacing", "study_id": study_id}
+        (tmp_path / "c1-u").mkdir(exist_ok=True)
+        (tmp_path / "c1-u" / f"repeat-{n}.json").write_text(json.dumps(doc))
+    s = summarize(load_results([tmp_path]))
+    assert [(c["label"], len(c["statuses"])) for c in s["configurations"]] == [("u=1", 2), ("u=2", 1)]
+    # results of earlier versions have no study_id: their values still tell them apart
+    for p in (tmp_path / "c1-u").glob("*.json"):
+        doc = json.loads(p.read_text())
+        doc["configuration"].pop("study_id")
+        p.write_text(json.dumps(doc))
+    s = summarize(load_results([tmp_path]))
+    assert [(c["label"], len(c["statuses"])) for c in s["configurations"]] == [("u=1", 2), ("u=2", 1)]

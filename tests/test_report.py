@@ -26,7 +26,7 @@ from bench_dsl.report import data, group, load_results, write_html, write_images
 from bench_dsl.report.charts import HEIGHT, WIDTH, figures
 from bench_dsl.report.load import ResultFile
 
-from .conftest import ROOT, run_bench
+from .conftest import ROOT, run_bench, small_disk
 
 STEPS = ROOT / "tests" / "fixtures" / "steps.jsonl"  # four locks: six steps, p90(locked) fires at step 6
 # a tag that fetches from another host (the bundle's own strings hold `<img src="${url}">` templates)
@@ -147,6 +147,29 @@ def test_a_matrix_directory_is_read_whole(tmp_path: Path) -> None:
         (tmp_path / d / "repeat-1.json").write_text(json.dumps(doc))
     labels = [c.label for c in group(load_results([tmp_path / "x", tmp_path / "y"]))]
     assert labels == ["x/repeat-1.json", "y/repeat-1.json"]
+
+
+def test_two_studies_c1_are_two_configurations() -> None:
+    """Two studies' runs in one directory, both called c1 (the same scenario name, other values):
+    drawn as two configurations, not as repeats of one."""
+    doc = _recorded()
+    a, b = _as_repeat(doc, "c1", "u=1", 1, 1.0), _as_repeat(doc, "c1", "u=2", 1, 2.0)
+    a["configuration"]["values"], b["configuration"]["values"] = {"u": "1"}, {"u": "2"}
+    configs = group([ResultFile(a), ResultFile(b)])
+    assert [(c.label, len(c.results)) for c in configs] == [("u=1", 1), ("u=2", 1)]
+
+
+def test_a_report_on_a_full_disk_is_exit_1_with_its_cause(tmp_path: Path) -> None:
+    result = tmp_path / "r.json"
+    result.write_text(json.dumps(_recorded()))
+    with small_disk(tmp_path / "disk", "64k") as disk:
+        r = run_bench("report", str(result), "-o", str(disk / "report.html"))
+        assert r.returncode == 1, r.stderr
+        # without white space: the console folds a long path anywhere
+        assert "".join(f"cannot write the report to {disk / 'report.html'}: No space left on device".split()) \
+            in "".join(r.stderr.split()), r.stderr
+        assert "()" not in r.stderr and "Traceback" not in r.stderr
+        assert list(disk.iterdir()) == []  # no half report, no temporary file left behind
 
 
 def test_spectrum_reads_percentiles_from_the_histograms() -> None:

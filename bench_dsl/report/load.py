@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_dsl.errors import UsageError
+from bench_dsl.summary import configuration_key
 
 FORMAT = "bench-dsl-result"
 
@@ -120,9 +121,10 @@ def group(results: Sequence[ResultFile]) -> list[Configuration]:
     plain: list[tuple[Configuration, ResultFile]] = []
     for r in results:
         c = r.doc.get("configuration")
-        if isinstance(c, dict) and c.get("id") is not None:
+        found = configuration_key(r.doc, r.path)
+        if isinstance(c, dict) and found is not None:
             # ids are a matrix run's own (c1, c2, ...): two studies' c1 are two configurations
-            key = f"{c.get('study') or ''}/{c['id']}"
+            key = json.dumps(found)
             if key not in matrix:
                 matrix[key] = Configuration(key, str(c.get("label") or c["id"]))
                 out.append(matrix[key])

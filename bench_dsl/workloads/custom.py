@@ -200,7 +200,9 @@ class Custom(Workload):
         return Transactions(tuple(out))
 
     def description(self) -> dict[str, object]:
-        steps = [s.sql if isinstance(s, SetupSql) else (s.table, s.rows, repr(s.columns)) for s in self.setup]
+        # plain data, never a repr: a repr carries where in the file a generator was written
+        steps = [s.sql if isinstance(s, SetupSql) else (s.table, s.rows, [(c, _plain(g)) for c, g in s.columns])
+                 for s in self.setup]
         # not the seed: data filled with another seed serves as well, and runs without `seed` reuse it
         return {"workload": "custom", "setup": steps}
 
@@ -313,3 +315,7 @@ def build(spec: CustomWorkload, setup: tuple[Fill | SetupSql, ...], seed: int) -
 
 
 PLUGIN = WorkloadPlugin("custom", validate, transactions_named, plan_lines, build, takes_setup=True)
+
+
+def _plain(value: Generator | int | float | str) -> object:
+    return {"generator": value.name, "args": list(value.args)} if isinstance(value, Generator) else value
