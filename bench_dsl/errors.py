@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import enum
+import functools
+import re
 from dataclasses import dataclass
 
 from bench_dsl.dsn import redact
@@ -45,13 +47,27 @@ class Diagnostic:
         else:
             s = self.span
             out = f"{s.file}:{s.line}:{s.col}: {self.severity}: {message}"
-            if source is not None:
-                lines = source.splitlines()
-                if 1 <= s.line <= len(lines):
-                    out += "\n" + _excerpt(lines[s.line - 1], s)
+            if source is not None and (line := source_line(source, s.line)) is not None:
+                out += "\n" + _excerpt(line, s)
         if self.hint:
             out += f"\n  hint: {self.hint}"
         return out
+
+
+def source_line(source: str, number: int) -> str | None:
+    """Line `number` (1-based) of a text as the parser numbers lines: ended by '\n' only (the parser
+    reads CR and CRLF as '\n', bench_dsl.parser.normal_newlines; a form feed or U+2028 ends no line)."""
+    starts = line_starts(source)
+    if not 1 <= number <= len(starts):
+        return None
+    end = starts[number] - 1 if number < len(starts) else len(source)
+    return source[starts[number - 1]:end]
+
+
+@functools.lru_cache(maxsize=4)
+def line_starts(source: str) -> tuple[int, ...]:
+    """Where each line of a text starts: one pass, shared by every diagnostic and span of the text."""
+    return (0, *(m.end() for m in re.finditer("\n", source)))
 
 
 CONTEXT = 160  # a line longer than this is shown around the caret only
@@ -94,7 +110,10 @@ class ScenarioError(BenchError):
     def __init__(self, diagnostics: list[Diagnostic], source: str | None) -> None:
         self.diagnostics = diagnostics
         self.source = source
-        super().__init__(self.render())
+        super().__init__()
+
+    def __str__(self) -> str:  # rendered when shown, once: not on raising (a long file's excerpts cost)
+        return self.render()
 
     def render(self) -> str:
         shown = [d.render(self.source) for d in self.diagnostics[:MAX_SHOWN]]

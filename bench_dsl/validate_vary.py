@@ -176,8 +176,11 @@ def _value(c: Checker, key: str, kind: str, e: ast.Expr) -> Value | None:
             c.error("server.dir: not a directory (empty, or with a NUL character)", span_of(e), '"/var/tmp"')
             return None
         return (str(v), str(v))
+    before = len(c.errors())
     val = c.scalar(e)
     if val is None:
+        if len(c.errors()) > before:  # said already (a number too large)
+            return None
         c.error(f"{key}: not a value a server setting takes", span_of(e), f"{key} = [200, 2000]")
         return None
     text = str(e.value) if isinstance(e, ast.Str) else (str(val) if isinstance(e, ast.Var) or isinstance(c.value(e), EnvText)
