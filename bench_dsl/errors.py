@@ -54,9 +54,16 @@ class Diagnostic:
         return out
 
 
+def normal_newlines(text: str) -> str:
+    """The one definition of a line: ended by '\n'. The parser reads a CRLF (Windows) or a lone CR (old
+    Mac) end as '\n' before lark counts lines (by '\n' only), so that the spans, the excerpts and the
+    text read back by span (source_line, validate_values.offset) all number the same lines. Other
+    characters str.splitlines() breaks at (form feed, U+2028, ...) end no line."""
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+
+
 def source_line(source: str, number: int) -> str | None:
-    """Line `number` (1-based) of a text as the parser numbers lines: ended by '\n' only (the parser
-    reads CR and CRLF as '\n', bench_dsl.parser.normal_newlines; a form feed or U+2028 ends no line)."""
+    """Line `number` (1-based) of a text, as normal_newlines defines a line."""
     starts = line_starts(source)
     if not 1 <= number <= len(starts):
         return None

@@ -21,7 +21,7 @@ from lark.exceptions import (
 from lark.tree import Meta
 
 from bench_dsl import syntax as ast
-from bench_dsl.errors import Diagnostic, ScenarioError, Span
+from bench_dsl.errors import Diagnostic, ScenarioError, Span, normal_newlines
 
 
 @functools.cache
@@ -410,14 +410,6 @@ def _unquote(raw: str) -> str:
         return raw[3:-3]
     body = raw[1:-1]
     return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), "\\" + m.group(1)), body)
-
-
-def normal_newlines(text: str) -> str:
-    """The one definition of a line: ended by '\n'. A CRLF (Windows) or a lone CR (old Mac) end is read
-    as '\n' here, before lark counts lines (by '\n' only), so that the spans, the excerpts and the text
-    read back by span (errors.source_line, validate_values.offset) all number the same lines. Other
-    characters str.splitlines() would break at (form feed, U+2028, ...) end no line."""
-    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
 
 @functools.lru_cache(maxsize=4)
