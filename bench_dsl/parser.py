@@ -428,8 +428,10 @@ def parse(text: str, file: str = "<string>") -> ast.FileNode:
     return ast.FileNode(lets, scenario, file, text)
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_expr(text: str, file: str = "<-D>") -> ast.Expr:
-    """Parse one value, as given to `-D name=value`."""
+    """Parse one value, as given to `-D name=value`. Cached: a study's configurations give each of
+    their values as -D twice (validating the study, then planning or running each configuration)."""
     text = normal_newlines(text)
     try:
         tree: Tree[Token] = _parser().parse(text, start="expr", on_error=_keyword_as_name)
