@@ -62,6 +62,24 @@ def normal_newlines(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
 
+# str.splitlines breaks at them, and some editors show them as line ends; a .bench file does not
+OTHER_BREAKS = "\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+_OTHER_BREAK = re.compile(f"[{OTHER_BREAKS}]")
+
+
+def break_in_comment(text: str, pos: int | None) -> str | None:
+    """The hint for a comment before `pos` that ran on past a character some programs show as a line
+    break. One pass: the part of a line already searched for a '#' is not searched again."""
+    searched = 0
+    for found in _OTHER_BREAK.finditer(text, 0, len(text) if pos is None else pos):
+        b = found.start()
+        if text.find("#", max(searched, text.rfind("\n", 0, b) + 1), b) >= 0:
+            return (f"U+{ord(found.group()):04X} in a comment (line {text.count(chr(10), 0, b) + 1}) ends no line: the "
+                    "comment runs on to the next line break; end the file's lines with ordinary line breaks")
+        searched = b
+    return None
+
+
 def source_line(source: str, number: int) -> str | None:
     """Line `number` (1-based) of a text, as normal_newlines defines a line."""
     starts = line_starts(source)

@@ -21,7 +21,7 @@ from lark.exceptions import (
 from lark.tree import Meta
 
 from bench_dsl import syntax as ast
-from bench_dsl.errors import Diagnostic, ScenarioError, Span, normal_newlines
+from bench_dsl.errors import OTHER_BREAKS, Diagnostic, ScenarioError, Span, break_in_comment, normal_newlines
 
 
 @functools.cache
@@ -102,6 +102,8 @@ def _syntax_diagnostic(err: UnexpectedInput, file: str, text: str) -> Diagnostic
         close = difflib.get_close_matches(str(tok), keywords, n=1, cutoff=0.6) if tok.type != "$END" else []
         if close:
             hint = f"did you mean '{close[0]}'?"
+        elif other := break_in_comment(text, None if tok.type == "$END" else tok.start_pos):
+            hint = other
         elif tok.type == "$END" and "RBRACE" in expected:
             hint = "a block is not closed: add the missing '}'"
         elif expected == {"LBRACE"}:  # `workload sysbench oltp_point_select` and the like
@@ -140,6 +142,8 @@ def _syntax_diagnostic(err: UnexpectedInput, file: str, text: str) -> Diagnostic
             hint = "a reference is $ followed by a name declared with let"
         elif ch in "/:":
             hint = 'a path or an address is written in double quotes: "results/run.json", "mysql://host:3306/db"'
+        elif ch in OTHER_BREAKS:
+            hint = f"U+{ord(ch):04X} ends no line in a .bench file: end the file's lines with ordinary line breaks"
         elif ch.isspace() or unicodedata.category(ch) in ("Cf", "Cc", "Zs"):
             # a no-break space from a word processor, a byte order mark or zero-width space pasted in
             hint = (f"an invisible character ({unicodedata.name(ch, f'U+{ord(ch):04X}')}) is here: "

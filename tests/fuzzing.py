@@ -1,6 +1,9 @@
 """Grammar-aware mutations of the shipped scenarios, and the property every input must keep:
-`bench check` answers 0 or 2 (never an internal error) within 2 s, and whatever it accepts also
-plans. Used by tests/test_fuzz.py (hypothesis, ~30 s) and by `make fuzz` (minutes):
+`bench check` answers 0 or 2 (never an internal error) within 2 s, every diagnostic has a hint, and
+whatever it accepts also plans (within 2 s too). Besides token mutations, the classes an outside
+fuzzer found (issue 28): numbers beyond a float, names and numbers of 60 KB, line breaks other than
+'\n', and a vary of up to 1,000 values. Used by tests/test_fuzz.py (short, deterministic) and by
+`make fuzz` (minutes):
 
     .venv/bin/python -m tests.fuzzing --minutes 5
 """
@@ -30,6 +33,12 @@ POOL = ("0", "-1", "1.5", "99999999999999999999", "1e400", "0s", "-5s", "100%", 
         "stop when {", "expect {", "workload", "sysbench", "tpcc", "custom", "\ufeff", "\u200b", "'", "ß", "∞")
 
 
+HUGE = ("1" + "0" * 400, "1" + "0" * 400 + "K", "9" * 320 + "T", "1" + "0" * 300 + "T", "x1" + "0" * 400,
+        "1" + "0" * 400 + "ms", "0." + "0" * 400 + "1")
+BREAKS = ("\f", "\r", "\r\n", "\v", "\x1c", "\x85", "\u2028", "\u2029")
+LONG = (6_000, 60_000)
+
+
 def tokens(text: str) -> list[str]:
     return TOKEN.findall(text)
 
@@ -52,6 +61,35 @@ def mutate(text: str, rng: random.Random, rounds: int) -> str:
             toks[i] = rng.choice(POOL)
         else:
             toks.insert(i, rng.choice(POOL))
+    return "".join(toks)
+
+
+def hostile(text: str, rng: random.Random, kind: int | None = None, values: tuple[int, ...] = (10, 300, 1000)) -> str:
+    """`text` with one of the classes of issue 28 in it (kind 0-3, or one at random); a vary has one of
+    `values` values."""
+    toks = tokens(text)
+    kind = rng.randrange(4) if kind is None else kind
+    if kind == 0:  # a number beyond a float, with or without a unit, where a number is
+        numbers = [i for i, t in enumerate(toks) if t[:1].isdigit()] or [0]
+        toks[rng.choice(numbers)] = rng.choice(HUGE)
+    elif kind == 1:  # a name or a number of kilobytes, where a name or a number is
+        words = [i for i, t in enumerate(toks) if t[:1].isalnum()] or [0]
+        toks[rng.choice(words)] = rng.choice(("a", "1", "a1", "_x")) * (rng.choice(LONG) // 2)
+    elif kind == 2:  # lines ended otherwise than by '\n', and line breaks of Unicode in comments
+        brk, some = rng.choice(BREAKS), rng.random() < 0.5  # every line end, or some
+        for i, t in enumerate(toks):
+            if "\n" in t and (not some or rng.random() < 0.5):
+                toks[i] = t.replace("\n", brk)
+        toks.insert(0, f"# a comment{rng.choice(BREAKS)}with a break of its own\n")
+    else:  # a vary of many values, of a let of the file when it has one
+        let = re.search(r"\blet\s+([A-Za-z_]\w*)", text)
+        key = f"${let.group(1)}" if let else "innodb_io_capacity"
+        values = ", ".join(str(n) for n in range(100, 100 + rng.choice(values)))
+        zipped = rng.random() < 0.3 and let is not None
+        line = f"  vary {{ {key} = [{values}]" + (f" $zz = [{values}] }} zip\n" if zipped else " }\n")
+        body = text.rstrip()
+        text = ("let zz = 1\n" if zipped else "") + body[:-1] + line + "}\n" if body.endswith("}") else body + line
+        return text
     return "".join(toks)
 
 
@@ -101,8 +139,11 @@ def judge(text: str, tally: Tally) -> None:
     tally.no_hint += max(0, errors - first.stderr.count("\n  hint: "))
     if first.code == 0:
         tally.accepted += 1
-        if check(text, plan=True).code != 0:
+        planned = check(text, plan=True)
+        if planned.code != 0:
             tally.unplanned.append(text)
+        if planned.seconds > 2.0:
+            tally.slow.append(text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     tally = Tally()
     end = time.monotonic() + args.minutes * 60
     while time.monotonic() < end:
-        judge(mutate(rng.choice(texts), rng, rng.randint(1, 6)), tally)
+        text = rng.choice(texts)
+        judge(hostile(text, rng) if rng.random() < 0.2 else mutate(text, rng, rng.randint(1, 6)), tally)
     print(f"inputs tried: {tally.tried:,}  accepted by check: {tally.accepted:,}  internal errors: "
           f"{len(tally.internal)}  over 2 s: {len(tally.slow)}  accepted but not plannable: {len(tally.unplanned)}  "
           f"diagnostics without a hint: {tally.no_hint} of {tally.diagnostics}")

@@ -393,6 +393,12 @@ def test_a_line_is_ended_by_a_newline_only(brk: str) -> None:
         load("t.bench", text=bad, env={})
     assert info.value.render().splitlines()[:3] == [
         "t.bench:7:12: error: duration must be longer than 0", "     7 |   duration -10s", "       |            ^^^^"]
+    with pytest.raises(ScenarioError) as info:  # lines ended by it: the comment on the first runs on to the end
+        load("t.bench", text=("# a study\n" + VARIED.format(ff="")).replace("\n", brk), env={})
+    assert f"hint: U+{ord(brk):04X} in a comment (line 1) ends no line" in info.value.render()
+    with pytest.raises(ScenarioError) as info:
+        load("t.bench", text=VARIED.format(ff="").replace("\n", brk), env={})
+    assert f"hint: U+{ord(brk):04X} " in info.value.render() and "ends no line" in info.value.render()
 
 
 @pytest.mark.parametrize("end", ["\r", "\r\n"])
