@@ -197,7 +197,7 @@ class _Items:
             self.by_key.setdefault(key, []).append(it)
         for key, lst in self.by_key.items():
             if len(lst) > 1 and key not in self.MANY:
-                what = {"Workload": "workload", "ramp": "ramp"}.get(key, key)
+                what = {"Workload": "workload", "Vary": "vary"}.get(key, key)
                 for dup in lst[1:]:
                     c.error(f"'{what}' is given more than once", span_of(dup), "keep one")
 

@@ -67,30 +67,36 @@ def mutate(text: str, rng: random.Random, rounds: int) -> str:
 def hostile(text: str, rng: random.Random, kind: int | None = None, values: tuple[int, ...] = (10, 300, 1000)) -> str:
     """`text` with one of the classes of issue 28 in it (kind 0-3, or one at random); a vary has one of
     `values` values."""
-    toks = tokens(text)
     kind = rng.randrange(4) if kind is None else kind
-    if kind == 0:  # a number beyond a float, with or without a unit, where a number is
+    if kind == 0:  # a number beyond a float, with or without a unit: where a number is, and as a setting
+        toks = tokens(text)
         numbers = [i for i, t in enumerate(toks) if t[:1].isdigit()] or [0]
         toks[rng.choice(numbers)] = rng.choice(HUGE)
-    elif kind == 1:  # a name or a number of kilobytes, where a name or a number is
+        return _in_scenario("".join(toks), f"server {{ innodb_io_capacity = {rng.choice(HUGE)} }}")
+    if kind == 1:  # a name or a number of kilobytes, where a name or a number is
+        toks = tokens(text)
         words = [i for i, t in enumerate(toks) if t[:1].isalnum()] or [0]
         toks[rng.choice(words)] = rng.choice(("a", "1", "a1", "_x")) * (rng.choice(LONG) // 2)
-    elif kind == 2:  # lines ended otherwise than by '\n', and line breaks of Unicode in comments
+        return "".join(toks)
+    if kind == 2:  # lines ended otherwise than by '\n' (in a study, half the time), breaks of Unicode in comments
+        toks = tokens(hostile(text, rng, 3, (2,)) if rng.random() < 0.5 else text)
         brk, some = rng.choice(BREAKS), rng.random() < 0.5  # every line end, or some
         for i, t in enumerate(toks):
             if "\n" in t and (not some or rng.random() < 0.5):
                 toks[i] = t.replace("\n", brk)
-        toks.insert(0, f"# a comment{rng.choice(BREAKS)}with a break of its own\n")
-    else:  # a vary of many values, of a let of the file when it has one
-        let = re.search(r"\blet\s+([A-Za-z_]\w*)", text)
-        key = f"${let.group(1)}" if let else "innodb_io_capacity"
-        values = ", ".join(str(n) for n in range(100, 100 + rng.choice(values)))
-        zipped = rng.random() < 0.3 and let is not None
-        line = f"  vary {{ {key} = [{values}]" + (f" $zz = [{values}] }} zip\n" if zipped else " }\n")
-        body = text.rstrip()
-        text = ("let zz = 1\n" if zipped else "") + body[:-1] + line + "}\n" if body.endswith("}") else body + line
-        return text
-    return "".join(toks)
+        return f"# a comment{rng.choice(BREAKS)}# and its second line\n" + "".join(toks)
+    let = re.search(r"^let\s+([A-Za-z_]\w*)", text, re.M)  # a vary of many values, of a let when the file has one
+    key = f"${let.group(1)}" if let else "innodb_io_capacity"
+    listed = ", ".join(str(n) for n in range(100, 100 + rng.choice(values)))
+    if rng.random() < 0.3 and let is not None:
+        return "let zz = 1\n" + _in_scenario(text, f"vary {{ {key} = [{listed}]  $zz = [{listed}] }} zip")
+    return _in_scenario(text, f"vary {{ {key} = [{listed}] }}")
+
+
+def _in_scenario(text: str, line: str) -> str:
+    """`line` added at the end of the scenario (before its last '}')."""
+    body = text.rstrip()
+    return (body[:-1] + f"  {line}\n}}\n") if body.endswith("}") else f"{body}\n{line}\n"
 
 
 @dataclass
@@ -125,6 +131,7 @@ class Tally:
     unplanned: list[str] = field(default_factory=list)
     no_hint: int = 0
     diagnostics: int = 0
+    unplaced: list[str] = field(default_factory=list)  # an error about the file that does not say where
 
 
 def judge(text: str, tally: Tally) -> None:
@@ -135,6 +142,8 @@ def judge(text: str, tally: Tally) -> None:
     if first.seconds > 2.0:
         tally.slow.append(text)
     errors = first.stderr.count(": error: ")
+    if re.search(r"^error: ", first.stderr, re.M):  # no -D is given here: every error has a place in the file
+        tally.unplaced.append(text)
     tally.diagnostics += errors
     tally.no_hint += max(0, errors - first.stderr.count("\n  hint: "))
     if first.code == 0:
@@ -160,12 +169,12 @@ def main(argv: list[str] | None = None) -> int:
         judge(hostile(text, rng) if rng.random() < 0.2 else mutate(text, rng, rng.randint(1, 6)), tally)
     print(f"inputs tried: {tally.tried:,}  accepted by check: {tally.accepted:,}  internal errors: "
           f"{len(tally.internal)}  over 2 s: {len(tally.slow)}  accepted but not plannable: {len(tally.unplanned)}  "
-          f"diagnostics without a hint: {tally.no_hint} of {tally.diagnostics}")
+          f"diagnostics without a hint: {tally.no_hint} of {tally.diagnostics}  without a place: {len(tally.unplaced)}")
     for what, found in (("internal error", tally.internal), ("over 2 s", tally.slow),
-                        ("not plannable", tally.unplanned)):
+                        ("not plannable", tally.unplanned), ("an error without its place", tally.unplaced)):
         for text in found[:3]:
             print(f"--- {what}:\n{text}")
-    return 1 if tally.internal or tally.slow or tally.unplanned else 0
+    return 1 if tally.internal or tally.slow or tally.unplanned or tally.unplaced or tally.no_hint else 0
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import contextlib
 import io
 import random
 import time
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 from bench_dsl.errors import Diagnostic
 
 from .conftest import ROOT
-from .fuzzing import SEEDS, Tally, check, hostile, judge, mutate
+from .fuzzing import BREAKS, SEEDS, Tally, check, hostile, judge, mutate
 
 TEXTS = [p.read_text() for p in SEEDS]
 
@@ -29,6 +30,7 @@ def _holds(tally: Tally, text: str) -> None:
     assert not tally.slow, f"over 2 s on:\n{shown}"
     assert not tally.unplanned, f"accepted by check, not by --plan:\n{shown}"
     assert tally.no_hint == 0, f"a diagnostic without a hint on:\n{shown}"
+    assert not tally.unplaced, f"an error without its place in the file on:\n{shown}"
 
 
 @settings(max_examples=600, deadline=None, derandomize=True, database=None,
@@ -51,11 +53,13 @@ def test_the_classes_an_outside_fuzzer_found(kind: int) -> None:
     """An internal error on a number beyond a float, 8 s to check a 60 KB name, a form feed that made a
     valid file invalid, 15 s to plan a vary of 1,000 values (issue 28): the suite keeps a few of each."""
     rng = random.Random(28 + kind)
-    for _ in range(5):
+    for _ in range(6):
         text = hostile(rng.choice(TEXTS), rng, kind, values=(10, 300))  # `make fuzz` goes to 1,000
         tally = Tally()
         judge(text, tally)
         _holds(tally, text)
+        if kind == 0:  # a setting of 10^400 among them: never accepted as an infinite value
+            assert tally.accepted == 0, text
 
 
 def test_the_fuzzer_finds_what_it_is_there_to_find() -> None:
@@ -110,3 +114,17 @@ def test_check_of_a_long_name_takes_time_linear_in_its_length() -> None:
     seconds(100)  # the parser is built once, outside the measure
     small, large = seconds(6_000), seconds(60_000)
     assert large < 30 * small, (small, large)
+
+
+@pytest.mark.parametrize("path", SEEDS, ids=lambda p: p.name)
+def test_line_ends_and_breaks_in_a_comment_change_nothing(path: Path) -> None:
+    """CR or CRLF line ends, or a form feed (or U+2028 ...) in a comment, check as the file does: a CR-only
+    file was one line, and a form feed in a comment shifted what a vary read back (issue 28)."""
+    text = path.read_text()
+    expected = check(text)
+    variants = [text.replace("\n", "\r"), text.replace("\n", "\r\n"),
+                *(f"# {brk} a comment with U+{ord(brk):04X}\n" + text for brk in BREAKS if brk not in "\r\n")]
+    for variant in variants:
+        got = check(variant)
+        assert (got.code, got.stderr.count(": error: ")) == (expected.code, expected.stderr.count(": error: ")), \
+            (variant[:60], got.stderr[:500])

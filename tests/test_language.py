@@ -457,3 +457,8 @@ def test_a_long_ramp_is_planned_by_its_ends_and_a_line_for_the_steps_between() -
     assert "  0:00:08  steps 4-9997 of 10000: alike, +1 users, a 1s settle (not measured), a 2s hold (measured) each" in lines
     assert lines[-3:-1] == ["  8:19:57  step 10000/10000 hold  10000 users             2s  measured",
                             "  8:19:59  end (at the latest)"]
+
+
+def test_a_vary_given_twice_is_named_as_written() -> None:
+    out = _problems("users 1  duration 10s\nvary { $a = [1, 2] }\nvary { $a = [3, 4] }", lets="let a = 1")
+    assert "error: 'vary' is given more than once" in out
