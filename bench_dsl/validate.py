@@ -17,7 +17,7 @@ from bench_dsl import model as m
 from bench_dsl import syntax as ast
 from bench_dsl import validate_ramp, validate_server, validate_vary
 from bench_dsl.dsn import Dsn, parse_dsn, redact
-from bench_dsl.errors import Diagnostic, ScenarioError, Span
+from bench_dsl.errors import Diagnostic, ScenarioError, Span, normal_newlines
 from bench_dsl.parser import parse, parse_expr
 from bench_dsl.validate_conditions import condition
 from bench_dsl.validate_values import Checker, EnvText, plain, span_of
@@ -65,17 +65,20 @@ def read_source(path: str) -> str:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        before = data[:exc.start].decode("utf-8", errors="replace")
-        line = before.count("\n") + 1
-        col = len(before) - (before.rfind("\n") + 1) + 1
-        shown = data.decode("utf-8", errors="replace")
+        line, col = _place(data[:exc.start].decode("utf-8", errors="replace"))
+        shown = normal_newlines(data.decode("utf-8", errors="replace"))
         raise fail(f"byte 0x{data[exc.start]:02x} is not UTF-8 text" + (" (a binary file?)" if b"\x00" in data else ""),
                    "save the file as UTF-8 (it may be Latin-1 or another encoding)", line, col, shown) from None
     if "\x00" in text:
-        before = text[:text.index("\x00")]
         raise fail("the file holds NUL characters: not a text file", "give the path of a .bench file",
-                   before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1)
+                   *_place(text[:text.index("\x00")]))
     return text
+
+
+def _place(before: str) -> tuple[int, int]:
+    """The line and column that follow `before`, lines as the parser counts them."""
+    before = normal_newlines(before)
+    return before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1
 
 
 def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str], study: bool = True) -> m.Scenario:

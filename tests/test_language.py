@@ -462,3 +462,12 @@ def test_a_long_ramp_is_planned_by_its_ends_and_a_line_for_the_steps_between() -
 def test_a_vary_given_twice_is_named_as_written() -> None:
     out = _problems("users 1  duration 10s\nvary { $a = [1, 2] }\nvary { $a = [3, 4] }", lets="let a = 1")
     assert "error: 'vary' is given more than once" in out
+
+
+def test_a_byte_that_is_not_utf8_in_a_cr_only_file_is_found_on_its_line(tmp_path: Path) -> None:
+    f = tmp_path / "latin.bench"
+    f.write_bytes(b'scenario "x" {\r  users 1\r  duration 10s \xe9\r}\r')
+    with pytest.raises(ScenarioError) as info:
+        load(f, env={})
+    assert info.value.render().splitlines()[:2] == [f"{f}:3:16: error: byte 0xe9 is not UTF-8 text",
+                                                    "     3 |   duration 10s \ufffd"]
