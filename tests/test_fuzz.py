@@ -128,3 +128,11 @@ def test_line_ends_and_breaks_in_a_comment_change_nothing(path: Path) -> None:
         got = check(variant)
         assert (got.code, got.stderr.count(": error: ")) == (expected.code, expected.stderr.count(": error: ")), \
             (variant[:60], got.stderr[:500])
+
+
+def test_a_file_of_more_tokens_than_a_scenario_has_is_refused_where_they_run_over() -> None:
+    """50,000 `let` lines (under 1 MiB) took 11 s to parse and check, linear but at tens of microseconds
+    a token: a bound on the tokens keeps any file's check well under 2 s."""
+    out = check("".join(f"let a{i} = {i}\n" for i in range(50_000)))
+    assert out.code == 2 and ":5001:1: error: the file holds more than 20,000 names, numbers and signs" in out.stderr
+    assert check(TEXTS[0] + "# " + "x " * 30_000 + "\n").code == check(TEXTS[0]).code  # a comment is one
