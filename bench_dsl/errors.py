@@ -42,6 +42,8 @@ class Diagnostic:
     def render(self, source: str | None) -> str:
         """`file:line:col: message`, the source line, a caret under the offending text, a hint."""
         message = redact(self.message)  # it may quote a value given with -D or read from the environment
+        if len(message) > MESSAGE:  # a value quoted whole: 900 KB of an address in a string
+            message = f"{message[:MESSAGE // 2]} ... ({len(message) - MESSAGE // 2 - 60:,} characters) ... {message[-60:]}"
         if self.span is None:
             out = f"{self.severity}: {message}"
         else:
@@ -95,6 +97,7 @@ def line_starts(source: str) -> tuple[int, ...]:
     return (0, *(m.end() for m in re.finditer("\n", source)))
 
 
+MESSAGE = 400  # a longer message is shown by its start and its end
 CONTEXT = 160  # a line longer than this is shown around the caret only
 
 
@@ -103,6 +106,7 @@ def _excerpt(line: str, s: Span) -> str:
     only (a thousand errors on one long line stay a thousand short excerpts); a tab before the
     caret stays a tab under it, so the caret lines up however wide the terminal draws tabs."""
     width = (s.end_col - s.col) if s.end_line == s.line and s.end_col > s.col else 1
+    width = min(width, CONTEXT)  # a string of 90 KB: its start is underlined
     start, end = 0, len(line)
     if len(line) > CONTEXT:
         start = max(0, s.col - 1 - CONTEXT // 2)

@@ -136,3 +136,11 @@ def test_a_file_of_more_tokens_than_a_scenario_has_is_refused_where_they_run_ove
     out = check("".join(f"let a{i} = {i}\n" for i in range(50_000)))
     assert out.code == 2 and ":5001:1: error: the file holds more than 20,000 names, numbers and signs" in out.stderr
     assert check(TEXTS[0] + "# " + "x " * 30_000 + "\n").code == check(TEXTS[0]).code  # a comment is one
+
+
+def test_a_value_of_90_kb_in_a_message_is_shown_by_its_ends() -> None:
+    """An address of 90 KB was quoted whole by its message, and its caret line ran as long (2.7 MB)."""
+    text = TEXTS[0].replace("scenario", 'let t = "mysql://u:pw@h:' + "x" * 90_000 + '/db"\nscenario', 1)
+    out = check(text.replace("{", "{\n  target $t", 1))
+    assert out.code == 2 and "(89,812 characters)" in out.stderr and len(out.stderr) < 2_000, out.stderr[:3000]
+    assert "pw" not in out.stderr
