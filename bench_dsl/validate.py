@@ -149,9 +149,11 @@ def _check_configurations(tree: ast.FileNode, defines: Mapping[str, str], env: M
     value out of range): checked now, not found out after the first configurations have run."""
     diags: list[Diagnostic] = []
     seen: set[tuple[str, object]] = set()
+    checked: set[tuple[tuple[str, str], ...]] = set()  # a let crossed with settings: its values checked once
     for conf in plan.configurations:
-        if not conf.lets:
+        if not conf.lets or conf.lets in checked:
             continue
+        checked.add(conf.lets)
         try:
             check(tree, {**defines, **dict(conf.lets)}, env, study=False)
         except ScenarioError as err:

@@ -471,3 +471,16 @@ def test_a_byte_that_is_not_utf8_in_a_cr_only_file_is_found_on_its_line(tmp_path
         load(f, env={})
     assert info.value.render().splitlines()[:2] == [f"{f}:3:16: error: byte 0xe9 is not UTF-8 text",
                                                     "     3 |   duration 10s \ufffd"]
+
+
+def test_a_let_crossed_with_settings_is_checked_once_per_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench_dsl import validate
+
+    checks: list[bool] = []
+    real = validate.check
+    monkeypatch.setattr(validate, "check", lambda *a, **k: checks.append(k.get("study", True)) or real(*a, **k))
+    values = ", ".join(str(n) for n in range(100, 400))
+    sc = _scenario(f"users 1  duration 10s\nvary {{ $rows = [10, 20]  innodb_io_capacity = [{values}] }}",
+                   lets="let rows = 10", workload="workload sysbench oltp_read_only { table_size = $rows }")
+    assert sc.study is not None and len(sc.study.configurations) == 600
+    assert checks.count(False) == 2
