@@ -223,9 +223,24 @@ def quote_identifier(name: str) -> str:
 # Any scheme, any case: the password runs to the last '@' of the address, as urlsplit reads it ("p@ss"
 # in mysql://u:p@ss@host/db), and past characters that do not belong in it ('#', '?'), so that a
 # malformed address is hidden as well as a good one. Erring on the side of hiding too much.
-_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*:/{1,2})([^:/?#@\s\"']*):([^\s\"']*)@")
+# An address never spans whitespace or a quote, so each run of other characters is read alone, only
+# up to its last '@' (nothing past it can be a password). The scheme starts a run of scheme characters
+# (at its first letter) and its quantifiers do not backtrack: redaction stays linear in the text, where
+# a plain regex over a long run of letters and digits tried every position of it (issue 28).
+_ADDRESS_RUN = re.compile(r"[^\s\"']+")
+_PASSWORD = re.compile(r"(?<![A-Za-z0-9+.-])([0-9+.-]*+[A-Za-z][A-Za-z0-9+.-]*+:/{1,2})([^:/?#@\s\"']*+):[^\s\"']*@")
 
 
 def redact(text: str) -> str:
     """Any scheme://user:password@ in a text, with the password replaced by ***."""
-    return _PASSWORD.sub(lambda m: f"{m.group(1)}{m.group(2)}:***@", text)
+    if "@" not in text or ":/" not in text:
+        return text
+    return _ADDRESS_RUN.sub(_redact_run, text)
+
+
+def _redact_run(run: re.Match[str]) -> str:
+    text = run.group()
+    last = text.rfind("@")
+    if last < 0 or ":/" not in text:
+        return text
+    return _PASSWORD.sub(lambda m: f"{m.group(1)}{m.group(2)}:***@", text[:last + 1]) + text[last + 1:]

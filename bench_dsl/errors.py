@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import functools
 import re
 from dataclasses import dataclass
 
@@ -41,20 +42,62 @@ class Diagnostic:
     def render(self, source: str | None) -> str:
         """`file:line:col: message`, the source line, a caret under the offending text, a hint."""
         message = redact(self.message)  # it may quote a value given with -D or read from the environment
+        if len(message) > MESSAGE:  # a value quoted whole: 900 KB of an address in a string
+            message = f"{message[:MESSAGE // 2]} ... ({len(message) - MESSAGE // 2 - 60:,} characters) ... {message[-60:]}"
         if self.span is None:
             out = f"{self.severity}: {message}"
         else:
             s = self.span
             out = f"{s.file}:{s.line}:{s.col}: {self.severity}: {message}"
-            if source is not None:
-                lines = source.splitlines()
-                if 1 <= s.line <= len(lines):
-                    out += "\n" + _excerpt(lines[s.line - 1], s)
+            if source is not None and (line := source_line(source, s.line)) is not None:
+                out += "\n" + _excerpt(line, s)
         if self.hint:
             out += f"\n  hint: {self.hint}"
         return out
 
 
+def normal_newlines(text: str) -> str:
+    """The one definition of a line: ended by '\n'. The parser reads a CRLF (Windows) or a lone CR (old
+    Mac) end as '\n' before lark counts lines (by '\n' only), so that the spans, the excerpts and the
+    text read back by span (source_line, validate_values.offset) all number the same lines. Other
+    characters str.splitlines() breaks at (form feed, U+2028, ...) end no line."""
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+
+
+# str.splitlines breaks at them, and some editors show them as line ends; a .bench file does not
+OTHER_BREAKS = "\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+_OTHER_BREAK = re.compile(f"[{OTHER_BREAKS}]")
+
+
+def break_in_comment(text: str, pos: int | None) -> str | None:
+    """The hint for a comment before `pos` that ran on past a character some programs show as a line
+    break. One pass: the part of a line already searched for a '#' is not searched again."""
+    searched = 0
+    for found in _OTHER_BREAK.finditer(text, 0, len(text) if pos is None else pos):
+        b = found.start()
+        if text.find("#", max(searched, text.rfind("\n", 0, b) + 1), b) >= 0:
+            return (f"U+{ord(found.group()):04X} in a comment (line {text.count(chr(10), 0, b) + 1}) ends no line: the "
+                    "comment runs on to the next line break; end the file's lines with ordinary line breaks")
+        searched = b
+    return None
+
+
+def source_line(source: str, number: int) -> str | None:
+    """Line `number` (1-based) of a text, as normal_newlines defines a line."""
+    starts = line_starts(source)
+    if not 1 <= number <= len(starts):
+        return None
+    end = starts[number] - 1 if number < len(starts) else len(source)
+    return source[starts[number - 1]:end]
+
+
+@functools.lru_cache(maxsize=4)
+def line_starts(source: str) -> tuple[int, ...]:
+    """Where each line of a text starts: one pass, shared by every diagnostic and span of the text."""
+    return (0, *(m.end() for m in re.finditer("\n", source)))
+
+
+MESSAGE = 400  # a longer message is shown by its start and its end
 CONTEXT = 160  # a line longer than this is shown around the caret only
 
 
@@ -63,6 +106,7 @@ def _excerpt(line: str, s: Span) -> str:
     only (a thousand errors on one long line stay a thousand short excerpts); a tab before the
     caret stays a tab under it, so the caret lines up however wide the terminal draws tabs."""
     width = (s.end_col - s.col) if s.end_line == s.line and s.end_col > s.col else 1
+    width = min(width, CONTEXT)  # a string of 90 KB: its start is underlined
     start, end = 0, len(line)
     if len(line) > CONTEXT:
         start = max(0, s.col - 1 - CONTEXT // 2)
@@ -95,7 +139,10 @@ class ScenarioError(BenchError):
     def __init__(self, diagnostics: list[Diagnostic], source: str | None) -> None:
         self.diagnostics = diagnostics
         self.source = source
-        super().__init__(self.render())
+        super().__init__()
+
+    def __str__(self) -> str:  # rendered when shown, once: not on raising (a long file's excerpts cost)
+        return self.render()
 
     def render(self) -> str:
         shown = [d.render(self.source) for d in self.diagnostics[:MAX_SHOWN]]

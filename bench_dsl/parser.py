@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import difflib
 import functools
+import math
 import re
+import sys
 import unicodedata
 from importlib import resources
 from typing import Any
@@ -19,7 +21,7 @@ from lark.exceptions import (
 from lark.tree import Meta
 
 from bench_dsl import syntax as ast
-from bench_dsl.errors import Diagnostic, ScenarioError, Span
+from bench_dsl.errors import OTHER_BREAKS, Diagnostic, ScenarioError, Span, break_in_comment, normal_newlines
 
 
 @functools.cache
@@ -93,21 +95,23 @@ def _syntax_diagnostic(err: UnexpectedInput, file: str, text: str) -> Diagnostic
         tok = err.token
         expected = set(err.expected)
         names = sorted({_describe(t) for t in expected})
-        shown = "end of file" if tok.type == "$END" else repr(str(tok))
+        shown = "end of file" if tok.type == "$END" else _quoted(str(tok))
         span = Span(file, line, col, line, col + max(1, len(str(tok))))
         hint = None
         keywords = _keywords(expected)
         close = difflib.get_close_matches(str(tok), keywords, n=1, cutoff=0.6) if tok.type != "$END" else []
         if close:
             hint = f"did you mean '{close[0]}'?"
+        elif other := break_in_comment(text, None if tok.type == "$END" else tok.start_pos):
+            hint = other
         elif tok.type == "$END" and "RBRACE" in expected:
             hint = "a block is not closed: add the missing '}'"
         elif expected == {"LBRACE"}:  # `workload sysbench oltp_point_select` and the like
             hint = "expected '{': a block goes here, written '{ }' when it holds nothing"
         elif keywords and len(keywords) <= 14:
             hint = "expected one of: " + ", ".join(keywords)
-        elif names:
-            hint = "expected " + " or ".join(names[:6])
+        else:
+            hint = "expected " + " or ".join(names[:6]) if names else "the text here does not continue the file"
         if tok.type == "STRING" and "NAME" in expected and not close:
             hint = "names are written without quotes"
         spaced = _spaced_unit(text, tok.start_pos, str(tok)) if tok.type != "$END" else None
@@ -127,7 +131,7 @@ def _syntax_diagnostic(err: UnexpectedInput, file: str, text: str) -> Diagnostic
             else:
                 hint = (f"'{word}' is not a unit; units are written against the number: ms, s, m, h "
                         "(durations), % (percent), K, M, G, T (sizes), x (factors)")
-            return Diagnostic(f"unexpected {glued.group(0)!r}", Span(file, line, col, line, col + width), hint)
+            return Diagnostic(f"unexpected {_quoted(glued.group(0))}", Span(file, line, col, line, col + width), hint)
         if ch == "'":
             hint = 'strings use double quotes: "..."'
         elif ch == "%" and (spaced := _spaced_unit(text, err.pos_in_stream, ch)):
@@ -138,6 +142,8 @@ def _syntax_diagnostic(err: UnexpectedInput, file: str, text: str) -> Diagnostic
             hint = "a reference is $ followed by a name declared with let"
         elif ch in "/:":
             hint = 'a path or an address is written in double quotes: "results/run.json", "mysql://host:3306/db"'
+        elif ch in OTHER_BREAKS:
+            hint = f"U+{ord(ch):04X} ends no line in a .bench file: end the file's lines with ordinary line breaks"
         elif ch.isspace() or unicodedata.category(ch) in ("Cf", "Cc", "Zs"):
             # a no-break space from a word processor, a byte order mark or zero-width space pasted in
             hint = (f"an invisible character ({unicodedata.name(ch, f'U+{ord(ch):04X}')}) is here: "
@@ -148,7 +154,17 @@ def _syntax_diagnostic(err: UnexpectedInput, file: str, text: str) -> Diagnostic
     if isinstance(err, UnexpectedEOF):
         return Diagnostic("unexpected end of file", Span(file, line, col, line, col + 1),
                           "a block is not closed: add the missing '}'")
-    return Diagnostic(str(err), Span(file, line, col, line, col + 1))
+    return Diagnostic(str(err), Span(file, line, col, line, col + 1), "the text here does not continue the file")
+
+
+SHOWN = 40  # a longer token is quoted by its start and its end
+
+
+def _quoted(text: str) -> str:
+    """A token as a message quotes it: 60 KB of one name is shown by its ends, and by its length."""
+    if len(text) <= SHOWN:
+        return repr(text)
+    return repr(text[:SHOWN // 2] + "..." + text[-SHOWN // 4:]) + f" ({len(text):,} characters)"
 
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -192,6 +208,18 @@ class _ToSyntax(Transformer[Token, Any]):
         super().__init__()
         self.file = file
         self.text = text
+        self.problems: list[Diagnostic] = []  # numbers beyond a float, said together after the tree is built
+
+    def _float(self, written: str, token: Token) -> float:
+        """A number as written, or 0.0 and a diagnostic when it is beyond what a float holds (more than
+        308 digits): never an infinite value, which no check bounds and no integer conversion takes."""
+        v = float(written)
+        if not math.isfinite(v):
+            self.problems.append(Diagnostic(f"{_quoted(written)} is too large a number", self._s(token),
+                                            f"a number is at most {sys.float_info.max:.4g}; every value has a "
+                                            "far smaller bound of its own (docs/language.md)"))
+            return 0.0
+        return v
 
     def _s(self, meta: Meta | Token) -> Span:
         return _span(self.file, meta)
@@ -199,14 +227,14 @@ class _ToSyntax(Transformer[Token, Any]):
     # values -----------------------------------------------------------------------------
     def number(self, meta: Meta, ch: list[Token]) -> ast.Num:
         t = ch[0]
-        v = float(t)
+        v = self._float(str(t), t)
         return ast.Num(int(v) if v.is_integer() and "." not in t else v, str(t), self._s(t))
 
     def quantity(self, meta: Meta, ch: list[Token]) -> ast.Qty:
         t = str(ch[0])
         m = re.fullmatch(r"(-?[0-9]+(?:\.[0-9]+)?)(.*)", t)
         assert m is not None
-        return ast.Qty(float(m.group(1)), m.group(2), t, self._s(ch[0]))
+        return ast.Qty(self._float(m.group(1), ch[0]), m.group(2), t, self._s(ch[0]))
 
     def string(self, meta: Meta, ch: list[Token]) -> ast.Str:
         return ast.Str(_unquote(str(ch[0])), self._s(ch[0]))
@@ -327,7 +355,7 @@ class _ToSyntax(Transformer[Token, Any]):
             value = ch[-1]
             if isinstance(value, Token):  # MULTIPLIER: x2
                 text = str(value)
-                value = ast.Qty(float(text[1:]), "x", text, self._s(value))
+                value = ast.Qty(self._float(text[1:], value), "x", text, self._s(value))
             return (kind, value, self._s(meta))
 
         return method
@@ -388,23 +416,35 @@ def _unquote(raw: str) -> str:
     return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), "\\" + m.group(1)), body)
 
 
+@functools.lru_cache(maxsize=4)
 def parse(text: str, file: str = "<string>") -> ast.FileNode:
-    """Parse a whole .bench file; raises ScenarioError with a located diagnostic."""
+    """Parse a whole .bench file; raises ScenarioError with a located diagnostic. Cached (the tree is
+    never changed): a study validates each of its configurations on the one tree of its file."""
+    text = normal_newlines(text)
     try:
         tree = _parser().parse(text, start="start", on_error=_keyword_as_name)
     except UnexpectedInput as err:
         raise ScenarioError([_syntax_diagnostic(err, file, text)], text) from None
-    lets, scenario = _ToSyntax(file, text).transform(tree)
+    to_syntax = _ToSyntax(file, text)
+    lets, scenario = to_syntax.transform(tree)
+    if to_syntax.problems:
+        raise ScenarioError(to_syntax.problems, text)
     return ast.FileNode(lets, scenario, file, text)
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_expr(text: str, file: str = "<-D>") -> ast.Expr:
-    """Parse one value, as given to `-D name=value`."""
+    """Parse one value, as given to `-D name=value`. Cached: a study's configurations give each of
+    their values as -D twice (validating the study, then planning or running each configuration)."""
+    text = normal_newlines(text)
     try:
         tree: Tree[Token] = _parser().parse(text, start="expr", on_error=_keyword_as_name)
     except UnexpectedInput as err:
         raise ScenarioError([_syntax_diagnostic(err, file, text)], text) from None
-    result = _ToSyntax(file, text).transform(tree)
+    to_syntax = _ToSyntax(file, text)
+    result = to_syntax.transform(tree)
+    if to_syntax.problems:
+        raise ScenarioError(to_syntax.problems, text)
     if isinstance(result, Token):  # a bare token when the rule inlined to it
-        return _ToSyntax(file, text).word(None, [result])  # type: ignore[arg-type]
+        return to_syntax.word(None, [result])  # type: ignore[arg-type]
     return result  # type: ignore[no-any-return]

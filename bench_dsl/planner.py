@@ -68,10 +68,11 @@ def plan(sc: m.Scenario, time_scale: float = 1.0, max_steps: int | None = None) 
             counts = r.user_counts()
             if max_steps is not None:
                 counts = counts[:max_steps]
+            settle, hold = _whole(r.settle, time_scale), _whole(r.hold, time_scale)
             for i, users in enumerate(counts, start=1):
                 if i > 1 and r.settle > 0:
-                    phases.append(Phase("settle", i, users, users, _whole(r.settle, time_scale), None))
-                phases.append(Phase("hold", i, users, users, _whole(r.hold, time_scale), "step"))
+                    phases.append(Phase("settle", i, users, users, settle, None))
+                phases.append(Phase("hold", i, users, users, hold, "step"))
             steps = len(counts)
         case m.LinearRamp():
             over = _whole(r.over, time_scale)
@@ -81,6 +82,33 @@ def plan(sc: m.Scenario, time_scale: float = 1.0, max_steps: int | None = None) 
                 phases.append(Phase("hold", 1, r.end, r.end, rest, "interval"))
             steps = 1
     return Plan(tuple(phases), steps)
+
+
+def step_count(r: m.StepRamp) -> int:
+    """How many steps a step ramp makes, counted without listing them (+1 up to 100,000 users)."""
+    if r.add is not None:
+        return (r.max - r.start) // r.add + 1
+    return len(r.user_counts())
+
+
+def planned_seconds(sc: m.Scenario, time_scale: float = 1.0, max_steps: int | None = None) -> float:
+    """plan(sc, time_scale, max_steps).seconds, without building a phase per step: what a study's
+    --plan adds up over a thousand configurations of a ramp of 10,000 steps."""
+    r = sc.ramp
+    total = _whole(sc.warmup, time_scale) if sc.warmup > 0 else 0.0
+    match r:
+        case m.ConstantRamp():
+            return total + _whole(r.duration, time_scale)
+        case m.StepRamp():
+            n = step_count(r) if max_steps is None else min(step_count(r), max_steps)
+            settles = (n - 1) * _whole(r.settle, time_scale) if r.settle > 0 else 0.0
+            return total + settles + n * _whole(r.hold, time_scale)
+        case m.LinearRamp():
+            return total + max(_whole(r.over, time_scale), _whole(r.duration, time_scale))
+    raise AssertionError(r)
+
+
+SHOWN_STEPS = 3  # a ramp of more steps than twice this is shown by its first and last steps, and a summary
 
 
 def describe(sc: m.Scenario, p: Plan) -> str:
@@ -104,7 +132,16 @@ def describe(sc: m.Scenario, p: Plan) -> str:
                  "  seed:     random, drawn when the run starts and recorded with it (set 'seed' to repeat a run)")
     lines.append("  prepare:  load the data unless it is already there (--force-prepare reloads)")
     t = 0.0
+    first_hidden, last_hidden = SHOWN_STEPS + 1, p.steps - SHOWN_STEPS
+    summarised = False
     for ph in p.phases:
+        if p.steps > 2 * SHOWN_STEPS and ph.step is not None and first_hidden <= ph.step <= last_hidden:
+            if not summarised:  # one line stands for every hidden step
+                summarised = True
+                lines.append(f"  {_clock(t)}  steps {first_hidden}-{last_hidden} of {p.steps}: alike, "
+                             f"{_step_words(sc.ramp, p, first_hidden)} each")
+            t += ph.seconds
+            continue
         who = f"{ph.users} users" if ph.users == ph.users_end else f"{ph.users} -> {ph.users_end} users"
         label = ph.kind if ph.step is None else f"step {ph.step}/{p.steps} {ph.kind}"
         note = "measured" if ph.measured else "not measured"
@@ -123,6 +160,15 @@ def describe(sc: m.Scenario, p: Plan) -> str:
     lines.append(f"  report every {sc.report_every:g}s" + (f'; output "{sc.output}"' if sc.output else ""))
     lines.extend(d.render(sc.text) for d in sc.warnings)
     return "\n".join(lines)
+
+
+def _step_words(r: m.Ramp, p: Plan, step: int) -> str:
+    """What each step of a ramp does, as a line for the steps --plan does not list one by one."""
+    assert isinstance(r, m.StepRamp)
+    phases = {ph.kind: ph.seconds for ph in p.phases if ph.step == step}
+    settle = f"a {phases['settle']:g}s settle (not measured), " if "settle" in phases else ""
+    more = f"+{r.add} users" if r.add is not None else f"x{r.mul:g} users"
+    return f"{more}, {settle}a {phases['hold']:g}s hold (measured)"
 
 
 def _target_line(sc: m.Scenario) -> str:

@@ -28,7 +28,7 @@ from bench_dsl import model as m
 from bench_dsl.dsn import Dsn
 from bench_dsl.errors import ExitCode, UsageError, error_reason
 from bench_dsl.events import Sink
-from bench_dsl.planner import plan
+from bench_dsl.planner import plan, planned_seconds
 from bench_dsl.remote_settings import RemoteSettings
 from bench_dsl.results import expand_output, safe_name
 from bench_dsl.runner import Options, Run
@@ -145,8 +145,8 @@ def describe(sc: m.Scenario, only: list[str], defines: Mapping[str, str], time_s
     study = sc.study
     assert study is not None
     chosen = select(study, only)
-    seconds = {c.id: plan(scenario_for(sc, c, defines), time_scale, max_steps).seconds for c in chosen}
-    order = [(c, r) for c, r in study.order() if c in chosen]
+    seconds = {c.id: planned_seconds(scenario_for(sc, c, defines), time_scale, max_steps) for c in chosen}
+    order = [(c, r) for c, r in study.order() if c.id in seconds]
     embedded = sc.target_dsn is None
     total = sum(seconds[c.id] for c, _ in order) + (SERVER_START_S * len(order) if embedded else 0)
     how = "paired (zip)" if study.zip else "every combination"

@@ -130,7 +130,8 @@ def condition(c: Checker, node: ast.Condition, txs: tuple[str, ...], ramp: m.Ram
             c.wrong(v, "a kink is a factor", f"{name} kink 3x")
             return None
         if v.value <= 1:
-            c.wrong(v, "a kink factor must be larger than 1")
+            c.wrong(v, "a kink factor must be larger than 1",
+                    f"{name} kink 3x: the run stops when {name} grows to more than 3 times its value at the step before")
             return None
         limit, unit = v.value, "x"
     elif metric.name == "latency":

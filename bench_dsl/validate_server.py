@@ -49,7 +49,8 @@ def settings(c: Checker, blocks: list[object], embedded: bool) -> tuple[tuple[m.
                 # as written (256M), or the resolved value of a $reference
                 text = str(plain(c.lets.get(st.value.name))) if isinstance(st.value, ast.Var) else c.source(st.value.span)
                 settings.append(m.ServerSetting(st.name, val, text, st.span))
-            elif len(c.errors()) == before and isinstance(st.value, ast.Call) and st.value.name == "env":
+            elif len(c.errors()) == before and isinstance(st.value, ast.Call) and st.value.name == "env" \
+                    and c.unset_env(st.value):
                 c.error(f"{st.name}: the environment variable is not set and there is no default", st.value.span,
                         'give a default: env("NAME", "value")')
     binlog = next((s for s in settings if s.name == "log_bin"), None)

@@ -15,7 +15,7 @@ from typing import Self
 from bench_dsl import model as m
 from bench_dsl import syntax as ast
 from bench_dsl.dsn import redact
-from bench_dsl.errors import Diagnostic, Span
+from bench_dsl.errors import Diagnostic, Span, line_starts
 from bench_dsl.generators import GENERATORS
 
 TIME_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -254,15 +254,14 @@ class Checker:
         if isinstance(v, EnvText):
             v = env_quantity(v) or v  # a setting may be a string: text that is no number stays text
         if isinstance(v, Quantity):
-            if v.unit is None:
-                return int(v.value) if v.value.is_integer() else v.value
+            n = v.value * (SIZE_UNITS.get(v.unit, 1) if v.unit else 1) * TIME_UNITS.get(v.unit or "", 1)
+            if not math.isfinite(n):  # 10^300 T, or an environment variable of 400 digits: no integer
+                self.wrong(v, "the value is too large a number",
+                           "a server setting's number is at most 18446744073709551615 (2^64 - 1)")
+                return None
             if v.unit in SIZE_UNITS:
-                return int(v.value * SIZE_UNITS[v.unit])
-            if v.unit in TIME_UNITS:
-                return v.value * TIME_UNITS[v.unit]
-            if v.unit == "%":
-                return v.value
-            return v.value
+                return int(n)
+            return int(n) if v.unit is None and n.is_integer() else n
         if isinstance(v, str):
             return v.upper() if v.lower() in ("on", "off", "true", "false") else v
         if isinstance(v, ast.Call):
@@ -357,13 +356,13 @@ def offset(text: str, span: Span | None) -> int:
     """Where `span` starts in `text`, counted in characters."""
     if span is None:
         return 0
-    lines = text.splitlines(keepends=True)
-    return sum(len(x) for x in lines[: span.line - 1]) + span.col - 1
+    starts = line_starts(text)
+    return starts[min(span.line, len(starts)) - 1] + span.col - 1
 
 
 def offset_end(text: str, span: Span | None) -> int:
     """Where `span` ends in `text` (exclusive), counted in characters."""
     if span is None:
         return 0
-    lines = text.splitlines(keepends=True)
-    return sum(len(x) for x in lines[: span.end_line - 1]) + span.end_col - 1
+    starts = line_starts(text)
+    return starts[min(span.end_line, len(starts)) - 1] + span.end_col - 1

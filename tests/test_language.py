@@ -341,3 +341,146 @@ def test_a_misspelt_sysbench_test_is_reported_once() -> None:
         load("typo.bench", text=text, env={})
     messages = [d.message for d in info.value.diagnostics]
     assert messages == ["unknown sysbench test 'oltp_read_wrte'"]
+
+
+BEYOND = "1" + "0" * 400  # no float holds it
+TOO_LARGE = "1" + "0" * 300  # a float holds it, but not as 10^300 T in bytes
+
+
+@pytest.mark.parametrize("body", [
+    f"server {{ x = {BEYOND}K }}", f"server {{ x = {BEYOND} }}", f"vary {{ x = [1, {BEYOND}K] }}",
+    f"server {{ x = {TOO_LARGE}T }}", f"vary {{ x = [1, {TOO_LARGE}T] }}", 'server { x = env("BIG") }',
+    'vary { x = [1, env("BIG")] }', 'server { x = env("BIGT") }', f"seed {BEYOND}",
+    f"ramp step {{ start 1 users  step x{BEYOND}  hold 1s  max 4 users }}", "duration $v",
+])
+def test_a_number_beyond_a_float_is_a_diagnostic_wherever_it_appears(body: str) -> None:
+    """It was an OverflowError (exit 1) with a unit, an infinite value without one (issue 28)."""
+    env = {"BIG": BEYOND, "BIGT": TOO_LARGE + "T"}
+    with pytest.raises(ScenarioError) as info:
+        load("t.bench", text=f'let v = {BEYOND}s\nscenario "t" {{\n'
+                             f'workload custom {{ transaction read {{ query "SELECT 1" }} }}\n'
+                             f'{"" if "duration" in body else "users 1  duration 10s"}\n'
+                             f'{"users 1  " if "duration" in body else ""}{body}\n}}\n', env=env)
+    d = info.value.diagnostics[0]
+    assert d.span is not None and d.span.line in (1, 5) and d.hint, d
+    assert "too large" in d.message
+
+
+def test_a_number_beyond_a_float_given_with_d_or_varied_is_a_diagnostic(tmp_path: Path) -> None:
+    f = tmp_path / "v.bench"
+    f.write_text(f'let v = 1\nscenario "t" {{\n  workload sysbench oltp_read_only {{ tables = 1 table_size = 100 }}\n'
+                 f'  server {{ x = $v }}\n  users 1  duration 10s\n}}\n')
+    r = run_bench("check", "-D", f"v={BEYOND}K", str(f))
+    assert r.returncode == 2 and "too large a number" in r.stderr and "hint:" in r.stderr, r.stderr
+    f.write_text(f.read_text().replace("server { x = $v }", f"vary {{ $v = [1, {BEYOND}K] }}"))
+    r = run_bench("check", str(f))
+    assert r.returncode == 2 and "v.bench:4:" in r.stderr and "hint:" in r.stderr, r.stderr
+
+
+VARIED = ('let rows = 100\n# a comment{ff} with a form feed\nscenario "t" {{\n'
+          '  workload sysbench oltp_read_only {{ tables = 1  table_size = $rows }}\n'
+          '  vary {{ $rows = [100, 200] }}\n  users 1\n  duration 10s\n}}\n')
+
+
+@pytest.mark.parametrize("brk", ["\f", "\v", "\x1c", "\x85", "\u2028", "\u2029"])
+def test_a_line_is_ended_by_a_newline_only(brk: str) -> None:
+    """A form feed (or another character str.splitlines breaks at) in a comment made a valid file with
+    vary invalid ('with $x= : -D x= : unexpected end of file'), and errors after it point a line off."""
+    sc = load("t.bench", text=VARIED.format(ff=brk), env={})
+    assert sc.study is not None and [c.label for c in sc.study.configurations] == ["$rows=100", "$rows=200"]
+    bad = VARIED.format(ff=brk).replace("duration 10s", "duration -10s")
+    with pytest.raises(ScenarioError) as info:
+        load("t.bench", text=bad, env={})
+    assert info.value.render().splitlines()[:3] == [
+        "t.bench:7:12: error: duration must be longer than 0", "     7 |   duration -10s", "       |            ^^^^"]
+    with pytest.raises(ScenarioError) as info:  # lines ended by it: the comment on the first runs on to the end
+        load("t.bench", text=("# a study\n" + VARIED.format(ff="")).replace("\n", brk), env={})
+    assert f"hint: U+{ord(brk):04X} in a comment (line 1) ends no line" in info.value.render()
+    with pytest.raises(ScenarioError) as info:
+        load("t.bench", text=VARIED.format(ff="").replace("\n", brk), env={})
+    assert f"hint: U+{ord(brk):04X} " in info.value.render() and "ends no line" in info.value.render()
+
+
+@pytest.mark.parametrize("end", ["\r", "\r\n"])
+def test_cr_and_crlf_line_ends_are_lines(end: str) -> None:
+    """A file with CR-only line ends was one line, so that its leading comment swallowed it."""
+    text = VARIED.format(ff="").replace("\n", end)
+    sc = load("t.bench", text=text, env={})
+    assert sc.study is not None and len(sc.study.configurations) == 2
+    with pytest.raises(ScenarioError) as info:
+        load("t.bench", text=text.replace("users 1", "users 0"), env={})
+    assert info.value.render().splitlines()[:2] == ["t.bench:6:9: error: users must be at least 1", "     6 |   users 0"]
+
+
+def test_a_study_plans_each_configuration_from_one_parse(monkeypatch: pytest.MonkeyPatch) -> None:
+    """vary { $a = [1..1000] } took 15 s to plan: each configuration parsed the whole file again, and
+    built every phase of its ramp to add up its time (issue 28)."""
+    from lark import Lark
+
+    from bench_dsl import planner, study
+    from bench_dsl.parser import parse
+
+    parse.cache_clear()
+    files, plans = [], []
+    real_parse, real_plan = Lark.parse, planner.plan
+    monkeypatch.setattr(Lark, "parse", lambda self, text, start=None, on_error=None:
+                        (files.append(start) if start == "start" else None) or real_parse(self, text, start, on_error))
+    monkeypatch.setattr(study, "plan", lambda *a, **k: plans.append(a) or real_plan(*a, **k))
+    values = ", ".join(str(n) for n in range(1, 201))
+    text = ('let a = 1\nscenario "t" {\n  workload sysbench oltp_read_only { tables = 1  table_size = 1000 }\n'
+            f'  vary {{ $a = [{values}] }}\n  ramp step {{ start $a users  step +1 users  hold 1s  max 10000 users }}\n}}\n')
+    sc = load("t.bench", text=text, env={})
+    out = study.describe(sc, [], {})
+    assert files == ["start"] and plans == []
+    assert "study: 200 configurations" in out and "c200 $a=200" in out
+    assert planner.planned_seconds(study.scenario_for(sc, sc.study.configurations[9], {})) == 9991  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("ramp", [
+    "users 3  duration 10s", "warmup 5s  users 3  duration 10.5s", STEP, "ramp step { start 2 users step x1.5 settle 2s hold 3s max 40 users }",
+    "ramp linear from 1 to 20 users over 30s  duration 1m", "warmup 1s  ramp linear from 1 to 20 users over 30s",
+])
+@pytest.mark.parametrize(("scale", "max_steps"), [(1.0, None), (0.1, None), (1.0, 2)])
+def test_planned_seconds_is_what_the_plan_adds_up_to(ramp: str, scale: float, max_steps: int | None) -> None:
+    from bench_dsl.planner import plan, planned_seconds
+
+    sc = _scenario(ramp)
+    assert planned_seconds(sc, scale, max_steps) == plan(sc, scale, max_steps).seconds
+
+
+def test_a_long_ramp_is_planned_by_its_ends_and_a_line_for_the_steps_between() -> None:
+    from bench_dsl.planner import describe, plan
+
+    sc = _scenario("ramp step { start 1 users  step +1 users  settle 1s  hold 2s  max 10000 users }")
+    lines = describe(sc, plan(sc)).splitlines()
+    assert len(lines) < 30
+    assert "  0:00:08  steps 4-9997 of 10000: alike, +1 users, a 1s settle (not measured), a 2s hold (measured) each" in lines
+    assert lines[-3:-1] == ["  8:19:57  step 10000/10000 hold  10000 users             2s  measured",
+                            "  8:19:59  end (at the latest)"]
+
+
+def test_a_vary_given_twice_is_named_as_written() -> None:
+    out = _problems("users 1  duration 10s\nvary { $a = [1, 2] }\nvary { $a = [3, 4] }", lets="let a = 1")
+    assert "error: 'vary' is given more than once" in out
+
+
+def test_a_byte_that_is_not_utf8_in_a_cr_only_file_is_found_on_its_line(tmp_path: Path) -> None:
+    f = tmp_path / "latin.bench"
+    f.write_bytes(b'scenario "x" {\r  users 1\r  duration 10s \xe9\r}\r')
+    with pytest.raises(ScenarioError) as info:
+        load(f, env={})
+    assert info.value.render().splitlines()[:2] == [f"{f}:3:16: error: byte 0xe9 is not UTF-8 text",
+                                                    "     3 |   duration 10s \ufffd"]
+
+
+def test_a_let_crossed_with_settings_is_checked_once_per_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench_dsl import validate
+
+    checks: list[bool] = []
+    real = validate.check
+    monkeypatch.setattr(validate, "check", lambda *a, **k: checks.append(k.get("study", True)) or real(*a, **k))
+    values = ", ".join(str(n) for n in range(100, 400))
+    sc = _scenario(f"users 1  duration 10s\nvary {{ $rows = [10, 20]  innodb_io_capacity = [{values}] }}",
+                   lets="let rows = 10", workload="workload sysbench oltp_read_only { table_size = $rows }")
+    assert sc.study is not None and len(sc.study.configurations) == 600
+    assert checks.count(False) == 2
