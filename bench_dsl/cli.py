@@ -25,7 +25,8 @@ from bench_dsl.planner import describe, plan
 from bench_dsl.printable import escaping, printable
 from bench_dsl.results import expand_output
 from bench_dsl.runner import Options, Run
-from bench_dsl.sinks import ConsoleSink, JsonLinesSink, JsonResultSink, OutputClaim, OutputTaken, check_regular
+from bench_dsl.sinks import (ConsoleSink, JsonLinesSink, JsonResultSink, OutputClaim, OutputTaken, check_regular,
+                             check_stream)
 from bench_dsl.validate import load
 
 DEFAULT_OUTPUT = "results/{scenario}-{time}.json"
@@ -274,7 +275,7 @@ def cmd_run(args: argparse.Namespace, err: Console, prepare_only: bool = False) 
                 try:
                     stream = open(jsonl, "w", encoding="utf-8")  # noqa: SIM115
                 except OSError as exc:
-                    raise UsageError(f"cannot write the event stream to {jsonl}: {exc.strerror}") from None
+                    raise BenchError(f"cannot write the event stream to {jsonl}: {exc.strerror}") from None
                 sinks.append(JsonLinesSink(stream, f"the event stream to {jsonl}"))
             elif args.jsonl:
                 sinks.append(JsonLinesSink(sys.stdout, "the event stream to stdout"))
@@ -352,21 +353,22 @@ def _target(text: str | None) -> Dsn | None:
 
 
 def _claim(path: Path, what: str, regular: bool) -> OutputClaim:
-    """`path` for this run alone, in a directory that exists (made if need be) and can be written."""
+    """`path` for this run alone, in a directory that exists (made if need be) and can be written.
+    A path that cannot be an output (someone else's file, a link, a directory) is a usage error
+    (exit 2); a file system that cannot take it (a full disk) is a write failure (exit 1)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise UsageError(f"cannot write {what} to {path}: {exc.strerror}") from None
+        raise BenchError(f"cannot write {what} to {path}: {exc.strerror}") from None
     if not os.access(path.parent, os.W_OK):
         raise UsageError(f"cannot write {what} to {path}: {path.parent} is not writable")
     try:
-        if regular:
-            check_regular(path)
+        check_regular(path) if regular else check_stream(path)
         return OutputClaim(path)
     except OutputTaken as exc:
         raise UsageError(f"cannot write {what} to {path}: {exc}") from None
     except OSError as exc:
-        raise UsageError(f"cannot write {what} to {path}: {exc.strerror}") from None
+        raise BenchError(f"cannot write {what} to {path}: {exc.strerror}") from None
 
 
 class _VerdictOnly:

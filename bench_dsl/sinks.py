@@ -42,6 +42,26 @@ def check_regular(path: Path) -> None:
         raise OutputTaken("it is a file bench-dsl did not write: move it away or give another path")
 
 
+def check_stream(path: Path) -> None:
+    """An event stream (--jsonl) is written in place, so it may go to a pipe or a terminal; but a
+    regular file there (through a link too) is truncated: only one that holds an earlier stream, or
+    nothing, may be."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(st.st_mode):
+        raise OutputTaken("it is a directory")
+    if not stat.S_ISREG(st.st_mode) or st.st_size == 0:
+        return
+    with open(path, "rb") as f:
+        head = f.read(BENCH_FILE_HEAD)
+    if BENCH_STREAM.match(head) is None:
+        raise OutputTaken("it is a file bench-dsl did not write: move it away or give another path")
+
+
+# an event stream's first line is its `started` event
+BENCH_STREAM = re.compile(rb'\{"type": "started", "scenario": ')
 # bench-dsl's JSON files name their format near the start ("$schema" first, then "format")
 BENCH_FILE = re.compile(rb'^\s*\{[^{]*"format":\s*"bench-dsl-[a-z]+"')
 BENCH_FILE_HEAD = 4096

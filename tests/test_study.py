@@ -4,6 +4,8 @@ a server of our own and restore them), interleaved, one result per run, then sum
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
 import time
 import json
 from importlib import resources
@@ -508,6 +510,40 @@ def test_an_output_that_is_a_file_of_someone_else_is_never_replaced(tmp_path: Pa
     r = run_bench("run", str(f), "--json", str(study_dir))
     assert r.returncode == 2 and _flat("summary.json: it is a file bench-dsl did not write") in _flat(r.stderr), r.stderr
     assert (study_dir / "summary.json").read_text() == '{"mine": true}\n'
+
+
+def test_an_event_stream_never_replaces_a_file_of_someone_else(tmp_path: Path) -> None:
+    from bench_dsl.sinks import check_stream
+
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(notes)
+    for path in (notes, link):
+        r = run_bench("run", "examples/quickstart.bench", "--json", str(tmp_path / "r.json"), "--jsonl", str(path))
+        assert r.returncode == 2 and _flat(f"cannot write the event stream to {path}: it is a file bench-dsl did "
+                                           "not write") in _flat(r.stderr), r.stderr
+    assert notes.read_text() == "my notes\n"
+    earlier = tmp_path / "earlier.jsonl"  # an earlier stream, an empty file, a pipe: written as asked
+    earlier.write_text('{"type": "started", "scenario": "quickstart", "target": "embedded"}\n')
+    (tmp_path / "empty.jsonl").write_text("")
+    os.mkfifo(tmp_path / "pipe")
+    for ok in (earlier, tmp_path / "empty.jsonl", tmp_path / "pipe", tmp_path / "new.jsonl"):
+        check_stream(ok)
+
+
+def test_an_output_folder_the_file_system_cannot_make_is_a_write_failure(tmp_path: Path) -> None:
+    """exit 1 with the system's cause, as any write failure: not 2, which says the usage was wrong."""
+    disk = tmp_path / "ro"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,ro", "tmpfs", str(disk)], check=True)
+    try:
+        out = disk / "results" / "r.json"
+        r = run_bench("run", "examples/quickstart.bench", "--json", str(out))
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)
+    assert r.returncode == 1 and _flat(f"cannot write the results to {out}: Read-only file system") in _flat(r.stderr), \
+        r.stderr
 
 
 def test_bench_dsl_files_and_empty_ones_may_be_replaced(tmp_path: Path) -> None:
