@@ -37,6 +37,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
+# why a step ended by a stop is not complete (its row's incomplete_reason): a step a reader may take
+# the run's summary for, when it is the only one (bench_dsl.summary.measured_steps); a step left out
+# for another reason (it stalled) is no measurement at all
+CUT_SHORT = "the run stopped during the step"
+
 Json = dict[str, Any]
 
 

@@ -13,7 +13,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from bench_dsl.events import ConditionSpec, ConditionState, worst_lag
+from bench_dsl.events import CUT_SHORT, ConditionSpec, ConditionState, worst_lag
 from bench_dsl.metrics import Aggregate, Tick
 from bench_dsl.model import Condition
 from bench_dsl.planner import Phase
@@ -46,8 +46,6 @@ CLIENT_LAG_SAMPLES = 20
 # hide the freeze (the users waited in a few transactions), and its throughput is half a measure.
 STALL_SHARE = 0.25
 STALL_LONGEST_S = 5.0
-# why a step ended by a stop is not complete (its row's incomplete_reason)
-CUT_SHORT = "the run stopped during the step"
 
 # Stops that end the climb where it stands, as a fired stop condition does: the last complete step
 # is the saturation point and the run completed.
@@ -163,6 +161,14 @@ def stalled(agg: Aggregate) -> str | None:
                 f"{100 * total / agg.seconds:.0f}% of the {agg.seconds:.0f} s measured "
                 f"(the longest {b - a:.1f} s, {a:.1f}-{b:.1f} s)")
     return None
+
+
+def step_warnings(verdicts: list[Verdict], stalled: str | None) -> list[str]:
+    """What a person must be told of a step's verdicts: that it is no clean measurement, and the
+    stops it could not judge (no figure in it: a monitor that failed), which could never fire."""
+    blind = "; ".join(v.condition.text for v in verdicts if v.value is None)
+    return ([f"{stalled}: not a clean measured step, nor the saturation point"] if stalled else []) + \
+        ([f"{blind}: not judged, no figure in this step"] if blind else [])
 
 
 def worse(new: Verdict, old: Verdict | None) -> bool:

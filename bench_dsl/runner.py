@@ -27,7 +27,7 @@ from bench_dsl.serverside import ServerSide
 from bench_dsl.dsn import Dsn, redact
 from bench_dsl.errors import ExitCode, TargetError
 from bench_dsl.fleet import Fleet, WorkerFailed
-from bench_dsl.judge import CLIENT_LAG_MS, CUT_SHORT, Judge, Verdict, expectations
+from bench_dsl.judge import CLIENT_LAG_MS, Judge, Verdict, expectations, step_warnings
 from bench_dsl.metrics import Aggregate, Tick
 from bench_dsl.planner import Phase, Plan
 from bench_dsl.schedlag import LagWindow
@@ -324,15 +324,13 @@ class Run:
         self._flush_interval(ph)
         if ph.kind == "hold" and self.stop_reason is None:
             verdicts, fired, stalled = self.judge.step_end(ph, self.step_agg)
-            if stalled is not None:
-                self.log(f"s{ph.step}: {stalled}: not a clean measured step, nor the saturation point", "warning")
-            if blind := [v.condition.text for v in verdicts if v.value is None]:  # a stop that cannot fire, said
-                self.log(f"s{ph.step}: {'; '.join(blind)}: not judged, no figure in this step", "warning")
+            for said in step_warnings(verdicts, stalled):
+                self.log(f"s{ph.step}: {said}", "warning")
             self._record_step(ph, verdicts, server, stalled)
             if fired is not None:
                 self._fire(fired, ph)
         elif ph.measured and self.stop_reason is not None:
-            self._record_step(ph, self.judge.conditions(self.step_agg), server, CUT_SHORT)
+            self._record_step(ph, self.judge.conditions(self.step_agg), server, ev.CUT_SHORT)
         if self.judge.changed:
             self.publish(ev.Conditions(round(self.elapsed(), 3), self.judge.states()))
         if ph.measured:
@@ -421,7 +419,7 @@ class Run:
         with contextlib.suppress(Exception):
             self._flush_interval(ph)
             if ph.measured:
-                self._record_step(ph, self.judge.conditions(self.step_agg), None, CUT_SHORT)
+                self._record_step(ph, self.judge.conditions(self.step_agg), None, ev.CUT_SHORT)
         self._phase_now = None
 
     # the end -----------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from typing import Any
 
 from bench_dsl import __version__
 from bench_dsl.errors import UsageError
+from bench_dsl.events import CUT_SHORT
 
 SUMMARY_SCHEMA = "https://bench-dsl.dev/schema/summary-v1.json"
 RESULT_FORMAT = "bench-dsl-result"
@@ -43,12 +44,8 @@ def same_workload(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
     The digest decides what the setup is (it leaves out where in a file things were written, which
     a custom setup of older results held as Python reprs); every other field must be equal too."""
     if a and b and a.get("digest") and b.get("digest"):
-        return a["digest"] == b["digest"] and _but_setup(a) == _but_setup(b)
+        return all(a.get(k) == b.get(k) for k in {*a, *b} - {"setup"})
     return a == b
-
-
-def _but_setup(w: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in w.items() if k != "setup"}
 
 
 def _natural(path: Path) -> list[Any]:
@@ -201,10 +198,14 @@ def interval_noise(doc: dict[str, Any], step: int | None, name: str) -> float | 
 
 def measured_steps(doc: dict[str, Any]) -> list[tuple[int | None, dict[str, Any]]]:
     """(step number, row) for each users count a run measured: its complete steps; a run without
-    steps (a linear ramp, or one stopped in its first step) its summary, as one step."""
-    steps = [s for s in doc.get("steps") or [] if s.get("complete", True)]
+    steps (a linear ramp, or one stopped in its first step) its summary, as one step; a run whose
+    steps were left out for another reason (they stalled) nothing."""
+    rows = doc.get("steps") or []
+    steps = [s for s in rows if s.get("complete", True)]
     if steps:
         return [(s.get("step"), s) for s in steps]
+    if any(s.get("incomplete_reason", CUT_SHORT) != CUT_SHORT for s in rows):
+        return []
     summary = doc.get("summary")
     if summary and summary.get("users") is not None and summary.get("seconds"):
         return [(None, summary)]
@@ -441,10 +442,8 @@ def _with_noise(s: dict[str, Any] | None, spreads: list[float]) -> dict[str, Any
 def _last_verdicts(doc: dict[str, Any]) -> dict[str, Any] | None:
     """Where a repeat's climb ended: its last step, and every stop condition there with its value (a
     sustained one at the worst its window reached), limit, unit and whether it fired."""
-    steps = doc.get("steps") or []
-    if not steps:
+    if not (steps := doc.get("steps")):
         return None
-    last = steps[-1]
-    keep = ("condition", "value", "limit", "unit", "fired", "window_s")
+    last, keep = steps[-1], ("condition", "value", "limit", "unit", "fired", "window_s")
     return {"step": last.get("step"), "users": last.get("users"),
             "conditions": [{k: v.get(k) for k in keep} for v in last.get("conditions") or []]}
