@@ -204,3 +204,17 @@ def test_a_long_run_keeps_its_stalls_not_a_piece_a_second() -> None:
     agg.add(Tick(3601.0, 1.0, "hold", 1, 4, {}, {}, stalls=[(3600.0, 3601.0)]))  # joins the last piece
     assert len(agg._stall_pieces or []) <= 2
     assert agg.stalls() == Stalls(((3599.999, 3601.0),))
+
+
+def test_a_run_whose_only_step_stalled_is_no_measured_point() -> None:
+    """compare and summary take a run's summary for its one step only when that step was cut short
+    by the stop; a step left out because it stalled is no measurement of those users at all."""
+    from bench_dsl.events import CUT_SHORT
+    from bench_dsl.summary import measured_steps
+
+    summary = {"users": 4, "seconds": 10.0, "tps": 100.0}
+    stalled = {"steps": [{"step": 1, "users": 4, "complete": False,
+                          "incomplete_reason": "the server answered nothing for 6.0 s (2.0-8.0 s)"}], "summary": summary}
+    cut = {"steps": [{"step": 1, "users": 4, "complete": False, "incomplete_reason": CUT_SHORT}], "summary": summary}
+    assert measured_steps(stalled) == []
+    assert measured_steps(cut) == [(None, summary)]
