@@ -153,17 +153,22 @@ class NativeUser:
         while (item := self._calls.get()) is not None:
             call, fut, loop = item
             try:
-                result = call()
+                result, error = call(), None
             except BaseException as exc:
-                _call_soon(loop, _set_exception, fut, exc)
-            else:
-                _call_soon(loop, _set_result, fut, result)
-            finally:
-                with self._lock:
-                    self._busy = False
-                    closing = self._closing
+                result, error = None, exc
+            # out of the core before the caller hears: told first, it could send its next call (and
+            # mark the thread busy) before this cleared the mark, and a close() that then found the
+            # thread idle closed the core beside this thread's own close (a double free, a segfault)
+            with self._lock:
+                self._busy = False
+                closing = self._closing
             if closing:
                 self.core.close()
+            if error is not None:
+                _call_soon(loop, _set_exception, fut, error)
+            else:
+                _call_soon(loop, _set_result, fut, result)
+            if closing:
                 return
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 from pathlib import Path
 
@@ -427,3 +428,38 @@ async def test_text_beyond_ascii_is_sent_as_utf8mb4(db: Dsn) -> None:
         u.close()
     assert await _scalar(db, "SELECT COUNT(*) FROM ex_text WHERE v NOT IN ('héllo', '日本')") == 0
     assert int(await _scalar(db, "SELECT COUNT(*) FROM ex_text")) > 5  # type: ignore[arg-type]
+
+
+async def test_a_user_closed_right_after_its_run_is_closed_once(db: Dsn, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The user's thread tells the caller its run is over, then is held up (another thread had the
+    core) before it marks itself idle: the caller's next run and its close() must not meet a
+    stale mark. With the mark cleared after the answer, close() found the thread idle and closed
+    the core while the thread then closed it too: a double free, the suite's rare segfault."""
+    closed: list[str] = []
+
+    class Core:  # the user's core as the thread sees it, recording who closes it
+        stop = False
+
+        def run(self, retry: bool) -> tuple[int, int, str]:
+            return (STOPPED, 0, "")
+
+        def interrupt(self) -> None:
+            pass
+
+        def close(self) -> None:
+            closed.append(threading.current_thread().name)
+
+    told = executor._call_soon
+
+    def told_then_held_up(*args: object) -> None:
+        told(*args)  # type: ignore[arg-type]
+        time.sleep(0.05)
+
+    monkeypatch.setattr(executor, "_call_soon", told_then_held_up)
+    u = _user(db, Transactions((_one("SELECT 1", params=()),)))
+    u.core = Core()
+    assert (await u.run(False))[0] == STOPPED
+    assert (await u.run(False))[0] == STOPPED  # sent while the thread is held up after the first
+    u.close()
+    await asyncio.sleep(0.3)  # the thread, had it a close of its own to do, has done it
+    assert len(closed) == 1, closed
