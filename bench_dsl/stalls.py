@@ -20,6 +20,10 @@ Span = tuple[float, float]
 RESOLUTION_S = 0.05
 # A stall in a step's total (`stall_total_s`, `stalls`): a second or more without a completion
 STALL_MIN_S = 1.0
+# A gap ends at a completion, where the next gap begins: each is cut this much short of its end, so
+# that two gaps either side of a completion never touch, and are never joined into one stall as the
+# pieces of one gap cut by a tick's boundary (which do touch) are
+BREAK_S = 0.001
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +99,7 @@ def quiet_spans(quiet: list[Quiet], start: float, end: float) -> list[Span]:
         return []
     common = [(start, end)]
     for q in quiet:
-        mine = [(max(a, start), min(b, end)) for a, b in q.spans]
+        mine = [(max(a, start), min(b - BREAK_S, end)) for a, b in q.spans]
         mine.append((start if q.last is None else max(q.last, start), end))
         common = _intersect(common, merged([s for s in mine if s[0] < s[1]]))
         if not common:

@@ -15,7 +15,7 @@ from bench_dsl.metrics import Aggregate, Tick, TxStats
 from bench_dsl.model import Metric
 from bench_dsl.planner import plan
 from bench_dsl.runner import Run
-from bench_dsl.stalls import Quiet, Stalls, quiet_spans
+from bench_dsl.stalls import BREAK_S, Quiet, Stalls, quiet_spans
 
 from .fakes import FakeCpu, FakeFleet
 from .test_judge import Events, flat_after, run_fake, scenario
@@ -25,10 +25,23 @@ from .test_judge import Events, flat_after, run_fake, scenario
 def test_the_fleet_is_quiet_only_where_every_process_was() -> None:
     a = Quiet(((1.0, 4.0), (5.0, 5.5)), 9.0, 9.5)  # then still quiet since 9.0
     b = Quiet(((2.0, 6.0),), 9.8, 9.9)
-    assert quiet_spans([a, b], 0.0, 10.0) == [(2.0, 4.0), (5.0, 5.5), (9.8, 10.0)]
+    assert quiet_spans([a, b], 0.0, 10.0) == [(2.0, pytest.approx(4.0 - BREAK_S)), (5.0, pytest.approx(5.5 - BREAK_S)),
+                                              (9.8, 10.0)]
     # a process with no user (none completed yet) does not hold the others' stalls back
-    assert quiet_spans([a, Quiet((), None, 9.9)], 3.0, 10.0) == [(3.0, 4.0), (5.0, 5.5), (9.0, 10.0)]
+    assert quiet_spans([a, Quiet((), None, 9.9)], 3.0, 10.0) == [(3.0, pytest.approx(4.0 - BREAK_S)),
+                                                                 (5.0, pytest.approx(5.5 - BREAK_S)), (9.0, 10.0)]
     assert quiet_spans([], 0.0, 10.0) == []  # nobody said: nothing is known
+
+
+def test_gaps_either_side_of_a_completion_are_two_not_one_stall() -> None:
+    """Two users sleeping 0.2 s in step leave gaps of 0.2 s end to end, each ended by a completion:
+    joined, they made one stall of the whole step (a step of SELECT SLEEP(0.2) called frozen)."""
+    gaps = tuple((k * 0.2, (k + 1) * 0.2) for k in range(15))
+    spans = quiet_spans([Quiet(gaps, 3.0, 3.1)], 0.0, 3.1)
+    assert Stalls.of(spans).longest_s < 0.21 and Stalls.of(spans).total_s == 0.0
+    # a gap cut by a tick's end goes on in the next tick: one stall
+    assert Stalls.of(quiet_spans([Quiet(((0.5,  2.0),), 0.5, 1.0)], 0.0, 1.0)
+                     + quiet_spans([Quiet(((0.5, 2.0),), 2.0, 2.5)], 1.0, 2.5)).longest_s == pytest.approx(1.5 - BREAK_S)
 
 
 def test_a_stall_across_ticks_is_one_stall() -> None:
