@@ -21,7 +21,7 @@ from bench_dsl.server import connect
 from bench_dsl.study import scenario_for, select
 from bench_dsl.validate import load
 
-from .conftest import ROOT, run_bench, small_disk
+from .conftest import ROOT, run_bench, run_sql, small_disk
 
 SCHEMA = json.loads(resources.files("bench_dsl.schema").joinpath("result-v1.json").read_text())
 
@@ -297,16 +297,6 @@ KILLED = """scenario "killed" {
 }"""
 
 
-async def _set(url: str, *statements: str) -> None:
-    conn = await connect(parse_dsn(url))
-    try:
-        async with conn.cursor() as cur:
-            for st in statements:
-                await cur.execute(st)
-    finally:
-        conn.close()
-
-
 @pytest.mark.slow
 def test_a_killed_study_leaves_the_originals_written_down_and_the_next_study_sets_them_back(tmp_path: Path) -> None:
     import os
@@ -322,7 +312,7 @@ def test_a_killed_study_leaves_the_originals_written_down_and_the_next_study_set
     asyncio.run(srv.start())
     try:
         url = srv.url()
-        asyncio.run(_set(url, "SET GLOBAL innodb_io_capacity = 250"))  # the server's own value, not a default
+        asyncio.run(run_sql(parse_dsn(url), None, "SET GLOBAL innodb_io_capacity = 250"))  # the server's own value, not a default
         env = {**os.environ, "BENCH_OWN_DSN": url, "XDG_STATE_HOME": str(tmp_path / "state")}
         f = tmp_path / "killed.bench"
         f.write_text(KILLED % "30s")
