@@ -21,13 +21,14 @@ from bench_dsl import events as ev
 from bench_dsl import model as m
 from bench_dsl import study, validate_vary
 from bench_dsl.events import Sink
-from bench_dsl.planner import describe, plan
+from bench_dsl.plan_text import describe
+from bench_dsl.planner import plan
 from bench_dsl.printable import escaping, printable
 from bench_dsl.results import expand_output
 from bench_dsl.runner import Options, Run
 from bench_dsl.sinks import (ConsoleSink, JsonLinesSink, JsonResultSink, OutputClaim, OutputTaken, check_regular,
                              check_stream)
-from bench_dsl.validate import load
+from bench_dsl.workloads.registry import load
 
 DEFAULT_OUTPUT = "results/{scenario}-{time}.json"
 

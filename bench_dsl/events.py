@@ -37,11 +37,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
-# why a step ended by a stop is not complete (its row's incomplete_reason): a step a reader may take
-# the run's summary for, when it is the only one (bench_dsl.summary.measured_steps); a step left out
-# for another reason (it stalled) is no measurement at all
-CUT_SHORT = "the run stopped during the step"
-
 Json = dict[str, Any]
 
 
@@ -354,36 +349,3 @@ class Bus:
                     continue
                 if said:
                     queue.extend(said)
-
-
-# an interval's longest stall (bench_dsl.stalls) the console line and a replayed tick show: half a
-# second or more without a completion is worth a look, even as a piece of a longer one
-STALL_SHOWN_S = 0.5
-
-
-def side_figures(row: dict[str, Any], lag_bound_ms: float) -> dict[str, Any]:
-    """What a live tick carried beside the rates, rebuilt from an interval row (bench replay): NOPM,
-    a stall, replica lag, the busiest disk, and the worst process's scheduling lag with the judge's bound
-    (the interval's figures, not the second's)."""
-    out: dict[str, Any] = {"nopm": row["nopm"]} if "nopm" in row else {}
-    if (row.get("stall_s") or 0) >= STALL_SHOWN_S:  # the interval's (the live tick showed the step's so far)
-        out["stall_s"] = row["stall_s"]
-    if (rep := row.get("replication")) and rep.get("lag_s") is not None:
-        out["lag_s"] = rep["lag_s"]
-    if (disk := row.get("disk")) and disk.get("busiest"):
-        out["disk"] = {"device": disk["busiest"], "util_pct": disk["util_pct"]}
-    if worst := worst_lag(row.get("client_lag_ms_by_process")):
-        out["client_lag"] = {"p90_ms": worst[0], "bound_ms": lag_bound_ms}
-    return out
-
-
-def worst_lag(by_process: dict[str, dict[str, Any]] | None, min_samples: int = 0) -> tuple[float, str, str] | None:
-    """(p90 ms, process, probe) of the probe with the highest p90 among `client_lag_ms_by_process`
-    figures with at least `min_samples` samples; None when there are none. The one rule for the
-    worst lag: the judge's verdict, the live tick and a replayed tick."""
-    worst: tuple[float, str, str] | None = None
-    for name, probes in (by_process or {}).items():
-        for probe, fig in probes.items():
-            if fig is not None and fig.get("samples", 0) >= min_samples and (worst is None or fig["p90"] > worst[0]):
-                worst = (fig["p90"], name, probe)
-    return worst

@@ -13,10 +13,11 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from bench_dsl.events import CUT_SHORT, ConditionSpec, ConditionState, worst_lag
+from bench_dsl.events import ConditionSpec, ConditionState
 from bench_dsl.metrics import Aggregate, Tick
 from bench_dsl.model import Condition
 from bench_dsl.planner import Phase
+from bench_dsl.schedlag import worst_lag
 
 # "near": the value has gone 80% of the way to its limit (or, for limits crossed from above, is
 # within 25% of it). A warning a person can act on before the condition fires, not a guess about
@@ -49,6 +50,11 @@ STALL_LONGEST_S = 5.0
 
 # Stops that end the climb where it stands, as a fired stop condition does: the last complete step
 # is the saturation point and the run completed.
+# why a step ended by a stop is not complete (its row's incomplete_reason): a step a reader may take
+# the run's summary for, when it is the only one (bench_dsl.summary.measured_steps); a step left out
+# for another reason (it stalled) is no measurement at all
+CUT_SHORT = "the run stopped during the step"
+
 CLIMB_ENDERS = ("stop_condition", "connections_refused", "users_not_connected")
 
 

@@ -71,6 +71,12 @@ class StepRamp:
                 return counts
             counts.append(nxt)
 
+    def step_count(self) -> int:
+        """How many steps the ramp makes, counted without listing them (+1 up to 100,000 users)."""
+        if self.add is not None:
+            return (self.max - self.start) // self.add + 1
+        return len(self.user_counts())
+
 
 @dataclass(frozen=True, slots=True)
 class LinearRamp:

@@ -34,6 +34,8 @@ from bench_dsl import events as ev
 from bench_dsl import model as m
 from bench_dsl.errors import error_reason
 from bench_dsl.judge import CLIENT_LAG_MS, CLIMB_ENDERS, state_of
+from bench_dsl.schedlag import worst_lag
+from bench_dsl.stalls import STALL_SHOWN_S
 
 Json = dict[str, Any]
 Timed = tuple[float, ev.Event]
@@ -336,7 +338,7 @@ def _ticks(row: Json, ph: ev.Phase | None) -> list[Timed]:
                      "transactions": {name: {"count": round(int(tx.get("count") or 0) / n), "tps": tx.get("tps"),
                                              "errors": round(int(tx.get("errors") or 0) / n)}
                                       for name, tx in (row.get("transactions") or {}).items()}}
-    figures.update(ev.side_figures(row, CLIENT_LAG_MS))
+    figures.update(side_figures(row, CLIENT_LAG_MS))
     out: list[Timed] = []
     for k in range(1, n + 1):
         t = round(end - secs + k * secs / n, 3)
@@ -385,3 +387,19 @@ def _judged(c: ev.ConditionSpec | None, value: float | None, previous: float | N
                        c.window_s, c.text)
     state = state_of(cond, value, previous)
     return "ok" if state == "over" else state  # judged and not fired: within its limit after all
+
+
+def side_figures(row: dict[str, Any], lag_bound_ms: float) -> dict[str, Any]:
+    """What a live tick carried beside the rates, rebuilt from an interval row (bench replay): NOPM,
+    a stall, replica lag, the busiest disk, and the worst process's scheduling lag with the judge's bound
+    (the interval's figures, not the second's)."""
+    out: dict[str, Any] = {"nopm": row["nopm"]} if "nopm" in row else {}
+    if (row.get("stall_s") or 0) >= STALL_SHOWN_S:  # the interval's (the live tick showed the step's so far)
+        out["stall_s"] = row["stall_s"]
+    if (rep := row.get("replication")) and rep.get("lag_s") is not None:
+        out["lag_s"] = rep["lag_s"]
+    if (disk := row.get("disk")) and disk.get("busiest"):
+        out["disk"] = {"device": disk["busiest"], "util_pct": disk["util_pct"]}
+    if worst := worst_lag(row.get("client_lag_ms_by_process")):
+        out["client_lag"] = {"p90_ms": worst[0], "bound_ms": lag_bound_ms}
+    return out

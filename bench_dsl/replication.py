@@ -27,10 +27,10 @@ from bench_dsl.aio import cancel_and_wait
 from bench_dsl.dsn import Dsn, quote_identifier
 from bench_dsl.errors import TargetError
 from bench_dsl.server import EmbeddedServer, connect, error_reason
+from bench_dsl.validate_server import MAX_REPLICAS
 
 HEARTBEAT_S = 0.25
 TABLE = "bench_heartbeat"
-MAX_REPLICAS = 8
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,7 @@ from bench_dsl.serverside import ServerSide
 from bench_dsl.dsn import Dsn, redact
 from bench_dsl.errors import ExitCode, TargetError
 from bench_dsl.fleet import Fleet, WorkerFailed
-from bench_dsl.judge import CLIENT_LAG_MS, Judge, Verdict, expectations, step_warnings
+from bench_dsl.judge import CLIENT_LAG_MS, CUT_SHORT, Judge, Verdict, expectations, step_warnings
 from bench_dsl.metrics import Aggregate, Tick
 from bench_dsl.planner import Phase, Plan
 from bench_dsl.schedlag import LagWindow
@@ -330,7 +330,7 @@ class Run:
             if fired is not None:
                 self._fire(fired, ph)
         elif ph.measured and self.stop_reason is not None:
-            self._record_step(ph, self.judge.conditions(self.step_agg), server, ev.CUT_SHORT)
+            self._record_step(ph, self.judge.conditions(self.step_agg), server, CUT_SHORT)
         if self.judge.changed:
             self.publish(ev.Conditions(round(self.elapsed(), 3), self.judge.states()))
         if ph.measured:
@@ -419,7 +419,7 @@ class Run:
         with contextlib.suppress(Exception):
             self._flush_interval(ph)
             if ph.measured:
-                self._record_step(ph, self.judge.conditions(self.step_agg), None, ev.CUT_SHORT)
+                self._record_step(ph, self.judge.conditions(self.step_agg), None, CUT_SHORT)
         self._phase_now = None
 
     # the end -----------------------------------------------------------------------------------

@@ -23,8 +23,7 @@ import math
 import threading
 import time
 from collections.abc import Mapping
-
-from bench_dsl.events import worst_lag
+from typing import Any
 
 PERIOD = 0.25  # seconds between two wakeups of each probe: 8 wakeups a second per process in all
 PROBES = ("loop", "thread")
@@ -132,3 +131,15 @@ class LagWindow:
         return {"client_lag_ms": {p: figures(self.overall(p)) for p in PROBES},
                 "client_lag_ms_by_process": {name: {p: figures(probes[p]) for p in PROBES}
                                              for name, probes in sorted(self.by_process.items())}}
+
+
+def worst_lag(by_process: dict[str, dict[str, Any]] | None, min_samples: int = 0) -> tuple[float, str, str] | None:
+    """(p90 ms, process, probe) of the probe with the highest p90 among `client_lag_ms_by_process`
+    figures with at least `min_samples` samples; None when there are none. The one rule for the
+    worst lag: the judge's verdict, the live tick and a replayed tick."""
+    worst: tuple[float, str, str] | None = None
+    for name, probes in (by_process or {}).items():
+        for probe, fig in probes.items():
+            if fig is not None and fig.get("samples", 0) >= min_samples and (worst is None or fig["p90"] > worst[0]):
+                worst = (fig["p90"], name, probe)
+    return worst

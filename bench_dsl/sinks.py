@@ -21,6 +21,7 @@ from rich.markup import escape as esc  # scenario text may hold [brackets]: neve
 
 from bench_dsl import events as ev
 from bench_dsl.document import ResultDocument
+from bench_dsl.stalls import STALL_SHOWN_S
 
 
 class OutputTaken(Exception):
@@ -294,7 +295,7 @@ class ConsoleSink:
                 extra = ""
                 if st := d.get("statements"):  # sysbench's r/w/o, per second
                     extra += f" r/w/o {st['reads_per_s']:.0f}/{st['writes_per_s']:.0f}/{st['other_per_s']:.0f}"
-                if (d.get("stall_s") or 0) >= ev.STALL_SHOWN_S:
+                if (d.get("stall_s") or 0) >= STALL_SHOWN_S:
                     extra += f" stall {d['stall_s']:.1f}s"
                 if (rep := d.get("replication")) and rep.get("lag_s") is not None:
                     extra += f" lag {rep['lag_s']:.2f}s"

@@ -138,3 +138,8 @@ class Stalls:
     def to_json(self) -> dict[str, object]:
         return {"stall_s": round(self.longest_s, 3), "stall_total_s": round(self.total_s, 3),
                 "stalls": [[round(a, 3), round(b, 3)] for a, b in self.stalls]}
+
+
+# an interval's longest stall (bench_dsl.stalls) the console line and a replayed tick show: half a
+# second or more without a completion is worth a look, even as a piece of a longer one
+STALL_SHOWN_S = 0.5

@@ -33,7 +33,7 @@ from bench_dsl.remote_settings import RemoteSettings
 from bench_dsl.results import expand_output, safe_name
 from bench_dsl.runner import Options, Run
 from bench_dsl.sinks import ConsoleSink, JsonResultSink, OutputClaim, check_regular
-from bench_dsl.validate import load
+from bench_dsl.workloads.registry import load
 
 DEFAULT_STUDY_OUTPUT = "results/{scenario}-{time}/"
 SERVER_START_S = 1.0  # what a throwaway server's start adds to each run, for the estimate of --plan

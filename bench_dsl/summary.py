@@ -21,7 +21,7 @@ from typing import Any
 
 from bench_dsl import __version__
 from bench_dsl.errors import UsageError
-from bench_dsl.events import CUT_SHORT
+from bench_dsl.judge import CUT_SHORT
 
 SUMMARY_SCHEMA = "https://bench-dsl.dev/schema/summary-v1.json"
 RESULT_FORMAT = "bench-dsl-result"

@@ -221,3 +221,8 @@ class FileNode:
     scenario: ScenarioNode
     file: str
     text: str
+
+
+def transactions_named(node: Workload) -> tuple[str, ...]:
+    """The transactions a block writes out (or its test name): what a kind without a fixed set declares."""
+    return tuple(t.name for t in node.transactions) or ((node.variant,) if node.variant else ())

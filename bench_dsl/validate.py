@@ -10,9 +10,10 @@ import itertools
 import os
 import re
 import string
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from bench_dsl import model as m
 from bench_dsl import syntax as ast
@@ -22,13 +23,29 @@ from bench_dsl.errors import Diagnostic, ScenarioError, Span, normal_newlines
 from bench_dsl.parser import parse, parse_expr
 from bench_dsl.validate_conditions import condition
 from bench_dsl.validate_values import Checker, EnvText, plain, span_of
-from bench_dsl.workloads.plugin import transactions_named
-from bench_dsl.workloads.registry import PLUGINS
 
+
+
+class WorkloadKind(Protocol):
+    """What the language asks of a workload kind (bench_dsl.workloads.plugin.WorkloadPlugin is one):
+    the kinds are handed in by the caller (bench_dsl.workloads.registry.load), so the language never
+    imports the workloads that are built on it."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def validate(self) -> Callable[[Checker, ast.Workload], m.WorkloadSpec | None]: ...
+    @property
+    def declared_transactions(self) -> Callable[[ast.Workload], tuple[str, ...]]: ...
+    @property
+    def takes_setup(self) -> bool: ...
+
+
+Kinds = Mapping[str, WorkloadKind]
 
 
 def load(path: str | Path, defines: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None,
-         text: str | None = None, study: bool = True) -> m.Scenario:
+         text: str | None = None, study: bool = True, *, workloads: Kinds) -> m.Scenario:
     """Read, parse and validate a .bench file. Raises ScenarioError with every diagnostic.
     study=False: one configuration's scenario (its `vary` values given as `defines`)."""
     path = str(path)
@@ -36,7 +53,7 @@ def load(path: str | Path, defines: Mapping[str, str] | None = None, env: Mappin
         text = read_source(path)
     try:
         tree = parse(text, path)
-        return check(tree, defines or {}, os.environ if env is None else env, study)
+        return check(tree, defines or {}, os.environ if env is None else env, study, workloads=workloads)
     except RecursionError:  # env(env(env(...))) thousands deep: no scenario needs it
         raise ScenarioError([Diagnostic("expressions are nested too deeply", Span(path, 1, 1, 1, 2),
                                         "a scenario's values are a call or two deep: env(\"NAME\", default)")],
@@ -91,7 +108,8 @@ def _place(before: str) -> tuple[int, int]:
     return before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1
 
 
-def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str], study: bool = True) -> m.Scenario:
+def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str], study: bool = True, *,
+          workloads: Kinds) -> m.Scenario:
     """The scenario of a parsed file. Each part is read in turn (the order in which the parts
     report is the order of the file once sorted); raises ScenarioError with every diagnostic.
     A study's configurations that set a `let` are each checked as a whole too."""
@@ -104,7 +122,7 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
     settings, server_dir, replicas = validate_server.settings(c, items.all("server"), embedded=given is None)
     replica_dsns = validate_server.replicas(c, items.all("replica"), embedded=given is None)
     monitor = validate_server.monitor(c, items.first("monitor"))
-    workload, tx_names = _workload(c, sc, items.all("Workload"))
+    workload, tx_names = _workload(c, sc, items.all("Workload"), workloads)
     workers = _workers(c, items.first("workers"))
     warmup = validate_ramp.warmup(c, items.first("warmup"))
     report_every = validate_ramp.report_every(c, items.first("report"))
@@ -117,7 +135,7 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
                 c.error("replication_lag needs replicas", cond.span,
                         'server { replicas = 1 } (throwaway ones), or replica "mysql://user@host:3306/db"')
     output = _output(c, items.first("output"))
-    setup = _setup(c, items.all("setup"), workload)
+    setup = _setup(c, items.all("setup"), workload, workloads)
     plan = None
     if study:
         plan = validate_vary.study(c, items.first("Vary"), items.first("repeat"), defines, settings,  # type: ignore[arg-type]
@@ -139,12 +157,12 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
         study=plan, server_dir=server_dir, replicas=replicas, replica_dsns=replica_dsns, monitor=monitor,
     )
     if plan is not None:
-        _check_configurations(tree, defines, env, plan)
+        _check_configurations(tree, defines, env, plan, workloads)
     return scenario
 
 
 def _check_configurations(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str],
-                          plan: m.Study) -> None:
+                          plan: m.Study, workloads: Kinds) -> None:
     """Each configuration that sets a `let` is a scenario of its own (`table_size = $rows` with a
     value out of range): checked now, not found out after the first configurations have run."""
     diags: list[Diagnostic] = []
@@ -155,7 +173,7 @@ def _check_configurations(tree: ast.FileNode, defines: Mapping[str, str], env: M
             continue
         checked.add(conf.lets)
         try:
-            check(tree, {**defines, **dict(conf.lets)}, env, study=False)
+            check(tree, {**defines, **dict(conf.lets)}, env, study=False, workloads=workloads)
         except ScenarioError as err:
             for d in err.diagnostics:
                 if d.severity == "error" and (d.message, d.span) not in seen:
@@ -280,7 +298,8 @@ def _seed(c: Checker, item: ast.Item | None) -> tuple[int | None, bool]:
     return None, False
 
 
-def _workload(c: Checker, sc: ast.ScenarioNode, nodes: list[object]) -> tuple[m.WorkloadSpec | None, tuple[str, ...]]:
+def _workload(c: Checker, sc: ast.ScenarioNode, nodes: list[object],
+              workloads: Kinds) -> tuple[m.WorkloadSpec | None, tuple[str, ...]]:
     """The workload, validated by its kind's plugin, and the transaction names conditions are
     checked against: its own, or when the block has errors, those it declares (so that each
     mistake is reported once)."""
@@ -289,12 +308,12 @@ def _workload(c: Checker, sc: ast.ScenarioNode, nodes: list[object]) -> tuple[m.
                 "add: workload sysbench oltp_read_write { tables = 1  table_size = 10000 }")
         return None, ()
     node: ast.Workload = nodes[0]  # type: ignore[assignment]
-    plugin = PLUGINS.get(node.kind)
+    plugin = workloads.get(node.kind)
     if plugin is None:
-        close = difflib.get_close_matches(node.kind, list(PLUGINS), n=1)
+        close = difflib.get_close_matches(node.kind, list(workloads), n=1)
         c.error(f"unknown workload '{node.kind}'", node.kind_span,
-                f"did you mean {close[0]}?" if close else "workloads: " + ", ".join(PLUGINS))
-        return None, transactions_named(node)
+                f"did you mean {close[0]}?" if close else "workloads: " + ", ".join(workloads))
+        return None, ast.transactions_named(node)
     workload = plugin.validate(c, node)
     if workload is None:
         return None, plugin.declared_transactions(node)
@@ -356,11 +375,12 @@ def _output(c: Checker, item: ast.Item | None) -> str | None:
     return None
 
 
-def _setup(c: Checker, blocks: list[object], workload: m.WorkloadSpec | None) -> tuple[m.Fill | m.SetupSql, ...]:
+def _setup(c: Checker, blocks: list[object], workload: m.WorkloadSpec | None,
+           workloads: Kinds) -> tuple[m.Fill | m.SetupSql, ...]:
     setup: list[m.Fill | m.SetupSql] = []
     for blk in blocks:
-        if workload is not None and not PLUGINS[workload.kind].takes_setup:
-            kinds = " and ".join(p.kind for p in PLUGINS.values() if p.takes_setup)
+        if workload is not None and not workloads[workload.kind].takes_setup:
+            kinds = " and ".join(p.kind for p in workloads.values() if p.takes_setup)
             c.error(f"setup is for {kinds} workloads; {workload.kind} prepares its own data", blk.span,  # type: ignore[attr-defined]
                     "remove the setup block, or use workload custom with your own tables")  # type: ignore[attr-defined]
         for node in blk.entries:  # type: ignore[attr-defined]

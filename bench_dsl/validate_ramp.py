@@ -6,7 +6,6 @@ from __future__ import annotations
 from bench_dsl import model as m
 from bench_dsl import syntax as ast
 from bench_dsl.errors import Span
-from bench_dsl.planner import step_count
 from bench_dsl.validate_values import Checker, num
 
 MAX_STEPS = 10_000  # steps of a ramp; with a settle and a hold each, 20,000 phases to plan
@@ -106,7 +105,7 @@ def _step_ramp(c: Checker, node: ast.RampStep) -> m.StepRamp | None:
     if None in (start, mx, hold, settle) or (add is None and mul is None):
         return None
     ramp = m.StepRamp(start, add, mul, settle or 0.0, hold, mx)  # type: ignore[arg-type]
-    steps = step_count(ramp)
+    steps = ramp.step_count()
     if steps > MAX_STEPS:
         c.error(f"the ramp has {steps:,} steps; a run has at most {MAX_STEPS:,}", got["step"][1],
                 "a larger step (step +N users, or step xN)")

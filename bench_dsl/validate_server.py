@@ -8,9 +8,10 @@ import re
 from bench_dsl import model as m
 from bench_dsl import syntax as ast
 from bench_dsl.dsn import Dsn, parse_dsn, redact
-from bench_dsl.replication import MAX_REPLICAS
 from bench_dsl.server_settings import log_bin_off, refusal, value_problem
 from bench_dsl.validate_values import Checker, EnvText, Quantity, env_quantity, plain, span_of
+
+MAX_REPLICAS = 8  # throwaway replicas a scenario may start, and replicas of its own it may watch
 
 
 def settings(c: Checker, blocks: list[object], embedded: bool) -> tuple[tuple[m.ServerSetting, ...], str | None, int]:

@@ -14,7 +14,7 @@ from bench_dsl.judge import WindowedConditions, judge
 from bench_dsl.generators import compile_value, nurand, special, zipf
 from bench_dsl.metrics import HIGHEST_US, Aggregate, Recorder, Tick, TxStats, new_histogram
 from bench_dsl.planner import Phase, plan
-from bench_dsl.validate import load
+from bench_dsl.workloads.registry import load
 
 from .conftest import ROOT
 
@@ -289,7 +289,7 @@ def test_a_checkpoint_that_cannot_be_written_is_said_at_once_and_so_is_its_recov
 
 def test_the_workload_digest_tells_workloads_apart_by_what_they_run() -> None:
     from bench_dsl.results import workload_digest
-    from bench_dsl.validate import load
+    from bench_dsl.workloads.registry import load
 
     def custom(sql: str, where: str = "") -> str:
         return f'{where}scenario "c" {{ workload custom {{ transaction t {{ query "{sql}" }} }} users 1 duration 1s }}'

@@ -15,7 +15,7 @@ from bench_dsl.model import Condition, Scenario
 from bench_dsl.planner import plan
 from bench_dsl.runner import Run
 from bench_dsl.tui.live_conditions import show_limit, show_value
-from bench_dsl.validate import load
+from bench_dsl.workloads.registry import load
 
 from .fakes import FakeCpu, FakeFleet, Model
 
@@ -293,7 +293,7 @@ def test_values_are_given_in_the_files_units(tmp_path: Path) -> None:
 
 
 def test_the_seed_is_drawn_when_a_run_starts_not_when_the_file_is_read(tmp_path: Path) -> None:
-    from bench_dsl.planner import describe
+    from bench_dsl.plan_text import describe
 
     f = tmp_path / "s.bench"
     f.write_text('scenario "s" { workload custom { transaction t { query "SELECT 1" } } users 1 duration 1s }')

@@ -9,7 +9,7 @@ import pytest
 
 from bench_dsl import model as m
 from bench_dsl.errors import ScenarioError
-from bench_dsl.validate import load
+from bench_dsl.workloads.registry import load
 from bench_dsl.workloads.custom import CustomWorkload, native_sql
 from bench_dsl.workloads.sysbench import SysbenchWorkload
 from bench_dsl.workloads.tpcc import TPCC_DEFAULT_MIX, TPCC_TRANSACTIONS, TpccWorkload
@@ -268,7 +268,8 @@ def test_tpcc_contract() -> None:
 @pytest.mark.parametrize("text", [*(p.read_text() for p in SHIPPED), TPCC],
                          ids=[*(p.stem for p in SHIPPED), "tpcc-procedures"])
 def test_each_workload_plugin_gives_the_lines_the_plan_shows(text: str) -> None:
-    from bench_dsl.planner import describe, plan
+    from bench_dsl.plan_text import describe
+    from bench_dsl.planner import plan
     from bench_dsl.workloads.registry import plan_lines
 
     sc = load("t.bench", text=text, env={})
@@ -449,7 +450,8 @@ def test_planned_seconds_is_what_the_plan_adds_up_to(ramp: str, scale: float, ma
 
 
 def test_a_long_ramp_is_planned_by_its_ends_and_a_line_for_the_steps_between() -> None:
-    from bench_dsl.planner import describe, plan
+    from bench_dsl.plan_text import describe
+    from bench_dsl.planner import plan
 
     sc = _scenario("ramp step { start 1 users  step +1 users  settle 1s  hold 2s  max 10000 users }")
     lines = describe(sc, plan(sc)).splitlines()

@@ -33,7 +33,7 @@ from bench_dsl.sinks import ConsoleSink, JsonLinesSink, JsonResultSink
 from bench_dsl.tui.app import attach_ui, run_app, start_run
 from bench_dsl.tui.replay_app import ReplayApp, attach_replay
 from bench_dsl.tui.state import LiveState
-from bench_dsl.validate import load as load_scenario
+from bench_dsl.workloads.registry import load as load_scenario
 
 from .conftest import BENCH, ROOT
 from .fixtures.replay import screen_text
@@ -330,7 +330,8 @@ async def test_the_player_keeps_the_pace_it_is_given() -> None:
 
 
 @pytest.mark.parametrize(("module", "allowed"), [
-    ("replay", {"bench_dsl.events", "bench_dsl.model", "bench_dsl.judge", "bench_dsl.errors"}),  # errors: error_reason
+    ("replay", {"bench_dsl.events", "bench_dsl.model", "bench_dsl.judge", "bench_dsl.errors",
+                "bench_dsl.schedlag", "bench_dsl.stalls"}),  # errors: error_reason; schedlag, stalls: what a tick showed
     ("player", {"bench_dsl.events"})])
 def test_the_replay_imports_no_server(module: str, allowed: set[str]) -> None:
     """A replay reads a file: nothing of the stage, the fleet or the drivers."""

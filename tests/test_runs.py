@@ -16,7 +16,7 @@ import jsonschema
 import pytest
 
 from bench_dsl.planner import plan
-from bench_dsl.validate import load
+from bench_dsl.workloads.registry import load
 
 from .conftest import BENCH, ROOT, default_signals, run_bench
 from .exporter import node_exporter

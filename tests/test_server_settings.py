@@ -12,7 +12,7 @@ import pytest
 from bench_dsl import model as m
 from bench_dsl.errors import ScenarioError, TargetError
 from bench_dsl.server import EmbeddedServer, apply_settings, connect
-from bench_dsl.validate import load
+from bench_dsl.workloads.registry import load
 
 from .conftest import ROOT, run_bench
 

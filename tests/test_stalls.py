@@ -193,7 +193,8 @@ async def test_compare_shows_every_condition_where_each_configuration_s_climb_en
 
 
 def test_stall_is_a_duration_of_the_whole_run() -> None:
-    from bench_dsl.validate import ScenarioError, load
+    from bench_dsl.errors import ScenarioError
+    from bench_dsl.workloads.registry import load
 
     def scenario_text(stop: str) -> str:
         return ('scenario "t" { workload custom { transaction read { query "SELECT 1" } }\n'
@@ -222,7 +223,7 @@ def test_a_long_run_keeps_its_stalls_not_a_piece_a_second() -> None:
 def test_a_run_whose_only_step_stalled_is_no_measured_point() -> None:
     """compare and summary take a run's summary for its one step only when that step was cut short
     by the stop; a step left out because it stalled is no measurement of those users at all."""
-    from bench_dsl.events import CUT_SHORT
+    from bench_dsl.judge import CUT_SHORT
     from bench_dsl.summary import measured_steps
 
     summary = {"users": 4, "seconds": 10.0, "tps": 100.0}

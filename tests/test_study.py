@@ -19,7 +19,7 @@ from bench_dsl.dsn import parse_dsn
 from bench_dsl.errors import ScenarioError, UsageError
 from bench_dsl.server import connect
 from bench_dsl.study import scenario_for, select
-from bench_dsl.validate import load
+from bench_dsl.workloads.registry import load
 
 from .conftest import ROOT, run_bench, run_sql, small_disk
 

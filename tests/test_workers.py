@@ -16,7 +16,7 @@ from bench_dsl.events import Event
 from bench_dsl.fleet import ProcessFleet, worker_count
 from bench_dsl.planner import plan
 from bench_dsl.runner import Options, Run
-from bench_dsl.validate import load
+from bench_dsl.workloads.registry import load
 
 pytestmark = pytest.mark.slow
 

@@ -23,7 +23,7 @@ from bench_dsl.server import connect
 from bench_dsl.statements import Execute, Step, Transaction, Transactions
 from bench_dsl.validate_values import Checker, name_span, offset, offset_end, span_of
 from bench_dsl.workloads.base import Progress, Session, Workload, rollback_quietly
-from bench_dsl.workloads.plugin import WorkloadPlugin, transactions_named
+from bench_dsl.workloads.plugin import WorkloadPlugin
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,7 +314,7 @@ def build(spec: CustomWorkload, setup: tuple[Fill | SetupSql, ...], seed: int) -
     return Custom(spec, setup, seed)
 
 
-PLUGIN = WorkloadPlugin("custom", validate, transactions_named, plan_lines, build, takes_setup=True)
+PLUGIN = WorkloadPlugin("custom", validate, ast.transactions_named, plan_lines, build, takes_setup=True)
 
 
 def _plain(value: Generator | int | float | str) -> object:

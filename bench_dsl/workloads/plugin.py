@@ -36,11 +36,6 @@ class WorkloadPlugin(Generic[Spec]):
     takes_setup: bool = False  # a `setup { }` block prepares its data (else the workload prepares its own)
 
 
-def transactions_named(node: ast.Workload) -> tuple[str, ...]:
-    """The transactions a block writes out (or its test name): what a kind without a fixed set declares."""
-    return tuple(t.name for t in node.transactions) or ((node.variant,) if node.variant else ())
-
-
 def duplicate_settings(c: Checker, settings: tuple[ast.Setting, ...]) -> None:
     seen: set[str] = set()
     for st in settings:

@@ -4,8 +4,11 @@ A new kind is one module with a PLUGIN (see plugin.py) and one line here."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
+from bench_dsl import validate
 from bench_dsl.model import Fill, Scenario, SetupSql, WorkloadSpec
 from bench_dsl.workloads import custom, sysbench, tpcc
 from bench_dsl.workloads.base import Workload
@@ -31,3 +34,10 @@ def build_workload(spec: WorkloadSpec, setup: tuple[Fill | SetupSql, ...], seed:
 def plan_lines(spec: WorkloadSpec) -> list[str]:
     """The "  workload: ..." lines `bench check --plan` prints for this workload."""
     return PLUGINS[spec.kind].plan_lines(spec)
+
+
+def load(path: str | Path, defines: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None,
+         text: str | None = None, study: bool = True) -> Scenario:
+    """Read, parse and validate a .bench file with every workload kind known (bench_dsl.validate.load,
+    given the plugins). Raises ScenarioError with every diagnostic."""
+    return validate.load(path, defines, env, text, study, workloads=PLUGINS)
