@@ -1,6 +1,6 @@
-"""What pyproject.toml cannot say: the C executor (bench_dsl/_native.c) built against libmariadb,
+"""What pyproject.toml cannot say: the C executor (bench_dsl/native/_native.c) built against libmariadb,
 with the flags `mariadb_config` gives (Debian: libmariadb-dev). Without it the package still builds
-and installs, and every statement goes through asyncmy (bench_dsl/native.py warns at run time)."""
+and installs, and every statement goes through asyncmy (bench_dsl/native/__init__.py warns at run time)."""
 
 import os
 import shlex
@@ -32,7 +32,7 @@ if flags is None:
           "executor; statements will go through asyncmy", file=sys.stderr)
     extensions = []
 else:
-    extensions = [Extension("bench_dsl._native", ["bench_dsl/_native.c"], extra_compile_args=flags[0],
+    extensions = [Extension("bench_dsl.native._native", ["bench_dsl/native/_native.c"], extra_compile_args=flags[0],
                             extra_link_args=flags[1])]
 
 setup(ext_modules=extensions)

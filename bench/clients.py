@@ -25,7 +25,7 @@ from bench.procs import Child, PeakMemory, Snapshot, Usage, snapshot, usage
 
 # The bench-dsl that `import bench_dsl` finds from a neutral directory: the installed one (this
 # repository's, editable, in .venv), or another version through PYTHONPATH to compare two engines.
-BENCH_CMD = [sys.executable, "-m", "bench_dsl.cli"]
+BENCH_CMD = [sys.executable, "-m", "bench_dsl.cli.main"]
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,10 @@ import time
 
 import asyncmy
 
-from bench_dsl import executor
-from bench_dsl.dsn import Dsn
-from bench_dsl.metrics import new_counts
-from bench_dsl.statements import Draw, Execute, Step, Transaction, Transactions
+from bench_dsl.native import executor
+from bench_dsl.core.dsn import Dsn
+from bench_dsl.measure.metrics import new_counts
+from bench_dsl.language.statements import Draw, Execute, Step, Transaction, Transactions
 
 
 class _Floor:
@@ -75,7 +75,7 @@ async def _user(args: dict[str, object], tables: int, size: int, seed: int, floo
 
 
 async def main(dsn: str, users: int, warmup: float, duration: float, tables: int, size: int, mode: str) -> None:
-    from bench_dsl.dsn import parse_dsn
+    from bench_dsl.core.dsn import parse_dsn
 
     d = parse_dsn(dsn)
     args: dict[str, object] = {**d.connect_args(), "database": d.database}

@@ -59,7 +59,7 @@ def _reference_loop(ref: _Counting, n: int) -> float:
 
 
 def measurement_overhead(pairs: int, iterations: int) -> dict[str, Any]:
-    from bench_dsl.metrics import Recorder
+    from bench_dsl.measure.metrics import Recorder
 
     rec = Recorder(("tx",))
     ref = _Counting()
@@ -99,7 +99,7 @@ async def _first_query(host: str, port: int, password: str) -> None:
 
 
 async def _embedded_once() -> float:
-    from bench_dsl.server import EmbeddedServer
+    from bench_dsl.server.embedded import EmbeddedServer
 
     srv = EmbeddedServer()
     t0 = time.perf_counter()
@@ -128,7 +128,7 @@ async def _poll_first_query(port: int, proc: subprocess.Popen[bytes]) -> None:
 
 def _bare_once() -> float:
     """The reference: the same steps without bench-dsl (its own helpers only find the binaries)."""
-    from bench_dsl.server import _free_port, find_binary
+    from bench_dsl.server.embedded import _free_port, find_binary
 
     mysqld = find_binary("mariadbd", "mysqld")
     installer = find_binary("mariadb-install-db", "mysql_install_db")

@@ -104,7 +104,7 @@ class Harness:
         self.started = dt.datetime.now(dt.UTC)
         self.stamp = self.started.astimezone().strftime("%Y%m%d-%H%M%S")
         self.workdir = Path(tempfile.mkdtemp(prefix="bench-harness-"))
-        self.server: Any = None  # bench_dsl.server.EmbeddedServer, imported only when one is started
+        self.server: Any = None  # bench_dsl.server.embedded.EmbeddedServer, imported only when one is started
         self.certs: Any = None  # tests.tls.Certificates of the TLS row's server
         self.target: Target | None = None
         self.ncpu = psutil.cpu_count() or 1
@@ -225,11 +225,11 @@ class Harness:
 
     def _start_target(self) -> None:
         a = self.a
-        from bench_dsl.dsn import parse_dsn
+        from bench_dsl.core.dsn import parse_dsn
 
         wanted = max([*a.users, *a.rw_users, a.memory_users if "memory" in a.sections else 0, 8]) + 100
         if a.target:
-            from bench_dsl.server import facts
+            from bench_dsl.server.embedded import facts
 
             dsn = parse_dsn(a.target)
             t = Target(dsn.host, dsn.port, dsn.user, dsn.password, dsn.database, dsn.socket, None, False)
@@ -239,7 +239,7 @@ class Harness:
             if pid is None:
                 self.doc["notes"].append("the server does not run on this machine: its CPU is not measured")
         else:
-            from bench_dsl.server import EmbeddedServer
+            from bench_dsl.server.embedded import EmbeddedServer
 
             tls_args: list[str] = []
             if "tls" in a.sections:  # the TLS row's certificate, made for this run and removed with it

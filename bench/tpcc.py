@@ -48,8 +48,8 @@ def _costs(runs: list[Any]) -> dict[str, Any]:
 
 def available() -> str | None:
     """None when the tpcc workload is there; else why the section is skipped."""
-    if importlib.util.find_spec("bench_dsl.workloads.tpcc") is None:
-        return "skipped: bench-dsl has no TPC-C workload yet (bench_dsl/workloads/tpcc.py)"
+    if importlib.util.find_spec("bench_dsl.workloads.tpcc.workload") is None:
+        return "skipped: bench-dsl has no TPC-C workload yet (bench_dsl/workloads/tpcc/workload.py)"
     return None
 
 

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-BENCH = [sys.executable, "-m", "bench_dsl.cli"]
+BENCH = [sys.executable, "-m", "bench_dsl.cli.main"]
 GOAL_PCT = 5.0
 COLS, ROWS = 120, 40
 
@@ -165,7 +165,7 @@ def summarize(runs: list[Run], workers: str) -> dict[str, Any]:
 async def _redraws(rounds: int) -> dict[str, Any]:
     from tests.fixtures.replay import FakeControls, events  # the UI tests' recorded run
 
-    from bench_dsl import events as ev
+    from bench_dsl.engine import events as ev
     from bench_dsl.tui.app import BenchApp, UiSink
     from bench_dsl.tui.state import LiveState
 
@@ -193,7 +193,7 @@ async def _redraws(rounds: int) -> dict[str, Any]:
 
 
 async def _start_server() -> tuple[Any, str]:
-    from bench_dsl.server import EmbeddedServer
+    from bench_dsl.server.embedded import EmbeddedServer
 
     srv = EmbeddedServer(max_connections=200)
     await srv.start()

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import psutil
 
-from bench_dsl.dsn import Dsn
-from bench_dsl.server import EmbeddedServer, connect
+from bench_dsl.core.dsn import Dsn
+from bench_dsl.server.embedded import EmbeddedServer, connect
 
 BENCH = str(Path(sys.executable).with_name("bench"))
 TABLES = 4

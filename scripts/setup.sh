@@ -35,7 +35,7 @@ fi
 if ! command -v openssl >/dev/null 2>&1; then
   need_apt+=(openssl)  # the TLS test makes a CA and a server certificate
 fi
-# the C executor (bench_dsl/_native.c) is compiled against libmariadb when the package is installed
+# the C executor (bench_dsl/native/_native.c) is compiled against libmariadb when the package is installed
 if ! command -v mariadb_config >/dev/null 2>&1; then
   need_apt+=(libmariadb-dev)
 fi
@@ -57,7 +57,7 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 # an editable install compiles the C core once: install again when it changes
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ bench_dsl/_native.c -nt "$stamp" ] || [ setup.py -nt "$stamp" ]; then
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ bench_dsl/native/_native.c -nt "$stamp" ] || [ setup.py -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip >&2
   .venv/bin/python -m pip install -q -e '.[test]' >&2
   touch "$stamp"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -13,11 +14,24 @@ from pathlib import Path
 
 import pytest
 
-from bench_dsl.dsn import Dsn, parse_dsn
-from bench_dsl.server import EmbeddedServer, connect
+from bench_dsl.core.dsn import Dsn, parse_dsn
+from bench_dsl.server.embedded import EmbeddedServer, connect
 
 ROOT = Path(__file__).resolve().parent.parent
-BENCH = [sys.executable, "-m", "bench_dsl.cli"]
+BENCH = [sys.executable, "-m", "bench_dsl.cli.main"]
+
+
+def source_tree(dest: Path) -> Path:
+    """A copy of the repository's tracked files (links kept as links): what `pip install .` builds
+    on a fresh clone, without what an earlier build left in ./build on this machine."""
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    for name in filter(None, listed.decode().split("\0")):
+        src, out = ROOT / name, dest / name
+        if not src.exists() and not src.is_symlink():
+            continue  # deleted in the work tree, not yet in git
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, out, follow_symlinks=False)
+    return dest
 
 
 def default_signals() -> None:
@@ -30,7 +44,7 @@ def default_signals() -> None:
 
 @pytest.fixture(scope="session", autouse=True)
 def state_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """Where studies write down a server's settings (bench_dsl/remote_settings.py): the suite's own,
+    """Where studies write down a server's settings (bench_dsl/server/remote_settings.py): the suite's own,
     never the home directory of whoever runs it."""
     path = tmp_path_factory.mktemp("state")
     before = os.environ.get("XDG_STATE_HOME")

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from bench_dsl.metrics import TxStats, new_histogram
-from bench_dsl.stalls import Quiet
-from bench_dsl.users import Health
+from bench_dsl.measure.metrics import TxStats, new_histogram
+from bench_dsl.measure.stalls import Quiet
+from bench_dsl.fleet.users import Health
 
 # users -> {transaction: (transactions per second, latency in ms)}: what a fake server gives
 Model = Callable[[int], dict[str, tuple[float, float]]]
@@ -30,7 +30,7 @@ class FakeFleet:
     second: float | None = None
     connectable: int | None = None  # users that get a connection; the others stay connecting
     delays: list[float] = field(default_factory=list)
-    # each collect's scheduling lag, by process: bench_dsl.schedlag's samples (none: not measured)
+    # each collect's scheduling lag, by process: bench_dsl.measure.schedlag's samples (none: not measured)
     lags: Callable[[], dict[str, dict[str, list[float]]]] = dict
     # (users, collects since the last resize: 0 is the phase's first) -> the server answered nothing
     # in the second up to this collect: no transaction in it, and the users' last completion stays

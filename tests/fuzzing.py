@@ -108,7 +108,7 @@ class Outcome:
 
 def check(text: str, plan: bool = False) -> Outcome:
     """`bench check [--plan]` on `text`, in this process (the CLI's own main())."""
-    from bench_dsl.cli import main
+    from bench_dsl.cli.main import main
 
     with tempfile.NamedTemporaryFile("w", suffix=".bench", encoding="utf-8", delete=False) as f:
         f.write(text)

@@ -19,8 +19,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from bench_dsl.judge import CLIENT_LAG_MS
-from bench_dsl.schedlag import percentile
+from bench_dsl.engine.judge import CLIENT_LAG_MS
+from bench_dsl.measure.schedlag import percentile
 
 from .conftest import BENCH, ROOT, run_bench
 
@@ -124,7 +124,7 @@ def _run_starved(tmp_path: Path) -> tuple[int, str, dict]:
                 said.append(line)
                 if "warmup:" in line:  # the workers are up and their users connected
                     workers = [c.pid for c in psutil.Process(run.pid).children(recursive=True)
-                               if "bench_dsl.worker" in " ".join(c.cmdline())]
+                               if "bench_dsl.fleet.worker" in " ".join(c.cmdline())]
                     assert len(workers) == 2, said
                     quota.enter([run.pid, *workers])
                 if "step 1 done" in line:
@@ -163,7 +163,7 @@ def test_a_client_starved_of_cpu_records_its_lag_and_calls_the_climb_its_own_lim
 # The same probes in a process of their own beside the run: what the machine gave anyone then
 REFERENCE = """
 import asyncio, json, sys
-from bench_dsl.schedlag import LagProbe
+from bench_dsl.measure.schedlag import LagProbe
 async def main():
     probe = LagProbe()
     probe.start()

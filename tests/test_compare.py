@@ -1,4 +1,4 @@
-"""bench_dsl/summary.py and `bench compare` on results of real runs.
+"""bench_dsl/results/summary.py and `bench compare` on results of real runs.
 
 One set of runs serves every test (module fixture, ~30 s): three configurations x two repeats,
 interleaved as the matrix runner will run them (here c1 c3 c2, twice), on the session's server:
@@ -29,13 +29,13 @@ from typing import Any
 import jsonschema
 import pytest
 
-from bench_dsl.compare import compare, parse_gate
-from bench_dsl.errors import UsageError
-from bench_dsl.summary import find_results, load_results, read_result, summarize
+from bench_dsl.results.compare import compare, parse_gate
+from bench_dsl.core.errors import UsageError
+from bench_dsl.results.summary import find_results, load_results, read_result, summarize
 
 from .conftest import run_bench
 
-SCHEMA = json.loads(resources.files("bench_dsl.schema").joinpath("summary-v1.json").read_text())
+SCHEMA = json.loads(resources.files("bench_dsl.results.schema").joinpath("summary-v1.json").read_text())
 
 SCENARIO = """
 let depth = 0

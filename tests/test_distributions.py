@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from bench_dsl import native
-from bench_dsl.workloads.sysbench import SysbenchWorkload, _SysbenchSession, key_draw
+from bench_dsl.workloads.sysbench.plugin import SysbenchWorkload, key_draw
+from bench_dsl.workloads.sysbench.workload import _SysbenchSession
 
 N = 1_000_000
 C_ALPHA = 1.95  # alpha = 0.001

@@ -13,9 +13,9 @@ from urllib.parse import quote
 
 import pytest
 
-from bench_dsl.dsn import SSL_MODES, Dsn, parse_dsn, redact
-from bench_dsl.errors import TargetError
-from bench_dsl.tls import ssl_context
+from bench_dsl.core.dsn import SSL_MODES, Dsn, parse_dsn, redact
+from bench_dsl.core.errors import TargetError
+from bench_dsl.core.tls import ssl_context
 
 SECRET = "Pw-Sekr3t"
 
@@ -276,7 +276,7 @@ def test_a_failed_certificate_check_is_explained(words: str, says: str, pem: dic
 
     import asyncmy
 
-    from bench_dsl.server import connect_failure
+    from bench_dsl.server.embedded import connect_failure
 
     d = parse_dsn(addr(**{"ssl-mode": "VERIFY_IDENTITY", "ssl-ca": pem["ca"]}))
     exc = asyncmy.errors.OperationalError(2003, "Can't connect to MySQL server on 'db.example' ([SSL: "

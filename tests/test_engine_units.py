@@ -9,11 +9,11 @@ from collections import Counter
 
 import pytest
 
-from bench_dsl import model as m
-from bench_dsl.judge import WindowedConditions, judge
-from bench_dsl.generators import compile_value, nurand, special, zipf
-from bench_dsl.metrics import HIGHEST_US, Aggregate, Recorder, Tick, TxStats, new_histogram
-from bench_dsl.planner import Phase, plan
+from bench_dsl.language import model as m
+from bench_dsl.engine.judge import WindowedConditions, judge
+from bench_dsl.language.generators import compile_value, nurand, special, zipf
+from bench_dsl.measure.metrics import HIGHEST_US, Aggregate, Recorder, Tick, TxStats, new_histogram
+from bench_dsl.engine.plan import Phase, plan
 from bench_dsl.workloads.registry import load
 
 from .conftest import ROOT
@@ -146,7 +146,7 @@ def test_special_draws_what_sysbench_s_loop_draws() -> None:
 
 
 def test_engine_and_model_import_without_textual() -> None:
-    code = ("import sys\nimport bench_dsl.cli, bench_dsl.runner, bench_dsl.model, bench_dsl.validate, bench_dsl.sinks\n"
+    code = ("import sys\nimport bench_dsl.cli.main, bench_dsl.engine.run, bench_dsl.language.model, bench_dsl.language.check, bench_dsl.results.sinks\n"
             "bad = [m for m in sys.modules if m == 'textual' or m.startswith('textual.')]\n"
             "assert not bad, bad\nprint('clean')")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -180,8 +180,8 @@ def test_result_checkpoints_encode_each_interval_once_and_read_back_whole(tmp_pa
     import json
     import time
 
-    from bench_dsl import events as ev
-    from bench_dsl.sinks import JsonResultSink
+    from bench_dsl.engine import events as ev
+    from bench_dsl.results.sinks import JsonResultSink
 
     path = tmp_path / "r.json"
     sink = JsonResultSink(path)
@@ -209,8 +209,8 @@ def test_result_checkpoints_encode_each_interval_once_and_read_back_whole(tmp_pa
 
 _FULL_DISK = r"""
 import json, resource, signal, sys
-from bench_dsl import events as ev
-from bench_dsl.sinks import JsonLinesSink
+from bench_dsl.engine import events as ev
+from bench_dsl.results.sinks import JsonLinesSink
 
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # past the limit, write() fails with EFBIG
 resource.setrlimit(resource.RLIMIT_FSIZE, (5000, resource.RLIM_INFINITY))
@@ -241,8 +241,8 @@ def test_event_stream_lines_that_do_not_fit_are_cut_back_whole(tmp_path) -> None
 _CHECKPOINTS = r"""
 import json, resource, signal, sys, time
 from pathlib import Path
-from bench_dsl import events as ev
-from bench_dsl.sinks import JsonResultSink
+from bench_dsl.engine import events as ev
+from bench_dsl.results.sinks import JsonResultSink
 
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 resource.setrlimit(resource.RLIMIT_FSIZE, (3000, resource.RLIM_INFINITY))  # a disk that fills up
@@ -288,7 +288,7 @@ def test_a_checkpoint_that_cannot_be_written_is_said_at_once_and_so_is_its_recov
 
 
 def test_the_workload_digest_tells_workloads_apart_by_what_they_run() -> None:
-    from bench_dsl.results import workload_digest
+    from bench_dsl.engine.outcome import workload_digest
     from bench_dsl.workloads.registry import load
 
     def custom(sql: str, where: str = "") -> str:

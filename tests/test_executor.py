@@ -1,4 +1,4 @@
-"""The C executor (bench_dsl/_native.c, executor.py) against a real server: what it counts is what
+"""The C executor (bench_dsl/native/_native.c, executor.py) against a real server: what it counts is what
 the server did, failures inside a transaction are rolled back, results of any size and procedures'
 many results are read, a killed connection is reported, the GIL is not needed to run, and values
 are reproducible from the seed."""
@@ -13,12 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from bench_dsl import executor, native, users
-from bench_dsl.dsn import Dsn
-from bench_dsl.executor import ERROR, LOST, PREPARE, STOPPED, NativeUser
-from bench_dsl.metrics import new_counts
-from bench_dsl.server import connect, ensure_database
-from bench_dsl.statements import Draw, Execute, Step, Transaction, Transactions
+from bench_dsl.native import executor
+
+from bench_dsl import native
+
+from bench_dsl.fleet import users
+from bench_dsl.core.dsn import Dsn
+from bench_dsl.native.executor import ERROR, LOST, PREPARE, STOPPED, NativeUser
+from bench_dsl.measure.metrics import new_counts
+from bench_dsl.server.embedded import connect, ensure_database
+from bench_dsl.language.statements import Draw, Execute, Step, Transaction, Transactions
 from tests.conftest import run_bench, run_sql
 
 @pytest.fixture
@@ -400,7 +404,7 @@ async def test_a_run_full_of_deadlocks_retries_them_and_goes_on(server: tuple[Ds
 def test_the_c_counts_and_the_fallback_count_alike() -> None:
     """_native.Counts and PyCounts (a build without libmariadb) take the same calls to the same
     figures."""
-    from bench_dsl.metrics import PyCounts
+    from bench_dsl.measure.metrics import PyCounts
 
     assert native.compiled is not None
     c, py = native.compiled.Counts(3), PyCounts(3)

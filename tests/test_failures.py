@@ -86,7 +86,7 @@ def test_ctrl_c_at_the_terminal_reaches_the_coordinator_which_stops_its_workers(
                             text=True, start_new_session=True, preexec_fn=default_signals)  # the terminal's job
     _wait_for_intervals(out, 2, proc)
     workers = [k for k in psutil.Process(proc.pid).children(recursive=True)
-               if "bench_dsl.worker" in " ".join(k.cmdline())]
+               if "bench_dsl.fleet.worker" in " ".join(k.cmdline())]
     assert len(workers) == 2
     for w in workers:
         assert os.getsid(w.pid) == os.getsid(proc.pid)
@@ -125,7 +125,7 @@ def test_killed_coordinator_takes_its_server_and_workers_along(tmp_path: Path) -
                              "--json", str(out)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     servers = _server_children(proc.pid)
     _wait_for_intervals(out, 2, proc)
-    workers = [k for k in psutil.Process(proc.pid).children(recursive=True) if "bench_dsl.worker" in " ".join(k.cmdline())]
+    workers = [k for k in psutil.Process(proc.pid).children(recursive=True) if "bench_dsl.fleet.worker" in " ".join(k.cmdline())]
     assert len(workers) == 2
     proc.kill()
     proc.communicate(timeout=30)
@@ -273,7 +273,7 @@ def test_a_hung_server_is_a_failed_target_not_a_clean_run(tmp_path: Path) -> Non
     import asyncio
     import os
 
-    from bench_dsl.server import EmbeddedServer
+    from bench_dsl.server.embedded import EmbeddedServer
 
     srv = EmbeddedServer()
     asyncio.run(srv.start())
@@ -306,7 +306,7 @@ def test_a_server_frozen_for_seconds_of_a_step_leaves_it_unclean_and_no_saturati
     saturation point, and the run goes on to its end (the freeze is shorter than the hung bound)."""
     import asyncio
 
-    from bench_dsl.server import EmbeddedServer
+    from bench_dsl.server.embedded import EmbeddedServer
 
     srv = EmbeddedServer()
     asyncio.run(srv.start())
@@ -349,7 +349,7 @@ def test_users_that_can_no_longer_connect_end_the_run_with_the_servers_words(ser
     import os
     from urllib.parse import urlsplit
 
-    from bench_dsl.server import connect
+    from bench_dsl.server.embedded import connect
 
     dsn, _ = server
 

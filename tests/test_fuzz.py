@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench_dsl.errors import Diagnostic
+from bench_dsl.core.errors import Diagnostic
 
 from .conftest import ROOT
 from .fuzzing import BREAKS, SEEDS, Tally, check, hostile, judge, mutate

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bench_dsl.hostwatch import NotCounters, device_of, difference, parse_node_exporter
+from bench_dsl.server.hostwatch import NotCounters, device_of, difference, parse_node_exporter
 
 from .conftest import BENCH, ROOT, run_bench
 from .exporter import free_port, node_exporter
@@ -178,7 +178,7 @@ class _Proxy:
 
 @pytest.mark.slow
 def test_cpu_of_a_server_on_another_machine_without_a_monitor_is_refused_at_start(dsn_url: str, tmp_path: Path) -> None:
-    from bench_dsl.dsn import parse_dsn
+    from bench_dsl.core.dsn import parse_dsn
 
     d = parse_dsn(dsn_url)
     proxy = _Proxy(d.host, d.port)

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from bench_dsl import events as ev
-from bench_dsl.document import ResultDocument
-from bench_dsl.judge import Judge, spec, state_of
-from bench_dsl.metrics import Aggregate, Tick
-from bench_dsl.model import Condition, Scenario
-from bench_dsl.planner import plan
-from bench_dsl.runner import Run
+from bench_dsl.engine import events as ev
+from bench_dsl.results.document import ResultDocument
+from bench_dsl.engine.judge import Judge, spec, state_of
+from bench_dsl.measure.metrics import Aggregate, Tick
+from bench_dsl.language.model import Condition, Scenario
+from bench_dsl.engine.plan import plan
+from bench_dsl.engine.run import Run
 from bench_dsl.tui.live_conditions import show_limit, show_value
 from bench_dsl.workloads.registry import load
 
@@ -281,7 +281,7 @@ def test_values_are_given_in_the_files_units(tmp_path: Path) -> None:
     stats = asyncio.run(fleet.collect())
     agg = Aggregate(("locked",))
     agg.add(Tick(1.0, 1.0, "hold", 1, 4, stats, {"server": 55.0}))
-    from bench_dsl.planner import Phase
+    from bench_dsl.engine.plan import Phase
 
     judge.interval(Phase("hold", 1, 4, 4, 1.0, "step"), agg, agg)
     got = {s.text: s.value for s in judge.states()}
@@ -293,7 +293,7 @@ def test_values_are_given_in_the_files_units(tmp_path: Path) -> None:
 
 
 def test_the_seed_is_drawn_when_a_run_starts_not_when_the_file_is_read(tmp_path: Path) -> None:
-    from bench_dsl.plan_text import describe
+    from bench_dsl.engine.plan_text import describe
 
     f = tmp_path / "s.bench"
     f.write_text('scenario "s" { workload custom { transaction t { query "SELECT 1" } } users 1 duration 1s }')

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from bench_dsl import model as m
-from bench_dsl.errors import ScenarioError
+from bench_dsl.language import model as m
+from bench_dsl.core.errors import ScenarioError
 from bench_dsl.workloads.registry import load
-from bench_dsl.workloads.custom import CustomWorkload, native_sql
-from bench_dsl.workloads.sysbench import SysbenchWorkload
-from bench_dsl.workloads.tpcc import TPCC_DEFAULT_MIX, TPCC_TRANSACTIONS, TpccWorkload
+from bench_dsl.workloads.custom.plugin import CustomWorkload, native_sql
+from bench_dsl.workloads.sysbench.plugin import SysbenchWorkload
+from bench_dsl.workloads.tpcc.plugin import TPCC_DEFAULT_MIX, TPCC_TRANSACTIONS, TpccWorkload
 
 from .conftest import ROOT, run_bench
 
@@ -268,8 +268,8 @@ def test_tpcc_contract() -> None:
 @pytest.mark.parametrize("text", [*(p.read_text() for p in SHIPPED), TPCC],
                          ids=[*(p.stem for p in SHIPPED), "tpcc-procedures"])
 def test_each_workload_plugin_gives_the_lines_the_plan_shows(text: str) -> None:
-    from bench_dsl.plan_text import describe
-    from bench_dsl.planner import plan
+    from bench_dsl.engine.plan_text import describe
+    from bench_dsl.engine.plan import plan
     from bench_dsl.workloads.registry import plan_lines
 
     sc = load("t.bench", text=text, env={})
@@ -418,15 +418,17 @@ def test_a_study_plans_each_configuration_from_one_parse(monkeypatch: pytest.Mon
     built every phase of its ramp to add up its time (issue 28)."""
     from lark import Lark
 
-    from bench_dsl import planner, study
-    from bench_dsl.parser import parse
+    from bench_dsl.engine import plan as planner
+
+    from bench_dsl.study import plan as study
+    from bench_dsl.language.parser import parse
 
     parse.cache_clear()
     files, plans = [], []
     real_parse, real_plan = Lark.parse, planner.plan
     monkeypatch.setattr(Lark, "parse", lambda self, text, start=None, on_error=None:
                         (files.append(start) if start == "start" else None) or real_parse(self, text, start, on_error))
-    monkeypatch.setattr(study, "plan", lambda *a, **k: plans.append(a) or real_plan(*a, **k))
+    monkeypatch.setattr(planner, "plan", lambda *a, **k: plans.append(a) or real_plan(*a, **k))
     values = ", ".join(str(n) for n in range(1, 201))
     text = ('let a = 1\nscenario "t" {\n  workload sysbench oltp_read_only { tables = 1  table_size = 1000 }\n'
             f'  vary {{ $a = [{values}] }}\n  ramp step {{ start $a users  step +1 users  hold 1s  max 10000 users }}\n}}\n')
@@ -443,15 +445,15 @@ def test_a_study_plans_each_configuration_from_one_parse(monkeypatch: pytest.Mon
 ])
 @pytest.mark.parametrize(("scale", "max_steps"), [(1.0, None), (0.1, None), (1.0, 2)])
 def test_planned_seconds_is_what_the_plan_adds_up_to(ramp: str, scale: float, max_steps: int | None) -> None:
-    from bench_dsl.planner import plan, planned_seconds
+    from bench_dsl.engine.plan import plan, planned_seconds
 
     sc = _scenario(ramp)
     assert planned_seconds(sc, scale, max_steps) == plan(sc, scale, max_steps).seconds
 
 
 def test_a_long_ramp_is_planned_by_its_ends_and_a_line_for_the_steps_between() -> None:
-    from bench_dsl.plan_text import describe
-    from bench_dsl.planner import plan
+    from bench_dsl.engine.plan_text import describe
+    from bench_dsl.engine.plan import plan
 
     sc = _scenario("ramp step { start 1 users  step +1 users  settle 1s  hold 2s  max 10000 users }")
     lines = describe(sc, plan(sc)).splitlines()
@@ -476,8 +478,7 @@ def test_a_byte_that_is_not_utf8_in_a_cr_only_file_is_found_on_its_line(tmp_path
 
 
 def test_a_let_crossed_with_settings_is_checked_once_per_value(monkeypatch: pytest.MonkeyPatch) -> None:
-    from bench_dsl import validate
-
+    from bench_dsl.language import check as validate
     checks: list[bool] = []
     real = validate.check
     monkeypatch.setattr(validate, "check", lambda *a, **k: checks.append(k.get("study", True)) or real(*a, **k))

@@ -12,8 +12,8 @@ from urllib.parse import quote
 import psutil
 import pytest
 
-from bench_dsl.dsn import parse_dsn, quote_identifier, redact
-from bench_dsl.server import connect
+from bench_dsl.core.dsn import parse_dsn, quote_identifier, redact
+from bench_dsl.server.embedded import connect
 
 from .conftest import BENCH, ROOT, run_bench
 
@@ -131,7 +131,7 @@ def test_a_run_with_a_known_password_shows_it_nowhere(server, dsn_url: str, tmp_
         time.sleep(0.5)
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 0, stderr
-    assert any("bench_dsl.worker" in s for s in seen)  # the workers were looked at too
+    assert any("bench_dsl.fleet.worker" in s for s in seen)  # the workers were looked at too
     assert any("known" in p for p in processlist)  # and the users' connections
     left = [p for p in set(Path("/tmp").iterdir()) - before if p.is_file()]
     texts = [stdout, stderr, out.read_text(), stream.read_text(), *seen, *processlist,

@@ -19,12 +19,12 @@ from typing import Any
 
 import pytest
 
-from bench_dsl.document import ResultDocument
-from bench_dsl.events import from_json
-from bench_dsl.metrics import new_histogram
-from bench_dsl.report import data, group, load_results, write_html, write_images
-from bench_dsl.report.charts import HEIGHT, WIDTH, figures
-from bench_dsl.report.load import ResultFile
+from bench_dsl.results.document import ResultDocument
+from bench_dsl.engine.events import from_json
+from bench_dsl.measure.metrics import new_histogram
+from bench_dsl.results.report import data, group, load_results, write_html, write_images
+from bench_dsl.results.report.charts import HEIGHT, WIDTH, figures
+from bench_dsl.results.report.load import ResultFile
 
 from .conftest import ROOT, run_bench, small_disk
 
@@ -229,7 +229,7 @@ def test_a_run_that_measured_nothing_draws_no_empty_charts(tmp_path: Path) -> No
 # -- the command ------------------------------------------------------------------------------------
 
 def test_check_does_not_import_the_plotting_libraries() -> None:
-    code = "import sys, bench_dsl.cli as c; c.build_parser(); print(sorted(m for m in sys.modules " \
+    code = "import sys, bench_dsl.cli.main as c; c.build_parser(); print(sorted(m for m in sys.modules " \
            "if m.split('.')[0] in ('altair', 'vl_convert')))"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert r.stdout.strip() == "[]"

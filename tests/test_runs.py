@@ -15,15 +15,15 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from bench_dsl.planner import plan
+from bench_dsl.engine.plan import plan
 from bench_dsl.workloads.registry import load
 
-from .conftest import BENCH, ROOT, default_signals, run_bench
+from .conftest import BENCH, ROOT, default_signals, run_bench, source_tree
 from .exporter import node_exporter
 
 pytestmark = pytest.mark.slow
 
-SCHEMA = json.loads(resources.files("bench_dsl.schema").joinpath("result-v1.json").read_text())
+SCHEMA = json.loads(resources.files("bench_dsl.results.schema").joinpath("result-v1.json").read_text())
 SHIPPED = sorted([*ROOT.glob("examples/*.bench"), *ROOT.glob("scenarios/*.bench")])
 # Shipped scenarios use the data sizes of the studies they reproduce; the tests shrink them.
 SMALL = {"table_size": "2000", "tables": "2", "users": "8", "warehouses": "1", "rows": "2000"}
@@ -192,7 +192,7 @@ def test_ctrl_c_writes_everything_measured(dsn_url: str, tmp_path: Path) -> None
 def test_lost_server_exits_4_and_keeps_the_data(tmp_path: Path) -> None:
     import asyncio
 
-    from bench_dsl.server import EmbeddedServer
+    from bench_dsl.server.embedded import EmbeddedServer
 
     srv = EmbeddedServer()
     asyncio.run(srv.start())
@@ -227,7 +227,7 @@ def test_unreachable_target_exits_4(tmp_path: Path) -> None:
 def test_passwords_never_appear(server, dsn_url: str, tmp_path: Path, user: str, password: str) -> None:
     import asyncio
 
-    from bench_dsl.server import connect
+    from bench_dsl.server.embedded import connect
 
     dsn, _ = server
 
@@ -261,7 +261,7 @@ def test_users_the_server_refuses_end_the_climb_at_the_last_full_step(server, ds
     the saturation point."""
     import asyncio
 
-    from bench_dsl.server import connect
+    from bench_dsl.server.embedded import connect
 
     dsn, _ = server
 
@@ -325,7 +325,7 @@ def test_wheel_carries_the_grammar(tmp_path: Path) -> None:
     built against libmariadb, inside the wheel)."""
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    pip = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(ROOT)], capture_output=True, text=True,
+    pip = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(source_tree(tmp_path / "src"))], capture_output=True, text=True,
                          timeout=600)
     assert pip.returncode == 0, pip.stderr[-3000:]
     r = subprocess.run([str(venv / "bin" / "bench"), "check", "--plan", str(ROOT / "examples/quickstart.bench")],
@@ -335,7 +335,7 @@ def test_wheel_carries_the_grammar(tmp_path: Path) -> None:
     probe = subprocess.run([str(venv / "bin" / "python"), "-c",
                             "import bench_dsl.tui, importlib.resources as r; "
                             "print(r.files('bench_dsl.grammar').joinpath('bench.lark').is_file()); "
-                            "from bench_dsl import native, executor; "
+                            "from bench_dsl import native; from bench_dsl.native import executor; "
                             "print(native.raw_executor, native.problem is None, executor.NativeUser.executor)"],
                            capture_output=True, text=True, cwd=tmp_path)
     assert probe.stdout.split() == ["True", "True", "True", "libmariadb"], probe.stderr

@@ -1,4 +1,4 @@
-"""The client's scheduling lag probe (bench_dsl.schedlag): real timers and a real thread, no mocks.
+"""The client's scheduling lag probe (bench_dsl.measure.schedlag): real timers and a real thread, no mocks.
 Lower bounds only where the machine's load could add to them: a busy machine makes a probe later,
 never earlier."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from bench_dsl.schedlag import PROBES, LagProbe, LagWindow, figures, percentile
+from bench_dsl.measure.schedlag import PROBES, LagProbe, LagWindow, figures, percentile
 
 
 async def test_both_probes_sample_a_few_times_a_second_and_take_starts_afresh() -> None:

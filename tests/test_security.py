@@ -15,9 +15,9 @@ from pathlib import Path
 import asyncmy
 import pytest
 
-from bench_dsl.errors import TargetError
-from bench_dsl.model import ServerSetting
-from bench_dsl.server import OWNER_FILE, STALE_PREFIX, EmbeddedServer, connect, remove_stale_servers
+from bench_dsl.core.errors import TargetError
+from bench_dsl.language.model import ServerSetting
+from bench_dsl.server.embedded import OWNER_FILE, STALE_PREFIX, EmbeddedServer, connect, remove_stale_servers
 
 from .conftest import run_bench
 
@@ -160,7 +160,7 @@ def test_names_from_files_reach_the_terminal_with_their_control_characters_escap
 
 
 async def test_the_live_screen_draws_a_hostile_name_escaped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from bench_dsl.events import Started
+    from bench_dsl.engine.events import Started
 
     from .fixtures.replay import QUICKSTART, events
     from .test_replay import _replay

@@ -1,4 +1,4 @@
-"""Stalls (bench_dsl.stalls) and the judge's rule on them, and every condition in a step's row, on
+"""Stalls (bench_dsl.measure.stalls) and the judge's rule on them, and every condition in a step's row, on
 the fake fleet (tests/fakes.py): a server that answers nothing for some seconds of a step. The
 real server, stopped with SIGSTOP, is tests/test_failures.py's."""
 
@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from bench_dsl import events as ev
-from bench_dsl.judge import stalled
-from bench_dsl.metrics import Aggregate, Tick, TxStats
-from bench_dsl.model import Metric
-from bench_dsl.planner import plan
-from bench_dsl.runner import Run
-from bench_dsl.stalls import BREAK_S, Quiet, Stalls, quiet_spans
+from bench_dsl.engine import events as ev
+from bench_dsl.engine.judge import stalled
+from bench_dsl.measure.metrics import Aggregate, Tick, TxStats
+from bench_dsl.language.model import Metric
+from bench_dsl.engine.plan import plan
+from bench_dsl.engine.run import Run
+from bench_dsl.measure.stalls import BREAK_S, Quiet, Stalls, quiet_spans
 
 from .fakes import FakeCpu, FakeFleet
 from .test_judge import Events, flat_after, run_fake, scenario
@@ -171,8 +171,8 @@ async def test_each_step_lists_every_condition_sustained_ones_at_their_worst_win
 
 
 async def test_compare_shows_every_condition_where_each_configuration_s_climb_ended(tmp_path: Path) -> None:
-    from bench_dsl.compare import compare
-    from bench_dsl.summary import summarize
+    from bench_dsl.results.compare import compare
+    from bench_dsl.results.summary import summarize
 
     docs = []
     for knee in (2, 4):
@@ -193,7 +193,7 @@ async def test_compare_shows_every_condition_where_each_configuration_s_climb_en
 
 
 def test_stall_is_a_duration_of_the_whole_run() -> None:
-    from bench_dsl.errors import ScenarioError
+    from bench_dsl.core.errors import ScenarioError
     from bench_dsl.workloads.registry import load
 
     def scenario_text(stop: str) -> str:
@@ -223,8 +223,8 @@ def test_a_long_run_keeps_its_stalls_not_a_piece_a_second() -> None:
 def test_a_run_whose_only_step_stalled_is_no_measured_point() -> None:
     """compare and summary take a run's summary for its one step only when that step was cut short
     by the stop; a step left out because it stalled is no measurement of those users at all."""
-    from bench_dsl.judge import CUT_SHORT
-    from bench_dsl.summary import measured_steps
+    from bench_dsl.engine.judge import CUT_SHORT
+    from bench_dsl.results.summary import measured_steps
 
     summary = {"users": 4, "seconds": 10.0, "tps": 100.0}
     stalled = {"steps": [{"step": 1, "users": 4, "complete": False,

@@ -15,15 +15,15 @@ import asyncmy
 import jsonschema
 import pytest
 
-from bench_dsl.dsn import parse_dsn
-from bench_dsl.errors import ScenarioError, UsageError
-from bench_dsl.server import connect
-from bench_dsl.study import scenario_for, select
+from bench_dsl.core.dsn import parse_dsn
+from bench_dsl.core.errors import ScenarioError, UsageError
+from bench_dsl.server.embedded import connect
+from bench_dsl.study.driver import scenario_for, select
 from bench_dsl.workloads.registry import load
 
 from .conftest import ROOT, run_bench, run_sql, small_disk
 
-SCHEMA = json.loads(resources.files("bench_dsl.schema").joinpath("result-v1.json").read_text())
+SCHEMA = json.loads(resources.files("bench_dsl.results.schema").joinpath("result-v1.json").read_text())
 
 MiB = 1 << 20
 
@@ -121,7 +121,7 @@ def test_io_capacity_sweep_runs_every_configuration_on_its_own_server(tmp_path: 
         assert d["server"]["embedded"] and d["status"] == "completed"
     assert len({d["server"]["directory"] for d in docs}) == 6  # a fresh server for each run
     summary = json.loads((out / "summary.json").read_text())
-    jsonschema.validate(summary, json.loads(resources.files("bench_dsl.schema").joinpath("summary-v1.json").read_text()))
+    jsonschema.validate(summary, json.loads(resources.files("bench_dsl.results.schema").joinpath("summary-v1.json").read_text()))
     assert (out / "report.html").stat().st_size > 0
     assert "6 configurations x 1 = 6 runs" in r.stderr
 
@@ -228,8 +228,8 @@ def test_restart_cmd_applies_a_static_setting_and_puts_it_back(tmp_path: Path, m
     import subprocess
     import sys
 
-    from bench_dsl.remote_settings import state_path
-    from bench_dsl.server import EmbeddedServer
+    from bench_dsl.server.remote_settings import state_path
+    from bench_dsl.server.embedded import EmbeddedServer
 
     srv = EmbeddedServer(max_connections=50)
     asyncio.run(srv.start())
@@ -304,7 +304,7 @@ def test_a_killed_study_leaves_the_originals_written_down_and_the_next_study_set
     import subprocess
     import stat as st
 
-    from bench_dsl.server import EmbeddedServer
+    from bench_dsl.server.embedded import EmbeddedServer
 
     from .conftest import BENCH
 
@@ -356,7 +356,7 @@ def test_what_an_earlier_study_left_changed_and_cannot_be_set_back_is_named(
         dsn_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A static setting an earlier study changed with --restart-cmd, and this one has none: it says
     what the setting was and keeps it written down for a study that can set it back."""
-    from bench_dsl.remote_settings import state_path
+    from bench_dsl.server.remote_settings import state_path
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # for this test and the bench it runs
     now = asyncio.run(_variable(dsn_url, "innodb_log_buffer_size"))
@@ -382,7 +382,7 @@ def test_a_second_study_against_a_server_another_is_changing_is_refused(
     import os
     import socket
 
-    from bench_dsl.remote_settings import state_path
+    from bench_dsl.server.remote_settings import state_path
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     url = "mysql://u@127.0.0.1:1/db"
@@ -468,7 +468,7 @@ def test_a_configuration_whose_settings_were_not_applied_is_marked_and_fails_the
     said = " ".join(r.stderr.split())
     assert "settings not applied: read_buffer_size=10000 (the server has 8192" in said, r.stderr
     summary = json.loads((out / "summary.json").read_text())
-    jsonschema.validate(summary, json.loads(resources.files("bench_dsl.schema").joinpath("summary-v1.json").read_text()))
+    jsonschema.validate(summary, json.loads(resources.files("bench_dsl.results.schema").joinpath("summary-v1.json").read_text()))
     assert [[a["name"] for a in c["settings_not_applied"]] for c in summary["configurations"]] == [
         [], ["read_buffer_size"]]
     r = run_bench("compare", str(out), "--json", str(tmp_path / "cmp.json"), "--markdown", "-")
@@ -503,7 +503,7 @@ def test_an_output_that_is_a_file_of_someone_else_is_never_replaced(tmp_path: Pa
 
 
 def test_an_event_stream_never_replaces_a_file_of_someone_else(tmp_path: Path) -> None:
-    from bench_dsl.sinks import check_stream
+    from bench_dsl.results.sinks import check_stream
 
     notes = tmp_path / "notes.txt"
     notes.write_text("my notes\n")
@@ -537,7 +537,7 @@ def test_an_output_folder_the_file_system_cannot_make_is_a_write_failure(tmp_pat
 
 
 def test_bench_dsl_files_and_empty_ones_may_be_replaced(tmp_path: Path) -> None:
-    from bench_dsl.sinks import check_regular
+    from bench_dsl.results.sinks import check_regular
 
     empty = tmp_path / "empty.json"
     empty.write_text("")
@@ -550,7 +550,7 @@ def test_bench_dsl_files_and_empty_ones_may_be_replaced(tmp_path: Path) -> None:
 
 
 def test_a_scenario_named_dot_dot_stays_in_its_folder(tmp_path: Path) -> None:
-    from bench_dsl.results import expand_output, safe_name
+    from bench_dsl.engine.outcome import expand_output, safe_name
 
     for name in ("..", ".", "", "...", "/", "../..", ".hidden"):
         assert safe_name(name) not in (".", "..", "") and not safe_name(name).startswith("."), name

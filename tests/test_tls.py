@@ -15,19 +15,19 @@ from urllib.parse import quote
 import jsonschema
 import pytest
 
-from bench_dsl import executor
-from bench_dsl.dsn import Dsn, parse_dsn
-from bench_dsl.executor import NativeUser
-from bench_dsl.metrics import new_counts
-from bench_dsl.server import EmbeddedServer, connect, session_tls
-from bench_dsl.statements import Draw, Execute, Step, Transaction, Transactions
+from bench_dsl.native import executor
+from bench_dsl.core.dsn import Dsn, parse_dsn
+from bench_dsl.native.executor import NativeUser
+from bench_dsl.measure.metrics import new_counts
+from bench_dsl.server.embedded import EmbeddedServer, connect, session_tls
+from bench_dsl.language.statements import Draw, Execute, Step, Transaction, Transactions
 
 from .conftest import ROOT, run_bench
 from .tls import Certificates, make_certificates, tls_only_server
 
 pytestmark = pytest.mark.slow
 
-SCHEMA = json.loads(resources.files("bench_dsl.schema").joinpath("result-v1.json").read_text())
+SCHEMA = json.loads(resources.files("bench_dsl.results.schema").joinpath("result-v1.json").read_text())
 USERS = 3
 SCENARIO = f"""scenario "tls" {{
   target env("BENCH_TLS_DSN")

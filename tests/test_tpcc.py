@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from bench_dsl.cli import main
-from bench_dsl.dsn import Dsn
-from bench_dsl.workloads.tpcc import TPCC_DEFAULT_MIX, TPCC_TRANSACTIONS, TpccWorkload
-from bench_dsl.server import EmbeddedServer, connect
+from bench_dsl.cli.main import main
+from bench_dsl.core.dsn import Dsn
+from bench_dsl.workloads.tpcc.plugin import TPCC_DEFAULT_MIX, TPCC_TRANSACTIONS, TpccWorkload
+from bench_dsl.server.embedded import EmbeddedServer, connect
 from bench_dsl.workloads.base import IntendedRollback, Progress
-from bench_dsl.workloads.tpcc import KEYING_S, THINK_MEAN_S, Inputs, Tpcc, check, keying_time, think_time
-from bench_dsl.workloads.tpcc_data import (
+from bench_dsl.workloads.tpcc.workload import KEYING_S, THINK_MEAN_S, Inputs, Tpcc, check, keying_time, think_time
+from bench_dsl.workloads.tpcc.data import (
     A_C_LAST,
     LAST_NAMES,
     RunConstants,

@@ -13,9 +13,9 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 from textual.pilot import Pilot
 
-from bench_dsl import events as ev
-from bench_dsl.events import Event
-from bench_dsl.sinks import JsonResultSink
+from bench_dsl.engine import events as ev
+from bench_dsl.engine.events import Event
+from bench_dsl.results.sinks import JsonResultSink
 from bench_dsl.tui.app import BenchApp, ConfirmStop, HelpScreen, UiSink, attach_ui, run_app
 from bench_dsl.tui.state import LiveState
 

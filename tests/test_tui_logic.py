@@ -10,8 +10,8 @@ import pytest
 from rich.console import Console, RenderableType
 from rich.style import Style
 
-from bench_dsl import events as ev
-from bench_dsl.events import Event
+from bench_dsl.engine import events as ev
+from bench_dsl.engine.events import Event
 from bench_dsl.tui import render
 from bench_dsl.tui.chart import Canvas, ThroughputChart, UsersChart, doubling, nice_ceiling, time_ticks
 from bench_dsl.tui.state import MAX_POINTS, Boundary, LiveState, LogBook, StepPoint

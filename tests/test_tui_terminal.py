@@ -89,7 +89,7 @@ def test_the_screen_of_a_real_run(tmux: Tmux, dsn_url: str, tmp_path: Path) -> N
     f = tmp_path / "ui.bench"
     f.write_text(SCENARIO)
     out, rc = tmp_path / "ui.json", tmp_path / "rc"
-    command = (f"cd {ROOT} && BENCH_DSN='{dsn_url}' {sys.executable} -m bench_dsl.cli run {f} --json {out}; "
+    command = (f"cd {ROOT} && BENCH_DSN='{dsn_url}' {sys.executable} -m bench_dsl.cli.main run {f} --json {out}; "
                f"echo $? > {rc}; sleep 120")
     tmux("new-session", "-d", "-s", "ui", "-x", "120", "-y", "40", command)
 
@@ -127,7 +127,7 @@ def test_closing_the_terminal_at_the_verdict_ends_bench(tmux: Tmux, dsn_url: str
     f = tmp_path / "closed.bench"
     f.write_text(SCENARIO.replace("max 4 users", "max 1 users"))
     out = tmp_path / "closed.json"
-    command = f"cd {ROOT} && BENCH_DSN='{dsn_url}' {sys.executable} -m bench_dsl.cli run {f} --json {out}"
+    command = f"cd {ROOT} && BENCH_DSN='{dsn_url}' {sys.executable} -m bench_dsl.cli.main run {f} --json {out}"
     tmux("new-session", "-d", "-s", "ui", "-x", "120", "-y", "40", command)
     tmux.wait_for("the verdict", lambda s: "press q or Enter to leave" in s)
     bench = [p for p in psutil.process_iter(["cmdline"]) if str(f) in " ".join(p.info["cmdline"] or [])]

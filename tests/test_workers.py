@@ -10,12 +10,12 @@ from pathlib import Path
 import psutil
 import pytest
 
-from bench_dsl import events as ev
-from bench_dsl.document import ResultDocument
-from bench_dsl.events import Event
-from bench_dsl.fleet import ProcessFleet, worker_count
-from bench_dsl.planner import plan
-from bench_dsl.runner import Options, Run
+from bench_dsl.engine import events as ev
+from bench_dsl.results.document import ResultDocument
+from bench_dsl.engine.events import Event
+from bench_dsl.fleet.base import ProcessFleet, worker_count
+from bench_dsl.engine.plan import plan
+from bench_dsl.engine.run import Options, Run
 from bench_dsl.workloads.registry import load
 
 pytestmark = pytest.mark.slow
@@ -105,7 +105,7 @@ async def test_users_are_spread_evenly_with_distinct_seeds(dsn_url: str, tmp_pat
     path = tmp_path / "sleeper.bench"
     path.write_text(SLEEPER)
     sc = load(str(path), {}).seeded()  # as a run does before its users start
-    from bench_dsl.dsn import parse_dsn
+    from bench_dsl.core.dsn import parse_dsn
 
     fleet = ProcessFleet(sc, parse_dsn(dsn_url), ("nap",), 3, lambda msg, level: None)
     assert fleet.share(10) == [4, 3, 3]
@@ -147,8 +147,8 @@ async def test_the_users_of_a_step_start_once_all_of_them_are_connected(dsn_url:
     """Users that start as soon as they connect load the server while the others connect: 3,000 users
     on 2 cores left hundreds unconnected after 60 s (bench/connect.py measures it). Every user of a
     step, on every worker, connects before any of them runs a transaction."""
-    from bench_dsl.dsn import parse_dsn
-    from bench_dsl.server import connect
+    from bench_dsl.core.dsn import parse_dsn
+    from bench_dsl.server.embedded import connect
 
     path = tmp_path / "witness.bench"
     path.write_text(WITNESS)
@@ -205,7 +205,7 @@ async def test_a_dead_worker_fails_the_run_but_keeps_the_data(dsn_url: str, tmp_
     hold = [i for i in doc["intervals"] if i["phase"] == "hold"]
     assert sum(i["count"] for i in hold) == doc["summary"]["count"]
     me = psutil.Process()
-    assert not [c for c in me.children(recursive=True) if "bench_dsl.worker" in " ".join(c.cmdline())]
+    assert not [c for c in me.children(recursive=True) if "bench_dsl.fleet.worker" in " ".join(c.cmdline())]
 
 
 class _Paced:
@@ -230,9 +230,9 @@ class _Paced:
 
 
 async def test_pauses_are_not_part_of_the_response_time(dsn_url: str) -> None:
-    from bench_dsl.dsn import parse_dsn
-    from bench_dsl.metrics import Recorder
-    from bench_dsl.users import UserPool
+    from bench_dsl.core.dsn import parse_dsn
+    from bench_dsl.measure.metrics import Recorder
+    from bench_dsl.fleet.users import UserPool
 
     class Workload:
         names, weights, retries, retry_on = ("t",), (1.0,), (0,), (frozenset(),)

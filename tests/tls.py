@@ -11,7 +11,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench_dsl.server import EmbeddedServer
+from bench_dsl.server.embedded import EmbeddedServer
 
 DAYS = "2"  # the certificates outlive the test run, not much more
 

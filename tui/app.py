@@ -25,8 +25,8 @@ from textual.events import Resize
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Static
 
-from bench_dsl.events import Event
-from bench_dsl.printable import printable_data
+from bench_dsl.engine.events import Event
+from bench_dsl.core.printable import printable_data
 
 from . import render
 from .state import HEADER, LOG, VERDICT, LiveState
@@ -37,7 +37,7 @@ REFRESH_S = 0.25  # the screen looks for changes four times a second; it draws o
 
 
 class Controls(Protocol):
-    """What the UI may ask of a run (bench_dsl.runner.Run has these)."""
+    """What the UI may ask of a run (bench_dsl.engine.run.Run has these)."""
 
     def request_stop(self) -> None: ...
 
@@ -271,7 +271,7 @@ class BenchApp(App[int]):
 
 
 def results_path(sinks: list[Any]) -> Path | None:
-    from bench_dsl.sinks import JsonResultSink
+    from bench_dsl.results.sinks import JsonResultSink
 
     return next((s.path for s in sinks if isinstance(s, JsonResultSink)), None)
 
@@ -282,7 +282,7 @@ def _code(task: asyncio.Task[int]) -> int:
 
 
 def attach_ui(run: Any, *, wait_for_key: bool | None = None) -> BenchApp:
-    """The screen of `run` (a bench_dsl.runner.Run): its sink is added to the run's sinks.
+    """The screen of `run` (a bench_dsl.engine.run.Run): its sink is added to the run's sinks.
 
     wait_for_key: keep the verdict on screen until q or Enter (default: when stdin is a terminal,
     so a run started with its input redirected never waits for a key nobody can press).
@@ -321,5 +321,5 @@ async def run_app(app: BenchApp, run: Any, **run_async: Any) -> int:
 
 
 async def run_with_ui(run: Any, *, wait_for_key: bool | None = None) -> int:
-    """Runs `run` (a bench_dsl.runner.Run) with the live screen; returns the run's exit code."""
+    """Runs `run` (a bench_dsl.engine.run.Run) with the live screen; returns the run's exit code."""
     return await run_app(attach_ui(run, wait_for_key=wait_for_key), run)

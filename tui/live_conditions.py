@@ -11,8 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from bench_dsl import events as ev
-
+from bench_dsl.engine import events as ev
 # ok / near: values within their limits; over: a value past its limit that the judge has not judged
 # yet (a step is judged at its end); FIRED: the judge's verdict.
 State = Literal["ok", "near", "over", "FIRED", "-"]

@@ -11,8 +11,8 @@ from typing import Any
 from rich.console import RenderableType
 from rich.text import Text
 
-from bench_dsl import mysql_errors
-from bench_dsl.dsn import redact
+from bench_dsl.core import mysql_errors
+from bench_dsl.core.dsn import redact
 
 from .lines import Lines, cells
 from .live_conditions import ConditionRow

@@ -1,5 +1,5 @@
 """The live screen showing a finished run again (`bench replay`): the same app and panels, fed by a
-bench_dsl.player.Player instead of a Run. The player stands where the run stood (it has a run's
+bench_dsl.results.player.Player instead of a Run. The player stands where the run stood (it has a run's
 controls), so the screen reads the same events the same way; only the keys differ: there is no run
 to stop, step or hold, so q leaves at once and space pauses the replay.
 """
@@ -92,7 +92,7 @@ class ReplayApp(BenchApp):
 
 
 def attach_replay(player: Any, source: Path, *, wait_for_key: bool | None = None) -> ReplayApp:
-    """The screen of a bench_dsl.player.Player: its sink is added to the player's sinks.
+    """The screen of a bench_dsl.results.player.Player: its sink is added to the player's sinks.
     wait_for_key: keep the verdict on screen until q (default: when stdin is a terminal)."""
     state = LiveState()
     player.sinks.append(UiSink(state))

@@ -12,8 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench_dsl import events as ev
-
+from bench_dsl.engine import events as ev
 from .live_conditions import ConditionBoard
 
 # Parts of the screen, as marked by `changed`.

@@ -12,10 +12,10 @@ from typing import Any
 
 import asyncmy
 
-from bench_dsl.dsn import Dsn
-from bench_dsl.mysql_errors import LOST_CONNECTION
-from bench_dsl.server import connect
-from bench_dsl.statements import Transactions
+from bench_dsl.core.dsn import Dsn
+from bench_dsl.core.mysql_errors import LOST_CONNECTION
+from bench_dsl.language.statements import Transactions
+from bench_dsl.server.embedded import connect
 
 
 class Progress:
@@ -79,7 +79,7 @@ class Workload(abc.ABC):
     def statements(self) -> Transactions | None:
         """What the transactions are, for workloads whose transactions are nothing but prepared
         statements whose results they never read: the engine then runs them on the C executor
-        (bench_dsl/executor.py), the same description for every user. None: every transaction
+        (bench_dsl/native/executor.py), the same description for every user. None: every transaction
         goes through its sessions' `run`."""
         return None
 

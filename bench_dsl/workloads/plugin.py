@@ -8,9 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from bench_dsl import syntax as ast
-from bench_dsl.model import Fill, SetupSql, WorkloadSpec
-from bench_dsl.validate_values import Checker, name_span, span_of
+from bench_dsl.language import syntax as ast
+from bench_dsl.language.model import Fill, SetupSql, WorkloadSpec
+from bench_dsl.language.values import Checker, name_span, span_of
 
 if TYPE_CHECKING:
     from bench_dsl.workloads.base import Workload

@@ -1,18 +1,23 @@
 """Every kind of workload, by the name a scenario gives it (`workload KIND`), and what the rest of
 bench-dsl asks of a workload through its kind: building it, and its lines in `bench check --plan`.
-A new kind is one module with a PLUGIN (see plugin.py) and one line here."""
+A new kind is a package with a PLUGIN (see plugin.py) and one line here: its plugin module holds
+what checking a scenario needs, and loads the driver only when `build` is called for a run."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bench_dsl import validate
-from bench_dsl.model import Fill, Scenario, SetupSql, WorkloadSpec
-from bench_dsl.workloads import custom, sysbench, tpcc
-from bench_dsl.workloads.base import Workload
+from bench_dsl.language import check as validate
+from bench_dsl.language.model import Fill, Scenario, SetupSql, WorkloadSpec
+from bench_dsl.workloads.custom import plugin as custom
 from bench_dsl.workloads.plugin import WorkloadPlugin
+from bench_dsl.workloads.sysbench import plugin as sysbench
+from bench_dsl.workloads.tpcc import plugin as tpcc
+
+if TYPE_CHECKING:
+    from bench_dsl.workloads.base import Workload
 
 # In the order messages list them ("workloads: sysbench, custom, tpcc").
 PLUGINS: dict[str, WorkloadPlugin[Any]] = {plugin.kind: plugin for plugin in (
@@ -38,6 +43,6 @@ def plan_lines(spec: WorkloadSpec) -> list[str]:
 
 def load(path: str | Path, defines: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None,
          text: str | None = None, study: bool = True) -> Scenario:
-    """Read, parse and validate a .bench file with every workload kind known (bench_dsl.validate.load,
+    """Read, parse and validate a .bench file with every workload kind known (bench_dsl.language.check.load,
     given the plugins). Raises ScenarioError with every diagnostic."""
     return validate.load(path, defines, env, text, study, workloads=PLUGINS)

@@ -1,0 +1,1 @@
+"""The `bench` command: one module per command."""

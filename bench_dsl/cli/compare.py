@@ -1,0 +1,141 @@
+"""`bench compare`: the command line of bench_dsl/results/compare.py (registered in cli.COMMAND_MODULES)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from bench_dsl.core.errors import BenchError, ExitCode, UsageError, error_reason
+
+EPILOG = """examples:
+  bench compare results/io-capacity-sweep/          a matrix directory (vary / repeat)
+  bench compare base.json new.json [more.json ...]  the first is the baseline
+  bench compare base.json new.json --fail-if "tps < -5%" --fail-if "p95 > +10%"
+
+a difference is beyond the noise when it is larger than the two configurations' noises added: a
+configuration's noise is max / min - 1 of its repeats, or with fewer than 3, of the step's report
+intervals when larger (all a single run can show). See docs/compare.md.
+
+exit status: 0 compared (and every --fail-if passed), 2 bad usage, unreadable or not-comparable
+results, or a --fail-if that nothing could be judged on, 3 a --fail-if failed."""
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    sp = sub.add_parser("compare", help="compare results side by side against the first (the baseline)",
+                        description="Compare the results of runs or configurations: saturation point, throughput "
+                                    "and latency at each users count all of them measured, the difference to the "
+                                    "baseline (the first), and whether it is beyond the noise.",
+                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sp.add_argument("paths", nargs="+", metavar="RESULT|DIR",
+                    help="result JSON files, or directories searched for them (a matrix run's directory)")
+    sp.add_argument("--fail-if", dest="fail_if", action="append", default=[], metavar="GATE",
+                    help='e.g. "tps < -5%%" or "p95 > +10%%": exit 3 when a configuration differs from the baseline '
+                         "that way at a users count both measured; metrics: tps, tpm, nopm, p50, p90, p95, p99, "
+                         "saturation")
+    sp.add_argument("--force", action="store_true", help="compare results of different workloads or data anyway")
+    sp.add_argument("--json", metavar="PATH|-", help="write the comparison as JSON (- for stdout)")
+    sp.add_argument("--markdown", metavar="PATH|-", help="write the comparison as a Markdown table (- for stdout)")
+    sp.set_defaults(handler=run)
+
+
+def _write(target: str, text: str, what: str) -> None:
+    if target == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    path = Path(target)
+    if path.is_dir():
+        raise UsageError(f"--{what} {target}: is a directory; give a file name")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # atomic: a reader (or a CI step) never sees half a table
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise BenchError(f"cannot write the {what} comparison to {target}: {exc.strerror or exc}") from None
+
+
+def run(args: argparse.Namespace, err: Console) -> int:
+    from bench_dsl.core.printable import escaping, printable
+    from bench_dsl.results.compare import (
+        compare,
+        gate_words,
+        parse_gate,
+        to_markdown,
+        to_rich,
+    )
+    from bench_dsl.results.summary import results_in, summarize
+
+    gates = [parse_gate(g) for g in args.fail_if]  # a mistyped gate is found before any file is read
+    if args.json == "-" and args.markdown == "-":
+        raise UsageError("--json - and --markdown - would both write to stdout: give one of them a file")
+    found = results_in(args.paths)
+    files, docs = [f for f, _ in found], [doc for _, doc in found]
+    try:
+        summary = summarize(docs, files, base=Path.cwd())
+        table = compare(summary, gates, force=args.force)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a result cut short or edited by hand
+        raise UsageError(_malformed(found, exc)) from None
+    data_on_stdout = "-" in (args.json, args.markdown)
+    # stdout carries data only when a rendering is asked for there; the console table then goes to stderr
+    out = err if data_on_stdout else escaping(Console(highlight=False, width=None if sys.stdout.isatty() else 160))
+    out.print(to_rich(table))
+    _notes(table, summary, out)
+    if args.json:
+        _write(args.json, json.dumps(table, indent=2) + "\n", "json")
+    if args.markdown:
+        _write(args.markdown, printable(to_markdown(table)), "markdown")  # labels from files: no escapes
+    return _verdict(table, err, gate_words)
+
+
+def _malformed(found: list[tuple[Path, dict[str, Any]]], exc: BaseException) -> str:
+    """Which result could not be read, and why, in words (never a Python error's name)."""
+    from bench_dsl.results.summary import summarize
+
+    for path, doc in found:
+        try:
+            summarize([doc], [path], base=Path.cwd())
+        except (KeyError, TypeError, ValueError, AttributeError) as own:
+            return f"{path}: a part of this result is missing or malformed ({error_reason(own)}): it cannot be compared"
+    return f"these results cannot be compared: a part is missing or malformed ({error_reason(exc)})"
+
+
+def _notes(table: dict[str, Any], summary: dict[str, Any], out: Console) -> None:
+    def say(text: str) -> None:
+        out.print(text, markup=False, highlight=False, soft_wrap=True)
+
+    if not table["users_compared"]:
+        say("no users count was measured by every configuration: only the saturation points are compared")
+    if not summary["same_workload"]:
+        say("warning: these results ran different workloads or data (--force): the figures do not compare")
+    once = [c["label"] for c in summary["configurations"] if len(c["statuses"]) == 1]
+    if once:
+        say(f"note: ran once: {', '.join(once)}: noise from the report intervals only, which do not show how "
+            "much runs differ from each other; repeat (3 or more) to be sure of a difference")
+    for c in summary["configurations"]:
+        bad = [s for s in c["statuses"] if s != "completed"]
+        if bad:
+            say(f"note: {c['label']}: {len(bad)} of {len(c['statuses'])} run(s) did not complete ({', '.join(bad)})")
+
+
+def _verdict(table: dict[str, Any], err: Console, gate_words: Callable[[dict[str, Any]], str]) -> int:
+    failed = unjudged = False
+    for g in table["gates"]:
+        err.print(f"--fail-if {g['gate']}: {gate_words(g)}", markup=False, highlight=False, soft_wrap=True)
+        failed = failed or bool(g["failed"])
+        # a gate that judged nothing (nopm of a sysbench run, no users count in common) must not
+        # pass silently; a gate that failed says more than one that could not judge
+        unjudged = unjudged or not g["judged"]
+    if failed:
+        return int(ExitCode.EXPECT_FAILED)
+    return int(ExitCode.BAD_SCENARIO if unjudged else ExitCode.OK)

@@ -1,0 +1,1 @@
+"""Shared facts every layer reads: diagnostics and exit statuses, addresses, TLS, MySQL error codes."""

@@ -1,0 +1,437 @@
+"""The judge: the only code that says what a stop condition's value is, its limit, its state
+(ok / near / over / fired), whether it fires, and where the saturation point stands; `expect` is
+judged here too. Pure: no clock, no I/O. It reads aggregates the runner folds from ticks and never
+decides when they are read: the phase does (`planner.Phase.judge`).
+
+Units: conditions hold limits in the model's canonical units (latency in seconds); what the judge
+hands to displays and documents is in the unit the file used for the limit (latency in ms).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from bench_dsl.engine.events import ConditionSpec, ConditionState
+from bench_dsl.measure.metrics import Aggregate, Tick
+from bench_dsl.language.model import Condition
+from bench_dsl.engine.plan import Phase
+from bench_dsl.measure.schedlag import worst_lag
+
+# "near": the value has gone 80% of the way to its limit (or, for limits crossed from above, is
+# within 25% of it). A warning a person can act on before the condition fires, not a guess about
+# the future.
+NEAR = 0.8
+
+
+# The client's CPU, as a share of what its processes can use, above which a climb's end is said to
+# be bench-dsl's own limit (saturation.limited_by = "client").
+CLIENT_SATURATED = 0.9
+
+# The client's scheduling lag (bench_dsl.measure.schedlag), in ms, above which the climb's end is bench-dsl's
+# own limit too: the p90 of one process's wakeups over the step, by either probe (its event loop, or
+# a thread as its users' are). p90, not p99: a step gives some 40 samples a process, so its p99 is
+# its max, one hiccup. Measured on 2 cores, 16 users of point selects (docs/language.md), the worst
+# process's p90: under 1.2 ms on an idle machine and beside another run of the same load (single
+# wakeups up to 80 ms late); 96 to 190 ms with a CPU hog on each core. (On a machine overloaded by
+# other runs, load average 20, everything waits: 3 to 36 ms, the client's limit indeed.)
+CLIENT_LAG_MS = 10.0
+# A process's p90 is judged on this many samples of a probe at least (5 s of a step): a shorter
+# step's p90 is its max
+CLIENT_LAG_SAMPLES = 20
+
+# A step is no clean measurement of the server under its users when its stalls (bench_dsl.measure.stalls:
+# a second or more in which no user finished a transaction) add up to more than this share of its
+# measured time, or when one of them lasts STALL_LONGEST_S or more: its closed-loop percentiles
+# hide the freeze (the users waited in a few transactions), and its throughput is half a measure.
+STALL_SHARE = 0.25
+STALL_LONGEST_S = 5.0
+
+# Stops that end the climb where it stands, as a fired stop condition does: the last complete step
+# is the saturation point and the run completed.
+# why a step ended by a stop is not complete (its row's incomplete_reason): a step a reader may take
+# the run's summary for, when it is the only one (bench_dsl.results.summary.measured_steps); a step left out
+# for another reason (it stalled) is no measurement at all
+CUT_SHORT = "the run stopped during the step"
+
+CLIMB_ENDERS = ("stop_condition", "connections_refused", "users_not_connected")
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    condition: Condition
+    value: float | None
+    fired: bool
+    reference: float | None = None  # plateau / kink: the previous step's figure
+
+    def to_json(self) -> dict[str, object]:
+        c = self.condition
+        return {
+            "condition": c.text, "resolved": c.resolved, "kind": c.kind, "metric": c.metric.label(), "fired": self.fired,
+            "value": show(self.value, c), "limit": show_limit(c), "unit": c.unit,
+            "previous": show(self.reference, c) if self.reference is not None else None,
+            "window_s": c.window,
+        }
+
+    def describe(self) -> str:
+        """The condition and what it was judged on, as the log says it."""
+        c = self.condition
+        if c.kind == "threshold":
+            unit = "ms" if c.metric.name == "latency" else c.unit
+            detail = f"measured {show(self.value, c)}{unit} against {show_limit(c)}{unit}"
+        else:  # plateau / kink: the figure of this step and of the one before
+            unit = "ms" if c.metric.name == "latency" else f" {c.metric.name}"
+            detail = f"this step {show(self.value, c)}{unit}, the step before {show(self.reference, c)}{unit}"
+        quoted = c.text if c.resolved == c.text else f"{c.text} [{c.resolved}]"  # $refs: say what they held
+        return f"{quoted}  ({detail})"
+
+
+def show(value: float | None, c: Condition) -> float | None:
+    """A value in the unit the file used for its limit (latency in ms)."""
+    if value is None:
+        return None
+    if c.kind in ("threshold", "kink") and c.metric.name == "latency":
+        return round(value * 1000, 3)
+    return round(value, 3)
+
+
+def show_limit(c: Condition) -> float:
+    return round(c.limit * 1000, 3) if c.kind == "threshold" and c.metric.name == "latency" else c.limit
+
+
+def spec(c: Condition) -> ConditionSpec:
+    return ConditionSpec(c.text, c.resolved, c.kind, c.metric.label(), c.op, show_limit(c), c.unit, c.window,
+                         c.metric.name == "latency")
+
+
+def judge(c: Condition, agg: Aggregate, previous: Aggregate | None = None) -> Verdict:
+    """Does `c` fire over `agg`? plateau and kink compare with the step before."""
+    value = agg.value(c.metric)
+    if c.kind == "threshold":
+        return Verdict(c, value, value is not None and c.holds(value))
+    if previous is None or value is None:
+        return Verdict(c, value, False)
+    before = previous.value(c.metric)
+    if before is None or before <= 0:
+        return Verdict(c, value, False, before)
+    if c.kind == "plateau":
+        gain = 100.0 * (value - before) / before
+        return Verdict(c, value, gain < c.limit, before)
+    return Verdict(c, value, value > c.limit * before, before)  # kink
+
+
+def state_of(c: Condition, value: float | None, before: float | None = None) -> str:
+    """ok / near / over for a value in canonical units that has not fired (over: past its limit,
+    not judged yet: a step is judged at its end)."""
+    if value is None:
+        return "-"
+    if c.kind == "plateau":
+        if before is None or before <= 0:
+            return "-"
+        gain = 100.0 * (value - before) / before
+        return "over" if gain < c.limit else "near" if gain < c.limit / NEAR else "ok"
+    if c.kind == "kink":
+        if before is None or before <= 0:
+            return "-"
+        return "over" if value > c.limit * before else "near" if value >= NEAR * c.limit * before else "ok"
+    if c.holds(value):
+        return "over"
+    op, limit = c.op or ">", c.limit
+    if op in (">", ">=") and limit > 0 and value >= NEAR * limit:
+        return "near"
+    if op in ("<", "<=") and limit > 0 and value <= limit / NEAR:
+        return "near"
+    return "ok"
+
+
+def stalled(agg: Aggregate) -> str | None:
+    """Why a step (or a linear ramp's interval) is not a clean measurement, by its stalls; None
+    when it is (or its stalls are not known). A stall no longer than twice the step's median
+    transaction is the workload's own pace (a few users in transactions of seconds finish nothing
+    for that long), not a server that answered nothing: it does not count here."""
+    stalls = agg.stalls()
+    if stalls is None or agg.seconds <= 0:
+        return None
+    usual = 2 * (agg.all.percentile_s(50) or 0.0)
+    counted = [s for s in stalls.stalls if s[1] - s[0] > usual]
+    if not counted:
+        return None
+    a, b = max(counted, key=lambda s: s[1] - s[0])
+    total = sum(y - x for x, y in counted)
+    if b - a >= STALL_LONGEST_S:
+        return f"the server answered nothing for {b - a:.1f} s ({a:.1f}-{b:.1f} s)"
+    if total > STALL_SHARE * agg.seconds:
+        n = len(counted)
+        return (f"the server answered nothing for {total:.1f} s in {n} stall{'s' if n > 1 else ''}, "
+                f"{100 * total / agg.seconds:.0f}% of the {agg.seconds:.0f} s measured "
+                f"(the longest {b - a:.1f} s, {a:.1f}-{b:.1f} s)")
+    return None
+
+
+def step_warnings(verdicts: list[Verdict], stalled: str | None) -> list[str]:
+    """What a person must be told of a step's verdicts: that it is no clean measurement, and the
+    stops it could not judge (no figure in it: a monitor that failed), which could never fire."""
+    blind = "; ".join(v.condition.text for v in verdicts if v.value is None)
+    return ([f"{stalled}: not a clean measured step, nor the saturation point"] if stalled else []) + \
+        ([f"{blind}: not judged, no figure in this step"] if blind else [])
+
+
+def worse(new: Verdict, old: Verdict | None) -> bool:
+    """Whether `new` came closer to firing (or further past its limit) than `old`."""
+    if old is None or new.fired != old.fired:
+        return old is None or new.fired
+    if new.value is None or old.value is None:
+        return old.value is None
+    return new.value < old.value if (new.condition.op or ">") in ("<", "<=") else new.value > old.value
+
+
+class WindowedConditions:
+    """`for D` thresholds: judged every tick over the last D seconds of the current step."""
+
+    def __init__(self, conditions: tuple[Condition, ...], names: tuple[str, ...]) -> None:
+        self.conditions = tuple(c for c in conditions if c.window)
+        self.names = names
+        longest = max((c.window or 0 for c in self.conditions), default=0)
+        self.ticks: deque[Tick] = deque(maxlen=int(longest) + 2)
+
+    def reset(self) -> None:
+        self.ticks.clear()
+
+    def windows(self, tick: Tick) -> list[tuple[Condition, Aggregate, bool]]:
+        """Each condition's last D seconds (or what the step has of them so far), and whether the
+        window is full: only a full window is judged."""
+        if not self.conditions:
+            return []
+        self.ticks.append(tick)
+        out = []
+        for c in self.conditions:
+            agg = Aggregate(self.names)
+            for t in reversed(self.ticks):
+                if agg.seconds >= (c.window or 0) - 1e-6:
+                    break
+                agg.add(t)
+            out.append((c, agg, agg.seconds >= (c.window or 0) - 1e-6))
+        return out
+
+    def add(self, tick: Tick) -> list[Verdict]:
+        return [judge(c, agg) for c, agg, full in self.windows(tick) if full]
+
+
+class Judge:
+    """Judges a run's stop conditions as its figures come, keeps every condition's state for
+    displays, and the saturation point: the users of the last judged step that met every condition
+    (for a linear ramp, the users of the last measured interval that did)."""
+
+    def __init__(self, stop: tuple[Condition, ...], names: tuple[str, ...]) -> None:
+        self.stop = stop
+        self.names = names
+        self.windowed = WindowedConditions(stop, names)
+        self.previous: Aggregate | None = None  # the last judged step: plateau and kink compare with it
+        self.saturation_users: int | None = None
+        # % of the machine the client's processes can use (workers + the coordinator, at most every
+        # core); None: not known (a fake fleet)
+        self.client_capacity_pct: float | None = None
+        self.saturation_step: int | None = None
+        self.fired: Verdict | None = None
+        self._states: dict[str, ConditionState] = {c.text: ConditionState(c.text, None, None, "-", "")
+                                                   for c in stop}
+        self.changed = False  # states changed since `take_states`
+        # conditions judged as the step goes (`for D`, a linear ramp's per interval): the worst
+        # verdict of the step so far, which its row keeps
+        self._worst: dict[str, Verdict] = {}
+
+    def specs(self) -> tuple[ConditionSpec, ...]:
+        return tuple(spec(c) for c in self.stop)
+
+    # the run's figures, as they come -----------------------------------------------------------
+    def new_step(self) -> None:
+        """A step's first measured phase begins: `for D` windows start again."""
+        self.windowed.reset()
+        self._worst = {}
+
+    def tick(self, tick: Tick, judging: bool = True) -> Verdict | None:
+        """A measured tick: `for D` conditions over their window. Returns the one that fired;
+        none fires once the run is stopping (`judging` False), their values are still shown."""
+        fired = None
+        for c, agg, full in self.windowed.windows(tick):
+            v = judge(c, agg)
+            seconds = int(round(agg.seconds))
+            source = f"last {seconds}s" if full else f"last {seconds}s of {c.window:g}s"
+            if full and v.fired and fired is None and judging:
+                fired = v
+            if full and worse(v, self._worst.get(c.text)):
+                self._worst[c.text] = v
+            self._state(c, v.value, None, source)
+        if fired is not None:
+            self._fire(fired)
+        return fired
+
+    def interval(self, ph: Phase, interval: Aggregate, step: Aggregate, judging: bool = True) -> Verdict | None:
+        """A measured interval's end: the live values of conditions judged per step (the step so
+        far), and the judging of those `ph.judge` says are judged per interval (a linear ramp)."""
+        if not ph.measured or interval.ticks == 0:
+            return None
+        if ph.judge == "interval":
+            fired = None
+            for c in self.stop:
+                if c.window:
+                    continue
+                if c.kind != "threshold":  # plateau and kink compare steps: a linear ramp has one
+                    continue
+                v = judge(c, interval)
+                if v.fired and fired is None and judging:
+                    fired = v
+                if worse(v, self._worst.get(c.text)):
+                    self._worst[c.text] = v
+                self._state(c, v.value, None, "last interval")
+            if fired is not None:
+                self._fire(fired)
+            elif interval.all.count and judging and stalled(interval) is None:
+                self.saturation_users = interval.users_max
+                self.saturation_step = ph.step
+            return fired
+        for c in self.stop:
+            if c.window or step.ticks == 0:
+                continue
+            before = self.previous.value(c.metric) if self.previous is not None and c.kind != "threshold" else None
+            self._state(c, step.value(c.metric), before, f"step {ph.step} so far")
+        return None
+
+    def step_end(self, ph: Phase, step: Aggregate) -> tuple[list[Verdict], Verdict | None, str | None]:
+        """A step's hold ended whole: every condition's verdict (`conditions`), the one that fired,
+        why the step is not a clean measurement (`stalled`), and the saturation point: a step that
+        is not clean is none, nor what the next step's plateau or kink compares with."""
+        why = stalled(step)
+        if ph.judge != "step":
+            return self.conditions(step), None, why
+        verdicts = [judge(c, step, self.previous) for c in self.stop if not c.window]
+        fired = next((v for v in verdicts if v.fired), None)
+        for v in verdicts:
+            self._state(v.condition, v.value, v.reference, f"step {ph.step}", judged=True)
+        if fired is not None:
+            self._fire(fired)
+        elif why is None:
+            self.saturation_users = ph.users
+            self.saturation_step = ph.step
+        if why is None:
+            self.previous = step
+        return self.conditions(step, verdicts), fired, why
+
+    def conditions(self, step: Aggregate, judged: list[Verdict] | None = None) -> list[Verdict]:
+        """Every stop condition of a step, for its row: those judged at its end as judged; those
+        judged as it went (`for D`, a linear ramp's per interval) at the worst value they reached
+        in it, fired if one fired; the others, on a step cut short, at their value over what it
+        measured, not judged (fired false)."""
+        done = {v.condition.text: v for v in judged or []}
+        out = []
+        for c in self.stop:
+            if c.text in done:
+                out.append(done[c.text])
+            elif c.text in self._worst or c.window:
+                out.append(self._worst.get(c.text) or Verdict(c, None, False))
+            else:
+                v = judge(c, step, self.previous)
+                out.append(Verdict(c, v.value, False, v.reference))
+        return out
+
+    def _fire(self, v: Verdict) -> None:
+        self.fired = v
+        st = self._states[v.condition.text]
+        self._states[v.condition.text] = ConditionState(st.text, show(v.value, v.condition),
+                                                        show(v.reference, v.condition), "fired", st.source)
+        self.changed = True
+
+    def _state(self, c: Condition, value: float | None, before: float | None, source: str,
+               judged: bool = False) -> None:
+        if self.fired is not None and self.fired.condition.text == c.text:
+            return  # a fired condition stays fired
+        state = state_of(c, value, before)
+        if judged and state == "over":  # judged and not fired: within its limit after all
+            state = "ok"
+        self._states[c.text] = ConditionState(c.text, show(value, c), show(before, c), state, source)
+        self.changed = True
+
+    def states(self) -> tuple[ConditionState, ...]:
+        self.changed = False
+        return tuple(self._states.values())
+
+    # the end -------------------------------------------------------------------------------------
+    def saturation(self, stop_reason: dict[str, Any] | None, steps: list[dict[str, Any]]) -> dict[str, Any]:
+        """The result's saturation point: who stopped the climb, and where it stood."""
+        complete = [s for s in steps if s["complete"]]
+        # the server refusing more connections ends the climb as a fired condition does
+        fired = bool(stop_reason and stop_reason.get("reason") in CLIMB_ENDERS)
+        if stop_reason is not None and stop_reason.get("reason") == "connections_refused":
+            reason = (f"stopped by: the server refused connections at {stop_reason['users']} users, "
+                      f"{stop_reason['connected']} connected: {stop_reason['message']}")
+        elif stop_reason is not None and stop_reason.get("reason") == "users_not_connected":
+            reason = (f"stopped by: only {stop_reason['connected']} of {stop_reason['users']} users had a "
+                      "connection at the end of the step")
+        elif stop_reason is not None and fired:
+            reason = f"stopped by: {stop_reason['condition']}"
+        elif stop_reason:
+            reason = f"run ended early ({stop_reason['reason']})"
+        else:
+            reason = "no stop condition fired up to the last step"
+        limited = self.client_limited(steps)
+        if limited is not None:
+            reason += f"; {limited}"
+        return {"users": self.saturation_users, "step": self.saturation_step, "saturated": fired,
+                "condition": stop_reason.get("condition") if fired and stop_reason else None,
+                "reason": reason, "steps_completed": len(complete),
+                "limited_by": "client" if limited is not None else None}
+
+    def client_limited(self, steps: list[dict[str, Any]]) -> str | None:
+        """Why the climb's end is bench-dsl's own limit, if it is: at the step that ended it, the
+        client used more than CLIENT_SATURATED of the CPU its processes can use, or one of its
+        processes waited for a core longer than CLIENT_LAG_MS (a load generator that saturates
+        reports its own ceiling, not the server's)."""
+        if not steps or self.saturation_users is None:
+            return None
+        return self._client_cpu(steps[-1]) or self._client_lag(steps[-1])
+
+    def _client_lag(self, step: dict[str, Any]) -> str | None:
+        worst = worst_lag(step.get("client_lag_ms_by_process"), CLIENT_LAG_SAMPLES)
+        if worst is None or worst[0] <= CLIENT_LAG_MS:
+            return None
+        p90, name, probe = worst
+        what = "its event loop's timers ran" if probe == "loop" else "a thread of its woke"
+        return (f"bench-dsl itself was the limit: its {name} process waited for a core ({what} {p90:.0f} ms late "
+                f"at one wakeup in ten: client_lag_ms {probe} p90, over the bound of {CLIENT_LAG_MS:g} ms), "
+                f"so the server carries at least {self.saturation_users} users")
+
+    def _client_cpu(self, step: dict[str, Any]) -> str | None:
+        if self.client_capacity_pct is None:
+            return None
+        client = (step.get("cpu") or {}).get("client")
+        each = step.get("client_cpu_by_process") or {}
+        busy = {name: pct for name, pct in each.items() if pct is not None and pct >= 100 * CLIENT_SATURATED}
+        if busy:  # one process out of its core holds the others back, whatever the machine has left
+            name, pct = max(busy.items(), key=lambda kv: kv[1])
+            return (f"bench-dsl itself was the limit: its {name} process used {pct:.0f}% of a core, "
+                    f"so the server carries at least {self.saturation_users} users")
+        if client is None or client < CLIENT_SATURATED * self.client_capacity_pct:
+            return None
+        return (f"bench-dsl itself was the limit: its CPU was at {client:.0f}% of the machine, "
+                f"{100 * client / self.client_capacity_pct:.0f}% of what its processes can use, "
+                f"so the server carries at least {self.saturation_users} users")
+
+
+def expectations(expect: tuple[Condition, ...] | list[Condition], saturation_users: int | None,
+                 run: Aggregate, client_limited: str | None = None) -> list[dict[str, Any]]:
+    """Each `expect` judged against the whole run's figures (or the saturation point: one that
+    was the client's own limit says nothing of the server, and fails)."""
+    out = []
+    for c in expect:
+        why = None
+        if c.metric.name == "saturation":
+            value: float | None = float(saturation_users) if saturation_users is not None else None
+        else:
+            value = run.value(c.metric) if run.ticks else None
+        ok = value is not None and c.holds(value)
+        if c.metric.name == "saturation" and client_limited is not None:
+            ok, why = False, client_limited
+        out.append({"expect": c.text, "value": show(value, c) if c.metric.name != "saturation" else value,
+                    "limit": show_limit(c), "unit": c.unit, "passed": ok, **({"reason": why} if why else {})})
+    return out

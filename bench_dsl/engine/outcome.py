@@ -1,0 +1,98 @@
+"""What the engine says of a run beyond its measurements: the scenario as asked, the machine, the
+plan, the exit status a run's end calls for, and where its results go. (The result document itself
+is built from events by bench_dsl.results.document.)"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import hashlib
+import json
+import platform
+import re
+import socket
+from collections.abc import Callable
+from typing import Any
+
+import psutil
+
+from bench_dsl.language import model as m
+from bench_dsl.core.errors import ExitCode
+from bench_dsl.engine.plan import Plan
+
+
+def machine_info() -> dict[str, object]:
+    cpu_model = platform.processor()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu_model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu_model)
+    except OSError:
+        pass
+    return {
+        "hostname": socket.gethostname(), "platform": platform.platform(), "python": platform.python_version(),
+        "cpu_model": cpu_model, "cpu_count": psutil.cpu_count(), "memory_bytes": psutil.virtual_memory().total,
+    }
+
+
+
+def now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def plan_json(plan: Plan, time_scale: float, max_steps: int | None) -> dict[str, Any]:
+    return {"steps": plan.steps, "seconds": plan.seconds,
+            "phases": [{"kind": p.kind, "step": p.step, "users": p.users, "users_end": p.users_end,
+                        "seconds": p.seconds} for p in plan.phases],
+            "time_scale": time_scale, "max_steps": max_steps}
+
+
+def scenario_json(sc: m.Scenario, workload: dict[str, object], names: tuple[str, ...] | list[str], plan: Plan,
+                  time_scale: float, max_steps: int | None, scrub: Callable[[str], str]) -> dict[str, Any]:
+    """The result document's "scenario": what was asked, passwords removed by `scrub`."""
+    return {"name": sc.name, "file": sc.file, "text": scrub(sc.text),
+            "parameters": {k: scrub(str(v)) if isinstance(v, str) else v for k, v in sc.parameters.items()},
+            "seed": sc.seed, "workload": workload | {"transactions": list(names), "digest": workload_digest(sc)},
+            "stop": [c.text for c in sc.stop], "expect": [c.text for c in sc.expect],
+            "plan": plan_json(plan, time_scale, max_steps)}
+
+
+def workload_digest(sc: m.Scenario) -> str:
+    """What the workload and its data are, as a short hash of their validated form (SQL, generators,
+    options, setup; not where in a file they were written): two results compare only when theirs
+    are the same, whatever their names say."""
+    def plain(v: Any) -> Any:
+        if dataclasses.is_dataclass(v) and not isinstance(v, type):
+            return {f.name: plain(getattr(v, f.name)) for f in dataclasses.fields(v) if f.name != "span"}
+        if isinstance(v, (list, tuple)):
+            return [plain(x) for x in v]
+        if isinstance(v, dict):
+            return {str(k): plain(x) for k, x in v.items()}
+        return v if isinstance(v, (str, int, float, bool)) or v is None else repr(v)
+    text = json.dumps({"workload": plain(sc.workload), "setup": plain(sc.setup)}, sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def exit_code(status: str, stop_reason: dict[str, Any] | None, expect_results: list[dict[str, Any]]) -> ExitCode | None:
+    """The exit status the run's end calls for; None: keep the one already set (0, or 1 after a failure)."""
+    if status == "interrupted":
+        sig = (stop_reason or {}).get("signal")
+        return {"SIGTERM": ExitCode.TERMINATED, "SIGHUP": ExitCode.HANGUP}.get(sig, ExitCode.INTERRUPTED)
+    if status == "target_failed":
+        return ExitCode.TARGET_FAILED
+    if status == "scenario_error":
+        return ExitCode.BAD_SCENARIO
+    if status in ("completed", "prepared") and any(not e["passed"] for e in expect_results):
+        return ExitCode.EXPECT_FAILED
+    return None
+
+
+def safe_name(text: str) -> str:
+    """`text` as one path component: never empty, `.` or `..` (a scenario named `..` must not make
+    `{scenario}` climb out of its folder), nor hidden (a leading dot)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "scenario"
+
+
+def expand_output(template: str, sc: m.Scenario, when: dt.datetime | None = None) -> str:
+    when = when or dt.datetime.now()
+    return template.format(scenario=safe_name(sc.name), time=when.strftime("%Y%m%d-%H%M%S"), seed=sc.seed)
+

@@ -1,0 +1,84 @@
+"""The plan as `bench check --plan` prints it: the phases (bench_dsl.engine.plan), the target, and the
+workload's own lines (its plugin's). Apart from the planner so that what judges a plan (the judge,
+the scheduler) never loads the workloads and their drivers."""
+
+from __future__ import annotations
+
+from bench_dsl.language import model as m
+from bench_dsl.core.dsn import redact
+from bench_dsl.engine.plan import Plan
+from bench_dsl.workloads.registry import plan_lines
+
+SHOWN_STEPS = 3  # a ramp of more steps than twice this is shown by its first and last steps, and a summary
+
+
+def describe(sc: m.Scenario, p: Plan) -> str:
+    """The plan as `bench check --plan` prints it."""
+    lines = [f'scenario "{sc.name}"']
+    lines.append("  target:   " + _target_line(sc))
+    lines.extend(plan_lines(sc.workload))
+    if sc.server_settings:
+        lines.append("  server:   " + ", ".join(f"{s.name}={s.text}" for s in sc.server_settings))
+    if sc.server_dir:
+        lines.append(f"  files:    in {sc.server_dir} (the throwaway server's directory: the disk under test)")
+    if sc.replicas:
+        lines.append(f"  replicas: {sc.replicas} throwaway replica{'s' if sc.replicas > 1 else ''}, attached with GTIDs; "
+                     "lag measured by a heartbeat")
+    for d in sc.replica_dsns:
+        lines.append(f"  replica:  {d.redacted()} (lag measured by a heartbeat)")
+    if sc.monitor:
+        lines.append(f"  monitor:  {redact(sc.monitor)} (the server host's CPU and disks, from its node_exporter)")
+    lines.append("  workers:  " + (f"{sc.workers} process(es)" if sc.workers else "auto (one process per core)"))
+    lines.append(f"  seed:     {sc.seed}" if sc.seed is not None else
+                 "  seed:     random, drawn when the run starts and recorded with it (set 'seed' to repeat a run)")
+    lines.append("  prepare:  load the data unless it is already there (--force-prepare reloads)")
+    t = 0.0
+    first_hidden, last_hidden = SHOWN_STEPS + 1, p.steps - SHOWN_STEPS
+    summarised = False
+    for ph in p.phases:
+        if p.steps > 2 * SHOWN_STEPS and ph.step is not None and first_hidden <= ph.step <= last_hidden:
+            if not summarised:  # one line stands for every hidden step
+                summarised = True
+                lines.append(f"  {_clock(t)}  steps {first_hidden}-{last_hidden} of {p.steps}: alike, "
+                             f"{_step_words(sc.ramp, p, first_hidden)} each")
+            t += ph.seconds
+            continue
+        who = f"{ph.users} users" if ph.users == ph.users_end else f"{ph.users} -> {ph.users_end} users"
+        label = ph.kind if ph.step is None else f"step {ph.step}/{p.steps} {ph.kind}"
+        note = "measured" if ph.measured else "not measured"
+        lines.append(f"  {_clock(t)}  {label:<22} {who:<18} {ph.seconds:>6g}s  {note}")
+        t += ph.seconds
+    lines.append(f"  {_clock(t)}  end (at the latest)")
+    if sc.stop:
+        lines.append("  stop when:")
+        for c in sc.stop:
+            when = f"live, over a {c.window:g}s window" if c.window else (
+                "at each step's end" if c.kind != "threshold" or isinstance(sc.ramp, m.StepRamp)
+                else "at each report interval" if p.judged_per_interval else "at the end")
+            lines.append(f"    {c.resolved:<36} ({when})")
+    if sc.expect:
+        lines.append("  expect:   " + "; ".join(c.resolved for c in sc.expect))
+    lines.append(f"  report every {sc.report_every:g}s" + (f'; output "{sc.output}"' if sc.output else ""))
+    lines.extend(d.render(sc.text) for d in sc.warnings)
+    return "\n".join(lines)
+
+
+def _step_words(r: m.Ramp, p: Plan, step: int) -> str:
+    """What each step of a ramp does, as a line for the steps --plan does not list one by one."""
+    assert isinstance(r, m.StepRamp)
+    phases = {ph.kind: ph.seconds for ph in p.phases if ph.step == step}
+    settle = f"a {phases['settle']:g}s settle (not measured), " if "settle" in phases else ""
+    more = f"+{r.add} users" if r.add is not None else f"x{r.mul:g} users"
+    return f"{more}, {settle}a {phases['hold']:g}s hold (measured)"
+
+
+def _target_line(sc: m.Scenario) -> str:
+    if sc.target is None:
+        extra = f" ({sc.target_from} is not set)" if sc.target_from else ""
+        return "an embedded throwaway server" + extra
+    return redact(sc.target)
+
+
+def _clock(t: float) -> str:
+    t = int(t)
+    return f"{t // 3600:d}:{t % 3600 // 60:02d}:{t % 60:02d}"

@@ -1,0 +1,159 @@
+"""Before any user runs: the target (a throwaway server started, or a remote one checked), its facts
+and settings, the data loaded, and the fleet that will run the users. Each step says what it did in
+events; what it needs from the run is in `Stage`'s arguments."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+import asyncmy
+
+from bench_dsl.engine import events as ev
+from bench_dsl.language import model as m
+from bench_dsl import native
+from bench_dsl.core.dsn import Dsn
+from bench_dsl.core.errors import TargetError, error_reason
+from bench_dsl.fleet.base import Fleet, LocalFleet, ProcessFleet, worker_count
+from bench_dsl.core.mysql_errors import CONNECTION_LOST, SCENARIO_ERRORS
+from bench_dsl.engine.plan import Plan
+from bench_dsl.server.replication import start_replicas
+from bench_dsl.engine.outcome import plan_json
+from bench_dsl.server.embedded import EmbeddedServer, apply_settings, ensure_database, facts
+from bench_dsl.workloads.base import Workload
+from bench_dsl.workloads.base import Progress, error_code
+
+
+class Stage:
+    def __init__(self, sc: m.Scenario, plan: Plan, workload: Workload, publish: Callable[[ev.Event], None],
+                 log: Callable[..., None], elapsed: Callable[[], float], scrub: Callable[[str], str]) -> None:
+        self.sc = sc
+        self.plan = plan
+        self.workload = workload
+        self.publish = publish
+        self.log = log
+        self.elapsed = elapsed
+        self.scrub = scrub
+        self.server: EmbeddedServer | None = None
+        self.replica_servers: list[EmbeddedServer] = []
+        self.replica_dsns: list[Dsn] = list(sc.replica_dsns)
+        self.server_pid: int | None = None
+        self._prep_t0: float | None = None
+        self._prep_last = 0.0
+
+    async def target(self, dsn: Dsn | None, time_scale: float, max_steps: int | None,
+                     specs: tuple[ev.ConditionSpec, ...],
+                     keep_server: bool) -> Dsn:
+        """The server the run measures (a throwaway one when `dsn` is None), announced with Started."""
+        sc = self.sc
+        if dsn is None:
+            self.server = EmbeddedServer(sc.server_settings, keep=keep_server,
+                                         max_connections=self.plan.max_users + 50, parent=sc.server_dir,
+                                         role="primary" if sc.replicas else "alone")
+            self.log("starting a throwaway server")
+            t = time.monotonic()
+            dsn = await self.server.start()
+            self.log(f"throwaway server up in {time.monotonic() - t:.2f}s on 127.0.0.1:{dsn.port}"
+                     + (f" (files in {self.server.basedir})" if keep_server or sc.server_dir else ""))
+            if sc.replicas:
+                self.replica_servers = await start_replicas(self.server, sc.replicas, sc.server_settings,
+                                                            keep_server, self.log)
+                self.replica_dsns = [r.dsn for r in self.replica_servers if r.dsn is not None]
+        else:
+            await ensure_database(dsn)
+        info = await facts(dsn, self.server.pid if self.server else None)
+        for note in dsn.notes():  # TLS and compress options that do less than a person may expect
+            self.log(note, "warning")
+        self.server_pid = info.pid
+        applied = await apply_settings(dsn, sc.server_settings, embedded=self.server is not None)
+        for a in applied:
+            if not a.applied:
+                self.log(f"server setting {a.name} = {a.requested}: {a.note} (server has {a.after})", "warning")
+        if info.pid is None and sc.monitor is None:
+            self.log("cpu(server) cannot be measured: the server does not run on this machine "
+                     "(monitor \"http://host:9100/metrics\" reads its host's node_exporter)", "warning")
+        max_conn = int(info.variables.get("max_connections", "0") or 0)
+        if max_conn and self.plan.max_users > max_conn - 5:
+            self.log(f"the plan goes to {self.plan.max_users} users but max_connections is {max_conn}", "warning")
+        server = {"target": dsn.redacted(), "embedded": self.server is not None, "version": info.version,
+                  "pid_visible": info.pid is not None, "variables": info.variables,
+                  "settings": [a.to_json() for a in applied],
+                  "directory": str(self.server.basedir) if self.server else None,
+                  "replicas": [d.redacted() for d in self.replica_dsns],
+                  # where cpu(server) comes from: the server process here, or its host's node_exporter
+                  "cpu_source": "node_exporter" if sc.monitor else ("process" if info.pid is not None else None),
+                  "monitor": sc.monitor,
+                  "tls": info.tls}
+        self.publish(ev.Started(sc.name, dsn.redacted(), info.version, self.server is not None,
+                                plan_json(self.plan, time_scale, max_steps), list(self.workload.names),
+                                [c.text for c in sc.stop], specs, server))
+        return dsn
+
+    async def prepare(self, dsn: Dsn, force: bool) -> asyncio.Task[dict[str, object]]:
+        """The load, as a task the run can cancel (a Ctrl-C while loading stops at once)."""
+        self.publish(ev.Phase("prepare", None, self.plan.steps, 0, None))
+        return asyncio.create_task(self.workload.prepare(dsn, Progress(self.log, self._rows), force=force))
+
+    async def prepared(self, task: asyncio.Task[dict[str, object]]) -> dict[str, Any] | None:
+        """What the load did; None when the scenario cannot run as written (said as a stop reason)."""
+        try:
+            report = await task
+        except asyncmy.errors.MySQLError as exc:
+            code = error_code(exc)
+            if code in CONNECTION_LOST:
+                raise TargetError(f"lost the server while loading the data: {self.scrub(str(exc))}") from None
+            if code in SCENARIO_ERRORS:
+                message = self.scrub(str(exc.args[1]) if len(exc.args) > 1 else str(exc))
+                self.log(f"loading the data failed with error {code}: {message}; "
+                         "the scenario cannot run as written", "error")
+                return {"reason": "scenario_error", "code": code, "transaction": None, "message": message}
+            raise
+        self.publish(ev.Prepared(report))
+        return None
+
+    def _rows(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if self._prep_t0 is None:
+            self._prep_t0 = now
+        if done < total and now - self._prep_last < 0.25:
+            return  # a progress bar needs a few updates a second, not one per batch
+        self._prep_last = now
+        secs = now - self._prep_t0
+        rate = done / secs if secs > 0 else 0.0
+        eta = (total - done) / rate if rate > 0 else None
+        self.publish(ev.Prepare(done, total, round(rate, 1), None if eta is None else round(eta, 1),
+                                round(self.elapsed(), 3)))
+
+    def fleet(self, dsn: Dsn, requested: int | None, isolate_users: bool) -> Fleet:
+        """Where the users run: this process, or worker processes (`workers`, or auto)."""
+        local = self.server_pid is not None
+        if native.problem is not None:
+            self.log(native.problem, "warning")
+        light = self.workload.raw and native.raw_executor
+        workers = worker_count(requested, self.plan.max_users, server_local=local, light=light)
+        if workers == 1 and not isolate_users:
+            fleet: Fleet = LocalFleet(dsn, self.workload, self.sc.seed)
+        else:
+            fleet = ProcessFleet(self.sc, dsn, self.workload.names, workers, lambda msg, level: self.log(msg, level))
+        self.publish(ev.Workers(workers))
+        why = "" if requested else (" (workers auto: half the cores, the server runs here)"
+                                    if local and not light else " (workers auto: one per core)")
+        self.log(f"virtual users run in {workers} process{'es' if workers > 1 else ''}{why}")
+        return fleet
+
+    async def stop_server(self, keep: bool) -> None:
+        for r in self.replica_servers:
+            try:
+                await asyncio.to_thread(r.stop)
+            except Exception as exc:
+                self.log(f"could not stop a throwaway replica: {error_reason(exc)}", "warning")
+        if self.server is None:
+            return
+        try:
+            await asyncio.to_thread(self.server.stop)  # up to 30 s: never on the event loop
+        except Exception as exc:  # the results are still to be finished and written
+            self.log(f"could not stop the throwaway server: {error_reason(exc)}", "warning")
+        if keep and self.server.basedir:
+            self.log(f"kept the throwaway server's files in {self.server.basedir}")

@@ -1,0 +1,374 @@
+"""Virtual users: closed-loop, one connection each, added and removed while the run goes on.
+This is the hot path: one pass of `_loop` per transaction."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from bisect import bisect_right
+from collections.abc import Callable
+from itertools import accumulate
+import resource
+import time
+from dataclasses import dataclass, field
+
+import asyncmy
+
+from bench_dsl.native import executor
+
+from bench_dsl import native
+from bench_dsl.core.dsn import Dsn, redact
+from bench_dsl.native.executor import ERROR, PREPARE, STOPPED, NativeUser
+from bench_dsl.measure.metrics import Recorder
+from bench_dsl.core.mysql_errors import CONNECTION_LOST, LOST_CONNECTION, SCENARIO_ERRORS
+from bench_dsl.server.embedded import connect
+from bench_dsl.workloads.base import Session, Workload
+from bench_dsl.workloads.base import IntendedRollback, error_code
+
+# what the owner of a user decides after an error
+RETRY, NEXT, RECONNECT = 0, 1, 2
+_NO_MORE_ATTEMPTS = 1 << 30
+
+# Connections being opened at once by the whole run (shared out over its processes). A server takes
+# new connections from a queue of back_log entries (MariaDB's own default: 80 + max_connections / 5);
+# 3,000 users dialling at once overflowed it: the kernel dropped their handshakes and retried them
+# 1, 3, 7, 15 s later, and a connection it gave up on waited forever for the server's greeting.
+CONNECTING = 64
+# a connection whose greeting or authentication never comes is abandoned and tried again
+CONNECT_TIMEOUT = 20.0
+
+
+def _picker(rng: random.Random, weights: tuple[float, ...]) -> Callable[[], int] | None:
+    """What picks each transaction type of a driver-path user by weight: None when there is one."""
+    if len(weights) == 1:
+        return None
+    cum = list(accumulate(weights))
+    total = cum[-1]
+    last = len(cum) - 1
+    return lambda: min(bisect_right(cum, rng.random() * total), last)
+
+
+def allow_many_connections() -> None:
+    """Raise this process's soft limit of open descriptors to its hard limit. Each user holds a
+    socket (and on the thread executor a second descriptor of it): Debian's usual soft limit of
+    1,024 would end a run of a few hundred users per process in EMFILE. The hard limit is the
+    machine's own word and stays."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = 1 << 20 if hard == resource.RLIM_INFINITY else hard  # Linux refuses more than fs.nr_open
+    if soft != resource.RLIM_INFINITY and soft < want:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+        except (ValueError, OSError):
+            pass  # a stricter kernel or container: the soft limit stands, and EMFILE says so if reached
+
+
+@dataclass
+class _User:
+    session: Session
+    rng: random.Random
+    seed: int  # the C executor's generator's
+    stop: bool = False
+    tx: int = 0  # the transaction type in flight or last run: what a defect is reported under
+    connected: asyncio.Event = field(default_factory=asyncio.Event)
+    task: asyncio.Task[None] | None = None
+    raw: NativeUser | None = None  # while its transactions run on the C executor
+    gate: asyncio.Event | None = None  # connected, it waits for this before its first transaction
+    live: bool = False  # has a connection
+    refused: bool = False  # its latest attempt to connect failed
+    ever_connected: bool = False
+
+    def halt(self) -> None:
+        """Finish the transaction in flight, then close the connection."""
+        self.stop = True
+        if self.raw is not None:
+            self.raw.stop = True
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    """What the run needs to tell a lost target from a slow one, and a wrong scenario from both."""
+
+    connect_failures: int  # consecutive failed connects, 0 once a user connects
+    idle_s: float  # seconds since a user last connected or completed a transaction
+    fatal: tuple[int, str, str] | None  # (code, message, transaction) of a scenario error
+    error_messages: dict[int, str]  # first message seen per MySQL error code, passwords redacted
+    executors: tuple[str, ...] = ()  # how statements were sent: "libmariadb" (the C executor), "driver" (asyncmy)
+    connected: int = 0  # users with a connection
+    refused: int = 0  # users without one whose latest attempt to connect failed
+    connect_error: tuple[int, str] | None = None  # (code, message) of the latest failed connect
+    never_connected: int = 0  # users still waiting for their first connection (not reconnecting ones)
+
+
+class UserPool:
+    """The users of one process. User k of this pool is user `offset + k * stride` of the run, so
+    that several pools (worker processes) give every user of the run its own seed."""
+
+    def __init__(self, dsn: Dsn, workload: Workload, recorder: Recorder, seed: int,
+                 offset: int = 0, stride: int = 1) -> None:
+        self.dsn = dsn
+        self.workload = workload
+        self.recorder = recorder
+        self.seed = seed
+        self.offset = offset
+        self.stride = stride
+        self.users: list[_User] = []
+        self.started = 0
+        self.last_progress = time.monotonic()
+        self.connect_failures = 0
+        self.connect_error: tuple[int, str] | None = None
+        self.fatal: tuple[int, str, str] | None = None
+        self.error_messages: dict[int, str] = {}
+        self.executors: set[str] = set()
+        description = workload.statements() if native.raw_executor else None
+        # one Program for the process's users: its sequences are shared, as the driver path's are
+        self.program = None if description is None else executor.program(description, workload.weights)
+        self.options = executor.options(dsn, CONNECT_TIMEOUT, description)
+        self._gate: asyncio.Event | None = None  # the held users' (resize(hold=True)) until release()
+        self._connecting = asyncio.Semaphore(max(4, CONNECTING // stride))
+        allow_many_connections()
+
+    @property
+    def active(self) -> int:
+        return sum(1 for u in self.users if not u.stop)
+
+    def health(self, completed: int = 0) -> Health:
+        """`completed`: transactions measured since the last call (the hot path keeps no clock of its own)."""
+        if completed:
+            self.last_progress = time.monotonic()
+        running = [u for u in self.users if not u.stop]
+        return Health(self.connect_failures, time.monotonic() - self.last_progress, self.fatal,
+                      dict(self.error_messages), tuple(sorted(self.executors)),
+                      sum(u.live for u in running), sum(u.refused and not u.live for u in running), self.connect_error,
+                      sum(not u.ever_connected for u in running))
+
+    async def resize(self, n: int, wait: bool = True, hold: bool = False) -> None:
+        """`hold`: the new users connect (and prepare) but start no transaction before release().
+        Users that start one as soon as they connect load the server while the others are still
+        connecting: traced with 3,000 users on 2 cores, once one worker's 1,500 users ran, the other
+        worker's prepares took 16 s each (median), whatever the workload."""
+        live = [u for u in self.users if not u.stop]
+        new: list[_User] = []
+        if hold and self._gate is None:
+            self._gate = asyncio.Event()
+        while len(live) + len(new) < n:
+            index = self.offset + self.started * self.stride
+            seed = self.seed * 100_003 + index
+            rng = random.Random(seed)
+            self.started += 1
+            u = _User(self.workload.session(rng, index), rng, seed, gate=self._gate if hold else None)
+            u.task = asyncio.create_task(self._loop(u), name=f"user-{index}")
+            new.append(u)
+        self.users.extend(new)
+        for u in live[n:]:
+            u.halt()
+        self.users = [u for u in self.users if not (u.stop and u.task is not None and u.task.done())]
+        if wait and new:
+            waiters = [asyncio.create_task(u.connected.wait()) for u in new]
+            _, pending = await asyncio.wait(waiters, timeout=60)
+            for w in pending:
+                w.cancel()
+
+    def release(self) -> None:
+        """The held users start their transactions (those still connecting, once connected)."""
+        if self._gate is not None:
+            self._gate.set()
+            self._gate = None
+
+    def cancel_in_flight(self) -> None:
+        for u in self.users:
+            if u.task:
+                u.task.cancel()
+
+    async def stop_all(self, grace: float = 5.0) -> None:
+        for u in self.users:
+            u.halt()
+        self.release()  # a held user leaves at its gate, halted
+        tasks = [u.task for u in self.users if u.task is not None]
+        if not tasks:
+            return
+        _, pending = await asyncio.wait(tasks, timeout=grace)
+        for t in pending:
+            t.cancel()
+        if pending:
+            await asyncio.wait(pending, timeout=2)
+
+    async def _loop(self, u: _User) -> None:
+        try:
+            if self.program is not None and not u.session.paced:
+                if await self._run_native(u):
+                    await self._run_driver(u)  # a statement the C executor could not prepare
+            else:
+                await self._run_driver(u)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            # not a MySQL error (a defect in a workload or in bench-dsl): the run must hear of it,
+            # not go on counting a user that no longer exists
+            u.stop = True
+            if self.fatal is None:
+                self.fatal = (-1, f"{type(exc).__name__}: {exc}", self.workload.names[u.tx])
+        finally:
+            u.connected.set()
+            u.live = False
+
+    async def _run_native(self, u: _User) -> bool:
+        """The user's transactions on the C executor; True when one of its statements cannot be
+        prepared, for the driver to meet it and report it under its transaction."""
+        nu = NativeUser(self.program, self.recorder.counts, u.seed, self.options)
+        u.raw = nu
+        backoff = 0.1
+        try:
+            while not u.stop:
+                async with self._connecting:
+                    outcome, code, message = await nu.connect()
+                if outcome == ERROR:
+                    await self._not_connected(u, code, message, backoff)
+                    backoff = min(backoff * 2, 2.0)
+                    continue
+                backoff = 0.1
+                self._now_connected(u)
+                if outcome == PREPARE:
+                    return True
+                self.executors.add(nu.executor)
+                u.connected.set()  # ready: its statements prepared too (a resize waits for this)
+                if u.gate is not None:
+                    await u.gate.wait()
+                    u.gate = None  # once: a user that reconnects later goes straight on
+                nu.stop = u.stop  # halted while connecting, or at the gate
+                retry = False
+                while True:
+                    outcome, code, message = await nu.run(retry)
+                    u.tx = nu.tx
+                    if outcome == STOPPED:
+                        return False
+                    if outcome != ERROR:  # lost, or its ROLLBACK failed: the session is in doubt
+                        self._failed(nu.tx, code, message, _NO_MORE_ATTEMPTS)
+                        break
+                    verdict = self._failed(nu.tx, code, message, nu.attempt)
+                    if verdict == RETRY:
+                        nu.attempt += 1
+                        retry = True
+                    elif verdict == NEXT:
+                        retry = False
+                    else:
+                        break
+                u.live = False  # and connect again
+            return False
+        finally:
+            u.raw = None
+            nu.close()
+
+    async def _not_connected(self, u: _User, code: int, message: str, backoff: float) -> None:
+        """A failed connect: counted, remembered, then a pause before the next attempt."""
+        self.connect_failures += 1
+        self.connect_error = (code, redact(message))
+        self._remember(code, message)
+        u.refused = True
+        u.connected.set()
+        await asyncio.sleep(backoff)
+
+    def _now_connected(self, u: _User) -> None:
+        u.live, u.refused, u.ever_connected = True, False, True
+        self.connect_failures = 0
+        self.last_progress = time.monotonic()
+
+    async def _run_driver(self, u: _User) -> None:
+        """The user's transactions through asyncmy: TPC-C, BENCH_RAWEXEC=0, or a build without the
+        C executor."""
+        wl = self.workload
+        rec = self.recorder
+        pick = _picker(u.rng, wl.weights)
+        conn: asyncmy.Connection | None = None
+        backoff = 0.1
+        try:
+            while not u.stop:
+                if conn is None:
+                    try:
+                        async with self._connecting:
+                            conn = await asyncio.wait_for(connect(self.dsn, self.dsn.database, timeout=5),
+                                                          CONNECT_TIMEOUT)
+                    except Exception as exc:  # unmeasured: connecting is not part of a transaction
+                        why = (f"no greeting or authentication in {CONNECT_TIMEOUT:g}s"
+                               if isinstance(exc, asyncio.TimeoutError) else _message(exc))
+                        await self._not_connected(u, error_code(exc), why, backoff)
+                        backoff = min(backoff * 2, 2.0)
+                        continue
+                    backoff = 0.1
+                    self._now_connected(u)
+                    self.executors.add("driver")
+                    u.connected.set()
+                    if u.gate is not None:
+                        await u.gate.wait()
+                        u.gate = None
+                        if u.stop:
+                            break
+                i = u.tx = 0 if pick is None else pick()
+                if u.session.paced:
+                    await u.session.pause(i)  # keying and think time: not part of the response time
+                    if u.stop:
+                        break
+                attempt = 0
+                t0 = time.perf_counter_ns()
+                while True:
+                    try:
+                        q = await u.session.run(conn, i)
+                    except IntendedRollback as rb:
+                        rec.ok(i, (time.perf_counter_ns() - t0) // 1000, rb.statements)
+                        rec.rollback(i)
+                        break
+                    except (asyncmy.errors.MySQLError, OSError, EOFError, asyncio.IncompleteReadError) as exc:
+                        verdict = self._failed(i, error_code(exc), _message(exc), attempt, _connected(conn))
+                        if verdict == RETRY:
+                            attempt += 1
+                            continue
+                        if verdict == RECONNECT:
+                            _close(conn)
+                            conn, u.live = None, False
+                            u.session.forget()
+                        break
+                    else:
+                        rec.ok(i, (time.perf_counter_ns() - t0) // 1000, q)
+                        break
+        finally:
+            if conn is not None:
+                _close(conn)
+
+    def _failed(self, i: int, code: int, message: str, attempt: int, connected: bool = True) -> int:
+        """Count a failed attempt at transaction `i` and say what comes next: RETRY it, go on with
+        the NEXT transaction, or RECONNECT. One policy for both ways of running statements."""
+        wl = self.workload
+        if code in CONNECTION_LOST or code == -1 or not connected:
+            self.recorder.error(i, code if code > 0 else LOST_CONNECTION)
+            self._remember(code, message)
+            return RECONNECT
+        if code in wl.retry_on[i] and attempt < wl.retries[i]:
+            self.recorder.retry(i)
+            return RETRY
+        self.recorder.error(i, code)
+        self._remember(code, message)
+        if code in SCENARIO_ERRORS and self.fatal is None:
+            self.fatal = (code, message, wl.names[i])
+        return NEXT
+
+    def _remember(self, code: int, message: str) -> None:
+        if code not in self.error_messages:
+            self.error_messages[code] = redact(message)
+
+
+def _message(exc: BaseException) -> str:
+    args = getattr(exc, "args", ())
+    return str(args[1] if len(args) > 1 else (args[0] if args else exc))
+
+
+def _connected(conn: asyncmy.Connection) -> bool:
+    try:
+        return bool(conn.connected)
+    except Exception:
+        return False
+
+
+def _close(conn: asyncmy.Connection) -> None:
+    try:
+        conn.close()
+    except Exception:
+        pass

@@ -1,0 +1,402 @@
+"""Syntax tree -> typed Scenario: the checks of the language as a whole (`let` and -D, target,
+seed, server settings, workers, the ramp, conditions, output, setup), with the workload block
+handed to its kind's plugin (bench_dsl/workloads/registry.py). Collects every diagnostic before
+giving up."""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import os
+import re
+import string
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from bench_dsl.language import model as m
+from bench_dsl.language import syntax as ast
+from bench_dsl.language import ramp as validate_ramp
+from bench_dsl.language import server as validate_server
+from bench_dsl.language import vary as validate_vary
+from bench_dsl.core.dsn import Dsn, parse_dsn, redact
+from bench_dsl.core.errors import Diagnostic, ScenarioError, Span, normal_newlines
+from bench_dsl.language.parser import parse, parse_expr
+from bench_dsl.language.conditions import condition
+from bench_dsl.language.values import Checker, EnvText, plain, span_of
+
+
+
+class WorkloadKind(Protocol):
+    """What the language asks of a workload kind (bench_dsl.workloads.plugin.WorkloadPlugin is one):
+    the kinds are handed in by the caller (bench_dsl.workloads.registry.load), so the language never
+    imports the workloads that are built on it."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def validate(self) -> Callable[[Checker, ast.Workload], m.WorkloadSpec | None]: ...
+    @property
+    def declared_transactions(self) -> Callable[[ast.Workload], tuple[str, ...]]: ...
+    @property
+    def takes_setup(self) -> bool: ...
+
+
+Kinds = Mapping[str, WorkloadKind]
+
+
+def load(path: str | Path, defines: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None,
+         text: str | None = None, study: bool = True, *, workloads: Kinds) -> m.Scenario:
+    """Read, parse and validate a .bench file. Raises ScenarioError with every diagnostic.
+    study=False: one configuration's scenario (its `vary` values given as `defines`)."""
+    path = str(path)
+    if text is None:
+        text = read_source(path)
+    try:
+        tree = parse(text, path)
+        return check(tree, defines or {}, os.environ if env is None else env, study, workloads=workloads)
+    except RecursionError:  # env(env(env(...))) thousands deep: no scenario needs it
+        raise ScenarioError([Diagnostic("expressions are nested too deeply", Span(path, 1, 1, 1, 2),
+                                        "a scenario's values are a call or two deep: env(\"NAME\", default)")],
+                            text) from None
+
+
+MAX_SOURCE_BYTES = 1 << 20  # a scenario is a page or two; this bounds what a mistaken path can cost
+# Names, numbers and signs (a string or a comment is one): the parser and the checks take tens of
+# microseconds over each, so this keeps `check` of any file well under 2 s. A study of 1,000 values
+# on each of three lines has about 6,000.
+MAX_TOKENS = 20_000
+_TOKEN = re.compile(r'"""[\s\S]*?"""|"(?:[^"\\\n]|\\.)*"?|#[^\n]*|[\w.$%]+|\S')
+
+
+def read_source(path: str) -> str:
+    """A .bench file's text: UTF-8 (a BOM is allowed), at most MAX_SOURCE_BYTES. Anything else is a
+    diagnostic that says what the file is and where it goes wrong, never a decoding traceback."""
+    def fail(message: str, hint: str, line: int = 1, col: int = 1, shown: str | None = None) -> ScenarioError:
+        return ScenarioError([Diagnostic(message, Span(path, line, col, line, col + 1), hint)], shown)
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_SOURCE_BYTES + 1)
+    except OSError as exc:
+        raise ScenarioError([Diagnostic(f"cannot read {path}: {exc.strerror}", None,
+                                        "give the path of a .bench file")], None) from None
+    if len(data) > MAX_SOURCE_BYTES:
+        raise fail(f"{path} is larger than {MAX_SOURCE_BYTES >> 20} MiB: not a scenario",
+                   "a .bench file is text of a few kilobytes; check the path")
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise fail("the file is UTF-16 text", "save it as UTF-8 (most editors: 'Save with encoding')")
+    data = data.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte order mark, as some editors write
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line, col = _place(data[:exc.start].decode("utf-8", errors="replace"))
+        shown = normal_newlines(data.decode("utf-8", errors="replace"))
+        raise fail(f"byte 0x{data[exc.start]:02x} is not UTF-8 text" + (" (a binary file?)" if b"\x00" in data else ""),
+                   "save the file as UTF-8 (it may be Latin-1 or another encoding)", line, col, shown) from None
+    if "\x00" in text:
+        raise fail("the file holds NUL characters: not a text file", "give the path of a .bench file",
+                   *_place(text[:text.index("\x00")]))
+    for past in itertools.islice(_TOKEN.finditer(text), MAX_TOKENS, None):
+        raise fail(f"the file holds more than {MAX_TOKENS:,} names, numbers and signs: not a scenario",
+                   "a scenario is a page or two; a study varies at most 1,000 configurations",
+                   *_place(text[:past.start()]), normal_newlines(text))
+    return text
+
+
+def _place(before: str) -> tuple[int, int]:
+    """The line and column that follow `before`, lines as the parser counts them."""
+    before = normal_newlines(before)
+    return before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1
+
+
+def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str], study: bool = True, *,
+          workloads: Kinds) -> m.Scenario:
+    """The scenario of a parsed file. Each part is read in turn (the order in which the parts
+    report is the order of the file once sorted); raises ScenarioError with every diagnostic.
+    A study's configurations that set a `let` are each checked as a whole too."""
+    c = Checker(tree.file, tree.text, env)
+    parameters = _lets(c, tree.lets, defines)
+    sc = tree.scenario
+    items = _Items(c, sc)
+    given, target_from = _target(c, items.first("target"))
+    seed, seed_given = _seed(c, items.first("seed"))
+    settings, server_dir, replicas = validate_server.settings(c, items.all("server"), embedded=given is None)
+    replica_dsns = validate_server.replicas(c, items.all("replica"), embedded=given is None)
+    monitor = validate_server.monitor(c, items.first("monitor"))
+    workload, tx_names = _workload(c, sc, items.all("Workload"), workloads)
+    workers = _workers(c, items.first("workers"))
+    warmup = validate_ramp.warmup(c, items.first("warmup"))
+    report_every = validate_ramp.report_every(c, items.first("report"))
+    ramp = validate_ramp.ramp(c, items.first("users"), items.first("ramp"), items.first("duration"), sc)  # type: ignore[arg-type]
+    stop = _conditions(c, items.all("stop"), tx_names, ramp, expect=False)
+    expect = _conditions(c, items.all("expect"), tx_names, ramp, expect=True)
+    if not replicas and not replica_dsns:
+        for cond in stop + expect:
+            if cond.metric.name == "replication_lag":
+                c.error("replication_lag needs replicas", cond.span,
+                        'server { replicas = 1 } (throwaway ones), or replica "mysql://user@host:3306/db"')
+    output = _output(c, items.first("output"))
+    setup = _setup(c, items.all("setup"), workload, workloads)
+    plan = None
+    if study:
+        plan = validate_vary.study(c, items.first("Vary"), items.first("repeat"), defines, settings,  # type: ignore[arg-type]
+                                   embedded=given is None)
+
+    # in the order of the file, as a person reads it and fixes it; -D problems (no place) first
+    c.diags.sort(key=lambda d: (d.span.line, d.span.col) if d.span else (0, 0))
+    errors = c.errors()
+    if errors or workload is None or ramp is None:
+        if not errors:
+            c.error("the scenario is incomplete", sc.span, "a scenario needs a workload and users (or a ramp)")
+        raise ScenarioError(c.diags, tree.text)
+    scenario = m.Scenario(
+        name=sc.name, file=tree.file, text=tree.text, parameters=parameters, target=given.text if given else None,
+        target_dsn=given.dsn if given else None, target_from=target_from,
+        seed=seed, seed_given=seed_given, server_settings=settings, workload=workload, ramp=ramp,
+        warmup=warmup, report_every=report_every, stop=stop, expect=expect, output=output,
+        setup=setup, workers=workers, warnings=tuple(d for d in c.diags if d.severity != "error"),
+        study=plan, server_dir=server_dir, replicas=replicas, replica_dsns=replica_dsns, monitor=monitor,
+    )
+    if plan is not None:
+        _check_configurations(tree, defines, env, plan, workloads)
+    return scenario
+
+
+def _check_configurations(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str],
+                          plan: m.Study, workloads: Kinds) -> None:
+    """Each configuration that sets a `let` is a scenario of its own (`table_size = $rows` with a
+    value out of range): checked now, not found out after the first configurations have run."""
+    diags: list[Diagnostic] = []
+    seen: set[tuple[str, object]] = set()
+    checked: set[tuple[tuple[str, str], ...]] = set()  # a let crossed with settings: its values checked once
+    for conf in plan.configurations:
+        if not conf.lets or conf.lets in checked:
+            continue
+        checked.add(conf.lets)
+        try:
+            check(tree, {**defines, **dict(conf.lets)}, env, study=False, workloads=workloads)
+        except ScenarioError as err:
+            for d in err.diagnostics:
+                if d.severity == "error" and (d.message, d.span) not in seen:
+                    seen.add((d.message, d.span))
+                    diags.append(Diagnostic(f"with {conf.label}: {d.message}", d.span, d.hint))
+    if diags:
+        raise ScenarioError(diags, tree.text)
+
+
+def _lets(c: Checker, lets: list[ast.Let], defines: Mapping[str, str]) -> dict[str, object]:
+    """Every `let`, with -D overrides, into c.lets; the values as the result's parameters show them."""
+    declared = {let.name for let in lets}
+    for name in defines:
+        if name not in declared:
+            close = difflib.get_close_matches(name, list(declared), n=1)
+            c.error(f"-D {name}: the file declares no 'let {name}'",
+                    None, f"did you mean -D {close[0]}=...?" if close else
+                    ("declared: " + ", ".join(sorted(declared)) if declared else "add: let " + name + " = ..."))
+    parameters: dict[str, object] = {}
+    for let in lets:
+        if let.name in c.lets:
+            c.error(f"{let.name} is declared twice", let.span, f"keep one 'let {let.name} = ...'")
+        expr = let.value
+        if let.name in defines:
+            try:
+                expr = parse_expr(defines[let.name], f"-D {let.name}")
+            except ScenarioError as err:
+                # the value is not in the file: quote it in the message instead of pointing into the file
+                d = err.diagnostics[0]
+                c.error(f"-D {let.name}={defines[let.name]}: {d.message}", None,
+                        d.hint or 'quote text values: -D name=\'"text"\'')
+                c.lets[let.name] = None  # declared: no follow-on "$name is not defined"
+                continue
+        v = c.value(expr)
+        c.lets[let.name] = v
+        if v is None and (variable := c.unset_env(expr)) is not None:
+            c.unset_lets[let.name] = variable
+        parameters[let.name] = plain(v)
+    return parameters
+
+
+class _Items:
+    """The scenario's items by keyword (a workload's "Workload", both ramps' "ramp"); each one given
+    more than once is reported, but `replica` (one per replica)."""
+
+    MANY = ("replica",)
+
+    def __init__(self, c: Checker, sc: ast.ScenarioNode) -> None:
+        self.by_key: dict[str, list[object]] = {}
+        for it in sc.items:
+            key = it.keyword if isinstance(it, (ast.Item, ast.Block)) else type(it).__name__
+            if isinstance(it, (ast.RampStep, ast.RampLinear)):
+                key = "ramp"
+            self.by_key.setdefault(key, []).append(it)
+        for key, lst in self.by_key.items():
+            if len(lst) > 1 and key not in self.MANY:
+                what = {"Workload": "workload", "Vary": "vary"}.get(key, key)
+                for dup in lst[1:]:
+                    c.error(f"'{what}' is given more than once", span_of(dup), "keep one")
+
+    def first(self, key: str) -> ast.Item | None:
+        lst = self.by_key.get(key)
+        return lst[0] if lst else None  # type: ignore[return-value]
+
+    def all(self, key: str) -> list[object]:
+        return self.by_key.get(key, [])
+
+
+_TARGET_EXAMPLE = 'target "mysql://user:password@host:3306/database"'
+
+
+@dataclass(frozen=True, slots=True)
+class TargetSpec:
+    text: str  # as the file (or the environment) wrote it
+    dsn: Dsn  # parsed here, once
+
+
+def _target(c: Checker, t: ast.Item | None) -> tuple[TargetSpec | None, str | None]:
+    """The server address, and where it came from ("env BENCH_DSN") for messages."""
+    if t is None:
+        return None, None  # the embedded throwaway server
+    e = t.value
+    target_from = None
+    if isinstance(e, ast.Call) and e.name == "env" and e.args and isinstance(e.args[0], ast.Str):
+        target_from = f"env {e.args[0].value}"
+    v = c.value(e)
+    if v is None:
+        return None, target_from  # env() unset and no default: the embedded throwaway server
+    span = span_of(e)
+    if isinstance(e, ast.Word):
+        c.error("target is an address in double quotes", span, _TARGET_EXAMPLE)
+        return None, target_from
+    if not isinstance(v, str):
+        c.error("target must be a mysql:// address", span, _TARGET_EXAMPLE + " (or leave it out for a throwaway server)")
+        return None, target_from
+    held = f"the environment variable {v.variable} holds " if isinstance(v, EnvText) else ""
+    scheme = re.match(r"([A-Za-z][A-Za-z0-9+.-]*)://", v)
+    hint = "bench-dsl runs against MySQL and MariaDB: " + _TARGET_EXAMPLE + ", or no target for a throwaway server"
+    if scheme is None:
+        shown = redact(v)
+        c.error(f"target: {held}{shown!r}, not a mysql:// address" if held
+                else f"target: {shown!r} is not a mysql:// address", span, hint)
+        return None, target_from
+    if scheme.group(1).lower() not in ("mysql", "mariadb"):
+        c.error(f"target: {held}a {scheme.group(1)}:// address; only mysql:// and mariadb:// are supported", span, hint)
+        return None, target_from
+    try:
+        dsn = parse_dsn(v)
+    except ValueError as exc:  # a port that is not a number, an unknown option ...
+        # the message names the address (redacted) and what is wrong with it: not said twice
+        c.error(f"target: {held}{exc}", span, _TARGET_EXAMPLE)
+        return None, target_from
+    return TargetSpec(v, dsn), target_from
+
+
+
+
+def _seed(c: Checker, item: ast.Item | None) -> tuple[int | None, bool]:
+    """The file's seed, and whether it gave one (None: a run draws its own when it starts)."""
+    if item is not None and (n := c.number(item.value, "seed", integer=True, minimum=0)) is not None:
+        return int(n), True
+    return None, False
+
+
+def _workload(c: Checker, sc: ast.ScenarioNode, nodes: list[object],
+              workloads: Kinds) -> tuple[m.WorkloadSpec | None, tuple[str, ...]]:
+    """The workload, validated by its kind's plugin, and the transaction names conditions are
+    checked against: its own, or when the block has errors, those it declares (so that each
+    mistake is reported once)."""
+    if not nodes:
+        c.error("the scenario has no workload", sc.span,
+                "add: workload sysbench oltp_read_write { tables = 1  table_size = 10000 }")
+        return None, ()
+    node: ast.Workload = nodes[0]  # type: ignore[assignment]
+    plugin = workloads.get(node.kind)
+    if plugin is None:
+        close = difflib.get_close_matches(node.kind, list(workloads), n=1)
+        c.error(f"unknown workload '{node.kind}'", node.kind_span,
+                f"did you mean {close[0]}?" if close else "workloads: " + ", ".join(workloads))
+        return None, ast.transactions_named(node)
+    workload = plugin.validate(c, node)
+    if workload is None:
+        return None, plugin.declared_transactions(node)
+    return workload, workload.transaction_names
+
+
+def _workers(c: Checker, item: ast.Item | None) -> int | None:
+    """Worker processes; None: auto, one per core."""
+    if item is None:
+        return None
+    if isinstance(item.value, ast.Word):
+        if item.value.name != "auto":
+            c.error(f"workers is auto or a number of processes, not '{item.value.name}'", item.value.span,
+                    "workers auto (one per core), or workers 4")
+        return None
+    n = c.number(item.value, "workers", integer=True, minimum=1)
+    return int(n) if n is not None else None
+
+
+def _conditions(c: Checker, blocks: list[object], tx_names: tuple[str, ...], ramp: m.Ramp | None,
+                expect: bool) -> tuple[m.Condition, ...]:
+    out: list[m.Condition] = []
+    for blk in blocks:
+        for node in blk.entries:  # type: ignore[attr-defined]
+            cond = condition(c, node, tx_names, ramp, expect=expect)
+            if cond is not None:
+                out.append(cond)
+    return tuple(out)
+
+
+def _output(c: Checker, item: ast.Item | None) -> str | None:
+    if item is None:
+        return None
+    v = c.value(item.value)
+    if isinstance(item.value, ast.Word):
+        # a bare word would do as a file name, but `output results` most often means a directory
+        # and reads like a keyword: a path is always a string
+        c.error("output is a path: write it in double quotes", item.value.span, f'output "{item.value.name}"')
+    elif v is None and c.unset_env(item.value) is not None:
+        pass  # env() unset and no default: as if no output were given, like a target
+    elif not isinstance(v, str):
+        c.error('output must be a "path"', item.value.span, 'output "results/{scenario}-{time}.json"')  # type: ignore[union-attr]
+    else:
+        span = item.value.span  # type: ignore[union-attr]
+        try:
+            fields = {f for _, f, _, _ in string.Formatter().parse(v) if f is not None}
+        except ValueError:  # "results/{scenario": a brace that is never closed
+            c.error("output: a '{' without its '}'", span, "placeholders: {scenario}, {time}, {seed}; "
+                    "a brace of the name itself is written {{ or }}")
+            return None
+        bad = fields - {"scenario", "time", "seed"}
+        if bad:
+            c.error(f"output: unknown placeholder {{{min(bad)}}}", span, "placeholders: {scenario}, {time}, {seed}")
+            return None
+        if "\x00" in v or not v.strip():
+            c.error("output: not a path (empty, or with a NUL character)", span, 'output "results/{scenario}.json"')
+            return None
+        return v
+    return None
+
+
+def _setup(c: Checker, blocks: list[object], workload: m.WorkloadSpec | None,
+           workloads: Kinds) -> tuple[m.Fill | m.SetupSql, ...]:
+    setup: list[m.Fill | m.SetupSql] = []
+    for blk in blocks:
+        if workload is not None and not workloads[workload.kind].takes_setup:
+            kinds = " and ".join(p.kind for p in workloads.values() if p.takes_setup)
+            c.error(f"setup is for {kinds} workloads; {workload.kind} prepares its own data", blk.span,  # type: ignore[attr-defined]
+                    "remove the setup block, or use workload custom with your own tables")  # type: ignore[attr-defined]
+        for node in blk.entries:  # type: ignore[attr-defined]
+            if isinstance(node, ast.SetupSql):
+                setup.append(m.SetupSql(node.sql, node.span))
+                continue
+            rows = c.count(node.rows, "fill rows")
+            columns = []
+            for st in node.columns:
+                g = c.generator(st.value, "fill")
+                if g is not None:
+                    columns.append((st.name, g))
+            if not node.columns:
+                c.error(f"fill {node.table}: no columns", node.span, "fill t rows 1000 { id = sequence(1) }")
+            if rows is not None:
+                setup.append(m.Fill(node.table, int(rows), tuple(columns), node.span))
+    return tuple(setup)

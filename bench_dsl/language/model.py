@@ -1,0 +1,243 @@
+"""The typed, validated scenario: what the engine runs. Built only by bench_dsl.language.check; the
+workload's part is defined by its kind's plugin (bench_dsl/workloads/)."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from bench_dsl.core.dsn import Dsn
+from bench_dsl.core.errors import Diagnostic, Span
+
+# Canonical units inside the model: durations and latencies in seconds, percentages as
+# percent (80.0), rates in their own unit (tps and qps per second, tpm and nopm per minute),
+# sizes in bytes, user counts as ints.
+
+
+@dataclass(frozen=True, slots=True)
+class Generator:
+    """A value generator of a transaction or a fill: uniform(1, 100), zipf(1, 1000, 1.1) ..."""
+
+    name: str
+    args: tuple[int | float | str, ...]
+    span: Span | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSetting:
+    name: str
+    value: int | float | str  # sizes in bytes, on/off as ON/OFF, words as written
+    text: str  # as written: 256M
+    span: Span | None = None
+
+
+class WorkloadSpec(Protocol):
+    """A workload's validated options. Each kind has its own (SysbenchWorkload, TpccWorkload,
+    CustomWorkload ...), defined by its plugin in bench_dsl/workloads/ and found by `kind` in
+    bench_dsl/workloads/registry.py."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def transaction_names(self) -> tuple[str, ...]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ConstantRamp:
+    users: int
+    duration: float
+    kind: Literal["constant"] = "constant"
+
+
+@dataclass(frozen=True, slots=True)
+class StepRamp:
+    start: int
+    add: int | None  # step +4 users
+    mul: float | None  # step x2
+    settle: float
+    hold: float
+    max: int
+    kind: Literal["step"] = "step"
+
+    def user_counts(self) -> list[int]:
+        counts = [self.start]
+        while True:
+            cur = counts[-1]
+            nxt = cur + self.add if self.add is not None else max(cur + 1, round(cur * (self.mul or 2)))
+            if nxt > self.max:
+                return counts
+            counts.append(nxt)
+
+    def step_count(self) -> int:
+        """How many steps the ramp makes, counted without listing them (+1 up to 100,000 users)."""
+        if self.add is not None:
+            return (self.max - self.start) // self.add + 1
+        return len(self.user_counts())
+
+
+@dataclass(frozen=True, slots=True)
+class LinearRamp:
+    start: int
+    end: int
+    over: float
+    duration: float  # whole measured time; the users stay at `end` after `over`
+    kind: Literal["linear"] = "linear"
+
+
+Ramp = ConstantRamp | StepRamp | LinearRamp
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    """What a condition measures.
+
+    name: "latency" (with stat), "tps", "tpm", "qps", "nopm", "error_rate", "cpu", "saturation",
+    "status" (a SHOW GLOBAL STATUS variable, its name in `source`).
+    "nopm" is new orders per minute (TPC-C's tpmC): committed new_order transactions only.
+    stat: for latency, "p" with a percentile, or "avg" / "max" / "min"; for status, "value" (the
+    value at the window's end) or "rate" (its growth per second over the window).
+    """
+
+    name: str
+    stat: str | None = None
+    percentile: float | None = None
+    transaction: str | None = None  # None: all transactions together
+    source: str | None = None  # cpu: server | host | client
+
+    def label(self) -> str:
+        if self.name == "latency":
+            base = f"p{_fmt_pct(self.percentile)}" if self.stat == "p" else str(self.stat)
+        else:
+            base = self.name
+        arg = self.transaction or self.source
+        return (f"{base}({arg})" if arg else base) + ("/s" if self.name == "status" and self.stat == "rate" else "")
+
+
+def _fmt_pct(p: float | None) -> str:
+    if p is None:
+        return "?"
+    return str(int(p)) if float(p).is_integer() else str(p)
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    kind: Literal["threshold", "plateau", "kink"]
+    metric: Metric
+    op: str | None  # threshold only
+    limit: float  # seconds, percent, the rate's own unit (tps per second, tpm and nopm per minute), users, factor
+    unit: str  # how to show values: "ms", "%", "tps", "tpm", "qps", "nopm", "users", "x", ""
+    window: float | None  # `for D`: judged live over a sliding window of D seconds
+    text: str  # as written in the file
+    span: Span | None = None
+    # `text` with each $name and env() replaced by its value ("p90 > $p90_limit" -> "p90 > 250ms"),
+    # for reports that must show the limit a run used; the same as `text` when it has neither.
+    resolved: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.resolved:
+            object.__setattr__(self, "resolved", self.text)
+
+    def holds(self, value: float) -> bool:
+        """True when the measured value crosses the limit (the condition 'fires')."""
+        return _compare(value, self.op or ">", self.limit)
+
+
+def _compare(value: float, op: str, limit: float) -> bool:
+    match op:
+        case ">":
+            return value > limit
+        case ">=":
+            return value >= limit
+        case "<":
+            return value < limit
+        case "<=":
+            return value <= limit
+        case "==":
+            return value == limit
+        case "!=":
+            return value != limit
+    raise ValueError(op)
+
+
+@dataclass(frozen=True, slots=True)
+class Fill:
+    table: str
+    rows: int
+    columns: tuple[tuple[str, Generator | int | float | str], ...]
+    span: Span | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SetupSql:
+    sql: str
+    span: Span | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Configuration:
+    """One set-up of a study: what `vary` sets for it, each value as the file wrote it."""
+
+    id: str  # c1, c2 ... in the order of the file's values
+    values: tuple[tuple[str, str], ...]  # (innodb_io_capacity, 2000), (server.dir, /dev/shm), ($rows, 10K)
+    settings: tuple[ServerSetting, ...] = ()  # the server settings among them
+    server_dir: str | None = None
+    lets: tuple[tuple[str, str], ...] = ()  # (rows, 10K): given to the file like -D rows=10K
+
+    @property
+    def label(self) -> str:
+        return " ".join(f"{k}={v}" for k, v in self.values) or "as written"
+
+
+@dataclass(frozen=True, slots=True)
+class Study:
+    """`vary` and `repeat`: the configurations a run measures, each `repeat` times."""
+
+    configurations: tuple[Configuration, ...]
+    repeat: int = 1
+    zip: bool = False  # the lines' values paired instead of crossed
+    keys: tuple[str, ...] = ()  # what varies, in the file's order
+
+    def order(self) -> list[tuple[Configuration, int]]:
+        """Interleaved (A B C A B C ...): a machine's drift spreads over every configuration alike."""
+        return [(c, r) for r in range(1, self.repeat + 1) for c in self.configurations]
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    name: str
+    file: str
+    text: str
+    parameters: dict[str, object]
+    target: str | None  # as written; None: an embedded throwaway server
+    target_from: str | None  # "env BENCH_DSN" etc., for messages
+    seed: int | None  # None: each run draws its own when it starts (and records it)
+    seed_given: bool
+    server_settings: tuple[ServerSetting, ...]
+    workload: WorkloadSpec
+    ramp: Ramp
+    warmup: float
+    report_every: float
+    stop: tuple[Condition, ...]
+    expect: tuple[Condition, ...]
+    output: str | None
+    setup: tuple[Fill | SetupSql, ...] = field(default_factory=tuple)
+    workers: int | None = None  # processes that run the virtual users; None: auto, one per core
+    target_dsn: Dsn | None = None  # `target`, parsed once, by validation
+    study: Study | None = None  # `vary` / `repeat`: several configurations, each a run of its own
+    server_dir: str | None = None  # where the throwaway server keeps its files (None: the temp dir)
+    replicas: int = 0  # server { replicas = N }: throwaway replicas of the throwaway server
+    replica_dsns: tuple[Dsn, ...] = ()  # `replica "mysql://..."`: replicas of the target
+    monitor: str | None = None  # `monitor "http://db1:9100/metrics"`: the server host's node_exporter
+    # Findings that do not stop a run (a TPC-C mix below the minimums of clause 5.2.3), each
+    # rendered like an error with severity "warning".
+    warnings: tuple[Diagnostic, ...] = field(default_factory=tuple)
+
+    def seeded(self) -> Scenario:
+        """The scenario a run runs: with the file's seed, or one drawn now (recorded with the run,
+        so that giving it as `seed` repeats the run)."""
+        if self.seed is not None:
+            return self
+        return dataclasses.replace(self, seed=random.SystemRandom().randrange(1, 2**31))

@@ -1,0 +1,450 @@
+"""Text of a .bench file -> syntax tree (bench_dsl.language.syntax), with friendly syntax errors."""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import math
+import re
+import sys
+import unicodedata
+from importlib import resources
+from typing import Any
+
+from lark import Lark, Token, Transformer, Tree, v_args
+from lark.exceptions import (
+    UnexpectedCharacters,
+    UnexpectedEOF,
+    UnexpectedInput,
+    UnexpectedToken,
+)
+from lark.tree import Meta
+
+from bench_dsl.language import syntax as ast
+from bench_dsl.core.errors import OTHER_BREAKS, Diagnostic, ScenarioError, Span, break_in_comment, normal_newlines
+
+
+@functools.cache
+def _parser() -> Lark:
+    text = resources.files("bench_dsl.grammar").joinpath("bench.lark").read_text(encoding="utf-8")
+    return Lark(
+        text,
+        parser="lalr",
+        lexer="contextual",
+        propagate_positions=True,
+        maybe_placeholders=True,
+        start=["start", "expr"],
+    )
+
+
+# How a person would name what the parser expected.
+_TERMINAL_WORDS = {
+    "RBRACE": "'}'",
+    "LBRACE": "'{'",
+    "LPAR": "'('",
+    "RPAR": "')'",
+    "COMMA": "','",
+    "EQUAL": "'='",
+    "PLUS": "'+'",
+    "NAME": "a name",
+    "STRING": 'a "string"',
+    "NUMBER": "a number",
+    "QUANTITY": "a number with a unit (10s, 250ms, 80%, 256M)",
+    "VAR": "a $reference",
+    "COMPARATOR": "a comparison (>, >=, <, <=)",
+    "MULTIPLIER": "a multiplier such as x2",
+    "PERCENTILE": "a percentile such as p99.9",
+    "USERS": "'users'",
+    "USER": "'user'",
+    "RATE_UNIT": "a unit word (tps, tpm, qps, nopm)",
+    "$END": "the end of the file",
+}
+
+
+def _describe(term: str) -> str:
+    if term in _TERMINAL_WORDS:
+        return _TERMINAL_WORDS[term]
+    try:
+        pattern = _parser().get_terminal(term).pattern
+    except KeyError:
+        return term.lower()
+    if pattern.type == "str":
+        return f"'{pattern.value}'"
+    return term.lower()
+
+
+def _keywords(expected: set[str]) -> list[str]:
+    words = []
+    for term in expected:
+        try:
+            pattern = _parser().get_terminal(term).pattern
+        except KeyError:
+            continue
+        if pattern.type == "str" and re.fullmatch(r"[a-z_]+", pattern.value):
+            words.append(pattern.value)
+    return sorted(words)
+
+
+_WORD_UNITS = ("users", "user", "tps", "tpm", "qps", "nopm")
+_NUMBER_AND_WORD = re.compile(r"-?[0-9]+(?:\.[0-9]+)?([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _syntax_diagnostic(err: UnexpectedInput, file: str, text: str) -> Diagnostic:
+    line, col = max(err.line, 1), max(err.column, 1)
+    if isinstance(err, UnexpectedToken):
+        tok = err.token
+        expected = set(err.expected)
+        names = sorted({_describe(t) for t in expected})
+        shown = "end of file" if tok.type == "$END" else _quoted(str(tok))
+        span = Span(file, line, col, line, col + max(1, len(str(tok))))
+        hint = None
+        keywords = _keywords(expected)
+        close = difflib.get_close_matches(str(tok), keywords, n=1, cutoff=0.6) if tok.type != "$END" else []
+        if close:
+            hint = f"did you mean '{close[0]}'?"
+        elif other := break_in_comment(text, None if tok.type == "$END" else tok.start_pos):
+            hint = other
+        elif tok.type == "$END" and "RBRACE" in expected:
+            hint = "a block is not closed: add the missing '}'"
+        elif expected == {"LBRACE"}:  # `workload sysbench oltp_point_select` and the like
+            hint = "expected '{': a block goes here, written '{ }' when it holds nothing"
+        elif keywords and len(keywords) <= 14:
+            hint = "expected one of: " + ", ".join(keywords)
+        else:
+            hint = "expected " + " or ".join(names[:6]) if names else "the text here does not continue the file"
+        if tok.type == "STRING" and "NAME" in expected and not close:
+            hint = "names are written without quotes"
+        spaced = _spaced_unit(text, tok.start_pos, str(tok)) if tok.type != "$END" else None
+        if spaced:
+            hint = spaced
+        return Diagnostic(f"unexpected {shown}", span, hint)
+    if isinstance(err, UnexpectedCharacters):
+        ch = err.char
+        hint = None
+        width = 1
+        glued = _NUMBER_AND_WORD.match(text, err.pos_in_stream)
+        if glued:
+            width = glued.end() - glued.start()
+            number, word = glued.group(0)[: -len(glued.group(1))], glued.group(1)
+            if word in _WORD_UNITS:
+                hint = f"a unit word follows its number after a space: {number} {word}"
+            else:
+                hint = (f"'{word}' is not a unit; units are written against the number: ms, s, m, h "
+                        "(durations), % (percent), K, M, G, T (sizes), x (factors)")
+            return Diagnostic(f"unexpected {_quoted(glued.group(0))}", Span(file, line, col, line, col + width), hint)
+        if ch == "'":
+            hint = 'strings use double quotes: "..."'
+        elif ch == "%" and (spaced := _spaced_unit(text, err.pos_in_stream, ch)):
+            hint = spaced
+        elif ch.isdigit() or ch == ".":
+            hint = "a unit is written against its number, without a space: 10s, 250ms, 80%, 256M"
+        elif ch == "$":
+            hint = "a reference is $ followed by a name declared with let"
+        elif ch in "/:":
+            hint = 'a path or an address is written in double quotes: "results/run.json", "mysql://host:3306/db"'
+        elif ch in OTHER_BREAKS:
+            hint = f"U+{ord(ch):04X} ends no line in a .bench file: end the file's lines with ordinary line breaks"
+        elif ch.isspace() or unicodedata.category(ch) in ("Cf", "Cc", "Zs"):
+            # a no-break space from a word processor, a byte order mark or zero-width space pasted in
+            hint = (f"an invisible character ({unicodedata.name(ch, f'U+{ord(ch):04X}')}) is here: "
+                    "delete it, or type a plain space")
+        elif hint is None:
+            hint = "names, numbers with their units, \"strings\" and { } ( ) , are the language's characters"
+        return Diagnostic(f"unexpected character {ch!r}", Span(file, line, col, line, col + width), hint)
+    if isinstance(err, UnexpectedEOF):
+        return Diagnostic("unexpected end of file", Span(file, line, col, line, col + 1),
+                          "a block is not closed: add the missing '}'")
+    return Diagnostic(str(err), Span(file, line, col, line, col + 1), "the text here does not continue the file")
+
+
+SHOWN = 40  # a longer token is quoted by its start and its end
+
+
+def _quoted(text: str) -> str:
+    """A token as a message quotes it: 60 KB of one name is shown by its ends, and by its length."""
+    if len(text) <= SHOWN:
+        return repr(text)
+    return repr(text[:SHOWN // 2] + "..." + text[-SHOWN // 4:]) + f" ({len(text):,} characters)"
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ATTACHED_UNITS = ("us", "ms", "s", "m", "h", "%", "K", "M", "G", "T", "x")
+_NUMBER_THEN_SPACE = re.compile(r"(-?[0-9]+(?:\.[0-9]+)?)[ \t]+$")
+
+
+def _spaced_unit(text: str, pos: int, word: str) -> str | None:
+    """The hint for `10 s` or `80 %`: a unit that is written against its number."""
+    before = _NUMBER_THEN_SPACE.search(text, 0, pos) if word in _ATTACHED_UNITS else None
+    if before is None:
+        return None
+    return f"a unit is written against its number, without a space: {before.group(1)}{word}"
+
+
+def _keyword_as_name(err: UnexpectedInput) -> bool:
+    """Read a keyword as a name where the parser wants a name and not that keyword.
+
+    So `max = uniform(1, 9)` in a fill block and `max(read) > 2s` in a stop block work after any
+    entry. The contextual lexer picks a token from the parser state before the reductions of what
+    precedes it, and LALR shares that state among every place a value can end (a fill column, a
+    ramp's `settle 1s`, ...), so `max` comes out as the ramp keyword. Once the parser has reduced
+    and refused it, feeding the same text as a NAME gives what a per-context keyword would have.
+    """
+    if not isinstance(err, UnexpectedToken) or err.interactive_parser is None:
+        return False
+    tok = err.token
+    if tok.type == "NAME" or not _NAME.fullmatch(str(tok)) or "NAME" not in err.expected:
+        return False
+    err.interactive_parser.feed_token(Token.new_borrow_pos("NAME", str(tok), tok))
+    return True
+
+
+def _span(file: str, meta: Meta | Token) -> Span:
+    return Span(file, meta.line, meta.column, meta.end_line, meta.end_column)
+
+
+@v_args(meta=True)
+class _ToSyntax(Transformer[Token, Any]):
+    def __init__(self, file: str, text: str) -> None:
+        super().__init__()
+        self.file = file
+        self.text = text
+        self.problems: list[Diagnostic] = []  # numbers beyond a float, said together after the tree is built
+
+    def _float(self, written: str, token: Token) -> float:
+        """A number as written, or 0.0 and a diagnostic when it is beyond what a float holds (more than
+        308 digits): never an infinite value, which no check bounds and no integer conversion takes."""
+        v = float(written)
+        if not math.isfinite(v):
+            self.problems.append(Diagnostic(f"{_quoted(written)} is too large a number", self._s(token),
+                                            f"a number is at most {sys.float_info.max:.4g}; every value has a "
+                                            "far smaller bound of its own (docs/language.md)"))
+            return 0.0
+        return v
+
+    def _s(self, meta: Meta | Token) -> Span:
+        return _span(self.file, meta)
+
+    # values -----------------------------------------------------------------------------
+    def number(self, meta: Meta, ch: list[Token]) -> ast.Num:
+        t = ch[0]
+        v = self._float(str(t), t)
+        return ast.Num(int(v) if v.is_integer() and "." not in t else v, str(t), self._s(t))
+
+    def quantity(self, meta: Meta, ch: list[Token]) -> ast.Qty:
+        t = str(ch[0])
+        m = re.fullmatch(r"(-?[0-9]+(?:\.[0-9]+)?)(.*)", t)
+        assert m is not None
+        return ast.Qty(self._float(m.group(1), ch[0]), m.group(2), t, self._s(ch[0]))
+
+    def string(self, meta: Meta, ch: list[Token]) -> ast.Str:
+        return ast.Str(_unquote(str(ch[0])), self._s(ch[0]))
+
+    def var(self, meta: Meta, ch: list[Token]) -> ast.Var:
+        return ast.Var(str(ch[0])[1:], self._s(ch[0]))
+
+    def word(self, meta: Meta, ch: list[Token]) -> ast.Word:
+        return ast.Word(str(ch[0]), self._s(ch[0]))
+
+    def call(self, meta: Meta, ch: list[Any]) -> ast.Call:
+        name, *args = ch
+        return ast.Call(str(name), tuple(a for a in args if a is not None), self._s(meta))
+
+    def with_unit(self, meta: Meta, ch: list[Any]) -> ast.WithUnit:
+        inner, unit = ch
+        if isinstance(inner, Token):
+            inner = self.var(meta, [inner]) if inner.type == "VAR" else self.number(meta, [inner])
+        return ast.WithUnit(inner, str(unit), self._s(meta))
+
+    # statements --------------------------------------------------------------------------
+    def let_stmt(self, meta: Meta, ch: list[Any]) -> ast.Let:
+        return ast.Let(str(ch[0]), ch[1], self._s(meta))
+
+    def setting(self, meta: Meta, ch: list[Any]) -> ast.Setting:
+        return ast.Setting(str(ch[0]), ch[1], self._s(meta))
+
+    def _item(keyword: str):  # type: ignore[no-untyped-def]
+        def method(self: _ToSyntax, meta: Meta, ch: list[Any]) -> ast.Item:
+            return ast.Item(keyword, ch[-1], self._s(meta))
+
+        return method
+
+    target = _item("target")
+    seed = _item("seed")
+    users = _item("users")
+    warmup = _item("warmup")
+    duration = _item("duration")
+    report = _item("report")
+    output = _item("output")
+    workers = _item("workers")
+    repeat = _item("repeat")
+    replica = _item("replica")
+    monitor = _item("monitor")
+
+    def vary(self, meta: Meta, ch: list[Any]) -> ast.Vary:
+        zipped = bool(ch) and isinstance(ch[-1], Token) and ch[-1].type == "VARY_ZIP"
+        lines = tuple(c for c in ch if isinstance(c, ast.VaryLine))
+        return ast.Vary(lines, zipped, self._s(meta))
+
+    def vary_line(self, meta: Meta, ch: list[Any]) -> ast.VaryLine:
+        key, key_span = ch[0]
+        return ast.VaryLine(key, key_span, tuple(c for c in ch[1:] if c is not None), self._s(meta))
+
+    def vary_name(self, meta: Meta, ch: list[Token]) -> tuple[str, Span]:
+        return ".".join(str(t) for t in ch), self._s(meta)
+
+    def vary_var(self, meta: Meta, ch: list[Token]) -> tuple[str, Span]:
+        return str(ch[0]), self._s(meta)
+
+    def server(self, meta: Meta, ch: list[Any]) -> ast.Block:
+        return ast.Block("server", tuple(ch), self._s(meta))
+
+    def stop(self, meta: Meta, ch: list[Any]) -> ast.Block:
+        return ast.Block("stop", tuple(ch), self._s(meta))
+
+    def expect(self, meta: Meta, ch: list[Any]) -> ast.Block:
+        return ast.Block("expect", tuple(ch), self._s(meta))
+
+    def setup(self, meta: Meta, ch: list[Any]) -> ast.Block:
+        return ast.Block("setup", tuple(ch), self._s(meta))
+
+    def setup_sql(self, meta: Meta, ch: list[Token]) -> ast.SetupSql:
+        return ast.SetupSql(_unquote(str(ch[0])), self._s(meta))
+
+    def setup_fill(self, meta: Meta, ch: list[Any]) -> ast.Fill:
+        table, rows, *cols = ch
+        return ast.Fill(str(table), rows, tuple(cols), self._s(meta))
+
+    # workload ----------------------------------------------------------------------------
+    def workload(self, meta: Meta, ch: list[Any]) -> ast.Workload:
+        kind, variant, *body = ch
+        settings = tuple(b for b in body if isinstance(b, ast.Setting))
+        txs = tuple(b for b in body if isinstance(b, ast.Transaction))
+        mixes = tuple(b for b in body if isinstance(b, ast.Mix))
+        return ast.Workload(str(kind), str(variant) if variant is not None else None, settings, txs, mixes,
+                            self._s(meta), self._s(kind), self._s(variant) if variant is not None else None)
+
+    def mix(self, meta: Meta, ch: list[Any]) -> ast.Mix:
+        return ast.Mix(tuple(ch), self._s(meta))
+
+    def mix_entry(self, meta: Meta, ch: list[Any]) -> ast.MixEntry:
+        return ast.MixEntry(str(ch[0]), ch[1], self._s(meta))
+
+    def tx_weight(self, meta: Meta, ch: list[Any]) -> tuple[str, Any]:
+        return ("weight", ch[0])
+
+    def tx_retry(self, meta: Meta, ch: list[Any]) -> tuple[str, Any]:
+        count, *on = ch
+        return ("retry", ast.TxRetry(count, tuple(ast.Word(str(t), self._s(t)) for t in on), self._s(meta)))
+
+    def tx_let(self, meta: Meta, ch: list[Any]) -> ast.Let:
+        return ast.Let(str(ch[0]), ch[1], self._s(meta))
+
+    def tx_query(self, meta: Meta, ch: list[Token]) -> ast.TxQuery:
+        return ast.TxQuery(_unquote(str(ch[0])), self._s(ch[0]))
+
+    def transaction(self, meta: Meta, ch: list[Any]) -> ast.Transaction:
+        name, *rest = ch
+        weight = next((v for k, v in (r for r in rest if isinstance(r, tuple)) if k == "weight"), None)
+        retry = next((v for k, v in (r for r in rest if isinstance(r, tuple)) if k == "retry"), None)
+        body = tuple(r for r in rest if isinstance(r, (ast.Let, ast.TxQuery)))
+        return ast.Transaction(str(name), weight, retry, body, self._s(meta))
+
+    # ramp ----------------------------------------------------------------------------------
+    def _ramp_item(kind: str):  # type: ignore[no-untyped-def]
+        def method(self: _ToSyntax, meta: Meta, ch: list[Any]) -> tuple[str, Any, Span]:
+            value = ch[-1]
+            if isinstance(value, Token):  # MULTIPLIER: x2
+                text = str(value)
+                value = ast.Qty(self._float(text[1:], value), "x", text, self._s(value))
+            return (kind, value, self._s(meta))
+
+        return method
+
+    ramp_start = _ramp_item("start")
+    ramp_add = _ramp_item("add")
+    ramp_mul = _ramp_item("mul")
+    ramp_settle = _ramp_item("settle")
+    ramp_hold = _ramp_item("hold")
+    ramp_max = _ramp_item("max")
+
+    def ramp_step(self, meta: Meta, ch: list[Any]) -> ast.RampStep:
+        return ast.RampStep(tuple(ch), self._s(meta))
+
+    def ramp_linear(self, meta: Meta, ch: list[Any]) -> ast.RampLinear:
+        return ast.RampLinear(ch[0], ch[1], ch[2], self._s(meta))
+
+    # conditions ------------------------------------------------------------------------------
+    def metric(self, meta: Meta, ch: list[Any]) -> ast.MetricRef:
+        name, arg, per_second = ch
+        return ast.MetricRef(str(name), str(arg) if arg is not None else None, self._s(meta),
+                             self._s(arg) if arg is not None else None, per_second is not None)
+
+    def for_clause(self, meta: Meta, ch: list[Any]) -> Any:
+        return ch[0]
+
+    def _text(self, meta: Meta) -> str:
+        return " ".join(self.text[meta.start_pos:meta.end_pos].split())
+
+    def threshold(self, meta: Meta, ch: list[Any]) -> ast.Condition:
+        metric, op, limit, window = ch
+        return ast.Condition("threshold", metric, str(op), limit, window, self._text(meta), self._s(meta))
+
+    def plateau(self, meta: Meta, ch: list[Any]) -> ast.Condition:
+        return ast.Condition("plateau", ch[0], None, ch[1], None, self._text(meta), self._s(meta))
+
+    def kink(self, meta: Meta, ch: list[Any]) -> ast.Condition:
+        return ast.Condition("kink", ch[0], None, ch[1], None, self._text(meta), self._s(meta))
+
+    # scenario ------------------------------------------------------------------------------
+    def scenario(self, meta: Meta, ch: list[Any]) -> ast.ScenarioNode:
+        name, *items = ch
+        return ast.ScenarioNode(_unquote(str(name)), list(items), self._s(meta))
+
+    def start(self, meta: Meta, ch: list[Any]) -> tuple[list[ast.Let], ast.ScenarioNode]:
+        lets = [c for c in ch if isinstance(c, ast.Let)]
+        scenario = next(c for c in ch if isinstance(c, ast.ScenarioNode))
+        return lets, scenario
+
+
+_ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\"}
+
+
+def _unquote(raw: str) -> str:
+    if raw.startswith('"""'):
+        return raw[3:-3]
+    body = raw[1:-1]
+    return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), "\\" + m.group(1)), body)
+
+
+@functools.lru_cache(maxsize=4)
+def parse(text: str, file: str = "<string>") -> ast.FileNode:
+    """Parse a whole .bench file; raises ScenarioError with a located diagnostic. Cached (the tree is
+    never changed): a study validates each of its configurations on the one tree of its file."""
+    text = normal_newlines(text)
+    try:
+        tree = _parser().parse(text, start="start", on_error=_keyword_as_name)
+    except UnexpectedInput as err:
+        raise ScenarioError([_syntax_diagnostic(err, file, text)], text) from None
+    to_syntax = _ToSyntax(file, text)
+    lets, scenario = to_syntax.transform(tree)
+    if to_syntax.problems:
+        raise ScenarioError(to_syntax.problems, text)
+    return ast.FileNode(lets, scenario, file, text)
+
+
+@functools.lru_cache(maxsize=4096)
+def parse_expr(text: str, file: str = "<-D>") -> ast.Expr:
+    """Parse one value, as given to `-D name=value`. Cached: a study's configurations give each of
+    their values as -D twice (validating the study, then planning or running each configuration)."""
+    text = normal_newlines(text)
+    try:
+        tree: Tree[Token] = _parser().parse(text, start="expr", on_error=_keyword_as_name)
+    except UnexpectedInput as err:
+        raise ScenarioError([_syntax_diagnostic(err, file, text)], text) from None
+    to_syntax = _ToSyntax(file, text)
+    result = to_syntax.transform(tree)
+    if to_syntax.problems:
+        raise ScenarioError(to_syntax.problems, text)
+    if isinstance(result, Token):  # a bare token when the rule inlined to it
+        return to_syntax.word(None, [result])  # type: ignore[arg-type]
+    return result  # type: ignore[no-any-return]

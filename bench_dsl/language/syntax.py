@@ -1,0 +1,228 @@
+"""The syntax tree of a .bench file: what was written, where, before any meaning is checked."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from bench_dsl.core.errors import Span
+
+
+@dataclass(frozen=True, slots=True)
+class Num:
+    value: float
+    text: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Qty:
+    """A number with a unit written against it: 10s, 250ms, 80%, 256M, 3x."""
+
+    value: float
+    unit: str
+    text: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Str:
+    value: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Var:
+    name: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Word:
+    """A bare identifier used as a value: on, off, O_DIRECT, deadlock."""
+
+    name: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    name: str
+    args: tuple[Expr, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class WithUnit:
+    """A number or reference followed by a unit word: 8 users, $start users, 100 tps."""
+
+    inner: Num | Var
+    unit: str
+    span: Span
+
+
+Expr = Num | Qty | Str | Var | Word | Call | WithUnit
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    name: str
+    value: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Let:
+    name: str
+    value: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class TxQuery:
+    sql: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class TxRetry:
+    count: Expr
+    on: tuple[Word, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Transaction:
+    name: str
+    weight: Expr | None
+    retry: TxRetry | None
+    body: tuple[Let | TxQuery, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class MixEntry:
+    name: str
+    value: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Mix:
+    entries: tuple[MixEntry, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    kind: str
+    variant: str | None
+    settings: tuple[Setting, ...]
+    transactions: tuple[Transaction, ...]
+    mixes: tuple[Mix, ...]  # every `mix { }` written, so that a second one can be reported
+    span: Span
+    kind_span: Span
+    variant_span: Span | None
+
+
+@dataclass(frozen=True, slots=True)
+class MetricRef:
+    name: str
+    arg: str | None
+    span: Span
+    arg_span: Span | None = None  # the name in p90(name): where an unknown one is pointed at
+    per_second: bool = False  # status(NAME)/s
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    kind: str  # "threshold" | "plateau" | "kink"
+    metric: MetricRef
+    op: str | None
+    limit: Expr
+    window: Expr | None
+    text: str  # as written in the file, quoted by every report
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class RampStep:
+    items: tuple[tuple[str, Expr, Span], ...]  # ("start"|"add"|"mul"|"settle"|"hold"|"max", value, span)
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class RampLinear:
+    start: Expr
+    end: Expr
+    over: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Fill:
+    table: str
+    rows: Expr
+    columns: tuple[Setting, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class SetupSql:
+    sql: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """A one-value scenario item: target, seed, users, warmup, duration, report, output, workers,
+    repeat."""
+
+    keyword: str
+    value: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """server { }, stop when { }, expect { }, setup { }."""
+
+    keyword: str
+    entries: tuple[object, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class VaryLine:
+    """One line of `vary { }`: a server setting, server.dir or a $variable, and its values."""
+
+    key: str  # innodb_io_capacity, server.dir, $rows
+    key_span: Span
+    values: tuple[Expr, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Vary:
+    lines: tuple[VaryLine, ...]
+    zip: bool  # `vary { } zip`: the lines' values paired, not crossed
+    span: Span
+
+
+@dataclass(slots=True)
+class ScenarioNode:
+    name: str
+    items: list[object] = field(default_factory=list)
+    span: Span | None = None
+
+
+@dataclass(slots=True)
+class FileNode:
+    lets: list[Let]
+    scenario: ScenarioNode
+    file: str
+    text: str
+
+
+def transactions_named(node: Workload) -> tuple[str, ...]:
+    """The transactions a block writes out (or its test name): what a kind without a fixed set declares."""
+    return tuple(t.name for t in node.transactions) or ((node.variant,) if node.variant else ())

@@ -1,0 +1,450 @@
+"""Measurements: HDR histograms per transaction type, recorded per tick and merged into intervals,
+steps and the whole run. Histograms travel as HdrHistogram's compressed base64 encoding, so the
+figures of several worker processes can be merged exactly."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from hdrh.histogram import HdrHistogram
+
+from bench_dsl import native
+from bench_dsl.language.model import Metric
+from bench_dsl.measure.stalls import Quiet, Span, Stalls, join
+
+LOWEST_US = 1
+HIGHEST_US = 3_600_000_000  # one hour: a stalled server must still be measured, not clipped
+SIGNIFICANT_DIGITS = 3
+PERCENTILES = (50.0, 90.0, 95.0, 99.0, 99.9)
+ALL = "*"  # the key of all transactions together
+
+
+def new_histogram() -> HdrHistogram:
+    return HdrHistogram(LOWEST_US, HIGHEST_US, SIGNIFICANT_DIGITS)
+
+
+@dataclass(slots=True)
+class TxStats:
+    """One transaction type (or all of them) over some span of time. Mergeable."""
+
+    hist: HdrHistogram = field(default_factory=new_histogram)
+    count: int = 0
+    queries: int = 0
+    retries: int = 0
+    errors: Counter[int] = field(default_factory=Counter)
+    rollbacks: int = 0  # completed, then rolled back on purpose (counted in `count` too)
+    # Exact sum of latencies: the mean without walking the histogram (hdrh's get_mean_value takes ~100 ms)
+    total_us: int = 0
+
+    def merge(self, other: TxStats) -> None:
+        if other.count:
+            self.hist.add(other.hist)
+        self.count += other.count
+        self.queries += other.queries
+        self.retries += other.retries
+        self.errors.update(other.errors)
+        self.rollbacks += other.rollbacks
+        self.total_us += other.total_us
+
+    @property
+    def error_count(self) -> int:
+        return sum(self.errors.values())
+
+    def latency_ms(self) -> dict[str, float | None]:
+        """min / avg / p50 ... p99.9 / max in milliseconds (None when nothing completed)."""
+        if self.count == 0:
+            return {k: None for k in ("min", "avg", "p50", "p90", "p95", "p99", "p99_9", "max")}
+        pct = self.hist.get_percentile_to_value_dict(list(PERCENTILES))
+        out: dict[str, float | None] = {
+            "min": self.hist.get_min_value() / 1000,
+            "avg": round(self.mean_us() / 1000, 3),
+        }
+        for p in PERCENTILES:
+            out["p" + _pkey(p)] = pct[p] / 1000
+        out["max"] = self.hist.get_max_value() / 1000
+        return out
+
+    def mean_us(self) -> float:
+        return self.total_us / self.count if self.count else 0.0
+
+    def percentile_s(self, p: float) -> float | None:
+        if self.count == 0:
+            return None
+        return self.hist.get_value_at_percentile(p) / 1e6
+
+    def to_wire(self) -> dict[str, object]:
+        """What a worker process sends to the coordinator for one interval."""
+        return {"hist": self.hist.encode().decode("ascii") if self.count else None, "count": self.count,
+                "queries": self.queries, "retries": self.retries, "errors": dict(self.errors),
+                "rollbacks": self.rollbacks, "total_us": self.total_us}
+
+    @classmethod
+    def from_wire(cls, d: dict[str, object]) -> TxStats:
+        hist = HdrHistogram.decode(d["hist"]) if d["hist"] else new_histogram()  # type: ignore[arg-type]
+        if d["hist"]:
+            # decode() keeps the encoder's range; re-home it so later merges never clip
+            full = new_histogram()
+            full.add(hist)
+            hist = full
+        return cls(hist, int(d["count"]), int(d["queries"]), int(d["retries"]),  # type: ignore[call-overload]
+                   Counter({int(k): int(v) for k, v in d["errors"].items()}),  # type: ignore[attr-defined]
+                   int(d.get("rollbacks", 0)), int(d.get("total_us", 0)))  # type: ignore[call-overload]
+
+
+def _pkey(p: float) -> str:
+    return str(int(p)) if float(p).is_integer() else str(p).replace(".", "_")
+
+
+class PyCounts:
+    """What counts when the package was built without the C executor (_native.Counts otherwise):
+    latencies counted by their exact microsecond value (a dict increment, ~0.1 us; hdrh's
+    record_value is pure Python, ~2.4 us a call), and statements, per transaction type. No clock per
+    transaction: its quiet spans are known to a take's precision (did a take count any?)."""
+
+    def __init__(self, n: int) -> None:
+        self._lat: list[dict[int, int]] = [{} for _ in range(n)]
+        self._queries = [0] * n
+        self._last: int | None = None
+        self._taken: tuple[list[tuple[int, int]], int | None, int] = ([], None, 0)
+
+    def ok(self, i: int, micros: int, queries: int) -> None:
+        lat = self._lat[i]
+        lat[micros] = lat.get(micros, 0) + 1
+        self._queries[i] += queries
+
+    def take(self) -> list[tuple[dict[int, int], int]]:
+        """What was counted since the last take, per type; starts afresh."""
+        at = time.monotonic_ns()
+        if any(self._lat):
+            self._last = at
+        self._taken = ([], self._last, at)
+        out = list(zip(self._lat, self._queries))
+        self._lat = [{} for _ in self._lat]
+        self._queries = [0] * len(self._queries)
+        return out
+
+    def quiet(self) -> tuple[list[tuple[int, int]], int | None, int]:
+        return self._taken  # as _native.Counts.quiet: no gaps, the latest take that counted any, the take
+
+
+def new_counts(n: int) -> PyCounts:
+    return native.compiled.Counts(n) if native.compiled is not None else PyCounts(n)  # type: ignore[no-any-return]
+
+
+class Recorder:
+    """The hot path: every transaction's outcome lands here. One per worker process.
+
+    Latencies are counted (Counts, in C when the C executor is built) and the histograms built at each
+    swap (once a second), one record_value per distinct value, which are far fewer than the
+    transactions; the figures are the same as recording each value on its own."""
+
+    __slots__ = ("names", "counts", "ok", "_retries", "_errors", "_rollbacks")
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.names = names
+        self.counts = new_counts(len(names))
+        self.ok = self.counts.ok  # ok(i, micros, statements): the C executor's threads count without calling it
+        self._reset()
+
+    def _reset(self) -> None:
+        n = len(self.names)
+        self._retries = [0] * n
+        self._errors: list[Counter[int]] = [Counter() for _ in range(n)]
+        self._rollbacks = [0] * n
+
+    def error(self, i: int, code: int) -> None:
+        self._errors[i][code] += 1
+
+    def retry(self, i: int) -> None:
+        self._retries[i] += 1
+
+    def rollback(self, i: int) -> None:
+        self._rollbacks[i] += 1
+
+    def swap(self) -> dict[str, TxStats]:
+        """Everything recorded since the last swap, per transaction name; starts afresh."""
+        out = {}
+        for i, (name, (lat, queries)) in enumerate(zip(self.names, self.counts.take())):
+            hist = new_histogram()
+            count = total = 0
+            for us, n in lat.items():
+                hist.record_value(us if us < HIGHEST_US else HIGHEST_US, n)
+                count += n
+                total += us * n
+            out[name] = TxStats(hist, count, queries, self._retries[i], self._errors[i],
+                                self._rollbacks[i], total)
+        self._reset()
+        return out
+
+    def quiet(self) -> Quiet:  # the gaps between completions the last swap took (bench_dsl.measure.stalls)
+        return Quiet.from_counts(self.counts.quiet())
+
+
+@dataclass(frozen=True, slots=True)
+class StatusSample:
+    """The server's SHOW GLOBAL STATUS between two readings on the coordinator's connection: how
+    much each variable grew (counters) and its value at the later one (gauges)."""
+
+    seconds: float  # between the two readings
+    grew: dict[str, float]
+    values: dict[str, float]
+    at: float = 0.0  # when the later reading was taken (monotonic): the newest values win
+
+
+@dataclass(slots=True)
+class Tick:
+    """One second (or less, at a phase's end) of the run, as the coordinator sees it."""
+
+    t: float  # seconds since the run started, at the tick's end
+    seconds: float
+    phase: str  # warmup | settle | hold | ramp
+    step: int | None
+    users: int
+    tx: dict[str, TxStats]
+    cpu: dict[str, float | None]
+    status: StatusSample | None = None  # None: no new reading since the last tick
+    # the worst replica's lag (seconds), and each replica's: lag_s, seconds_behind_master, ...
+    lag: float | None = None
+    replicas: list[dict[str, Any]] | None = None
+    host: Any = None  # hostwatch.HostSample: the server host's CPU and disks since the last reading
+    # spans of the tick (elapsed s) in which no user finished a transaction; None: not known
+    stalls: list[Span] | None = None
+
+    @property
+    def measured(self) -> bool:
+        return self.phase in ("hold", "ramp")
+
+    def figures(self) -> dict[str, Any]:
+        """A tick's figures for a live display: cheap (no percentiles), computed once a second."""
+        secs = self.seconds or 1.0
+        count = sum(st.count for st in self.tx.values())
+        out: dict[str, Any] = {
+            "tps": round(count / secs, 1), "tpm": round(count * 60 / secs, 1),
+            "qps": round(sum(st.queries for st in self.tx.values()) / secs, 1),
+            "errors_per_s": round(sum(st.error_count for st in self.tx.values()) / secs, 2),
+            "retries_per_s": round(sum(st.retries for st in self.tx.values()) / secs, 2),
+            "cpu": {k: (None if v is None else round(v, 1)) for k, v in self.cpu.items()},
+            "transactions": {n: {"count": st.count, "tps": round(st.count / secs, 1), "errors": st.error_count}
+                             for n, st in self.tx.items()},
+        }
+        no = self.tx.get("new_order")
+        if no is not None:
+            out["nopm"] = round((no.count - no.rollbacks) * 60 / secs, 1)
+        if self.lag is not None:
+            out["lag_s"] = round(self.lag, 2)
+        if self.host is not None and (busiest := self.host.busiest()) is not None:
+            out["disk"] = {"device": busiest[0], "util_pct": busiest[1]["util_pct"]}
+        return out
+
+
+class Aggregate:
+    """Ticks merged: an interval, a step's hold, a sliding window or the whole run."""
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.names = names
+        self.tx: dict[str, TxStats] = {n: TxStats() for n in names}
+        self.all = TxStats()
+        self.seconds = 0.0
+        self.ticks = 0
+        self._cpu_sum: dict[str, float] = {}
+        self._cpu_n: dict[str, int] = {}
+        self._cpu_secs: dict[str, float] = {}  # the seconds each figure was measured for: a gap is no 0%
+        self.users_min: int | None = None
+        self.users_max: int | None = None
+        self.status_seconds = 0.0
+        self.status_grew: dict[str, float] = {}
+        self.status_values: dict[str, float] = {}
+        self._status_at = float("-inf")
+        self.lag_last: float | None = None
+        self.lag_min: float | None = None
+        self.lag_max: float | None = None
+        self._lag_t = float("-inf")
+        self.replicas: list[dict[str, Any]] | None = None
+        self._disk_secs: dict[str, float] = {}
+        self._disk_sum: dict[str, dict[str, float]] = {}
+        self._stall_pieces: list[Span] | None = None
+
+    def add(self, tick: Tick) -> None:
+        for name, st in tick.tx.items():
+            self.tx[name].merge(st)
+            self.all.merge(st)
+        self.seconds += tick.seconds
+        self.ticks += 1
+        if tick.stalls is not None:
+            self._stall_pieces = join(self._stall_pieces or [], tick.stalls)
+        for k, v in tick.cpu.items():
+            if v is not None:
+                self._cpu_sum[k] = self._cpu_sum.get(k, 0.0) + v * tick.seconds
+                self._cpu_n[k] = self._cpu_n.get(k, 0) + 1
+                self._cpu_secs[k] = self._cpu_secs.get(k, 0.0) + tick.seconds
+        self.users_min = tick.users if self.users_min is None else min(self.users_min, tick.users)
+        self.users_max = tick.users if self.users_max is None else max(self.users_max, tick.users)
+        if tick.lag is not None:
+            self.lag_min = tick.lag if self.lag_min is None else min(self.lag_min, tick.lag)
+            self.lag_max = tick.lag if self.lag_max is None else max(self.lag_max, tick.lag)
+            if tick.t >= self._lag_t:  # windows add their ticks newest first
+                self._lag_t, self.lag_last, self.replicas = tick.t, tick.lag, tick.replicas
+        if tick.host is not None:
+            secs = tick.host.seconds
+            for dev, fig in tick.host.disks.items():
+                self._disk_secs[dev] = self._disk_secs.get(dev, 0.0) + secs
+                sums = self._disk_sum.setdefault(dev, {})
+                for k, v in fig.items():
+                    sums[k] = sums.get(k, 0.0) + v * secs
+        if tick.status is not None:
+            self.status_seconds += tick.status.seconds
+            for k, v in tick.status.grew.items():
+                self.status_grew[k] = self.status_grew.get(k, 0.0) + v
+            if tick.status.at >= self._status_at:  # windows add their ticks newest first
+                self._status_at = tick.status.at
+                self.status_values = dict(tick.status.values)
+
+    def status(self, name: str, rate: bool) -> float | None:
+        """A status variable over this window: its growth per second, or its last value read."""
+        key = name.lower()
+        if not rate:
+            return self.status_values.get(key)
+        if key not in self.status_grew or self.status_seconds <= 0:
+            return None
+        return self.status_grew[key] / self.status_seconds
+
+    def stalls(self) -> Stalls | None:  # None: its ticks did not say
+        return None if self._stall_pieces is None else Stalls.of(self._stall_pieces)
+
+    def disks(self) -> dict[str, dict[str, float]]:
+        """Each disk's figures over this window (time-weighted means of the readings)."""
+        return {dev: {k: round(v / self._disk_secs[dev], 3) for k, v in sums.items()}
+                for dev, sums in self._disk_sum.items() if self._disk_secs.get(dev)}
+
+    def disk(self) -> dict[str, Any] | None:
+        """The busiest disk (highest util) over this window, and every disk."""
+        disks = self.disks()
+        if not disks:
+            return None
+        name, fig = max(disks.items(), key=lambda kv: kv[1].get("util_pct", 0.0))
+        return {"busiest": name, **fig, "devices": disks}
+
+    def server_status(self) -> dict[str, Any] | None:
+        """Every variable read, by name: its value at the end, how much it grew, per second."""
+        if not self.status_values:
+            return None
+        secs = self.status_seconds
+        out: dict[str, Any] = {"seconds": round(secs, 3)}
+        for k in sorted(self.status_values):
+            grew = self.status_grew.get(k)
+            out[k] = {"value": self.status_values[k], "grew": grew,
+                      "per_s": round(grew / secs, 3) if grew is not None and secs > 0 else None}
+        reads, requests = self.status_grew.get("innodb_buffer_pool_reads"), self.status_grew.get(
+            "innodb_buffer_pool_read_requests")
+        if reads is not None and requests:
+            # the share of page reads the buffer pool served without going to disk
+            out["buffer_pool_hit_ratio_pct"] = round(100.0 * (1 - reads / requests), 3)
+        return out
+
+    def cpu(self, source: str) -> float | None:
+        if not self._cpu_n.get(source) or self._cpu_secs.get(source, 0.0) <= 0:
+            return None
+        return self._cpu_sum[source] / self._cpu_secs[source]
+
+    def stats(self, tx: str | None) -> TxStats:
+        return self.all if tx is None else self.tx[tx]
+
+    def rate(self, n: int) -> float:
+        return n / self.seconds if self.seconds > 0 else 0.0
+
+    def value(self, metric: Metric) -> float | None:
+        """The metric over this aggregate, in the model's canonical units."""
+        st = self.stats(metric.transaction) if metric.name != "cpu" else self.all
+        match metric.name:
+            case "latency":
+                if st.count == 0:
+                    return None
+                if metric.stat == "p":
+                    return st.hist.get_value_at_percentile(metric.percentile) / 1e6
+                if metric.stat == "avg":
+                    return st.mean_us() / 1e6
+                if metric.stat == "max":
+                    return st.hist.get_max_value() / 1e6
+                return st.hist.get_min_value() / 1e6
+            case "tps":
+                return self.rate(st.count)
+            case "tpm":
+                return self.rate(st.count) * 60
+            case "nopm":
+                return self.nopm()
+            case "qps":
+                return self.rate(st.queries)
+            case "error_rate":
+                done = st.count + st.error_count
+                return 100.0 * st.error_count / done if done else None
+            case "cpu":
+                return self.cpu(metric.source or "server")
+            case "status":
+                return self.status(metric.source or "", metric.stat == "rate")
+            case "stall":
+                return None if (stalls := self.stalls()) is None else stalls.longest_s
+            case "replication_lag":
+                return self.lag_min if metric.stat == "min" else self.lag_last
+            case "disk_util" | "disk_iops" | "disk_await":
+                busiest = self.disk()
+                key = {"disk_util": "util_pct", "disk_iops": "iops", "disk_await": "await_ms"}[metric.name]
+                return busiest.get(key) if busiest is not None else None
+        return None
+
+    def nopm(self) -> float | None:
+        """New orders per minute (TPC-C's tpmC): committed new_order transactions, rollbacks excluded."""
+        st = self.tx.get("new_order")
+        if st is None:
+            return None
+        return self.rate(st.count - st.rollbacks) * 60
+
+    def summary(self) -> dict[str, object]:
+        """The figures every report carries: throughput, latency, errors, CPU, per transaction."""
+        def one(st: TxStats) -> dict[str, object]:
+            return {
+                "count": st.count,
+                "tps": round(self.rate(st.count), 3),
+                "tpm": round(self.rate(st.count) * 60, 1),
+                "qps": round(self.rate(st.queries), 3),
+                "errors": st.error_count,
+                "errors_by_code": {str(k): v for k, v in sorted(st.errors.items())},
+                "retries": st.retries,
+                "rollbacks": st.rollbacks,
+                "latency_ms": st.latency_ms(),
+            }
+
+        return {
+            "seconds": round(self.seconds, 3),
+            "users": self.users_max,
+            **one(self.all),
+            **({"nopm": round(n, 1)} if (n := self.nopm()) is not None else {}),
+            **(stalls.to_json() if (stalls := self.stalls()) is not None else {}),
+            "cpu": {k: _r(self.cpu(k)) for k in ("server", "host", "client")},
+            **({"client_cpu_by_process": each} if (each := {k.removeprefix("client:"): _r(self.cpu(k))
+                                                            for k in sorted(self._cpu_n) if k.startswith("client:")})
+               else {}),
+            "transactions": {n: one(self.tx[n]) for n in self.names},
+            **({"server_status": st} if (st := self.server_status()) is not None else {}),
+            **({"disk": d} if (d := self.disk()) is not None else {}),
+            **({"replication": {"lag_s": self.lag_last, "lag_max_s": self.lag_max, "lag_min_s": self.lag_min,
+                                "replicas": self.replicas}} if self.lag_last is not None else {}),
+        }
+
+    def so_far(self) -> dict[str, object]:
+        """The summary's figures a live display shows of a step still running."""
+        s = self.summary()
+        return {k: s[k] for k in ("seconds", "users", "count", "tps", "tpm", "qps", "nopm", "errors", "retries",
+                                  "latency_ms", "cpu", "stall_s") if k in s} | {
+            "transactions": {n: {k: t[k] for k in ("count", "tps", "errors", "latency_ms")}
+                             for n, t in s["transactions"].items()}}  # type: ignore[attr-defined]
+
+    def histograms(self) -> dict[str, str | None]:
+        """Per transaction, the encoded histogram: merge it with others, or read it in HdrHistogram tools."""
+        return {n: (self.tx[n].hist.encode().decode("ascii") if self.tx[n].count else None) for n in self.names}
+
+
+def _r(v: float | None) -> float | None:
+    return None if v is None else round(v, 2)

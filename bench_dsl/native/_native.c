@@ -1,0 +1,1500 @@
+/* The hot path of fixed-statement workloads (sysbench's tests, custom), in C over libmariadb's
+ * prepared-statement API, as sysbench's drv_mysql.c runs its threads: each virtual user is a thread
+ * of its own that connects with libmariadb (TLS, authentication plugins and compression are the
+ * library's), prepares its statements, then loops over transactions with the GIL released, drawing
+ * every value in C with a generator seeded per user. Python is called only for what is rare: an
+ * error, a lost connection, the end of the run (bench_dsl/native/executor.py applies the policy).
+ *
+ * Why C and a thread per user: on a machine where the client shares the cores with the server, the
+ * client's CPU per transaction is throughput taken from the server, and a thread blocked in recv()
+ * on its own socket is woken where its server thread answered (one event loop reading many sockets
+ * woke the server's threads across cores: 0.43 rescheduling interrupts per transaction against
+ * sysbench's 0.1, measured on 2 cores).
+ *
+ * Types:
+ *   Counts   latencies counted by their microsecond value, and statements, per transaction type
+ *            (threads add to a pending list under a mutex; take() folds it, the GIL held); and the
+ *            quiet spans between completions (a stalled server: see quiet()).
+ *   Program  a workload's transactions as data (bench_dsl/language/statements.py, flattened by executor.py):
+ *            statements, the values drawn for them, and the weights of the types. Shared by the
+ *            users of a process (so are its sequences).
+ *   User     one virtual user: its connection, prepared statements, generator and loop.
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <mysql.h>
+#include <errmsg.h>
+
+#define MESSAGE_MAX 512
+
+static long long now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Counts                                                                                          */
+
+typedef struct {
+    int32_t tx, queries;
+    int64_t us;
+} Pending;
+
+/* Quiet spans: the gaps between two completions of the process's users at least QUIET_MIN_NS long
+ * (what a stalled server leaves), at most QUIET_MAX of them between two takes (the longest kept).
+ * Kept under the mutex the completion already takes: one subtraction and one comparison per
+ * transaction, and its end time is the clock reading its latency needs anyway. */
+#define QUIET_MIN_NS 50000000LL
+#define QUIET_MAX 64
+
+typedef struct { long long start, end; } Span;
+
+typedef struct {
+    PyObject_HEAD
+    Py_ssize_t n;
+    PyObject *lat;        /* list of n dicts: microseconds -> transactions */
+    long long *queries;   /* statements per transaction type */
+    pthread_mutex_t mu;   /* guards pending and the quiet spans: threads without the GIL add to them */
+    int mu_ready;
+    Pending *pending;
+    Py_ssize_t npending, cappending;
+    long long last_ns;    /* the latest completion (0: none yet); never reset */
+    Span quiet[QUIET_MAX];
+    int nquiet;
+    Span taken[QUIET_MAX];  /* what the last take() took: quiet() returns it */
+    int ntaken;
+    long long taken_last_ns, taken_at_ns;
+} Counts;
+
+static PyTypeObject CountsType;
+
+static PyObject *fresh_dicts(Py_ssize_t n) {
+    PyObject *list = PyList_New(n);
+    if (list == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *d = PyDict_New();
+        if (d == NULL) { Py_DECREF(list); return NULL; }
+        PyList_SET_ITEM(list, i, d);
+    }
+    return list;
+}
+
+static int Counts_init(Counts *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"n", NULL};
+    Py_ssize_t n;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "n", kwlist, &n)) return -1;
+    if (n < 1) { PyErr_SetString(PyExc_ValueError, "at least one transaction type"); return -1; }
+    PyObject *lat = fresh_dicts(n);
+    if (lat == NULL) return -1;
+    long long *q = PyMem_Calloc((size_t)n, sizeof(long long));
+    if (q == NULL) { Py_DECREF(lat); PyErr_NoMemory(); return -1; }
+    Py_XSETREF(self->lat, lat);
+    PyMem_Free(self->queries);
+    self->queries = q;
+    self->n = n;
+    if (!self->mu_ready) {
+        if (pthread_mutex_init(&self->mu, NULL) != 0) { PyErr_SetString(PyExc_OSError, "pthread_mutex_init"); return -1; }
+        self->mu_ready = 1;
+    }
+    pthread_mutex_lock(&self->mu);
+    self->npending = 0;
+    pthread_mutex_unlock(&self->mu);
+    return 0;
+}
+
+static int Counts_traverse(Counts *self, visitproc visit, void *arg) {
+    Py_VISIT(self->lat);
+    return 0;
+}
+
+static int Counts_clear(Counts *self) {
+    Py_CLEAR(self->lat);
+    return 0;
+}
+
+static void Counts_dealloc(Counts *self) {
+    PyObject_GC_UnTrack(self);
+    Counts_clear(self);
+    PyMem_Free(self->queries);
+    PyMem_RawFree(self->pending);
+    if (self->mu_ready) pthread_mutex_destroy(&self->mu);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* lat[i][us] += 1; queries[i] += q. 0, or -1 with an exception set. */
+static int counts_add(Counts *self, long long i, long long us, long long q) {
+    if (self->lat == NULL) { PyErr_SetString(PyExc_ValueError, "Counts not initialised"); return -1; }
+    if (i < 0 || i >= self->n) { PyErr_SetString(PyExc_IndexError, "transaction type out of range"); return -1; }
+    PyObject *d = PyList_GET_ITEM(self->lat, i);
+    PyObject *key = PyLong_FromLongLong(us);
+    if (key == NULL) return -1;
+    PyObject *old = PyDict_GetItemWithError(d, key); /* borrowed */
+    long long n = 1;
+    if (old != NULL) {
+        n = PyLong_AsLongLong(old) + 1;
+        if (n == 0 && PyErr_Occurred()) { Py_DECREF(key); return -1; }
+    } else if (PyErr_Occurred()) {
+        Py_DECREF(key);
+        return -1;
+    }
+    PyObject *val = PyLong_FromLongLong(n);
+    if (val == NULL) { Py_DECREF(key); return -1; }
+    int rc = PyDict_SetItem(d, key, val);
+    Py_DECREF(key);
+    Py_DECREF(val);
+    if (rc == 0) self->queries[i] += q;
+    return rc;
+}
+
+/* A completion at `end` (CLOCK_MONOTONIC ns): the gap since the one before it, if long enough, is a
+ * quiet span. Under the mutex. Threads may take the mutex out of their completions' order: a
+ * completion older than the latest only counts. */
+static void counts_done_at(Counts *self, long long end) {
+    long long last = self->last_ns;
+    if (end <= last) return;
+    self->last_ns = end;
+    if (last == 0 || end - last < QUIET_MIN_NS) return;
+    int k = self->nquiet;
+    if (k == QUIET_MAX) {  /* full: the shortest gives way to a longer one */
+        int shortest = 0;
+        for (int j = 1; j < QUIET_MAX; j++)
+            if (self->quiet[j].end - self->quiet[j].start < self->quiet[shortest].end - self->quiet[shortest].start)
+                shortest = j;
+        if (self->quiet[shortest].end - self->quiet[shortest].start >= end - last) return;
+        k = shortest;
+    } else {
+        self->nquiet++;
+    }
+    self->quiet[k].start = last;
+    self->quiet[k].end = end;
+}
+
+/* What a thread without the GIL does instead of counts_add: the transaction waits in `pending`
+ * until take() counts it. `end`: when it completed. 0, or -1 when out of memory (nothing set: no GIL). */
+static int counts_add_nogil(Counts *self, long long i, long long us, long long q, long long end) {
+    pthread_mutex_lock(&self->mu);
+    counts_done_at(self, end);
+    if (self->npending == self->cappending) {
+        Py_ssize_t cap = self->cappending ? 2 * self->cappending : 1024;
+        Pending *more = PyMem_RawRealloc(self->pending, (size_t)cap * sizeof(Pending));
+        if (more == NULL) { pthread_mutex_unlock(&self->mu); return -1; }
+        self->pending = more;
+        self->cappending = cap;
+    }
+    Pending *r = &self->pending[self->npending++];
+    r->tx = (int32_t)i;
+    r->queries = (int32_t)q;
+    r->us = us;
+    pthread_mutex_unlock(&self->mu);
+    return 0;
+}
+
+static int counts_fold(Counts *self) {
+    if (!self->mu_ready) return 0;
+    pthread_mutex_lock(&self->mu);
+    Pending *p = self->pending;
+    Py_ssize_t n = self->npending;
+    self->pending = NULL;
+    self->npending = self->cappending = 0;
+    memcpy(self->taken, self->quiet, (size_t)self->nquiet * sizeof(Span));
+    self->ntaken = self->nquiet;
+    self->nquiet = 0;
+    self->taken_last_ns = self->last_ns;
+    self->taken_at_ns = now_ns();
+    pthread_mutex_unlock(&self->mu);
+    int rc = 0;
+    for (Py_ssize_t j = 0; j < n && rc == 0; j++) rc = counts_add(self, p[j].tx, p[j].us, p[j].queries);
+    PyMem_RawFree(p);
+    return rc;
+}
+
+static PyObject *Counts_ok(Counts *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) { PyErr_SetString(PyExc_TypeError, "ok(i, micros, queries)"); return NULL; }
+    long long i = PyLong_AsLongLong(args[0]);
+    long long us = PyLong_AsLongLong(args[1]);
+    long long q = PyLong_AsLongLong(args[2]);
+    if (PyErr_Occurred()) return NULL;
+    if (counts_add(self, i, us, q) < 0) return NULL;
+    if (self->mu_ready) {
+        long long end = now_ns();
+        pthread_mutex_lock(&self->mu);
+        counts_done_at(self, end);
+        pthread_mutex_unlock(&self->mu);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *Counts_quiet(Counts *self, PyObject *unused) {
+    PyObject *spans = PyList_New(self->ntaken);
+    if (spans == NULL) return NULL;
+    for (int j = 0; j < self->ntaken; j++) {
+        PyObject *pair = Py_BuildValue("(LL)", self->taken[j].start, self->taken[j].end);
+        if (pair == NULL) { Py_DECREF(spans); return NULL; }
+        PyList_SET_ITEM(spans, j, pair);
+    }
+    if (self->taken_last_ns == 0) return Py_BuildValue("(NOL)", spans, Py_None, self->taken_at_ns);
+    return Py_BuildValue("(NLL)", spans, self->taken_last_ns, self->taken_at_ns);
+}
+
+static PyObject *Counts_take(Counts *self, PyObject *unused) {
+    if (self->lat == NULL) { PyErr_SetString(PyExc_ValueError, "Counts not initialised"); return NULL; }
+    if (counts_fold(self) < 0) return NULL;
+    PyObject *fresh = fresh_dicts(self->n);
+    if (fresh == NULL) return NULL;
+    PyObject *out = PyList_New(self->n);
+    if (out == NULL) { Py_DECREF(fresh); return NULL; }
+    for (Py_ssize_t i = 0; i < self->n; i++) {
+        PyObject *pair = Py_BuildValue("(OL)", PyList_GET_ITEM(self->lat, i), self->queries[i]);
+        if (pair == NULL) { Py_DECREF(out); Py_DECREF(fresh); return NULL; }
+        PyList_SET_ITEM(out, i, pair);
+    }
+    Py_SETREF(self->lat, fresh);
+    memset(self->queries, 0, (size_t)self->n * sizeof(long long));
+    return out;
+}
+
+static PyMethodDef Counts_methods[] = {
+    {"ok", (PyCFunction)(void (*)(void))Counts_ok, METH_FASTCALL,
+     "ok(i, micros, queries): one completed transaction of type i"},
+    {"take", (PyCFunction)Counts_take, METH_NOARGS,
+     "take() -> [(latencies {us: count}, statements)] per type, and start afresh"},
+    {"quiet", (PyCFunction)Counts_quiet, METH_NOARGS,
+     "quiet() -> ([(start_ns, end_ns)] gaps between completions taken by the last take(), the latest "
+     "completion's time or None, the take's time): CLOCK_MONOTONIC, as time.monotonic_ns()"},
+    {NULL}};
+
+static PyTypeObject CountsType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "bench_dsl.native._native.Counts",
+    .tp_doc = "Latencies counted by their microsecond value, and statements, per transaction type.",
+    .tp_basicsize = sizeof(Counts),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Counts_init,
+    .tp_dealloc = (destructor)Counts_dealloc,
+    .tp_traverse = (traverseproc)Counts_traverse,
+    .tp_clear = (inquiry)Counts_clear,
+    .tp_methods = Counts_methods,
+};
+
+/* ---------------------------------------------------------------------------------------------- */
+/* The generator: xoshiro256** (Blackman and Vigna), seeded through splitmix64. A user's values are */
+/* reproducible from the run's seed and the user's number, whatever else runs.                     */
+
+typedef struct { uint64_t s[4]; } Rng;
+
+static uint64_t splitmix64(uint64_t *x) {
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+static void rng_seed(Rng *r, uint64_t seed) {
+    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&seed);
+}
+
+static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+static inline uint64_t rng_next(Rng *r) {
+    uint64_t *s = r->s;
+    uint64_t result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0]; s[3] ^= s[1]; s[1] ^= s[2]; s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+/* uniform in [0, 1), 53 bits */
+static inline double rng_double(Rng *r) { return (double)(rng_next(r) >> 11) * 0x1.0p-53; }
+
+/* uniform in [0, n), without bias (Lemire's multiply-and-reject); n > 0 */
+static inline uint64_t rng_below(Rng *r, uint64_t n) {
+    __uint128_t m = (__uint128_t)rng_next(r) * n;
+    uint64_t low = (uint64_t)m;
+    if (low < n) {
+        uint64_t floor = -n % n;
+        while (low < floor) {
+            m = (__uint128_t)rng_next(r) * n;
+            low = (uint64_t)m;
+        }
+    }
+    return (uint64_t)(m >> 64);
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Draws: what a value of a statement is drawn from. The distributions of sysbench 1.0 (sb_rand.c): */
+/* special, gaussian, pareto, as it computes them; zipf by rejection-inversion (Hörmann and         */
+/* Derflinger 1996, as sysbench 1.1's zipfian and Apache Commons RNG); the language's own nurand,  */
+/* sequence, choice, randstr; sysbench's c and pad strings (groups of 11 digits joined by dashes). */
+
+enum { D_CONST, D_UNIFORM, D_UNIFORM_REAL, D_SPECIAL, D_GAUSSIAN, D_PARETO, D_ZIPF, D_NURAND, D_SEQUENCE,
+       D_CHOICE, D_RANDSTR, D_DIGITS };
+static const char *DRAW_NAMES[] = {"const", "uniform", "uniform_real", "special", "gaussian", "pareto", "zipf",
+                                   "nurand", "sequence", "choice", "randstr", "digits", NULL};
+
+/* 0: nothing drawn yet (sent as NULL) */
+typedef enum { V_UNSET = 0, V_NULL, V_INT, V_REAL, V_TEXT } VType;
+
+typedef struct {
+    VType t;
+    long long i;
+    double d;
+    char *s;     /* V_TEXT: owned copy */
+    size_t len;
+} Const;
+
+typedef struct {
+    int kind;
+    long long lo, hi;        /* integer bounds; nurand: x, y; randstr: lengths; digits: groups */
+    double a, b;             /* uniform_real bounds; special: range multiplier, pct; pareto: power; zipf: exponent */
+    double c, d, e;          /* special: pct/2; zipf: s, H(x1), H(n + 0.5) */
+    int iters;
+    long long na, nc;        /* nurand's A and C */
+    Const *choices;          /* const: one; choice: nchoices */
+    Py_ssize_t nchoices;
+    VType type;              /* what it gives (choice: V_NULL, each value its own) */
+} Draw;
+
+/* a drawn value, as a statement's parameter reads it; text is in buf (owned, grown as needed) */
+typedef struct {
+    VType t;
+    long long i;
+    double d;
+    char *buf;
+    size_t cap, len;
+} Slot;
+
+static double zipf_h_integral(double x, double e);
+static double zipf_h(double x, double e);
+static double zipf_h_integral_inverse(double x, double e);
+
+static double helper1(double x) {
+    return fabs(x) > 1e-8 ? log1p(x) / x : 1 - x * (0.5 - x * (1.0 / 3 - 0.25 * x));
+}
+static double helper2(double x) {
+    return fabs(x) > 1e-8 ? expm1(x) / x : 1 + x * 0.5 * (1 + x / 3 * (1 + 0.25 * x));
+}
+static double zipf_h_integral(double x, double e) {
+    double log_x = log(x);
+    return helper2((1 - e) * log_x) * log_x;
+}
+static double zipf_h(double x, double e) { return exp(-e * log(x)); }
+static double zipf_h_integral_inverse(double x, double e) {
+    double t = x * (1 - e);
+    if (t < -1) t = -1;
+    return exp(helper1(t) * x);
+}
+
+static const char ALNUM[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+
+/* room for n bytes of text in a slot; 0, or -1 when out of memory */
+static int slot_room(Slot *s, size_t n) {
+    if (s->cap >= n && s->buf != NULL) return 0;
+    size_t cap = n < 64 ? 64 : n;
+    char *b = PyMem_RawRealloc(s->buf, cap);
+    if (b == NULL) return -1;
+    s->buf = b;
+    s->cap = cap;
+    return 0;
+}
+
+static int put_const(Slot *s, const Const *c) {
+    s->t = c->t;
+    s->i = c->i;
+    s->d = c->d;
+    if (c->t == V_TEXT) {
+        if (slot_room(s, c->len) < 0) return -1;
+        memcpy(s->buf, c->s, c->len);
+        s->len = c->len;
+    }
+    return 0;
+}
+
+/* one value of draw g into s (no GIL: nothing Python); 0, or -1 when out of memory */
+static int draw_value(const Draw *g, Rng *r, long long *sequence, Slot *s) {
+    switch (g->kind) {
+    case D_CONST:
+        return put_const(s, &g->choices[0]);
+    case D_UNIFORM:
+        s->t = V_INT;
+        s->i = g->lo + (long long)rng_below(r, (uint64_t)(g->hi - g->lo) + 1);
+        return 0;
+    case D_UNIFORM_REAL:
+        s->t = V_REAL;
+        s->d = g->a + (g->b - g->a) * rng_double(r);
+        return 0;
+    case D_SPECIAL: { /* sb_rand_special */
+        double t = (double)(g->hi - g->lo), rnd = rng_double(r);
+        s->t = V_INT;
+        if (rnd * (t * g->a) < t) {
+            double sum = 0.0;
+            for (int k = 0; k < g->iters; k++) sum += rng_double(r);
+            s->i = g->lo + (long long)(sum * t / g->iters);
+        } else {
+            double d = t * g->b;
+            s->i = g->lo + (long long)(rnd * (d + 1) + t / 2 - t * g->c);
+        }
+        return 0;
+    }
+    case D_GAUSSIAN: { /* sb_rand_gaussian */
+        double t = (double)(g->hi - g->lo + 1), sum = 0.0;
+        for (int k = 0; k < g->iters; k++) sum += rng_double(r) * t;
+        s->t = V_INT;
+        s->i = g->lo + (long long)(sum / g->iters);
+        return 0;
+    }
+    case D_PARETO: /* sb_rand_pareto */
+        s->t = V_INT;
+        s->i = g->lo + (long long)((double)(g->hi - g->lo + 1) * pow(rng_double(r), g->a));
+        return 0;
+    case D_ZIPF: {
+        long long n = g->hi - g->lo + 1;
+        double e = g->a;
+        for (;;) {
+            double u = g->e + rng_double(r) * (g->d - g->e);
+            double x = zipf_h_integral_inverse(u, e);
+            long long k = (long long)(x + 0.5);
+            if (k < 1) k = 1;
+            else if (k > n) k = n;
+            if (k - x <= g->c || u >= zipf_h_integral(k + 0.5, e) - zipf_h((double)k, e)) {
+                s->t = V_INT;
+                s->i = g->lo + k - 1;
+                return 0;
+            }
+        }
+    }
+    case D_NURAND: { /* TPC-C clause 2.1.6 */
+        long long a = (long long)rng_below(r, (uint64_t)g->na + 1);
+        long long b = g->lo + (long long)rng_below(r, (uint64_t)(g->hi - g->lo) + 1);
+        s->t = V_INT;
+        s->i = (((a | b) + g->nc) % (g->hi - g->lo + 1)) + g->lo;
+        return 0;
+    }
+    case D_SEQUENCE:
+        s->t = V_INT;
+        s->i = __atomic_fetch_add(sequence, 1, __ATOMIC_RELAXED);
+        return 0;
+    case D_CHOICE:
+        return put_const(s, &g->choices[rng_below(r, (uint64_t)g->nchoices)]);
+    case D_RANDSTR: {
+        size_t n = (size_t)(g->lo + (long long)rng_below(r, (uint64_t)(g->hi - g->lo) + 1));
+        if (slot_room(s, n) < 0) return -1;
+        for (size_t k = 0; k < n; k++) s->buf[k] = ALNUM[rng_below(r, sizeof(ALNUM) - 1)];
+        s->t = V_TEXT;
+        s->len = n;
+        return 0;
+    }
+    case D_DIGITS: { /* sb_rand_str("###########-###########...") */
+        size_t n = (size_t)(g->lo * 12 - 1);
+        if (slot_room(s, n) < 0) return -1;
+        for (size_t k = 0; k < n; k++) s->buf[k] = (k % 12 == 11) ? '-' : (char)('0' + rng_below(r, 10));
+        s->t = V_TEXT;
+        s->len = n;
+        return 0;
+    }
+    }
+    return 0;
+}
+
+/* a Python value as a constant; 0, or -1 with an exception set */
+static int const_from(PyObject *v, Const *c) {
+    memset(c, 0, sizeof(*c));
+    if (v == Py_None) { c->t = V_NULL; return 0; }
+    if (PyBool_Check(v) || PyLong_Check(v)) {
+        c->t = V_INT;
+        c->i = PyLong_AsLongLong(v);
+        return c->i == -1 && PyErr_Occurred() ? -1 : 0;
+    }
+    if (PyFloat_Check(v)) { c->t = V_REAL; c->d = PyFloat_AS_DOUBLE(v); return 0; }
+    if (PyUnicode_Check(v)) {
+        Py_ssize_t n;
+        const char *u = PyUnicode_AsUTF8AndSize(v, &n);
+        if (u == NULL) return -1;
+        c->s = PyMem_RawMalloc((size_t)n + 1);
+        if (c->s == NULL) { PyErr_NoMemory(); return -1; }
+        memcpy(c->s, u, (size_t)n + 1);
+        c->len = (size_t)n;
+        c->t = V_TEXT;
+        return 0;
+    }
+    PyErr_Format(PyExc_TypeError, "a constant is None, an int, a float or a str, not %.100s", Py_TYPE(v)->tp_name);
+    return -1;
+}
+
+static long long arg_ll(PyObject *spec, Py_ssize_t k) {
+    PyObject *o = PyTuple_GET_ITEM(spec, k);
+    return PyLong_AsLongLong(o);
+}
+
+static double arg_d(PyObject *spec, Py_ssize_t k) {
+    return PyFloat_AsDouble(PyTuple_GET_ITEM(spec, k));
+}
+
+/* A draw from its description: (name, *arguments). 0, or -1 with an exception set. */
+static int draw_from(PyObject *spec, Draw *g) {
+    memset(g, 0, sizeof(*g));
+    if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) < 1 || !PyUnicode_Check(PyTuple_GET_ITEM(spec, 0))) {
+        PyErr_SetString(PyExc_TypeError, "a draw is (name, *arguments)");
+        return -1;
+    }
+    const char *name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(spec, 0));
+    if (name == NULL) return -1;
+    int kind = -1;
+    for (int k = 0; DRAW_NAMES[k] != NULL; k++)
+        if (strcmp(name, DRAW_NAMES[k]) == 0) kind = k;
+    static const int arity[] = {1, 2, 2, 5, 3, 3, 3, 4, 1, -1, 2, 1};
+    Py_ssize_t nargs = PyTuple_GET_SIZE(spec) - 1;
+    if (kind < 0) { PyErr_Format(PyExc_ValueError, "no draw named %s", name); return -1; }
+    if ((arity[kind] >= 0 && nargs != arity[kind]) || (kind == D_CHOICE && nargs < 1)) {
+        PyErr_Format(PyExc_ValueError, "%s takes %d arguments, not %zd", name, arity[kind], nargs);
+        return -1;
+    }
+    g->kind = kind;
+    g->type = V_INT;
+    switch (kind) {
+    case D_CONST:
+    case D_CHOICE:
+        g->choices = PyMem_RawCalloc((size_t)nargs, sizeof(Const));
+        if (g->choices == NULL) { PyErr_NoMemory(); return -1; }
+        g->nchoices = nargs;
+        for (Py_ssize_t k = 0; k < nargs; k++)
+            if (const_from(PyTuple_GET_ITEM(spec, k + 1), &g->choices[k]) < 0) return -1;
+        g->type = V_NULL;
+        break;
+    case D_UNIFORM_REAL:
+        g->a = arg_d(spec, 1);
+        g->b = arg_d(spec, 2);
+        g->type = V_REAL;
+        break;
+    case D_SEQUENCE:
+        g->lo = arg_ll(spec, 1);
+        break;
+    case D_DIGITS:
+        g->lo = arg_ll(spec, 1);
+        break;
+    case D_NURAND:
+        g->na = arg_ll(spec, 1);
+        g->lo = arg_ll(spec, 2);
+        g->hi = arg_ll(spec, 3);
+        g->nc = arg_ll(spec, 4);
+        break;
+    default:
+        g->lo = arg_ll(spec, 1);
+        g->hi = arg_ll(spec, 2);
+    }
+    if (PyErr_Occurred()) return -1;
+    switch (kind) {
+    case D_SPECIAL: {
+        double pct = arg_d(spec, 3), res = arg_d(spec, 4);
+        g->iters = (int)arg_ll(spec, 5);
+        if (PyErr_Occurred()) return -1;
+        if (res >= 100 || g->iters < 1) { PyErr_SetString(PyExc_ValueError, "special: res < 100, iters >= 1"); return -1; }
+        g->a = 100.0 / (100.0 - res);
+        g->b = pct / 100.0;
+        g->c = pct / 200.0;
+        break;
+    }
+    case D_GAUSSIAN:
+        g->iters = (int)arg_ll(spec, 3);
+        if (g->iters < 1) { PyErr_SetString(PyExc_ValueError, "gaussian: iters >= 1"); return -1; }
+        break;
+    case D_PARETO: {
+        double h = arg_d(spec, 3);
+        if (!(h > 0 && h < 1)) { PyErr_SetString(PyExc_ValueError, "pareto: 0 < h < 1"); return -1; }
+        g->a = log(h) / log(1.0 - h);
+        break;
+    }
+    case D_ZIPF: {
+        double e = arg_d(spec, 3);
+        if (!(e > 0)) { PyErr_SetString(PyExc_ValueError, "zipf: the exponent is above 0"); return -1; }
+        g->a = e;
+        g->c = 2 - zipf_h_integral_inverse(zipf_h_integral(2.5, e) - zipf_h(2, e), e);
+        g->d = zipf_h_integral(1.5, e) - 1.0;
+        g->e = zipf_h_integral((double)(g->hi - g->lo + 1) + 0.5, e);
+        break;
+    }
+    case D_RANDSTR:
+        g->type = V_TEXT;
+        if (g->lo < 0) { PyErr_SetString(PyExc_ValueError, "randstr: lengths >= 0"); return -1; }
+        break;
+    case D_DIGITS:
+        g->type = V_TEXT;
+        if (g->lo < 1) { PyErr_SetString(PyExc_ValueError, "digits: at least one group"); return -1; }
+        break;
+    case D_NURAND:
+        if (g->na < 0) { PyErr_SetString(PyExc_ValueError, "nurand: A >= 0"); return -1; }
+        break;
+    }
+    if (PyErr_Occurred()) return -1;
+    if ((kind == D_UNIFORM || kind == D_SPECIAL || kind == D_GAUSSIAN || kind == D_PARETO || kind == D_ZIPF ||
+         kind == D_NURAND || kind == D_RANDSTR) && g->lo > g->hi) {
+        PyErr_Format(PyExc_ValueError, "%s: the minimum is larger than the maximum", name);
+        return -1;
+    }
+    return 0;
+}
+
+static void draw_free(Draw *g) {
+    for (Py_ssize_t k = 0; k < g->nchoices; k++) PyMem_RawFree(g->choices[k].s);
+    PyMem_RawFree(g->choices);
+    g->choices = NULL;
+    g->nchoices = 0;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Program                                                                                         */
+
+typedef struct {
+    int draw;                /* the slot it takes */
+    long long plus;          /* added to an integer (sysbench's ranges: lo + range_size - 1) */
+} Param;
+
+typedef struct {
+    int *stmt;               /* the statement per table */
+    Param *params;
+    int nparams;
+} Exec;
+
+typedef struct {
+    int count, tables;
+    int *draws;              /* drawn anew for each repetition, in order */
+    int ndraws;
+    Exec *execs;
+    int nexecs;
+} Step;
+
+typedef struct {
+    int explicit_;           /* BEGIN before, COMMIT after */
+    Step *steps;
+    int nsteps;
+} Tx;
+
+typedef struct {
+    PyObject_HEAD
+    char **sql;
+    unsigned long *sqllen;
+    int nsql;
+    int *nparams;            /* per statement, as its executions give them (checked when prepared) */
+    Draw *draws;
+    int ndraws;
+    long long *sequences;    /* per draw: the next value of a sequence, shared by the process's users */
+    Tx *txs;
+    int ntx;
+    double *cum;             /* running sum of the weights */
+} Program;
+
+static PyTypeObject ProgramType;
+
+static void program_free(Program *p) {
+    for (int k = 0; k < p->nsql; k++) PyMem_RawFree(p->sql[k]);
+    PyMem_RawFree(p->sql);
+    PyMem_RawFree(p->sqllen);
+    PyMem_RawFree(p->nparams);
+    for (int k = 0; k < p->ndraws; k++) draw_free(&p->draws[k]);
+    PyMem_RawFree(p->draws);
+    PyMem_RawFree(p->sequences);
+    for (int t = 0; t < p->ntx; t++) {
+        Tx *tx = &p->txs[t];
+        for (int s = 0; s < tx->nsteps; s++) {
+            Step *st = &tx->steps[s];
+            for (int e = 0; e < st->nexecs; e++) {
+                PyMem_RawFree(st->execs[e].stmt);
+                PyMem_RawFree(st->execs[e].params);
+            }
+            PyMem_RawFree(st->execs);
+            PyMem_RawFree(st->draws);
+        }
+        PyMem_RawFree(tx->steps);
+    }
+    PyMem_RawFree(p->txs);
+    PyMem_RawFree(p->cum);
+    memset((char *)p + sizeof(PyObject), 0, sizeof(Program) - sizeof(PyObject));
+}
+
+#define SEQ_CHECK(o, what) \
+    if (!PySequence_Check(o)) { PyErr_SetString(PyExc_TypeError, what " is a sequence"); goto fail; }
+
+static int int_item(PyObject *seq, Py_ssize_t k, long long *out) {
+    PyObject *o = PySequence_GetItem(seq, k);
+    if (o == NULL) return -1;
+    *out = PyLong_AsLongLong(o);
+    Py_DECREF(o);
+    return *out == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+static int parse_exec(Program *p, PyObject *o, int tables, Exec *e) {
+    /* (statements per table, ((slot, plus), ...)) */
+    PyObject *stmts = NULL, *params = NULL;
+    if (!PyArg_ParseTuple(o, "OO", &stmts, &params)) return -1;
+    Py_ssize_t ns = PySequence_Size(stmts), np = PySequence_Size(params);
+    if (ns < 0 || np < 0) return -1;
+    if (ns != tables) { PyErr_SetString(PyExc_ValueError, "an execution names one statement per table"); return -1; }
+    e->stmt = PyMem_RawCalloc((size_t)ns, sizeof(int));
+    e->params = PyMem_RawCalloc((size_t)(np ? np : 1), sizeof(Param));
+    if (e->stmt == NULL || e->params == NULL) { PyErr_NoMemory(); return -1; }
+    e->nparams = (int)np;
+    for (Py_ssize_t k = 0; k < ns; k++) {
+        long long v;
+        if (int_item(stmts, k, &v) < 0) return -1;
+        if (v < 0 || v >= p->nsql) { PyErr_SetString(PyExc_IndexError, "no such statement"); return -1; }
+        e->stmt[k] = (int)v;
+        if (p->nparams[v] >= 0 && p->nparams[v] != np) {
+            PyErr_SetString(PyExc_ValueError, "a statement is given different numbers of values");
+            return -1;
+        }
+        p->nparams[v] = (int)np;
+    }
+    for (Py_ssize_t k = 0; k < np; k++) {
+        PyObject *pair = PySequence_GetItem(params, k);
+        if (pair == NULL) return -1;
+        long long slot, plus;
+        int rc = PyArg_ParseTuple(pair, "LL", &slot, &plus) ? 0 : -1;
+        Py_DECREF(pair);
+        if (rc < 0) return -1;
+        if (slot < 0 || slot >= p->ndraws) { PyErr_SetString(PyExc_IndexError, "no such draw"); return -1; }
+        e->params[k].draw = (int)slot;
+        e->params[k].plus = plus;
+    }
+    return 0;
+}
+
+/* Program(sql, draws, transactions, weights): sql a list of statements (? placeholders); draws a
+ * list of (name, *arguments); a transaction is (explicit, steps), a step (count, tables, draws
+ * (indexes, drawn anew each repetition), executions), an execution (statement per table, ((draw,
+ * plus), ...)). A step with tables > 1 draws its table uniformly, once for its repetitions. */
+static int Program_init(Program *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"sql", "draws", "transactions", "weights", NULL};
+    PyObject *sql, *draws, *txs, *weights;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOO", kwlist, &sql, &draws, &txs, &weights)) return -1;
+    program_free(self);
+    SEQ_CHECK(sql, "sql");
+    SEQ_CHECK(draws, "draws");
+    SEQ_CHECK(txs, "transactions");
+    SEQ_CHECK(weights, "weights");
+    Py_ssize_t nsql = PySequence_Size(sql), nd = PySequence_Size(draws), nt = PySequence_Size(txs);
+    if (nt < 1 || PySequence_Size(weights) != nt) {
+        PyErr_SetString(PyExc_ValueError, "one weight per transaction type, and at least one type");
+        goto fail;
+    }
+    self->sql = PyMem_RawCalloc((size_t)nsql + 1, sizeof(char *));
+    self->sqllen = PyMem_RawCalloc((size_t)nsql + 1, sizeof(unsigned long));
+    self->nparams = PyMem_RawCalloc((size_t)nsql + 1, sizeof(int));
+    self->draws = PyMem_RawCalloc((size_t)nd + 1, sizeof(Draw));
+    self->sequences = PyMem_RawCalloc((size_t)nd + 1, sizeof(long long));
+    self->txs = PyMem_RawCalloc((size_t)nt, sizeof(Tx));
+    self->cum = PyMem_RawCalloc((size_t)nt, sizeof(double));
+    if (!self->sql || !self->sqllen || !self->nparams || !self->draws || !self->sequences || !self->txs || !self->cum) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t k = 0; k < nsql; k++) {
+        PyObject *o = PySequence_GetItem(sql, k);
+        if (o == NULL) goto fail;
+        Py_ssize_t n;
+        const char *u = PyUnicode_Check(o) ? PyUnicode_AsUTF8AndSize(o, &n) : NULL;
+        if (u == NULL) {
+            Py_DECREF(o);
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "a statement is a str");
+            goto fail;
+        }
+        self->sql[k] = PyMem_RawMalloc((size_t)n + 1);
+        if (self->sql[k] == NULL) { Py_DECREF(o); PyErr_NoMemory(); goto fail; }
+        memcpy(self->sql[k], u, (size_t)n + 1);
+        self->sqllen[k] = (unsigned long)n;
+        self->nparams[k] = -1;
+        self->nsql = (int)k + 1;
+        Py_DECREF(o);
+    }
+    for (Py_ssize_t k = 0; k < nd; k++) {
+        PyObject *o = PySequence_GetItem(draws, k);
+        if (o == NULL) goto fail;
+        self->ndraws = (int)k + 1;
+        int rc = draw_from(o, &self->draws[k]);
+        Py_DECREF(o);
+        if (rc < 0) goto fail;
+        if (self->draws[k].kind == D_SEQUENCE) self->sequences[k] = self->draws[k].lo;
+    }
+    double total = 0;
+    for (Py_ssize_t t = 0; t < nt; t++) {
+        PyObject *o = PySequence_GetItem(txs, t);
+        if (o == NULL) goto fail;
+        int explicit_;
+        PyObject *steps;
+        int ok = PyArg_ParseTuple(o, "pO", &explicit_, &steps);
+        Py_DECREF(o);
+        if (!ok) goto fail;
+        Tx *tx = &self->txs[t];
+        self->ntx = (int)t + 1;
+        tx->explicit_ = explicit_;
+        Py_ssize_t ns = PySequence_Size(steps);
+        if (ns < 0) goto fail;
+        tx->steps = PyMem_RawCalloc((size_t)(ns ? ns : 1), sizeof(Step));
+        if (tx->steps == NULL) { PyErr_NoMemory(); goto fail; }
+        for (Py_ssize_t s = 0; s < ns; s++) {
+            PyObject *so = PySequence_GetItem(steps, s);
+            if (so == NULL) goto fail;
+            int count, tables;
+            PyObject *sdraws, *execs;
+            ok = PyArg_ParseTuple(so, "iiOO", &count, &tables, &sdraws, &execs);
+            Py_DECREF(so);
+            if (!ok) goto fail;
+            Step *st = &tx->steps[s];
+            tx->nsteps = (int)s + 1;
+            if (count < 0 || tables < 1) { PyErr_SetString(PyExc_ValueError, "count >= 0, tables >= 1"); goto fail; }
+            st->count = count;
+            st->tables = tables;
+            Py_ssize_t nsd = PySequence_Size(sdraws), ne = PySequence_Size(execs);
+            if (nsd < 0 || ne < 0) goto fail;
+            st->draws = PyMem_RawCalloc((size_t)(nsd ? nsd : 1), sizeof(int));
+            st->execs = PyMem_RawCalloc((size_t)(ne ? ne : 1), sizeof(Exec));
+            if (st->draws == NULL || st->execs == NULL) { PyErr_NoMemory(); goto fail; }
+            for (Py_ssize_t k = 0; k < nsd; k++) {
+                long long v;
+                if (int_item(sdraws, k, &v) < 0) goto fail;
+                if (v < 0 || v >= nd) { PyErr_SetString(PyExc_IndexError, "no such draw"); goto fail; }
+                st->draws[k] = (int)v;
+                st->ndraws = (int)k + 1;
+            }
+            for (Py_ssize_t k = 0; k < ne; k++) {
+                PyObject *eo = PySequence_GetItem(execs, k);
+                if (eo == NULL) goto fail;
+                st->nexecs = (int)k + 1;
+                int rc = parse_exec(self, eo, tables, &st->execs[k]);
+                Py_DECREF(eo);
+                if (rc < 0) goto fail;
+            }
+        }
+        long long executions = 0;
+        for (int k = 0; k < tx->nsteps; k++) executions += (long long)tx->steps[k].count * tx->steps[k].nexecs;
+        if (executions == 0 && !tx->explicit_) {
+            /* it would spin without a pause, counted as transactions the server never saw */
+            PyErr_SetString(PyExc_ValueError, "a transaction executes nothing");
+            goto fail;
+        }
+        PyObject *w = PySequence_GetItem(weights, t);
+        if (w == NULL) goto fail;
+        double x = PyFloat_AsDouble(w);
+        Py_DECREF(w);
+        if (x == -1.0 && PyErr_Occurred()) goto fail;
+        if (!(x >= 0)) { PyErr_SetString(PyExc_ValueError, "weights are 0 or more"); goto fail; }
+        total += x;
+        self->cum[t] = total;
+    }
+    if (!(total > 0)) { PyErr_SetString(PyExc_ValueError, "the weights add up to more than 0"); goto fail; }
+    return 0;
+fail:
+    program_free(self);
+    return -1;
+}
+
+static void Program_dealloc(Program *self) {
+    program_free(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyTypeObject ProgramType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "bench_dsl.native._native.Program",
+    .tp_doc = "A workload's transactions as the users' threads run them.",
+    .tp_basicsize = sizeof(Program),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Program_init,
+    .tp_dealloc = (destructor)Program_dealloc,
+};
+
+static int pick_tx(const Program *p, Rng *r) {
+    if (p->ntx == 1) return 0;
+    double x = rng_double(r) * p->cum[p->ntx - 1];
+    for (int t = 0; t < p->ntx; t++)
+        if (x < p->cum[t]) return t;
+    return p->ntx - 1;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* User                                                                                            */
+
+/* what run() and connect() say */
+enum { OUT_OK = 0, OUT_STOPPED = 0, OUT_ERROR = 1, OUT_LOST = 2, OUT_DOUBT = 3, OUT_PREPARE = 4 };
+
+typedef struct {
+    long long i;
+    int32_t i32;
+    double d;
+    unsigned long len;
+    int type;                /* the MYSQL_TYPE_ it was last bound as (0 before the first) */
+    const void *buffer;      /* and where from */
+} Bound;
+
+typedef struct {
+    PyObject_HEAD
+    Program *program;
+    Counts *counts;
+    MYSQL *mysql;
+    MYSQL_STMT **stmts;
+    MYSQL_BIND **binds;      /* per statement */
+    Bound **bound;
+    char *bound_ok;          /* per statement: its binds are the library's */
+    Slot *slots;
+    Rng rng;
+    int stop;                /* read by the user's thread before each transaction */
+    int running;
+    pthread_mutex_t mu;      /* guards mysql against interrupt() while it is replaced */
+    long long tx, attempt, completed, t0;
+    /* the connection's options */
+    char *host, *user, *password, *database, *unix_socket, *ssl_mode, *ssl_ca, *ssl_cert, *ssl_key, *charset;
+    unsigned int port, connect_timeout;
+    int compress;
+} User;
+
+static PyTypeObject UserType;
+
+static void free_text(char **s) {
+    if (*s != NULL) {
+        memset(*s, 0, strlen(*s)); /* a password does not outlive its user in memory */
+        PyMem_RawFree(*s);
+        *s = NULL;
+    }
+}
+
+/* options[key] as an owned C string (NULL when absent or None); 0, or -1 with an exception set */
+static int text_option(PyObject *options, const char *key, char **out) {
+    free_text(out);
+    PyObject *v = PyDict_GetItemString(options, key); /* borrowed */
+    if (v == NULL || v == Py_None) return 0;
+    Py_ssize_t n;
+    const char *u = PyUnicode_Check(v) ? PyUnicode_AsUTF8AndSize(v, &n) : NULL;
+    if (u == NULL) {
+        if (!PyErr_Occurred()) PyErr_Format(PyExc_TypeError, "option %s is a str", key);
+        return -1;
+    }
+    if ((Py_ssize_t)strlen(u) != n) { PyErr_Format(PyExc_ValueError, "option %s holds a NUL", key); return -1; }
+    *out = PyMem_RawMalloc((size_t)n + 1);
+    if (*out == NULL) { PyErr_NoMemory(); return -1; }
+    memcpy(*out, u, (size_t)n + 1);
+    return 0;
+}
+
+static int int_option(PyObject *options, const char *key, unsigned int *out, unsigned int fallback) {
+    PyObject *v = PyDict_GetItemString(options, key);
+    if (v == NULL || v == Py_None) { *out = fallback; return 0; }
+    long x = PyLong_AsLong(v);
+    if (x == -1 && PyErr_Occurred()) return -1;
+    *out = (unsigned int)x;
+    return 0;
+}
+
+static void user_close(User *self) {
+    Program *p = self->program;
+    if (self->stmts != NULL) {
+        for (int k = 0; p != NULL && k < p->nsql; k++)
+            if (self->stmts[k] != NULL) mysql_stmt_close(self->stmts[k]);
+        memset(self->stmts, 0, sizeof(MYSQL_STMT *) * (size_t)(p ? p->nsql : 0));
+    }
+    if (self->bound_ok != NULL && p != NULL) memset(self->bound_ok, 0, (size_t)p->nsql);
+    pthread_mutex_lock(&self->mu);
+    MYSQL *m = self->mysql;
+    self->mysql = NULL;
+    pthread_mutex_unlock(&self->mu);
+    if (m != NULL) mysql_close(m);
+}
+
+/* User(program, counts, seed, options): options is a dict of host, port, user, password,
+ * database, unix_socket, ssl_mode, ssl_ca, ssl_cert, ssl_key, compress, connect_timeout. */
+static int User_init(User *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"program", "counts", "seed", "options", NULL};
+    PyObject *program, *counts, *options;
+    unsigned long long seed;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!KO!", kwlist, &ProgramType, &program, &CountsType, &counts,
+                                     &seed, &PyDict_Type, &options))
+        return -1;
+    if (self->program != NULL) { PyErr_SetString(PyExc_RuntimeError, "a User is initialised once"); return -1; }
+    Program *p = (Program *)program;
+    if (p->ntx < 1) { PyErr_SetString(PyExc_ValueError, "the program is not initialised"); return -1; }
+    if (((Counts *)counts)->n < p->ntx) { PyErr_SetString(PyExc_ValueError, "fewer counts than transaction types"); return -1; }
+    if (pthread_mutex_init(&self->mu, NULL) != 0) { PyErr_SetString(PyExc_OSError, "pthread_mutex_init"); return -1; }
+    Py_INCREF(program);
+    self->program = p;
+    Py_INCREF(counts);
+    self->counts = (Counts *)counts;
+    rng_seed(&self->rng, (uint64_t)seed);
+    size_t n = (size_t)p->nsql + 1;
+    self->stmts = PyMem_RawCalloc(n, sizeof(MYSQL_STMT *));
+    self->binds = PyMem_RawCalloc(n, sizeof(MYSQL_BIND *));
+    self->bound = PyMem_RawCalloc(n, sizeof(Bound *));
+    self->bound_ok = PyMem_RawCalloc(n, 1);
+    self->slots = PyMem_RawCalloc((size_t)p->ndraws + 1, sizeof(Slot));
+    if (!self->stmts || !self->binds || !self->bound || !self->bound_ok || !self->slots) { PyErr_NoMemory(); return -1; }
+    for (int k = 0; k < p->nsql; k++) {
+        int np = p->nparams[k] > 0 ? p->nparams[k] : 1;
+        self->binds[k] = PyMem_RawCalloc((size_t)np, sizeof(MYSQL_BIND));
+        self->bound[k] = PyMem_RawCalloc((size_t)np, sizeof(Bound));
+        if (!self->binds[k] || !self->bound[k]) { PyErr_NoMemory(); return -1; }
+    }
+    if (text_option(options, "host", &self->host) < 0 || text_option(options, "user", &self->user) < 0 ||
+        text_option(options, "password", &self->password) < 0 || text_option(options, "database", &self->database) < 0 ||
+        text_option(options, "unix_socket", &self->unix_socket) < 0 ||
+        text_option(options, "ssl_mode", &self->ssl_mode) < 0 || text_option(options, "ssl_ca", &self->ssl_ca) < 0 ||
+        text_option(options, "ssl_cert", &self->ssl_cert) < 0 || text_option(options, "ssl_key", &self->ssl_key) < 0 ||
+        text_option(options, "charset", &self->charset) < 0 ||
+        int_option(options, "port", &self->port, 3306) < 0 ||
+        int_option(options, "connect_timeout", &self->connect_timeout, 10) < 0)
+        return -1;
+    unsigned int compress;
+    if (int_option(options, "compress", &compress, 0) < 0) return -1;
+    self->compress = compress != 0;
+    return 0;
+}
+
+static int User_traverse(User *self, visitproc visit, void *arg) {
+    Py_VISIT(self->program);
+    Py_VISIT(self->counts);
+    return 0;
+}
+
+static void User_dealloc(User *self) {
+    PyObject_GC_UnTrack(self);
+    Program *p = self->program;
+    if (p != NULL) {
+        user_close(self);
+        pthread_mutex_destroy(&self->mu);
+        for (int k = 0; k < p->nsql; k++) {
+            if (self->binds) PyMem_RawFree(self->binds[k]);
+            if (self->bound) PyMem_RawFree(self->bound[k]);
+        }
+        for (int k = 0; self->slots && k < p->ndraws; k++) PyMem_RawFree(self->slots[k].buf);
+    }
+    PyMem_RawFree(self->stmts);
+    PyMem_RawFree(self->binds);
+    PyMem_RawFree(self->bound);
+    PyMem_RawFree(self->bound_ok);
+    PyMem_RawFree(self->slots);
+    char **texts[] = {&self->host, &self->user, &self->password, &self->database, &self->unix_socket,
+                      &self->ssl_mode, &self->ssl_ca, &self->ssl_cert, &self->ssl_key, &self->charset};
+    for (size_t k = 0; k < sizeof(texts) / sizeof(texts[0]); k++) free_text(texts[k]);
+    Py_CLEAR(self->program);
+    Py_CLEAR(self->counts);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static Py_ssize_t keep(char *message, const char *text) {
+    size_t n = strlen(text);
+    if (n >= MESSAGE_MAX) n = MESSAGE_MAX - 1;
+    memcpy(message, text, n);
+    message[n] = 0;
+    return (Py_ssize_t)n;
+}
+
+/* the connection cannot go on: lost, or any error of the client library itself (2000-2999: out of
+ * sync, a packet it could not read...), after which the session's state is unknown */
+static int lost(unsigned int code) {
+    return code >= CR_MIN_ERROR && code <= CR_MAX_ERROR;
+}
+
+/* the TLS options of the address, as the mysql client reads --ssl-mode (dsn.py has checked them:
+ * VERIFY_* always comes with ssl-ca, files never without a mode) */
+static void set_tls(User *self, MYSQL *m) {
+    const char *mode = self->ssl_mode;
+    if (mode == NULL || strcmp(mode, "DISABLED") == 0 || strcmp(mode, "PREFERRED") == 0) return; /* plain */
+    my_bool yes = 1, no = 0;
+    int verify_ca = strcmp(mode, "VERIFY_CA") == 0, verify_identity = strcmp(mode, "VERIFY_IDENTITY") == 0;
+    /* REQUIRED: encrypted, nothing verified (libmariadb checks the chain whenever it is given a CA,
+     * so the CA is given only from VERIFY_CA up); VERIFY_IDENTITY: the host name too */
+    mysql_ssl_set(m, self->ssl_key, self->ssl_cert, verify_ca || verify_identity ? self->ssl_ca : NULL, NULL, NULL);
+    mysql_optionsv(m, MYSQL_OPT_SSL_ENFORCE, &yes);
+    mysql_optionsv(m, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, verify_identity ? &yes : &no);
+}
+
+/* connect and prepare (no GIL). OUT_OK, OUT_ERROR (cannot connect) or OUT_PREPARE (a statement cannot be
+ * prepared: the caller lets the driver meet it); code and message filled. */
+static int user_connect(User *self, unsigned int *code, char *message) {
+    Program *p = self->program;
+    MYSQL *m = mysql_init(NULL);
+    if (m == NULL) { *code = CR_OUT_OF_MEMORY; keep(message, "out of memory for a connection"); return OUT_ERROR; }
+    unsigned int timeout = self->connect_timeout;
+    mysql_optionsv(m, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
+    if (self->charset != NULL) mysql_optionsv(m, MYSQL_SET_CHARSET_NAME, self->charset);
+    if (self->compress) mysql_optionsv(m, MYSQL_OPT_COMPRESS, NULL);
+    set_tls(self, m);
+    const char *host = self->unix_socket ? "localhost" : self->host;
+    if (mysql_real_connect(m, host, self->user, self->password, self->database, self->port, self->unix_socket,
+                           0) == NULL) {
+        *code = mysql_errno(m);
+        keep(message, mysql_error(m));
+        mysql_close(m);
+        return OUT_ERROR;
+    }
+    pthread_mutex_lock(&self->mu);
+    self->mysql = m;
+    pthread_mutex_unlock(&self->mu);
+    for (int k = 0; k < p->nsql; k++) {
+        if (p->nparams[k] < 0) continue; /* never executed */
+        MYSQL_STMT *st = mysql_stmt_init(m);
+        if (st == NULL) { *code = CR_OUT_OF_MEMORY; keep(message, "out of memory for a statement"); return OUT_ERROR; }
+        self->stmts[k] = st;
+        if (mysql_stmt_prepare(st, p->sql[k], p->sqllen[k]) != 0) {
+            *code = mysql_stmt_errno(st);
+            keep(message, mysql_stmt_error(st));
+            return lost(*code) ? OUT_ERROR : OUT_PREPARE;
+        }
+        if ((int)mysql_stmt_param_count(st) != p->nparams[k]) {
+            *code = 0;
+            snprintf(message, MESSAGE_MAX, "the statement takes %lu values, the workload gives %d: %.200s",
+                     mysql_stmt_param_count(st), p->nparams[k], p->sql[k]);
+            return OUT_PREPARE;
+        }
+    }
+    return OUT_OK;
+}
+
+/* one execution of statement si with its parameters from the slots (no GIL); 0, or the error code */
+static unsigned int execute(User *self, int si, const Exec *e) {
+    MYSQL_STMT *st = self->stmts[si];
+    MYSQL_BIND *b = self->binds[si];
+    Bound *bd = self->bound[si];
+    int rebind = !self->bound_ok[si];
+    for (int k = 0; k < e->nparams; k++) {
+        const Slot *s = &self->slots[e->params[k].draw];
+        Bound *x = &bd[k];
+        const void *buffer = NULL;
+        int type = MYSQL_TYPE_NULL;
+        switch (s->t) {
+        case V_INT: {
+            long long v = s->i + e->params[k].plus;
+            if (v >= INT32_MIN && v <= INT32_MAX) {
+                /* a key as sysbench binds it (MYSQL_TYPE_LONG): 4 bytes, not 8 */
+                x->i32 = (int32_t)v;
+                buffer = &x->i32;
+                type = MYSQL_TYPE_LONG;
+            } else {
+                x->i = v;
+                buffer = &x->i;
+                type = MYSQL_TYPE_LONGLONG;
+            }
+            break;
+        }
+        case V_REAL: x->d = s->d + (double)e->params[k].plus; buffer = &x->d; type = MYSQL_TYPE_DOUBLE; break;
+        case V_TEXT: x->len = (unsigned long)s->len; buffer = s->buf; type = MYSQL_TYPE_STRING; break;
+        default: break;
+        }
+        if (type != x->type || buffer != x->buffer) {
+            rebind = 1;
+            x->type = type;
+            x->buffer = buffer;
+            memset(&b[k], 0, sizeof(MYSQL_BIND));
+            b[k].buffer = (void *)buffer;
+            b[k].buffer_type = (enum enum_field_types)type;
+            if (type == MYSQL_TYPE_STRING) {
+                b[k].length = &x->len;
+                b[k].buffer_length = s->cap;
+            }
+        }
+    }
+    if (rebind) {
+        if (mysql_stmt_bind_param(st, b) != 0) return mysql_stmt_errno(st);
+        self->bound_ok[si] = 1;
+    }
+    if (mysql_stmt_execute(st) != 0) return mysql_stmt_errno(st);
+    for (;;) { /* every result, read to its end */
+        if (mysql_stmt_field_count(st) > 0) {
+            /* Rows are never looked at: free_result reads them off the wire and drops each packet
+             * where store_result would copy it into a result set first (rows of the range selects
+             * are most of what an OLTP client reads). It clears the connection's error before it
+             * reads, so an error packet in the middle of the rows, or a lost connection, is then
+             * the connection's error, not the statement's. */
+            mysql_stmt_free_result(st);
+            unsigned int err = mysql_errno(self->mysql);
+            if (err != 0) return err;
+        }
+        if (!mysql_stmt_more_results(st)) break;
+        int rc = mysql_stmt_next_result(st);
+        if (rc > 0) return mysql_stmt_errno(st);
+        if (rc < 0) break;
+    }
+    return 0;
+}
+
+static unsigned int simple_query(MYSQL *m, const char *q, unsigned long n) {
+    return mysql_real_query(m, q, n) != 0 ? mysql_errno(m) : 0;
+}
+
+/* One transaction, drawn and sent (no GIL). 0, or the error code with its message in message;
+ * *statements counts what was sent. */
+static unsigned int transaction(User *self, char *message, long long *statements) {
+    Program *p = self->program;
+    const Tx *tx = &p->txs[self->tx];
+    MYSQL *m = self->mysql;
+    unsigned int code = 0;
+    *statements = 0;
+    if (tx->explicit_) {
+        if ((code = simple_query(m, "BEGIN", 5)) != 0) { keep(message, mysql_error(m)); return code; }
+        (*statements)++;
+    }
+    for (int s = 0; s < tx->nsteps; s++) {
+        const Step *st = &tx->steps[s];
+        int table = st->tables > 1 ? (int)rng_below(&self->rng, (uint64_t)st->tables) : 0;
+        for (int rep = 0; rep < st->count; rep++) {
+            for (int d = 0; d < st->ndraws; d++) {
+                int k = st->draws[d];
+                if (draw_value(&p->draws[k], &self->rng, &p->sequences[k], &self->slots[k]) < 0) {
+                    keep(message, "out of memory for a value");
+                    return CR_OUT_OF_MEMORY;
+                }
+            }
+            for (int e = 0; e < st->nexecs; e++) {
+                const Exec *ex = &st->execs[e];
+                int si = ex->stmt[table];
+                code = execute(self, si, ex);
+                if (code != 0) {
+                    MYSQL_STMT *failed = self->stmts[si];
+                    keep(message, mysql_stmt_errno(failed) ? mysql_stmt_error(failed) : mysql_error(m));
+                    return code;
+                }
+                (*statements)++;
+            }
+        }
+    }
+    if (tx->explicit_) {
+        if ((code = simple_query(m, "COMMIT", 6)) != 0) { keep(message, mysql_error(m)); return code; }
+        (*statements)++;
+    }
+    return 0;
+}
+
+static PyObject *User_connect(User *self, PyObject *unused) {
+    if (self->program == NULL) { PyErr_SetString(PyExc_ValueError, "User not initialised"); return NULL; }
+    if (self->running) { PyErr_SetString(PyExc_RuntimeError, "already running"); return NULL; }
+    self->running = 1;
+    user_close(self);
+    unsigned int code = 0;
+    char message[MESSAGE_MAX] = "";
+    int outcome;
+    Py_BEGIN_ALLOW_THREADS
+    outcome = user_connect(self, &code, message);
+    if (outcome == OUT_ERROR) user_close(self);
+    Py_END_ALLOW_THREADS
+    self->running = 0;
+    return Py_BuildValue("(iIN)", outcome, code, PyUnicode_DecodeUTF8(message, (Py_ssize_t)strlen(message), "replace"));
+}
+
+/* run(retry) -> (outcome, code, message): transactions until one of them fails or `stop` is set.
+ * retry: start again the transaction that failed (its type, start time and attempt kept). */
+static PyObject *User_run(User *self, PyObject *args) {
+    int retry;
+    if (!PyArg_ParseTuple(args, "p", &retry)) return NULL;
+    if (self->program == NULL) { PyErr_SetString(PyExc_ValueError, "User not initialised"); return NULL; }
+    if (self->running) { PyErr_SetString(PyExc_RuntimeError, "already running"); return NULL; }
+    if (self->mysql == NULL) return Py_BuildValue("(iIs)", OUT_LOST, (unsigned int)CR_SERVER_LOST, "not connected");
+    self->running = 1;
+    int outcome = OUT_STOPPED;
+    unsigned int code = 0;
+    char message[MESSAGE_MAX] = "";
+    const char *bad = NULL;
+    Counts *counts = self->counts;
+    Py_BEGIN_ALLOW_THREADS
+    for (;;) {
+        if (!retry) {
+            if (__atomic_load_n(&self->stop, __ATOMIC_RELAXED)) break;
+            self->tx = pick_tx(self->program, &self->rng);
+            self->attempt = 0;
+            self->t0 = now_ns();
+        }
+        retry = 0;
+        long long statements;
+        code = transaction(self, message, &statements);
+        if (code == 0) {
+            long long end = now_ns();
+            if (counts_add_nogil(counts, self->tx, (end - self->t0) / 1000, statements, end) < 0) {
+                bad = "out of memory for a transaction's count";
+                break;
+            }
+            self->completed++;
+            continue;
+        }
+        if (code == CR_OUT_OF_MEMORY) { bad = "out of memory"; break; }
+        outcome = lost(code) ? OUT_LOST : OUT_ERROR;
+        if (outcome == OUT_ERROR && self->program->txs[self->tx].explicit_) {
+            /* inside a transaction: rolled back before anything else; if that fails, the session is
+             * in doubt and the first error is the one reported */
+            unsigned int rc = simple_query(self->mysql, "ROLLBACK", 8);
+            if (rc != 0) outcome = lost(rc) ? OUT_LOST : OUT_DOUBT;
+            if (rc != 0 && lost(rc)) { code = rc; keep(message, mysql_error(self->mysql)); }
+        }
+        break;
+    }
+    Py_END_ALLOW_THREADS
+    self->running = 0;
+    if (bad != NULL) return PyErr_NoMemory();
+    return Py_BuildValue("(iIN)", outcome, code, PyUnicode_DecodeUTF8(message, (Py_ssize_t)strlen(message), "replace"));
+}
+
+/* Wakes the user's thread out of a blocking call (from another thread): the socket is shut down,
+ * not closed, so its descriptor cannot name another connection before close(). */
+static PyObject *User_interrupt(User *self, PyObject *unused) {
+    __atomic_store_n(&self->stop, 1, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&self->mu);
+    if (self->mysql != NULL) {
+        my_socket fd = mysql_get_socket(self->mysql);
+        if ((int)fd >= 0) shutdown(fd, SHUT_RDWR);
+    }
+    pthread_mutex_unlock(&self->mu);
+    Py_RETURN_NONE;
+}
+
+static PyObject *User_close(User *self, PyObject *unused) {
+    if (self->running) { PyErr_SetString(PyExc_RuntimeError, "close() while running"); return NULL; }
+    if (self->program != NULL) {
+        Py_BEGIN_ALLOW_THREADS
+        user_close(self);
+        Py_END_ALLOW_THREADS
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *User_query_value(User *self, PyObject *args) {
+    /* the first column of the first row of a text query, or None: for tests and the run's record of
+     * the session (Ssl_cipher, CONNECTION_ID()) */
+    const char *q;
+    if (!PyArg_ParseTuple(args, "s", &q)) return NULL;
+    if (self->running || self->mysql == NULL) { PyErr_SetString(PyExc_RuntimeError, "not connected, or running"); return NULL; }
+    if (mysql_query(self->mysql, q) != 0) {
+        PyErr_Format(PyExc_RuntimeError, "(%u) %s", mysql_errno(self->mysql), mysql_error(self->mysql));
+        return NULL;
+    }
+    MYSQL_RES *res = mysql_store_result(self->mysql);
+    if (res == NULL) Py_RETURN_NONE;
+    MYSQL_ROW row = mysql_fetch_row(res);
+    PyObject *out = row != NULL && row[0] != NULL ? PyUnicode_DecodeUTF8(row[0], (Py_ssize_t)strlen(row[0]), "replace")
+                                                  : Py_NewRef(Py_None);
+    mysql_free_result(res);
+    return out;
+}
+
+static PyObject *User_get_cipher(User *self, void *closure) {
+    const char *c = self->mysql != NULL ? mysql_get_ssl_cipher(self->mysql) : NULL;
+    return c != NULL ? PyUnicode_FromString(c) : Py_NewRef(Py_None);
+}
+
+static PyObject *User_get_stop(User *self, void *closure) {
+    return PyBool_FromLong(__atomic_load_n(&self->stop, __ATOMIC_RELAXED));
+}
+
+static int User_set_stop(User *self, PyObject *value, void *closure) {
+    if (value == NULL) { PyErr_SetString(PyExc_AttributeError, "stop cannot be deleted"); return -1; }
+    int v = PyObject_IsTrue(value);
+    if (v < 0) return -1;
+    __atomic_store_n(&self->stop, v, __ATOMIC_RELAXED);
+    return 0;
+}
+
+static PyMethodDef User_methods[] = {
+    {"connect", (PyCFunction)User_connect, METH_NOARGS,
+     "connect() -> (outcome, code, message): connects and prepares (blocking, the GIL released)"},
+    {"run", (PyCFunction)User_run, METH_VARARGS,
+     "run(retry) -> (outcome, code, message): transactions until an error or the stop (blocking)"},
+    {"interrupt", (PyCFunction)User_interrupt, METH_NOARGS, "stop, and wake a blocked call (any thread)"},
+    {"close", (PyCFunction)User_close, METH_NOARGS, "close the connection (not while running)"},
+    {"query_value", (PyCFunction)User_query_value, METH_VARARGS, "query_value(sql) -> str | None"},
+    {NULL}};
+
+static PyMemberDef User_members[] = {
+    {"tx", T_LONGLONG, offsetof(User, tx), READONLY, "the transaction type in flight, or last run"},
+    {"attempt", T_LONGLONG, offsetof(User, attempt), 0, "attempts of the transaction in flight before this one"},
+    {"completed", T_LONGLONG, offsetof(User, completed), READONLY, "transactions completed"},
+    {NULL}};
+
+static PyGetSetDef User_getset[] = {
+    {"stop", (getter)User_get_stop, (setter)User_set_stop, "no transaction starts once set", NULL},
+    {"cipher", (getter)User_get_cipher, NULL, "the connection's TLS cipher, or None", NULL},
+    {NULL}};
+
+static PyTypeObject UserType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "bench_dsl.native._native.User",
+    .tp_doc = "One virtual user: its libmariadb connection, prepared statements, generator and loop.",
+    .tp_basicsize = sizeof(User),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)User_init,
+    .tp_dealloc = (destructor)User_dealloc,
+    .tp_traverse = (traverseproc)User_traverse,
+    .tp_methods = User_methods,
+    .tp_members = User_members,
+    .tp_getset = User_getset,
+};
+
+/* ---------------------------------------------------------------------------------------------- */
+
+/* sample(draw, seed, n) -> list: n values of one draw, from a generator seeded as a user's is; what
+ * the tests compare with sysbench's own distributions */
+static PyObject *module_sample(PyObject *mod, PyObject *args) {
+    PyObject *spec;
+    unsigned long long seed;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "O!Kn", &PyTuple_Type, &spec, &seed, &n)) return NULL;
+    Draw g;
+    if (draw_from(spec, &g) < 0) { draw_free(&g); return NULL; }
+    Rng r;
+    rng_seed(&r, (uint64_t)seed);
+    long long sequence = g.lo;
+    Slot s = {0};
+    PyObject *out = PyList_New(n);
+    for (Py_ssize_t k = 0; out != NULL && k < n; k++) {
+        if (draw_value(&g, &r, &sequence, &s) < 0) { Py_CLEAR(out); PyErr_NoMemory(); break; }
+        PyObject *v = s.t == V_INT ? PyLong_FromLongLong(s.i) : s.t == V_REAL ? PyFloat_FromDouble(s.d)
+                    : s.t == V_TEXT ? PyUnicode_DecodeUTF8(s.buf, (Py_ssize_t)s.len, "strict") : Py_NewRef(Py_None);
+        if (v == NULL) { Py_CLEAR(out); break; }
+        PyList_SET_ITEM(out, k, v);
+    }
+    PyMem_RawFree(s.buf);
+    draw_free(&g);
+    return out;
+}
+
+static PyObject *module_client_version(PyObject *mod, PyObject *unused) {
+    return PyUnicode_FromString(mysql_get_client_info());
+}
+
+static PyMethodDef module_methods[] = {
+    {"sample", module_sample, METH_VARARGS, "sample(draw, seed, n) -> n values of a draw"},
+    {"client_version", module_client_version, METH_NOARGS, "libmariadb's version"},
+    {NULL}};
+
+static struct PyModuleDef native_module = {
+    PyModuleDef_HEAD_INIT, "bench_dsl.native._native",
+    "The hot path of fixed-statement workloads: a thread per user over libmariadb.", -1, module_methods,
+};
+
+PyMODINIT_FUNC PyInit__native(void) {
+    /* once, before any thread: libmariadb's global state (and its TLS library's) */
+    if (mysql_library_init(0, NULL, NULL) != 0) {
+        PyErr_SetString(PyExc_ImportError, "libmariadb could not initialise");
+        return NULL;
+    }
+    if (PyType_Ready(&CountsType) < 0 || PyType_Ready(&ProgramType) < 0 || PyType_Ready(&UserType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&native_module);
+    if (m == NULL) return NULL;
+    PyTypeObject *types[] = {&CountsType, &ProgramType, &UserType};
+    const char *names[] = {"Counts", "Program", "User"};
+    for (int k = 0; k < 3; k++) {
+        Py_INCREF(types[k]);
+        if (PyModule_AddObject(m, names[k], (PyObject *)types[k]) < 0) { Py_DECREF(types[k]); Py_DECREF(m); return NULL; }
+    }
+    PyModule_AddIntConstant(m, "STOPPED", OUT_STOPPED);
+    PyModule_AddIntConstant(m, "ERROR", OUT_ERROR);
+    PyModule_AddIntConstant(m, "LOST", OUT_LOST);
+    PyModule_AddIntConstant(m, "DOUBT", OUT_DOUBT);
+    PyModule_AddIntConstant(m, "PREPARE", OUT_PREPARE);
+    return m;
+}

@@ -1,0 +1,348 @@
+"""`bench compare`: configurations side by side against the first (the baseline), from a summary
+(bench_dsl/results/summary.py). The comparison is one table, as data; the console, JSON and Markdown
+renderings all draw that same table, so they never disagree.
+
+The noise rule (docs/compare.md): each figure of a configuration carries noise_pct, max / min - 1
+over its repeats and, with fewer than 3, over the report intervals of the step when larger (what
+a single run can see). A difference to the baseline is beyond the noise when the larger median is
+more above the smaller (larger / smaller - 1) than the two configurations' noises added; with no
+noise known, not judged (null). Ratios, not differences: a figure that halves is as far from its
+baseline as one that doubles, and a noisy figure's noise is not capped at -100 % as a drop is.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from bench_dsl.core.errors import UsageError
+from bench_dsl.results.summary import same_workload
+
+COMPARISON_FORMAT = "bench-dsl-comparison"
+NOISE_RULE = ("a difference is beyond the noise when the larger of the two medians is more above the smaller "
+              "(larger / smaller - 1) than the two configurations' noises added; a configuration's noise is "
+              "its repeats' max / min - 1 (3 repeats or more), else the larger of that and the largest over its "
+              "repeats of the step's report intervals' max / min - 1 (the only noise one run can show)")
+
+# metric of a gate or a row -> (where it is in a by_users entry, unit, higher is better)
+METRICS: dict[str, tuple[tuple[str, ...], str, bool]] = {
+    "tps": (("tps",), "tx/s", True),
+    "tpm": (("tpm",), "tx/min", True),
+    "nopm": (("nopm",), "new orders/min", True),
+    "p50": (("latency_ms", "p50"), "ms", False),
+    "p90": (("latency_ms", "p90"), "ms", False),
+    "p95": (("latency_ms", "p95"), "ms", False),
+    "p99": (("latency_ms", "p99"), "ms", False),
+    "server_cpu_us_per_tx": (("cpu_us_per_tx", "server"), "µs CPU/tx", False),
+    "client_cpu_us_per_tx": (("cpu_us_per_tx", "client"), "µs CPU/tx", False),
+    "error_rate_pct": (("error_rate_pct",), "%", False),
+}
+TABLE_METRICS = ("tps", "tpm", "nopm", "p50", "p95", "p99", "server_cpu_us_per_tx", "client_cpu_us_per_tx",
+                 "error_rate_pct")
+GATE_METRICS = ("tps", "tpm", "nopm", "p50", "p90", "p95", "p99", "saturation")
+GATE_RE = re.compile(r"^\s*([a-z0-9]+)\s*([<>])\s*([+-])\s*(\d+(?:\.\d+)?)\s*%\s*$")
+GATE_HINT = ('write METRIC (<|>) (+|-)N%, e.g. --fail-if "tps < -5%" (fail when throughput drops by more than 5%) '
+             f'or --fail-if "p95 > +10%"; metrics: {", ".join(GATE_METRICS)}')
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """--fail-if: fails when a configuration's difference to the baseline is beyond `pct` in `op`."""
+
+    text: str
+    metric: str
+    op: str  # "<" or ">"
+    pct: float  # signed
+
+    def fails(self, diff_pct: float) -> bool:
+        return diff_pct < self.pct if self.op == "<" else diff_pct > self.pct
+
+
+def parse_gate(text: str) -> Gate:
+    m = GATE_RE.match(text.lower())
+    if m is None:
+        raise UsageError(f"--fail-if {text!r}: not understood\n  hint: {GATE_HINT}")
+    metric, op, sign, number = m.groups()
+    if metric not in GATE_METRICS:
+        raise UsageError(f"--fail-if {text!r}: no metric {metric!r}\n  hint: {GATE_HINT}")
+    pct = float(number) * (-1 if sign == "-" else 1)
+    gate = Gate(text=f"{metric} {op} {sign}{number}%", metric=metric, op=op, pct=pct)
+    # every figure gated is a rate, a latency or a users count, never below 0: none falls by more
+    # than 100 %, so a gate past that limit could never fail (nor one that waits for a fall below -100 %)
+    if pct < -100 or (op == "<" and pct == -100):
+        raise UsageError(f"--fail-if {text!r}: {metric} cannot fall by more than 100% (to 0), so this gate "
+                         f"could never fail\n  hint: a limit from -100% up, e.g. --fail-if \"{metric} {op} -5%\"")
+    if gate.fails(0.0):  # a sign or an operator the wrong way round
+        flipped = ">" if op == "<" else "<"
+        meant = f"{metric} {flipped} {sign}{number}%" if pct > -100 else f"{metric} < -5%"  # not `< -100%`, refused
+        raise UsageError(f"--fail-if {text!r}: it fails two identical results (a difference of 0% is {op} "
+                         f"{sign}{number}%)\n  hint: did you mean --fail-if \"{meant}\"? "
+                         "< fails on a fall beyond a negative limit, > on a rise beyond a positive one")
+    return gate
+
+
+def _dig(entry: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any] | None:
+    node: Any = entry
+    for key in path:
+        node = node.get(key) if isinstance(node, dict) else None
+    return node if isinstance(node, dict) else None
+
+
+def _describe_workload(w: dict[str, Any] | None) -> str:
+    if not w:
+        return "an unknown workload"
+    tx = w.get("transactions") or []
+    return f"{w.get('workload')}" + (f" ({', '.join(tx)})" if tx else "")
+
+
+def check_same_workload(summary: dict[str, Any]) -> None:
+    """Figures of different workloads or data do not compare: a UsageError naming them."""
+    confs = summary["configurations"]
+    base = confs[0].get("workload")
+    differ = [c for c in confs[1:] if not same_workload(c.get("workload"), base)]
+    if differ:
+        lines = [f"  {confs[0]['label']} (baseline): {_describe_workload(base)}"]
+        lines += [f"  {c['label']}: {_describe_workload(c.get('workload'))}" for c in differ]
+        same_kind = all((c.get("workload") or {}).get("workload") == (base or {}).get("workload") for c in differ)
+        why = "the same workload with other data or options" if same_kind else "different workloads"
+        raise UsageError("these results ran " + why + ": their figures do not compare\n" + "\n".join(lines)
+                         + "\n  hint: --force compares them anyway")
+
+
+def _cell(conf_id: str, s: dict[str, Any] | None, base: dict[str, Any] | None, higher_better: bool | None,
+          is_base: bool) -> dict[str, Any]:
+    value = None if s is None else s["median"]
+    noise, noise_from = (None, None) if s is None else (s.get("noise_pct"), s.get("noise_from"))
+    cell: dict[str, Any] = {"configuration": conf_id, "value": value, "min": None if s is None else s["min"],
+                            "max": None if s is None else s["max"], "n": None if s is None else s["n"],
+                            "noise_pct": noise, "noise_from": noise_from,
+                            "diff_pct": None, "apart_pct": None, "beyond_noise": None, "judged_noise_pct": None,
+                            "judged_noise_from": None, "better": None}
+    if is_base or value is None or base is None or not base["median"]:
+        return cell
+    diff = (value - base["median"]) / abs(base["median"]) * 100
+    cell["diff_pct"] = round(diff, 2)
+    if higher_better is not None and diff != 0:
+        cell["better"] = (diff > 0) == higher_better
+    if value <= 0 or base["median"] <= 0:
+        return cell  # no ratio: the noise cannot judge it
+    # judged as a ratio, like the noise: the larger median over the smaller
+    apart = (max(value, base["median"]) / min(value, base["median"]) - 1) * 100
+    cell["apart_pct"] = round(apart, 2)
+    # each median is uncertain by its own noise: apart beyond doubt when the gap is wider than both
+    # uncertainties together (the larger alone called 1 in 16 pairs of identical configurations
+    # with 3 repeats different, and up to 1 in 5 with 2; together 1 in 60 and 1 in 10)
+    known = [(n, f) for n, f in ((base.get("noise_pct"), base.get("noise_from")), (noise, noise_from)) if n is not None]
+    if known:
+        cell["judged_noise_pct"] = round(sum(n for n, _ in known), 3)
+        cell["judged_noise_from"] = " + ".join(f for _, f in known)
+        cell["beyond_noise"] = apart > cell["judged_noise_pct"]
+    return cell
+
+
+def _row(metric: str, users: int | None, unit: str, confs: list[dict[str, Any]],
+         stats: list[dict[str, Any] | None], higher_better: bool | None) -> dict[str, Any]:
+    return {"metric": metric, "users": users, "unit": unit,
+            "cells": [_cell(c["id"], s, stats[0], higher_better, i == 0) for i, (c, s) in enumerate(zip(confs, stats))]}
+
+
+def common_users(confs: list[dict[str, Any]]) -> list[int]:
+    """The users counts every configuration measured (in at least one repeat)."""
+    sets = [{e["users"] for e in c["by_users"]} for c in confs]
+    return sorted(set.intersection(*sets)) if sets else []
+
+
+def compare(summary: dict[str, Any], gates: list[Gate] | None = None, force: bool = False) -> dict[str, Any]:
+    """The comparison table (and the gates' verdicts) of a summary's configurations, the first
+    being the baseline."""
+    confs: list[dict[str, Any]] = summary["configurations"]
+    if len(confs) < 2:
+        raise UsageError(f"only one configuration ({confs[0]['label'] if confs else 'none'}): nothing to compare"
+                         "\n  hint: give two results or more (the first is the baseline), or a matrix directory")
+    if not force:
+        check_same_workload(summary)
+    rows: list[dict[str, Any]] = []
+    if any(c.get("settings_not_applied") for c in confs):  # first: it qualifies every figure below it
+        rows.append({"metric": "settings", "users": None, "unit": "",
+                     "cells": [{"configuration": c["id"], "value": "not applied" if c.get("settings_not_applied")
+                                else "applied", "not_applied": c.get("settings_not_applied") or []} for c in confs]})
+    sat = [c["saturation"]["users"] for c in confs]
+    rows.append(_row("saturation", None, "users", confs, sat, True))
+    rows.append({"metric": "condition", "users": None, "unit": "",
+                 "cells": [{"configuration": c["id"], "value": c["saturation"]["condition"],
+                            "all": c["saturation"]["conditions"],
+                            "verdicts": c["saturation"].get("verdicts")} for c in confs]})
+    users = common_users(confs)
+    for u in users:
+        entries = [next(e for e in c["by_users"] if e["users"] == u) for c in confs]
+        for metric in TABLE_METRICS:
+            path, unit, higher = METRICS[metric]
+            stats = [_dig(e, path) for e in entries]
+            if all(s is None for s in stats):
+                continue  # nopm of a workload that has none
+            if metric == "error_rate_pct" and all(s is None or s["max"] == 0 for s in stats):
+                continue  # no errors anywhere: a row of zeros says nothing
+            rows.append(_row(metric, u, unit, confs, stats, higher))
+    return {
+        "format": COMPARISON_FORMAT, "format_version": 1,
+        "baseline": confs[0]["id"],
+        "study": summary.get("study"),
+        "configurations": [{"id": c["id"], "label": c["label"], "values": c["values"], "files": c["files"],
+                            "repeats": len(c["statuses"]), "statuses": c["statuses"],
+                            "settings_applied": not c.get("settings_not_applied")} for c in confs],
+        "users_compared": users,
+        "noise_rule": NOISE_RULE,
+        "rows": rows,
+        "gates": [judge_gate(g, confs) for g in gates or []],
+    }
+
+
+def judge_gate(gate: Gate, confs: list[dict[str, Any]]) -> dict[str, Any]:
+    """A gate judged on every configuration against the baseline, at each users count both measured
+    (saturation: once per configuration), on the medians."""
+    base = confs[0]
+    checks: list[dict[str, Any]] = []
+    for c in confs[1:]:
+        if gate.metric == "saturation":
+            pairs = [(None, base["saturation"]["users"], c["saturation"]["users"])]
+        else:
+            path = METRICS[gate.metric][0]
+            mine = {e["users"]: e for e in c["by_users"]}
+            pairs = [(e["users"], _dig(e, path), _dig(mine[e["users"]], path))
+                     for e in base["by_users"] if e["users"] in mine]
+        for users, b, o in pairs:
+            if b is None or o is None or not b["median"]:
+                continue  # not measured by one of them, or a baseline of 0 that has no percentage
+            diff = (o["median"] - b["median"]) / abs(b["median"]) * 100
+            checks.append({"configuration": c["id"], "label": c["label"], "users": users,
+                           "baseline": b["median"], "value": o["median"], "diff_pct": round(diff, 2),
+                           "failed": gate.fails(diff)})
+    return {"gate": gate.text, "metric": gate.metric, "op": gate.op, "limit_pct": gate.pct,
+            "judged": len(checks), "failed": any(ch["failed"] for ch in checks), "checks": checks}
+
+
+# ---- rendering: the one table, three ways -------------------------------------------------------
+
+ROW_NAMES = {"settings": "settings", "saturation": "saturation (users)", "condition": "condition that fired", "tps": "tps", "tpm": "tpm",
+             "nopm": "NOPM", "p50": "p50 ms", "p95": "p95 ms", "p99": "p99 ms",
+             "server_cpu_us_per_tx": "server CPU µs/tx", "client_cpu_us_per_tx": "client CPU µs/tx",
+             "error_rate_pct": "errors %"}
+
+
+def number(v: float | None) -> str:
+    if v is None:
+        return "-"
+    if float(v).is_integer() and abs(v) < 1000:
+        return f"{v:.0f}"  # users, counts
+    a = abs(v)
+    return f"{v:,.0f}" if a >= 1000 else f"{v:.1f}" if a >= 100 else f"{v:.2f}" if a >= 1 else f"{v:.3f}"
+
+
+def row_name(row: dict[str, Any]) -> str:
+    name = ROW_NAMES.get(row["metric"], row["metric"])
+    return name if row["users"] is None else f"{name} @ {row['users']} users"
+
+
+def cell_lines(row: dict[str, Any], cell: dict[str, Any], is_base: bool) -> tuple[str, str]:
+    """(value, what it means against the baseline) of a cell, in words."""
+    if row["metric"] == "settings":
+        return cell["value"].upper() if cell["not_applied"] else cell["value"], "; ".join(
+            f"{a['name']}={a['requested']}: the server has {a['after']}" for a in cell["not_applied"])
+    if row["metric"] == "condition":
+        every = [c if c is not None else "none" for c in cell.get("all") or []]
+        differ = len(set(every)) > 1
+        return (cell["value"] or "none fired"), (f"per repeat: {', '.join(every)}" if differ else "")
+    value = number(cell["value"])
+    if cell["n"] and cell["n"] > 1:
+        value += f" [{number(cell['min'])}-{number(cell['max'])}]"
+    if cell["value"] is None:
+        return value, "not measured"
+    if is_base:
+        noise = cell["noise_pct"]
+        return value, ("baseline, noise unknown" if noise is None else
+                       f"baseline, noise {noise:.1f}% ({cell['noise_from']})")
+    if cell["diff_pct"] is None:
+        return value, "no difference computed"
+    diff = f"{cell['diff_pct']:+.1f}%"
+    if cell["diff_pct"] < -20 and cell["apart_pct"] is not None:
+        # judged as a ratio: say it as one, or "-98% beyond a noise of 280%" reads as a contradiction
+        diff += f" ({cell['apart_pct'] / 100 + 1:.3g}x lower)"
+    if cell["beyond_noise"] is None:
+        return value, f"{diff}, noise unknown"
+    words = ("better" if cell["better"] else "worse") if cell["better"] is not None else "different"
+    if not cell["beyond_noise"]:
+        return value, f"{diff} within noise {cell['judged_noise_pct']:.1f}% ({cell['judged_noise_from']})"
+    return value, f"{diff} {words}, beyond noise {cell['judged_noise_pct']:.1f}% ({cell['judged_noise_from']})"
+
+
+def _header(conf: dict[str, Any], is_base: bool) -> str:
+    runs = f"{conf['repeats']} run{'s' if conf['repeats'] != 1 else ''}"
+    return (f"{conf['label']}" + (" (baseline)" if is_base else "") + f" · {runs}"
+            + ("" if conf.get("settings_applied", True) else " · SETTINGS NOT APPLIED"))
+
+
+def to_rich(table: dict[str, Any]) -> Any:
+    """A rich Table of the comparison (one column per configuration)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    t = Table(title=f"bench compare{': ' + table['study'] if table.get('study') else ''}", show_lines=True)
+    t.add_column("", style="bold", no_wrap=True)
+    confs = table["configurations"]
+    for i, c in enumerate(confs):
+        t.add_column(Text(_header(c, i == 0)), overflow="fold")
+    for row in table["rows"]:
+        cells = []
+        for i, cell in enumerate(row["cells"]):
+            value, note = cell_lines(row, cell, i == 0)
+            style = ""
+            if cell.get("beyond_noise"):
+                style = "green" if cell.get("better") else "red"
+            text = Text(value)
+            if note:
+                text.append("\n" + note, style=style or "dim")
+            cells.append(text)
+        t.add_row(Text(row_name(row)), *cells)
+    return t
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(table: dict[str, Any]) -> str:
+    confs = table["configurations"]
+    head = ["", *(_header(c, i == 0) for i, c in enumerate(confs))]
+    lines = [f"### bench compare{': ' + table['study'] if table.get('study') else ''}", "",
+             "| " + " | ".join(_md_escape(h) for h in head) + " |", "|" + "---|" * len(head)]
+    for row in table["rows"]:
+        cells = []
+        for i, cell in enumerate(row["cells"]):
+            value, note = cell_lines(row, cell, i == 0)
+            if cell.get("beyond_noise"):
+                note = f"**{note}**"
+            cells.append(value + (f"<br>{note}" if note else ""))
+        lines.append("| " + " | ".join(_md_escape(x) for x in [row_name(row), *cells]) + " |")
+    lines += ["", f"Users compared: {', '.join(map(str, table['users_compared'])) or 'none in common'}. "
+              f"Values are medians over the repeats [min-max]. Noise rule: {table['noise_rule']}."]
+    for c in confs:
+        files = ", ".join(c["files"]) or "-"
+        lines.append(f"- {c['label']}: {files}")
+    for g in table["gates"]:
+        lines.append(f"- gate `{g['gate']}`: " + gate_words(g))
+    return "\n".join(lines) + "\n"
+
+
+def gate_words(g: dict[str, Any]) -> str:
+    failed = [ch for ch in g["checks"] if ch["failed"]]
+    if not g["judged"]:
+        return "not judged: no figure both the baseline and another configuration measured"
+    if not failed:
+        return f"passed ({g['judged']} check{'s' if g['judged'] != 1 else ''})"
+    return "FAILED: " + "; ".join(_check_words(ch) for ch in failed)
+
+
+def _check_words(ch: dict[str, Any]) -> str:
+    where = "" if ch["users"] is None else f" at {ch['users']} users"
+    return f"{ch['label']}{where}: {number(ch['value'])} vs {number(ch['baseline'])} ({ch['diff_pct']:+.1f}%)"

@@ -1,0 +1,84 @@
+"""The result document (schema bench_dsl/results/schema/result-v1.json), built from the run's events alone.
+
+The engine decides and says so in events; this module only writes it down. It imports nothing of
+the engine but its events, so the document a run writes is exactly what its event stream says.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from bench_dsl.engine import events as ev
+RESULT_SCHEMA = "https://bench-dsl.dev/schema/result-v1.json"
+TOOL = "bench-dsl"
+
+
+class ResultDocument:
+    """Folds events into the document. `doc` is complete enough to write after `Begin`."""
+
+    def __init__(self) -> None:
+        self.doc: dict[str, Any] = _head(None, "", {}, {})
+        self.errors: Counter[int] = Counter()
+        self.messages: dict[int, str] = {}
+
+    def apply(self, event: ev.Event) -> None:
+        d = self.doc
+        match event:
+            case ev.Begin():
+                self.doc = _head(event.tool_version, event.started_at, event.scenario, event.machine,
+                                 event.configuration)
+            case ev.Started():
+                d["server"] = event.server
+            case ev.Prepared():
+                d["prepare"] = event.report
+            case ev.Workers():
+                d["workers"] = event.processes
+            case ev.Interval():
+                d["intervals"].append(event.row)
+                d["elapsed_s"] = max(d["elapsed_s"], event.row.get("t") or 0.0)
+                for tx in (event.row.get("transactions") or {}).values():
+                    self.errors.update({int(k): n for k, n in (tx.get("errors_by_code") or {}).items()})
+                self._errors()
+            case ev.Step():
+                d["steps"].append(event.row)
+            case ev.Totals():
+                d["summary"] = event.summary
+                d["executor"] = event.executor
+                if event.stop is not None:
+                    d["stop"] = event.stop
+                d["elapsed_s"] = round(event.elapsed_s, 3)
+            case ev.Fired():
+                d["stop"] = event.stop
+            case ev.Saturation():
+                d["saturation"] = event.saturation
+            case ev.Log(level="warning"):
+                d["warnings"].append(event.message)
+            case ev.ErrorMessages():
+                for code, message in event.messages.items():
+                    self.messages.setdefault(code, message)
+                self._errors()
+            case ev.Finished():
+                d.update(status=event.status, exit_code=event.exit_code, finished_at=event.finished_at,
+                         elapsed_s=round(event.elapsed_s, 3), stop=event.stop, saturation=event.saturation,
+                         expect=event.expect, executor=event.executor)
+                if event.workload_report is not None:
+                    d["workload_report"] = event.workload_report
+
+    def _errors(self) -> None:
+        self.doc["errors"] = [{"code": k, "count": v, "message": self.messages.get(k, "")}
+                              for k, v in sorted(self.errors.items())]
+
+
+def _head(version: str | None, started_at: str, scenario: dict[str, Any], machine: dict[str, Any],
+          configuration: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The document before anything is measured."""
+    return {
+        "$schema": RESULT_SCHEMA, "format": "bench-dsl-result", "format_version": 1,
+        "tool": {"name": TOOL, "version": version},
+        "status": "running", "exit_code": None, "started_at": started_at, "finished_at": None,
+        "elapsed_s": 0.0, "scenario": scenario, "configuration": configuration, "machine": machine,
+        "server": None, "prepare": None, "workers": None, "executor": None,
+        "steps": [], "intervals": [], "stop": None,
+        "saturation": None, "expect": [], "summary": None, "errors": [], "warnings": [],
+    }

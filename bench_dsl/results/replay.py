@@ -1,0 +1,405 @@
+"""A finished run as an event stream again, for `bench replay`: the same events the live screen and
+the console read, timed by the run's own seconds, never touching a server.
+
+    load(path) -> [(second of the run, event), ...]     a result document (.json) or a --jsonl stream
+    player.Player(timed, speed, sinks).execute()          plays them to sinks at `speed` times the pace
+
+A `--jsonl` stream already is events (`events.from_json`); a result document is folded back into
+the events that wrote it (`document.ResultDocument` of them gives the same document again). What a
+result does not store is derived from what it does, and differs from the live run so:
+
+- ticks: the live run sent one a second; the replay makes one a second from each report interval,
+  all with that interval's figures, so the throughput chart is flat within an interval. The phase's
+  remaining seconds are the plan's (a hold the person lengthened with h counts down to 0 and waits).
+- the step so far beside each interval: counts, throughput and errors of the step's intervals so
+  far; its percentiles only once the step has ended (per-interval histograms are not stored).
+- the stop conditions: the judge's word at each step's end (the step's verdicts; ok or near is the
+  judge's own `state_of`) and when one fired; their live values between steps are not stored, and a
+  condition never judged at a step's end (`for D`, or none ended) is listed without a limit.
+- the log: the phase lines the run wrote, its warnings (when each was said is not stored: those
+  before the stop's own at the start, those after it with the stop) and the errors its end implies.
+- when loading ended and the server came up are not stored: the prepare ends as the warmup begins.
+A stream recorded in full (tests/fixtures/record.py) already has ticks and conditions: played as is.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from bench_dsl.engine import events as ev
+from bench_dsl.language import model as m
+from bench_dsl.core.errors import error_reason
+from bench_dsl.engine.judge import CLIENT_LAG_MS, CLIMB_ENDERS, state_of
+from bench_dsl.measure.schedlag import worst_lag
+from bench_dsl.measure.stalls import STALL_SHOWN_S
+
+Json = dict[str, Any]
+Timed = tuple[float, ev.Event]
+
+MAX_BYTES = 1 << 30  # a day's run with a 1s report interval is tens of MB; this bounds a wrong path
+
+
+class ReplayError(Exception):
+    """The file cannot be replayed: missing, unreadable, or not a result nor an event stream."""
+
+
+# reading --------------------------------------------------------------------------------------------
+def load(path: str | Path) -> list[Timed]:
+    """The events of a result document or of a `--jsonl` event stream, each with its second of the run."""
+    p = Path(path)
+    try:
+        if p.stat().st_size > MAX_BYTES:
+            raise ReplayError(f"{p} is larger than {MAX_BYTES >> 30} GiB: not a result of bench-dsl")
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ReplayError(f"cannot read {p}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ReplayError(f"{p} is not text: {GIVE}") from None
+    try:
+        whole = json.loads(text)
+    except json.JSONDecodeError:
+        whole = None
+    document = isinstance(whole, dict) and whole.get("format") == "bench-dsl-result"
+    evs = [] if document else stream_events(p, text)
+    try:
+        if not document:
+            return fill_in(timed(evs))
+        assert isinstance(whole, dict)
+        for kind in ("interval", "step"):
+            for row in whole[f"{kind}s"]:
+                _check(row, kind)
+        return fill_in(document_events(whole))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ReplayError(f"{p} is {'a result document' if document else 'an event stream'} with a part missing "
+                          f"or malformed ({error_reason(exc)}): it cannot be replayed") from None
+
+
+GIVE = "give a result (.json) or an event stream (.jsonl) of bench run"
+# what the displays read of an interval and a step without asking (the console's lines)
+NEEDED = {"interval": ("t", "start_s", "phase", "step", "seconds", "users", "tps", "qps", "errors", "retries",
+                       "latency_ms", "cpu"),
+          "step": ("step", "users", "start_s", "seconds", "tps", "errors", "latency_ms")}
+
+
+def _check(row: Json, kind: str) -> None:
+    if missing := [k for k in NEEDED[kind] if k not in row]:
+        raise KeyError(f"{kind} without {', '.join(missing)}")
+
+
+def stream_events(p: Path, text: str) -> list[ev.Event]:
+    out: list[ev.Event] = []
+    for n, line in enumerate(text.splitlines(), 1):
+        try:
+            if line.strip():
+                out.append(e := ev.from_json(json.loads(line)))
+                if isinstance(e, ev.Interval | ev.Step):
+                    _check(e.row, e.type)
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
+            what = "not JSON" if isinstance(exc, json.JSONDecodeError) else f"not an event ({error_reason(exc)})"
+            raise ReplayError(f"{p}:{n}: {what}; {GIVE}") from None
+    if not out:
+        raise ReplayError(f"{p} is empty: {GIVE}")
+    return out
+
+
+def moment(e: ev.Event) -> float | None:
+    """The second of the run an event happened at, where it says so."""
+    match e:
+        case ev.Interval():
+            return e.row.get("t")
+        case ev.Step():
+            start, secs = e.row.get("start_s"), e.row.get("seconds")
+            return start + secs if isinstance(start, int | float) and isinstance(secs, int | float) else None
+        case ev.Fired():
+            return e.stop.get("at_s")
+        case ev.Finished() | ev.Totals():
+            return e.elapsed_s
+    t = getattr(e, "t", None)
+    return t if isinstance(t, int | float) else None
+
+
+def timed(evs: Iterable[ev.Event]) -> list[Timed]:
+    """Each event at its own second, or at the one before it; never back in time."""
+    out: list[Timed] = []
+    now = 0.0
+    for e in evs:
+        t = moment(e)
+        now = max(now, float(t)) if t is not None else now
+        out.append((now, e))
+    return out
+
+
+# a result document, back into events ----------------------------------------------------------------
+def document_events(doc: Json) -> list[Timed]:
+    """The events a run's sinks got, as far as its result document keeps them (see the module)."""
+    sc, intervals, step_rows = doc["scenario"], list(doc["intervals"]), {r["step"]: r for r in doc["steps"]}
+    plan = sc.get("plan") or {}
+    steps = int(plan.get("steps") or 0)
+    start = float(intervals[0]["start_s"]) if intervals else 0.0
+    end = float(doc.get("elapsed_s") or 0.0)
+    out: list[Timed] = [(0.0, ev.Begin((doc.get("tool") or {}).get("version") or "", doc.get("started_at") or "",
+                                       sc, doc.get("machine") or {}))]
+    server = doc.get("server")
+    if server:  # none when the target could not be reached: the screen never showed one either
+        out.append((0.0, ev.Started(sc["name"], server.get("target") or "", server.get("version") or "",
+                                    bool(server.get("embedded")), plan, _transactions(doc), list(sc.get("stop") or []),
+                                    condition_specs(doc), server)))
+    stop = doc.get("stop")
+    fired = stop if stop and stop.get("reason") in CLIMB_ENDERS else None
+    warnings = list(doc.get("warnings") or [])
+    said_at = _fired_warning(warnings, fired)
+    out += [(0.0, ev.Log("warning", w)) for w in warnings[:said_at]]
+    if doc.get("prepare") is not None:
+        out += [(0.0, ev.Phase("prepare", None, steps, 0, None)), (start, ev.Prepared(doc["prepare"]))]
+    if doc.get("workers") is not None:
+        out.append((start, ev.Workers(int(doc["workers"]))))
+    last_of_step = {row["step"]: i for i, row in enumerate(intervals) if row.get("measured")}
+    messages = {int(e["code"]): e.get("message") or "" for e in doc.get("errors") or []}
+    seen: set[int] = set()
+    phase: tuple[str, int | None] | None = None
+    step_rows_so_far: list[Json] = []
+    def fire(t: float) -> None:
+        nonlocal fired
+        at = float((fired or {}).get("at_s") or t)
+        out.extend([(at, ev.Fired(fired or {})), *((at, ev.Log("warning", w, at)) for w in warnings[said_at:])])
+        fired = None
+
+    for i, row in enumerate(intervals):
+        t = float(row["t"])
+        if fired is not None and fired.get("at_s") is not None and t > fired["at_s"]:
+            fire(t)
+        if (row["phase"], row["step"]) != phase:
+            if phase is None or row["step"] != phase[1]:
+                step_rows_so_far = []
+            phase = (row["phase"], row["step"])
+            ph = _phase_event(plan, row, steps)
+            out.append((ph.t or t, ph))
+        so_far = None
+        if row.get("measured"):
+            step_rows_so_far.append(row)
+            ended = i == last_of_step.get(row["step"]) and row["step"] in step_rows
+            so_far = _so_far(step_rows[row["step"]]) if ended else _so_far_of(step_rows_so_far)
+        out.append((t, ev.Interval(row, so_far)))
+        codes = {int(c) for tx in (row.get("transactions") or {}).values() for c in tx.get("errors_by_code") or {}}
+        if codes - seen:
+            out.append((t, ev.ErrorMessages({c: messages.get(c, "") for c in sorted(codes - seen)})))
+            seen |= codes
+        if i == last_of_step.get(row["step"]) and row["step"] in step_rows:
+            out.append((t, ev.Step(step_rows.pop(row["step"]))))
+    for row in step_rows.values():  # a step without an interval of its own (none is written so)
+        out.append((float(row.get("start_s") or 0) + float(row.get("seconds") or 0), ev.Step(row)))
+    if fired is not None:
+        fire(end)
+    else:
+        out.extend((end, ev.Log("warning", w)) for w in warnings[said_at:])
+    out += _end_events(doc, end)
+    return sorted(out, key=lambda te: te[0])  # stable: events of one second keep the run's order
+
+
+def _end_events(doc: Json, end: float) -> list[Timed]:
+    out: list[Timed] = []
+    stop = doc.get("stop") or {}
+    if stop.get("reason") not in (*CLIMB_ENDERS, "interrupted", None) and stop.get("message"):
+        out.append((end, ev.Log("error", str(stop["message"]), end)))
+    if doc.get("exit_code") == 3:
+        out += [(end, ev.Log("error", f"expectation failed: {e['expect']} (measured {e['value']})", end))
+                for e in doc.get("expect") or [] if not e.get("passed")]
+    summary = doc.get("summary")
+    out.append((end, ev.Totals(summary, doc.get("executor"), doc.get("stop"), end)))
+    if doc.get("saturation") is not None:
+        out.append((end, ev.Saturation(doc["saturation"])))
+    if doc.get("status") == "running":  # a checkpoint: the run was still going, or was killed
+        out.append((end, ev.Log("warning", "the result ends here: it was written while the run was still going "
+                                           "(the run may have been killed)", end)))
+        return out
+    lean = {k: v for k, v in summary.items() if k != "histograms"} if summary else None
+    out.append((end, ev.Finished(doc["status"], int(doc["exit_code"]), doc.get("saturation"), doc.get("stop"),
+                                 list(doc.get("expect") or []), lean, end, doc.get("finished_at") or "",
+                                 doc.get("executor"), doc.get("workload_report"))))
+    return out
+
+
+def _transactions(doc: Json) -> list[str]:
+    rows = doc["intervals"][:1] or [doc.get("summary") or {}]
+    return list((doc["scenario"].get("workload") or {}).get("transactions") or rows[0].get("transactions") or {})
+
+
+def _fired_warning(warnings: list[str], fired: Json | None) -> int:
+    """Where the warning that said the stop is among the warnings (their number when there is none)."""
+    if fired is not None:
+        said = {"stop_condition": f"stop condition fired: {fired.get('condition')}",
+                "connections_refused": "the server refused connections",
+                "users_not_connected": f"had no connection yet at the end of step {fired.get('step')}"}
+        mark = said.get(str(fired.get("reason")), "\0")
+        for i, w in enumerate(warnings):
+            if w.startswith(mark) or (fired.get("reason") == "users_not_connected" and mark in w):
+                return i
+    return len(warnings)
+
+
+def _phase_event(plan: Json, row: Json, steps: int) -> ev.Phase:
+    kind, step = row["phase"], row["step"]
+    p = next((p for p in plan.get("phases") or [] if p.get("kind") == kind and p.get("step") == step), None)
+    if p is None:  # not in the plan as stored: what the interval says
+        return ev.Phase(kind, step, steps, int(row.get("users") or 0), None, int(row.get("users") or 0), row["start_s"])
+    return ev.Phase(kind, step, steps, p["users"], p.get("seconds"), p.get("users_end"), row["start_s"])
+
+
+def phase_line(ph: ev.Phase) -> str:
+    """The log line the run wrote as the phase began (runner.Run.phase_begins says it so)."""
+    label = "warmup" if ph.step is None else f"step {ph.step}/{ph.steps} {ph.phase}"
+    users = ph.users if ph.users_end in (None, ph.users) else f"{ph.users} -> {ph.users_end}"
+    return f"{label}: {users} users" + (f" for {ph.seconds:g}s" if ph.seconds is not None else "")
+
+
+_SO_FAR = ("seconds", "users", "count", "tps", "tpm", "qps", "nopm", "errors", "retries", "latency_ms", "cpu")
+
+
+def _so_far(step: Json) -> Json:
+    """A step's figures as a live display shows the step so far (metrics.Aggregate.so_far's keys)."""
+    return {k: step[k] for k in _SO_FAR if k in step} | {
+        "transactions": {n: {k: t.get(k) for k in ("count", "tps", "errors", "latency_ms")}
+                         for n, t in (step.get("transactions") or {}).items()}}
+
+
+def _so_far_of(rows: Sequence[Json]) -> Json:
+    """The step so far from its intervals: counts and rates add up, percentiles do not (not shown)."""
+    secs = sum(float(r.get("seconds") or 0) for r in rows) or 1.0
+    count = sum(int(r.get("count") or 0) for r in rows)
+    txs: dict[str, Json] = {}
+    for name, t in ((n, t) for r in rows for n, t in (r.get("transactions") or {}).items()):
+        tx = txs.setdefault(name, {"count": 0, "errors": 0})
+        tx.update(count=tx["count"] + int(t.get("count") or 0), errors=tx["errors"] + int(t.get("errors") or 0))
+        tx["tps"] = round(tx["count"] / secs, 3)
+    return {"seconds": round(secs, 3), "users": max(int(r.get("users") or 0) for r in rows), "count": count,
+            "tps": round(count / secs, 3), "qps": round(sum(float(r.get("qps") or 0) * float(r.get("seconds") or 0)
+                                                            for r in rows) / secs, 3),
+            "errors": sum(int(r.get("errors") or 0) for r in rows), "transactions": txs}
+
+
+def condition_specs(doc: Json) -> tuple[ev.ConditionSpec, ...]:
+    """The stop conditions as the live run described them, from the verdicts the result keeps (a step's
+    conditions, the stop); a threshold's comparison is read from its text, as the language wrote it."""
+    verdicts: dict[str, Json] = {}
+    for row in doc["steps"]:
+        for v in row.get("conditions") or []:
+            verdicts.setdefault(v["condition"], v)
+    stop = doc.get("stop") or {}
+    if stop.get("reason") == "stop_condition":
+        verdicts.setdefault(stop["condition"], stop)
+    out = []
+    for text in doc["scenario"].get("stop") or []:
+        v = verdicts.get(text)
+        if v is None:
+            continue
+        op = re.search(r">=|<=|==|!=|>|<", v.get("resolved") or text) if v["kind"] == "threshold" else None
+        out.append(ev.ConditionSpec(text, v.get("resolved") or text, v["kind"], v["metric"], op and op.group(0),
+                                    float(v["limit"]), v.get("unit") or "", v.get("window_s"), ev.is_latency(v["metric"])))
+    return tuple(out)
+
+
+# what a stream lacks, derived ------------------------------------------------------------------------
+def fill_in(evs: list[Timed]) -> list[Timed]:
+    """Ticks and the judge's word on the conditions, where the stream has none of them."""
+    if not any(isinstance(e, ev.Tick) for _, e in evs):
+        evs = _with_ticks(evs)
+    if not any(isinstance(e, ev.Conditions) for _, e in evs):
+        evs = _with_conditions(evs)
+    if not any(isinstance(e, ev.Log) and e.level == "info" for _, e in evs):  # a result keeps no info lines
+        evs = [te for t, e in evs for te in ([(t, e), (t, ev.Log("info", phase_line(e), e.t))]
+                                              if isinstance(e, ev.Phase) and e.phase != "prepare" else [(t, e)])]
+    return evs
+
+
+def _with_ticks(evs: list[Timed]) -> list[Timed]:
+    """One tick a second of each interval, with the interval's figures."""
+    out: list[Timed] = []
+    ph: ev.Phase | None = None
+    for t, e in evs:
+        if isinstance(e, ev.Phase):
+            ph = e
+        if isinstance(e, ev.Interval):
+            out += _ticks(e.row, ph)
+        out.append((t, e))
+    return out
+
+
+def _ticks(row: Json, ph: ev.Phase | None) -> list[Timed]:
+    secs, end = float(row.get("seconds") or 0), float(row["t"])
+    n = max(1, round(secs))
+    per_s = 1 / (secs or 1)
+    figures: Json = {"tps": row.get("tps"), "tpm": row.get("tpm"), "qps": row.get("qps"),
+                     "errors_per_s": round(float(row.get("errors") or 0) * per_s, 2),
+                     "retries_per_s": round(float(row.get("retries") or 0) * per_s, 2), "cpu": row.get("cpu") or {},
+                     "transactions": {name: {"count": round(int(tx.get("count") or 0) / n), "tps": tx.get("tps"),
+                                             "errors": round(int(tx.get("errors") or 0) / n)}
+                                      for name, tx in (row.get("transactions") or {}).items()}}
+    figures.update(side_figures(row, CLIENT_LAG_MS))
+    out: list[Timed] = []
+    for k in range(1, n + 1):
+        t = round(end - secs + k * secs / n, 3)
+        known = ph is not None and ph.seconds is not None and ph.t is not None
+        left = round(max(ph.seconds - (t - ph.t), 0.0), 1) if known else None  # type: ignore[operator,union-attr]
+        out.append((t, ev.Tick(t, row["phase"], row["step"], int(row.get("users") or 0), False, left, figures)))
+    return out
+
+
+def _with_conditions(evs: list[Timed]) -> list[Timed]:
+    """The judge's states after each step's verdicts and when a condition fired."""
+    specs: dict[str, ev.ConditionSpec] = {}
+    texts: list[str] = []
+    states: dict[str, ev.ConditionState] = {}
+    out: list[Timed] = []
+    for t, e in evs:
+        out.append((t, e))
+        if isinstance(e, ev.Started):
+            specs, texts = {c.text: c for c in e.condition_specs}, list(e.conditions)
+            continue
+        if isinstance(e, ev.Step) and e.row.get("conditions"):
+            for v in e.row["conditions"]:
+                text, value, before = v["condition"], v.get("value"), v.get("previous")
+                if text not in states or states[text].state != "fired":  # a fired condition stays fired
+                    state = "fired" if v.get("fired") else _judged(specs.get(text), value, before)
+                    # a sustained one: the worst its window reached in the step
+                    source = f"step {e.row['step']}" + (f", worst {v['window_s']:g}s" if v.get("window_s") else "")
+                    states[text] = ev.ConditionState(text, value, before, state, source)
+        elif isinstance(e, ev.Fired) and (text := e.stop.get("condition")) in specs:
+            window = e.stop.get("window_s")
+            source = states[text].source if text in states else (
+                f"last {window:g}s" if window else f"step {e.stop.get('step')}")
+            states[text] = ev.ConditionState(text, e.stop.get("value"), e.stop.get("previous"), "fired", source)
+        else:
+            continue
+        out.append((t, ev.Conditions(t, tuple(states.get(x, ev.ConditionState(x, None, None, "-", "")) for x in texts))))
+    return out
+
+
+def _judged(c: ev.ConditionSpec | None, value: float | None, previous: float | None) -> str:
+    """ok or near for a verdict that did not fire, in the judge's own words (judge.state_of; values and
+    limit are in one unit, which is all its comparisons need)."""
+    if c is None:
+        return "ok"
+    cond = m.Condition(c.kind, m.Metric("latency" if c.latency else c.metric), c.op, c.limit, c.unit,  # type: ignore[arg-type]
+                       c.window_s, c.text)
+    state = state_of(cond, value, previous)
+    return "ok" if state == "over" else state  # judged and not fired: within its limit after all
+
+
+def side_figures(row: dict[str, Any], lag_bound_ms: float) -> dict[str, Any]:
+    """What a live tick carried beside the rates, rebuilt from an interval row (bench replay): NOPM,
+    a stall, replica lag, the busiest disk, and the worst process's scheduling lag with the judge's bound
+    (the interval's figures, not the second's)."""
+    out: dict[str, Any] = {"nopm": row["nopm"]} if "nopm" in row else {}
+    if (row.get("stall_s") or 0) >= STALL_SHOWN_S:  # the interval's (the live tick showed the step's so far)
+        out["stall_s"] = row["stall_s"]
+    if (rep := row.get("replication")) and rep.get("lag_s") is not None:
+        out["lag_s"] = rep["lag_s"]
+    if (disk := row.get("disk")) and disk.get("busiest"):
+        out["disk"] = {"device": disk["busiest"], "util_pct": disk["util_pct"]}
+    if worst := worst_lag(row.get("client_lag_ms_by_process")):
+        out["client_lag"] = {"p90_ms": worst[0], "bound_ms": lag_bound_ms}
+    return out

@@ -1,0 +1,1 @@
+"""The database side: the throwaway server, connections, facts, settings, counters, replicas, host."""

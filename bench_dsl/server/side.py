@@ -1,0 +1,124 @@
+"""What a run reads of the server's side, beside the users' own figures: its status variables
+(counters.py), its replicas' lag (replication.py) and its host's CPU and disks (hostwatch.py).
+Each is checked before the data is loaded (a condition on a figure that cannot be read is the
+scenario's error, said then), read in the background, and folded into every tick."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from bench_dsl.language import model as m
+from bench_dsl.server.counters import STATUS_DEFAULT, ServerCounters, unknown_status
+from bench_dsl.core.dsn import Dsn
+from bench_dsl.server.hostwatch import FIRST_TRIES, HostWatch, Reading
+from bench_dsl.measure.metrics import Tick
+from bench_dsl.server.replication import Heartbeat
+from bench_dsl.server.embedded import connect
+
+DISK_METRICS = ("disk_util", "disk_iops", "disk_await")
+
+
+def _missing(reading: Reading, needs: list[m.Condition]) -> tuple[str, str] | None:
+    """A condition the monitor's page has no figure for at all (its collector turned off): the
+    condition and the figure it lacks."""
+    for c in needs:
+        if c.metric.name == "cpu" and reading.cpu_total is None:
+            return c.text, "node_cpu_seconds_total"
+        if c.metric.name in DISK_METRICS and not reading.disks:
+            return c.text, "node_disk_io_time_seconds_total"
+    return None
+
+
+class ServerSide:
+    def __init__(self, sc: m.Scenario, counters: ServerCounters, log: Callable[..., None]) -> None:
+        self.sc = sc
+        self.counters = counters
+        self.log = log
+        self.heartbeat: Heartbeat | None = None
+        self.host: HostWatch | None = None
+
+    def _conditions(self) -> tuple[m.Condition, ...]:
+        return self.sc.stop + self.sc.expect
+
+    async def check(self, dsn: Dsn, data_dir: str | None, server_pid: int | None) -> str | None:
+        """Before the data is loaded: every figure a condition names can be read. Returns the
+        problem (each said as an error) or None."""
+        named = list(dict.fromkeys(c.metric.source for c in self._conditions()
+                                   if c.metric.name == "status" and c.metric.source))
+        unknown = await unknown_status(dsn, named)
+        for name, instead in unknown.items():
+            self.log(f"status({name}): the server has no such status variable; {instead}", "error")
+        if unknown:
+            return "unknown status variable: " + ", ".join(unknown)
+        known = {n.lower() for n in STATUS_DEFAULT}
+        self.counters.status_names = STATUS_DEFAULT + tuple(n for n in named if n.lower() not in known)
+
+        url = self.sc.monitor
+        if data_dir is None and server_pid is not None:  # a server of your own on this machine
+            conn = await connect(dsn, dsn.database)
+            try:
+                async with conn.cursor() as cur:
+                    await cur.execute("SELECT @@datadir")
+                    (data_dir,) = await cur.fetchone()
+            finally:
+                conn.close()
+        self.host = HostWatch(url, data_dir if server_pid is not None else None, lambda msg: self.log(msg, "warning"))
+        disk_conditions = [c for c in self._conditions() if c.metric.name in DISK_METRICS]
+        # with a monitor, the server's CPU and disks come from it alone (fill), on this machine too
+        needs = [c for c in self._conditions() if c.metric.name in DISK_METRICS
+                 or (c.metric.name == "cpu" and c.metric.source == "server")] if url is not None else []
+        if self.host.active:
+            reading = await self.host.first(tries=FIRST_TRIES if needs else 1)
+            if url is not None and reading is None:
+                bad = self.host.not_counters  # it answered, with figures no counter can have
+                what = "answered with figures that are not counters" if bad else "did not answer"
+                if needs:  # a figure a condition needs that cannot be read at all: never a run that cannot stop
+                    fix = "correct what serves that page" if bad else "start its node_exporter or correct the address"
+                    self.log(f"{needs[0].text}: monitor {url} {what} in {FIRST_TRIES} tries "
+                             f"({self.host.last_error}): the server host's figures cannot be read; {fix}", "error")
+                    return f"monitor {url} {what}"
+                self.log(f"monitor {url} {what} ({self.host.last_error}); the host's figures start when it answers"
+                         + (" with counters" if bad else ""), "warning")
+            elif url is not None and reading is not None and (missing := _missing(reading, needs)):
+                self.log(f"{missing[0]}: monitor {url} has no {missing[1]} on its page: the condition could never "
+                         "be judged; turn on the node_exporter's collector of it", "error")
+                return f"monitor {url} has no {missing[1]}"
+        blind = [c for c in self._conditions() if c.metric.name == "cpu" and c.metric.source == "server"]
+        if blind and server_pid is None and url is None:
+            self.log(f"{blind[0].text}: the server's CPU cannot be read: it runs on another machine; give its host's "
+                     "node_exporter with monitor \"http://host:9100/metrics\"", "error")
+            return "the server's CPU cannot be read"
+        if disk_conditions:
+            if not self.host.active:
+                where = ("the server runs on another machine: give its node_exporter with monitor \"http://host:9100/metrics\""
+                         if server_pid is None else f"its data directory {data_dir} is on no disk of its own (tmpfs?)")
+                self.log(f"{disk_conditions[0].text}: the server's disks cannot be read: {where}", "error")
+                return "the server's disks cannot be read"
+        return None
+
+    async def start(self, dsn: Dsn, replicas: list[Dsn]) -> None:
+        if replicas:
+            self.heartbeat = Heartbeat(dsn, replicas, lambda msg: self.log(msg, "warning"))
+            await self.heartbeat.start()
+        if self.host is not None:
+            self.host.start()
+
+    def fill(self, tick: Tick) -> None:
+        tick.status = self.counters.take_status()
+        if self.heartbeat is not None:
+            tick.lag = self.heartbeat.worst()
+            tick.replicas = [{"lag_s": r.lag_s, "seconds_behind_master": r.seconds_behind_master,
+                              "io_running": r.io_running, "sql_running": r.sql_running, "status": r.status}
+                             for r in self.heartbeat.snapshot()]
+        if self.host is None:
+            return
+        sample = self.host.take()
+        tick.host = sample
+        if self.sc.monitor is not None:  # the server's host, as its node_exporter says; no reading: a gap
+            tick.cpu["server"] = sample.cpu_pct if sample is not None else None
+
+    async def stop(self) -> None:
+        if self.heartbeat is not None:
+            await self.heartbeat.stop()
+        if self.host is not None:
+            await self.host.stop()

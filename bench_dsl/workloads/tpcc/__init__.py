@@ -1,0 +1,1 @@
+"""TPC-C: the plugin, its sessions, data load, procedures, schema and consistency checks."""
