@@ -1,16 +1,11 @@
-"""What the commands share: -D, --target, the event loop."""
+"""What the commands share: -D and --target."""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-from collections.abc import Coroutine
-from typing import Any, TypeVar
 
 from bench_dsl.core.dsn import Dsn, parse_dsn
 from bench_dsl.core.errors import UsageError
-
-T = TypeVar("T")
 
 TARGET_HELP = ("mysql://user:password@host:port/db; overrides the file's target. A password here is "
                "visible to every local user in `ps`: keep it in the environment instead (the file's "
@@ -40,11 +35,3 @@ def target(text: str | None) -> Dsn | None:
         return parse_dsn(text)
     except ValueError as exc:
         raise UsageError(f"--target: {exc}") from None
-
-
-def run_loop(coro: Coroutine[Any, Any, T]) -> T:
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.run(coro)
-    return uvloop.run(coro)  # an ImportError inside the run is the run's, not uvloop's absence

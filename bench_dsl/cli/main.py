@@ -18,7 +18,7 @@ from bench_dsl.core.dsn import redact
 from bench_dsl.core.errors import BenchError, ExitCode, ScenarioError
 from bench_dsl.core.printable import escaping, printable
 
-COMMAND_MODULES: tuple[str, ...] = ("bench_dsl.cli.check", "bench_dsl.cli.run", "bench_dsl.cli.tpcc",
+COMMAND_MODULES: tuple[str, ...] = ("bench_dsl.cli.check", "bench_dsl.cli.run", "bench_dsl.cli.tools",
                                     "bench_dsl.cli.compare", "bench_dsl.cli.report", "bench_dsl.cli.replay")
 
 

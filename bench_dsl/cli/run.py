@@ -13,7 +13,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from bench_dsl.cli.common import TARGET_HELP, add_defines, defines, run_loop, target
+from bench_dsl.cli.common import TARGET_HELP, add_defines, defines, target
+from bench_dsl.core.aio import run_loop
 from bench_dsl.core.errors import BenchError, ExitCode, UsageError
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.events import Sink

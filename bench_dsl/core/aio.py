@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 async def cancel_and_wait(task: asyncio.Task[object] | None) -> None:
@@ -13,3 +17,12 @@ async def cancel_and_wait(task: asyncio.Task[object] | None) -> None:
         task.cancel()
         with contextlib.suppress(BaseException):
             await task
+
+
+def run_loop(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a command's coroutine to its end, on uvloop where it is installed."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(coro)
+    return uvloop.run(coro)  # an ImportError inside the run is the run's, not uvloop's absence

@@ -3,11 +3,13 @@ value` options that the kinds share. The plugins themselves are listed in regist
 
 from __future__ import annotations
 
+import argparse
 import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from bench_dsl.core.dsn import Dsn
 from bench_dsl.language import syntax as ast
 from bench_dsl.language.model import Fill, SetupSql, WorkloadSpec
 from bench_dsl.language.values import Checker, name_span, span_of
@@ -34,6 +36,25 @@ class WorkloadPlugin(Generic[Spec]):
     # what runs it, from just what a worker process is sent: the spec, the setup and the seed
     build: Callable[[Spec, tuple[Fill | SetupSql, ...], int], Workload]
     takes_setup: bool = False  # a `setup { }` block prepares its data (else the workload prepares its own)
+    # commands of its own, on the data a target holds: `bench KIND NAME [FILE] [--target DSN]`
+    tools: tuple[DataTool, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DataTool:
+    """A command a workload kind adds to `bench`, run on the data a server holds (`bench tpcc
+    check`). The command line (FILE or --target, -D) is the CLI's; the tool gets the server's
+    address, its own options, and `say` for the lines a person reads (stdout is data)."""
+
+    name: str
+    help: str  # the line of `bench KIND --help`
+    description: str
+    epilog: str  # its exit statuses
+    # its own options, added to its argparse parser
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    # (options, target, say) -> exit status; may raise BenchError (a target it cannot reach: exit 4)
+    run: Callable[[argparse.Namespace, Dsn, Callable[[str], None]], int]
+    example_define: str = "name=value"  # -D's example in its --help: a `let` its scenarios have
 
 
 def duplicate_settings(c: Checker, settings: tuple[ast.Setting, ...]) -> None:

@@ -4,14 +4,21 @@ against clause 5.2.3's minimums), its lines in `bench check --plan`, and what bu
 
 from __future__ import annotations
 
+import argparse
 import difflib
+import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from bench_dsl.core.aio import run_loop
+from bench_dsl.core.dsn import Dsn
+from bench_dsl.core.errors import ExitCode
 from bench_dsl.language import syntax as ast
 from bench_dsl.language.model import Fill, SetupSql
 from bench_dsl.language.values import Checker, Quantity, name_span, num, span_of
 from bench_dsl.workloads.plugin import (
+    DataTool,
     WorkloadPlugin,
     duplicate_settings,
     on_off,
@@ -160,4 +167,41 @@ def build(spec: TpccWorkload, setup: tuple[Fill | SetupSql, ...], seed: int) -> 
     return Tpcc(spec, seed)
 
 
-PLUGIN = WorkloadPlugin("tpcc", validate, declared_transactions, plan_lines, build)
+CHECK_EPILOG = """exit status: 0 every condition holds, 3 a condition fails, 2 bad usage or scenario,
+4 the server cannot be reached. It may run while a run goes on: every condition is read from one
+consistent snapshot of the data."""
+
+
+def _check_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print the conditions as JSON on stdout")
+
+
+def _check(args: argparse.Namespace, dsn: Dsn, say: Callable[[str], None]) -> int:
+    """`bench tpcc check`: the consistency conditions 1 to 9 of clause 3.3.2, each passed or failed."""
+    from bench_dsl.workloads.tpcc.workload import (
+        check,  # the driver only when the command runs
+    )
+
+    conditions = run_loop(check(dsn))
+    if args.json:
+        print(json.dumps({"target": dsn.redacted(), "passed": all(c.passed for c in conditions),
+                          "conditions": [c.to_json() for c in conditions]}, indent=2))
+    say(f"TPC-C consistency conditions (clause 3.3.2) on {dsn.redacted()}")
+    for c in conditions:
+        verdict = "passed" if c.passed else "FAILED"
+        extra = f", {c.violations} violation{'s' if c.violations != 1 else ''}" if c.violations else ""
+        say(f"  {c.number}  {verdict:6}  {c.text}  ({c.checked} checked{extra})")
+        for d in c.details:
+            say(f"             {d}")
+    failed = [c.number for c in conditions if not c.passed]
+    say(f"all {len(conditions)} conditions hold" if not failed else
+        f"{len(failed)} of {len(conditions)} conditions failed: {', '.join(map(str, failed))}")
+    return int(ExitCode.EXPECT_FAILED) if failed else int(ExitCode.OK)
+
+
+CHECK = DataTool("check", "check the consistency conditions of TPC-C clause 3.3.2",
+                 "Check the consistency conditions 1 to 9 of TPC-C clause 3.3.2 on the data of a scenario's target "
+                 "(or --target) and report each as passed or failed.", CHECK_EPILOG, _check_arguments, _check,
+                 example_define="warehouses=4")
+
+PLUGIN = WorkloadPlugin("tpcc", validate, declared_transactions, plan_lines, build, tools=(CHECK,))
