@@ -10,7 +10,7 @@ from rich.console import Console
 from bench_dsl.cli.common import add_defines, defines
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser("check", help="validate .bench files (exit 0, or 2 with every problem listed)",
                        description="Parse and validate scenario files; print every problem at once.")
     c.add_argument("files", nargs="+", metavar="FILE")

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from bench_dsl.workloads.plugin import DataTool
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction) -> None:
     for plugin in PLUGINS.values():
         if not plugin.tools:
             continue
@@ -28,7 +28,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         for tool in plugin.tools:
             t = ksub.add_parser(tool.name, help=tool.help, description=tool.description, epilog=tool.epilog,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-            t.add_argument("file", nargs="?", metavar="FILE", help=f"a .bench scenario with a {kind} workload and a target")
+            t.add_argument("file", nargs="?", metavar="FILE",
+                           help=f"a .bench scenario with a {kind} workload and a target")
             t.add_argument("--target", metavar="DSN", help=TARGET_HELP)
             add_defines(t, tool.example_define)
             tool.add_arguments(t)

@@ -43,7 +43,8 @@ class Diagnostic:
         """`file:line:col: message`, the source line, a caret under the offending text, a hint."""
         message = redact(self.message)  # it may quote a value given with -D or read from the environment
         if len(message) > MESSAGE:  # a value quoted whole: 900 KB of an address in a string
-            message = f"{message[:MESSAGE // 2]} ... ({len(message) - MESSAGE // 2 - 60:,} characters) ... {message[-60:]}"
+            cut = len(message) - MESSAGE // 2 - 60
+            message = f"{message[:MESSAGE // 2]} ... ({cut:,} characters) ... {message[-60:]}"
         if self.span is None:
             out = f"{self.severity}: {message}"
         else:
@@ -170,7 +171,7 @@ _JSON_WORDS = {"int": "a number", "float": "a number", "str": "a string", "NoneT
 def error_reason(exc: BaseException) -> str:
     """An error as a person reads it, never as Python names it: a driver's or the system's
     `(code) message`, an HTTP status, urllib's cause without its `<urlopen error ...>` wrapping."""
-    args = getattr(exc, "args", ())
+    args: tuple[object, ...] = tuple(getattr(exc, "args", ()))
     if len(args) >= 2 and isinstance(args[0], int):
         return f"({args[0]}) {args[1]}"
     code, reason = getattr(exc, "code", None), getattr(exc, "reason", None)

@@ -11,7 +11,7 @@ import dataclasses
 import re
 from typing import Any
 
-from rich.console import Console, ConsoleOptions, RenderableType, RenderHook, RenderResult
+from rich.console import Console, ConsoleOptions, ConsoleRenderable, RenderableType, RenderHook, RenderResult
 from rich.segment import Segment
 
 # C0 and C1 controls and DEL; also the invisible marks that reorder or break what is shown around
@@ -61,7 +61,7 @@ class _Escaped:
 
 
 class _EscapeHook(RenderHook):
-    def process_renderables(self, renderables: list[RenderableType]) -> list[RenderableType]:
+    def process_renderables(self, renderables: list[ConsoleRenderable]) -> list[ConsoleRenderable]:
         return [_Escaped(r) for r in renderables]
 
 

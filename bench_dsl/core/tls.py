@@ -61,7 +61,8 @@ def _ssl_reason(exc: BaseException) -> str:
 # "Access denied" instead, the same as for a wrong password (told apart in explain_failure)
 ER_SECURE_TRANSPORT_REQUIRED = 3159
 ER_ACCESS_DENIED = 1045
-TLS_HINT = "add ?ssl-mode=REQUIRED to the address (or ssl-mode=VERIFY_CA&ssl-ca=PATH to also check the server's certificate)"
+TLS_HINT = ("add ?ssl-mode=REQUIRED to the address (or ssl-mode=VERIFY_CA&ssl-ca=PATH to also check the server's "
+            "certificate)")
 
 
 async def explain_failure(dsn: Dsn, exc: BaseException, admitted_over_tls: Callable[[Dsn], Awaitable[bool]]) -> str:

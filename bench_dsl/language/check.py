@@ -15,17 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from bench_dsl.language import model as m
-from bench_dsl.language import syntax as ast
-from bench_dsl.language import ramp as validate_ramp
-from bench_dsl.language import server as validate_server
-from bench_dsl.language import vary as validate_vary
 from bench_dsl.core.dsn import Dsn, parse_dsn, redact
 from bench_dsl.core.errors import Diagnostic, ScenarioError, Span, normal_newlines
-from bench_dsl.language.parser import parse, parse_expr
+from bench_dsl.language import model as m
+from bench_dsl.language import ramp as validate_ramp
+from bench_dsl.language import server as validate_server
+from bench_dsl.language import syntax as ast
+from bench_dsl.language import vary as validate_vary
 from bench_dsl.language.conditions import condition
+from bench_dsl.language.parser import parse, parse_expr
 from bench_dsl.language.values import Checker, EnvText, plain, span_of
-
 
 
 class WorkloadKind(Protocol):
@@ -269,7 +268,8 @@ def _target(c: Checker, t: ast.Item | None) -> tuple[TargetSpec | None, str | No
         c.error("target is an address in double quotes", span, _TARGET_EXAMPLE)
         return None, target_from
     if not isinstance(v, str):
-        c.error("target must be a mysql:// address", span, _TARGET_EXAMPLE + " (or leave it out for a throwaway server)")
+        c.error("target must be a mysql:// address", span,
+                _TARGET_EXAMPLE + " (or leave it out for a throwaway server)")
         return None, target_from
     held = f"the environment variable {v.variable} holds " if isinstance(v, EnvText) else ""
     scheme = re.match(r"([A-Za-z][A-Za-z0-9+.-]*)://", v)
@@ -357,9 +357,9 @@ def _output(c: Checker, item: ast.Item | None) -> str | None:
     elif v is None and c.unset_env(item.value) is not None:
         pass  # env() unset and no default: as if no output were given, like a target
     elif not isinstance(v, str):
-        c.error('output must be a "path"', item.value.span, 'output "results/{scenario}-{time}.json"')  # type: ignore[union-attr]
+        c.error('output must be a "path"', item.value.span, 'output "results/{scenario}-{time}.json"')
     else:
-        span = item.value.span  # type: ignore[union-attr]
+        span = item.value.span
         try:
             fields = {f for _, f, _, _ in string.Formatter().parse(v) if f is not None}
         except ValueError:  # "results/{scenario": a brace that is never closed
@@ -384,7 +384,7 @@ def _setup(c: Checker, blocks: list[object], workload: m.WorkloadSpec | None,
         if workload is not None and not workloads[workload.kind].takes_setup:
             kinds = " and ".join(p.kind for p in workloads.values() if p.takes_setup)
             c.error(f"setup is for {kinds} workloads; {workload.kind} prepares its own data", blk.span,  # type: ignore[attr-defined]
-                    "remove the setup block, or use workload custom with your own tables")  # type: ignore[attr-defined]
+                    "remove the setup block, or use workload custom with your own tables")
         for node in blk.entries:  # type: ignore[attr-defined]
             if isinstance(node, ast.SetupSql):
                 setup.append(m.SetupSql(node.sql, node.span))

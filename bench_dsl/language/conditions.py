@@ -52,7 +52,8 @@ def condition(c: Checker, node: ast.Condition, txs: tuple[str, ...], ramp: m.Ram
         metric = m.Metric("error_rate", None, None, arg)
     elif name == "cpu":
         if arg not in _CPU_SOURCES:
-            c.error(f"cpu({arg or ''}): say whose CPU", ref.arg_span or ref.span, "cpu(server), cpu(host) or cpu(client)")
+            c.error(f"cpu({arg or ''}): say whose CPU", ref.arg_span or ref.span,
+                    "cpu(server), cpu(host) or cpu(client)")
             return None
         metric = m.Metric("cpu", source=arg)
     elif name == "status":
@@ -131,12 +132,14 @@ def condition(c: Checker, node: ast.Condition, txs: tuple[str, ...], ramp: m.Ram
             return None
         if v.value <= 1:
             c.wrong(v, "a kink factor must be larger than 1",
-                    f"{name} kink 3x: the run stops when {name} grows to more than 3 times its value at the step before")
+                    f"{name} kink 3x: the run stops when {name} grows to more than 3 times its value at the step "
+                    "before")
             return None
         limit, unit = v.value, "x"
     elif metric.name == "latency":
         if v.unit not in TIME_UNITS:
-            c.wrong(v, f"{metric.label()} is a time: give the limit a unit", f"{node.text.split(node.op or '>')[0].strip()} {node.op} 250ms")
+            left = node.text.split(node.op or ">")[0].strip()
+            c.wrong(v, f"{metric.label()} is a time: give the limit a unit", f"{left} {node.op} 250ms")
             return None
         limit, unit = v.value * TIME_UNITS[v.unit], "ms"
     elif metric.name in _RATE_METRICS:

@@ -84,7 +84,7 @@ def _zipf_problem(args: Arguments) -> str | None:
 def _uniform(a: Arguments, seed: int, offset: int) -> Gen:
     lo, hi = a[0], a[1]
     if isinstance(lo, int) and isinstance(hi, int):
-        return lambda rng: rng.randint(lo, hi)  # type: ignore[arg-type]
+        return lambda rng: rng.randint(lo, hi)
     return lambda rng: rng.uniform(float(lo), float(hi))
 
 
@@ -125,7 +125,8 @@ GENERATORS: dict[str, GeneratorKind] = {kind.name: kind for kind in (
 def compile_value(spec: Generator | int | float | str, seed: int, offset: int = 0) -> Gen:
     """A function rng -> value. `offset` shifts sequence() so parallel fillers do not overlap."""
     if not isinstance(spec, Generator):
-        return lambda rng, v=spec: v
+        constant = spec
+        return lambda rng: constant
     kind = GENERATORS.get(spec.name)
     if kind is None:
         raise ValueError(spec.name)

@@ -20,8 +20,8 @@ from lark.exceptions import (
 )
 from lark.tree import Meta
 
-from bench_dsl.language import syntax as ast
 from bench_dsl.core.errors import OTHER_BREAKS, Diagnostic, ScenarioError, Span, break_in_comment, normal_newlines
+from bench_dsl.language import syntax as ast
 
 
 @functools.cache
@@ -122,7 +122,8 @@ def _syntax_diagnostic(err: UnexpectedInput, file: str, text: str) -> Diagnostic
         ch = err.char
         hint = None
         width = 1
-        glued = _NUMBER_AND_WORD.match(text, err.pos_in_stream)
+        at = err.pos_in_stream or 0  # lark sets it for every character it stops at
+        glued = _NUMBER_AND_WORD.match(text, at)
         if glued:
             width = glued.end() - glued.start()
             number, word = glued.group(0)[: -len(glued.group(1))], glued.group(1)
@@ -134,7 +135,7 @@ def _syntax_diagnostic(err: UnexpectedInput, file: str, text: str) -> Diagnostic
             return Diagnostic(f"unexpected {_quoted(glued.group(0))}", Span(file, line, col, line, col + width), hint)
         if ch == "'":
             hint = 'strings use double quotes: "..."'
-        elif ch == "%" and (spaced := _spaced_unit(text, err.pos_in_stream, ch)):
+        elif ch == "%" and (spaced := _spaced_unit(text, at, ch)):
             hint = spaced
         elif ch.isdigit() or ch == ".":
             hint = "a unit is written against its number, without a space: 10s, 250ms, 80%, 256M"
@@ -199,7 +200,8 @@ def _keyword_as_name(err: UnexpectedInput) -> bool:
 
 
 def _span(file: str, meta: Meta | Token) -> Span:
-    return Span(file, meta.line, meta.column, meta.end_line, meta.end_column)
+    # propagate_positions gives every tree and token its place; 0 would only stand for a lark without it
+    return Span(file, meta.line or 0, meta.column or 0, meta.end_line or 0, meta.end_column or 0)
 
 
 @v_args(meta=True)
@@ -262,7 +264,7 @@ class _ToSyntax(Transformer[Token, Any]):
     def setting(self, meta: Meta, ch: list[Any]) -> ast.Setting:
         return ast.Setting(str(ch[0]), ch[1], self._s(meta))
 
-    def _item(keyword: str):  # type: ignore[no-untyped-def]
+    def _item(keyword: str):  # type: ignore[no-untyped-def,misc]  # a decorator factory of the class body
         def method(self: _ToSyntax, meta: Meta, ch: list[Any]) -> ast.Item:
             return ast.Item(keyword, ch[-1], self._s(meta))
 
@@ -350,7 +352,7 @@ class _ToSyntax(Transformer[Token, Any]):
         return ast.Transaction(str(name), weight, retry, body, self._s(meta))
 
     # ramp ----------------------------------------------------------------------------------
-    def _ramp_item(kind: str):  # type: ignore[no-untyped-def]
+    def _ramp_item(kind: str):  # type: ignore[no-untyped-def,misc]  # a decorator factory of the class body
         def method(self: _ToSyntax, meta: Meta, ch: list[Any]) -> tuple[str, Any, Span]:
             value = ch[-1]
             if isinstance(value, Token):  # MULTIPLIER: x2
@@ -447,4 +449,4 @@ def parse_expr(text: str, file: str = "<-D>") -> ast.Expr:
         raise ScenarioError(to_syntax.problems, text)
     if isinstance(result, Token):  # a bare token when the rule inlined to it
         return to_syntax.word(None, [result])  # type: ignore[arg-type]
-    return result  # type: ignore[no-any-return]
+    return result

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
+from bench_dsl.core.errors import Span
 from bench_dsl.language import model as m
 from bench_dsl.language import syntax as ast
-from bench_dsl.core.errors import Span
 from bench_dsl.language.values import Checker, num
 
 MAX_STEPS = 10_000  # steps of a ramp; with a settle and a hold each, 20,000 phases to plan
@@ -24,7 +24,7 @@ def report_every(c: Checker, item: ast.Item | None) -> float:
     if seconds is None:
         return 10.0
     if seconds < 1 or not float(seconds).is_integer():
-        c.error("report every must be a whole number of seconds", item.value.span,  # type: ignore[union-attr]
+        c.error("report every must be a whole number of seconds", item.value.span,
                 "report every 10s")
         return 10.0
     return seconds
@@ -94,7 +94,8 @@ def _step_ramp(c: Checker, node: ast.RampStep) -> m.StepRamp | None:
     else:
         mul = c.number(got["step"][0], "step", allow_units=("x",))
         if mul is not None and mul <= 1:
-            c.error("step xN must multiply by more than 1", got["step"][1], "step x2 doubles the users at each step; or add a number: step +4 users")
+            c.error("step xN must multiply by more than 1", got["step"][1],
+                    "step x2 doubles the users at each step; or add a number: step +4 users")
             mul = None
     settle = c.duration(got["settle"][0], "settle", allow_zero=True) if "settle" in got else 0.0
     hold = c.duration(got["hold"][0], "hold")

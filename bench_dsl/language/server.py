@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 
+from bench_dsl.core.dsn import Dsn, parse_dsn, redact
 from bench_dsl.language import model as m
 from bench_dsl.language import syntax as ast
-from bench_dsl.core.dsn import Dsn, parse_dsn, redact
 from bench_dsl.language.server_settings import log_bin_off, refusal, value_problem
 from bench_dsl.language.values import Checker, EnvText, Quantity, env_quantity, plain, span_of
 
@@ -48,7 +48,8 @@ def settings(c: Checker, blocks: list[object], embedded: bool) -> tuple[tuple[m.
             val = value(c, st.name, st.value, embedded)
             if val is not None:
                 # as written (256M), or the resolved value of a $reference
-                text = str(plain(c.lets.get(st.value.name))) if isinstance(st.value, ast.Var) else c.source(st.value.span)
+                text = (str(plain(c.lets.get(st.value.name))) if isinstance(st.value, ast.Var)
+                        else c.source(st.value.span))
                 settings.append(m.ServerSetting(st.name, val, text, st.span))
             elif len(c.errors()) == before and isinstance(st.value, ast.Call) and st.value.name == "env" \
                     and c.unset_env(st.value):

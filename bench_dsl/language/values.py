@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Self
 
-from bench_dsl.language import model as m
-from bench_dsl.language import syntax as ast
 from bench_dsl.core.dsn import redact
 from bench_dsl.core.errors import Diagnostic, Span, line_starts
+from bench_dsl.language import model as m
+from bench_dsl.language import syntax as ast
 from bench_dsl.language.generators import GENERATORS
 
 TIME_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -56,7 +56,8 @@ class EnvText(str):
 
 Value = Quantity | str | bool | ast.Call | None
 
-_ENV_QUANTITY = re.compile(r"\s*(-?[0-9]+(?:\.[0-9]+)?)(?:(us|ms|s|m|h|%|K|M|G|T|x)|[ \t]+(users|user|tps|tpm|qps|nopm))?\s*")
+_ENV_QUANTITY = re.compile(r"\s*(-?[0-9]+(?:\.[0-9]+)?)"
+                           r"(?:(us|ms|s|m|h|%|K|M|G|T|x)|[ \t]+(users|user|tps|tpm|qps|nopm))?\s*")
 
 
 def env_quantity(v: EnvText) -> Quantity | None:
@@ -115,25 +116,25 @@ class Checker:
                     hint = f"did you mean ${close[0]}?" if close else f"declare it first: let {n} = ..."
                     self.error(f"${n} is not defined", s, hint)
                     return None
-                v = self.lets[n]
+                held = self.lets[n]
                 # point errors at the use, not the let
-                if isinstance(v, Quantity):
-                    return Quantity(v.value, v.unit, s, v.origin)
-                if isinstance(v, EnvText):
-                    return EnvText(v, v.variable, s)
-                return v
+                if isinstance(held, Quantity):
+                    return Quantity(held.value, held.unit, s, held.origin)
+                if isinstance(held, EnvText):
+                    return EnvText(held, held.variable, s)
+                return held
             case ast.WithUnit(inner=inner, unit=u, span=s):
-                v = self.value(inner)
-                if v is None:
+                number = self.value(inner)
+                if number is None:
                     return None
-                if isinstance(v, EnvText):
-                    v = self.from_env(v, f"'{u}'", "a number", f"{v.variable}=16")
-                    if v is None:
+                if isinstance(number, EnvText):
+                    number = self.from_env(number, f"'{u}'", "a number", f"{number.variable}=16")
+                    if number is None:
                         return None
-                if not isinstance(v, Quantity) or v.unit is not None:
+                if not isinstance(number, Quantity) or number.unit is not None:
                     self.error(f"'{u}' must follow a plain number", s, f"8 {u}")
                     return None
-                return Quantity(v.value, "users" if u == "user" else u, s)
+                return Quantity(number.value, "users" if u == "user" else u, s)
             case ast.Call(name="env", args=args, span=s):
                 if args and isinstance(args[0], ast.Word):
                     written = ", ".join([f'"{args[0].name}"', *(self.source(a.span) for a in args[1:])])

@@ -13,14 +13,15 @@ from collections.abc import Mapping
 
 from bench_dsl.language import model as m
 from bench_dsl.language import syntax as ast
-from bench_dsl.language.server_settings import refusal
 from bench_dsl.language.server import value as setting_value
+from bench_dsl.language.server_settings import refusal
 from bench_dsl.language.values import Checker, EnvText, span_of
 
 MAX_CONFIGURATIONS = 1000  # a study of more is a typo (a line too many); each is a run of its own
 MAX_RUNS = 10000
 MAX_REPEAT = 1000
-_VARY_EXAMPLE = "vary { innodb_io_capacity = [200, 2000]  server.dir = [\"/var/tmp\", \"/dev/shm\"]  $rows = [1K, 10K] }"
+_VARY_EXAMPLE = ('vary { innodb_io_capacity = [200, 2000]  server.dir = ["/var/tmp", "/dev/shm"]  '
+                 "$rows = [1K, 10K] }")
 
 
 def study(c: Checker, vary: ast.Vary | None, repeat: ast.Item | None, defines: Mapping[str, str],
@@ -73,7 +74,7 @@ def study(c: Checker, vary: ast.Vary | None, repeat: ast.Item | None, defines: M
                 where = payload
             else:
                 lets.append((key[1:], payload))
-        configurations.append(m.Configuration(f"c{i}", tuple(shown), tuple(sets), where, tuple(lets)))  # type: ignore[arg-type]
+        configurations.append(m.Configuration(f"c{i}", tuple(shown), tuple(sets), where, tuple(lets)))
     return m.Study(tuple(configurations), times, vary.zip, tuple(key for key, _, _ in lines))
 
 
@@ -171,7 +172,8 @@ def _value(c: Checker, key: str, kind: str, e: ast.Expr, embedded: bool) -> Valu
     if kind == "dir":
         v = c.value(e)
         if not isinstance(v, str) or isinstance(e, ast.Word):
-            c.error("server.dir values are directories in double quotes", span_of(e), 'server.dir = ["/var/tmp", "/dev/shm"]')
+            c.error("server.dir values are directories in double quotes", span_of(e),
+                    'server.dir = ["/var/tmp", "/dev/shm"]')
             return None
         if "\x00" in v or not v.strip():
             c.error("server.dir: not a directory (empty, or with a NUL character)", span_of(e), '"/var/tmp"')
@@ -184,6 +186,6 @@ def _value(c: Checker, key: str, kind: str, e: ast.Expr, embedded: bool) -> Valu
             return None
         c.error(f"{key}: not a value a server setting takes", span_of(e), f"{key} = [200, 2000]")
         return None
-    text = str(e.value) if isinstance(e, ast.Str) else (str(val) if isinstance(e, ast.Var) or isinstance(c.value(e), EnvText)
-                                                     else c.source(span_of(e)))
+    resolved = isinstance(e, ast.Var) or isinstance(c.value(e), EnvText)
+    text = str(e.value) if isinstance(e, ast.Str) else (str(val) if resolved else c.source(span_of(e)))
     return text, m.ServerSetting(key, val, text, span_of(e))

@@ -56,7 +56,7 @@ class TxStats:
     def latency_ms(self) -> dict[str, float | None]:
         """min / avg / p50 ... p99.9 / max in milliseconds (None when nothing completed)."""
         if self.count == 0:
-            return {k: None for k in ("min", "avg", "p50", "p90", "p95", "p99", "p99_9", "max")}
+            return dict.fromkeys(("min", "avg", "p50", "p90", "p95", "p99", "p99_9", "max"))
         pct = self.hist.get_percentile_to_value_dict(list(PERCENTILES))
         out: dict[str, float | None] = {
             "min": self.hist.get_min_value() / 1000,
@@ -83,7 +83,7 @@ class TxStats:
 
     @classmethod
     def from_wire(cls, d: dict[str, object]) -> TxStats:
-        hist = HdrHistogram.decode(d["hist"]) if d["hist"] else new_histogram()  # type: ignore[arg-type]
+        hist = HdrHistogram.decode(d["hist"]) if d["hist"] else new_histogram()
         if d["hist"]:
             # decode() keeps the encoder's range; re-home it so later merges never clip
             full = new_histogram()
@@ -131,7 +131,7 @@ class PyCounts:
 
 
 def new_counts(n: int) -> PyCounts:
-    return native.compiled.Counts(n) if native.compiled is not None else PyCounts(n)  # type: ignore[no-any-return]
+    return native.compiled.Counts(n) if native.compiled is not None else PyCounts(n)
 
 
 class Recorder:
@@ -141,7 +141,7 @@ class Recorder:
     swap (once a second), one record_value per distinct value, which are far fewer than the
     transactions; the figures are the same as recording each value on its own."""
 
-    __slots__ = ("names", "counts", "ok", "_retries", "_errors", "_rollbacks")
+    __slots__ = ("_errors", "_retries", "_rollbacks", "counts", "names", "ok")
 
     def __init__(self, names: tuple[str, ...]) -> None:
         self.names = names
@@ -436,10 +436,11 @@ class Aggregate:
     def so_far(self) -> dict[str, object]:
         """The summary's figures a live display shows of a step still running."""
         s = self.summary()
-        return {k: s[k] for k in ("seconds", "users", "count", "tps", "tpm", "qps", "nopm", "errors", "retries",
-                                  "latency_ms", "cpu", "stall_s") if k in s} | {
-            "transactions": {n: {k: t[k] for k in ("count", "tps", "errors", "latency_ms")}
-                             for n, t in s["transactions"].items()}}  # type: ignore[attr-defined]
+        out: dict[str, object] = {k: s[k] for k in ("seconds", "users", "count", "tps", "tpm", "qps", "nopm", "errors",
+                                                    "retries", "latency_ms", "cpu", "stall_s") if k in s}
+        out["transactions"] = {n: {k: t[k] for k in ("count", "tps", "errors", "latency_ms")}
+                               for n, t in s["transactions"].items()}  # type: ignore[attr-defined]
+        return out
 
     def histograms(self) -> dict[str, str | None]:
         """Per transaction, the encoded histogram: merge it with others, or read it in HdrHistogram tools."""

@@ -47,8 +47,9 @@ class Quiet:
     @classmethod
     def from_wire(cls, w: list[object]) -> Quiet:
         spans, last, at = w
-        return cls(tuple((float(a), float(b)) for a, b in spans), None if last is None else float(last),  # type: ignore[union-attr,arg-type]
-                   float(at))  # type: ignore[arg-type]
+        assert isinstance(spans, list) and isinstance(at, (int, float))
+        assert last is None or isinstance(last, (int, float))
+        return cls(tuple((float(a), float(b)) for a, b in spans), None if last is None else float(last), float(at))
 
 
 def merged(spans: list[Span], gap: float = 1e-6) -> list[Span]:

@@ -10,12 +10,13 @@ executor: everything goes through asyncmy, and each run says so once (`problem`)
 
 from __future__ import annotations
 
+import importlib
 import os
 from types import ModuleType
 
 compiled: ModuleType | None  # the extension, whether or not it runs
 try:
-    from bench_dsl.native import _native as compiled
+    compiled = importlib.import_module("bench_dsl.native._native")
 except ImportError:  # only a build without libmariadb
     compiled = None
 

@@ -61,11 +61,15 @@ def charset(description: Transactions) -> str | None:
 def options(dsn: Dsn, timeout: float, description: Transactions | None = None) -> dict[str, object]:
     """What _native.User connects with: the address, its TLS and compression options, the
     character set the description's text needs."""
-    return {"charset": None if description is None else charset(description),"host": dsn.host, "port": dsn.port, "user": dsn.user, "password": dsn.password,
+    return {"charset": None if description is None else charset(description),
+            "host": dsn.host, "port": dsn.port, "user": dsn.user, "password": dsn.password,
             "database": dsn.database, "unix_socket": dsn.socket, "connect_timeout": max(1, round(timeout)),
             "ssl_mode": dsn.ssl_mode, "ssl_ca": dsn.ssl_ca, "ssl_cert": dsn.ssl_cert, "ssl_key": dsn.ssl_key,
             "compress": int(dsn.compress)}
 
+
+# a call handed to a user's thread: what to run, and where its answer goes
+_Call = tuple[Callable[[], Any], asyncio.Future[Any], asyncio.AbstractEventLoop]
 
 class NativeUser:
     """One virtual user on the C executor. `connect()` and `run()` are awaited one at a time;
@@ -79,8 +83,7 @@ class NativeUser:
         self._lock = threading.Lock()
         self._busy = False  # the thread is in the core
         self._closing = False
-        self._calls: queue.SimpleQueue[tuple[Callable[[], Any], asyncio.Future[Any], asyncio.AbstractEventLoop] | None] \
-            = queue.SimpleQueue()
+        self._calls: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
 
     @property

@@ -7,10 +7,10 @@ import asyncio
 import contextlib
 import logging
 import os
+import secrets
 import shutil
 import signal
 import socket
-import secrets
 import subprocess
 import tempfile
 import time
@@ -23,9 +23,9 @@ import psutil
 
 from bench_dsl.core.dsn import Dsn, quote_identifier
 from bench_dsl.core.errors import TargetError, error_reason
+from bench_dsl.core.tls import explain_failure, ssl_context
 from bench_dsl.language.model import ServerSetting
 from bench_dsl.language.server_settings import log_bin_base, reads_as, refusal
-from bench_dsl.core.tls import explain_failure, ssl_context
 
 # The variables that decide how a MySQL server performs: recorded with every result.
 REPORTED_VARIABLES = (
@@ -141,7 +141,8 @@ class EmbeddedServer:
         try:
             self.basedir = Path(tempfile.mkdtemp(prefix=STALE_PREFIX, dir=self.parent))
         except OSError as exc:
-            raise TargetError(f"cannot make the throwaway server's directory in {self.parent}: {exc.strerror}") from None
+            raise TargetError(f"cannot make the throwaway server's directory in {self.parent}: "
+                              f"{exc.strerror}") from None
         (self.basedir / OWNER_FILE).write_text(str(os.getpid()))
         files = self.basedir / "files"  # where SELECT ... INTO OUTFILE and LOAD DATA may reach, and nowhere else
         files.mkdir(mode=0o700)
@@ -173,7 +174,8 @@ class EmbeddedServer:
         if "max_prepared_stmt_count" not in names:
             args.append("--max-prepared-stmt-count=1048576")
         args += [_size_arg(s) for s in self.settings if s.name != "log_bin"] + self.extra_args
-        self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        # the server's start must be here and now (its pid is checked below); Popen itself returns at once
+        self.process = subprocess.Popen(args,  # noqa: ASYNC220 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.DEVNULL, start_new_session=True,
                                         preexec_fn=_die_with_parent)
         # root's password: random, for this server's life; it reaches the workers through their pipes,
@@ -273,7 +275,7 @@ class EmbeddedServer:
 
 async def connect(dsn: Dsn, database: str | None = None, autocommit: bool = True,
                   timeout: float = 10) -> asyncmy.Connection:
-    return await asyncmy.connect(**dsn.connect_args(), database=database, autocommit=autocommit,  # type: ignore[arg-type]
+    return await asyncmy.connect(**dsn.connect_args(), database=database, autocommit=autocommit,
                                  connect_timeout=timeout, ssl=ssl_context(dsn))
 
 

@@ -31,9 +31,9 @@ from typing import Any
 
 import asyncmy
 
-from bench_dsl.language import model as m
 from bench_dsl.core.dsn import Dsn, redact
 from bench_dsl.core.errors import TargetError, UsageError
+from bench_dsl.language import model as m
 from bench_dsl.server.embedded import connect, connect_explained, error_reason
 
 READ_ONLY = 1238  # ER_INCORRECT_GLOBAL_LOCAL_VAR: "Variable '%s' is a read only variable"
@@ -86,7 +86,8 @@ class RemoteSettings:
                             self.static.add(name)
                             continue
                         raise UsageError(f"vary {name}: cannot SET GLOBAL on {self.dsn.redacted()}: "
-                                         f"{error_reason(exc)} (the user needs SUPER or SYSTEM_VARIABLES_ADMIN)") from None
+                                         f"{error_reason(exc)} (the user needs SUPER or "
+                                         "SYSTEM_VARIABLES_ADMIN)") from None
         except asyncmy.errors.MySQLError as exc:
             raise TargetError(f"cannot reach {self.dsn.redacted()}: {error_reason(exc)}") from None
         finally:
@@ -157,7 +158,8 @@ class RemoteSettings:
                     try:
                         await cur.execute(f"SET GLOBAL {name} = %s", (_typed(value),))
                         was = (changed or {}).get(name)
-                        done.append(f"{name}={value}" + (f" (it was {was})" if was is not None and was != value else ""))
+                        before = f" (it was {was})" if was is not None and was != value else ""
+                        done.append(f"{name}={value}{before}")
                     except asyncmy.errors.MySQLError as exc:
                         self.log(f"could not restore {name}={value}: {error_reason(exc)}")
                         left[name] = value
@@ -248,7 +250,7 @@ class RemoteSettings:
     def _document(self, original: dict[str, str], directory: Path | None) -> dict[str, Any]:
         return {"format": STATE_FORMAT, "server": server_key(self.dsn), "study": str(directory) if directory else None,
                 "pid": os.getpid(), "machine": socket.gethostname(),
-                "written_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                "written_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                 "original": dict(sorted(original.items())), "static": sorted(self.static & set(original))}
 
     async def _restart(self, settings: dict[str, str]) -> None:

@@ -116,5 +116,5 @@ def describe(sc: m.Scenario, only: list[str], defines: Mapping[str, str], time_s
 
 
 def _clock(seconds: float) -> str:
-    s = int(round(seconds))
+    s = round(seconds)
     return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"

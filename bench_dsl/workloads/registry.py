@@ -28,6 +28,7 @@ PLUGINS: dict[str, WorkloadPlugin[Any]] = {plugin.kind: plugin for plugin in (
 
 
 def make_workload(sc: Scenario) -> Workload:
+    assert sc.seed is not None, "a run's scenario is seeded before it starts (Scenario.seeded)"
     return build_workload(sc.workload, sc.setup, sc.seed)
 
 

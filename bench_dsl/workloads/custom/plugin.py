@@ -60,8 +60,8 @@ RETRYABLE = RETRY_NAMES
 
 
 # a quoted string, quoted name or comment (kept as written), or a :name parameter outside them
-_PARAM = re.compile(r"""('(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.)*"|`[^`]*`|--[^\n]*|/\*.*?\*/)|(?<![:\w]):([A-Za-z_]\w*)""",
-                    re.DOTALL)
+_PARAM = re.compile(r"""('(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.)*"|`[^`]*`|--[^\n]*|/\*.*?\*/)"""
+                    r"""|(?<![:\w]):([A-Za-z_]\w*)""", re.DOTALL)
 
 
 def _inside_string(text: str, span: Span | None, index: int, length: int) -> Span | None:
@@ -155,7 +155,8 @@ def _transaction(c: Checker, tx: ast.Transaction) -> TransactionSpec | None:
                     close = difflib.get_close_matches(n, list(defined), n=1)
                     c.error(f"query parameter :{n} is not defined in transaction '{tx.name}'",
                             _inside_string(c.text, st.span, mt.start(2) - 1, len(n) + 1),
-                            f"did you mean :{close[0]}?" if close else f"add before the query: let {n} = uniform(1, 100)")
+                            f"did you mean :{close[0]}?" if close else
+                            f"add before the query: let {n} = uniform(1, 100)")
             queries.append(Query(st.sql, native, names, st.span))
     if not queries:
         c.error(f"transaction '{tx.name}' runs no query", tx.span, 'add: query "SELECT ..."')

@@ -99,7 +99,8 @@ def groups(s: SysbenchWorkload) -> list[tuple[str, int]]:
     if s.test != "oltp_write_only":
         out.append(("point_selects", s.point_selects))
         if s.test != "oltp_point_select" and s.range_selects:
-            out += [(key, getattr(s, key)) for key in ("simple_ranges", "sum_ranges", "order_ranges", "distinct_ranges")]
+            ranges = ("simple_ranges", "sum_ranges", "order_ranges", "distinct_ranges")
+            out += [(key, getattr(s, key)) for key in ranges]
     if s.test in ("oltp_read_write", "oltp_write_only"):
         out += [("index_updates", s.index_updates), ("non_index_updates", s.non_index_updates),
                 ("delete_inserts", s.delete_inserts)]
@@ -154,7 +155,8 @@ def validate(c: Checker, node: ast.Workload) -> SysbenchWorkload | None:
     if node.variant not in SYSBENCH_TESTS:
         close = difflib.get_close_matches(node.variant or "", list(SYSBENCH_TESTS), n=1)
         where = node.variant_span or node.kind_span  # no test name: point at 'sysbench'
-        c.error(f"unknown sysbench test '{node.variant}'" if node.variant else "workload sysbench needs a test name", where,
+        c.error(f"unknown sysbench test '{node.variant}'" if node.variant else "workload sysbench needs a test name",
+                where,
                 f"did you mean {close[0]}?" if close else "tests: " + ", ".join(SYSBENCH_TESTS))
         return None
     if node.transactions:

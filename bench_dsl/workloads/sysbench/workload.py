@@ -9,7 +9,7 @@ import math
 import random
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import asyncmy
 
@@ -45,7 +45,7 @@ BATCH = 1000
 def _digit_groups(rng: random.Random, groups: int) -> str:
     # one big random number cut into groups of 11 digits: the same uniform digits as drawing each
     # group on its own, at a third of the cost (this runs for every row loaded and every update)
-    s = "%0*d" % (11 * groups, rng.randrange(10 ** (11 * groups)))
+    s = f"{rng.randrange(10 ** (11 * groups)):0{11 * groups}d}"
     return "-".join([s[i:i + 11] for i in range(0, 11 * groups, 11)])
 
 
@@ -142,7 +142,7 @@ class _SysbenchSession(Session):
                 self.get_id = partial(rng.randint, 1, n)
             case "zipfian":
                 z = zipf(1, n, ZIPFIAN_EXP)
-                self.get_id = partial(z, rng)
+                self.get_id = cast(Callable[[], int], partial(z, rng))  # zipf draws whole numbers
             case "pareto":
                 power = math.log(PARETO_H) / math.log(1 - PARETO_H)  # sb_rand_pareto
                 self.get_id = lambda: 1 + int(n * rng.random() ** power)
@@ -150,7 +150,8 @@ class _SysbenchSession(Session):
                 iters = spec.rand_spec_iter  # sb_rand_gaussian: --rand-spec-iter uniform draws
                 self.get_id = lambda: 1 + int(sum(rng.random() * n for _ in range(iters)) / iters)
             case _:
-                self.get_id = partial(special(1, n, spec.rand_spec_pct, spec.rand_spec_res, spec.rand_spec_iter), rng)
+                draw = special(1, n, spec.rand_spec_pct, spec.rand_spec_res, spec.rand_spec_iter)
+                self.get_id = cast(Callable[[], int], partial(draw, rng))  # special draws whole numbers
 
         self.tables = spec.tables
         # oltp_point_select is one statement a transaction: its own short path (no BEGIN, no loops)

@@ -134,17 +134,17 @@ def _mix(c: Checker, node: ast.Mix) -> tuple[tuple[str, float], ...] | None:
                 "TPC-C's minimum mix: new_order 45%  payment 43%  order_status 4%  delivery 4%  stock_level 4%")
         return None
     for name, least in _MINIMUM_SHARE.items():
-        entry = next((e for e in node.entries if e.name == name), None)
+        given = next((e for e in node.entries if e.name == name), None)
         share = shares.get(name, 0.0)
         if share >= least:
             continue
         hint = "the run goes ahead, but its figures do not compare with TPC-C results"
-        if entry is None:
+        if given is None:
             c.warning(f"{name} is not in the mix: it is not run (TPC-C's minimum is {num(least)}%, clause 5.2.3)",
                       name_span(node.span, "mix"), hint)
         else:
             c.warning(f"{name} {num(share)}% is below TPC-C's minimum of {num(least)}% (clause 5.2.3)",
-                      span_of(entry.value), hint)
+                      span_of(given.value), hint)
     # every transaction, in the order of the specification; one left out of the mix is not run
     return tuple((name, shares.get(name, 0.0)) for name in TPCC_TRANSACTIONS)
 
