@@ -331,9 +331,10 @@ def test_the_phase_has_one_name_on_the_screen_in_the_log_and_on_the_console() ->
     iv = next(e for e in evs if isinstance(e, ev.Interval) and e.row["step"] == 3 and e.row["phase"] == "hold")
     out = io.StringIO()
     ConsoleSink(Console(file=out, width=400, color_system=None)).emit(iv)
-    assert out.getvalue().split("]", 1)[1].split()[:2] == ev.phase_label("hold", 3, short=True).split() == ["s3", "hold"]
-    ramp = ev.Phase("ramp", 1, 1, 1, 30.0, 32, 0.0)
-    assert ramp.line() == "step 1/1 ramp: 1 -> 32 users for 30s" and ev.Phase("warmup", None, 6, 1, 3.0).label() == "warmup"
+    column = out.getvalue().split("]", 1)[1].split()[:2]  # "[   18s] s3 hold   users ..."
+    assert column == ev.phase_label("hold", 3, short=True).split() == ["s3", "hold"]
+    assert ev.Phase("ramp", 1, 1, 1, 30.0, 32, 0.0).line() == "step 1/1 ramp: 1 -> 32 users for 30s"
+    assert ev.Phase("warmup", None, 6, 1, 3.0).label() == "warmup"
 
 
 def test_figures_show_the_last_second() -> None:

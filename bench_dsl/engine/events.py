@@ -8,6 +8,10 @@ Every event has a `type` (its name in a JSON event stream) and `to_json()`: the 
 line holds. Figures a report carries whole (an interval's or a step's throughput, latency, errors,
 CPU, per transaction) stay a dict, the same dict the result document stores.
 
+Displays show what the events say and work nothing out: the judge's figures (ConditionState's gain
+and ratio, the Saturation event), and one name for a phase (Phase.label, phase_label) that the run's
+log, the screen and the console all use. The verdict's words are bench_dsl.results.verdict.
+
 The order of a run:
     Begin                      the scenario, before anything starts (the result document's head)
     Log*                       at any point: a line for the person watching (level info|warning|error)
@@ -18,12 +22,13 @@ The order of a run:
     then, per phase of the plan:
         Phase                  warmup | settle | hold | ramp begins
         Tick*                  about once a second: cheap figures (no percentiles) for live displays
-        Conditions*            the judge's view of every stop condition: value, limit, state
+        Conditions*            the judge's view of every stop condition: value, state (a plateau's gain, a kink's ratio)
         Interval*              every `report every`: the figures of that interval
         Totals*                the measured run so far (with its histograms), at each interval
         Step                   a step's end: its figures, the server's counters, the verdicts
         Fired                  a stop condition fired (or the server refused connections)
-        Saturation             the saturation point as it stands (after each judged step/interval)
+        Saturation             the saturation point as it stands (after each judged step/interval): the
+                               point itself once `saturated` (a condition fired), only then shown as one
     ErrorMessages              when the users met an error code not described before
     Control                    a front end's request (stop, next step, hold) taking effect
     Finished                   the end: status, exit code, verdict, expectations, summary
@@ -275,7 +280,10 @@ class Fired(Event):
 
 @dataclass(frozen=True, slots=True)
 class Saturation(Event):
-    """The saturation point as it stands: users, step, saturated, condition, reason, steps_completed, limited_by ("client" when bench-dsl itself was the limit)."""
+    """The judge's saturation point as it stands: users, step, saturated, condition, reason,
+    steps_completed, limited_by ("client" when bench-dsl itself was the limit). Until `saturated`
+    (a condition fired, the server refused users) it is only where the climb stands: the screen
+    marks it as the saturation point from then on."""
     type: ClassVar[str] = "saturation"
     saturation: Json
 

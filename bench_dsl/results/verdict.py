@@ -85,15 +85,18 @@ def _ended(stop: Json) -> Line:
     if reason == "interrupted":
         return [("ended: stopped on request; everything measured up to then is saved", "note")]
     if reason:
-        return [(f"ended early ({reason})", "bad"), *([(f": {stop['message']}", "error")] if stop.get("message") else [])]
+        message = [(f": {stop['message']}", "error")] if stop.get("message") else []
+        return [(f"ended early ({reason})", "bad"), *message]
     return [("the run went through every step of its plan", "dim")]
 
 
 def expect_line(e: Json) -> Line:
     """One expectation: `expect saturation >= 8 users: FAIL (measured 4.0): why`."""
     passed = bool(e.get("passed"))
-    return [("expect ", "dim"), (str(e.get("expect")), "plain"), (": pass" if passed else ": FAIL", "good" if passed else "bad"),
-            (f" (measured {e.get('value')})", "dim"), *([(f": {e['reason']}", "error")] if e.get("reason") else [])]
+    why = [(f": {e['reason']}", "error")] if e.get("reason") else []
+    return [("expect ", "dim"), (str(e.get("expect")), "plain"),
+            (": pass" if passed else ": FAIL", "good" if passed else "bad"),
+            (f" (measured {e.get('value')})", "dim"), *why]
 
 
 def text(line: Line) -> str:
