@@ -213,7 +213,7 @@ async def test_a_run_that_ends_before_the_screen_is_up_is_not_waited_for() -> No
 async def test_screen(cut, size: tuple[int, int], snapshot: SnapshotAssertion) -> None:  # type: ignore[no-untyped-def]
     evs = events()
     shown = upto(evs, cut)
-    while len(shown) < len(evs) and isinstance(evs[len(shown)], ev.Conditions):
+    while len(shown) < len(evs) and isinstance(evs[len(shown)], ev.Conditions | ev.Saturation):
         shown.append(evs[len(shown)])  # the judge's word on the figures shown comes right after them
     async with replayed(shown, size=size) as (app, pilot, controls, _):
         assert screen_text(app) == snapshot

@@ -12,6 +12,8 @@ from rich.style import Style
 
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.events import Event
+from bench_dsl.results import verdict
+from bench_dsl.results.verdict import fmt_num
 from bench_dsl.tui import render
 from bench_dsl.tui.chart import Canvas, ThroughputChart, UsersChart, doubling, nice_ceiling, time_ticks
 from bench_dsl.tui.state import MAX_POINTS, Boundary, LiveState, LogBook, StepPoint
@@ -49,7 +51,7 @@ def test_the_board_through_the_recorded_run() -> None:
     st = fold(upto(evs, lambda e: e is ticks[3], after=1))  # the tick, then the judge's word on it
     cpu = sum(t.figures["cpu"]["server"] for t in ticks[1:4]) / 3
     row = {r.text: r for r in st.board.rows()}["cpu(server) > 95% for 3s"]
-    assert row.source == "last 3s" and row.value == render.fmt_num(cpu) + "%" and row.state == "ok"
+    assert row.source == "last 3s" and row.value == fmt_num(cpu) + "%" and row.state == "ok"
     # the last step's verdicts: p90 and the plateau both fired, before the `fired` event names p90
     st = fold(upto(evs, lambda e: isinstance(e, ev.Step) and e.row["step"] == 6, after=1))
     rows = {r.text: r for r in st.board.rows()}
@@ -67,14 +69,81 @@ def test_conditions_the_judge_has_not_spoken_of_are_listed_with_their_limits() -
     assert [(r.value, r.limit, r.state) for r in rows[:2]] == [("-", "> 200ms", "-"), ("-", "gain < 10%", "-")]
 
 
+def test_the_board_shows_the_gain_and_ratio_the_judge_said_not_its_own() -> None:
+    """Figures the judge gives that no arithmetic over value and previous would: the screen shows them."""
+    evs = upto(events(), lambda e: isinstance(e, ev.Started))
+    st = fold([*evs, ev.Conditions(10.0, (
+        ev.ConditionState("tps plateau 10%", 120.0, 100.0, "near", "step 2 so far", gain=7.25, against=1),
+        ev.ConditionState("p90 kink 4x", 30.0, 10.0, "near", "step 2 so far", ratio=3.5, against=1)))])
+    rows = {r.text: r for r in st.board.rows()}
+    assert (rows["tps plateau 10%"].value, rows["p90 kink 4x"].value) == ("+7.2%", "3.50x")  # not +20.0%, 3.00x
+    # a state without them (recorded before the judge said them, rebuilt from a result): its formula
+    st.apply(ev.Conditions(11.0, (ev.ConditionState("tps plateau 10%", 120.0, 100.0, "ok", "step 2"),)))
+    assert {r.text: r for r in st.board.rows()}["tps plateau 10%"].value == "+20.0%"
+
+
+async def test_the_judge_says_what_a_plateau_and_a_kink_compared(tmp_path: Path) -> None:
+    """The run's own judge on a fake fleet: each plateau / kink state carries its gain or ratio, over
+    the run's own figures, and the step it compared with; the JSON stream keeps them."""
+    import asyncio
+
+    from bench_dsl.engine.plan import plan
+    from bench_dsl.engine.run import Run
+    from bench_dsl.workloads.registry import load
+
+    from .fakes import FakeCpu, FakeFleet
+
+    f = tmp_path / "s.bench"
+    f.write_text('scenario "fake" { seed 1  workload custom { transaction read { query "SELECT 1" } }\n'
+                 "ramp step { start 1 users step x2 settle 1s hold 2s max 8 users }\n"
+                 "stop when { tps plateau 10%  p90 kink 100x } }")
+    sc = load(str(f))
+    seen: list[ev.Event] = []
+
+    class Sink:
+        def emit(self, e: ev.Event) -> None:
+            seen.append(e)
+
+        def close(self) -> None:
+            pass
+
+    run = Run(sc, plan(sc), [Sink()])
+    run.scheduler.second = 0.03
+    run.t0 = 1.0
+
+    def model(users: int) -> dict[str, tuple[float, float]]:  # throughput flat from 4 users on
+        return {"read": (100.0 * min(users, 4), 5.0 * max(1.0, users / 4))}
+
+    await asyncio.wait_for(run.measure(FakeFleet(model, second=0.03), FakeCpu()), 60)  # type: ignore[arg-type]
+    steps = {e.row["step"]: e.row for e in seen if isinstance(e, ev.Step)}
+    last = [s for e in seen if isinstance(e, ev.Conditions) for s in e.states]
+    plateau = [s for s in last if s.text == "tps plateau 10%" and s.source == "step 4"][-1]
+    assert plateau.state == "fired" and plateau.against == 3 and plateau.gain is not None and plateau.gain < 10
+    assert plateau.gain == pytest.approx(100 * (steps[4]["tps"] - steps[3]["tps"]) / steps[3]["tps"], abs=0.01)
+    kink = [s for s in last if s.text == "p90 kink 100x" and s.source == "step 3"][-1]
+    assert kink.against == 2 and kink.ratio is not None and kink.gain is None and kink.ratio > 0
+    first = [s for s in last if s.text == "tps plateau 10%" and s.source.startswith("step 1")]
+    assert first and all(s.gain is None and s.against is None for s in first)  # nothing to compare with yet
+    for s in (plateau, kink, first[0]):
+        back = ev.from_json(ev.Conditions(1.0, (s,)).to_json())
+        assert isinstance(back, ev.Conditions) and back.states == (s,)
+    assert "gain" not in first[0].to_json() and "ratio" not in plateau.to_json()
+
+
 # the state --------------------------------------------------------------------------------------------
-def test_saturation_is_known_when_a_condition_fires_and_final_when_the_run_ends() -> None:
+def test_saturation_is_the_judges_once_the_climb_ended_and_final_when_the_run_ends() -> None:
     evs = events()
     assert fold(upto(evs, lambda e: isinstance(e, ev.Step) and e.row["step"] == 6, after=1)).saturation_users is None
-    assert fold(upto(evs, lambda e: isinstance(e, ev.Fired))).saturation_users == 16
+    assert fold(upto(evs, lambda e: isinstance(e, ev.Saturation))).saturation_users == 16
     assert fold(evs).saturation_users == 16
     qs = fold(events(QUICKSTART))
     assert qs.saturation_users == 8 and not qs.finished["saturation"]["saturated"]  # type: ignore[index]
+    # the judge's word, not the steps': a saturation point the steps would put at 16 users reads 4,
+    # and where the climb stands (not saturated yet) is no saturation point
+    fired = upto(evs, lambda e: isinstance(e, ev.Fired))
+    judged = {"users": 4, "step": 3, "saturated": True, "condition": "p90(locked) > 200ms"}
+    assert fold([*fired, ev.Saturation(judged)]).saturation_users == 4
+    assert fold([*fired, ev.Saturation({**judged, "saturated": False})]).saturation_users is None
 
 
 def test_steps_and_boundaries_follow_the_run() -> None:
@@ -228,7 +297,44 @@ def test_verdict_of_a_climb_the_client_limited_says_at_least_and_why() -> None:
     text = text_of(render.verdict(st, None, waiting_for_key=False), 400)
     assert "Saturation point: at least 16 users (step 5" in text
     assert "\n" + why in text  # the judge's words on a line of their own
-    assert f"expect saturation >= 8 users  FAIL (measured 16.0): {why}" in text
+    assert f"expect saturation >= 8 users: FAIL (measured 16.0): {why}" in text
+
+
+def test_the_screen_and_the_console_say_the_verdict_in_the_same_words() -> None:
+    import io
+
+    from bench_dsl.results.sinks import ConsoleSink
+
+    for evs in (events(), events(QUICKSTART)):
+        fin = evs[-1]
+        assert isinstance(fin, ev.Finished)
+        out = io.StringIO()
+        ConsoleSink(Console(file=out, width=400, color_system=None)).emit(fin)
+        screen = text_of(render.verdict(fold(evs), None, waiting_for_key=False), 400).splitlines()
+        printed = out.getvalue().splitlines()
+        words = [verdict.text(line) for line in verdict.verdict_lines(fin.saturation, fin.stop)]
+        assert screen[:2] == [words[0][0].upper() + words[0][1:], words[1]] and printed[:2] == words
+    assert printed[0] == "no stop condition fired: 8 users met every condition (step 1)"
+
+
+def test_the_phase_has_one_name_on_the_screen_in_the_log_and_on_the_console() -> None:
+    import io
+
+    from bench_dsl.results.sinks import ConsoleSink
+
+    evs = events()
+    hold3 = next(e for e in evs if isinstance(e, ev.Phase) and e.phase == "hold" and e.step == 3)
+    assert (hold3.label(), hold3.line()) == ("step 3/6 hold", "step 3/6 hold: 4 users for 5s")
+    assert any(isinstance(e, ev.Log) and e.message == hold3.line() for e in evs)  # as the run logged it
+    st = fold(upto(evs, lambda e: e is hold3))
+    assert text_of(render.header(st, 120), 120).splitlines()[1].strip().startswith(hold3.label())
+    iv = next(e for e in evs if isinstance(e, ev.Interval) and e.row["step"] == 3 and e.row["phase"] == "hold")
+    out = io.StringIO()
+    ConsoleSink(Console(file=out, width=400, color_system=None)).emit(iv)
+    column = out.getvalue().split("]", 1)[1].split()[:2]  # "[   18s] s3 hold   users ..."
+    assert column == ev.phase_label("hold", 3, short=True).split() == ["s3", "hold"]
+    assert ev.Phase("ramp", 1, 1, 1, 30.0, 32, 0.0).line() == "step 1/1 ramp: 1 -> 32 users for 30s"
+    assert ev.Phase("warmup", None, 6, 1, 3.0).label() == "warmup"
 
 
 def test_figures_show_the_last_second() -> None:

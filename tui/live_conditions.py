@@ -2,8 +2,9 @@
 its limit and its state. Pure: no Textual.
 
 Nothing is computed here: the engine's judge says each condition's value, state and where the value
-was read from (`Conditions` events), and the `Started` event says how each is written (its limit
-in the unit the file used). This module only puts them into words.
+was read from, and for a plateau or a kink the gain or ratio it held against the limit (`Conditions`
+events); the `Started` event says how each is written (its limit in the unit the file used). This
+module only puts them into words.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from bench_dsl.engine import events as ev
+from bench_dsl.results.verdict import fmt_latency, fmt_num
+
 # ok / near: values within their limits; over: a value past its limit that the judge has not judged
 # yet (a step is judged at its end); FIRED: the judge's verdict.
 State = Literal["ok", "near", "over", "FIRED", "-"]
@@ -24,23 +27,6 @@ class ConditionRow:
     limit: str
     state: State
     source: str  # which figures the value was read from: "step 3 so far", "last 3s", ...
-
-
-def fmt_num(v: float) -> str:
-    if v == int(v):
-        return f"{int(v):,}"
-    if abs(v) >= 1000:
-        return f"{v:,.0f}"
-    if abs(v) >= 100:
-        return f"{v:.0f}"
-    if abs(v) >= 10:
-        return f"{v:.1f}"
-    return f"{v:.2f}".rstrip("0").rstrip(".")
-
-
-def fmt_latency(ms: float) -> str:
-    """Milliseconds, or seconds from one second up (a `p99 > 10s` limit reads 10s, not 10,000ms)."""
-    return f"{fmt_num(ms / 1000)}s" if abs(ms) >= 1000 else f"{fmt_num(ms)}ms"
 
 
 def _unit(c: ev.ConditionSpec) -> str:
@@ -60,17 +46,16 @@ def show_limit(c: ev.ConditionSpec) -> str:
     return f"{c.op} {fmt_num(c.limit)}{_unit(c)}"
 
 
-def show_value(c: ev.ConditionSpec, value: float | None, before: float | None = None) -> str:
+def show_value(c: ev.ConditionSpec, value: float | None, before: float | None = None,
+               said: float | None = None) -> str:
+    """The value; for a plateau its gain, for a kink its ratio: `said`, as the judge held it against
+    the limit (ConditionState.compared), or else by the judge's formula over `value` and `before`."""
     if value is None:
         return "-"
-    if c.kind == "plateau":
-        if before is None or before <= 0:
-            return "-"
-        return f"{100.0 * (value - before) / before:+.1f}%"
-    if c.kind == "kink":
-        if before is None or before <= 0:
-            return "-"
-        return f"{value / before:.2f}x"
+    if c.kind in ("plateau", "kink"):
+        if said is None:
+            said = (ev.plateau_gain if c.kind == "plateau" else ev.kink_ratio)(value, before)
+        return "-" if said is None else f"{said:+.1f}%" if c.kind == "plateau" else f"{said:.2f}x"
     if c.latency:
         return fmt_latency(value)
     return f"{fmt_num(value)}{_unit(c)}"
@@ -109,5 +94,5 @@ class ConditionBoard:
             return ConditionRow(text, "-", "-", "-", "")
         if s is None:
             return ConditionRow(text, "-", show_limit(c), "-", "")
-        return ConditionRow(text, show_value(c, s.value, s.previous), show_limit(c), _STATES.get(s.state, "-"),
-                            s.source)
+        return ConditionRow(text, show_value(c, s.value, s.previous, s.compared(c.kind)), show_limit(c),
+                            _STATES.get(s.state, "-"), s.source)

@@ -13,10 +13,11 @@ from rich.text import Text
 
 from bench_dsl.core import mysql_errors
 from bench_dsl.core.dsn import redact
+from bench_dsl.engine import events as ev
+from bench_dsl.results import verdict as verdict_words
 
 from .lines import Lines, cells
 from .live_conditions import ConditionRow
-from .live_conditions import fmt_latency, fmt_num
 from .state import LiveState, LogEntry
 
 DIM = "bright_black"
@@ -133,8 +134,7 @@ def header(st: LiveState, width: int, waiting_for_key: bool = False, title: str 
 
 
 def _phase_line(st: LiveState, line: Text, width: int) -> None:
-    label = "warmup" if st.step is None else f"step {st.step}/{st.steps} {st.phase}"
-    line.append(label, "bold")
+    line.append(ev.phase_label(st.phase, st.step, st.steps), "bold")
     tick = st.tick
     same_phase = tick is not None and tick.get("phase") == st.phase and tick.get("step") == st.step
     users = tick.get("users") if tick is not None and same_phase else st.phase_users
@@ -339,76 +339,30 @@ def log_text(entries: Sequence[LogEntry], width: int) -> Lines:
 
 
 # verdict --------------------------------------------------------------------------------------------
+# the tones of the verdict's words (bench_dsl.results.verdict), as this screen styles them
+TONE_STYLE = {"plain": "", "dim": DIM, "strong": "bold", "good": "bold bright_green", "bad": "bold red",
+              "error": "red", "warn": "bold yellow", "note": "yellow"}
+
+
+def said(line: verdict_words.Line, headline: bool = False) -> Text:
+    """A line of the verdict's words in this screen's styles; a headline begins with a capital."""
+    out = Text()
+    for i, (words, tone) in enumerate(line):
+        out.append(words[:1].upper() + words[1:] if headline and i == 0 else words, TONE_STYLE.get(tone, ""))
+    return out
+
+
 def verdict(st: LiveState, results: Path | None, waiting_for_key: bool) -> RenderableType:
     fin = st.finished or {}
-    sat = fin.get("saturation") or {}
-    stop = fin.get("stop") or {}
-    users, step = sat.get("users"), sat.get("step")
-    lines: list[Text] = []
-    head = Text()
-    client = sat.get("limited_by") == "client"  # bench-dsl's own limit: the server carries at least that
-    if sat.get("saturated"):
-        if users is not None:
-            head.append(f"Saturation point: {'at least ' if client else ''}{users} users", "bold bright_green")
-            head.append(f" (step {step}, the last step that met every condition)", DIM)
-        else:
-            head.append("Saturated below the first step's users", "bold red")
-    elif users is not None:
-        head.append(f"No stop condition fired: {users} users met every condition", "bold")
-        head.append(f" (step {step})", DIM)
-    else:
-        head.append("No step was completed", "bold yellow")
-    lines.append(head)
-    why = Text()
-    reason = stop.get("reason")
-    if reason == "stop_condition":
-        why.append("ended by ", DIM)
-        why.append(str(stop.get("condition")), "bold red")
-        unit = stop.get("unit") or ""
-        if stop.get("kind") == "threshold" and unit == "ms":
-            why.append(f": measured {_latency(stop.get('value'))} against {_latency(stop.get('limit'))}")
-        elif stop.get("kind") == "threshold":
-            why.append(f": measured {_n(stop.get('value'))}{unit} against {_n(stop.get('limit'))}{unit}")
-        else:
-            why.append(f": this step {_n(stop.get('value'))}, the step before {_n(stop.get('previous'))}")
-        why.append(f", step {stop.get('step')} at {stop.get('users')} users", DIM)
-    elif reason == "connections_refused":
-        why.append("ended by ", DIM)
-        why.append("the server refusing connections", "bold red")
-        why.append(f": {stop.get('connected')} of {stop.get('users')} users connected, {stop.get('message')}")
-        why.append(f", step {stop.get('step')}", DIM)
-    elif reason == "users_not_connected":
-        why.append("ended by ", DIM)
-        why.append("users still connecting", "bold red")
-        why.append(f": {stop.get('connected')} of {stop.get('users')} users had a connection at the step's end")
-        why.append(f", step {stop.get('step')}", DIM)
-    elif reason == "interrupted":
-        why.append("ended: stopped on request; everything measured up to then is saved", "yellow")
-    elif reason:
-        why.append(f"ended early ({reason})", "bold red")
-        if stop.get("message"):
-            why.append(f": {stop['message']}", "red")
-    else:
-        why.append("the run went through every step of its plan", DIM)
-    lines.append(why)
-    if client:  # the judge's own words: CPU or scheduling lag, with the figure
-        reason = str(sat.get("reason") or "")
-        lines.append(Text(reason[reason.find("bench-dsl itself"):] if "bench-dsl itself" in reason else reason,
-                          "bold yellow"))
+    head, *rest = verdict_words.verdict_lines(fin.get("saturation"), fin.get("stop"))
+    lines = [said(head, headline=True), *(said(line) for line in rest)]
     summary = fin.get("summary")
     if summary:
         lat = summary.get("latency_ms") or {}
         lines.append(Text(f"measured {summary.get('count', 0):,} transactions in {clock(summary.get('seconds') or 0)}: "
                           f"tps {fmt_rate(summary.get('tps'))}, p90 {fmt_ms(lat.get('p90'))} ms, "
                           f"p99 {fmt_ms(lat.get('p99'))} ms, errors {summary.get('errors', 0):,}", DIM))
-    for e in fin.get("expect") or []:
-        t = Text("expect ", DIM)
-        t.append(str(e.get("expect")))
-        t.append("  pass" if e.get("passed") else "  FAIL", "bold green" if e.get("passed") else "bold red")
-        t.append(f" (measured {e.get('value')})", DIM)
-        if e.get("reason"):
-            t.append(f": {e['reason']}", "red")
-        lines.append(t)
+    lines += [said(verdict_words.expect_line(e)) for e in fin.get("expect") or []]
     res = Text("results ", DIM)
     res.append(str(results) if results is not None else "not written (no JSON output)", "bold")
     lines.append(res)
@@ -417,14 +371,6 @@ def verdict(st: LiveState, results: Path | None, waiting_for_key: bool) -> Rende
         tail.append("   press q or Enter to leave", "bold")
     lines.append(tail)
     return Lines(lines)
-
-
-def _n(v: Any) -> str:
-    return fmt_num(float(v)) if isinstance(v, int | float) else str(v)
-
-
-def _latency(v: Any) -> str:
-    return fmt_latency(float(v)) if isinstance(v, int | float) else str(v)
 
 
 HELP = """\

@@ -140,6 +140,7 @@ class LiveState:
         self.board = ConditionBoard()
         self.linear = False  # a linear ramp: its users chart has a point per interval, not per step
         self.fired: dict[str, Any] | None = None
+        self.saturation: dict[str, Any] | None = None  # the judge's, as it stands (Saturation events)
         self.finished: dict[str, Any] | None = None
         self.stopping = False
         self.error_messages: dict[int, str] = {}
@@ -154,14 +155,12 @@ class LiveState:
 
     @property
     def saturation_users(self) -> int | None:
-        """The users of the last step that met every condition: final once the run finished, known
-        as soon as a condition fired."""
+        """The saturation point the users chart marks, as the judge said it: once the climb has ended
+        (a condition fired, the server refused users: `saturated`), and final when the run finished.
+        Before that the judge's figure is only where the climb stands, not a saturation point."""
         if self.finished is not None:
             return (self.finished.get("saturation") or {}).get("users")
-        if self.fired is None:
-            return None
-        ok = [p for p in self.step_points if p.complete and p.step < (self.fired.get("step") or 0)]
-        return ok[-1].users if ok else None
+        return self.saturation.get("users") if self.saturation and self.saturation.get("saturated") else None
 
     # folding -------------------------------------------------------------------------------------
     def apply(self, event: ev.Event) -> None:
@@ -186,6 +185,9 @@ class LiveState:
             case ev.Conditions():
                 self.board.update(event)
                 self.changed.add(CONDITIONS)
+            case ev.Saturation():
+                self.saturation = dict(event.saturation)
+                self.changed.add(USERS_CHART)
             case ev.Fired():
                 self.fired = dict(event.stop)
                 self.board.on_fired(event)

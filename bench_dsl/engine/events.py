@@ -8,6 +8,10 @@ Every event has a `type` (its name in a JSON event stream) and `to_json()`: the 
 line holds. Figures a report carries whole (an interval's or a step's throughput, latency, errors,
 CPU, per transaction) stay a dict, the same dict the result document stores.
 
+Displays show what the events say and work nothing out: the judge's figures (ConditionState's gain
+and ratio, the Saturation event), and one name for a phase (Phase.label, phase_label) that the run's
+log, the screen and the console all use. The verdict's words are bench_dsl.results.verdict.
+
 The order of a run:
     Begin                      the scenario, before anything starts (the result document's head)
     Log*                       at any point: a line for the person watching (level info|warning|error)
@@ -18,12 +22,13 @@ The order of a run:
     then, per phase of the plan:
         Phase                  warmup | settle | hold | ramp begins
         Tick*                  about once a second: cheap figures (no percentiles) for live displays
-        Conditions*            the judge's view of every stop condition: value, limit, state
+        Conditions*            the judge's view of every stop condition: value, state (a plateau's gain, a kink's ratio)
         Interval*              every `report every`: the figures of that interval
         Totals*                the measured run so far (with its histograms), at each interval
         Step                   a step's end: its figures, the server's counters, the verdicts
         Fired                  a stop condition fired (or the server refused connections)
-        Saturation             the saturation point as it stands (after each judged step/interval)
+        Saturation             the saturation point as it stands (after each judged step/interval): the
+                               point itself once `saturated` (a condition fired), only then shown as one
     ErrorMessages              when the users met an error code not described before
     Control                    a front end's request (stop, next step, hold) taking effect
     Finished                   the end: status, exit code, verdict, expectations, summary
@@ -121,6 +126,22 @@ class Phase(Event):
             out["t"] = self.t
         return out
 
+    def label(self) -> str:
+        """The phase as every display names it: "warmup", "step 3/6 hold"."""
+        return phase_label(self.phase, self.step, self.steps)
+
+    def line(self) -> str:
+        """The log line that says it begins: "step 3/6 hold: 4 users for 5s", "step 1/1 ramp: 1 -> 32 users ..."."""
+        users = self.users if self.users_end in (None, self.users) else f"{self.users} -> {self.users_end}"
+        return f"{self.label()}: {users} users" + (f" for {self.seconds:g}s" if self.seconds is not None else "")
+
+
+def phase_label(phase: str, step: int | None, steps: int | None = None, short: bool = False) -> str:
+    """A phase's name on every display: "warmup", "step 3/6 hold"; `short`, the console's column: "s3 hold"."""
+    if step is None:
+        return phase
+    return f"s{step} {phase}" if short else f"step {step}/{steps} {phase}"
+
 
 @dataclass(frozen=True, slots=True)
 class Prepare(Event):
@@ -203,12 +224,38 @@ class ConditionState:
     """The judge's view of one stop condition at a moment of the run."""
     text: str
     value: float | None  # in the unit the file used for the limit (latency in ms)
-    previous: float | None  # plateau / kink: the step before's figure
+    previous: float | None  # plateau / kink: the figure of the step it is compared with
     state: str  # - | ok | near | over | fired   (over: past its limit, not judged yet)
     source: str  # what the value was read from: "step 3 so far", "last 3s", "step 2", ...
+    # plateau / kink, once there is a step to compare with: what the judge held against the limit
+    gain: float | None = None  # plateau: how much `value` grew over `previous`, in %
+    ratio: float | None = None  # kink: `value` / `previous`
+    against: int | None = None  # the step `previous` is from
 
     def to_json(self) -> Json:
-        return dataclasses.asdict(self)
+        out = dataclasses.asdict(self)  # gain, ratio, against: only where the judge compared steps
+        return {k: v for k, v in out.items() if v is not None or k not in ("gain", "ratio", "against")}
+
+    def compared(self, kind: str) -> float | None:
+        """What a plateau (its gain, %) or a kink (its ratio) is judged on, as the judge said it; None
+        for a threshold, or with no step to compare with. A state that does not say it (recorded by
+        an older bench-dsl, or rebuilt from a result's verdicts) has it from `value` and `previous`
+        by the judge's own formula."""
+        said = {"plateau": self.gain, "kink": self.ratio}.get(kind)
+        if said is not None or kind not in ("plateau", "kink"):
+            return said
+        return (plateau_gain if kind == "plateau" else kink_ratio)(self.value, self.previous)
+
+
+def plateau_gain(value: float | None, before: float | None) -> float | None:
+    """A plateau's figure (bench_dsl.engine.judge compares it with the limit): how much `value` grew
+    over `before`, the figure of the step it is compared with, in %."""
+    return None if value is None or before is None or before <= 0 else 100.0 * (value - before) / before
+
+
+def kink_ratio(value: float | None, before: float | None) -> float | None:
+    """A kink's figure: `value` as a multiple of `before`, the figure of the step it is compared with."""
+    return None if value is None or before is None or before <= 0 else value / before
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,7 +280,10 @@ class Fired(Event):
 
 @dataclass(frozen=True, slots=True)
 class Saturation(Event):
-    """The saturation point as it stands: users, step, saturated, condition, reason, steps_completed, limited_by ("client" when bench-dsl itself was the limit)."""
+    """The judge's saturation point as it stands: users, step, saturated, condition, reason,
+    steps_completed, limited_by ("client" when bench-dsl itself was the limit). Until `saturated`
+    (a condition fired, the server refused users) it is only where the climb stands: the screen
+    marks it as the saturation point from then on."""
     type: ClassVar[str] = "saturation"
     saturation: Json
 

@@ -13,7 +13,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from bench_dsl.engine.events import ConditionSpec, ConditionState
+from bench_dsl.engine.events import ConditionSpec, ConditionState, kink_ratio, plateau_gain
 from bench_dsl.measure.metrics import Aggregate, Tick
 from bench_dsl.language.model import Condition
 from bench_dsl.engine.plan import Phase
@@ -116,8 +116,8 @@ def judge(c: Condition, agg: Aggregate, previous: Aggregate | None = None) -> Ve
     if before is None or before <= 0:
         return Verdict(c, value, False, before)
     if c.kind == "plateau":
-        gain = 100.0 * (value - before) / before
-        return Verdict(c, value, gain < c.limit, before)
+        gain = plateau_gain(value, before)
+        return Verdict(c, value, gain is not None and gain < c.limit, before)
     return Verdict(c, value, value > c.limit * before, before)  # kink
 
 
@@ -127,9 +127,9 @@ def state_of(c: Condition, value: float | None, before: float | None = None) -> 
     if value is None:
         return "-"
     if c.kind == "plateau":
-        if before is None or before <= 0:
+        gain = plateau_gain(value, before)
+        if gain is None:
             return "-"
-        gain = 100.0 * (value - before) / before
         return "over" if gain < c.limit else "near" if gain < c.limit / NEAR else "ok"
     if c.kind == "kink":
         if before is None or before <= 0:
@@ -228,6 +228,7 @@ class Judge:
         self.names = names
         self.windowed = WindowedConditions(stop, names)
         self.previous: Aggregate | None = None  # the last judged step: plateau and kink compare with it
+        self.previous_step: int | None = None  # its number, which displays show beside the comparison
         self.saturation_users: int | None = None
         # % of the machine the client's processes can use (workers + the coordinator, at most every
         # core); None: not known (a fake fleet)
@@ -315,7 +316,7 @@ class Judge:
             self.saturation_users = ph.users
             self.saturation_step = ph.step
         if why is None:
-            self.previous = step
+            self.previous, self.previous_step = step, ph.step
         return self.conditions(step, verdicts), fired, why
 
     def conditions(self, step: Aggregate, judged: list[Verdict] | None = None) -> list[Verdict]:
@@ -338,8 +339,7 @@ class Judge:
     def _fire(self, v: Verdict) -> None:
         self.fired = v
         st = self._states[v.condition.text]
-        self._states[v.condition.text] = ConditionState(st.text, show(v.value, v.condition),
-                                                        show(v.reference, v.condition), "fired", st.source)
+        self._states[v.condition.text] = self._said(v.condition, v.value, v.reference, "fired", st.source)
         self.changed = True
 
     def _state(self, c: Condition, value: float | None, before: float | None, source: str,
@@ -349,8 +349,19 @@ class Judge:
         state = state_of(c, value, before)
         if judged and state == "over":  # judged and not fired: within its limit after all
             state = "ok"
-        self._states[c.text] = ConditionState(c.text, show(value, c), show(before, c), state, source)
+        self._states[c.text] = self._said(c, value, before, state, source)
         self.changed = True
+
+    def _said(self, c: Condition, value: float | None, before: float | None, state: str,
+              source: str) -> ConditionState:
+        """A state for displays, in the file's units; a plateau's gain or a kink's ratio as held against
+        the limit (over canonical figures), with the step compared with: no display works them out."""
+        gain = plateau_gain(value, before) if c.kind == "plateau" else None
+        ratio = kink_ratio(value, before) if c.kind == "kink" else None
+        compared = gain is not None or ratio is not None
+        return ConditionState(c.text, show(value, c), show(before, c), state, source,
+                              None if gain is None else round(gain, 3), None if ratio is None else round(ratio, 3),
+                              self.previous_step if compared else None)
 
     def states(self) -> tuple[ConditionState, ...]:
         self.changed = False

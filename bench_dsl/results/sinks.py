@@ -21,6 +21,7 @@ from rich.markup import escape as esc  # scenario text may hold [brackets]: neve
 
 from bench_dsl.engine import events as ev
 from bench_dsl.results.document import ResultDocument
+from bench_dsl.results.verdict import Line, expect_line, verdict_lines
 from bench_dsl.measure.stalls import STALL_SHOWN_S
 
 
@@ -271,6 +272,11 @@ def _ms(v: Any) -> str:
     return "    -" if v is None else f"{v:7.2f}"
 
 
+# the tones of the verdict's words (bench_dsl.results.verdict), as the console styles them
+TONE_STYLE = {"dim": "dim", "strong": "bold", "good": "bold green", "bad": "bold red", "error": "red",
+              "warn": "yellow", "note": "yellow"}
+
+
 class ConsoleSink:
     """Human progress on stderr: one line per report interval, as sysbench's --report-interval."""
 
@@ -290,7 +296,7 @@ class ConsoleSink:
                 lat = d["latency_ms"]
                 cpu = d["cpu"]
                 cpus = " ".join(f"{k} {v:.0f}%" for k, v in cpu.items() if v is not None)
-                phase = d["phase"] if d["step"] is None else f"s{d['step']} {d['phase']}"
+                phase = ev.phase_label(d["phase"], d["step"], short=True)
                 secs = d["seconds"] or 1
                 extra = ""
                 if st := d.get("statements"):  # sysbench's r/w/o, per second
@@ -318,25 +324,20 @@ class ConsoleSink:
 
     def _verdict(self, d: dict[str, Any]) -> None:
         sat = d["saturation"] or {}
-        users = sat.get("users")
-        if sat.get("saturated"):
-            at_least = "at least " if sat.get("limited_by") == "client" else ""
-            head = f"[bold green]saturation point: {at_least}{users} users[/]" if users is not None else \
-                "[bold red]saturated below the first step's users[/]"
-            self.c.print(f"{head}  ({esc(sat['reason'])})")
-        elif users is not None:
-            # bench-dsl's own limit: the reason says so, and that the server carries at least as many
-            why = f"  ({esc(sat['reason'])})" if sat.get("limited_by") == "client" else ""
-            self.c.print(f"[bold]no stop condition fired; highest users that met every condition: {users}[/]{why}")
+        if sat.get("saturated") or sat.get("users") is not None:  # nothing measured: the error said why
+            for line in verdict_lines(sat, d.get("stop")):
+                self._said(line)
         s = d.get("summary")
         if s:
             lat = s["latency_ms"]
             self.c.print(f"measured: {s['count']} transactions in {s['seconds']:.0f}s, tps {s['tps']:.1f}, "
                          f"p95 {_ms(lat['p95']).strip()} ms, errors {s['errors']}")
         for e in d.get("expect") or []:
-            mark = "[green]pass[/]" if e["passed"] else "[red]FAIL[/]"
-            why = f": {esc(e['reason'])}" if e.get("reason") else ""
-            self.c.print(f"expect {esc(e['expect'])}: {mark} (measured {e['value']}){why}")
+            self._said(expect_line(e))
+
+    def _said(self, line: Line) -> None:
+        self.c.print("".join(f"[{TONE_STYLE[tone]}]{esc(words)}[/]" if tone in TONE_STYLE else esc(words)
+                             for words, tone in line))
 
     def close(self) -> None:
         pass

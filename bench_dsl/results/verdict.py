@@ -1,0 +1,112 @@
+"""The verdict of a run in words: the one wording the live screen, the console and `bench replay`
+say it in, from the `Finished` event's saturation, stop and expectations (the judge's figures; only
+put into words here, never worked out).
+
+    verdict_lines(saturation, stop) -> [line, ...]   where the saturation point stands, what ended the
+                                                      run, and whether bench-dsl itself was the limit
+    expect_line(expectation) -> line                  one `expect`, passed or failed, with its figure
+
+A line is a list of (text, tone) pieces; each display gives the tones its own styles:
+    plain | dim (what the line is about) | strong | good | bad (what ended the run, a failure)
+    | error (what went wrong, said by the server or the system) | warn | note
+
+The numbers of a stop condition (fmt_num, fmt_latency) are written as the conditions table writes them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Json = dict[str, Any]
+Line = list[tuple[str, str]]
+
+
+def fmt_num(v: float) -> str:
+    if v == int(v):
+        return f"{int(v):,}"
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    if abs(v) >= 100:
+        return f"{v:.0f}"
+    if abs(v) >= 10:
+        return f"{v:.1f}"
+    return f"{v:.2f}".rstrip("0").rstrip(".")
+
+
+def fmt_latency(ms: float) -> str:
+    """Milliseconds, or seconds from one second up (a `p99 > 10s` limit reads 10s, not 10,000ms)."""
+    return f"{fmt_num(ms / 1000)}s" if abs(ms) >= 1000 else f"{fmt_num(ms)}ms"
+
+
+def verdict_lines(saturation: Json | None, stop: Json | None) -> list[Line]:
+    """Where the saturation point stands, what ended the run, and (when it was so) that bench-dsl
+    itself was the limit, in the judge's own words."""
+    sat, stop = saturation or {}, stop or {}
+    lines = [_head(sat), _ended(stop)]
+    if sat.get("limited_by") == "client":  # the judge's words: CPU or scheduling lag, with the figure
+        reason = str(sat.get("reason") or "")
+        lines.append([(reason[reason.find("bench-dsl itself"):] if "bench-dsl itself" in reason else reason, "warn")])
+    return lines
+
+
+def _head(sat: Json) -> Line:
+    users, step = sat.get("users"), sat.get("step")
+    if sat.get("saturated"):
+        if users is None:
+            return [("saturated below the first step's users", "bad")]
+        at_least = "at least " if sat.get("limited_by") == "client" else ""  # the server carries at least that
+        return [(f"saturation point: {at_least}{users} users", "good"),
+                (f" (step {step}, the last step that met every condition)", "dim")]
+    if users is not None:
+        return [(f"no stop condition fired: {users} users met every condition", "strong"), (f" (step {step})", "dim")]
+    return [("no step was completed", "warn")]
+
+
+def _ended(stop: Json) -> Line:
+    reason = stop.get("reason")
+    if reason == "stop_condition":
+        unit = stop.get("unit") or ""
+        if stop.get("kind") == "threshold" and unit == "ms":
+            how = f": measured {_latency(stop.get('value'))} against {_latency(stop.get('limit'))}"
+        elif stop.get("kind") == "threshold":
+            how = f": measured {_n(stop.get('value'))}{unit} against {_n(stop.get('limit'))}{unit}"
+        else:
+            how = f": this step {_n(stop.get('value'))}, the step before {_n(stop.get('previous'))}"
+        return [("ended by ", "dim"), (str(stop.get("condition")), "bad"), (how, "plain"),
+                (f", step {stop.get('step')} at {stop.get('users')} users", "dim")]
+    if reason == "connections_refused":
+        return [("ended by ", "dim"), ("the server refusing connections", "bad"),
+                (f": {stop.get('connected')} of {stop.get('users')} users connected, {stop.get('message')}", "plain"),
+                (f", step {stop.get('step')}", "dim")]
+    if reason == "users_not_connected":
+        return [("ended by ", "dim"), ("users still connecting", "bad"),
+                (f": {stop.get('connected')} of {stop.get('users')} users had a connection at the step's end", "plain"),
+                (f", step {stop.get('step')}", "dim")]
+    if reason == "interrupted":
+        return [("ended: stopped on request; everything measured up to then is saved", "note")]
+    if reason:
+        message = [(f": {stop['message']}", "error")] if stop.get("message") else []
+        return [(f"ended early ({reason})", "bad"), *message]
+    return [("the run went through every step of its plan", "dim")]
+
+
+def expect_line(e: Json) -> Line:
+    """One expectation: `expect saturation >= 8 users: FAIL (measured 4.0): why`."""
+    passed = bool(e.get("passed"))
+    why = [(f": {e['reason']}", "error")] if e.get("reason") else []
+    return [("expect ", "dim"), (str(e.get("expect")), "plain"),
+            (": pass" if passed else ": FAIL", "good" if passed else "bad"),
+            (f" (measured {e.get('value')})", "dim"), *why]
+
+
+def text(line: Line) -> str:
+    """A line without its tones (a log, a test)."""
+    return "".join(t for t, _ in line)
+
+
+def _n(v: Any) -> str:
+    return fmt_num(float(v)) if isinstance(v, int | float) else str(v)
+
+
+def _latency(v: Any) -> str:
+    return fmt_latency(float(v)) if isinstance(v, int | float) else str(v)
