@@ -1,6 +1,7 @@
-"""The plan as `bench check --plan` prints it: the phases (bench_dsl.engine.plan), the target, and the
-workload's own lines (its plugin's). Apart from the planner so that what judges a plan (the judge,
-the scheduler) never loads the workloads and their drivers."""
+"""The plan as `bench check --plan` prints it: the phases (bench_dsl.engine.plan), in the words of
+the scenario's load profile (bench_dsl.engine.profiles), the target, and the workload's own lines
+(its plugin's). Apart from the planner so that what judges a plan (the judge, the scheduler) never
+loads the workloads and their drivers."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 
 from bench_dsl.engine.phases import Phase, Plan
@@ -110,7 +110,7 @@ class Scheduler:
         return self.holding
 
     # the clock ---------------------------------------------------------------------------------
-    async def run(self, fleet: Fleet) -> AsyncIterator[Moment]:
+    async def run(self, fleet: Fleet) -> AsyncGenerator[Moment, None]:
         self._origin = (time.monotonic(), self.clock())
         for ph in self.plan.phases:
             if self.stopping():  # also a stop that came while the workers started
@@ -121,7 +121,7 @@ class Scheduler:
                 async for moment in moments:
                     yield moment
 
-    async def _phase(self, fleet: Fleet, ph: Phase) -> AsyncIterator[Moment]:
+    async def _phase(self, fleet: Fleet, ph: Phase) -> AsyncGenerator[Moment, None]:
         await self.enter(fleet, ph)
         new_step = ph.measured and ph.step != self._step
         if new_step:

@@ -10,10 +10,23 @@ import contextlib
 from typing import Any
 
 from bench_dsl.engine import events as ev
-from bench_dsl.engine.judge import CLIENT_LAG_MS, CUT_SHORT, Judge, Verdict, step_warnings
+from bench_dsl.engine.judge import (
+    CLIENT_LAG_MS,
+    CUT_SHORT,
+    Judge,
+    Verdict,
+    step_warnings,
+)
 from bench_dsl.engine.phases import Phase, Plan
 from bench_dsl.engine.profiles.base import LoadProfile
-from bench_dsl.engine.scheduler import LastTick, Moment, PhaseBegins, PhaseEnds, Ticked, TickLost
+from bench_dsl.engine.scheduler import (
+    LastTick,
+    Moment,
+    PhaseBegins,
+    PhaseEnds,
+    Ticked,
+    TickLost,
+)
 from bench_dsl.engine.stopping import Stop
 from bench_dsl.engine.voice import Voice
 from bench_dsl.engine.watch import TargetWatch

@@ -46,8 +46,9 @@ class Health:
     @classmethod
     def merge(cls, healths: Iterable[Health]) -> Health:
         """The fleet's, from its processes': counts add up, the idlest is the least idle process."""
-        fails, idle, fatal, messages, executors = 0, float("inf"), None, {}, set()
-        connected, refused, connect_error, never = 0, 0, None, 0
+        fails, idle, fatal, connected, refused, connect_error, never = 0, float("inf"), None, 0, 0, None, 0
+        messages: dict[int, str] = {}
+        executors: set[str] = set()
         for h in healths:
             fails += h.connect_failures
             idle = min(idle, h.idle_s)
