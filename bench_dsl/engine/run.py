@@ -73,7 +73,7 @@ class Run:
         self._interrupts = 0
         self.stage = Stage(sc, plan, self.workload, self.voice)
         self.fleet: Fleet | None = None
-        self.server_side = ServerSide(sc, self.workload.server_counters, self.log)
+        self.server_side = ServerSide(sc, self.workload.server_counters, self.voice.log)
         self.watch = TargetWatch(self.voice.scrub, None)
         self.tally = Tally(plan, sc.report_every, self.workload, profile, self.judge, self.voice, self.server_side,
                            self.watch, self.stop)
