@@ -147,7 +147,7 @@ class ProcessFleet:
     def _merge(self, replies: list[dict[str, Any]]) -> WorkerReport:
         """The workers' reports and the coordinator's own figures (it runs no users: no lag)."""
         mine = WorkerReport({}, Health(0, float("inf"), None, {}), 0, [], {"coordinator": own_figures(self.cpu, {})})
-        report = WorkerReport.merge([*(WorkerReport.from_wire(r) for r in replies), mine], self.names)
+        report = WorkerReport.merge([mine, *(WorkerReport.from_wire(r) for r in replies)], self.names)
         self._last_health = report.health
         return report
 
