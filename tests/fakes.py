@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from bench_dsl.fleet.base import Health, ProcessFigures, WorkerReport
 from bench_dsl.measure.metrics import TxStats, new_histogram
 from bench_dsl.measure.stalls import Quiet
-from bench_dsl.fleet.users import Health
 
 # users -> {transaction: (transactions per second, latency in ms)}: what a fake server gives
 Model = Callable[[int], dict[str, tuple[float, float]]]
@@ -18,7 +18,8 @@ Model = Callable[[int], dict[str, tuple[float, float]]]
 @dataclass
 class FakeFleet:
     """Each collect returns one second of the model at the users set: every transaction of a type
-    takes the model's latency. Remembers every resize, for the scheduler's tests."""
+    takes the model's latency, in a WorkerReport as a real fleet's. Remembers every resize, for the
+    scheduler's tests."""
 
     model: Model
     active: int = 0
@@ -32,11 +33,13 @@ class FakeFleet:
     delays: list[float] = field(default_factory=list)
     # each collect's scheduling lag, by process: bench_dsl.measure.schedlag's samples (none: not measured)
     lags: Callable[[], dict[str, dict[str, list[float]]]] = dict
+    # each collect's CPU by process, % of one core, on a machine of `cores` (none: not measured)
+    cpu: Callable[[], dict[str, float]] = dict
+    cores: int = 1
     # (users, collects since the last resize: 0 is the phase's first) -> the server answered nothing
     # in the second up to this collect: no transaction in it, and the users' last completion stays
     frozen: Callable[[int, int], bool] = lambda users, k: False
     _swapped: float | None = None
-    _lag: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     _since_resize: int = 0
     _last: float | None = None
     _quiet: list[Quiet] = field(default_factory=list)
@@ -49,7 +52,7 @@ class FakeFleet:
         self.resizes.append(n)
         self._since_resize = -1
 
-    async def collect(self) -> dict[str, TxStats]:
+    async def collect(self) -> WorkerReport:
         import asyncio
         import time
 
@@ -77,14 +80,10 @@ class FakeFleet:
             st.count, st.queries, st.total_us = n, n, int(ms * 1000) * n
             st.errors.update(self.errors.get(name, {}))
             out[name] = st
-        self._lag = self.lags()
-        return out
-
-    def lag(self) -> dict[str, dict[str, list[float]]]:
-        return self._lag
-
-    def quiet(self) -> list[Quiet]:
-        return self._quiet
+        lags, cpu = self.lags(), self.cpu()
+        processes = {name: ProcessFigures(cpu[name] / 100 if name in cpu else None, 1.0, lags.get(name, {}), "fake",
+                                          self.cores) for name in {**lags, **cpu}}
+        return WorkerReport(out, self.health(), self.active, self._quiet, processes)
 
     def health(self) -> Health:
         connected = self.active if self.connectable is None else min(self.active, self.connectable)
@@ -94,20 +93,16 @@ class FakeFleet:
     def cancel_in_flight(self) -> None:
         pass
 
-    async def stop(self, grace: float = 5.0) -> dict[str, TxStats]:
-        return {}
+    async def stop(self, grace: float = 5.0) -> WorkerReport:
+        return WorkerReport({}, self.health())
 
 
 class FakeCpu:
-    """The server's CPU as a function of the run's elapsed seconds."""
+    """The server's CPU as a function of the run's elapsed seconds. (The client's comes with the
+    fleet's reports: FakeFleet's `cpu`.)"""
 
-    def __init__(self, server: Callable[[], float | None] = lambda: None,
-                 client: Callable[[], float | None] = lambda: None,
-                 processes: Callable[[], dict[str, float]] = dict) -> None:
+    def __init__(self, server: Callable[[], float | None] = lambda: None) -> None:
         self.server = server
-        self.client = client
-        self.processes = processes  # each client process's CPU, % of one core
 
     def sample(self) -> dict[str, float | None]:
-        return {"server": self.server(), "host": None, "client": self.client(),
-                **{f"client:{k}": v for k, v in self.processes().items()}}
+        return {"server": self.server(), "host": None}

@@ -165,10 +165,14 @@ async def test_expectations_are_judged_on_the_whole_run(tmp_path: Path) -> None:
     assert run.exit_code == 3
 
 
-@pytest.mark.parametrize(("client", "worker", "limited"), [(95.0, 50.0, "of the machine"), (60.0, 60.0, None),
-                                                          (30.0, 97.0, "worker 1 process used 97% of a core")])
-async def test_a_climb_ended_by_the_clients_own_limit_says_so(client: float, worker: float, limited: str | None,
+@pytest.mark.parametrize(("processes", "limited"), [
+    ({"coordinator": 10.0, "worker 1": 89.0, "worker 2": 89.0}, "of the machine"),  # 94% of 2 cores, none out of its own
+    ({"coordinator": 5.0, "worker 1": 60.0, "worker 2": 60.0}, None),
+    ({"coordinator": 5.0, "worker 1": 97.0, "worker 2": 20.0}, "worker 1 process used 97% of a core"),
+])
+async def test_a_climb_ended_by_the_clients_own_limit_says_so(processes: dict[str, float], limited: str | None,
                                                                tmp_path: Path) -> None:
+    """The client's CPU comes from the fleet's reports: each process's own, added up."""
     sc = scenario(tmp_path, "ramp step { start 1 users step x2 settle 1s hold 2s max 32 users }\n"
                             "stop when { tps plateau 10% }\nexpect { saturation >= 2 users }")
     sink = Events()
@@ -177,8 +181,8 @@ async def test_a_climb_ended_by_the_clients_own_limit_says_so(client: float, wor
     run.judge.client_capacity_pct = 100.0  # the client's processes may use the whole machine
     run.t0 = 1.0
     run.publish(ev.Begin("test", "now", {"name": sc.name}, {}))
-    cpu = FakeCpu(client=lambda: client, processes=lambda: {"coordinator": 5.0, "worker 1": worker})
-    await run.measure(FakeFleet(flat_after(4), second=SECOND), cpu)  # type: ignore[arg-type]
+    fleet = FakeFleet(flat_after(4), second=SECOND, cpu=lambda: processes, cores=2)
+    await run.measure(fleet, FakeCpu())  # type: ignore[arg-type]
     run.finish()
     sat = sink.document.doc["saturation"]
     assert sat["users"] == 4 and sat["saturated"]
@@ -210,9 +214,9 @@ async def test_a_climb_ended_while_the_client_lagged_is_the_clients_own_limit(
     lags = {"worker 1": {"loop": [0.3] * per_collect, "thread": [0.2] * per_collect},
             "worker 2": {"loop": [0.4] * per_collect,
                          "thread": [late_ms if i % 4 == 0 else 0.2 for i in range(per_collect)]}}
-    fleet = FakeFleet(flat_after(4), lags=lambda: lags, second=SECOND)
-    cpu = FakeCpu(client=lambda: 20.0, processes=lambda: {"coordinator": 1.0, "worker 1": 20.0, "worker 2": 20.0})
-    await run.measure(fleet, cpu)  # type: ignore[arg-type]
+    fleet = FakeFleet(flat_after(4), lags=lambda: lags, second=SECOND, cores=2,
+                      cpu=lambda: {"coordinator": 1.0, "worker 1": 20.0, "worker 2": 20.0})
+    await run.measure(fleet, FakeCpu())  # type: ignore[arg-type]
     run.finish()
     doc = sink.document.doc
     sat = doc["saturation"]
@@ -278,7 +282,7 @@ def test_values_are_given_in_the_files_units(tmp_path: Path) -> None:
     fleet = FakeFleet(lambda users: {"locked": (40.0, 12.5)}, errors={"locked": {1062: 1}})
     import asyncio
 
-    stats = asyncio.run(fleet.collect())
+    stats = asyncio.run(fleet.collect()).tx
     agg = Aggregate(("locked",))
     agg.add(Tick(1.0, 1.0, "hold", 1, 4, stats, {"server": 55.0}))
     from bench_dsl.engine.plan import Phase

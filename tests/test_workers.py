@@ -13,7 +13,8 @@ import pytest
 from bench_dsl.engine import events as ev
 from bench_dsl.results.document import ResultDocument
 from bench_dsl.engine.events import Event
-from bench_dsl.fleet.base import ProcessFleet, worker_count
+from bench_dsl.fleet.base import worker_count
+from bench_dsl.fleet.process import ProcessFleet
 from bench_dsl.engine.plan import plan
 from bench_dsl.engine.run import Options, Run
 from bench_dsl.workloads.registry import load
@@ -115,7 +116,7 @@ async def test_users_are_spread_evenly_with_distinct_seeds(dsn_url: str, tmp_pat
         await fleet.resize(7)
         assert fleet.active == 7
         await asyncio.sleep(0.5)
-        stats = await fleet.collect()
+        stats = (await fleet.collect()).tx
         assert stats["nap"].count > 0
         await fleet.resize(2)
         await asyncio.sleep(0.3)
@@ -165,7 +166,7 @@ async def test_the_users_of_a_step_start_once_all_of_them_are_connected(dsn_url:
                 await cur.execute("SHOW GLOBAL STATUS LIKE 'Connections'")
                 all_in = int((await cur.fetchone())[1])  # no user connects after the resize
                 await asyncio.sleep(0.5)
-                stats = await fleet.collect()
+                stats = (await fleet.collect()).tx
                 assert fleet.health().connected == 300, fleet.health()
             finally:
                 await fleet.stop()

@@ -16,7 +16,7 @@ from typing import Any
 from bench_dsl.engine.events import ConditionSpec, ConditionState, kink_ratio, plateau_gain
 from bench_dsl.measure.metrics import Aggregate, Tick
 from bench_dsl.language.model import Condition
-from bench_dsl.engine.plan import Phase
+from bench_dsl.engine.phases import Phase
 from bench_dsl.measure.schedlag import worst_lag
 
 # "near": the value has gone 80% of the way to its limit (or, for limits crossed from above, is
@@ -368,6 +368,12 @@ class Judge:
         return tuple(self._states.values())
 
     # the end -------------------------------------------------------------------------------------
+    def verdict(self, stop_reason: dict[str, Any] | None, steps: list[dict[str, Any]],
+                expect: tuple[Condition, ...] | list[Condition], run: Aggregate) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The run's end, judged once: the saturation point, and each `expect` against the run."""
+        return self.saturation(stop_reason, steps), expectations(expect, self.saturation_users, run,
+                                                                 self.client_limited(steps))
+
     def saturation(self, stop_reason: dict[str, Any] | None, steps: list[dict[str, Any]]) -> dict[str, Any]:
         """The result's saturation point: who stopped the climb, and where it stood."""
         complete = [s for s in steps if s["complete"]]

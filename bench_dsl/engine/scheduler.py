@@ -1,54 +1,81 @@
-"""The users scheduler: walks the plan's phases, sets the fleet's users, and produces a tick about
-every second. It judges nothing and writes nothing: what a tick means is the consumer's (the run's).
+"""The clock of a run: walks the plan's phases, collects the fleet's report about every second, and
+says what happened as moments (PhaseBegins, LastTick, Ticked, TickLost, PhaseEnds) to whoever
+iterates over `run(fleet)`. It judges nothing and writes nothing: what a tick means is the
+tally's (bench_dsl.engine.tally). It knows two things of the run: its clock, and whether it
+must stop.
 
-This is the seam where an arrival scheduler (open-loop `rate`) will sit beside it, and where a
-matrix run (`vary`) calls the run once per configuration. A front end's controls (hold, next step)
-act here, since they move the clock of a phase.
+How much load a phase puts on the fleet is its load profile's (bench_dsl.engine.profiles): a
+profile's scheduler subclasses this one and sets the fleet's load as a phase begins (`enter`) and
+after each tick (`steer`): users for `users`, due times for an open-loop rate. A front end's
+controls (hold, next step) act here, since they move the clock of a phase.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from typing import Protocol
+from collections.abc import AsyncGenerator, Callable
+from dataclasses import dataclass
 
-from bench_dsl.fleet.base import Fleet, WorkerFailed
+from bench_dsl.engine.phases import Phase, Plan
+from bench_dsl.fleet.base import Fleet, WorkerFailed, WorkerReport
 from bench_dsl.measure.metrics import Tick, TxStats
-from bench_dsl.engine.plan import Phase, Plan
 from bench_dsl.measure.stalls import Span, quiet_spans
 
 
-class Consumer(Protocol):
-    """What the scheduler hands its ticks to (bench_dsl.engine.run.Run)."""
-
-    def stopping(self) -> bool:
-        """True once the run must stop: the scheduler ends the phase at the next tick."""
-
-    def elapsed(self) -> float: ...
-
-    async def phase_begins(self, ph: Phase, new_step: bool) -> None:
-        """The phase's users are set; nothing of it is measured yet."""
-
-    async def step_last_tick(self, ph: Phase) -> None:
-        """The last tick of a measured phase is being taken (read the server's counters now)."""
-
-    def tick(self, tick: Tick, ph: Phase, remaining_s: float | None, final: bool) -> None:
-        """One tick's figures. `final`: the phase's last."""
-
-    def lost_tick(self, tick: Tick, ph: Phase) -> None:
-        """What the surviving workers measured in the tick a worker was lost in."""
-
-    async def phase_ends(self, ph: Phase) -> None: ...
+@dataclass(frozen=True, slots=True)
+class PhaseBegins:
+    """The phase's load is set; nothing of it is measured yet. `new_step`: its step's first
+    measured phase (a linear ramp's ramp and hold are one step)."""
+    ph: Phase
+    new_step: bool
 
 
-class UsersScheduler:
-    """Closed loop: a number of virtual users per phase, each running transactions back to back."""
+@dataclass(frozen=True, slots=True)
+class LastTick:
+    """The last tick of a measured phase is being taken (the server's counters are read now)."""
+    ph: Phase
 
-    def __init__(self, plan: Plan, consumer: Consumer, second: float = 1.0) -> None:
+
+@dataclass(frozen=True, slots=True)
+class Ticked:
+    """One tick's figures (`report`: the fleet's, the tick's CPU and lag). `final`: the phase's last;
+    `holding`: the phase's clock stands still (a front end's hold)."""
+    tick: Tick
+    ph: Phase
+    report: WorkerReport
+    remaining_s: float | None
+    final: bool
+    holding: bool
+
+
+@dataclass(frozen=True, slots=True)
+class TickLost:
+    """What the surviving workers measured in the tick a worker was lost in: the run then fails."""
+    tick: Tick
+    ph: Phase
+    report: WorkerReport
+    holding: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseEnds:
+    ph: Phase
+
+
+Moment = PhaseBegins | LastTick | Ticked | TickLost | PhaseEnds
+
+
+class Scheduler:
+    """A plan's phases on a fleet. Subclassed by each load profile (`enter`, `steer`)."""
+
+    def __init__(self, plan: Plan, clock: Callable[[], float], stopping: Callable[[], bool],
+                 second: float = 1.0) -> None:
         self.plan = plan
+        self.clock = clock  # the run's elapsed seconds: what ticks are timed in
+        self.stopping = stopping  # True once the run must stop: the phase ends at the next tick
         self.second = second  # how long a second of the plan lasts: shorter in tests of a fake fleet
-        self.consumer = consumer
-        self.fleet: Fleet | None = None
         self.holding = False
         self._skip = False  # end the current phase at the next tick
         self._skip_step: int | None = None  # `n` during a settle skips that step's hold too
@@ -59,6 +86,15 @@ class UsersScheduler:
         # start there (not at the coordinator's own clock, which a late tick would turn into a stall)
         self._quiet_from: float | None = None
 
+    # the profile's part -------------------------------------------------------------------------
+    async def enter(self, fleet: Fleet, ph: Phase) -> None:
+        """Set the fleet's load for `ph`, before any of it is measured."""
+        raise NotImplementedError
+
+    async def steer(self, fleet: Fleet, ph: Phase, done: float) -> None:
+        """After each tick of `ph` (not held): `done` is the share of the phase gone by."""
+
+    # controls ----------------------------------------------------------------------------------
     def wake(self) -> None:
         """Look at the controls now rather than at the next tick (a stop was asked)."""
         self._wake.set()
@@ -73,27 +109,25 @@ class UsersScheduler:
         self._wake.set()
         return self.holding
 
-    async def run(self, fleet: Fleet) -> None:
-        self.fleet = fleet
-        self._origin = (time.monotonic(), self.consumer.elapsed())
+    # the clock ---------------------------------------------------------------------------------
+    async def run(self, fleet: Fleet) -> AsyncGenerator[Moment, None]:
+        self._origin = (time.monotonic(), self.clock())
         for ph in self.plan.phases:
-            if self.consumer.stopping():  # also a stop that came while the workers started
+            if self.stopping():  # also a stop that came while the workers started
                 break
             if ph.step is not None and ph.step == self._skip_step:
                 continue
-            await self._phase(ph)
+            async with contextlib.aclosing(self._phase(fleet, ph)) as moments:
+                async for moment in moments:
+                    yield moment
 
-    async def _phase(self, ph: Phase) -> None:
-        fleet, consumer = self.fleet, self.consumer
-        assert fleet is not None
-        await fleet.resize(ph.users)
-        # a step's figures start with its first measured phase: a linear ramp's ramp and hold are one step
+    async def _phase(self, fleet: Fleet, ph: Phase) -> AsyncGenerator[Moment, None]:
+        await self.enter(fleet, ph)
         new_step = ph.measured and ph.step != self._step
         if new_step:
             self._step = ph.step
-        await consumer.phase_begins(ph, new_step)
-        await fleet.collect()  # connecting, and all before this moment, is not measured
-        self._stalls()
+        yield PhaseBegins(ph, new_step)
+        self._stalls(await fleet.collect())  # connecting, and all before this moment, is not measured
         start = time.monotonic()
         second = self.second
         end = start + ph.seconds * second
@@ -110,52 +144,52 @@ class UsersScheduler:
                 except asyncio.TimeoutError:
                     pass
             now = time.monotonic()
-            if not consumer.stopping() and now < at - 1e-3:
+            if not self.stopping() and now < at - 1e-3:
                 continue  # woken early without a reason
             if self.holding:
                 held += now - last  # the phase's clock stands still while held
-            users = fleet.active  # the users asked for; those that ran are known after the collect
+            users = fleet.active  # the load asked for; what ran is known after the collect
             try:
-                stats = await fleet.collect()
+                report = await fleet.collect()
             except WorkerFailed as exc:
                 if exc.partial is not None:  # the surviving workers' last second: measured, so kept
-                    # (timed at `now`: they answered then, the failure may have taken REPLY_TIMEOUT)
-                    consumer.lost_tick(self._tick(now, last, ph, users, exc.partial, at_elapsed=False), ph)
+                    # (timed at `now`: they answered then, the failure may have taken a reply's timeout)
+                    yield TickLost(self._tick(now, last, ph, users, exc.partial.tx, at_elapsed=False), ph,
+                                   exc.partial, self.holding)
                 raise
             # the counts cover the time up to their collection, not up to `now`: a worker slow to
             # answer (a thousand users starting) would otherwise inflate this tick's rate
             got = time.monotonic()
             final = not self.holding and now >= end + held - 1e-3  # the phase's last tick
             if ph.measured and final:
-                await consumer.step_last_tick(ph)
-            stalls = self._stalls()  # taken whether users run or not: it moves the mark on
+                yield LastTick(ph)
+            stalls = self._stalls(report)  # taken whether users run or not: it moves the mark on
             if not fleet.active:
                 stalls = []  # no user running: no stall
             # the counts cover the time between the fleet's takes, where it says when they were:
             # the coordinator's own clock reads, on a loaded machine, may lag them by a scheduling slice
             took = self._quiet_from if self._quiet_from is not None and self._quiet_from > last else got
-            users = min(users, fleet.health().connected)
-            tick = self._tick(took, last, ph, users, stats)
+            users = min(users, report.health.connected)
+            tick = self._tick(took, last, ph, users, report.tx)
             tick.stalls = stalls
             last = took
-            consumer.tick(tick, ph, None if self.holding else max(0.0, end + held - now) / second, final)
-            if consumer.stopping() or self._skip or final:
+            yield Ticked(tick, ph, report, None if self.holding else max(0.0, end + held - now) / second, final,
+                         self.holding)
+            if self.stopping() or self._skip or final:
                 break
             k += 1
-            if ph.kind == "ramp" and not self.holding:
-                frac = min(1.0, (now - start - held) / (ph.seconds * second))
-                await fleet.resize(round(ph.users + (ph.users_end - ph.users) * frac), wait=False)
+            if not self.holding:
+                await self.steer(fleet, ph, min(1.0, (now - start - held) / (ph.seconds * second)))
         if self._skip and ph.kind == "settle":
             self._skip_step = ph.step
         self._skip = False
-        await consumer.phase_ends(ph)
+        yield PhaseEnds(ph)
 
-    def _stalls(self) -> list[Span] | None:
+    def _stalls(self, report: WorkerReport) -> list[Span] | None:
         """The spans without a completion since the last collect, in the run's elapsed seconds (each
         second of the plan lasting `second`); None when the fleet does not say. They end where the
         fleet's word ends (the earliest process's take): what came after is the next tick's."""
-        assert self.fleet is not None
-        quiet = self.fleet.quiet()
+        quiet = report.quiet
         if not quiet:
             self._quiet_from = None  # the fleet's word is lost: stalls and takes start afresh
             return None
@@ -169,5 +203,5 @@ class UsersScheduler:
 
     def _tick(self, now: float, last: float, ph: Phase, users: int, stats: dict[str, TxStats],
               at_elapsed: bool = True) -> Tick:
-        t = self.consumer.elapsed() if at_elapsed else self.consumer.elapsed() - (time.monotonic() - now)
+        t = self.clock() if at_elapsed else self.clock() - (time.monotonic() - now)
         return Tick(round(t, 3), (now - last) / self.second, ph.kind, ph.step, users, stats, {})

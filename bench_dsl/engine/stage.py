@@ -1,12 +1,14 @@
 """Before any user runs: the target (a throwaway server started, or a remote one checked), its facts
 and settings, the data loaded, and the fleet that will run the users. Each step says what it did in
-events; what it needs from the run is in `Stage`'s arguments."""
+events (through the run's Voice) and returns what it made: the Target, the prepare task, the
+FleetChoice. It never reads the run's state."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import asyncmy
@@ -16,7 +18,9 @@ from bench_dsl.language import model as m
 from bench_dsl import native
 from bench_dsl.core.dsn import Dsn
 from bench_dsl.core.errors import TargetError, error_reason
-from bench_dsl.fleet.base import Fleet, LocalFleet, ProcessFleet, worker_count
+from bench_dsl.engine.voice import Voice
+from bench_dsl.fleet.base import Fleet, capacity_pct, worker_count
+from bench_dsl.fleet.registry import FleetSetup, make_fleet
 from bench_dsl.core.mysql_errors import CONNECTION_LOST, SCENARIO_ERRORS
 from bench_dsl.engine.plan import Plan
 from bench_dsl.server.replication import start_replicas
@@ -26,28 +30,44 @@ from bench_dsl.workloads.base import Workload
 from bench_dsl.workloads.base import Progress, error_code
 
 
+@dataclass(frozen=True, slots=True)
+class Target:
+    """The server the run measures, as the stage found or started it."""
+
+    dsn: Dsn
+    replicas: list[Dsn]
+    server_pid: int | None  # when it runs on this machine (its CPU can be read)
+    server_alive: Callable[[], bool] | None  # a throwaway server's process is still there
+    data_dir: str | None  # a throwaway server's data directory
+
+
+@dataclass(frozen=True, slots=True)
+class FleetChoice:
+    fleet: Fleet
+    kind: str  # its name in bench_dsl.fleet.registry
+    workers: int  # the processes that run users
+    capacity_pct: float  # % of the machine they and the coordinator can use (the judge's client limit)
+
+
 class Stage:
-    def __init__(self, sc: m.Scenario, plan: Plan, workload: Workload, publish: Callable[[ev.Event], None],
-                 log: Callable[..., None], elapsed: Callable[[], float], scrub: Callable[[str], str]) -> None:
+    def __init__(self, sc: m.Scenario, plan: Plan, workload: Workload, voice: Voice) -> None:
         self.sc = sc
         self.plan = plan
         self.workload = workload
-        self.publish = publish
-        self.log = log
-        self.elapsed = elapsed
-        self.scrub = scrub
+        self.voice = voice
+        self.publish = voice.publish
+        self.log = voice.log
         self.server: EmbeddedServer | None = None
         self.replica_servers: list[EmbeddedServer] = []
-        self.replica_dsns: list[Dsn] = list(sc.replica_dsns)
-        self.server_pid: int | None = None
         self._prep_t0: float | None = None
         self._prep_last = 0.0
 
     async def target(self, dsn: Dsn | None, time_scale: float, max_steps: int | None,
                      specs: tuple[ev.ConditionSpec, ...],
-                     keep_server: bool) -> Dsn:
+                     keep_server: bool) -> Target:
         """The server the run measures (a throwaway one when `dsn` is None), announced with Started."""
         sc = self.sc
+        replica_dsns = list(sc.replica_dsns)
         if dsn is None:
             self.server = EmbeddedServer(sc.server_settings, keep=keep_server,
                                          max_connections=self.plan.max_users + 50, parent=sc.server_dir,
@@ -60,13 +80,12 @@ class Stage:
             if sc.replicas:
                 self.replica_servers = await start_replicas(self.server, sc.replicas, sc.server_settings,
                                                             keep_server, self.log)
-                self.replica_dsns = [r.dsn for r in self.replica_servers if r.dsn is not None]
+                replica_dsns = [r.dsn for r in self.replica_servers if r.dsn is not None]
         else:
             await ensure_database(dsn)
         info = await facts(dsn, self.server.pid if self.server else None)
         for note in dsn.notes():  # TLS and compress options that do less than a person may expect
             self.log(note, "warning")
-        self.server_pid = info.pid
         applied = await apply_settings(dsn, sc.server_settings, embedded=self.server is not None)
         for a in applied:
             if not a.applied:
@@ -81,7 +100,7 @@ class Stage:
                   "pid_visible": info.pid is not None, "variables": info.variables,
                   "settings": [a.to_json() for a in applied],
                   "directory": str(self.server.basedir) if self.server else None,
-                  "replicas": [d.redacted() for d in self.replica_dsns],
+                  "replicas": [d.redacted() for d in replica_dsns],
                   # where cpu(server) comes from: the server process here, or its host's node_exporter
                   "cpu_source": "node_exporter" if sc.monitor else ("process" if info.pid is not None else None),
                   "monitor": sc.monitor,
@@ -89,7 +108,9 @@ class Stage:
         self.publish(ev.Started(sc.name, dsn.redacted(), info.version, self.server is not None,
                                 plan_json(self.plan, time_scale, max_steps), list(self.workload.names),
                                 [c.text for c in sc.stop], specs, server))
-        return dsn
+        embedded = self.server
+        return Target(dsn, replica_dsns, info.pid, embedded.alive if embedded is not None else None,
+                      str(embedded.basedir / "data") if embedded is not None and embedded.basedir else None)
 
     async def prepare(self, dsn: Dsn, force: bool) -> asyncio.Task[dict[str, object]]:
         """The load, as a task the run can cancel (a Ctrl-C while loading stops at once)."""
@@ -103,9 +124,9 @@ class Stage:
         except asyncmy.errors.MySQLError as exc:
             code = error_code(exc)
             if code in CONNECTION_LOST:
-                raise TargetError(f"lost the server while loading the data: {self.scrub(str(exc))}") from None
+                raise TargetError(f"lost the server while loading the data: {self.voice.scrub(str(exc))}") from None
             if code in SCENARIO_ERRORS:
-                message = self.scrub(str(exc.args[1]) if len(exc.args) > 1 else str(exc))
+                message = self.voice.scrub(str(exc.args[1]) if len(exc.args) > 1 else str(exc))
                 self.log(f"loading the data failed with error {code}: {message}; "
                          "the scenario cannot run as written", "error")
                 return {"reason": "scenario_error", "code": code, "transaction": None, "message": message}
@@ -124,24 +145,23 @@ class Stage:
         rate = done / secs if secs > 0 else 0.0
         eta = (total - done) / rate if rate > 0 else None
         self.publish(ev.Prepare(done, total, round(rate, 1), None if eta is None else round(eta, 1),
-                                round(self.elapsed(), 3)))
+                                round(self.voice.elapsed(), 3)))
 
-    def fleet(self, dsn: Dsn, requested: int | None, isolate_users: bool) -> Fleet:
+    def fleet(self, target: Target, requested: int | None, isolate_users: bool) -> FleetChoice:
         """Where the users run: this process, or worker processes (`workers`, or auto)."""
-        local = self.server_pid is not None
+        local = target.server_pid is not None
         if native.problem is not None:
             self.log(native.problem, "warning")
         light = self.workload.raw and native.raw_executor
         workers = worker_count(requested, self.plan.max_users, server_local=local, light=light)
-        if workers == 1 and not isolate_users:
-            fleet: Fleet = LocalFleet(dsn, self.workload, self.sc.seed)
-        else:
-            fleet = ProcessFleet(self.sc, dsn, self.workload.names, workers, lambda msg, level: self.log(msg, level))
+        kind = "local" if workers == 1 and not isolate_users else "process"
+        fleet = make_fleet(kind, FleetSetup(self.sc, target.dsn, self.workload, workers,
+                                            lambda msg, level: self.log(msg, level)))
         self.publish(ev.Workers(workers))
         why = "" if requested else (" (workers auto: half the cores, the server runs here)"
                                     if local and not light else " (workers auto: one per core)")
         self.log(f"virtual users run in {workers} process{'es' if workers > 1 else ''}{why}")
-        return fleet
+        return FleetChoice(fleet, kind, workers, capacity_pct(workers))
 
     async def stop_server(self, keep: bool) -> None:
         for r in self.replica_servers:

@@ -8,8 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bench_dsl.fleet.base import WorkerFailed
-from bench_dsl.fleet.users import Health
+from bench_dsl.fleet.base import Health, WorkerFailed
 
 TARGET_TIMEOUT = 10.0  # seconds without a connection before the target counts as lost
 # seconds in which neither any user's transaction nor a ping on bench-dsl's own connection was

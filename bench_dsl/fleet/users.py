@@ -19,6 +19,7 @@ from bench_dsl.native import executor
 from bench_dsl import native
 from bench_dsl.core.dsn import Dsn, redact
 from bench_dsl.native.executor import ERROR, PREPARE, STOPPED, NativeUser
+from bench_dsl.fleet.base import Health
 from bench_dsl.measure.metrics import Recorder
 from bench_dsl.core.mysql_errors import CONNECTION_LOST, LOST_CONNECTION, SCENARIO_ERRORS
 from bench_dsl.server.embedded import connect
@@ -82,21 +83,6 @@ class _User:
         self.stop = True
         if self.raw is not None:
             self.raw.stop = True
-
-
-@dataclass(frozen=True, slots=True)
-class Health:
-    """What the run needs to tell a lost target from a slow one, and a wrong scenario from both."""
-
-    connect_failures: int  # consecutive failed connects, 0 once a user connects
-    idle_s: float  # seconds since a user last connected or completed a transaction
-    fatal: tuple[int, str, str] | None  # (code, message, transaction) of a scenario error
-    error_messages: dict[int, str]  # first message seen per MySQL error code, passwords redacted
-    executors: tuple[str, ...] = ()  # how statements were sent: "libmariadb" (the C executor), "driver" (asyncmy)
-    connected: int = 0  # users with a connection
-    refused: int = 0  # users without one whose latest attempt to connect failed
-    connect_error: tuple[int, str] | None = None  # (code, message) of the latest failed connect
-    never_connected: int = 0  # users still waiting for their first connection (not reconnecting ones)
 
 
 class UserPool:

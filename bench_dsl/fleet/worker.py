@@ -1,6 +1,6 @@
 """A worker process: runs its share of the virtual users and reports what they measured.
 
-The coordinator (bench_dsl.fleet.base.ProcessFleet) talks to each worker with one JSON object per line on
+The coordinator (bench_dsl.fleet.process.ProcessFleet) talks to each worker with one JSON object per line on
 the worker's stdin/stdout. The protocol is deliberately small so that the same worker can later run
 on another machine under a distributed engine without the run noticing:
 
@@ -8,17 +8,18 @@ on another machine under a distributed engine without the run noticing:
   {"op": "start", "id", "setup": <b64>}       {"op": "ready", "id", "pid"}
   {"op": "users", "id", "n", "wait", "hold"}  {"op": "users", "id", "active"}
   {"op": "go", "id"}                          {"op": "go", "id"}
-  {"op": "report", "id"}                      {"op": "report", "id", "active", "tx": {name: wire}, "health", "lag", "quiet"}
+  {"op": "report", "id"}                      {"op": "report", "id", **WorkerReport.to_wire()}
   {"op": "cancel", "id"}                      {"op": "cancel", "id"}
-  {"op": "stop", "id", "grace"}               {"op": "stop", "id", "active": 0, "tx", "health", "lag"}, then exit
+  {"op": "stop", "id", "grace"}               {"op": "stop", "id", **WorkerReport.to_wire()}, then exit
 
 "hold": the new users connect but start no transaction before "go", which the coordinator sends
 once every worker has answered "users": all of a step's users connect before any of them loads the
-server. `lag` is the process's scheduling lag since the last report (bench_dsl.measure.schedlag: probe ->
-oversleeps in ms). `quiet` is the gaps between its users' completions since the last report
-(bench_dsl.measure.stalls.Quiet.to_wire). `setup` is the pickled (workload spec, setup steps, seed, Dsn, worker index, worker count): what
+server. A report (bench_dsl.fleet.base.WorkerReport) holds what its users measured since the last
+one, their health, the gaps between their completions (bench_dsl.measure.stalls.Quiet), and the
+process's own figures under its name ("worker 1" ...): its CPU time, its scheduling lag
+(bench_dsl.measure.schedlag: probe -> oversleeps in ms) and its host. `setup` is the pickled (workload spec, setup steps, seed, Dsn, worker index, worker count): what
 the worker needs to build the workload, not the whole scenario. `wire` is TxStats.to_wire(): counts
-and HdrHistogram's compressed encoding, merged exactly by the coordinator. A worker whose stdin closes
+and HdrHistogram's compressed encoding, merged exactly by the coordinator (WorkerReport.merge). A worker whose stdin closes
 (the coordinator died) stops its users and exits: it never outlives the run.
 """
 
@@ -32,9 +33,10 @@ import pickle
 import signal
 import sys
 import traceback
-from dataclasses import asdict
 from typing import Any
 
+from bench_dsl.fleet.base import WorkerReport, own_figures
+from bench_dsl.measure.cpu import OwnCpu
 from bench_dsl.measure.metrics import Recorder
 from bench_dsl.measure.schedlag import LagProbe
 from bench_dsl.fleet.users import UserPool
@@ -48,6 +50,8 @@ class Worker:
         self.pool: UserPool | None = None
         self.recorder: Recorder | None = None
         self.tasks: set[asyncio.Task[None]] = set()
+        self.name = "worker"  # "worker N", as the coordinator's figures name its N-th process
+        self.cpu = OwnCpu()
         self.finished = asyncio.Event()  # the stop answer is sent: the worker may exit
 
     def send(self, msg: dict[str, Any]) -> None:
@@ -57,9 +61,9 @@ class Worker:
         assert self.pool is not None and self.recorder is not None
         stats = self.recorder.swap()
         health = self.pool.health(sum(st.count for st in stats.values()))
-        tx = {name: st.to_wire() for name, st in stats.items()}
-        return {"op": op, "id": mid, "active": self.pool.active, "tx": tx, "health": asdict(health),
-                "lag": self.probe.take(), "quiet": self.recorder.quiet().to_wire()}
+        report = WorkerReport(stats, health, self.pool.active, [self.recorder.quiet()],
+                              {self.name: own_figures(self.cpu, self.probe.take())})
+        return {"op": op, "id": mid, **report.to_wire()}
 
     async def handle(self, msg: dict[str, Any]) -> None:
         """One request. Answers that take time (users, stop) are sent by tasks."""
@@ -69,6 +73,7 @@ class Worker:
             workload = build_workload(spec, setup, seed)
             self.recorder = Recorder(workload.names)
             self.pool = UserPool(dsn, workload, self.recorder, seed, offset=index, stride=count)
+            self.name = f"worker {index + 1}"
             self.send({"op": "ready", "id": mid, "pid": os.getpid()})
             return
         assert self.pool is not None

@@ -1,73 +1,76 @@
-"""CPU use of the server process, the whole host and bench-dsl itself, as % of the machine."""
+"""CPU use of the server process, the whole host and bench-dsl itself, as % of the machine.
+
+The server's and the host's are sampled here, on the coordinator (CpuSampler). bench-dsl's own
+CPU is measured by each process that runs users, for itself (OwnCpu), and travels in its report
+(bench_dsl.fleet.base.WorkerReport): `client_cpu` adds the reports up. A worker on another
+machine is then counted as one on this one, which no reading of local child processes could do."""
 
 from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Iterable
 
 import psutil
 
 
 class CpuSampler:
-    """bench-dsl itself is this process and its worker processes; a throwaway server is also our
-    child process but counts as the server, never as the client."""
+    """The server process (a throwaway one, or one of yours on this machine) and the host."""
 
     def __init__(self, server_pid: int | None) -> None:
         self.ncpu = psutil.cpu_count() or 1
-        self.me = psutil.Process()
-        self.server_pid = server_pid
         self.server: psutil.Process | None = None
         if server_pid is not None:
             with contextlib.suppress(psutil.Error):
                 self.server = psutil.Process(server_pid)
-        self._client_times: dict[int, float] = {}
-        self._last = time.monotonic()
         self.sample()  # the first reading of cpu_percent is meaningless: prime it
-
-    def _client_processes(self) -> list[psutil.Process]:
-        try:
-            kids = self.me.children(recursive=True)
-        except psutil.Error:
-            kids = []
-        # by pid: "worker 1" is the same process from one sample to the next
-        return [self.me, *sorted((k for k in kids if k.pid != self.server_pid), key=lambda k: k.pid)]
-
-    def _client_percent(self, wall: float) -> tuple[float, dict[str, float]]:
-        """The client's CPU (% of the machine), and each of its processes' (% of one core: a
-        process at 100% is out of CPU whatever the machine has left)."""
-        # cpu_times deltas rather than cpu_percent: worker processes come and go between samples
-        busy = 0.0
-        seen: dict[int, float] = {}
-        each: dict[str, float] = {}
-        for i, p in enumerate(self._client_processes()):
-            try:
-                t = p.cpu_times()
-            except psutil.Error:
-                continue
-            total = t.user + t.system
-            seen[p.pid] = total
-            used = total - self._client_times.get(p.pid, total)
-            busy += used
-            if wall > 0:
-                each["coordinator" if i == 0 else f"worker {i}"] = 100.0 * used / wall
-        self._client_times = seen
-        return (100.0 * busy / wall / self.ncpu if wall > 0 else 0.0), each
 
     def sample(self) -> dict[str, float | None]:
         """Percent of all cores since the previous call; server is None when it cannot be seen."""
-        now = time.monotonic()
-        wall, self._last = now - self._last, now
-        client, each = self._client_percent(wall)
         server: float | None = None
         if self.server is not None:
             try:
                 server = self.server.cpu_percent(None) / self.ncpu
             except psutil.Error:
                 self.server = None
-        return {
-            "server": server,
-            "host": psutil.cpu_percent(None),
-            "client": client,
-            # each client process, % of one core: "client:coordinator", "client:worker 1" ...
-            **{f"client:{name}": pct for name, pct in each.items()},
-        }
+        return {"server": server, "host": psutil.cpu_percent(None)}
+
+
+class OwnCpu:
+    """This process's CPU time between two takes: what its report says it used."""
+
+    def __init__(self) -> None:
+        self.me = psutil.Process()
+        self._last = (time.monotonic(), self._busy())
+
+    def _busy(self) -> float | None:
+        try:
+            t = self.me.cpu_times()  # user + system of every thread: the C executor's too
+        except psutil.Error:
+            return None
+        return t.user + t.system
+
+    def take(self) -> tuple[float | None, float]:
+        """(CPU seconds used, wall seconds) since the previous take."""
+        now, busy = time.monotonic(), self._busy()
+        (then, before), self._last = self._last, (now, busy)
+        return (None if busy is None or before is None else max(0.0, busy - before)), now - then
+
+
+def client_cpu(processes: Iterable[tuple[str, float | None, float, str, int]]) -> dict[str, float | None]:
+    """bench-dsl's CPU from its processes' own (name, CPU seconds, wall seconds, host, cores):
+    "client", % of the machines they run on (each host's cores counted once), and "client:NAME",
+    each process's % of one core (a process at 100% is out of CPU whatever the machine has left).
+    "client" is None when no process said."""
+    busy = 0.0
+    cores: dict[str, int] = {}
+    out: dict[str, float | None] = {}
+    for name, cpu_s, wall_s, host, ncpu in processes:
+        if cpu_s is None or wall_s <= 0:
+            continue
+        share = cpu_s / wall_s
+        busy += share
+        cores[host] = ncpu
+        out[f"client:{name}"] = 100.0 * share
+    total = sum(cores.values())
+    return {"client": 100.0 * busy / total if total else None, **out}

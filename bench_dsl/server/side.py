@@ -1,11 +1,15 @@
-"""What a run reads of the server's side, beside the users' own figures: its status variables
-(counters.py), its replicas' lag (replication.py) and its host's CPU and disks (hostwatch.py).
-Each is checked before the data is loaded (a condition on a figure that cannot be read is the
-scenario's error, said then), read in the background, and folded into every tick."""
+"""What a run reads of the server's side, beside the users' own figures: its status variables and
+counters (counters.py), its replicas' lag (replication.py) and its host's CPU and disks
+(hostwatch.py). Each is checked before the data is loaded (a condition on a figure that cannot be
+read is the scenario's error, said then), read in the background, and folded into every tick.
+The run drives all of it through ServerSide: the counters are its own."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import asyncmy
 
 from bench_dsl.language import model as m
 from bench_dsl.server.counters import STATUS_DEFAULT, ServerCounters, unknown_status
@@ -30,9 +34,10 @@ def _missing(reading: Reading, needs: list[m.Condition]) -> tuple[str, str] | No
 
 
 class ServerSide:
-    def __init__(self, sc: m.Scenario, counters: ServerCounters, log: Callable[..., None]) -> None:
+    def __init__(self, sc: m.Scenario, workload_counters: Callable[[asyncmy.Connection], Awaitable[dict[str, int]]],
+                 log: Callable[..., None]) -> None:
         self.sc = sc
-        self.counters = counters
+        self.counters = ServerCounters(workload_counters, lambda msg: log(msg, "warning"))
         self.log = log
         self.heartbeat: Heartbeat | None = None
         self.host: HostWatch | None = None
@@ -97,11 +102,38 @@ class ServerSide:
         return None
 
     async def start(self, dsn: Dsn, replicas: list[Dsn]) -> None:
+        """The users are about to run: bench-dsl's own connection, the replicas' heartbeat, the host."""
+        await self.counters.open(dsn)
         if replicas:
             self.heartbeat = Heartbeat(dsn, replicas, lambda msg: self.log(msg, "warning"))
             await self.heartbeat.start()
         if self.host is not None:
             self.host.start()
+
+    def silent_s(self) -> float:
+        """Seconds the server has answered nothing on bench-dsl's own connection."""
+        return self.counters.silent_s()
+
+    def poke(self) -> None:
+        """Once a tick: the ping that tells a hung server (ServerCounters.poke)."""
+        self.counters.poke()
+
+    async def phase_begins(self, new_step: bool, measured: bool) -> None:
+        """A step's counters start with its first measured phase; a measured phase's status
+        figures start where it starts."""
+        if new_step:
+            await self.counters.begin_step()
+        if measured:
+            await self.counters.rebase_status()
+
+    async def step_last_tick(self) -> None:
+        """The last tick of a measured phase: the server's counters at the same moment as the client's."""
+        await self.counters.end_step()
+        await self.counters.refresh_status()
+
+    async def step_figures(self) -> dict[str, Any] | None:
+        """The server's own count of the step (ServerCounters.step_figures)."""
+        return await self.counters.step_figures()
 
     def fill(self, tick: Tick) -> None:
         tick.status = self.counters.take_status()
@@ -118,6 +150,7 @@ class ServerSide:
             tick.cpu["server"] = sample.cpu_pct if sample is not None else None
 
     async def stop(self) -> None:
+        self.counters.close(final=True)
         if self.heartbeat is not None:
             await self.heartbeat.stop()
         if self.host is not None:

@@ -1,0 +1,50 @@
+"""The phases a run goes through, as a load profile (bench_dsl.engine.profiles) plans them. Pure
+types: what judges a run (the judge, a replay) reads them without loading any profile."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Phase:
+    kind: str  # warmup | settle | hold | ramp
+    step: int | None  # 1-based step number; None for warmup
+    users: int  # users at the start of the phase
+    users_end: int  # users at its end (differs only for a linear ramp)
+    seconds: float
+    # when this phase's conditions without `for D` are judged: "step" at the end of its hold (a
+    # constant or step ramp), "interval" at each report interval (a linear ramp, which has no steps
+    # to compare), None: not judged (warmup, settle). `for D` conditions are judged at every
+    # measured tick whatever this says.
+    judge: str | None = None
+
+    @property
+    def measured(self) -> bool:
+        return self.kind in ("hold", "ramp")
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    phases: tuple[Phase, ...]
+    steps: int
+
+    @property
+    def seconds(self) -> float:
+        return sum(p.seconds for p in self.phases)
+
+    @property
+    def judged_per_interval(self) -> bool:
+        return any(p.judge == "interval" for p in self.phases)
+
+    @property
+    def max_users(self) -> int:
+        return max(max(p.users, p.users_end) for p in self.phases)
+
+
+def whole(seconds: float, scale: float) -> float:
+    """Phases last whole seconds (the engine's tick); scaled runs keep at least one."""
+    if seconds <= 0:
+        return 0.0
+    return float(max(1, math.ceil(seconds * scale - 1e-9)))

@@ -1,0 +1,53 @@
+"""What a load profile is: the part of a scenario that says how much load, when (its ramp in the
+model, bench_dsl.language.model), turned into phases, words and a scheduler.
+
+The language checks the syntax of a ramp and builds its model; a profile takes it from there:
+- `plan`: its phases (bench_dsl.engine.phases), `seconds` their length without building them;
+- `describe`: one line for `bench check --plan`; `load`, `step_words` and `judged`: its words in
+  the plan's timeline and stop conditions, and in the run's log;
+- `scheduler`: the class that sets the fleet's load as its phases go (bench_dsl.engine.scheduler).
+A new profile is a module with a subclass of LoadProfile, and one line in registry.py."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from bench_dsl.engine.phases import Phase, Plan, whole
+from bench_dsl.engine.scheduler import Scheduler
+
+
+class LoadProfile:
+    kind: ClassVar[str]  # the model's ramp kind this profile plans
+    scheduler: ClassVar[type[Scheduler]]
+
+    def plan(self, ramp: Any, warmup: float, time_scale: float, max_steps: int | None) -> Plan:
+        """The phases of a run (time_scale shrinks every duration; max_steps caps the steps)."""
+        raise NotImplementedError
+
+    def seconds(self, ramp: Any, warmup: float, time_scale: float, max_steps: int | None) -> float:
+        """plan(...).seconds; a profile of many steps says it without building them."""
+        return self.plan(ramp, warmup, time_scale, max_steps).seconds
+
+    def describe(self, ramp: Any) -> str:
+        """The load in one line (`bench check --plan`'s "load:")."""
+        raise NotImplementedError
+
+    def load(self, ph: Phase) -> str:
+        """A phase's load in words: "8 users", "1 -> 20 users"."""
+        return f"{ph.users} users" if ph.users == ph.users_end else f"{ph.users} -> {ph.users_end} users"
+
+    def step_words(self, ramp: Any, plan: Plan, step: int) -> str:
+        """What one step does, for the steps --plan does not list one by one."""
+        phases = [ph for ph in plan.phases if ph.step == step]
+        return ", ".join(f"a {ph.seconds:g}s {ph.kind} ({'measured' if ph.measured else 'not measured'})"
+                         for ph in phases)
+
+    def judged(self, ramp: Any, plan: Plan) -> str:
+        """When a threshold without `for D` is judged, in --plan's words."""
+        return ("at each step's end" if plan.steps > 1 else
+                "at each report interval" if plan.judged_per_interval else "at the end")
+
+
+def warmup_phase(users: int, warmup: float, time_scale: float) -> list[Phase]:
+    """The warmup before the first measured phase, at its load (none when `warmup` is 0)."""
+    return [Phase("warmup", None, users, users, whole(warmup, time_scale), None)] if warmup > 0 else []

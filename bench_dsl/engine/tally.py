@@ -1,0 +1,249 @@
+"""The run's figures, as its scheduler's moments come (bench_dsl.engine.scheduler): each tick folded
+into the interval, the step and the run, with the server's side and the client's CPU and lag; the
+judge asked about each; the target watched; all of it said in events. The tally owns the
+aggregates and the steps recorded; it asks the judge, the server side and the watch, each through
+its own interface, and is asked nothing back but its figures at the run's end."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from bench_dsl.engine import events as ev
+from bench_dsl.engine.judge import (
+    CLIENT_LAG_MS,
+    CUT_SHORT,
+    Judge,
+    Verdict,
+    step_warnings,
+)
+from bench_dsl.engine.phases import Phase, Plan
+from bench_dsl.engine.profiles.base import LoadProfile
+from bench_dsl.engine.scheduler import (
+    LastTick,
+    Moment,
+    PhaseBegins,
+    PhaseEnds,
+    Ticked,
+    TickLost,
+)
+from bench_dsl.engine.stopping import Stop
+from bench_dsl.engine.voice import Voice
+from bench_dsl.engine.watch import TargetWatch
+from bench_dsl.fleet.base import Fleet, WorkerReport
+from bench_dsl.measure.cpu import CpuSampler
+from bench_dsl.measure.metrics import Aggregate, Tick
+from bench_dsl.measure.schedlag import LagWindow
+from bench_dsl.server.side import ServerSide
+from bench_dsl.workloads.base import Workload
+
+
+class Tally:
+    def __init__(self, plan: Plan, report_every: float, workload: Workload, profile: LoadProfile, judge: Judge,
+                 voice: Voice, server_side: ServerSide, watch: TargetWatch, stop: Stop) -> None:
+        self.plan = plan
+        self.report_every = report_every
+        self.workload = workload
+        self.names = workload.names
+        self.profile = profile
+        self.judge = judge
+        self.voice = voice
+        self.server_side = server_side
+        self.watch = watch
+        self.stop = stop
+        self.run_agg = Aggregate(self.names)
+        self.step_agg = Aggregate(self.names)
+        self.interval_agg = Aggregate(self.names)
+        # the client's scheduling lag beside them (from the fleet's reports): the judge reads the step's
+        self.lag_run, self.lag_step, self.lag_interval = LagWindow(), LagWindow(), LagWindow()
+        self.interval_start = 0.0
+        self.step_started = 0.0
+        self.steps: list[dict[str, Any]] = []  # what the judge's saturation point counts
+        self.executors: set[str] = set()  # how the users sent statements, over the whole run
+        self.error_messages: dict[int, str] = {}
+        self.fleet: Fleet | None = None
+        self.cpu: CpuSampler | None = None
+        self._phase_now: Phase | None = None
+
+    def begin(self, fleet: Fleet, cpu: CpuSampler) -> None:
+        self.fleet, self.cpu = fleet, cpu
+
+    async def take(self, moment: Moment) -> None:
+        match moment:
+            case PhaseBegins(ph, new_step):
+                await self._phase_begins(ph, new_step)
+            case LastTick():
+                await self.server_side.step_last_tick()
+            case Ticked(tick, ph, report, remaining_s, final, holding):
+                self._tick(tick, ph, report, remaining_s, final, holding)
+            case TickLost(tick, ph, report, holding):
+                self._tick(tick, ph, report, None, False, holding, watch=False)
+            case PhaseEnds(ph):
+                await self._phase_ends(ph)
+
+    # the moments -------------------------------------------------------------------------------
+    async def _phase_begins(self, ph: Phase, new_step: bool) -> None:
+        label = "warmup" if ph.step is None else f"step {ph.step}/{self.plan.steps} {ph.kind}"
+        self.voice.log(f"{label}: {self.profile.load(ph)} for {ph.seconds:g}s")
+        if new_step:
+            self.judge.new_step()
+            self.step_agg = Aggregate(self.names)
+            self.lag_step = LagWindow()
+        self.voice.publish(ev.Phase(ph.kind, ph.step, self.plan.steps, ph.users, ph.seconds, ph.users_end,
+                                    round(self.voice.elapsed(), 3)))
+        self.interval_agg = Aggregate(self.names)
+        self.lag_interval = LagWindow()
+        self._phase_now = ph  # from here on, an error inside the phase keeps what it measured (salvage)
+        await self.server_side.phase_begins(new_step, ph.measured)
+        self.interval_start = self.voice.elapsed()
+        if new_step:
+            self.step_started = self.interval_start
+
+    def _tick(self, tick: Tick, ph: Phase, report: WorkerReport, remaining_s: float | None, final: bool,
+              holding: bool, watch: bool = True) -> None:
+        """A tick into the figures, then to the sinks."""
+        assert self.cpu is not None
+        tick.cpu = self.cpu.sample() | report.cpu()  # the server's and the host's, then the client's own
+        self.server_side.fill(tick)
+        self.interval_agg.add(tick)
+        lag = report.lag()
+        self.lag_interval.add(lag)
+        if tick.measured:
+            self.step_agg.add(tick)
+            self.run_agg.add(tick)
+            self.lag_step.add(lag)
+            self.lag_run.add(lag)
+            fired = self.judge.tick(tick, judging=not self.stop.stopping())
+            if fired is not None:
+                self._fire(fired, ph)
+        # the worst process's scheduling lag over the step so far (the interval's outside the steps),
+        # with the bound the judge holds it to: the live screen shows it while the run goes on
+        worst = (self.lag_step if tick.measured else self.lag_interval).worst_p90()
+        if self.interval_agg.ticks >= int(self.report_every):
+            self._flush_interval(ph)
+        figures = tick.figures()
+        if tick.measured and (stalls := self.step_agg.stalls()) is not None and stalls.stalls:
+            figures["stall_s"] = round(stalls.longest_s, 1)  # the step's longest stall so far
+        if worst is not None:
+            figures["client_lag"] = {"p90_ms": worst, "bound_ms": CLIENT_LAG_MS}
+        self.voice.publish(ev.Tick(tick.t, ph.kind, ph.step, tick.users, holding, remaining_s, figures))
+        if self.judge.changed:
+            self.voice.publish(ev.Conditions(tick.t, self.judge.states()))
+        if watch:
+            self._watch_target(ending=ph.measured and final, hold_end=ph.kind == "hold" and final)
+
+    async def _phase_ends(self, ph: Phase) -> None:
+        server = await self.server_side.step_figures() if ph.measured else None
+        self._phase_now = None
+        self._flush_interval(ph)
+        if ph.kind == "hold" and not self.stop.stopping():
+            verdicts, fired, stalled = self.judge.step_end(ph, self.step_agg)
+            for said in step_warnings(verdicts, stalled):
+                self.voice.log(f"s{ph.step}: {said}", "warning")
+            self._record_step(ph, verdicts, server, stalled)
+            if fired is not None:
+                self._fire(fired, ph)
+        elif ph.measured and self.stop.stopping():
+            self._record_step(ph, self.judge.conditions(self.step_agg), server, CUT_SHORT)
+        if self.judge.changed:
+            self.voice.publish(ev.Conditions(round(self.voice.elapsed(), 3), self.judge.states()))
+        if ph.measured:
+            self.totals()  # the step and its verdict written now, not after the fleet and server stop
+
+    # figures -----------------------------------------------------------------------------------
+    def _figures(self, agg: Aggregate) -> dict[str, Any]:
+        """An aggregate's figures, with the statements per second by kind the workload knows."""
+        out = agg.summary()
+        rates = self.workload.rates(out["tps"])  # type: ignore[arg-type]
+        return out | {"statements": rates} if rates is not None else out
+
+    def _flush_interval(self, ph: Phase) -> None:
+        agg = self.interval_agg
+        if agg.ticks == 0:
+            return
+        row = {"type": "interval", "t": round(self.voice.elapsed(), 3), "start_s": round(self.interval_start, 3),
+               "phase": ph.kind, "step": ph.step, "measured": ph.measured, **self._figures(agg),  # users: those that ran
+               **self.lag_interval.to_json()}
+        # for live displays: the step so far beside this interval (percentiles are not additive)
+        so_far = self.step_agg.so_far() if ph.measured and self.step_agg.ticks else None
+        self.voice.publish(ev.Interval(row, so_far))
+        self.interval_agg = Aggregate(self.names)
+        self.lag_interval = LagWindow()
+        self.interval_start = self.voice.elapsed()
+        fired = self.judge.interval(ph, agg, self.step_agg, judging=not self.stop.stopping())
+        if fired is not None:
+            self._fire(fired, ph)
+        self.totals()
+
+    def _record_step(self, ph: Phase, verdicts: list[Verdict], server: dict[str, Any] | None, why: str | None) -> None:
+        agg = self.step_agg
+        if agg.ticks == 0:
+            return
+        summary = agg.summary()
+        if server is not None and "nopm" in server and summary.get("nopm"):
+            server["nopm_client_vs_server_pct"] = round(100.0 * (summary["nopm"] - server["nopm"])  # type: ignore[operator]
+                                                        / server["nopm"], 2) if server["nopm"] else None
+        row = {"type": "step", "step": ph.step, "users": ph.users if ph.kind == "hold" else agg.users_max,
+               "complete": why is None, **({"incomplete_reason": why} if why else {}), "start_s": round(self.step_started, 3),
+               **summary, **self.lag_step.to_json(),
+               **({"statements": r} if (r := self.workload.rates(summary["tps"])) is not None else {}),
+               "server": server, "conditions": [v.to_json() for v in verdicts], "histograms": agg.histograms()}
+        self.steps.append(row)
+        self.voice.publish(ev.Step(row))
+
+    def _fire(self, v: Verdict, ph: Phase) -> None:
+        self.stop.reason = {"reason": "stop_condition", **v.to_json(), "step": ph.step,
+                            "users": self.fleet.active if self.fleet else None, "at_s": round(self.voice.elapsed(), 3)}
+        self.voice.log(f"stop condition fired: {v.describe()}", "warning")
+        self.voice.publish(ev.Fired(self.stop.reason))
+
+    def summary(self) -> dict[str, Any] | None:
+        """The measured run so far (None: nothing measured)."""
+        return self.run_agg.summary() | self.lag_run.to_json() if self.run_agg.ticks else None
+
+    def totals(self, saturation: dict[str, Any] | None = None, summary: dict[str, Any] | None = None) -> None:
+        """The run so far, for a result that must stand whenever the run is cut off. At the run's
+        end, the saturation point and the summary are given: judged once, for the end too."""
+        if self.fleet is not None:
+            self.executors.update(self.fleet.health().executors)
+        if saturation is None:
+            saturation = self.judge.saturation(self.stop.reason, self.steps)
+        if summary is None:
+            summary = self.summary()
+        self.voice.publish(ev.Saturation(saturation))
+        self.voice.publish(ev.Totals(summary | {"histograms": self.run_agg.histograms()} if summary is not None else None,
+                                     self.executor(), self.stop.reason, self.voice.elapsed()))
+
+    def executor(self) -> str | None:
+        return "+".join(sorted(self.executors)) or None
+
+    def _watch_target(self, ending: bool = False, hold_end: bool = False) -> None:
+        """`ending`: the last tick of a measured phase, whose users must all have run for it to count."""
+        assert self.fleet is not None
+        health = self.fleet.health()
+        new = {k: v for k, v in health.error_messages.items() if k not in self.error_messages}
+        if new:
+            self.error_messages.update(new)
+            self.voice.publish(ev.ErrorMessages(new))
+        if self.stop.stopping():
+            return
+        self.server_side.poke()
+        ph = self._phase_now
+        stop = self.watch.check(health, self.fleet.active, ph.step if ph else None, self.voice.elapsed(), ending,
+                                hold_end)
+        if stop is not None:
+            self.stop.reason = stop.reason
+            self.voice.log(stop.message, stop.level)
+            if stop.fired:
+                self.voice.publish(ev.Fired(stop.reason))
+
+    def salvage(self) -> None:
+        """The run ends by an error inside a phase: keep its last interval and its step so far."""
+        ph = self._phase_now
+        if ph is None:
+            return
+        with contextlib.suppress(Exception):
+            self._flush_interval(ph)
+            if ph.measured:
+                self._record_step(ph, self.judge.conditions(self.step_agg), None, CUT_SHORT)
+        self._phase_now = None
