@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from bench_dsl.engine.judge import CLIENT_LAG_MS
+from bench_dsl.engine.client_limit import CLIENT_LAG_MS
 from bench_dsl.measure.schedlag import percentile
 
 from .conftest import BENCH, ROOT, run_bench

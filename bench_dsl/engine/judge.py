@@ -13,33 +13,17 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from bench_dsl.engine import client_limit
 from bench_dsl.engine.events import ConditionSpec, ConditionState, kink_ratio, plateau_gain
-from bench_dsl.measure.metrics import Aggregate, Tick
-from bench_dsl.language.model import Condition
 from bench_dsl.engine.phases import Phase
-from bench_dsl.measure.schedlag import worst_lag
+from bench_dsl.language.model import Condition
+from bench_dsl.measure.metrics import Aggregate, Tick
 
 # "near": the value has gone 80% of the way to its limit (or, for limits crossed from above, is
 # within 25% of it). A warning a person can act on before the condition fires, not a guess about
 # the future.
 NEAR = 0.8
 
-
-# The client's CPU, as a share of what its processes can use, above which a climb's end is said to
-# be bench-dsl's own limit (saturation.limited_by = "client").
-CLIENT_SATURATED = 0.9
-
-# The client's scheduling lag (bench_dsl.measure.schedlag), in ms, above which the climb's end is bench-dsl's
-# own limit too: the p90 of one process's wakeups over the step, by either probe (its event loop, or
-# a thread as its users' are). p90, not p99: a step gives some 40 samples a process, so its p99 is
-# its max, one hiccup. Measured on 2 cores, 16 users of point selects (docs/language.md), the worst
-# process's p90: under 1.2 ms on an idle machine and beside another run of the same load (single
-# wakeups up to 80 ms late); 96 to 190 ms with a CPU hog on each core. (On a machine overloaded by
-# other runs, load average 20, everything waits: 3 to 36 ms, the client's limit indeed.)
-CLIENT_LAG_MS = 10.0
-# A process's p90 is judged on this many samples of a probe at least (5 s of a step): a shorter
-# step's p90 is its max
-CLIENT_LAG_SAMPLES = 20
 
 # A step is no clean measurement of the server under its users when its stalls (bench_dsl.measure.stalls:
 # a second or more in which no user finished a transaction) add up to more than this share of its
@@ -400,39 +384,10 @@ class Judge:
                 "limited_by": "client" if limited is not None else None}
 
     def client_limited(self, steps: list[dict[str, Any]]) -> str | None:
-        """Why the climb's end is bench-dsl's own limit, if it is: at the step that ended it, the
-        client used more than CLIENT_SATURATED of the CPU its processes can use, or one of its
-        processes waited for a core longer than CLIENT_LAG_MS (a load generator that saturates
-        reports its own ceiling, not the server's)."""
+        """Why the climb's end is bench-dsl's own limit, if it is (bench_dsl.engine.client_limit)."""
         if not steps or self.saturation_users is None:
             return None
-        return self._client_cpu(steps[-1]) or self._client_lag(steps[-1])
-
-    def _client_lag(self, step: dict[str, Any]) -> str | None:
-        worst = worst_lag(step.get("client_lag_ms_by_process"), CLIENT_LAG_SAMPLES)
-        if worst is None or worst[0] <= CLIENT_LAG_MS:
-            return None
-        p90, name, probe = worst
-        what = "its event loop's timers ran" if probe == "loop" else "a thread of its woke"
-        return (f"bench-dsl itself was the limit: its {name} process waited for a core ({what} {p90:.0f} ms late "
-                f"at one wakeup in ten: client_lag_ms {probe} p90, over the bound of {CLIENT_LAG_MS:g} ms), "
-                f"so the server carries at least {self.saturation_users} users")
-
-    def _client_cpu(self, step: dict[str, Any]) -> str | None:
-        if self.client_capacity_pct is None:
-            return None
-        client = (step.get("cpu") or {}).get("client")
-        each = step.get("client_cpu_by_process") or {}
-        busy = {name: pct for name, pct in each.items() if pct is not None and pct >= 100 * CLIENT_SATURATED}
-        if busy:  # one process out of its core holds the others back, whatever the machine has left
-            name, pct = max(busy.items(), key=lambda kv: kv[1])
-            return (f"bench-dsl itself was the limit: its {name} process used {pct:.0f}% of a core, "
-                    f"so the server carries at least {self.saturation_users} users")
-        if client is None or client < CLIENT_SATURATED * self.client_capacity_pct:
-            return None
-        return (f"bench-dsl itself was the limit: its CPU was at {client:.0f}% of the machine, "
-                f"{100 * client / self.client_capacity_pct:.0f}% of what its processes can use, "
-                f"so the server carries at least {self.saturation_users} users")
+        return client_limit.why(steps[-1], self.client_capacity_pct, self.saturation_users)
 
 
 def expectations(expect: tuple[Condition, ...] | list[Condition], saturation_users: int | None,

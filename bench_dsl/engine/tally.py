@@ -10,8 +10,8 @@ import contextlib
 from typing import Any
 
 from bench_dsl.engine import events as ev
+from bench_dsl.engine.client_limit import CLIENT_LAG_MS
 from bench_dsl.engine.judge import (
-    CLIENT_LAG_MS,
     CUT_SHORT,
     Judge,
     Verdict,

@@ -122,8 +122,7 @@ def _syntax_diagnostic(err: UnexpectedInput, file: str, text: str) -> Diagnostic
         ch = err.char
         hint = None
         width = 1
-        at = err.pos_in_stream or 0  # lark sets it for every character it stops at
-        glued = _NUMBER_AND_WORD.match(text, at)
+        glued = _NUMBER_AND_WORD.match(text, at := err.pos_in_stream or 0)
         if glued:
             width = glued.end() - glued.start()
             number, word = glued.group(0)[: -len(glued.group(1))], glued.group(1)
@@ -200,7 +199,6 @@ def _keyword_as_name(err: UnexpectedInput) -> bool:
 
 
 def _span(file: str, meta: Meta | Token) -> Span:
-    # propagate_positions gives every tree and token its place; 0 would only stand for a lark without it
     return Span(file, meta.line or 0, meta.column or 0, meta.end_line or 0, meta.end_column or 0)
 
 

@@ -438,9 +438,8 @@ class Aggregate:
         s = self.summary()
         out: dict[str, object] = {k: s[k] for k in ("seconds", "users", "count", "tps", "tpm", "qps", "nopm", "errors",
                                                     "retries", "latency_ms", "cpu", "stall_s") if k in s}
-        out["transactions"] = {n: {k: t[k] for k in ("count", "tps", "errors", "latency_ms")}
-                               for n, t in s["transactions"].items()}  # type: ignore[attr-defined]
-        return out
+        return out | {"transactions": {n: {k: t[k] for k in ("count", "tps", "errors", "latency_ms")}
+                                       for n, t in s["transactions"].items()}}  # type: ignore[attr-defined]
 
     def histograms(self) -> dict[str, str | None]:
         """Per transaction, the encoded histogram: merge it with others, or read it in HdrHistogram tools."""

@@ -30,10 +30,11 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench_dsl.engine import events as ev
-from bench_dsl.language import model as m
 from bench_dsl.core.errors import error_reason
-from bench_dsl.engine.judge import CLIENT_LAG_MS, CLIMB_ENDERS, state_of
+from bench_dsl.engine import events as ev
+from bench_dsl.engine.client_limit import CLIENT_LAG_MS
+from bench_dsl.engine.judge import CLIMB_ENDERS, state_of
+from bench_dsl.language import model as m
 from bench_dsl.measure.schedlag import worst_lag
 from bench_dsl.measure.stalls import STALL_SHOWN_S
 
