@@ -25,13 +25,22 @@ from textual.events import Resize
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Static
 
-from bench_dsl.engine.events import Event
 from bench_dsl.core.printable import printable_data
+from bench_dsl.engine.events import Event
 
 from . import render
 from .state import HEADER, LOG, VERDICT, LiveState
-from .widgets import (ConditionsPanel, Figures, LogPanel, RunHeader, StatePanel, TimeChartPanel, TxPanel,
-                      UsersChartPanel, VerdictPanel)
+from .widgets import (
+    ConditionsPanel,
+    Figures,
+    LogPanel,
+    RunHeader,
+    StatePanel,
+    TimeChartPanel,
+    TxPanel,
+    UsersChartPanel,
+    VerdictPanel,
+)
 
 REFRESH_S = 0.25  # the screen looks for changes four times a second; it draws only what changed
 

@@ -4,6 +4,7 @@ step, with the p90 limit and the saturation point. No Textual here: the widgets 
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -80,7 +81,7 @@ class Canvas:
 
     def free(self, col: int, row: int, length: int) -> bool:
         """No dot and no text in these cells (and all of them on the canvas)."""
-        if not (0 <= row < self.rows and 0 <= col and col + length <= self.cols):
+        if not (0 <= row < self.rows and col >= 0 and col + length <= self.cols):
             return False
         return all(not self.bits[row][c] and (row, c) not in self.text for c in range(col, col + length))
 
@@ -99,6 +100,7 @@ class Canvas:
             run: list[str] = []
             run_style: Style | None = None
             for c in range(self.cols):
+                st: Style | None
                 if (r, c) in self.text:
                     ch, st = self.text[(r, c)]
                 elif self.bits[r][c]:
@@ -139,7 +141,7 @@ def fmt_num(v: float) -> str:
 
 
 def fmt_time(s: float) -> str:
-    s = int(round(s))
+    s = round(s)
     if s < 60:
         return f"{s}s"
     if s < 3600:
@@ -153,7 +155,7 @@ def time_ticks(lo: float, hi: float, n: int) -> list[float]:
         if math.floor(hi / step) - math.ceil(lo / step) + 1 <= max(n, 1):
             break
     first = math.ceil(lo / step) * step
-    out = []
+    out: list[float] = []
     v = first
     while v <= hi + 1e-9:
         out.append(v)
@@ -332,8 +334,8 @@ class UsersChart:
             x = x_of(self.saturation)
             cv.vline(x, SAT, dotted=False)
             text = f"sat {self.saturation}"
-            col = x // 2 + 1 if x // 2 + 1 + len(text) <= cv.cols else max(x // 2 - len(text), 0)
-            cv.label(col, 0, text, SAT)
+            at = x // 2 + 1 if x // 2 + 1 + len(text) <= cv.cols else max(x // 2 - len(text), 0)
+            cv.label(at, 0, text, SAT)
         for series, y_of, style, marker in (
                 ([(p.users, p.p90_ms) for p in pts if p.p90_ms is not None], y_lat, P90, "◆"),
                 ([(p.users, p.tps) for p in pts], y_tps, TPS, "●")):
@@ -354,7 +356,7 @@ class UsersChart:
                 if col is not None:
                     cv.label(col, row, text, LIMIT)
                     break
-        xl = _place(cv.cols, [(x_of(u) // 2, str(u)) for u in sorted(set(p.users for p in pts))])
+        xl = _place(cv.cols, [(x_of(u) // 2, str(u)) for u in sorted({p.users for p in pts})])
         return frame.compose(cv, left, right, xl, left_style=Style(color="cyan"), right_style=Style(color="magenta"))
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
@@ -365,5 +367,5 @@ def doubling(users: Sequence[int]) -> bool:
     """Do the steps multiply the users (1 2 4 8 ...)? Then a log scale spaces them evenly."""
     if len(users) < 3 or users[0] <= 0:
         return False
-    ratios = [b / a for a, b in zip(users, users[1:], strict=False)]
+    ratios = [b / a for a, b in itertools.pairwise(users)]
     return min(ratios) >= 1.5 and max(ratios) / min(ratios) < 1.5

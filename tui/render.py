@@ -46,7 +46,7 @@ def bar(fraction: float, width: int) -> Text:
     """A progress bar in eighths of a cell."""
     width = max(width, 1)
     fraction = min(max(fraction, 0.0), 1.0)
-    eighths = int(round(fraction * width * 8))
+    eighths = round(fraction * width * 8)
     full, part = divmod(eighths, 8)
     s = "█" * full + (" ▏▎▍▌▋▊▉"[part] if part and full < width else "")
     return Text(s.ljust(width), style="green on grey23")
@@ -249,10 +249,10 @@ def tx_table(st: LiveState, width: int) -> Lines:
     cols = tx_columns(width, min(20, max([len("transaction"), *(len(n) for n in names)])))
     step = st.step_so_far if st.step_so_far is not None else st.last_step
     layout: list[_Col | None] = []  # None: the rule between the interval's columns and the step's
-    for c in cols:
-        if c.group == "s" and layout and layout[-1] is not None and layout[-1].group == "w":
+    for col in cols:
+        if col.group == "s" and layout and layout[-1] is not None and layout[-1].group == "w":
             layout.append(None)
-        layout.append(c)
+        layout.append(col)
     head: list[tuple[str | Text, int, str]] = []
     for c in layout:
         if c is None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench_dsl.engine import events as ev
+
 from .live_conditions import ConditionBoard
 
 # Parts of the screen, as marked by `changed`.

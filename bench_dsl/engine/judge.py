@@ -10,6 +10,7 @@ hands to displays and documents is in the unit the file used for the limit (late
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,7 +53,8 @@ class Verdict:
     def to_json(self) -> dict[str, object]:
         c = self.condition
         return {
-            "condition": c.text, "resolved": c.resolved, "kind": c.kind, "metric": c.metric.label(), "fired": self.fired,
+            "condition": c.text, "resolved": c.resolved, "kind": c.kind, "metric": c.metric.label(),
+            "fired": self.fired,
             "value": show(self.value, c), "limit": show_limit(c), "unit": c.unit,
             "previous": show(self.reference, c) if self.reference is not None else None,
             "window_s": c.window,
@@ -241,7 +243,7 @@ class Judge:
         fired = None
         for c, agg, full in self.windowed.windows(tick):
             v = judge(c, agg)
-            seconds = int(round(agg.seconds))
+            seconds = round(agg.seconds)
             source = f"last {seconds}s" if full else f"last {seconds}s of {c.window:g}s"
             if full and v.fired and fired is None and judging:
                 fired = v
@@ -352,8 +354,8 @@ class Judge:
         return tuple(self._states.values())
 
     # the end -------------------------------------------------------------------------------------
-    def verdict(self, stop_reason: dict[str, Any] | None, steps: list[dict[str, Any]],
-                expect: tuple[Condition, ...] | list[Condition], run: Aggregate) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    def verdict(self, stop_reason: dict[str, Any] | None, steps: list[dict[str, Any]], expect: Sequence[Condition],
+                run: Aggregate) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """The run's end, judged once: the saturation point, and each `expect` against the run."""
         return self.saturation(stop_reason, steps), expectations(expect, self.saturation_users, run,
                                                                  self.client_limited(steps))
@@ -390,7 +392,7 @@ class Judge:
         return client_limit.why(steps[-1], self.client_capacity_pct, self.saturation_users)
 
 
-def expectations(expect: tuple[Condition, ...] | list[Condition], saturation_users: int | None,
+def expectations(expect: Sequence[Condition], saturation_users: int | None,
                  run: Aggregate, client_limited: str | None = None) -> list[dict[str, Any]]:
     """Each `expect` judged against the whole run's figures (or the saturation point: one that
     was the client's own limit says nothing of the server, and fails)."""

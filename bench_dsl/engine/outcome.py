@@ -16,9 +16,9 @@ from typing import Any
 
 import psutil
 
-from bench_dsl.language import model as m
 from bench_dsl.core.errors import ExitCode
 from bench_dsl.engine.plan import Plan
+from bench_dsl.language import model as m
 
 
 def machine_info() -> dict[str, object]:
@@ -36,7 +36,7 @@ def machine_info() -> dict[str, object]:
 
 
 def now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
 def plan_json(plan: Plan, time_scale: float, max_steps: int | None) -> dict[str, Any]:
@@ -75,7 +75,7 @@ def workload_digest(sc: m.Scenario) -> str:
 def exit_code(status: str, stop_reason: dict[str, Any] | None, expect_results: list[dict[str, Any]]) -> ExitCode | None:
     """The exit status the run's end calls for; None: keep the one already set (0, or 1 after a failure)."""
     if status == "interrupted":
-        sig = (stop_reason or {}).get("signal")
+        sig = str((stop_reason or {}).get("signal"))
         return {"SIGTERM": ExitCode.TERMINATED, "SIGHUP": ExitCode.HANGUP}.get(sig, ExitCode.INTERRUPTED)
     if status == "target_failed":
         return ExitCode.TARGET_FAILED

@@ -5,10 +5,10 @@ loads the workloads and their drivers."""
 
 from __future__ import annotations
 
-from bench_dsl.language import model as m
 from bench_dsl.core.dsn import redact
 from bench_dsl.engine.plan import Plan
 from bench_dsl.engine.profiles.registry import profile_of
+from bench_dsl.language import model as m
 from bench_dsl.workloads.registry import plan_lines
 
 SHOWN_STEPS = 3  # a ramp of more steps than twice this is shown by its first and last steps, and a summary
@@ -24,7 +24,8 @@ def describe(sc: m.Scenario, p: Plan) -> str:
     if sc.server_dir:
         lines.append(f"  files:    in {sc.server_dir} (the throwaway server's directory: the disk under test)")
     if sc.replicas:
-        lines.append(f"  replicas: {sc.replicas} throwaway replica{'s' if sc.replicas > 1 else ''}, attached with GTIDs; "
+        many = "s" if sc.replicas > 1 else ""
+        lines.append(f"  replicas: {sc.replicas} throwaway replica{many}, attached with GTIDs; "
                      "lag measured by a heartbeat")
     for d in sc.replica_dsns:
         lines.append(f"  replica:  {d.redacted()} (lag measured by a heartbeat)")

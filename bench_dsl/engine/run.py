@@ -261,7 +261,7 @@ class Run:
     # the end -----------------------------------------------------------------------------------
     def finish(self) -> None:
         """The run's end: its status, exit code, expectations and verdict, said in events."""
-        reason = (self.stop_reason or {}).get("reason")
+        reason = str((self.stop_reason or {}).get("reason"))
         if self.status == "running":
             self.status = {"interrupted": "interrupted", "target_failed": "target_failed",
                            "scenario_error": "scenario_error", "stop_condition": "completed"}.get(reason, "completed")

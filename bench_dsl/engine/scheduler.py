@@ -141,7 +141,7 @@ class Scheduler:
             if delay > 0:
                 try:
                     await asyncio.wait_for(self._wake.wait(), delay)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     pass
             now = time.monotonic()
             if not self.stopping() and now < at - 1e-3:

@@ -13,21 +13,20 @@ from typing import Any
 
 import asyncmy
 
-from bench_dsl.engine import events as ev
-from bench_dsl.language import model as m
 from bench_dsl import native
 from bench_dsl.core.dsn import Dsn
 from bench_dsl.core.errors import TargetError, error_reason
+from bench_dsl.core.mysql_errors import CONNECTION_LOST, SCENARIO_ERRORS
+from bench_dsl.engine import events as ev
+from bench_dsl.engine.outcome import plan_json
+from bench_dsl.engine.plan import Plan
 from bench_dsl.engine.voice import Voice
 from bench_dsl.fleet.base import Fleet, capacity_pct, worker_count
 from bench_dsl.fleet.registry import FleetSetup, make_fleet
-from bench_dsl.core.mysql_errors import CONNECTION_LOST, SCENARIO_ERRORS
-from bench_dsl.engine.plan import Plan
-from bench_dsl.server.replication import start_replicas
-from bench_dsl.engine.outcome import plan_json
+from bench_dsl.language import model as m
 from bench_dsl.server.embedded import EmbeddedServer, apply_settings, ensure_database, facts
-from bench_dsl.workloads.base import Workload
-from bench_dsl.workloads.base import Progress, error_code
+from bench_dsl.server.replication import start_replicas
+from bench_dsl.workloads.base import Progress, Workload, error_code
 
 
 @dataclass(frozen=True, slots=True)

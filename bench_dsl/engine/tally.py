@@ -83,7 +83,7 @@ class Tally:
 
     # the moments -------------------------------------------------------------------------------
     async def _phase_begins(self, ph: Phase, new_step: bool) -> None:
-        label = "warmup" if ph.step is None else f"step {ph.step}/{self.plan.steps} {ph.kind}"
+        label = ev.phase_label(ph.kind, ph.step, self.plan.steps)
         self.voice.log(f"{label}: {self.profile.load(ph)} for {ph.seconds:g}s")
         if new_step:
             self.judge.new_step()
@@ -162,7 +162,8 @@ class Tally:
         if agg.ticks == 0:
             return
         row = {"type": "interval", "t": round(self.voice.elapsed(), 3), "start_s": round(self.interval_start, 3),
-               "phase": ph.kind, "step": ph.step, "measured": ph.measured, **self._figures(agg),  # users: those that ran
+               # users: those that ran
+               "phase": ph.kind, "step": ph.step, "measured": ph.measured, **self._figures(agg),
                **self.lag_interval.to_json()}
         # for live displays: the step so far beside this interval (percentiles are not additive)
         so_far = self.step_agg.so_far() if ph.measured and self.step_agg.ticks else None
@@ -181,12 +182,12 @@ class Tally:
             return
         summary = agg.summary()
         if server is not None and "nopm" in server and summary.get("nopm"):
-            server["nopm_client_vs_server_pct"] = round(100.0 * (summary["nopm"] - server["nopm"])  # type: ignore[operator]
+            server["nopm_client_vs_server_pct"] = round(100.0 * (summary["nopm"] - server["nopm"])
                                                         / server["nopm"], 2) if server["nopm"] else None
         row = {"type": "step", "step": ph.step, "users": ph.users if ph.kind == "hold" else agg.users_max,
-               "complete": why is None, **({"incomplete_reason": why} if why else {}), "start_s": round(self.step_started, 3),
-               **summary, **self.lag_step.to_json(),
-               **({"statements": r} if (r := self.workload.rates(summary["tps"])) is not None else {}),
+               "complete": why is None, **({"incomplete_reason": why} if why else {}),
+               "start_s": round(self.step_started, 3), **summary, **self.lag_step.to_json(),
+               **({"statements": r} if (r := self.workload.rates(float(summary["tps"]))) is not None else {}),  # type: ignore[arg-type]
                "server": server, "conditions": [v.to_json() for v in verdicts], "histograms": agg.histograms()}
         self.steps.append(row)
         self.voice.publish(ev.Step(row))
@@ -211,8 +212,8 @@ class Tally:
         if summary is None:
             summary = self.summary()
         self.voice.publish(ev.Saturation(saturation))
-        self.voice.publish(ev.Totals(summary | {"histograms": self.run_agg.histograms()} if summary is not None else None,
-                                     self.executor(), self.stop.reason, self.voice.elapsed()))
+        totals = summary | {"histograms": self.run_agg.histograms()} if summary is not None else None
+        self.voice.publish(ev.Totals(totals, self.executor(), self.stop.reason, self.voice.elapsed()))
 
     def executor(self) -> str | None:
         return "+".join(sorted(self.executors)) or None

@@ -37,10 +37,10 @@ class Health:
 
     @classmethod
     def from_wire(cls, h: dict[str, Any]) -> Health:
-        return cls(int(h["connect_failures"]), float(h["idle_s"]), tuple(h["fatal"]) if h["fatal"] else None,  # type: ignore[arg-type]
+        return cls(int(h["connect_failures"]), float(h["idle_s"]), tuple(h["fatal"]) if h["fatal"] else None,
                    {int(code): msg for code, msg in h["error_messages"].items()}, tuple(h.get("executors", ())),
                    int(h["connected"]), int(h["refused"]),
-                   tuple(h["connect_error"]) if h["connect_error"] else None,  # type: ignore[arg-type]
+                   tuple(h["connect_error"]) if h["connect_error"] else None,
                    int(h.get("never_connected", 0)))
 
     @classmethod

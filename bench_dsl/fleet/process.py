@@ -72,8 +72,8 @@ class ProcessFleet:
             p.stderr = asyncio.create_task(self._read_stderr(p))
             self.procs.append(p)
         sc = self.sc
-        setup = [base64.b64encode(pickle.dumps((sc.workload, sc.setup, sc.seed, self.dsn, p.index, self.count))).decode()
-                 for p in self.procs]
+        setup = [base64.b64encode(pickle.dumps((sc.workload, sc.setup, sc.seed, self.dsn, p.index, self.count)))
+                 .decode() for p in self.procs]
         await asyncio.gather(*(self._ask(p, {"op": "start", "setup": s}, timeout=60)
                                for p, s in zip(self.procs, setup, strict=True)))
 
@@ -119,7 +119,7 @@ class ProcessFleet:
     async def _ask(self, p: _Proc, msg: dict[str, Any], timeout: float | None = REPLY_TIMEOUT) -> dict[str, Any]:
         try:
             return await asyncio.wait_for(self._send(p, msg), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise WorkerFailed(f"worker process {p.index} did not answer {msg['op']!r} in {timeout:g}s") from None
 
     def share(self, n: int) -> list[int]:
@@ -135,7 +135,7 @@ class ProcessFleet:
         if wait:
             try:
                 await asyncio.wait_for(asyncio.gather(*futs), 90)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 raise WorkerFailed(f"the worker processes did not start {n} users in 90s") from None
             finally:
                 for p in self.procs:  # the answer says nothing: later messages come after it anyway
@@ -180,7 +180,7 @@ class ProcessFleet:
                     p.proc.stdin.close()
             try:
                 await asyncio.wait_for(p.proc.wait(), 5)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 with contextlib.suppress(ProcessLookupError):
                     p.proc.kill()
                 await p.proc.wait()

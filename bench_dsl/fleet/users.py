@@ -5,26 +5,24 @@ from __future__ import annotations
 
 import asyncio
 import random
-from bisect import bisect_right
-from collections.abc import Callable
-from itertools import accumulate
 import resource
 import time
+from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 import asyncmy
 
-from bench_dsl.native import executor
-
 from bench_dsl import native
 from bench_dsl.core.dsn import Dsn, redact
-from bench_dsl.native.executor import ERROR, PREPARE, STOPPED, NativeUser
+from bench_dsl.core.mysql_errors import CONNECTION_LOST, LOST_CONNECTION, SCENARIO_ERRORS
 from bench_dsl.fleet.base import Health
 from bench_dsl.measure.metrics import Recorder
-from bench_dsl.core.mysql_errors import CONNECTION_LOST, LOST_CONNECTION, SCENARIO_ERRORS
+from bench_dsl.native import executor
+from bench_dsl.native.executor import ERROR, PREPARE, STOPPED, NativeUser
 from bench_dsl.server.embedded import connect
-from bench_dsl.workloads.base import Session, Workload
-from bench_dsl.workloads.base import IntendedRollback, error_code
+from bench_dsl.workloads.base import IntendedRollback, Session, Workload, error_code
 
 # what the owner of a user decides after an error
 RETRY, NEXT, RECONNECT = 0, 1, 2
@@ -342,7 +340,7 @@ class UserPool:
 
 
 def _message(exc: BaseException) -> str:
-    args = getattr(exc, "args", ())
+    args: tuple[object, ...] = tuple(getattr(exc, "args", ()))
     return str(args[1] if len(args) > 1 else (args[0] if args else exc))
 
 

@@ -17,10 +17,11 @@ once every worker has answered "users": all of a step's users connect before any
 server. A report (bench_dsl.fleet.base.WorkerReport) holds what its users measured since the last
 one, their health, the gaps between their completions (bench_dsl.measure.stalls.Quiet), and the
 process's own figures under its name ("worker 1" ...): its CPU time, its scheduling lag
-(bench_dsl.measure.schedlag: probe -> oversleeps in ms) and its host. `setup` is the pickled (workload spec, setup steps, seed, Dsn, worker index, worker count): what
-the worker needs to build the workload, not the whole scenario. `wire` is TxStats.to_wire(): counts
-and HdrHistogram's compressed encoding, merged exactly by the coordinator (WorkerReport.merge). A worker whose stdin closes
-(the coordinator died) stops its users and exits: it never outlives the run.
+(bench_dsl.measure.schedlag: probe -> oversleeps in ms) and its host. `setup` is the pickled
+(workload spec, setup steps, seed, Dsn, worker index, worker count): what the worker needs to
+build the workload, not the whole scenario. `wire` is TxStats.to_wire(): counts and HdrHistogram's
+compressed encoding, merged exactly by the coordinator (WorkerReport.merge). A worker whose stdin
+closes (the coordinator died) stops its users and exits: it never outlives the run.
 """
 
 from __future__ import annotations
@@ -35,11 +36,12 @@ import sys
 import traceback
 from typing import Any
 
+from bench_dsl.core.aio import run_loop
 from bench_dsl.fleet.base import WorkerReport, own_figures
+from bench_dsl.fleet.users import UserPool
 from bench_dsl.measure.cpu import OwnCpu
 from bench_dsl.measure.metrics import Recorder
 from bench_dsl.measure.schedlag import LagProbe
-from bench_dsl.fleet.users import UserPool
 from bench_dsl.workloads.registry import build_workload
 
 
@@ -95,7 +97,6 @@ class Worker:
             # in a task, so that a "cancel" (a second Ctrl-C) is still read during the grace period
             task = asyncio.create_task(self._stop(mid, float(msg.get("grace", 5.0))))
             self.tasks.add(task)
-        return True
 
     async def _stop(self, mid: int, grace: float) -> None:
         assert self.pool is not None
@@ -148,13 +149,7 @@ def main() -> None:
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
     try:
-        import uvloop
-
-        runner = uvloop.run
-    except ImportError:
-        runner = asyncio.run
-    try:
-        runner(serve())
+        run_loop(serve())
     except Exception as exc:
         # one line on stderr, which the coordinator logs; the whole story only when asked for
         if os.environ.get("BENCH_DEBUG"):

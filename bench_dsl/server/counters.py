@@ -42,7 +42,8 @@ REMOVED_BY_MARIADB = {  # name -> (what counts the same, what it counts)
     **dict.fromkeys(("innodb_rows_read", "innodb_system_rows_read"), _READ),
     **{f"innodb_{system}rows_{done}": (handler, f"rows {done} by every engine")
        for system in ("", "system_")
-       for done, handler in (("inserted", "Handler_write"), ("updated", "Handler_update"), ("deleted", "Handler_delete"))},
+       for done, handler in (("inserted", "Handler_write"), ("updated", "Handler_update"),
+                             ("deleted", "Handler_delete"))},
 }
 
 # seconds without an answer before the counters are given up: a host gone without a reset must not

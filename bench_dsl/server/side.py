@@ -11,13 +11,13 @@ from typing import Any
 
 import asyncmy
 
-from bench_dsl.language import model as m
-from bench_dsl.server.counters import STATUS_DEFAULT, ServerCounters, unknown_status
 from bench_dsl.core.dsn import Dsn
-from bench_dsl.server.hostwatch import FIRST_TRIES, HostWatch, Reading
+from bench_dsl.language import model as m
 from bench_dsl.measure.metrics import Tick
-from bench_dsl.server.replication import Heartbeat
+from bench_dsl.server.counters import STATUS_DEFAULT, ServerCounters, unknown_status
 from bench_dsl.server.embedded import connect
+from bench_dsl.server.hostwatch import FIRST_TRIES, HostWatch, Reading
+from bench_dsl.server.replication import Heartbeat
 
 DISK_METRICS = ("disk_util", "disk_iops", "disk_await")
 
@@ -93,12 +93,11 @@ class ServerSide:
             self.log(f"{blind[0].text}: the server's CPU cannot be read: it runs on another machine; give its host's "
                      "node_exporter with monitor \"http://host:9100/metrics\"", "error")
             return "the server's CPU cannot be read"
-        if disk_conditions:
-            if not self.host.active:
-                where = ("the server runs on another machine: give its node_exporter with monitor \"http://host:9100/metrics\""
-                         if server_pid is None else f"its data directory {data_dir} is on no disk of its own (tmpfs?)")
-                self.log(f"{disk_conditions[0].text}: the server's disks cannot be read: {where}", "error")
-                return "the server's disks cannot be read"
+        if disk_conditions and not self.host.active:
+            where = ("the server runs on another machine: give its node_exporter with monitor \"http://host:9100/metrics\""
+                     if server_pid is None else f"its data directory {data_dir} is on no disk of its own (tmpfs?)")
+            self.log(f"{disk_conditions[0].text}: the server's disks cannot be read: {where}", "error")
+            return "the server's disks cannot be read"
         return None
 
     async def start(self, dsn: Dsn, replicas: list[Dsn]) -> None:
