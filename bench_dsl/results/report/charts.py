@@ -14,7 +14,7 @@ from typing import Any
 import altair as alt
 
 from bench_dsl.results.report import data
-from bench_dsl.results.report.load import Configuration
+from bench_dsl.results.fold import Configuration
 
 # what .properties() gives back, by altair's own type hints
 Panel = alt.LayerChart | alt.FacetChart
