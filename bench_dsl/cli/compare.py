@@ -23,7 +23,7 @@ configuration's noise is max / min - 1 of its repeats, or with fewer than 3, of 
 intervals when larger (all a single run can show). See docs/compare.md.
 
 exit status: 0 compared (and every --fail-if passed), 2 bad usage, unreadable or not-comparable
-results, or a --fail-if that nothing could be judged on, 3 a --fail-if failed."""
+results, or a --fail-if that met a figure it could not judge (said with why), 3 a --fail-if failed."""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -9,6 +9,7 @@ deeper than MAX_DEPTH. The first problem found is returned with its JSON path
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,10 +55,11 @@ def check_row(kind: str, row: dict[str, Any]) -> Problem | None:
 
 
 def _walk(doc: Any) -> None:
-    """Every number finite, and nothing nested too deep: one pass without recursion."""
-    stack: list[tuple[Any, int, str]] = [(doc, 0, "")]
-    while stack:
-        node, depth, where = stack.pop()
+    """Every number finite, and nothing nested too deep: one pass without recursion, breadth first
+    (the first problem said is the one nearest the top and the start of the file)."""
+    queue: deque[tuple[Any, int, str]] = deque([(doc, 0, "")])
+    while queue:
+        node, depth, where = queue.popleft()
         if depth > MAX_DEPTH:
             raise _Bad(where, f"nested deeper than {MAX_DEPTH} levels: not a result")
         items = node.items() if isinstance(node, dict) else enumerate(node)
@@ -65,7 +67,7 @@ def _walk(doc: Any) -> None:
             if isinstance(v, float) and not math.isfinite(v):
                 raise _Bad(_at(where, k), f"{_show(v)} is not a figure: a result holds finite numbers only")
             if isinstance(v, dict | list):
-                stack.append((v, depth + 1, _at(where, k)))
+                queue.append((v, depth + 1, _at(where, k)))
 
 
 def _at(where: str, key: str | int) -> str:

@@ -122,7 +122,7 @@ def parse_json(path: Path, data: bytes, line: int | None = None) -> Any:
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        cut = exc.pos >= len(text.rstrip())
+        cut = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")  # it ran to the end
         what = "cut short (it ends in the middle of the JSON)" if cut else \
             f"not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
         raise BadResult(path, what, where) from None
