@@ -109,7 +109,8 @@ async def live(dsn_url: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncI
     app = attach_ui(run, wait_for_key=True)
     task = asyncio.create_task(run_app(app, run, headless=True, size=BIG))
     await _until(lambda: app.done, "the live run's verdict")
-    await asyncio.sleep(0.5)  # the screen's timer draws what the last events changed
+    app.pull()  # what the last events changed, drawn now rather than at the screen's next timer
+    await Pilot(app).pause()
     screen = screen_text(app)
     await Pilot(app).press("q")
     code = await task
