@@ -106,7 +106,8 @@ def _document(doc: dict[str, Any]) -> None:
     _field(doc, "tool", "", "object")
     if _field(doc, "status", "", "string") not in STATUSES:
         raise _Bad("status", f"{doc['status']!r} is not a status of a run ({', '.join(STATUSES)})")
-    _field(doc, "exit_code", "", "integer", "null")
+    # null only while the run goes on: a finished run has its exit status
+    _field(doc, "exit_code", "", *(("integer", "null") if doc["status"] == "running" else ("integer",)))
     _field(doc, "started_at", "", "string")
     _field(doc, "finished_at", "", "string", "null", required=False)
     _field(doc, "elapsed_s", "", "number", required=False, minimum=0)
@@ -115,9 +116,25 @@ def _document(doc: dict[str, Any]) -> None:
     for key, kinds in (("name", ("string",)), ("workload", ("object", "null")), ("stop", ("array",)),
                        ("plan", ("object",))):
         _field(sc, key, "scenario", *kinds)
+    for i, text in enumerate(sc["stop"]):
+        if not isinstance(text, str):
+            raise _Bad(f"scenario.stop[{i}]", "should be a string (a stop condition as the file wrote it)")
+    workload = sc["workload"]
+    if workload is not None:
+        _field(workload, "workload", "scenario.workload", "string", required=False)
+        for i, name in enumerate(_field(workload, "transactions", "scenario.workload", "array", required=False) or []):
+            if not isinstance(name, str):
+                raise _Bad(f"scenario.workload.transactions[{i}]", "should be a string (a transaction's name)")
     plan = sc["plan"]
     _field(plan, "steps", "scenario.plan", "integer", "null", minimum=0)
-    _field(plan, "phases", "scenario.plan", "array")
+    for i, phase in enumerate(_field(plan, "phases", "scenario.plan", "array")):
+        at = f"scenario.plan.phases[{i}]"
+        _object(phase, at)
+        _field(phase, "kind", at, "string")
+        _field(phase, "step", at, "integer", "null", minimum=0)
+        for key in ("users", "users_end"):
+            _field(phase, key, at, "integer", "null", required=key == "users", minimum=0)
+        _field(phase, "seconds", at, "number", "null", minimum=0)
     _configuration(doc)
     machine = _field(doc, "machine", "", "object")
     _field(machine, "cpu_count", "machine", "integer", "null", minimum=1)
@@ -134,6 +151,11 @@ def _document(doc: dict[str, Any]) -> None:
     stop = _field(doc, "stop", "", "object", "null")
     if stop is not None:
         _field(stop, "reason", "stop", "string")
+        _field(stop, "at_s", "stop", "number", "null", required=False, minimum=0)
+        for key in ("step", "users"):
+            _field(stop, key, "stop", "integer", "null", required=False, minimum=0)
+        if stop["reason"] == "stop_condition":
+            _verdict(stop, "stop")
     sat = _field(doc, "saturation", "", "object", "null")
     if sat is not None:
         _field(sat, "users", "saturation", "integer", "null", minimum=0)
@@ -207,8 +229,21 @@ def _step(row: Any, where: str) -> None:
     _field(row, "incomplete_reason", where, "string", required=False)
     _field(row, "start_s", where, "number", minimum=0)
     for i, v in enumerate(_field(row, "conditions", where, "array")):
-        _object(v, f"{where}.conditions[{i}]")
+        _verdict(_object(v, f"{where}.conditions[{i}]"), f"{where}.conditions[{i}]")
     _field(row, "histograms", where, "object", required=False)
+
+
+def _verdict(v: dict[str, Any], where: str) -> None:
+    """A stop condition's verdict (a step's, or the one that stopped the run): what a replay reads."""
+    for key in ("condition", "kind", "metric"):
+        _field(v, key, where, "string")
+    _field(v, "fired", where, "boolean")
+    _field(v, "limit", where, "number")
+    for key in ("value", "previous"):  # a plateau's gain may be below 0: not bounded
+        _field(v, key, where, "number", "null", required=key == "value")
+    _field(v, "unit", where, "string", "null")
+    _field(v, "window_s", where, "number", "null", minimum=0)
+    _field(v, "resolved", where, "string", required=False)
 
 
 def _interval(row: Any, where: str) -> None:
