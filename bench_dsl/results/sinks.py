@@ -1,5 +1,6 @@
 """Sinks of the event stream: the console (rich, on stderr), the JSON result file (rewritten
-atomically at every interval, so a kill leaves the last complete picture), and JSON lines.
+at every interval by files.write_atomically, so a kill leaves the last complete picture), and JSON
+lines (every event, in stream.py's form).
 They read events only: nothing here imports the engine."""
 
 from __future__ import annotations
