@@ -31,7 +31,9 @@ import pytest
 
 from bench_dsl.results.compare import compare, parse_gate
 from bench_dsl.core.errors import UsageError
-from bench_dsl.results.summary import find_results, load_results, read_result, summarize
+from bench_dsl.results.read import ResultFile, find_results
+from bench_dsl.results.read import read_result as read_file
+from bench_dsl.results.summary import summarize
 
 from .conftest import run_bench
 
@@ -103,6 +105,18 @@ def runs(dsn_url: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+def load_results(paths: list[Path]) -> list[ResultFile]:
+    return find_results(paths).results
+
+
+def files_in(paths: list[Path]) -> list[Path]:
+    return [r.path for r in load_results(paths) if r.path is not None]
+
+
+def read_result(path: Path) -> dict[str, Any]:
+    return read_file(path).doc
+
+
 def _cell(table: dict[str, Any], metric: str, users: int | None, conf: str) -> dict[str, Any]:
     row = next(r for r in table["rows"] if r["metric"] == metric and r["users"] == users)
     return next(c for c in row["cells"] if c["configuration"] == conf)
@@ -112,7 +126,7 @@ def _cell(table: dict[str, Any], metric: str, users: int | None, conf: str) -> d
 
 @pytest.mark.slow
 def test_a_directory_is_searched_for_results_only(runs: Path) -> None:
-    files = find_results([runs / "matrix"])
+    files = files_in([runs / "matrix"])
     assert [f.relative_to(runs / "matrix").as_posix() for f in files] == [
         f"{cid}-{slug}/repeat-{k}.json" for cid, slug, _ in CONFIGS for k in range(1, REPEATS + 1)]
     assert len(load_results([runs / "matrix", runs / "ramp.json"])) == len(CONFIGS) * REPEATS + 1
@@ -122,8 +136,9 @@ def test_a_directory_is_searched_for_results_only(runs: Path) -> None:
 def test_a_file_that_is_not_a_result_is_a_clear_usage_error(runs: Path, tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_text("{not json")
     (tmp_path / "empty").mkdir()
-    cases = {runs / "missing.json": "no such file", runs / "matrix" / "summary.json": "not a bench-dsl result",
-             tmp_path / "bad.json": "not JSON", tmp_path / "empty": "no bench-dsl result files"}
+    cases = {runs / "missing.json": "missing.json: no such file",
+             runs / "matrix" / "summary.json": "summary.json: not a bench-dsl result",
+             tmp_path / "bad.json": "bad.json: not JSON", tmp_path / "empty": "no bench-dsl result files"}
     for path, words in cases.items():
         with pytest.raises(UsageError, match=words):
             load_results([path])
@@ -133,9 +148,9 @@ def test_a_file_that_is_not_a_result_is_a_clear_usage_error(runs: Path, tmp_path
 
 @pytest.mark.slow
 def test_summary_groups_repeats_per_configuration_and_validates(runs: Path) -> None:
-    files = find_results([runs / "matrix"])
+    files = files_in([runs / "matrix"])
     docs = [read_result(f) for f in files]
-    s = summarize(docs, files, base=runs / "matrix")
+    s = summarize(load_results(files), base=runs / "matrix")
     jsonschema.validate(s, SCHEMA)
     assert s["format"] == "bench-dsl-summary" and s["study"] == "pacing" and s["same_workload"]
     assert [c["id"] for c in s["configurations"]] == ["c1", "c2", "c3"]
@@ -180,7 +195,7 @@ def test_plain_results_are_each_a_configuration_labelled_apart(runs: Path, tmp_p
         (tmp_path / name).write_text(json.dumps(doc))
         files.append(tmp_path / name)
     files.append(runs / "ramp.json")
-    s = summarize([read_result(f) for f in files], files, base=tmp_path)
+    s = summarize(load_results(files), base=tmp_path)
     jsonschema.validate(s, SCHEMA)
     assert [c["label"] for c in s["configurations"]] == ["base.json", "new.json", "ramp.json"]
     assert [c["files"] for c in s["configurations"]][:2] == [["base.json"], ["new.json"]]
@@ -190,9 +205,9 @@ def test_plain_results_are_each_a_configuration_labelled_apart(runs: Path, tmp_p
 @pytest.mark.slow
 def test_two_matrices_are_told_apart_and_a_file_named_twice_counts_once(runs: Path, tmp_path: Path) -> None:
     shutil.copytree(runs / "matrix", tmp_path / "matrix")
-    files = find_results([runs / "matrix", tmp_path / "matrix", runs / "matrix" / "c1-unpaced"])
+    files = files_in([runs / "matrix", tmp_path / "matrix", runs / "matrix" / "c1-unpaced"])
     assert len(files) == 2 * len(CONFIGS) * REPEATS
-    s = summarize([read_result(f) for f in files], files)
+    s = summarize(load_results(files))
     ids, labels = [c["id"] for c in s["configurations"]], [c["label"] for c in s["configurations"]]
     assert ids == ["c1", "c2", "c3", "c1-2", "c2-2", "c3-2"] and len(set(labels)) == 6
     assert all(len(c["statuses"]) == REPEATS for c in s["configurations"])

@@ -178,7 +178,7 @@ def test_a_reader_that_leaves_does_not_end_the_run(dsn_url: str, tmp_path: Path)
     first = bench.stdout.readline()  # `| head -1`
     bench.stdout.close()
     _, err = bench.communicate(timeout=120)
-    assert json.loads(first)["type"] == "started"
+    assert json.loads(first)["type"] == "begin"  # every event is in the stream, the first one too
     assert bench.returncode == 0, err
     doc = _result(out)
     assert doc["status"] == "completed" and doc["steps"]

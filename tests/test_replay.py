@@ -109,7 +109,8 @@ async def live(dsn_url: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncI
     app = attach_ui(run, wait_for_key=True)
     task = asyncio.create_task(run_app(app, run, headless=True, size=BIG))
     await _until(lambda: app.done, "the live run's verdict")
-    await asyncio.sleep(0.5)  # the screen's timer draws what the last events changed
+    app.pull()  # what the last events changed, drawn now rather than at the screen's next timer
+    await Pilot(app).pause()
     screen = screen_text(app)
     await Pilot(app).press("q")
     code = await task
@@ -344,10 +345,11 @@ def test_without_a_terminal_it_prints_the_console_lines_of_the_run(live: Live,
 
 
 @pytest.mark.parametrize(("content", "says"), [
-    pytest.param(None, "cannot read", id="missing"),
-    pytest.param("scenario x {}", "not JSON", id="not-json"),
-    pytest.param('{"format": "bench-dsl-result", "intervals": []}', "a part missing", id="incomplete"),
-    pytest.param('{"type": "interval"}\n', "not an event", id="bad-event"),
+    pytest.param(None, "r.json: no such file", id="missing"),
+    pytest.param("scenario x {}", "r.json: line 1: not JSON", id="not-json"),
+    pytest.param('{"format": "bench-dsl-result", "format_version": 1, "intervals": []}', "r.json: tool: missing",
+                 id="incomplete"),
+    pytest.param('{"type": "interval"}\n', "r.json: line 1: not an event", id="bad-event"),
     pytest.param("", "is empty", id="empty"),
 ])
 def test_a_file_that_is_not_a_result_is_a_usage_error(content: str | None, says: str, tmp_path: Path,

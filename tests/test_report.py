@@ -19,14 +19,12 @@ from typing import Any
 
 import pytest
 
-from bench_dsl.results.document import ResultDocument
-from bench_dsl.engine.events import from_json
-from bench_dsl.measure.metrics import new_histogram
-from bench_dsl.results.report import data, group, load_results, write_html, write_images
+from bench_dsl.results.read import ResultFile, find_results
+from bench_dsl.results.report import data, group, write_html, write_images
 from bench_dsl.results.report.charts import HEIGHT, WIDTH, figures
-from bench_dsl.results.report.load import ResultFile
 
 from .conftest import ROOT, run_bench, small_disk
+from .fixtures.result import recorded_result
 
 STEPS = ROOT / "tests" / "fixtures" / "steps.jsonl"  # four locks: six steps, p90(locked) fires at step 6
 # a tag that fetches from another host (the bundle's own strings hold `<img src="${url}">` templates)
@@ -34,19 +32,11 @@ NETWORK = re.compile(r"<(script|link|img|iframe|object|embed)\b[^>]*\b(src|href)
 CHARTS = ["throughput-vs-users", "latency-vs-users", "timeline", "latency-spectrum", "cpu-vs-users"]
 
 
-def _recorded() -> dict[str, Any]:
-    """The result document of the recorded run, with an HDR histogram per step (the stream the UI
-    tests replay leaves them out): a step's latencies, 10 ms up to users x 10 ms."""
-    rd = ResultDocument()
-    for line in STEPS.read_text().splitlines():
-        rd.apply(from_json(json.loads(line)))
-    doc = rd.doc
-    for s in doc["steps"]:
-        h = new_histogram()
-        for ms in range(10, 10 * s["users"] + 11):
-            h.record_value(ms * 1000, 10)
-        s["histograms"] = {"locked": h.encode().decode()}
-    return doc
+def load_results(paths: list[Path]) -> list[ResultFile]:
+    return find_results(paths).results
+
+
+_recorded = recorded_result
 
 
 def _as_repeat(doc: dict[str, Any], cid: str, label: str, repeat: int, tps_factor: float) -> dict[str, Any]:
@@ -127,7 +117,8 @@ def test_plain_files_of_one_scenario_are_told_apart_by_file_name(tmp_path: Path)
     (tmp_path / "sub" / "c.json").write_text(json.dumps(other))
     (tmp_path / "summary.json").write_text(json.dumps({"format": "bench-dsl-matrix"}))  # passed over
     labels = [c.label for c in group(load_results([tmp_path, tmp_path / "a.json"]))]
-    assert labels == ["a.json", "b.json", "other"]
+    # once two clash, every plain run by its file name (fold._labels: the rule summary.json's is too)
+    assert labels == ["a.json", "b.json", "c.json"]
 
 
 def test_a_matrix_directory_is_read_whole(tmp_path: Path) -> None:

@@ -92,7 +92,7 @@ def test_quickstart_measures_like_sysbench(dsn_url: str, tmp_path: Path) -> None
     assert doc["saturation"]["users"] == 8 and doc["saturation"]["saturated"] is False
     events = [json.loads(x) for x in lines.read_text().splitlines()]
     kinds = [e["type"] for e in events]
-    assert kinds[0] == "started" and kinds[-1] == "finished" and "interval" in kinds
+    assert kinds[0] == "begin" and "started" in kinds and kinds[-1] == "finished" and "interval" in kinds
     intervals = [e for e in events if e["type"] == "interval"]
     assert [i["t"] for i in intervals] == sorted(i["t"] for i in intervals)
     assert sum(i["count"] for i in intervals if i["measured"]) == doc["summary"]["count"]

@@ -224,7 +224,7 @@ def test_a_run_whose_only_step_stalled_is_no_measured_point() -> None:
     """compare and summary take a run's summary for its one step only when that step was cut short
     by the stop; a step left out because it stalled is no measurement of those users at all."""
     from bench_dsl.engine.judge import CUT_SHORT
-    from bench_dsl.results.summary import measured_steps
+    from bench_dsl.results.fold import measured_steps
 
     summary = {"users": 4, "seconds": 10.0, "tps": 100.0}
     stalled = {"steps": [{"step": 1, "users": 4, "complete": False,

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
-from bench_dsl.core.errors import BenchError, ExitCode, UsageError, error_reason
+from bench_dsl.core.errors import BenchError, ExitCode, UsageError
 
 EPILOG = """examples:
   bench compare results/io-capacity-sweep/          a matrix directory (vary / repeat)
@@ -25,7 +23,7 @@ configuration's noise is max / min - 1 of its repeats, or with fewer than 3, of 
 intervals when larger (all a single run can show). See docs/compare.md.
 
 exit status: 0 compared (and every --fail-if passed), 2 bad usage, unreadable or not-comparable
-results, or a --fail-if that nothing could be judged on, 3 a --fail-if failed."""
+results, or a --fail-if that met a figure it could not judge (said with why), 3 a --fail-if failed."""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -51,16 +49,13 @@ def _write(target: str, text: str, what: str) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
+    from bench_dsl.results.files import write_atomically
+
     path = Path(target)
     if path.is_dir():
         raise UsageError(f"--{what} {target}: is a directory; give a file name")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # atomic: a reader (or a CI step) never sees half a table
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
+        write_atomically(path, text)  # a reader (or a CI step) never sees half a table
     except OSError as exc:
         raise BenchError(f"cannot write the {what} comparison to {target}: {exc.strerror or exc}") from None
 
@@ -74,18 +69,17 @@ def run(args: argparse.Namespace, err: Console) -> int:
         to_markdown,
         to_rich,
     )
-    from bench_dsl.results.summary import results_in, summarize
+    from bench_dsl.results.read import find_results
+    from bench_dsl.results.summary import summarize
 
     gates = [parse_gate(g) for g in args.fail_if]  # a mistyped gate is found before any file is read
     if args.json == "-" and args.markdown == "-":
         raise UsageError("--json - and --markdown - would both write to stdout: give one of them a file")
-    found = results_in(args.paths)
-    files, docs = [f for f, _ in found], [doc for _, doc in found]
-    try:
-        summary = summarize(docs, files, base=Path.cwd())
-        table = compare(summary, gates, force=args.force)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a result cut short or edited by hand
-        raise UsageError(_malformed(found, exc)) from None
+    found = find_results(args.paths)  # a bad file is exit 2 here, naming the file and the field
+    for text in found.warnings():
+        err.print(text, markup=False, highlight=False, soft_wrap=True)
+    summary = summarize(found.results, base=Path.cwd())
+    table = compare(summary, gates, force=args.force)
     data_on_stdout = "-" in (args.json, args.markdown)
     # stdout carries data only when a rendering is asked for there; the console table then goes to stderr
     out = err if data_on_stdout else escaping(Console(highlight=False, width=None if sys.stdout.isatty() else 160))
@@ -96,18 +90,6 @@ def run(args: argparse.Namespace, err: Console) -> int:
     if args.markdown:
         _write(args.markdown, printable(to_markdown(table)), "markdown")  # labels from files: no escapes
     return _verdict(table, err, gate_words)
-
-
-def _malformed(found: list[tuple[Path, dict[str, Any]]], exc: BaseException) -> str:
-    """Which result could not be read, and why, in words (never a Python error's name)."""
-    from bench_dsl.results.summary import summarize
-
-    for path, doc in found:
-        try:
-            summarize([doc], [path], base=Path.cwd())
-        except (KeyError, TypeError, ValueError, AttributeError) as own:
-            return f"{path}: a part of this result is missing or malformed ({error_reason(own)}): it cannot be compared"
-    return f"these results cannot be compared: a part is missing or malformed ({error_reason(exc)})"
 
 
 def _notes(table: dict[str, Any], summary: dict[str, Any], out: Console) -> None:
@@ -129,13 +111,16 @@ def _notes(table: dict[str, Any], summary: dict[str, Any], out: Console) -> None
 
 
 def _verdict(table: dict[str, Any], err: Console, gate_words: Callable[[dict[str, Any]], str]) -> int:
+    from bench_dsl.results.compare import gate_verdict
+
     failed = unjudged = False
     for g in table["gates"]:
         err.print(f"--fail-if {g['gate']}: {gate_words(g)}", markup=False, highlight=False, soft_wrap=True)
-        failed = failed or bool(g["failed"])
-        # a gate that judged nothing (nopm of a sysbench run, no users count in common) must not
-        # pass silently; a gate that failed says more than one that could not judge
-        unjudged = unjudged or not g["judged"]
+        verdict = gate_verdict(g)
+        failed = failed or verdict == "failed"
+        # a gate that met a figure it could not judge (nopm of a sysbench run, a baseline of 0, no
+        # users count in common) has not passed; a gate that failed says more than one that could not judge
+        unjudged = unjudged or verdict == "unjudged"
     if failed:
         return int(ExitCode.EXPECT_FAILED)
     return int(ExitCode.BAD_SCENARIO if unjudged else ExitCode.OK)

@@ -18,8 +18,10 @@ from bench_dsl.core.errors import UsageError
 HELP = """exit status: 0 replayed (whatever the run's own status was), 2 the file is missing or is not
 a result or event stream of bench run. Nothing connects to a server.
 
-Where a result does not keep what the live run showed (ticks each second, the conditions' values
-between steps), the replay derives it from what it keeps: see docs/replay.md."""
+An event stream (--jsonl) holds every event of the run and is played as it was. A result does not
+keep all the live run showed (ticks each second, the conditions' values between steps): the
+replay derives it from what it keeps; see docs/replay.md. A stream whose last line was cut (the
+run was killed while writing it) is played up to its last whole line, with a warning."""
 
 
 class _Lines(Console):
@@ -52,16 +54,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 def run(args: argparse.Namespace, err: Console) -> int:
     from bench_dsl.core.printable import escaping
     from bench_dsl.results.player import Player
-    from bench_dsl.results.replay import ReplayError, load
+    from bench_dsl.results.replay import load
     from bench_dsl.results.sinks import ConsoleSink
 
     speed: float | None = args.speed
     if speed is not None and (not math.isfinite(speed) or speed <= 0):
         raise UsageError("--speed must be a number larger than 0, e.g. 10")
-    try:
-        evs = load(args.file)
-    except ReplayError as exc:
-        raise UsageError(str(exc)) from None
+    warnings: list[str] = []
+    evs = load(args.file, warnings)  # a file that is neither a result nor a stream: exit 2, naming what is wrong
+    for text in warnings:
+        err.print(text, markup=False, highlight=False, soft_wrap=True)
     if not sys.stdout.isatty():
         # CI and pipes: the lines `bench run` printed, on stdout (they are this command's output)
         player = Player(evs, speed)

@@ -67,9 +67,11 @@ def run(args: argparse.Namespace, err: Console) -> int:
     if not (args.output or args.png or args.svg):
         raise UsageError("nothing to write: give -o report.html, --png DIR or --svg DIR (or several)")
     # every problem of the command line is found before the first chart is drawn
-    from bench_dsl.results.report.load import group, load_results
+    from bench_dsl.results.fold import group
+    from bench_dsl.results.read import find_results
 
-    results = load_results(args.inputs)
+    found = find_results(args.inputs)  # a bad file is exit 2 here, naming the file and the field
+    results = found.results
     html = _html_path(args.output) if args.output else None
     png = _writable_dir(args.png, "--png") if args.png else None
     svg = _writable_dir(args.svg, "--svg") if args.svg else None
@@ -84,6 +86,8 @@ def run(args: argparse.Namespace, err: Console) -> int:
     def say(text: str) -> None:
         err.print(text, markup=False, highlight=False, soft_wrap=True)
 
+    for text in found.warnings():
+        say(text)
     runs = len(results)
     say(f"report: {len(configs)} configuration{'s' if len(configs) != 1 else ''} from {runs} "
         f"result{'s' if runs != 1 else ''}")

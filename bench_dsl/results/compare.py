@@ -12,6 +12,7 @@ baseline as one that doubles, and a noisy figure's noise is not capped at -100 %
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -200,9 +201,12 @@ def compare(summary: dict[str, Any], gates: list[Gate] | None = None, force: boo
 
 def judge_gate(gate: Gate, confs: list[dict[str, Any]]) -> dict[str, Any]:
     """A gate judged on every configuration against the baseline, at each users count both measured
-    (saturation: once per configuration), on the medians."""
+    (saturation: once per configuration), on the medians. A figure the gate meets and cannot judge
+    (not measured by one side, not a finite number, a baseline of 0 that has no percentage) is listed
+    with why in `unjudged`: such a gate has not passed, whatever the other checks say."""
     base = confs[0]
     checks: list[dict[str, Any]] = []
+    unjudged: list[dict[str, Any]] = []
     for c in confs[1:]:
         if gate.metric == "saturation":
             pairs = [(None, base["saturation"]["users"], c["saturation"]["users"])]
@@ -212,14 +216,33 @@ def judge_gate(gate: Gate, confs: list[dict[str, Any]]) -> dict[str, Any]:
             pairs = [(e["users"], _dig(e, path), _dig(mine[e["users"]], path))
                      for e in base["by_users"] if e["users"] in mine]
         for users, b, o in pairs:
-            if b is None or o is None or not b["median"]:
-                continue  # not measured by one of them, or a baseline of 0 that has no percentage
+            where = {"configuration": c["id"], "label": c["label"], "users": users}
+            why = _unjudgeable(gate.metric, b, o, base["label"], c["label"])
+            if why is not None:
+                unjudged.append(where | {"why": why})
+                continue
+            assert b is not None and o is not None
             diff = (o["median"] - b["median"]) / abs(b["median"]) * 100
-            checks.append({"configuration": c["id"], "label": c["label"], "users": users,
-                           "baseline": b["median"], "value": o["median"], "diff_pct": round(diff, 2),
-                           "failed": gate.fails(diff)})
+            checks.append(where | {"baseline": b["median"], "value": o["median"], "diff_pct": round(diff, 2),
+                                   "failed": gate.fails(diff)})
     return {"gate": gate.text, "metric": gate.metric, "op": gate.op, "limit_pct": gate.pct,
-            "judged": len(checks), "failed": any(ch["failed"] for ch in checks), "checks": checks}
+            "judged": len(checks), "failed": any(ch["failed"] for ch in checks), "checks": checks,
+            "unjudged": unjudged}
+
+
+def _unjudgeable(metric: str, b: dict[str, Any] | None, o: dict[str, Any] | None, base_label: str,
+                 label: str) -> str | None:
+    """Why a pair of figures cannot be judged by a gate, or None when it can."""
+    for s, who in ((b, f"{base_label} (baseline)"), (o, label)):
+        median = None if s is None else s.get("median")
+        if median is None:
+            return f"{who} has no {metric}"
+        if not isinstance(median, int | float) or isinstance(median, bool) or not math.isfinite(median):
+            return f"{who}'s {metric} is {median!r}, not a figure"
+    assert b is not None
+    if b["median"] == 0:
+        return f"the baseline's {metric} is 0: a change from 0 has no percentage"
+    return None
 
 
 # ---- rendering: the one table, three ways -------------------------------------------------------
@@ -336,13 +359,26 @@ def to_markdown(table: dict[str, Any]) -> str:
 
 def gate_words(g: dict[str, Any]) -> str:
     failed = [ch for ch in g["checks"] if ch["failed"]]
+    unjudged = g.get("unjudged") or []
+    if failed:
+        return "FAILED: " + "; ".join(_check_words(ch) for ch in failed)
+    if unjudged:
+        return "not judged: " + "; ".join(f"{_where(u)}: {u['why']}" for u in unjudged)
     if not g["judged"]:
         return "not judged: no figure both the baseline and another configuration measured"
-    if not failed:
-        return f"passed ({g['judged']} check{'s' if g['judged'] != 1 else ''})"
-    return "FAILED: " + "; ".join(_check_words(ch) for ch in failed)
+    return f"passed ({g['judged']} check{'s' if g['judged'] != 1 else ''})"
+
+
+def gate_verdict(g: dict[str, Any]) -> str:
+    """failed, passed, or unjudged (nothing judged, or a figure met that could not be)."""
+    if g["failed"]:
+        return "failed"
+    return "unjudged" if g.get("unjudged") or not g["judged"] else "passed"
+
+
+def _where(ch: dict[str, Any]) -> str:
+    return ch["label"] + ("" if ch["users"] is None else f" at {ch['users']} users")
 
 
 def _check_words(ch: dict[str, Any]) -> str:
-    where = "" if ch["users"] is None else f" at {ch['users']} users"
-    return f"{ch['label']}{where}: {number(ch['value'])} vs {number(ch['baseline'])} ({ch['diff_pct']:+.1f}%)"
+    return f"{_where(ch)}: {number(ch['value'])} vs {number(ch['baseline'])} ({ch['diff_pct']:+.1f}%)"

@@ -10,6 +10,7 @@ from collections import Counter
 from typing import Any
 
 from bench_dsl.engine import events as ev
+
 RESULT_SCHEMA = "https://bench-dsl.dev/schema/result-v1.json"
 TOOL = "bench-dsl"
 

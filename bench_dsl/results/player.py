@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bench_dsl.engine import events as ev
+
 Timed = tuple[float, ev.Event]
 
 

@@ -4,9 +4,11 @@ the console read, timed by the run's own seconds, never touching a server.
     load(path) -> [(second of the run, event), ...]     a result document (.json) or a --jsonl stream
     player.Player(timed, speed, sinks).execute()          plays them to sinks at `speed` times the pace
 
-A `--jsonl` stream already is events (`events.from_json`); a result document is folded back into
-the events that wrote it (`document.ResultDocument` of them gives the same document again). What a
-result does not store is derived from what it does, and differs from the live run so:
+A `--jsonl` stream (stream.py) is the run's events, every one of them: it is played verbatim,
+nothing derived. A result document is the fallback: it is folded back into the events that wrote it
+(`document.ResultDocument` of them gives the same document again), and so is, as far as it goes, a
+stream written before every event went into it (six types). What they do not store is derived from
+what they do, and differs from the live run so:
 
 - ticks: the live run sent one a second; the replay makes one a second from each report interval,
   all with that interval's figures, so the throughput chart is flat within an interval. The phase's
@@ -19,92 +21,49 @@ result does not store is derived from what it does, and differs from the live ru
 - the log: the phase lines the run wrote, its warnings (when each was said is not stored: those
   before the stop's own at the start, those after it with the stop) and the errors its end implies.
 - when loading ended and the server came up are not stored: the prepare ends as the warmup begins.
-A stream recorded in full (tests/fixtures/record.py) already has ticks and conditions: played as is.
+An old stream recorded in full (tests/fixtures/record.py) already has ticks and conditions: played as is.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench_dsl.core.errors import error_reason
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.client_limit import CLIENT_LAG_MS
 from bench_dsl.engine.judge import CLIMB_ENDERS, state_of
 from bench_dsl.language import model as m
 from bench_dsl.measure.schedlag import worst_lag
 from bench_dsl.measure.stalls import STALL_SHOWN_S
+from bench_dsl.results.read import RESULT_FORMAT, BadResult, parse_json, read_bytes, result_of
+from bench_dsl.results.stream import read_stream
 
 Json = dict[str, Any]
 Timed = tuple[float, ev.Event]
 
-MAX_BYTES = 1 << 30  # a day's run with a 1s report interval is tens of MB; this bounds a wrong path
-
-
-class ReplayError(Exception):
-    """The file cannot be replayed: missing, unreadable, or not a result nor an event stream."""
-
 
 # reading --------------------------------------------------------------------------------------------
-def load(path: str | Path) -> list[Timed]:
-    """The events of a result document or of a `--jsonl` event stream, each with its second of the run."""
+def load(path: str | Path, warnings: list[str] | None = None) -> list[Timed]:
+    """The events of a result document or of a `--jsonl` event stream, each with its second of the
+    run. Read by read.py's rules (a regular file, bounded; a result checked against its schema); a
+    file that is neither is BadResult. What was wrong but could be passed over (a stream's last line
+    cut short) is added to `warnings`."""
     p = Path(path)
+    data, inode = read_bytes(p)
     try:
-        if p.stat().st_size > MAX_BYTES:
-            raise ReplayError(f"{p} is larger than {MAX_BYTES >> 30} GiB: not a result of bench-dsl")
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ReplayError(f"cannot read {p}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise ReplayError(f"{p} is not text: {GIVE}") from None
-    try:
-        whole = json.loads(text)
-    except json.JSONDecodeError:
-        whole = None
-    document = isinstance(whole, dict) and whole.get("format") == "bench-dsl-result"
-    evs = [] if document else stream_events(p, text)
-    try:
-        if not document:
-            return fill_in(timed(evs))
-        assert isinstance(whole, dict)
-        for kind in ("interval", "step"):
-            for row in whole[f"{kind}s"]:
-                _check(row, kind)
-        return fill_in(document_events(whole))
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise ReplayError(f"{p} is {'a result document' if document else 'an event stream'} with a part missing "
-                          f"or malformed ({error_reason(exc)}): it cannot be replayed") from None
-
-
-GIVE = "give a result (.json) or an event stream (.jsonl) of bench run"
-# what the displays read of an interval and a step without asking (the console's lines)
-NEEDED = {"interval": ("t", "start_s", "phase", "step", "seconds", "users", "tps", "qps", "errors", "retries",
-                       "latency_ms", "cpu"),
-          "step": ("step", "users", "start_s", "seconds", "tps", "errors", "latency_ms")}
-
-
-def _check(row: Json, kind: str) -> None:
-    if missing := [k for k in NEEDED[kind] if k not in row]:
-        raise KeyError(f"{kind} without {', '.join(missing)}")
-
-
-def stream_events(p: Path, text: str) -> list[ev.Event]:
-    out: list[ev.Event] = []
-    for n, line in enumerate(text.splitlines(), 1):
-        try:
-            if line.strip():
-                out.append(e := ev.from_json(json.loads(line)))
-                if isinstance(e, ev.Interval | ev.Step):
-                    _check(e.row, e.type)
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
-            what = "not JSON" if isinstance(exc, json.JSONDecodeError) else f"not an event ({error_reason(exc)})"
-            raise ReplayError(f"{p}:{n}: {what}; {GIVE}") from None
-    if not out:
-        raise ReplayError(f"{p} is empty: {GIVE}")
-    return out
+        whole: Any = parse_json(p, data)
+    except BadResult:
+        whole = None  # an event stream is one JSON text a line, not one
+    if isinstance(whole, dict) and whole.get("format") == RESULT_FORMAT:
+        return fill_in(document_events(result_of(p, whole, inode).doc))
+    stream = read_stream(p, data)
+    if warnings is not None:
+        warnings.extend(stream.warnings)
+    evs = timed(stream.events)
+    # a stream recorded whole is played verbatim; one of the six types of before is filled in
+    return evs if stream.versioned else fill_in(evs)
 
 
 def moment(e: ev.Event) -> float | None:

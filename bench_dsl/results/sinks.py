@@ -1,5 +1,6 @@
 """Sinks of the event stream: the console (rich, on stderr), the JSON result file (rewritten
-atomically at every interval, so a kill leaves the last complete picture), and JSON lines.
+at every interval by files.write_atomically, so a kill leaves the last complete picture), and JSON
+lines (every event, in stream.py's form).
 They read events only: nothing here imports the engine."""
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import os
 import re
 import stat
 import sys
-import tempfile
 import threading
 from pathlib import Path
 from typing import IO, Any
@@ -20,9 +20,11 @@ from rich.console import Console
 from rich.markup import escape as esc  # scenario text may hold [brackets]: never read them as styles
 
 from bench_dsl.engine import events as ev
-from bench_dsl.results.document import ResultDocument
-from bench_dsl.results.verdict import Line, expect_line, verdict_lines
 from bench_dsl.measure.stalls import STALL_SHOWN_S
+from bench_dsl.results.document import ResultDocument
+from bench_dsl.results.files import NotAnOutput, check_kind, write_atomically
+from bench_dsl.results.stream import encode
+from bench_dsl.results.verdict import Line, expect_line, verdict_lines
 
 
 class OutputTaken(Exception):
@@ -62,8 +64,9 @@ def check_stream(path: Path) -> None:
         raise OutputTaken("it is a file bench-dsl did not write: move it away or give another path")
 
 
-# an event stream's first line is its `started` event
-BENCH_STREAM = re.compile(rb'\{"type": "started", "scenario": ')
+# an event stream's first line: any event with its format version (stream.py), or the `started`
+# event of a stream written before lines had one
+BENCH_STREAM = re.compile(rb'\{"type": "[a-z_]+", "format_version": \d+, |\{"type": "started", "scenario": ')
 # bench-dsl's JSON files name their format near the start ("$schema" first, then "format")
 BENCH_FILE = re.compile(rb'^\s*\{[^{]*"format":\s*"bench-dsl-[a-z]+"')
 BENCH_FILE_HEAD = 4096
@@ -71,14 +74,9 @@ BENCH_FILE_HEAD = 4096
 
 def _check_kind(path: Path) -> None:
     try:
-        st = path.lstat()
-    except FileNotFoundError:
-        return
-    if not stat.S_ISREG(st.st_mode):
-        kind = ("a symbolic link" if stat.S_ISLNK(st.st_mode) else "a directory" if stat.S_ISDIR(st.st_mode)
-                else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "not a regular file")
-        raise OutputTaken(f"it is {kind}: results are written to regular files only, never through or over "
-                          "anything else")
+        check_kind(path)
+    except NotAnOutput as exc:
+        raise OutputTaken(str(exc)) from None
 
 
 class OutputClaim:
@@ -112,21 +110,6 @@ class OutputClaim:
             self.lock.unlink()  # while still locked: whoever opened it before is told to look again
         os.close(self.fd)
         self.fd = None
-
-
-def write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _check_kind(path)  # again: something may have been put there since the run began (the file is ours by now)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 class JsonResultSink:
@@ -221,7 +204,8 @@ class JsonResultSink:
 
 
 class JsonLinesSink:
-    """One JSON object per line, as the run goes: intervals, steps, stop, the end.
+    """One JSON object per line, as the run goes: every event, each with its format version
+    (bench_dsl/results/stream.py), so that `bench replay` plays the run as the sinks met it.
 
     Each line is written whole by a write() of its own, past the stream's buffer. A line that cannot
     be written whole (a full disk, a file size limit) is cut back off a regular file before the
@@ -229,16 +213,13 @@ class JsonLinesSink:
     buffer, its first part stayed in the file and the rest in the buffer, to be written after
     whatever came next if the disk had room again by then."""
 
-    TYPES = (ev.Started, ev.Phase, ev.Interval, ev.Step, ev.Fired, ev.Finished)
-
     def __init__(self, stream: IO[str], name: str = "the event stream") -> None:
         self.stream = stream
         self.name = name
         self.fd = stream.fileno()
 
     def emit(self, event: ev.Event) -> None:
-        if isinstance(event, self.TYPES):
-            self._write((json.dumps(event.to_json(), default=str) + "\n").encode())
+        self._write((json.dumps(encode(event), default=str) + "\n").encode())
 
     def _write(self, data: bytes) -> None:
         self.stream.flush()  # whatever else went through the stream stays before this line

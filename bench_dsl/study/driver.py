@@ -225,7 +225,7 @@ def _take_directory(directory: Path, replace: bool, say: Callable[[str], None]) 
     """The study's directory holds no other study's results: their runs would be read as repeats
     of this one's. With --replace they are removed (result files only, and the folders they leave
     empty); anything else in the directory stays."""
-    from bench_dsl.results.summary import is_result_file
+    from bench_dsl.results.read import is_result_file
 
     earlier = sorted(p for p in directory.rglob("*.json") if p.is_file() and is_result_file(p))
     if not earlier:
@@ -272,13 +272,22 @@ def _finish(directory: Path, runs: list[StudyRun], err: Console) -> list[str]:
     if not paths:
         say("study: no run wrote a result; no summary")
         return []
-    from bench_dsl.results.summary import load_results, summarize
+    from bench_dsl.results.files import write_atomically
+    from bench_dsl.results.read import BadResult, read_result
+    from bench_dsl.results.summary import summarize
 
     problems: list[str] = []
-    docs = load_results([str(p) for p in paths])
-    summary = summarize(docs, files=paths, base=directory)
+    results = []
+    for p in paths:  # the study's own files, read as `bench compare` and `bench report` read them
+        try:
+            results.append(read_result(p))
+        except BadResult as exc:  # a run killed mid-way leaves no such file; a damaged one is said
+            problems.append(f"{exc}: left out of the summary and the report")
+    if not results:
+        return problems
+    summary = summarize(results, base=directory)
     try:
-        _write_atomic(directory / "summary.json", json.dumps(summary, indent=2) + "\n")
+        write_atomically(directory / "summary.json", json.dumps(summary, indent=2) + "\n")
         say(f"summary: {directory / 'summary.json'}")
     except OSError as exc:  # a full disk: the results are written, the report is still worth trying
         problems.append(f"could not write {directory / 'summary.json'}: {_cause(exc)}")
@@ -292,7 +301,7 @@ def _finish(directory: Path, runs: list[StudyRun], err: Console) -> list[str]:
     try:
         from bench_dsl.results.report import write_html
 
-        write_html(docs, directory / "report.html")
+        write_html(results, directory / "report.html")
         say(f"report:  {directory / 'report.html'}")
     except OSError as exc:
         problems.append(f"could not write {directory / 'report.html'}: {_cause(exc)}")
@@ -304,16 +313,3 @@ def _finish(directory: Path, runs: list[StudyRun], err: Console) -> list[str]:
 def _cause(exc: BaseException) -> str:
     """Why a write failed, as a person reads it: the system's words, not the temporary file's name."""
     return (exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)) or "unknown error"
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)  # a full disk must not be left fuller by half a summary
-        raise

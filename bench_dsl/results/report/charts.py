@@ -13,8 +13,8 @@ from typing import Any
 
 import altair as alt
 
+from bench_dsl.results.fold import Configuration
 from bench_dsl.results.report import data
-from bench_dsl.results.report.load import Configuration
 
 # what .properties() gives back, by altair's own type hints
 Panel = alt.LayerChart | alt.FacetChart

@@ -1,106 +1,99 @@
-"""The numbers the charts draw, read from result documents: plain rows, no plotting library.
+"""The numbers the charts draw, as plain rows (no plotting library): fold.py's figures of each
+configuration, the same summary.json and `bench compare` give, so the three never disagree.
 
-Repeats of a configuration are folded per users count into the median and the min-max range, so a
-chart shows what is typical and how far the repeats spread. Latency spectra are the exception: a
-step's histograms of every repeat are merged (HDR histograms add), which is the spectrum of all
-transactions measured at that users count.
+Each point of a curve is a figure's median over the repeats at a users count, with the min-max
+range; the saturation point is fold's too, placed on the median curve (between two steps when the
+repeats' middle falls between them). Latency spectra are the exception: a step's histograms of
+every repeat are merged (HDR histograms add), which is the spectrum of all transactions measured at
+that users count.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
 from bench_dsl.measure.metrics import new_histogram
-from bench_dsl.results.report.load import Configuration
+from bench_dsl.results.fold import Configuration, measured_steps
 
 Row = dict[str, Any]
-Getter = Callable[[dict[str, Any]], float | None]
+Figure = tuple[str, ...]  # where a figure is in a fold.by_users entry
 
-
-def measured_steps(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """Steps that measured something. A step a stop condition cut short (`complete` false) is kept:
-    it is the step that broke, and its figures are real; the tooltip says it was cut."""
-    return [s for s in doc.get("steps") or [] if (s.get("count") or 0) > 0 and s.get("users")]
+tps: Figure = ("tps",)
 
 
 def _num(v: Any) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
 
 
-def tps(step: dict[str, Any]) -> float | None:
-    return _num(step.get("tps"))
+def latency(name: str) -> Figure:
+    return ("latency_ms", name)
 
 
-def latency(name: str) -> Getter:
-    return lambda step: _num((step.get("latency_ms") or {}).get(name))
+def cpu(source: str) -> Figure:
+    return ("cpu_pct", source)
 
 
-def cpu(source: str) -> Getter:
-    return lambda step: _num((step.get("cpu") or {}).get(source))
+def _stat(entry: dict[str, Any], figure: Figure) -> dict[str, Any] | None:
+    node: Any = entry
+    for key in figure:
+        node = node.get(key) if isinstance(node, dict) else None
+    return node if isinstance(node, dict) and node.get("median") is not None else None
 
 
-def by_users(configs: list[Configuration], get: Getter, series: str = "") -> list[Row]:
+def by_users(configs: list[Configuration], figure: Figure, series: str = "") -> list[Row]:
     """One row per configuration and users count: the median over repeats, min and max, how many."""
     rows: list[Row] = []
     for c in configs:
-        values: dict[int, list[float]] = {}
-        cut: set[int] = set()
-        for doc in c.docs:
-            for s in measured_steps(doc):
-                v = get(s)
-                if v is not None:
-                    values.setdefault(int(s["users"]), []).append(v)
-                    if not s.get("complete", True):
-                        cut.add(int(s["users"]))
-        for users in sorted(values):
-            vs = values[users]
-            rows.append({"configuration": c.label, "series": series, "users": users,
-                         "value": statistics.median(vs), "min": min(vs), "max": max(vs), "runs": len(vs),
-                         "note": "step cut short by a stop condition" if users in cut else ""})
+        for e in c.by_users:
+            s = _stat(e, figure)
+            if s is not None:
+                rows.append({"configuration": c.label, "series": series, "users": e["users"], "value": s["median"],
+                             "min": s["min"], "max": s["max"], "runs": s["n"], "note": ""})
     return rows
 
 
-@dataclass(frozen=True, slots=True)
-class Saturation:
-    configuration: str
-    users: int | None  # the median over repeats (the lower one of two middles: a measured count)
-    low: int | None
-    high: int | None
-    runs: int  # repeats that found one
-    saturated: bool  # a stop condition fired, rather than the ramp running out of steps
-    condition: str | None
-
-
-def saturation(c: Configuration) -> Saturation:
-    found = [(d.get("saturation") or {}) for d in c.docs]
-    users = [int(s["users"]) for s in found if isinstance(s.get("users"), int)]
-    conditions = [s.get("condition") for s in found if s.get("condition")]
-    return Saturation(
-        configuration=c.label, users=statistics.median_low(users) if users else None,
-        low=min(users) if users else None, high=max(users) if users else None, runs=len(users),
-        saturated=any(bool(s.get("saturated")) for s in found),
-        condition=statistics.mode(conditions) if conditions else None)
-
-
-def saturation_rows(configs: list[Configuration], get: Getter) -> list[Row]:
-    """The saturation point of each configuration, placed on its median curve of `get`."""
+def saturation_rows(configs: list[Configuration], figure: Figure) -> list[Row]:
+    """The saturation point of each configuration, placed on its median curve of `figure`."""
     rows: list[Row] = []
-    curve = {(r["configuration"], r["users"]): r["value"] for r in by_users(configs, get)}
+    curves: dict[str, list[tuple[float, float]]] = {}
+    for r in by_users(configs, figure):
+        curves.setdefault(r["configuration"], []).append((r["users"], r["value"]))
     for c in configs:
-        s = saturation(c)
-        if s.users is None or (c.label, s.users) not in curve:
+        s = c.saturation
+        value = None if s is None else _on_curve(curves.get(c.label, []), s["median"])
+        if s is None or value is None:
             continue
-        spread = f" (repeats: {s.low}-{s.high})" if s.runs > 1 and s.low != s.high else ""
-        why = f"stopped by {s.condition}" if s.saturated and s.condition else "no stop condition fired"
-        rows.append({"configuration": c.label, "users": s.users, "value": curve[(c.label, s.users)],
-                     "label": f"{s.users} users", "about": f"saturation point: {s.users} users{spread}, {why}"})
+        users = _users(s["median"])
+        spread = f" (repeats: {_users(s['min'])}-{_users(s['max'])})" if s["n"] > 1 and s["min"] != s["max"] else ""
+        condition = _condition(c)
+        why = f"stopped by {condition}" if condition else "no stop condition fired"
+        rows.append({"configuration": c.label, "users": s["median"], "value": value,
+                     "label": f"{users} users", "about": f"saturation point: {users} users{spread}, {why}"})
     return rows
+
+
+def _users(v: float) -> str:
+    return f"{v:g}"
+
+
+def _on_curve(curve: list[tuple[float, float]], users: float) -> float | None:
+    """The curve's value at `users`: a measured point, or between the two around it (the median of an
+    even number of repeats can fall between steps); None outside the curve."""
+    for (u0, v0), (u1, v1) in zip(curve, curve[1:]):
+        if u0 < users < u1:
+            return v0 + (v1 - v0) * (users - u0) / (u1 - u0)
+    return next((v for u, v in curve if u == users), None)
+
+
+def _condition(c: Configuration) -> str | None:
+    """The condition that ended most repeats that a stop condition ended (None: none fired)."""
+    found = [d.get("saturation") or {} for d in c.docs]
+    conditions = [s["condition"] for s in found if s.get("saturated") and s.get("condition")]
+    return statistics.mode(conditions) if conditions else None
 
 
 def timeline(doc: dict[str, Any], label: str) -> tuple[list[Row], list[Row], list[Row]]:
@@ -133,7 +126,9 @@ def measured_windows(doc: dict[str, Any]) -> list[Row]:
     """Each step's measured window (what its figures and the stop conditions judged), on the
     timeline's clock."""
     rows: list[Row] = []
-    for s in measured_steps(doc):
+    for n, s in measured_steps(doc):
+        if n is None:
+            continue  # a run's summary, not a step: no window of its own
         start, seconds = _num(s.get("start_s")), _num(s.get("seconds"))
         if start is not None and seconds:
             rows.append({"start": start, "end": start + seconds,
@@ -149,7 +144,7 @@ def spectrum(configs: list[Configuration], points_per_decade: int = 20) -> list[
     for c in configs:
         merged: dict[int, HdrHistogram] = {}
         for doc in c.docs:
-            for s in measured_steps(doc):
+            for _, s in measured_steps(doc):
                 for encoded in (s.get("histograms") or {}).values():
                     if not encoded:
                         continue
@@ -181,25 +176,32 @@ def summary_rows(configs: list[Configuration]) -> list[Row]:
     """The table at the top of the report: one line per configuration."""
     rows: list[Row] = []
     for c in configs:
-        s = saturation(c)
-        docs = c.docs
-        best = [v for d in docs for v in [max((tps(st) or 0.0 for st in measured_steps(d)), default=None)]
-                if v is not None]
+        s, docs = c.saturation, c.docs
+        best = [max(v for e in c.by_users if (v := _repeat(e, k)) is not None) for k in range(len(docs))
+                if any(_repeat(e, k) is not None for e in c.by_users)]
         statuses = sorted({str(d.get("status")) for d in docs})
         servers = sorted({str((d.get("server") or {}).get("version") or "?") for d in docs})
-        if s.users is None:
+        if s is None:
             point = "none measured"
         else:
-            point = f"{s.users} users" + (f" ({s.low}-{s.high} over {s.runs} repeats)" if s.runs > 1 else "")
+            point = f"{_users(s['median'])} users" + (
+                f" ({_users(s['min'])}-{_users(s['max'])} over {s['n']} repeats)" if s["n"] > 1 else "")
+        condition = _condition(c)
         rows.append({
             "configuration": c.label,
             "scenario": ", ".join(sorted({str((d.get("scenario") or {}).get("name")) for d in docs})),
             "runs": len(docs),
             "saturation": point,
-            "stopped_by": (s.condition or "-") if s.saturated else "no stop condition fired",
+            "stopped_by": condition or "no stop condition fired",
             "best_tps": f"{statistics.median(best):,.1f}" if best else "-",
             "status": ", ".join(statuses),
             "server": ", ".join(servers),
-            "files": ", ".join(str(r.path) for r in c.results if r.path is not None) or "-",
+            "files": ", ".join(str(p) for p in c.paths) or "-",
         })
     return rows
+
+
+def _repeat(entry: dict[str, Any], k: int) -> float | None:
+    """Repeat k's throughput at a users count (None: that repeat did not measure it)."""
+    s = entry.get("tps")
+    return None if s is None else s["per_repeat"][k]

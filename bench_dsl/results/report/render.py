@@ -7,7 +7,6 @@ import datetime as dt
 import functools
 import html
 import json
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -16,9 +15,11 @@ import altair as alt
 import vl_convert as vlc
 
 from bench_dsl import __version__
+from bench_dsl.results.files import write_atomically
+from bench_dsl.results.fold import Configuration, group
+from bench_dsl.results.read import ResultFile
 from bench_dsl.results.report import data
 from bench_dsl.results.report.charts import Figure, figures
-from bench_dsl.results.report.load import Configuration, ResultFile, as_results, group
 
 PNG_SCALE = 2.0  # pixels per CSS pixel: sharp enough for a paper or a README on a dense screen
 
@@ -30,7 +31,7 @@ def vl_version() -> str:
 
 
 def _configs(docs: Sequence[dict[str, Any] | ResultFile]) -> list[Configuration]:
-    configs = group(as_results(docs))
+    configs = group(docs)
     if not configs:
         raise ValueError("no results to report on")
     return configs
@@ -49,9 +50,9 @@ def write_images(docs: Sequence[dict[str, Any] | ResultFile], directory: str | P
         path = out / f"{fig.name}.{fmt}"
         spec = fig.spec()
         if fmt == "png":
-            _write_atomic(path, vlc.vegalite_to_png(spec, vl_version=version, scale=scale))
+            write_atomically(path, vlc.vegalite_to_png(spec, vl_version=version, scale=scale))
         else:
-            _write_atomic(path, vlc.vegalite_to_svg(spec, vl_version=version).encode("utf-8"))
+            write_atomically(path, vlc.vegalite_to_svg(spec, vl_version=version).encode("utf-8"))
         written.append(path)
     return written
 
@@ -60,23 +61,7 @@ def write_html(docs: Sequence[dict[str, Any] | ResultFile], path: str | Path) ->
     """The report as one HTML file that opens offline: the Vega libraries and the data are inside."""
     configs = _configs(docs)
     page = render_html(configs, figures(configs))
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    _write_atomic(target, page.encode("utf-8"))
-    return target
-
-
-def _write_atomic(path: Path, content: bytes) -> None:
-    # a report being rewritten (the matrix runner's, after every configuration) is never half a
-    # file; open() rather than mkstemp so that the file gets the umask's mode like any other output
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(content)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    return write_atomically(path, page)
 
 
 def _script_json(value: Any) -> str:
