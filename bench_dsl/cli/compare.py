@@ -26,7 +26,7 @@ exit status: 0 compared (and every --fail-if passed), 2 bad usage, unreadable or
 results, or a --fail-if that met a figure it could not judge (said with why), 3 a --fail-if failed."""
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction) -> None:
     sp = sub.add_parser("compare", help="compare results side by side against the first (the baseline)",
                         description="Compare the results of runs or configurations: saturation point, throughput "
                                     "and latency at each users count all of them measured, the difference to the "

@@ -38,7 +38,7 @@ class _Lines(Console):
         self.stop()
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction) -> None:
     sp = sub.add_parser("replay", help="show a finished run again on the live screen, from its result",
                         description="Show a finished run on the live screen again, timed as it ran: from its "
                                     "result document (--json) or its event stream (--jsonl). When stdout is "

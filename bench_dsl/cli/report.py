@@ -23,7 +23,7 @@ Images are drawn without a browser. exit status: 0 written, 2 bad usage or a fil
 result, 1 a file that could not be written (a full disk: the cause is said) or an internal error."""
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction) -> None:
     sp = sub.add_parser("report", help="an HTML report and PNG/SVG charts of one or more results",
                         description="Draw the results of one or more runs: throughput and latency against "
                                     "users with each saturation point, throughput and p95 over time, the "

@@ -39,7 +39,7 @@ through the environment instead: target env("BENCH_DSN", ...) in the file, BENCH
 the shell (or read from a file: BENCH_DSN=$(cat ~/.bench-dsn) bench run ...)."""
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction) -> None:
     def run_opts(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("file", metavar="FILE")
         add_defines(sp)
@@ -63,11 +63,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     r.add_argument("--headless", action="store_true",
                    help="no terminal UI: progress on stderr, data only on stdout (the default when stdout is "
                         "not a terminal)")
-    r.add_argument("--json", metavar="PATH", help=f"result document (default: the file's output, else {DEFAULT_OUTPUT}); "
-                   "a study (vary/repeat) writes a directory: one result per run, summary.json, report.html")
+    r.add_argument("--json", metavar="PATH",
+                   help=f"result document (default: the file's output, else {DEFAULT_OUTPUT}); a study "
+                        "(vary/repeat) writes a directory: one result per run, summary.json, report.html")
     r.add_argument("--replace", action="store_true", help="a study: remove the results of an earlier study from "
                    "its directory first (without it, a directory that holds results is refused)")
-    r.add_argument("--jsonl", metavar="PATH|-", help="stream one JSON object per interval, step and event; - for stdout")
+    r.add_argument("--jsonl", metavar="PATH|-",
+                   help="stream one JSON object per interval, step and event; - for stdout")
     r.add_argument("--time-scale", type=float, default=1.0, metavar="F",
                    help="multiply every duration by F (e.g. 0.1 for a smoke run; phases last at least 1s)")
     r.add_argument("--max-steps", type=int, metavar="N", help="run at most N steps of a ramp")
@@ -75,7 +77,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                    "the file's repeat; a file without vary becomes a study of one configuration)")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress lines, only the verdict")
     r.add_argument("--workers", type=_workers, metavar="N|auto",
-                   help="processes that run the virtual users (overrides the file's `workers`; auto: one per core; TPC-C: half of them when the server runs on this machine)")
+                   help="processes that run the virtual users (overrides the file's `workers`; auto: one per core; "
+                        "TPC-C: half of them when the server runs on this machine)")
 
     pr = sub.add_parser("prepare", help="create and load the scenario's data only",
                         description="Create and load the data a scenario needs, then stop.")
@@ -207,13 +210,13 @@ def run(args: argparse.Namespace, err: Console, prepare_only: bool = False) -> i
             await asyncio.to_thread(close_sinks)
 
     code = int(run_loop(run_then_close()))
-    for s, exc in run.bus.dropped:  # an output that failed during the run is missing its end
-        if isinstance(exc, BrokenPipeError):
+    for s, failure in run.bus.dropped:  # an output that failed during the run is missing its end
+        if isinstance(failure, BrokenPipeError):
             continue  # the reader left (`| head`): it has what it wanted, nothing is wrong
         if isinstance(s, JsonResultSink):
             written = False
-        if isinstance(s, (JsonLinesSink, JsonResultSink)) and not any(str(exc) in m for m in problems):
-            problems.append(f"{s.name} stopped during the run: {exc}")
+        if isinstance(s, (JsonLinesSink, JsonResultSink)) and not any(str(failure) in m for m in problems):
+            problems.append(f"{s.name} stopped during the run: {failure}")
     for message in problems:
         err.print(f"bench: {message}", markup=False, highlight=False)
     status = deferred.status or "not run"

@@ -137,7 +137,7 @@ def _cell(conf_id: str, s: dict[str, Any] | None, base: dict[str, Any] | None, h
     known = [(n, f) for n, f in ((base.get("noise_pct"), base.get("noise_from")), (noise, noise_from)) if n is not None]
     if known:
         cell["judged_noise_pct"] = round(sum(n for n, _ in known), 3)
-        cell["judged_noise_from"] = " + ".join(f for _, f in known)
+        cell["judged_noise_from"] = " + ".join(str(f) for _, f in known)
         cell["beyond_noise"] = apart > cell["judged_noise_pct"]
     return cell
 
@@ -247,8 +247,8 @@ def _unjudgeable(metric: str, b: dict[str, Any] | None, o: dict[str, Any] | None
 
 # ---- rendering: the one table, three ways -------------------------------------------------------
 
-ROW_NAMES = {"settings": "settings", "saturation": "saturation (users)", "condition": "condition that fired", "tps": "tps", "tpm": "tpm",
-             "nopm": "NOPM", "p50": "p50 ms", "p95": "p95 ms", "p99": "p99 ms",
+ROW_NAMES = {"settings": "settings", "saturation": "saturation (users)", "condition": "condition that fired",
+             "tps": "tps", "tpm": "tpm", "nopm": "NOPM", "p50": "p50 ms", "p95": "p95 ms", "p99": "p99 ms",
              "server_cpu_us_per_tx": "server CPU µs/tx", "client_cpu_us_per_tx": "client CPU µs/tx",
              "error_rate_pct": "errors %"}
 

@@ -258,7 +258,8 @@ def condition_specs(doc: Json) -> tuple[ev.ConditionSpec, ...]:
             continue
         op = re.search(r">=|<=|==|!=|>|<", v.get("resolved") or text) if v["kind"] == "threshold" else None
         out.append(ev.ConditionSpec(text, v.get("resolved") or text, v["kind"], v["metric"], op and op.group(0),
-                                    float(v["limit"]), v.get("unit") or "", v.get("window_s"), ev.is_latency(v["metric"])))
+                                    float(v["limit"]), v.get("unit") or "", v.get("window_s"),
+                                    ev.is_latency(v["metric"])))
     return tuple(out)
 
 
@@ -334,7 +335,8 @@ def _with_conditions(evs: list[Timed]) -> list[Timed]:
             states[text] = ev.ConditionState(text, e.stop.get("value"), e.stop.get("previous"), "fired", source)
         else:
             continue
-        out.append((t, ev.Conditions(t, tuple(states.get(x, ev.ConditionState(x, None, None, "-", "")) for x in texts))))
+        shown = tuple(states.get(x, ev.ConditionState(x, None, None, "-", "")) for x in texts)
+        out.append((t, ev.Conditions(t, shown)))
     return out
 
 

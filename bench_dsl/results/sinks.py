@@ -299,7 +299,8 @@ class ConsoleSink:
                 stall = f", stall {d['stall_s']:.1f}s" if d.get("stalls") else ""
                 self.c.print(f"[bold cyan]step {d['step']} done:[/] {d['users']} users, tps {d['tps']:.1f}, "
                              f"p90 {_ms(lat['p90']).strip()} ms, p99 {_ms(lat['p99']).strip()} ms, "
-                             f"errors {d['errors']}{stall}" + (" [yellow](not complete)[/]" if not d["complete"] else ""))
+                             f"errors {d['errors']}{stall}"
+                             + (" [yellow](not complete)[/]" if not d["complete"] else ""))
             case ev.Finished():
                 self._verdict(event.to_json())
 

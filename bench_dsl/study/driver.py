@@ -43,7 +43,8 @@ from bench_dsl.study.plan import (
 )
 
 # Which status wins when runs end differently: an interruption ends the study; then the worst.
-_SEVERITY = [ExitCode.OK, ExitCode.EXPECT_FAILED, ExitCode.BAD_SCENARIO, ExitCode.TARGET_FAILED, ExitCode.FAILURE]
+_SEVERITY: list[int] = [ExitCode.OK, ExitCode.EXPECT_FAILED, ExitCode.BAD_SCENARIO, ExitCode.TARGET_FAILED,
+                        ExitCode.FAILURE]
 
 
 @dataclass
@@ -86,7 +87,7 @@ async def run_study(sc: m.Scenario, opt: StudyOptions, err: Console) -> int:
         raise UsageError("server.dir varies where the throwaway server keeps its files; --target gives a server "
                          "of your own: leave out --target to compare the directories")
     for d in sorted({c.server_dir for c in chosen if c.server_dir}):
-        if not os.path.isdir(d) or not os.access(d, os.W_OK | os.X_OK):
+        if not os.path.isdir(d) or not os.access(d, os.W_OK | os.X_OK):  # noqa: ASYNC240 (checked once, before any run)
             raise UsageError(f"server.dir {d}: not a directory this user can write in")
     remote = None
     if target is not None:  # a static setting without --restart-cmd is refused before anything is written
@@ -113,7 +114,7 @@ async def run_study(sc: m.Scenario, opt: StudyOptions, err: Console) -> int:
         if target is None:
             say("study: each run starts a fresh throwaway server with its configuration and loads the data "
                 "(nothing is carried from one run to the next)")
-        code = ExitCode.OK
+        code: int = ExitCode.OK
         t0 = time.monotonic()
         for i, r in enumerate(runs, 1):
             say(f"── run {i}/{len(runs)}: {r.configuration.id} {r.configuration.label}"
@@ -152,7 +153,7 @@ def _verdict(runs: list[StudyRun], code: int, problems: list[str]) -> tuple[str,
     settings were not applied (exit 2: it did not measure what its label says), then an output not
     written (exit 1), as a single run's `but an output is incomplete`."""
     ran = [r for r in runs if r.status is not None]
-    counts = Counter(r.status for r in ran)
+    counts = Counter(str(r.status) for r in ran)
     status = (next(iter(counts)) if len(counts) == 1 else
               ", ".join(f"{n} {s}" for s, n in counts.items()) if counts else "not run")
     if 0 < len(ran) < len(runs):

@@ -10,6 +10,7 @@ that users count.
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from typing import Any
@@ -83,7 +84,7 @@ def _users(v: float) -> str:
 def _on_curve(curve: list[tuple[float, float]], users: float) -> float | None:
     """The curve's value at `users`: a measured point, or between the two around it (the median of an
     even number of repeats can fall between steps); None outside the curve."""
-    for (u0, v0), (u1, v1) in zip(curve, curve[1:]):
+    for (u0, v0), (u1, v1) in itertools.pairwise(curve):
         if u0 < users < u1:
             return v0 + (v1 - v0) * (users - u0) / (u1 - u0)
     return next((v for u, v in curve if u == users), None)
