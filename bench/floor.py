@@ -22,10 +22,10 @@ import time
 
 import asyncmy
 
-from bench_dsl.native import executor
 from bench_dsl.core.dsn import Dsn
-from bench_dsl.measure.metrics import new_counts
 from bench_dsl.language.statements import Draw, Execute, Step, Transaction, Transactions
+from bench_dsl.measure.metrics import new_counts
+from bench_dsl.native import executor
 
 
 class _Floor:

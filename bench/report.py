@@ -4,7 +4,6 @@ point, and the engine's own costs."""
 from __future__ import annotations
 
 import statistics
-
 from typing import Any
 
 

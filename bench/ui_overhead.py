@@ -163,11 +163,10 @@ def summarize(runs: list[Run], workers: str) -> dict[str, Any]:
 
 
 async def _redraws(rounds: int) -> dict[str, Any]:
-    from tests.fixtures.replay import FakeControls, events  # the UI tests' recorded run
-
     from bench_dsl.engine import events as ev
     from bench_dsl.tui.app import BenchApp, UiSink
     from bench_dsl.tui.state import LiveState
+    from tests.fixtures.replay import FakeControls, events  # the UI tests' recorded run
 
     per_tick: list[float] = []
     for _ in range(rounds):

@@ -24,7 +24,8 @@ from pathlib import Path
 import psutil
 
 from bench_dsl.core.dsn import Dsn
-from bench_dsl.server.embedded import EmbeddedServer, connect
+from bench_dsl.server.connect import connect
+from bench_dsl.server.embedded import EmbeddedServer
 
 BENCH = str(Path(sys.executable).with_name("bench"))
 TABLES = 4

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from bench_dsl.core.dsn import Dsn, parse_dsn
-from bench_dsl.server.embedded import EmbeddedServer, connect
+from bench_dsl.server.connect import connect
+from bench_dsl.server.embedded import EmbeddedServer
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = [sys.executable, "-m", "bench_dsl.cli.main"]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench_dsl.core.dsn import Dsn
-from bench_dsl.server.embedded import connect, ensure_database
+from bench_dsl.server.connect import connect, ensure_database
 from tests.conftest import run_bench
 
 SCENARIO = """scenario "ed25519" {

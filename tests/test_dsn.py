@@ -276,7 +276,7 @@ def test_a_failed_certificate_check_is_explained(words: str, says: str, pem: dic
 
     import asyncmy
 
-    from bench_dsl.server.embedded import connect_failure
+    from bench_dsl.server.connect import connect_failure
 
     d = parse_dsn(addr(**{"ssl-mode": "VERIFY_IDENTITY", "ssl-ca": pem["ca"]}))
     exc = asyncmy.errors.OperationalError(2003, "Can't connect to MySQL server on 'db.example' ([SSL: "

@@ -13,17 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from bench_dsl.native import executor
-
 from bench_dsl import native
-
-from bench_dsl.fleet import users
 from bench_dsl.core.dsn import Dsn
-from bench_dsl.native.executor import ERROR, LOST, PREPARE, STOPPED, NativeUser
-from bench_dsl.measure.metrics import new_counts
-from bench_dsl.server.embedded import connect, ensure_database
+from bench_dsl.fleet import users
 from bench_dsl.language.statements import Draw, Execute, Step, Transaction, Transactions
+from bench_dsl.measure.metrics import new_counts
+from bench_dsl.native import executor
+from bench_dsl.native.executor import ERROR, LOST, PREPARE, STOPPED, NativeUser
+from bench_dsl.server.connect import connect, ensure_database
 from tests.conftest import run_bench, run_sql
+
 
 @pytest.fixture
 async def db(server: tuple[Dsn, object]) -> Dsn:

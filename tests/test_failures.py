@@ -349,7 +349,7 @@ def test_users_that_can_no_longer_connect_end_the_run_with_the_servers_words(ser
     import os
     from urllib.parse import urlsplit
 
-    from bench_dsl.server.embedded import connect
+    from bench_dsl.server.connect import connect
 
     dsn, _ = server
 

@@ -256,7 +256,7 @@ class _Pages:
         outer = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            def do_GET(self) -> None:
                 body = outer.pages[min(outer.served, len(outer.pages) - 1)].encode()
                 outer.served += 1
                 self.send_response(200)

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from bench_dsl.language import model as m
 from bench_dsl.core.errors import ScenarioError
-from bench_dsl.workloads.registry import load
+from bench_dsl.language import model as m
 from bench_dsl.workloads.custom.plugin import CustomWorkload, native_sql
+from bench_dsl.workloads.registry import load
 from bench_dsl.workloads.sysbench.plugin import SysbenchWorkload
 from bench_dsl.workloads.tpcc.plugin import TPCC_DEFAULT_MIX, TPCC_TRANSACTIONS, TpccWorkload
 
@@ -268,8 +268,8 @@ def test_tpcc_contract() -> None:
 @pytest.mark.parametrize("text", [*(p.read_text() for p in SHIPPED), TPCC],
                          ids=[*(p.stem for p in SHIPPED), "tpcc-procedures"])
 def test_each_workload_plugin_gives_the_lines_the_plan_shows(text: str) -> None:
-    from bench_dsl.engine.plan_text import describe
     from bench_dsl.engine.plan import plan
+    from bench_dsl.engine.plan_text import describe
     from bench_dsl.workloads.registry import plan_lines
 
     sc = load("t.bench", text=text, env={})
@@ -369,8 +369,8 @@ def test_a_number_beyond_a_float_is_a_diagnostic_wherever_it_appears(body: str) 
 
 def test_a_number_beyond_a_float_given_with_d_or_varied_is_a_diagnostic(tmp_path: Path) -> None:
     f = tmp_path / "v.bench"
-    f.write_text(f'let v = 1\nscenario "t" {{\n  workload sysbench oltp_read_only {{ tables = 1 table_size = 100 }}\n'
-                 f'  server {{ x = $v }}\n  users 1  duration 10s\n}}\n')
+    f.write_text('let v = 1\nscenario "t" {\n  workload sysbench oltp_read_only { tables = 1 table_size = 100 }\n'
+                 '  server { x = $v }\n  users 1  duration 10s\n}\n')
     r = run_bench("check", "-D", f"v={BEYOND}K", str(f))
     assert r.returncode == 2 and "too large a number" in r.stderr and "hint:" in r.stderr, r.stderr
     f.write_text(f.read_text().replace("server { x = $v }", f"vary {{ $v = [1, {BEYOND}K] }}"))
@@ -419,9 +419,8 @@ def test_a_study_plans_each_configuration_from_one_parse(monkeypatch: pytest.Mon
     from lark import Lark
 
     from bench_dsl.engine import plan as planner
-
-    from bench_dsl.study import plan as study
     from bench_dsl.language.parser import parse
+    from bench_dsl.study import plan as study
 
     parse.cache_clear()
     files, plans = [], []
@@ -452,8 +451,8 @@ def test_planned_seconds_is_what_the_plan_adds_up_to(ramp: str, scale: float, ma
 
 
 def test_a_long_ramp_is_planned_by_its_ends_and_a_line_for_the_steps_between() -> None:
-    from bench_dsl.engine.plan_text import describe
     from bench_dsl.engine.plan import plan
+    from bench_dsl.engine.plan_text import describe
 
     sc = _scenario("ramp step { start 1 users  step +1 users  settle 1s  hold 2s  max 10000 users }")
     lines = describe(sc, plan(sc)).splitlines()

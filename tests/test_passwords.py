@@ -13,7 +13,7 @@ import psutil
 import pytest
 
 from bench_dsl.core.dsn import parse_dsn, quote_identifier, redact
-from bench_dsl.server.embedded import connect
+from bench_dsl.server.connect import connect
 
 from .conftest import BENCH, ROOT, run_bench
 

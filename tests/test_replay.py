@@ -22,12 +22,12 @@ from textual.pilot import Pilot
 
 from bench_dsl.cli import main as cli
 from bench_dsl.engine import events as ev
-from bench_dsl.results.document import ResultDocument
 from bench_dsl.engine.events import Event
 from bench_dsl.engine.plan import plan
+from bench_dsl.engine.run import Run
+from bench_dsl.results.document import ResultDocument
 from bench_dsl.results.player import Player
 from bench_dsl.results.replay import fill_in, load
-from bench_dsl.engine.run import Run
 from bench_dsl.results.sinks import ConsoleSink, JsonLinesSink, JsonResultSink
 from bench_dsl.tui.app import attach_ui, run_app, start_run
 from bench_dsl.tui.replay_app import ReplayApp, attach_replay

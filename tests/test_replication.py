@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from bench_dsl.core.dsn import parse_dsn
+from bench_dsl.server.connect import connect
+from bench_dsl.server.embedded import EmbeddedServer
 from bench_dsl.server.replication import start_replicas
-from bench_dsl.server.embedded import EmbeddedServer, connect
 
 from .conftest import BENCH, ROOT, run_bench
 

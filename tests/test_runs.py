@@ -227,7 +227,7 @@ def test_unreachable_target_exits_4(tmp_path: Path) -> None:
 def test_passwords_never_appear(server, dsn_url: str, tmp_path: Path, user: str, password: str) -> None:
     import asyncio
 
-    from bench_dsl.server.embedded import connect
+    from bench_dsl.server.connect import connect
 
     dsn, _ = server
 
@@ -261,7 +261,7 @@ def test_users_the_server_refuses_end_the_climb_at_the_last_full_step(server, ds
     the saturation point."""
     import asyncio
 
-    from bench_dsl.server.embedded import connect
+    from bench_dsl.server.connect import connect
 
     dsn, _ = server
 

@@ -17,7 +17,8 @@ import pytest
 
 from bench_dsl.core.errors import TargetError
 from bench_dsl.language.model import ServerSetting
-from bench_dsl.server.embedded import OWNER_FILE, STALE_PREFIX, EmbeddedServer, connect, remove_stale_servers
+from bench_dsl.server.connect import connect
+from bench_dsl.server.embedded import OWNER_FILE, STALE_PREFIX, EmbeddedServer, remove_stale_servers
 
 from .conftest import run_bench
 

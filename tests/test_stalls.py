@@ -11,10 +11,10 @@ import pytest
 
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.judge import stalled
-from bench_dsl.measure.metrics import Aggregate, Tick, TxStats
-from bench_dsl.language.model import Metric
 from bench_dsl.engine.plan import plan
 from bench_dsl.engine.run import Run
+from bench_dsl.language.model import Metric
+from bench_dsl.measure.metrics import Aggregate, Tick, TxStats
 from bench_dsl.measure.stalls import BREAK_S, Quiet, Stalls, quiet_spans
 
 from .fakes import FakeCpu, FakeFleet

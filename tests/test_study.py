@@ -4,10 +4,10 @@ a server of our own and restore them), interleaved, one result per run, then sum
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import time
-import json
 from importlib import resources
 from pathlib import Path
 
@@ -17,8 +17,8 @@ import pytest
 
 from bench_dsl.core.dsn import parse_dsn
 from bench_dsl.core.errors import ScenarioError, UsageError
-from bench_dsl.server.embedded import connect
-from bench_dsl.study.driver import scenario_for, select
+from bench_dsl.server.connect import connect
+from bench_dsl.study.plan import scenario_for, select
 from bench_dsl.workloads.registry import load
 
 from .conftest import ROOT, run_bench, run_sql, small_disk
@@ -228,8 +228,8 @@ def test_restart_cmd_applies_a_static_setting_and_puts_it_back(tmp_path: Path, m
     import subprocess
     import sys
 
-    from bench_dsl.server.remote_settings import state_path
     from bench_dsl.server.embedded import EmbeddedServer
+    from bench_dsl.server.remote_settings import state_path
 
     srv = EmbeddedServer(max_connections=50)
     asyncio.run(srv.start())
@@ -301,8 +301,8 @@ KILLED = """scenario "killed" {
 def test_a_killed_study_leaves_the_originals_written_down_and_the_next_study_sets_them_back(tmp_path: Path) -> None:
     import os
     import signal
-    import subprocess
     import stat as st
+    import subprocess
 
     from bench_dsl.server.embedded import EmbeddedServer
 

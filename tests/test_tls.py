@@ -15,12 +15,13 @@ from urllib.parse import quote
 import jsonschema
 import pytest
 
-from bench_dsl.native import executor
 from bench_dsl.core.dsn import Dsn, parse_dsn
-from bench_dsl.native.executor import NativeUser
-from bench_dsl.measure.metrics import new_counts
-from bench_dsl.server.embedded import EmbeddedServer, connect, session_tls
 from bench_dsl.language.statements import Draw, Execute, Step, Transaction, Transactions
+from bench_dsl.measure.metrics import new_counts
+from bench_dsl.native import executor
+from bench_dsl.native.executor import NativeUser
+from bench_dsl.server.connect import connect, session_tls
+from bench_dsl.server.embedded import EmbeddedServer
 
 from .conftest import ROOT, run_bench
 from .tls import Certificates, make_certificates, tls_only_server

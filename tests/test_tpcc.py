@@ -16,10 +16,9 @@ import pytest
 
 from bench_dsl.cli.main import main
 from bench_dsl.core.dsn import Dsn
-from bench_dsl.workloads.tpcc.plugin import TPCC_DEFAULT_MIX, TPCC_TRANSACTIONS, TpccWorkload
-from bench_dsl.server.embedded import EmbeddedServer, connect
+from bench_dsl.server.connect import connect
+from bench_dsl.server.embedded import EmbeddedServer
 from bench_dsl.workloads.base import IntendedRollback, Progress
-from bench_dsl.workloads.tpcc.workload import KEYING_S, THINK_MEAN_S, Inputs, Tpcc, check, keying_time, think_time
 from bench_dsl.workloads.tpcc.data import (
     A_C_LAST,
     LAST_NAMES,
@@ -28,6 +27,8 @@ from bench_dsl.workloads.tpcc.data import (
     nurand,
     run_constants,
 )
+from bench_dsl.workloads.tpcc.plugin import TPCC_DEFAULT_MIX, TPCC_TRANSACTIONS, TpccWorkload
+from bench_dsl.workloads.tpcc.workload import KEYING_S, THINK_MEAN_S, Inputs, Tpcc, check, keying_time, think_time
 
 from .conftest import ROOT, run_bench
 

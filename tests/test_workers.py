@@ -11,12 +11,12 @@ import psutil
 import pytest
 
 from bench_dsl.engine import events as ev
-from bench_dsl.results.document import ResultDocument
 from bench_dsl.engine.events import Event
-from bench_dsl.fleet.base import worker_count
-from bench_dsl.fleet.process import ProcessFleet
 from bench_dsl.engine.plan import plan
 from bench_dsl.engine.run import Options, Run
+from bench_dsl.fleet.base import worker_count
+from bench_dsl.fleet.process import ProcessFleet
+from bench_dsl.results.document import ResultDocument
 from bench_dsl.workloads.registry import load
 
 pytestmark = pytest.mark.slow
@@ -149,7 +149,7 @@ async def test_the_users_of_a_step_start_once_all_of_them_are_connected(dsn_url:
     on 2 cores left hundreds unconnected after 60 s (bench/connect.py measures it). Every user of a
     step, on every worker, connects before any of them runs a transaction."""
     from bench_dsl.core.dsn import parse_dsn
-    from bench_dsl.server.embedded import connect
+    from bench_dsl.server.connect import connect
 
     path = tmp_path / "witness.bench"
     path.write_text(WITNESS)
@@ -232,8 +232,8 @@ class _Paced:
 
 async def test_pauses_are_not_part_of_the_response_time(dsn_url: str) -> None:
     from bench_dsl.core.dsn import parse_dsn
-    from bench_dsl.measure.metrics import Recorder
     from bench_dsl.fleet.users import UserPool
+    from bench_dsl.measure.metrics import Recorder
 
     class Workload:
         names, weights, retries, retry_on = ("t",), (1.0,), (0,), (frozenset(),)

@@ -24,7 +24,9 @@ from bench_dsl.engine.voice import Voice
 from bench_dsl.fleet.base import Fleet, capacity_pct, worker_count
 from bench_dsl.fleet.registry import FleetSetup, make_fleet
 from bench_dsl.language import model as m
-from bench_dsl.server.embedded import EmbeddedServer, apply_settings, ensure_database, facts
+from bench_dsl.server.connect import ensure_database
+from bench_dsl.server.embedded import EmbeddedServer
+from bench_dsl.server.facts import apply_settings, facts
 from bench_dsl.server.replication import start_replicas
 from bench_dsl.workloads.base import Progress, Workload, error_code
 

@@ -21,7 +21,7 @@ from bench_dsl.fleet.base import Health
 from bench_dsl.measure.metrics import Recorder
 from bench_dsl.native import executor
 from bench_dsl.native.executor import ERROR, PREPARE, STOPPED, NativeUser
-from bench_dsl.server.embedded import connect
+from bench_dsl.server.connect import connect
 from bench_dsl.workloads.base import IntendedRollback, Session, Workload, error_code
 
 # what the owner of a user decides after an error

@@ -18,7 +18,7 @@ import asyncmy
 
 from bench_dsl.core.dsn import Dsn
 from bench_dsl.measure.metrics import StatusSample
-from bench_dsl.server.embedded import connect
+from bench_dsl.server.connect import connect
 
 # What every interval and step records of SHOW GLOBAL STATUS (docs/language.md lists them): what
 # the rows, the disk, the redo log, the locks and the statements did. A name the server does not

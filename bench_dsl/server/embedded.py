@@ -4,8 +4,6 @@ Connecting, server facts (version, variables, pid) and applying `server { }` set
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import logging
 import os
 import secrets
 import shutil
@@ -14,34 +12,17 @@ import socket
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
 import asyncmy
 import psutil
 
-from bench_dsl.core.dsn import Dsn, quote_identifier
+from bench_dsl.core.dsn import Dsn
 from bench_dsl.core.errors import TargetError, error_reason
-from bench_dsl.core.tls import explain_failure, ssl_context
 from bench_dsl.language.model import ServerSetting
-from bench_dsl.language.server_settings import log_bin_base, reads_as, refusal
-
-# The variables that decide how a MySQL server performs: recorded with every result.
-REPORTED_VARIABLES = (
-    "version", "version_comment", "innodb_buffer_pool_size", "innodb_buffer_pool_instances",
-    "innodb_flush_method", "innodb_flush_log_at_trx_commit", "innodb_log_file_size",
-    "innodb_log_files_in_group", "innodb_log_buffer_size", "innodb_io_capacity", "innodb_io_capacity_max",
-    "innodb_doublewrite", "innodb_page_cleaners", "innodb_adaptive_hash_index", "innodb_flush_neighbors",
-    "innodb_thread_concurrency", "innodb_read_io_threads", "innodb_write_io_threads", "innodb_lru_scan_depth",
-    "innodb_file_per_table", "sync_binlog", "log_bin", "binlog_format", "max_connections",
-    "max_prepared_stmt_count", "transaction_isolation", "tx_isolation", "table_open_cache", "thread_handling",
-    "performance_schema", "innodb_page_size",
-)
-
-# asyncmy logs every server warning (e.g. DROP TABLE IF EXISTS of a missing table) at WARNING.
-logging.getLogger("asyncmy").setLevel(logging.ERROR)
-
+from bench_dsl.language.server_settings import log_bin_base, refusal
 
 STALE_PREFIX = "bench-dsl-server-"
 OWNER_FILE = "owner.pid"
@@ -273,165 +254,3 @@ class EmbeddedServer:
             (self.basedir / OWNER_FILE).unlink(missing_ok=True)
 
 
-async def connect(dsn: Dsn, database: str | None = None, autocommit: bool = True,
-                  timeout: float = 10) -> asyncmy.Connection:
-    return await asyncmy.connect(**dsn.connect_args(), database=database, autocommit=autocommit,
-                                 connect_timeout=timeout, ssl=ssl_context(dsn))
-
-
-async def connect_failure(dsn: Dsn, exc: BaseException) -> str:
-    """Why a connection to `dsn` failed, as a person reads it (bench_dsl/core/tls.py tells TLS causes)."""
-    return await explain_failure(dsn, exc, _tls_admitted)
-
-
-async def _tls_admitted(dsn: Dsn) -> bool:
-    """Whether the server admits this account over TLS, having refused it without: one connection,
-    encrypted and unverified, as the mysql client's default (PREFERRED) would have made, closed at
-    once. It tells "TLS only" apart from a wrong password, which MariaDB reports alike."""
-    try:
-        conn = await connect(replace(dsn, ssl_mode="REQUIRED"), None, timeout=5)
-    except Exception:
-        return False
-    conn.close()
-    return True
-
-
-async def connect_explained(dsn: Dsn, database: str | None = None, timeout: float = 10) -> asyncmy.Connection:
-    """`connect` for a first contact with the target: a failure is a TargetError that says why as a
-    person reads it (a TLS-only server, a wrong CA, a refused password), not the driver's error.
-    Connections that retry on their own (counters, replication probes) use `connect`."""
-    try:
-        return await connect(dsn, database, timeout=timeout)
-    except TargetError:
-        raise
-    except Exception as exc:
-        raise TargetError(f"cannot reach {dsn.redacted()}: {await connect_failure(dsn, exc)}") from None
-
-
-async def ensure_database(dsn: Dsn) -> None:
-    conn = await connect_explained(dsn, None, timeout=5)
-    try:
-        async with conn.cursor() as cur:
-            await cur.execute(f"CREATE DATABASE IF NOT EXISTS {quote_identifier(dsn.database)}")
-    finally:
-        conn.close()
-
-
-@dataclass
-class ServerFacts:
-    version: str
-    variables: dict[str, str]
-    pid: int | None
-    local: bool
-    # the result's server.tls: the mode asked for, and the cipher and protocol the server reports for
-    # one connection made as the run's are (null when it is not encrypted)
-    tls: dict[str, str | None] = field(default_factory=dict)
-
-
-async def facts(dsn: Dsn, embedded_pid: int | None) -> ServerFacts:
-    conn = await connect(dsn, dsn.database)
-    try:
-        async with conn.cursor() as cur:
-            names = ",".join(f"'{n}'" for n in REPORTED_VARIABLES)
-            await cur.execute(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({names})")
-            variables = {str(k): str(v) for k, v in await cur.fetchall()}
-            await cur.execute("SELECT @@pid_file, @@port")
-            pid_file, port = await cur.fetchone()
-            tls = await session_tls(cur)
-    finally:
-        conn.close()
-    pid = embedded_pid if embedded_pid is not None else _local_pid(dsn, str(pid_file), int(port))
-    return ServerFacts(variables.get("version", "?"), variables, pid, pid is not None,
-                       {"mode": dsn.ssl_mode, **tls})
-
-
-async def session_tls(cur: asyncmy.cursors.Cursor) -> dict[str, str | None]:
-    """The cipher and protocol of this session's TLS, as the server sees it: the proof a connection is
-    encrypted (the client's word is not). None for each when it is not."""
-    await cur.execute("SHOW SESSION STATUS WHERE Variable_name IN ('Ssl_cipher', 'Ssl_version')")
-    status = {str(k).lower(): str(v) for k, v in await cur.fetchall()}
-    return {"cipher": status.get("ssl_cipher") or None, "version": status.get("ssl_version") or None}
-
-
-def _local_pid(dsn: Dsn, pid_file: str, port: int) -> int | None:
-    """The server's pid when it runs on this machine, so that cpu(server) can be measured."""
-    if dsn.socket is None and dsn.host not in ("127.0.0.1", "localhost", "::1"):
-        return None
-    with contextlib.suppress(OSError, ValueError):
-        pid = int(Path(pid_file).read_text().strip())
-        if psutil.pid_exists(pid) and any(n in psutil.Process(pid).name() for n in ("mysqld", "mariadbd")):
-            return pid
-    with contextlib.suppress(psutil.Error, OSError):
-        for c in psutil.net_connections(kind="tcp"):
-            if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port and c.pid:
-                return int(c.pid)
-    return None
-
-
-@dataclass
-class AppliedSetting:
-    name: str
-    requested: str
-    before: str | None
-    after: str | None
-    applied: bool
-    note: str
-
-    def to_json(self) -> dict[str, object]:
-        return {"name": self.name, "requested": self.requested, "before": self.before, "after": self.after,
-                "applied": self.applied, "note": self.note}
-
-
-def _same(requested: int | float | str, actual: str | None) -> bool:
-    if actual is None:
-        return False
-    if isinstance(requested, (int, float)) and actual.upper() in ("ON", "OFF"):  # a boolean given as 1 or 0
-        return requested == (1 if actual.upper() == "ON" else 0)
-    if isinstance(requested, (int, float)):
-        try:
-            return float(actual) == float(requested)
-        except ValueError:
-            return False
-    return str(requested).upper() == actual.upper() or (str(requested).upper(), actual.upper()) in (
-        ("ON", "1"), ("OFF", "0"), ("1", "ON"), ("0", "OFF"))
-
-
-async def apply_settings(dsn: Dsn, settings: tuple[ServerSetting, ...], embedded: bool) -> list[AppliedSetting]:
-    """Embedded: the settings were given at start; check them. Remote: SET GLOBAL where dynamic,
-    else check and report. Every outcome is recorded."""
-    if not settings:
-        return []
-    out: list[AppliedSetting] = []
-    conn = await connect(dsn, dsn.database)
-    try:
-        async with conn.cursor() as cur:
-            for s in settings:
-                await cur.execute("SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES "
-                                  "WHERE VARIABLE_NAME = %s", (s.name.upper(),))
-                row = await cur.fetchone()
-                before = str(row[0]) if row else None
-                if row is None:
-                    out.append(AppliedSetting(s.name, s.text, None, None, False, "the server has no such variable"))
-                    continue
-                if _same(reads_as(s.name, s.value), before):
-                    out.append(AppliedSetting(s.name, s.text, before, before, True,
-                                              "set at server start" if embedded else "already set"))
-                    continue
-                note = ""
-                try:
-                    # The name was checked against the server's own list above; the value is bound.
-                    await cur.execute(f"SET GLOBAL {s.name} = %s", (s.value,))
-                    note = "SET GLOBAL"
-                except asyncmy.errors.MySQLError as exc:
-                    note = f"not applied: {error_reason(exc)}"
-                await cur.execute("SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES "
-                                  "WHERE VARIABLE_NAME = %s", (s.name.upper(),))
-                row = await cur.fetchone()
-                after = str(row[0]) if row else None
-                ok = _same(reads_as(s.name, s.value), after)
-                if not ok and note == "SET GLOBAL":
-                    note = f"SET GLOBAL accepted, but the server reports {after}"
-                out.append(AppliedSetting(s.name, s.text, before, after, ok, note))
-    finally:
-        conn.close()
-    return out

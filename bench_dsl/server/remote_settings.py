@@ -32,9 +32,9 @@ from typing import Any
 import asyncmy
 
 from bench_dsl.core.dsn import Dsn, redact
-from bench_dsl.core.errors import TargetError, UsageError
+from bench_dsl.core.errors import TargetError, UsageError, error_reason
 from bench_dsl.language import model as m
-from bench_dsl.server.embedded import connect, connect_explained, error_reason
+from bench_dsl.server.connect import connect, connect_explained
 
 READ_ONLY = 1238  # ER_INCORRECT_GLOBAL_LOCAL_VAR: "Variable '%s' is a read only variable"
 RESTART_WAIT = 300.0  # seconds a restarted server may take to accept connections again

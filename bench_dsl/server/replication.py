@@ -25,8 +25,9 @@ import asyncmy
 
 from bench_dsl.core.aio import cancel_and_wait
 from bench_dsl.core.dsn import Dsn, quote_identifier
-from bench_dsl.core.errors import TargetError
-from bench_dsl.server.embedded import EmbeddedServer, connect, error_reason
+from bench_dsl.core.errors import TargetError, error_reason
+from bench_dsl.server.connect import connect
+from bench_dsl.server.embedded import EmbeddedServer
 
 HEARTBEAT_S = 0.25
 TABLE = "bench_heartbeat"

@@ -14,8 +14,8 @@ import asyncmy
 from bench_dsl.core.dsn import Dsn
 from bench_dsl.language import model as m
 from bench_dsl.measure.metrics import Tick
+from bench_dsl.server.connect import connect
 from bench_dsl.server.counters import STATUS_DEFAULT, ServerCounters, unknown_status
-from bench_dsl.server.embedded import connect
 from bench_dsl.server.hostwatch import FIRST_TRIES, HostWatch, Reading
 from bench_dsl.server.replication import Heartbeat
 

@@ -15,7 +15,7 @@ import asyncmy
 from bench_dsl.core.dsn import Dsn
 from bench_dsl.core.mysql_errors import LOST_CONNECTION
 from bench_dsl.language.statements import Transactions
-from bench_dsl.server.embedded import connect
+from bench_dsl.server.connect import connect
 
 
 class Progress:

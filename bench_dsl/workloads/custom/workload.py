@@ -14,7 +14,7 @@ from bench_dsl.core.dsn import Dsn, quote_identifier
 from bench_dsl.language.generators import Gen, compile_value, native_draw
 from bench_dsl.language.model import Fill, Generator, SetupSql
 from bench_dsl.language.statements import Execute, Step, Transaction, Transactions
-from bench_dsl.server.embedded import connect
+from bench_dsl.server.connect import connect
 from bench_dsl.workloads.base import Progress, Session, Workload, rollback_quietly
 from bench_dsl.workloads.custom.plugin import (
     CustomWorkload,

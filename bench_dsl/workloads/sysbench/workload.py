@@ -17,7 +17,7 @@ from bench_dsl.core.dsn import Dsn
 from bench_dsl.core.mysql_errors import RETRYABLE
 from bench_dsl.language.generators import special, zipf
 from bench_dsl.language.statements import Transactions
-from bench_dsl.server.embedded import connect
+from bench_dsl.server.connect import connect
 from bench_dsl.workloads.base import Progress, Session, Workload, rollback_quietly
 from bench_dsl.workloads.sysbench.plugin import (
     PARETO_H,

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 import asyncmy
 
 from bench_dsl.core.dsn import Dsn
-from bench_dsl.core.errors import TargetError
+from bench_dsl.core.errors import TargetError, error_reason
 from bench_dsl.core.mysql_errors import RETRYABLE
-from bench_dsl.server.embedded import connect, error_reason
+from bench_dsl.server.connect import connect
 from bench_dsl.workloads.base import Progress
 from bench_dsl.workloads.tpcc.data import (
     CUSTOMERS_PER_DISTRICT,

@@ -20,9 +20,9 @@ from typing import Any
 import asyncmy
 
 from bench_dsl.core.dsn import Dsn
-from bench_dsl.core.errors import BenchError, TargetError
+from bench_dsl.core.errors import BenchError, TargetError, error_reason
 from bench_dsl.core.mysql_errors import RETRYABLE
-from bench_dsl.server.embedded import connect, connect_explained, error_reason
+from bench_dsl.server.connect import connect, connect_explained
 from bench_dsl.workloads.base import Progress, Session, Workload
 from bench_dsl.workloads.tpcc import load as tpcc_load
 from bench_dsl.workloads.tpcc import procs as tpcc_procs
