@@ -13,12 +13,24 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from bench_dsl.core.dsn import Dsn, parse_dsn
 from bench_dsl.server.embedded import EmbeddedServer, connect
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = [sys.executable, "-m", "bench_dsl.cli.main"]
+
+# The suite's property tests draw the same examples at every run, as many as a quick test needs: a
+# failure is one to reproduce, never the luck of a draw, and no time limit per example (a loaded
+# machine is no bug). `make fuzz` (tests/fuzzing.py) is the long run with new inputs each time;
+# HYPOTHESIS_PROFILE=fuzz gives the property tests themselves random inputs and many more of them.
+_QUIET = [HealthCheck.too_slow, HealthCheck.data_too_large]
+settings.register_profile("suite", derandomize=True, max_examples=150, deadline=None, database=None,
+                          print_blob=True, suppress_health_check=_QUIET)
+settings.register_profile("fuzz", derandomize=False, max_examples=5_000, deadline=None, database=None,
+                          print_blob=True, suppress_health_check=_QUIET)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
 
 
 def source_tree(dest: Path) -> Path:
