@@ -1,9 +1,17 @@
-"""Tests talk to a real server: BENCH_DSN when set, else one throwaway server for the session."""
+"""Tests talk to a real server: BENCH_DSN when set, else one throwaway server for the session.
+
+`make test` runs the suite in two processes (pytest-xdist, `-n 2 --dist loadgroup`): each process
+is a session of its own, with its own throwaway server, so two tests never share a server's global
+settings or tables. With BENCH_DSN (one server for both), the tests that use it run in one process.
+A test that uses a module's fixture runs in the process that made it (made once, not once a process),
+and a test marked `alone` (it measures time or CPU against absolutes) has the machine to itself:
+the other process waits between two tests until it is done (`machine_share` below)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import shutil
 import signal
@@ -52,6 +60,40 @@ def default_signals() -> None:
     run keeps a signal it was started to ignore ignored, by design)."""
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_DFL)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The groups of `--dist loadgroup` (see the module's docstring); without xdist they change nothing."""
+    shared_server = bool(os.environ.get("BENCH_DSN"))
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        defs = info.name2fixturedefs if info is not None else {}
+        if shared_server and "server" in defs:
+            item.add_marker(pytest.mark.xdist_group("the-server"))
+        elif any(d[-1].scope == "module" for d in defs.values()):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else item.nodeid))
+
+
+@pytest.fixture(autouse=True)
+def machine_share(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Under xdist, a lock all the processes of the run share: each test holds it shared, a test marked
+    `alone` exclusively. Whoever waits for it holds the turnstile, so that an `alone` test is not
+    starved by the other process taking the shared lock again test after test."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        yield
+        return
+    run_dir = tmp_path_factory.getbasetemp().parent  # the run's, above each process's own
+    alone = request.node.get_closest_marker("alone") is not None
+    with open(run_dir / "turnstile.lock", "a") as turnstile, open(run_dir / "machine.lock", "a") as machine:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(machine, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(machine, fcntl.LOCK_UN)
 
 
 @pytest.fixture(scope="session", autouse=True)
