@@ -1,11 +1,13 @@
 """Tests talk to a real server: BENCH_DSN when set, else one throwaway server for the session.
 
-`make test` runs the suite in two processes (pytest-xdist, `-n 2 --dist loadgroup`): each process
+`make test` runs the suite in two processes (pytest-xdist, `-n 2 --dist loadfile`): each process
 is a session of its own, with its own throwaway server, so two tests never share a server's global
-settings or tables. With BENCH_DSN (one server for both), the tests that use it run in one process.
-A test that uses a module's fixture runs in the process that made it (made once, not once a process),
-and a test marked `alone` (it measures time or CPU against absolutes) has the machine to itself:
-the other process waits between two tests until it is done (`machine_share` below)."""
+settings or tables (with BENCH_DSN, one server for all, the Makefile runs one process). A file runs
+whole in one process, in its order: a module's fixture is made once, and a test "last in the module"
+stays last. A test marked `alone` (it measures time or CPU against absolutes) has the machine to
+itself: the other process waits between two tests until it is done (`machine_share` below).
+(`--dist loadgroup` would group finer, but xdist 3.8 cannot set a group with pytest 9.2: it renames
+an item through `_nodeid`, which pytest 9.2 no longer reads.)"""
 
 from __future__ import annotations
 
@@ -62,16 +64,14 @@ def default_signals() -> None:
         signal.signal(sig, signal.SIG_DFL)
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The groups of `--dist loadgroup` (see the module's docstring); without xdist they change nothing."""
-    shared_server = bool(os.environ.get("BENCH_DSN"))
-    for item in items:
-        info = getattr(item, "_fixtureinfo", None)
-        defs = info.name2fixturedefs if info is not None else {}
-        if shared_server and "server" in defs:
-            item.add_marker(pytest.mark.xdist_group("the-server"))
-        elif any(d[-1].scope == "module" for d in defs.values()):
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else item.nodeid))
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Under xdist each process's temp dir is <the run's>/popen-gw0: ten characters more in every
+    tmp_path, and a throwaway server's socket, in its directory, ran over the 107 bytes a socket's
+    path may have (tmp_path/bench-dsl-server-*/mysqld.sock). <the run's>/gw0 instead."""
+    base, worker = config.option.basetemp, os.environ.get("PYTEST_XDIST_WORKER")
+    if worker and base and Path(base).name == f"popen-{worker}":
+        config.option.basetemp = str(Path(base).parent / worker)
 
 
 @pytest.fixture(autouse=True)
