@@ -11,15 +11,18 @@ setup:
 run: setup
 	$(BENCH) run examples/quickstart.bench --json results/quickstart.json
 
-## Run the whole test suite (starts its own throwaway server unless BENCH_DSN is set).
+## Run the whole test suite (starts its own throwaway server unless BENCH_DSN is set) in two processes
+## (pytest-xdist; tests/conftest.py says how they share the machine), or in one against BENCH_DSN's
+## server (its tables and settings are the tests'). PYTEST_ARGS="-n 0": in one.
+XDIST := $(if $(BENCH_DSN),,-n 2 --dist loadfile)
 test: setup
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q $(XDIST) $(PYTEST_ARGS)
 
 ## The fast part of the suite (not the slow end-to-end runs) with every dependency at exactly its
 ## lower bound in pyproject.toml, in .venv-min: the bounds are tested, not guessed. CI runs it.
 test-min: setup
 	@scripts/setup-min.sh
-	.venv-min/bin/python -m pytest -q -m "not slow" $(PYTEST_ARGS)
+	.venv-min/bin/python -m pytest -q $(XDIST) -m "not slow" $(PYTEST_ARGS)
 
 ## Benchmark bench-dsl against sysbench side by side on a throwaway server (~30 min; installs sysbench
 ## when missing); writes bench/results/latest.md and .json. Options: BENCH_ARGS="--quick" (see --help).

@@ -1,9 +1,19 @@
-"""Tests talk to a real server: BENCH_DSN when set, else one throwaway server for the session."""
+"""Tests talk to a real server: BENCH_DSN when set, else one throwaway server for the session.
+
+`make test` runs the suite in two processes (pytest-xdist, `-n 2 --dist loadfile`): each process
+is a session of its own, with its own throwaway server, so two tests never share a server's global
+settings or tables (with BENCH_DSN, one server for all, the Makefile runs one process). A file runs
+whole in one process, in its order: a module's fixture is made once, and a test "last in the module"
+stays last. A test marked `alone` (it measures time or CPU against absolutes) has the machine to
+itself: the other process waits between two tests until it is done (`machine_share` below).
+(`--dist loadgroup` would group finer, but xdist 3.8 cannot set a group with pytest 9.2: it renames
+an item through `_nodeid`, which pytest 9.2 no longer reads.)"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import shutil
 import signal
@@ -13,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from bench_dsl.core.dsn import Dsn, parse_dsn
 from bench_dsl.server.connect import connect
@@ -20,6 +31,17 @@ from bench_dsl.server.embedded import EmbeddedServer
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = [sys.executable, "-m", "bench_dsl.cli.main"]
+
+# The suite's property tests draw the same examples at every run, as many as a quick test needs: a
+# failure is one to reproduce, never the luck of a draw, and no time limit per example (a loaded
+# machine is no bug). `make fuzz` (tests/fuzzing.py) is the long run with new inputs each time;
+# HYPOTHESIS_PROFILE=fuzz gives the property tests themselves random inputs and many more of them.
+_QUIET = [HealthCheck.too_slow, HealthCheck.data_too_large]
+settings.register_profile("suite", derandomize=True, max_examples=150, deadline=None, database=None,
+                          print_blob=True, suppress_health_check=_QUIET)
+settings.register_profile("fuzz", derandomize=False, max_examples=5_000, deadline=None, database=None,
+                          print_blob=True, suppress_health_check=_QUIET)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
 
 
 def source_tree(dest: Path) -> Path:
@@ -41,6 +63,38 @@ def default_signals() -> None:
     run keeps a signal it was started to ignore ignored, by design)."""
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_DFL)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Under xdist each process's temp dir is <the run's>/popen-gw0: ten characters more in every
+    tmp_path, and a throwaway server's socket, in its directory, ran over the 107 bytes a socket's
+    path may have (tmp_path/bench-dsl-server-*/mysqld.sock). <the run's>/gw0 instead."""
+    base, worker = config.option.basetemp, os.environ.get("PYTEST_XDIST_WORKER")
+    if worker and base and Path(base).name == f"popen-{worker}":
+        config.option.basetemp = str(Path(base).parent / worker)
+
+
+@pytest.fixture(autouse=True)
+def machine_share(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Under xdist, a lock all the processes of the run share: each test holds it shared, a test marked
+    `alone` exclusively. Whoever waits for it holds the turnstile, so that an `alone` test is not
+    starved by the other process taking the shared lock again test after test."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        yield
+        return
+    run_dir = tmp_path_factory.getbasetemp().parent  # the run's, above each process's own
+    alone = request.node.get_closest_marker("alone") is not None
+    with open(run_dir / "turnstile.lock", "a") as turnstile, open(run_dir / "machine.lock", "a") as machine:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(machine, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(machine, fcntl.LOCK_UN)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -5,6 +5,7 @@ interpreter (a lazy import the graph cannot tell from an eager one)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -58,7 +59,7 @@ def loaded_by(args: list[str], cwd: Path = ROOT, env: dict[str, str] | None = No
              "atexit.register(lambda: open(out, 'w').write('\\n'.join(sorted(sys.modules))))\n"
              "sys.argv[0] = 'bench'\n"
              "runpy.run_module('bench_dsl.cli', run_name='__main__')\n")
-    listing = cwd / ".modules"
+    listing = cwd / f".modules-{os.getpid()}"  # this process's: another may run the next parameter at once
     r = subprocess.run([sys.executable, "-c", probe, str(listing), *args], cwd=cwd, capture_output=True, text=True,
                        timeout=300, env=env)
     try:

@@ -199,6 +199,7 @@ def test_unknown_sections_are_a_usage_error() -> None:
     assert main(["--sections", "compare,bogus"]) == 2
 
 
+@pytest.mark.alone  # CPU per transaction in a 1 s window: a client starved by another process's test measured nothing
 def test_the_wakeups_measurement_runs(tmp_path: Path) -> None:
     """bench/wakeups.py (interrupts and CPU per transaction, each client in turn) on its own server."""
     assert shutil.which("sysbench") is not None, "sysbench is not installed: run scripts/setup.sh (make test does)"

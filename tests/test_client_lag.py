@@ -24,7 +24,7 @@ from bench_dsl.measure.schedlag import percentile
 
 from .conftest import BENCH, ROOT, run_bench
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.alone]  # a CPU quota against the bound: the machine to itself
 
 SCENARIO = """
 scenario "lag" {

@@ -6,7 +6,10 @@ path's Python draws (BENCH_RAWEXEC=0) are held to the same reference, with fewer
 
 The critical value is the asymptotic one at alpha = 0.001 (c = 1.95); for discrete values it is
 conservative, so a pass is no accident of ties, and the test's power is shown by a distribution that
-must fail it."""
+must fail it.
+
+The comparisons of 10^6 draws a side are marked slow (`make test` runs them, `make test-min` does not);
+the driver path's and the power test's, of 200,000, are in the fast part."""
 
 from __future__ import annotations
 
@@ -95,6 +98,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dist, options, bounds, draw", CASES, ids=[f"{c[0]}{'+' if c[1] else ''}" for c in CASES])
 def test_the_executor_draws_sysbench_s_distributions(dist: str, options: tuple[str, ...], bounds: tuple[int, int],
                                                       draw: tuple[object, ...], tmp_path: Path) -> None:
@@ -118,6 +122,7 @@ def test_the_comparison_tells_distributions_apart(tmp_path: Path) -> None:
     assert d > 10 * critical
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lo, hi, exponent", [(1, 1_000, 0.8), (1, 100_000, 0.8), (5, 500, 1.3)])
 def test_zipf_draws_its_exact_distribution(lo: int, hi: int, exponent: float) -> None:
     """P(k) proportional to 1 / (k - lo + 1) ** exponent on [lo, hi]: what sysbench 1.1's zipfian (and

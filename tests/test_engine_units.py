@@ -252,13 +252,24 @@ sink = JsonResultSink(path)
 sink.emit(ev.Begin("1", "now", {}, {}))
 count = 0
 
+def written(n):
+    try:
+        return len(json.loads(path.read_text())["intervals"]) == n  # replaced whole: never half a file
+    except FileNotFoundError:
+        return False
+
 def checkpoint(n):
     global count
     while count < n:
         sink.emit(ev.Interval({"t": count, "pad": "x" * 20}))
         count += 1
+    before = sink._error
     heard.extend(e.message for e in sink.emit(ev.Totals(None, None, None, float(n))) or [])  # warnings come back
-    time.sleep(0.3)  # the writer thread's turn
+    # the writer thread's turn: until this checkpoint is written, or its write failed (a new error)
+    deadline = time.monotonic() + 30
+    while not ((sink._error is None and written(n)) or (sink._error is not None and sink._error is not before)):
+        assert time.monotonic() < deadline, f"checkpoint {n} neither written nor failed"
+        time.sleep(0.005)
 
 checkpoint(10)   # ~300 bytes: written
 checkpoint(200)  # ~6 KB: does not fit

@@ -3,6 +3,7 @@ and leaves no process behind."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import os
@@ -14,6 +15,9 @@ from pathlib import Path
 
 import psutil
 import pytest
+
+from bench_dsl.core.dsn import parse_dsn
+from bench_dsl.server.embedded import connect
 
 from .conftest import BENCH, ROOT, default_signals, run_bench, run_sql
 from .test_runs import _result, _wait_for_intervals
@@ -134,7 +138,25 @@ def test_killed_coordinator_takes_its_server_and_workers_along(tmp_path: Path) -
     assert doc["status"] == "running" and doc["intervals"]
 
 
+async def _rows(url: str, table: str) -> int:
+    """The rows in `table` so far (0 while it does not exist yet)."""
+    dsn = parse_dsn(url)
+    conn = await connect(dsn, dsn.database)
+    try:
+        async with conn.cursor() as cur:
+            await cur.execute("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() "
+                              "AND TABLE_NAME = %s", (table,))
+            if not (await cur.fetchone())[0]:
+                return 0
+            await cur.execute(f"SELECT COUNT(*) FROM {table}")
+            return int((await cur.fetchone())[0])
+    finally:
+        conn.close()
+
+
 def test_ctrl_c_while_loading_stops_at_once(dsn_url: str, tmp_path: Path) -> None:
+    dsn = parse_dsn(dsn_url)
+    asyncio.run(run_sql(dsn, dsn.database, "DROP TABLE IF EXISTS big"))  # no rows of an earlier run
     f = tmp_path / "big.bench"
     f.write_text('scenario "big load" {\n  target env("BENCH_DSN")\n'
                  '  setup {\n    sql "CREATE TABLE IF NOT EXISTS big (id INT PRIMARY KEY, v INT)"\n'
@@ -145,12 +167,15 @@ def test_ctrl_c_while_loading_stops_at_once(dsn_url: str, tmp_path: Path) -> Non
     proc = subprocess.Popen([*BENCH, "run", str(f), "--headless", "--force-prepare", "--json", str(out)],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=default_signals)
-    time.sleep(4)
-    assert proc.poll() is None  # still loading
+    deadline = time.monotonic() + 120
+    while (filled := asyncio.run(_rows(dsn_url, "big"))) == 0:  # until rows go in (5 million take ~40 s)
+        assert proc.poll() is None and time.monotonic() < deadline, "the load did not begin"
+        time.sleep(0.1)
+    assert proc.poll() is None and filled < 5_000_000  # still loading
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)  # a guard against a hang, not a speed goal
     assert proc.returncode == 130, err
-    assert "loading stopped" in err
+    assert "loading stopped" in err and "prepared" not in err
     doc = _result(out)
     assert doc["status"] == "interrupted" and doc["intervals"] == []
 

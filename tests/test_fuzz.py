@@ -1,5 +1,5 @@
 """Fuzzing of the language: grammar-aware mutations of every shipped scenario, example and golden file
-(hypothesis, derandomized: the same inputs at every run), and the classes an outside fuzzer found
+(hypothesis, with the suite's profile of tests/conftest.py: the same inputs at every run), and the classes an outside fuzzer found
 (issue 28). `bench check` answers 0 or 2 within 2 s, every diagnostic has a hint, and whatever check
 accepts also plans. `make fuzz` runs the same for minutes, with other inputs each time."""
 
@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from bench_dsl.core.errors import Diagnostic
@@ -33,8 +33,6 @@ def _holds(tally: Tally, text: str) -> None:
     assert not tally.unplaced, f"an error without its place in the file on:\n{shown}"
 
 
-@settings(max_examples=600, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.sampled_from(TEXTS), st.integers(min_value=0, max_value=2**32), st.integers(min_value=1, max_value=6))
 def test_check_answers_every_mutation_in_time_with_a_hint_and_what_it_accepts_plans(text: str, seed: int,
                                                                                     rounds: int) -> None:

@@ -80,14 +80,15 @@ def test_files_the_server_writes_stay_in_its_own_directory(tmp_path: Path) -> No
 def test_the_install_writes_nothing_in_the_shared_temp_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The server and its bootstrap use the server's own directory for temporary tables: with the
     shared temp dir missing (TMPDIR, which mariadbd takes as its default), it still installs and starts."""
+    own = Path(tempfile.mkdtemp(prefix="bd-own-"))  # short: the server's socket is in it (107 bytes at most)
     monkeypatch.setenv("TMPDIR", str(tmp_path / "missing"))
-    (tmp_path / "own").mkdir()
-    srv = EmbeddedServer(parent=str(tmp_path / "own"))
+    srv = EmbeddedServer(parent=str(own))
     try:
         asyncio.run(srv.start())
         assert srv.alive()
     finally:
         srv.stop()
+        shutil.rmtree(own, ignore_errors=True)
     assert not (tmp_path / "missing").exists()
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from .conftest import ROOT
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.alone]  # waits on a real terminal's screens: the machine to itself
 
 SCENARIO = """
 scenario "ui in a terminal" {

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -56,6 +58,26 @@ async def _run(path: Path, workers: int) -> tuple[int, dict, Run]:
     run = Run(sc, plan(sc), [sink], Options(workers=workers))
     code = await run.execute()
     return code, sink.document.doc, run
+
+
+async def _collected(fleet: ProcessFleet, name: str, at_least: int, within: float = 30) -> int:
+    """The transactions `name` the fleet counted, collected until there are `at_least` of them."""
+    total = 0
+    deadline = time.monotonic() + within
+    while total < at_least:
+        assert time.monotonic() < deadline, f"{total} transactions counted, not {at_least}"
+        await asyncio.sleep(0.05)
+        total += (await fleet.collect()).tx[name].count
+    return total
+
+
+async def _until(fleet: ProcessFleet, done: Callable[[], bool], within: float = 30) -> None:
+    """Collects (the workers' reports) until `done()`."""
+    deadline = time.monotonic() + within
+    while not done():
+        assert time.monotonic() < deadline, "not within the deadline"
+        await asyncio.sleep(0.05)
+        await fleet.collect()
 
 
 @pytest.mark.parametrize("workers", [1, 2])
@@ -115,13 +137,9 @@ async def test_users_are_spread_evenly_with_distinct_seeds(dsn_url: str, tmp_pat
     try:
         await fleet.resize(7)
         assert fleet.active == 7
-        await asyncio.sleep(0.5)
-        stats = (await fleet.collect()).tx
-        assert stats["nap"].count > 0
+        assert await _collected(fleet, "nap", 1) > 0
         await fleet.resize(2)
-        await asyncio.sleep(0.3)
-        await fleet.collect()
-        assert fleet.active == 2
+        await _until(fleet, lambda: fleet.active == 2)
     finally:
         await fleet.stop()
     assert all(p.proc.returncode is not None for p in fleet.procs)
@@ -165,8 +183,7 @@ async def test_the_users_of_a_step_start_once_all_of_them_are_connected(dsn_url:
                 await fleet.resize(300)
                 await cur.execute("SHOW GLOBAL STATUS LIKE 'Connections'")
                 all_in = int((await cur.fetchone())[1])  # no user connects after the resize
-                await asyncio.sleep(0.5)
-                stats = (await fleet.collect()).tx
+                counted = await _collected(fleet, "seen", 301)
                 assert fleet.health().connected == 300, fleet.health()
             finally:
                 await fleet.stop()
@@ -175,7 +192,7 @@ async def test_the_users_of_a_step_start_once_all_of_them_are_connected(dsn_url:
             await cur.execute("DROP TABLE connect_witness")
     finally:
         conn.close()
-    assert ran >= stats["seen"].count > 300
+    assert ran >= counted > 300
     assert early == 0, f"{early} of {ran} transactions ran before the last user had connected"
 
 
@@ -186,8 +203,10 @@ async def test_a_dead_worker_fails_the_run_but_keeps_the_data(dsn_url: str, tmp_
     sink = Collect()
     run = Run(sc, plan(sc), [sink], Options(workers=2))
     task = asyncio.create_task(run.execute())
+    deadline = time.monotonic() + 60
     while not any(isinstance(e, ev.Interval) and e.row.get("phase") == "hold" for e in sink.events):
-        await asyncio.sleep(0.2)
+        assert not task.done() and time.monotonic() < deadline, "no interval of the hold"
+        await asyncio.sleep(0.05)
     assert isinstance(run.fleet, ProcessFleet)
     os.kill(run.fleet.procs[1].proc.pid, signal.SIGKILL)
     before = sum(isinstance(e, ev.Tick) for e in sink.events)
