@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 BENCH := .venv/bin/bench
 
-.PHONY: run test test-min setup check clean bench fuzz
+.PHONY: run test test-min lint setup check clean bench fuzz
 
 setup:
 	@scripts/setup.sh
@@ -23,6 +23,12 @@ test: setup
 test-min: setup
 	@scripts/setup-min.sh
 	.venv-min/bin/python -m pytest -q $(XDIST) -m "not slow" $(PYTEST_ARGS)
+
+## ruff, mypy and the floors' contract (lint-imports) over bench_dsl/ and tui/: zero findings.
+lint: setup
+	.venv/bin/ruff check bench_dsl tui
+	.venv/bin/mypy
+	.venv/bin/lint-imports --no-cache
 
 ## Benchmark bench-dsl against sysbench side by side on a throwaway server (~30 min; installs sysbench
 ## when missing); writes bench/results/latest.md and .json. Options: BENCH_ARGS="--quick" (see --help).
