@@ -160,3 +160,19 @@ def small_disk(path: Path, size: str) -> Iterator[Path]:
         yield path
     finally:
         subprocess.run(["umount", str(path)], check=True)
+
+
+def loaded_by(args: list[str], cwd: Path = ROOT, env: dict[str, str] | None = None) -> tuple[set[str], int]:
+    """The top-level packages a `bench` command has imported by the time it exits, and its status."""
+    probe = ("import atexit, runpy, sys\n"
+             "out = sys.argv.pop(1)\n"
+             "atexit.register(lambda: open(out, 'w').write('\\n'.join(sorted(sys.modules))))\n"
+             "sys.argv[0] = 'bench'\n"
+             "runpy.run_module('bench_dsl.cli', run_name='__main__')\n")
+    listing = cwd / f".modules-{os.getpid()}"  # this process's: another may run the next parameter at once
+    r = subprocess.run([sys.executable, "-c", probe, str(listing), *args], cwd=cwd, capture_output=True, text=True,
+                       timeout=300, env=env)
+    try:
+        return {m.split(".")[0] for m in listing.read_text().split()}, r.returncode
+    finally:
+        listing.unlink(missing_ok=True)

@@ -2,7 +2,7 @@
 `bench check` answers 0 or 2 (never an internal error) within 2 s, every diagnostic has a hint, and
 whatever it accepts also plans (within 2 s too). Besides token mutations, the classes an outside
 fuzzer found (issue 28): numbers beyond a float, names and numbers of 60 KB, line breaks other than
-'\n', and a vary of up to 1,000 values. Used by tests/test_fuzz.py (short, deterministic) and by
+'\n', and a vary of up to 1,000 values. Used by tests/unit/test_fuzz.py (short, deterministic) and by
 `make fuzz` (minutes):
 
     .venv/bin/python -m tests.fuzzing --minutes 5
