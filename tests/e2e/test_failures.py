@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from bench_dsl.core.dsn import parse_dsn
-from bench_dsl.server.embedded import connect
+from bench_dsl.server.connect import connect
 
 from ..conftest import BENCH, ROOT, default_signals, run_bench, run_sql
 from .test_runs import _result, _wait_for_intervals
