@@ -70,7 +70,7 @@ async def one(dsn: Dsn, port: int, server: psutil.Process, bench_file: Path, use
                "--mysql-db=benchdsl", f"--tables={TABLES}", f"--table-size={table_size}", f"--threads={users}",
                f"--time={int(3 * window)}", "run"]
     else:
-        cmd = [BENCH, "run", str(bench_file), "--headless"]
+        cmd = [BENCH, "run", str(bench_file), "--headless", "--json", str(bench_file.with_suffix(".json"))]
     env = {**os.environ, **({"BENCH_RAWEXEC": mode} if mode else {})}
     child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     try:

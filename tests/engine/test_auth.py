@@ -67,6 +67,7 @@ def test_an_ed25519_user_runs_a_scenario_on_the_c_executor(ed_user: tuple[Dsn, s
 def test_a_wrong_password_is_an_error_for_humans(ed_user: tuple[Dsn, str], tmp_path: Path) -> None:
     src = tmp_path / "ed.bench"
     src.write_text(SCENARIO)
-    r = run_bench("run", str(src), "--headless", env={"BENCH_ED_DSN": ed_user[1].replace("ed-Secret-42", "nope-Wrong")})
+    r = run_bench("run", str(src), "--headless", "--json", str(tmp_path / "r.json"),  # not in the repository's results/
+                  env={"BENCH_ED_DSN": ed_user[1].replace("ed-Secret-42", "nope-Wrong")})
     assert r.returncode == 4, r.stderr
     assert "Traceback" not in r.stderr and "Access denied" in r.stderr and "nope-Wrong" not in r.stderr
