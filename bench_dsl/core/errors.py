@@ -60,7 +60,7 @@ class Diagnostic:
 def normal_newlines(text: str) -> str:
     """The one definition of a line: ended by '\n'. The parser reads a CRLF (Windows) or a lone CR (old
     Mac) end as '\n' before lark counts lines (by '\n' only), so that the spans, the excerpts and the
-    text read back by span (source_line, validate_values.offset) all number the same lines. Other
+    text read back by span (source_line, language.values.offset) all number the same lines. Other
     characters str.splitlines() breaks at (form feed, U+2028, ...) end no line."""
     return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 

@@ -1,7 +1,7 @@
 """The judge: the only code that says what a stop condition's value is, its limit, its state
 (ok / near / over / fired), whether it fires, and where the saturation point stands; `expect` is
 judged here too. Pure: no clock, no I/O. It reads aggregates the runner folds from ticks and never
-decides when they are read: the phase does (`planner.Phase.judge`).
+decides when they are read: the phase does (`bench_dsl.engine.phases.Phase.judge`).
 
 Units: conditions hold limits in the model's canonical units (latency in seconds); what the judge
 hands to displays and documents is in the unit the file used for the limit (latency in ms).
@@ -33,13 +33,13 @@ NEAR = 0.8
 STALL_SHARE = 0.25
 STALL_LONGEST_S = 5.0
 
-# Stops that end the climb where it stands, as a fired stop condition does: the last complete step
-# is the saturation point and the run completed.
 # why a step ended by a stop is not complete (its row's incomplete_reason): a step a reader may take
-# the run's summary for, when it is the only one (bench_dsl.results.summary.measured_steps); a step left out
+# the run's summary for, when it is the only one (bench_dsl.results.fold.measured_steps); a step left out
 # for another reason (it stalled) is no measurement at all
 CUT_SHORT = "the run stopped during the step"
 
+# Stops that end the climb where it stands, as a fired stop condition does: the last complete step
+# is the saturation point and the run completed.
 CLIMB_ENDERS = ("stop_condition", "connections_refused", "users_not_connected")
 
 

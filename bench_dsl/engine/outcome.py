@@ -17,7 +17,7 @@ from typing import Any
 import psutil
 
 from bench_dsl.core.errors import ExitCode
-from bench_dsl.engine.plan import Plan
+from bench_dsl.engine.phases import Plan
 from bench_dsl.language import model as m
 
 

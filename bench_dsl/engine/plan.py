@@ -3,11 +3,9 @@ shape of load are its profile's (bench_dsl.engine.profiles), found by the scenar
 
 from __future__ import annotations
 
-from bench_dsl.engine.phases import Phase, Plan
+from bench_dsl.engine.phases import Plan
 from bench_dsl.engine.profiles.registry import profile_of
 from bench_dsl.language import model as m
-
-__all__ = ["Phase", "Plan", "plan", "planned_seconds"]
 
 
 def plan(sc: m.Scenario, time_scale: float = 1.0, max_steps: int | None = None) -> Plan:

@@ -6,7 +6,7 @@ loads the workloads and their drivers."""
 from __future__ import annotations
 
 from bench_dsl.core.dsn import redact
-from bench_dsl.engine.plan import Plan
+from bench_dsl.engine.phases import Plan
 from bench_dsl.engine.profiles.registry import profile_of
 from bench_dsl.language import model as m
 from bench_dsl.workloads.registry import plan_lines

@@ -25,7 +25,7 @@ from bench_dsl.core.errors import ExitCode, TargetError
 from bench_dsl.engine import events as ev
 from bench_dsl.engine import outcome as results
 from bench_dsl.engine.judge import Judge
-from bench_dsl.engine.plan import Plan
+from bench_dsl.engine.phases import Plan
 from bench_dsl.engine.profiles.registry import profile_of
 from bench_dsl.engine.signals import StopSignals
 from bench_dsl.engine.stage import Stage

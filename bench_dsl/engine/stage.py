@@ -19,7 +19,7 @@ from bench_dsl.core.errors import TargetError, error_reason
 from bench_dsl.core.mysql_errors import CONNECTION_LOST, SCENARIO_ERRORS
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.outcome import plan_json
-from bench_dsl.engine.plan import Plan
+from bench_dsl.engine.phases import Plan
 from bench_dsl.engine.voice import Voice
 from bench_dsl.fleet.base import Fleet, capacity_pct, worker_count
 from bench_dsl.fleet.registry import FleetSetup, make_fleet

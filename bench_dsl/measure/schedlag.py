@@ -116,7 +116,7 @@ class LagWindow:
 
     def worst_p90(self) -> float | None:
         """The highest p90 of any process's probe so far: what the live screen shows, by the rule
-        the judge and a replay apply to the recorded figures (events.worst_lag)."""
+        the judge and a replay apply to the recorded figures (worst_lag, below)."""
         worst = worst_lag(self.to_json().get("client_lag_ms_by_process"))  # type: ignore[arg-type]
         return worst[0] if worst else None
 

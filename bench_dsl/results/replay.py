@@ -210,7 +210,7 @@ def _phase_event(plan: Json, row: Json, steps: int) -> ev.Phase:
 
 
 def phase_line(ph: ev.Phase) -> str:
-    """The log line the run wrote as the phase began (runner.Run.phase_begins says it so)."""
+    """The log line the run wrote as the phase began (engine.tally says it so, with events.phase_label)."""
     label = "warmup" if ph.step is None else f"step {ph.step}/{ph.steps} {ph.phase}"
     users = ph.users if ph.users_end in (None, ph.users) else f"{ph.users} -> {ph.users_end}"
     return f"{label}: {users} users" + (f" for {ph.seconds:g}s" if ph.seconds is not None else "")

@@ -1,5 +1,5 @@
 """A study: the configurations of `vary`, each run `repeat` times in interleaved order (A B C A B
-C ...), each run a whole run of its own (runner.Run) with its own result file. At the end the
+C ...), each run a whole run of its own (bench_dsl.engine.run.Run) with its own result file. At the end the
 directory gets summary.json (bench_dsl.results.summary) and report.html (bench_dsl.results.report).
 
 On a throwaway server each configuration gets a fresh server started with its settings (in its

@@ -285,7 +285,7 @@ def test_values_are_given_in_the_files_units(tmp_path: Path) -> None:
     stats = asyncio.run(fleet.collect()).tx
     agg = Aggregate(("locked",))
     agg.add(Tick(1.0, 1.0, "hold", 1, 4, stats, {"server": 55.0}))
-    from bench_dsl.engine.plan import Phase
+    from bench_dsl.engine.phases import Phase
 
     judge.interval(Phase("hold", 1, 4, 4, 1.0, "step"), agg, agg)
     got = {s.text: s.value for s in judge.states()}
