@@ -260,7 +260,7 @@ class BenchApp(App[int]):
             return
         self.done = True
         self.exit_code = exit_code
-        status = (self.state.finished or {}).get("status")
+        status = self.state.finished.status if self.state.finished is not None else None
         if self.leaving or not self.wait_for_key or (status == "interrupted" and self.LEAVE_WHEN_INTERRUPTED):
             self.exit(exit_code)
             return

@@ -102,17 +102,16 @@ def header(st: LiveState, width: int, waiting_for_key: bool = False, title: str 
     line.append(" ")
     fin = st.finished
     if fin is not None:
-        status = fin.get("status", "")
-        style = "bold green" if fin.get("exit_code") == 0 else "bold red"
-        line.append(f"finished: {status}, exit {fin.get('exit_code')}", style)
+        style = "bold green" if fin.exit_code == 0 else "bold red"
+        line.append(f"finished: {fin.status}, exit {fin.exit_code}", style)
         if waiting_for_key:
             line.append("   q or Enter to leave", DIM)
     elif st.stopping:
         line.append("stopping: saving what was measured…", "bold yellow")
     elif st.fired is not None:
         line.append(" FIRED ", "bold white on red")
-        line.append(f" {st.fired.get('condition')}", "bold red")
-        line.append(f" at step {st.fired.get('step')}: ending the run and saving the results…")
+        line.append(f" {st.fired.condition}", "bold red")
+        line.append(f" at step {st.fired.step}: ending the run and saving the results…")
     elif st.phase == "starting":
         line.append("starting: connecting to the target…", DIM)
     elif st.phase == "prepare":
@@ -353,20 +352,20 @@ def said(line: verdict_words.Line, headline: bool = False) -> Text:
 
 
 def verdict(st: LiveState, results: Path | None, waiting_for_key: bool) -> RenderableType:
-    fin = st.finished or {}
-    head, *rest = verdict_words.verdict_lines(fin.get("saturation"), fin.get("stop"))
+    fin = st.finished  # None only before the end (the verdict is shown from then on)
+    head, *rest = verdict_words.verdict_lines(fin.saturation if fin else None, fin.stop if fin else None)
     lines = [said(head, headline=True), *(said(line) for line in rest)]
-    summary = fin.get("summary")
+    summary = fin.summary if fin else None
     if summary:
         lat = summary.get("latency_ms") or {}
         lines.append(Text(f"measured {summary.get('count', 0):,} transactions in {clock(summary.get('seconds') or 0)}: "
                           f"tps {fmt_rate(summary.get('tps'))}, p90 {fmt_ms(lat.get('p90'))} ms, "
                           f"p99 {fmt_ms(lat.get('p99'))} ms, errors {summary.get('errors', 0):,}", DIM))
-    lines += [said(verdict_words.expect_line(e)) for e in fin.get("expect") or []]
+    lines += [said(verdict_words.expect_line(e)) for e in (fin.expect if fin else [])]
     res = Text("results ", DIM)
     res.append(str(results) if results is not None else "not written (no JSON output)", "bold")
     lines.append(res)
-    tail = Text(f"status {fin.get('status')} · exit {fin.get('exit_code')}", DIM)
+    tail = Text(f"status {fin.status if fin else None} · exit {fin.exit_code if fin else None}", DIM)
     if waiting_for_key:
         tail.append("   press q or Enter to leave", "bold")
     lines.append(tail)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench_dsl.engine import events as ev
+from bench_dsl.engine.stopping import StopReason
 
 from .live_conditions import ConditionBoard
 
@@ -140,9 +141,9 @@ class LiveState:
         self.step_points: list[StepPoint] = []
         self.board = ConditionBoard()
         self.linear = False  # a linear ramp: its users chart has a point per interval, not per step
-        self.fired: dict[str, Any] | None = None
+        self.fired: StopReason | None = None
         self.saturation: dict[str, Any] | None = None  # the judge's, as it stands (Saturation events)
-        self.finished: dict[str, Any] | None = None
+        self.finished: ev.Finished | None = None
         self.stopping = False
         self.error_messages: dict[int, str] = {}
         self.log = LogBook()
@@ -160,7 +161,7 @@ class LiveState:
         (a condition fired, the server refused users: `saturated`), and final when the run finished.
         Before that the judge's figure is only where the climb stands, not a saturation point."""
         if self.finished is not None:
-            return (self.finished.get("saturation") or {}).get("users")
+            return (self.finished.saturation or {}).get("users")
         return self.saturation.get("users") if self.saturation and self.saturation.get("saturated") else None
 
     # folding -------------------------------------------------------------------------------------
@@ -190,7 +191,7 @@ class LiveState:
                 self.saturation = dict(event.saturation)
                 self.changed.add(USERS_CHART)
             case ev.Fired():
-                self.fired = dict(event.stop)
+                self.fired = event.stop
                 self.board.on_fired(event)
                 self.changed |= {CONDITIONS, USERS_CHART, HEADER}
             case ev.Log():
@@ -201,7 +202,7 @@ class LiveState:
             case ev.ErrorMessages():
                 self._on_error_messages(event)
             case ev.Finished():
-                self.finished = event.to_json()
+                self.finished = event
                 self.phase = "finished"
                 self.holding = False
                 self.changed |= {HEADER, VERDICT, USERS_CHART, CONDITIONS}

@@ -139,7 +139,7 @@ class VerdictPanel(StatePanel):
     PARTS = frozenset({VERDICT})
 
     def content_lines(self) -> int:
-        return len((self.state.finished or {}).get("expect") or []) if self.state.finished else -1
+        return len(self.state.finished.expect) if self.state.finished else -1
 
     def __init__(self, state: LiveState, results: Path | None, *, id: str | None = None) -> None:
         super().__init__(state, id=id)

@@ -42,6 +42,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
+from bench_dsl.engine.stopping import StopReason
+
 Json = dict[str, Any]
 
 
@@ -204,8 +206,12 @@ class Totals(Event):
     type: ClassVar[str] = "totals"
     summary: Json | None
     executor: str | None
-    stop: Json | None
+    stop: StopReason | None
     elapsed_s: float
+
+    def to_json(self) -> Json:
+        return {"type": self.type, "summary": self.summary, "executor": self.executor,
+                "stop": self.stop.to_json() if self.stop is not None else None, "elapsed_s": self.elapsed_s}
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,10 +278,10 @@ class Conditions(Event):
 class Fired(Event):
     """Why the run stops climbing: a stop condition fired, or the server refused connections."""
     type: ClassVar[str] = "fired"
-    stop: Json  # reason, condition, value, limit, step, users, at_s ... (the result's "stop")
+    stop: StopReason
 
     def to_json(self) -> Json:
-        return {"type": self.type, **self.stop}
+        return {"type": self.type, **self.stop.to_json()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,7 +323,7 @@ class Finished(Event):
     status: str
     exit_code: int
     saturation: Json | None
-    stop: Json | None
+    stop: StopReason | None
     expect: list[Json]
     summary: Json | None  # without histograms
     elapsed_s: float
@@ -327,7 +333,8 @@ class Finished(Event):
 
     def to_json(self) -> Json:
         return {"type": self.type, "status": self.status, "exit_code": self.exit_code,
-                "saturation": self.saturation, "stop": self.stop, "expect": self.expect,
+                "saturation": self.saturation, "stop": self.stop.to_json() if self.stop is not None else None,
+                "expect": self.expect,
                 "summary": self.summary, "elapsed_s": self.elapsed_s}
 
 
@@ -349,7 +356,12 @@ def from_json(d: Json) -> Event:
     if kind is Step:
         return Step(d)
     if kind is Fired:
-        return Fired(d)
+        reason = StopReason.from_json(d)
+        if reason is None:
+            raise ValueError("a fired event without its reason")
+        return Fired(reason)
+    if kind in (Totals, Finished):
+        d["stop"] = StopReason.from_json(d.get("stop"))
     if kind is Started:
         specs = tuple(ConditionSpec(**s, latency=is_latency(s["metric"])) for s in d.pop("condition_specs", []))
         return Started(**d, condition_specs=specs)

@@ -17,6 +17,7 @@ from typing import Any
 from bench_dsl.engine import client_limit
 from bench_dsl.engine.events import ConditionSpec, ConditionState, kink_ratio, plateau_gain
 from bench_dsl.engine.phases import Phase
+from bench_dsl.engine.stopping import StopReason
 from bench_dsl.language.model import Condition
 from bench_dsl.measure.metrics import Aggregate, Tick
 
@@ -37,10 +38,6 @@ STALL_LONGEST_S = 5.0
 # the run's summary for, when it is the only one (bench_dsl.results.fold.measured_steps); a step left out
 # for another reason (it stalled) is no measurement at all
 CUT_SHORT = "the run stopped during the step"
-
-# Stops that end the climb where it stands, as a fired stop condition does: the last complete step
-# is the saturation point and the run completed.
-CLIMB_ENDERS = ("stop_condition", "connections_refused", "users_not_connected")
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,34 +351,34 @@ class Judge:
         return tuple(self._states.values())
 
     # the end -------------------------------------------------------------------------------------
-    def verdict(self, stop_reason: dict[str, Any] | None, steps: list[dict[str, Any]], expect: Sequence[Condition],
+    def verdict(self, stop_reason: StopReason | None, steps: list[dict[str, Any]], expect: Sequence[Condition],
                 run: Aggregate) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """The run's end, judged once: the saturation point, and each `expect` against the run."""
         return self.saturation(stop_reason, steps), expectations(expect, self.saturation_users, run,
                                                                  self.client_limited(steps))
 
-    def saturation(self, stop_reason: dict[str, Any] | None, steps: list[dict[str, Any]]) -> dict[str, Any]:
+    def saturation(self, stop_reason: StopReason | None, steps: list[dict[str, Any]]) -> dict[str, Any]:
         """The result's saturation point: who stopped the climb, and where it stood."""
         complete = [s for s in steps if s["complete"]]
         # the server refusing more connections ends the climb as a fired condition does
-        fired = bool(stop_reason and stop_reason.get("reason") in CLIMB_ENDERS)
-        if stop_reason is not None and stop_reason.get("reason") == "connections_refused":
-            reason = (f"stopped by: the server refused connections at {stop_reason['users']} users, "
-                      f"{stop_reason['connected']} connected: {stop_reason['message']}")
-        elif stop_reason is not None and stop_reason.get("reason") == "users_not_connected":
-            reason = (f"stopped by: only {stop_reason['connected']} of {stop_reason['users']} users had a "
-                      "connection at the end of the step")
-        elif stop_reason is not None and fired:
-            reason = f"stopped by: {stop_reason['condition']}"
-        elif stop_reason:
-            reason = f"run ended early ({stop_reason['reason']})"
-        else:
+        fired = stop_reason is not None and stop_reason.ends_climb
+        if stop_reason is None:
             reason = "no stop condition fired up to the last step"
+        elif stop_reason.kind == "connections_refused":
+            reason = (f"stopped by: the server refused connections at {stop_reason.users} users, "
+                      f"{stop_reason.connected} connected: {stop_reason.message}")
+        elif stop_reason.kind == "users_not_connected":
+            reason = (f"stopped by: only {stop_reason.connected} of {stop_reason.users} users had a "
+                      "connection at the end of the step")
+        elif fired:
+            reason = f"stopped by: {stop_reason.condition}"
+        else:
+            reason = f"run ended early ({stop_reason.kind})"
         limited = self.client_limited(steps)
         if limited is not None:
             reason += f"; {limited}"
         return {"users": self.saturation_users, "step": self.saturation_step, "saturated": fired,
-                "condition": stop_reason.get("condition") if fired and stop_reason else None,
+                "condition": stop_reason.condition if fired and stop_reason else None,
                 "reason": reason, "steps_completed": len(complete),
                 "limited_by": "client" if limited is not None else None}
 

@@ -18,6 +18,7 @@ import psutil
 
 from bench_dsl.core.errors import ExitCode
 from bench_dsl.engine.phases import Plan
+from bench_dsl.engine.stopping import StopReason
 from bench_dsl.language import model as m
 
 
@@ -72,11 +73,10 @@ def workload_digest(sc: m.Scenario) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def exit_code(status: str, stop_reason: dict[str, Any] | None, expect_results: list[dict[str, Any]]) -> ExitCode | None:
+def exit_code(status: str, stop_reason: StopReason | None, expect_results: list[dict[str, Any]]) -> ExitCode | None:
     """The exit status the run's end calls for; None: keep the one already set (0, or 1 after a failure)."""
     if status == "interrupted":
-        sig = str((stop_reason or {}).get("signal"))
-        return {"SIGTERM": ExitCode.TERMINATED, "SIGHUP": ExitCode.HANGUP}.get(sig, ExitCode.INTERRUPTED)
+        return (stop_reason or StopReason("interrupted")).exit_code
     if status == "target_failed":
         return ExitCode.TARGET_FAILED
     if status == "scenario_error":

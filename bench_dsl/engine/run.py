@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import signal
 import time
@@ -29,7 +30,7 @@ from bench_dsl.engine.phases import Plan
 from bench_dsl.engine.profiles.registry import profile_of
 from bench_dsl.engine.signals import StopSignals
 from bench_dsl.engine.stage import Stage
-from bench_dsl.engine.stopping import Stop
+from bench_dsl.engine.stopping import Stop, StopReason
 from bench_dsl.engine.tally import Tally
 from bench_dsl.engine.voice import Voice
 from bench_dsl.engine.watch import TargetWatch
@@ -97,11 +98,11 @@ class Run:
         self.voice.t0 = value
 
     @property
-    def stop_reason(self) -> dict[str, Any] | None:
+    def stop_reason(self) -> StopReason | None:
         return self.stop.reason
 
     @stop_reason.setter
-    def stop_reason(self, value: dict[str, Any] | None) -> None:
+    def stop_reason(self, value: StopReason | None) -> None:
         self.stop.reason = value
 
     # events ------------------------------------------------------------------------------------
@@ -122,11 +123,12 @@ class Run:
         self._interrupts += 1
         name = signal.Signals(signum).name
         if self.stop_reason is None:
-            self.stop_reason = {"reason": "interrupted", "signal": name}
+            self.stop_reason = StopReason("interrupted", signal=name)
             self.log(f"{name}: stopping and saving what was measured (again to stop at once)", "warning")
         else:
-            if self.stop_reason.get("reason") == "interrupted" and signum != signal.SIGINT:
-                self.stop_reason["signal"] = name  # a TERM or HUP after a Ctrl-C: the exit status says so
+            if self.stop_reason.kind == "interrupted" and signum != signal.SIGINT:
+                # a TERM or HUP after a Ctrl-C: the exit status says so
+                self.stop_reason = dataclasses.replace(self.stop_reason, signal=name)
             if self._interrupts > 1 and self.fleet is not None:
                 self.fleet.cancel_in_flight()  # again: cancel in-flight transactions too
         if self._prepare_task is not None and not self._prepare_task.done():
@@ -139,7 +141,7 @@ class Run:
         """Stop and save what was measured, as Ctrl-C does."""
         self._interrupts += 1
         if self.stop_reason is None:
-            self.stop_reason = {"reason": "interrupted", "signal": "user"}
+            self.stop_reason = StopReason("interrupted", signal="user")
             self.log("stop requested: stopping and saving what was measured", "warning")
             self.publish(ev.Control("stop", self.holding, round(self.elapsed(), 3)))
         if self._prepare_task is not None and not self._prepare_task.done():
@@ -178,17 +180,17 @@ class Run:
             self.tally.salvage()
             self.status = "target_failed"
             self.exit_code = ExitCode.TARGET_FAILED
-            self.stop_reason = self.stop_reason or {"reason": "target_failed", "message": self._scrub(str(exc))}
+            self.stop_reason = self.stop_reason or StopReason("target_failed", message=self._scrub(str(exc)))
             self.log(str(exc), "error")
         except WorkerFailed as exc:
             self.tally.salvage()
-            if (self.stop_reason or {}).get("reason") == "interrupted":
+            if self.stop_reason is not None and self.stop_reason.kind == "interrupted":
                 # the signal that stopped the run reached the workers too: the run was interrupted
                 self.log(f"{exc} while stopping; what was measured so far is kept", "warning")
             else:
                 self.status = "failed"
                 self.exit_code = ExitCode.FAILURE
-                self.stop_reason = self.stop_reason or {"reason": "worker_failed", "message": self._scrub(str(exc))}
+                self.stop_reason = self.stop_reason or StopReason("worker_failed", message=self._scrub(str(exc)))
                 self.log(f"{exc}: bench-dsl itself failed; what was measured so far is kept", "error")
         except asyncio.CancelledError:
             if self.stop_reason is None or self._prepare_task is None or not self._prepare_task.cancelled():
@@ -199,8 +201,8 @@ class Run:
             self.tally.salvage()
             self.status = "failed"
             self.exit_code = ExitCode.FAILURE
-            self.stop_reason = self.stop_reason or {"reason": "internal_error",
-                                                    "message": self._scrub(f"{type(exc).__name__}: {exc}")}
+            self.stop_reason = self.stop_reason or StopReason("internal_error",
+                                                              message=self._scrub(f"{type(exc).__name__}: {exc}"))
             self.log(f"internal error: {type(exc).__name__}: {exc} (BENCH_DEBUG=1 shows where)", "error")
             if os.environ.get("BENCH_DEBUG"):
                 traceback.print_exc()
@@ -226,7 +228,7 @@ class Run:
             return
         problem = await self.server_side.check(target.dsn, target.data_dir, target.server_pid)
         if problem is not None:
-            self.stop_reason = {"reason": "scenario_error", "code": None, "transaction": None, "message": problem}
+            self.stop_reason = StopReason("scenario_error", message=problem)
             return
         self._prepare_task = await stage.prepare(target.dsn, self.opt.force_prepare)
         failed = await stage.prepared(self._prepare_task)
@@ -261,10 +263,8 @@ class Run:
     # the end -----------------------------------------------------------------------------------
     def finish(self) -> None:
         """The run's end: its status, exit code, expectations and verdict, said in events."""
-        reason = str((self.stop_reason or {}).get("reason"))
         if self.status == "running":
-            self.status = {"interrupted": "interrupted", "target_failed": "target_failed",
-                           "scenario_error": "scenario_error", "stop_condition": "completed"}.get(reason, "completed")
+            self.status = self.stop_reason.status if self.stop_reason is not None else "completed"
         tally = self.tally
         saturation, expect = self.judge.verdict(self.stop_reason, tally.steps, self.sc.expect, tally.run_agg)
         code = results.exit_code(self.status, self.stop_reason, expect)

@@ -9,7 +9,6 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import asyncmy
 
@@ -20,6 +19,7 @@ from bench_dsl.core.mysql_errors import CONNECTION_LOST, SCENARIO_ERRORS
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.outcome import plan_json
 from bench_dsl.engine.phases import Plan
+from bench_dsl.engine.stopping import StopReason
 from bench_dsl.engine.voice import Voice
 from bench_dsl.fleet.base import Fleet, capacity_pct, worker_count
 from bench_dsl.fleet.registry import FleetSetup, make_fleet
@@ -118,8 +118,8 @@ class Stage:
         self.publish(ev.Phase("prepare", None, self.plan.steps, 0, None))
         return asyncio.create_task(self.workload.prepare(dsn, Progress(self.log, self._rows), force=force))
 
-    async def prepared(self, task: asyncio.Task[dict[str, object]]) -> dict[str, Any] | None:
-        """What the load did; None when the scenario cannot run as written (said as a stop reason)."""
+    async def prepared(self, task: asyncio.Task[dict[str, object]]) -> StopReason | None:
+        """The load done and said (None), or why the scenario cannot run as written."""
         try:
             report = await task
         except asyncmy.errors.MySQLError as exc:
@@ -130,7 +130,7 @@ class Stage:
                 message = self.voice.scrub(str(exc.args[1]) if len(exc.args) > 1 else str(exc))
                 self.log(f"loading the data failed with error {code}: {message}; "
                          "the scenario cannot run as written", "error")
-                return {"reason": "scenario_error", "code": code, "transaction": None, "message": message}
+                return StopReason("scenario_error", code=code, message=message)
             raise
         self.publish(ev.Prepared(report))
         return None

@@ -27,7 +27,7 @@ from bench_dsl.engine.scheduler import (
     Ticked,
     TickLost,
 )
-from bench_dsl.engine.stopping import Stop
+from bench_dsl.engine.stopping import Stop, StopReason
 from bench_dsl.engine.voice import Voice
 from bench_dsl.engine.watch import TargetWatch
 from bench_dsl.fleet.base import Fleet, WorkerReport
@@ -193,10 +193,12 @@ class Tally:
         self.voice.publish(ev.Step(row))
 
     def _fire(self, v: Verdict, ph: Phase) -> None:
-        self.stop.reason = {"reason": "stop_condition", **v.to_json(), "step": ph.step,
-                            "users": self.fleet.active if self.fleet else None, "at_s": round(self.voice.elapsed(), 3)}
-        self.voice.log(f"stop condition fired: {v.describe()}", "warning")
-        self.voice.publish(ev.Fired(self.stop.reason))
+        said = f"stop condition fired: {v.describe()}"
+        reason = StopReason.condition_fired(v.to_json(), ph.step, self.fleet.active if self.fleet else None,
+                                            self.voice.elapsed(), self.voice.scrub(said))
+        self.stop.reason = reason
+        self.voice.log(said, reason.level)
+        self.voice.publish(ev.Fired(reason))
 
     def summary(self) -> dict[str, Any] | None:
         """The measured run so far (None: nothing measured)."""
@@ -230,13 +232,13 @@ class Tally:
             return
         self.server_side.poke()
         ph = self._phase_now
-        stop = self.watch.check(health, self.fleet.active, ph.step if ph else None, self.voice.elapsed(), ending,
-                                hold_end)
-        if stop is not None:
-            self.stop.reason = stop.reason
-            self.voice.log(stop.message, stop.level)
-            if stop.fired:
-                self.voice.publish(ev.Fired(stop.reason))
+        reason = self.watch.check(health, self.fleet.active, ph.step if ph else None, self.voice.elapsed(), ending,
+                                  hold_end)
+        if reason is not None:
+            self.stop.reason = reason
+            self.voice.log(reason.said or reason.kind, reason.level)
+            if reason.ends_climb:
+                self.voice.publish(ev.Fired(reason))
 
     def salvage(self) -> None:
         """The run ends by an error inside a phase: keep its last interval and its step so far."""

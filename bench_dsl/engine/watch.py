@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
+from bench_dsl.engine.stopping import StopReason
 from bench_dsl.fleet.base import Health, WorkerFailed
 
 TARGET_TIMEOUT = 10.0  # seconds without a connection before the target counts as lost
@@ -20,15 +19,6 @@ SILENCE_LIMIT = 10.0
 CONNECT_GRACE = 5.0
 
 
-@dataclass(frozen=True, slots=True)
-class Stop:
-    """Why the run stops, for the result's "stop", with the line the log gets."""
-    reason: dict[str, Any]
-    message: str
-    level: str  # warning | error
-    fired: bool  # ends the climb as a stop condition does (connections refused)
-
-
 class TargetWatch:
     def __init__(self, scrub: Callable[[str], str], server_alive: Callable[[], bool] | None) -> None:
         self.scrub = scrub
@@ -38,7 +28,7 @@ class TargetWatch:
         self.silent_s: Callable[[], float] = lambda: 0.0
 
     def check(self, health: Health, asked: int, step: int | None, at_s: float, ending: bool,
-              hold_end: bool = False) -> Stop | None:
+              hold_end: bool = False) -> StopReason | None:
         """`ending`: the last tick of a measured phase, whose users must all have run for it to count;
         `hold_end`: of a hold, whose users must all have had a connection (a ramp's are still arriving).
         Raises WorkerFailed when a user failed in bench-dsl's own code (not the server's)."""
@@ -67,33 +57,32 @@ class TargetWatch:
             # judged (thousands of users starting on a busy client); the step is not the one asked
             # for. (A user reconnecting after a reset has run in the step, and does not count here.)
             short = health.never_connected
-            reason = {"reason": "users_not_connected", "condition": "users not connected", "users": asked,
-                      "connected": health.connected, "step": step, "at_s": round(at_s, 3),
-                      "message": f"{short} of {asked} users had no connection yet at the step's end"}
-            return Stop(reason, f"{short} of {asked} users had no connection yet at the end of step {step}: "
-                                "the step is not the one asked for (a longer settle gives them time)", "warning", True)
+            return StopReason("users_not_connected", condition="users not connected", users=asked,
+                              connected=health.connected, step=step, at_s=round(at_s, 3),
+                              message=f"{short} of {asked} users had no connection yet at the step's end",
+                              said=f"{short} of {asked} users had no connection yet at the end of step {step}: "
+                                   "the step is not the one asked for (a longer settle gives them time)")
         if health.fatal is not None:
             code, msg, tx = health.fatal
             if code == -1:  # not a MySQL error: the workload's code or bench-dsl's failed
                 raise WorkerFailed(f"a virtual user failed running {tx}: {msg}")
-            return Stop({"reason": "scenario_error", "code": code, "message": self.scrub(msg), "transaction": tx},
-                        f"transaction {tx} failed with error {code}: {msg}; the scenario cannot run as written",
-                        "error", False)
+            return StopReason("scenario_error", code=code, message=self.scrub(msg), transaction=tx,
+                              said=self.scrub(f"transaction {tx} failed with error {code}: {msg}; "
+                                              "the scenario cannot run as written"))
         return None
 
-    def _lost(self, why: str, health: Health | None = None) -> Stop:
-        reason: dict[str, Any] = {"reason": "target_failed", "message": self.scrub(why)}
-        if health is not None and health.connect_error is not None:
-            reason["code"] = health.connect_error[0]  # what the server said to the last attempt to connect
-        return Stop(reason, f"target lost: {why}", "error", False)
+    def _lost(self, why: str, health: Health | None = None) -> StopReason:
+        # the code: what the server said to the last attempt to connect
+        code = health.connect_error[0] if health is not None and health.connect_error is not None else None
+        return StopReason("target_failed", message=self.scrub(why), code=code, said=self.scrub(f"target lost: {why}"))
 
-    def _refused(self, health: Health, asked: int, step: int | None, at_s: float) -> Stop:
+    def _refused(self, health: Health, asked: int, step: int | None, at_s: float) -> StopReason:
         """The server would not take all the users planned (max_connections, max_user_connections,
         a full accept queue): the step at hand is not the one asked for, so the run ends there,
         and the last complete step is the saturation point, as when a stop condition fires."""
         code, message = health.connect_error or (0, "unknown error")
-        reason = {"reason": "connections_refused", "condition": "connections refused",
-                  "code": code, "message": self.scrub(f"({code}) {message}"), "users": asked,
-                  "connected": health.connected, "step": step, "at_s": round(at_s, 3)}
-        return Stop(reason, f"the server refused connections: {asked - health.connected} of {asked} users could "
-                            f"not connect: ({code}) {message}", "warning", True)
+        return StopReason("connections_refused", condition="connections refused", code=code,
+                          message=self.scrub(f"({code}) {message}"), users=asked, connected=health.connected,
+                          step=step, at_s=round(at_s, 3),
+                          said=self.scrub(f"the server refused connections: {asked - health.connected} of {asked} "
+                                          f"users could not connect: ({code}) {message}"))

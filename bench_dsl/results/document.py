@@ -47,10 +47,10 @@ class ResultDocument:
                 d["summary"] = event.summary
                 d["executor"] = event.executor
                 if event.stop is not None:
-                    d["stop"] = event.stop
+                    d["stop"] = event.stop.to_json()
                 d["elapsed_s"] = round(event.elapsed_s, 3)
             case ev.Fired():
-                d["stop"] = event.stop
+                d["stop"] = event.stop.to_json()
             case ev.Saturation():
                 d["saturation"] = event.saturation
             case ev.Log(level="warning"):
@@ -61,7 +61,8 @@ class ResultDocument:
                 self._errors()
             case ev.Finished():
                 d.update(status=event.status, exit_code=event.exit_code, finished_at=event.finished_at,
-                         elapsed_s=round(event.elapsed_s, 3), stop=event.stop, saturation=event.saturation,
+                         elapsed_s=round(event.elapsed_s, 3), saturation=event.saturation,
+                         stop=event.stop.to_json() if event.stop is not None else None,
                          expect=event.expect, executor=event.executor)
                 if event.workload_report is not None:
                     d["workload_report"] = event.workload_report

@@ -33,7 +33,8 @@ from typing import Any
 
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.client_limit import CLIENT_LAG_MS
-from bench_dsl.engine.judge import CLIMB_ENDERS, state_of
+from bench_dsl.engine.judge import state_of
+from bench_dsl.engine.stopping import StopReason
 from bench_dsl.language import model as m
 from bench_dsl.measure.schedlag import worst_lag
 from bench_dsl.measure.stalls import STALL_SHOWN_S
@@ -75,7 +76,7 @@ def moment(e: ev.Event) -> float | None:
             start, secs = e.row.get("start_s"), e.row.get("seconds")
             return start + secs if isinstance(start, int | float) and isinstance(secs, int | float) else None
         case ev.Fired():
-            return e.stop.get("at_s")
+            return e.stop.at_s
         case ev.Finished() | ev.Totals():
             return e.elapsed_s
     t = getattr(e, "t", None)
@@ -108,8 +109,8 @@ def document_events(doc: Json) -> list[Timed]:
         out.append((0.0, ev.Started(sc["name"], server.get("target") or "", server.get("version") or "",
                                     bool(server.get("embedded")), plan, _transactions(doc), list(sc.get("stop") or []),
                                     condition_specs(doc), server)))
-    stop = doc.get("stop")
-    fired = stop if stop and stop.get("reason") in CLIMB_ENDERS else None
+    stop = StopReason.from_json(doc.get("stop"))
+    fired = stop if stop is not None and stop.ends_climb else None
     warnings = list(doc.get("warnings") or [])
     said_at = _fired_warning(warnings, fired)
     out += [(0.0, ev.Log("warning", w)) for w in warnings[:said_at]]
@@ -124,13 +125,15 @@ def document_events(doc: Json) -> list[Timed]:
     step_rows_so_far: list[Json] = []
     def fire(t: float) -> None:
         nonlocal fired
-        at = float((fired or {}).get("at_s") or t)
-        out.extend([(at, ev.Fired(fired or {})), *((at, ev.Log("warning", w, at)) for w in warnings[said_at:])])
+        if fired is None:
+            return
+        at = fired.at_s if fired.at_s is not None else t
+        out.extend([(at, ev.Fired(fired)), *((at, ev.Log("warning", w, at)) for w in warnings[said_at:])])
         fired = None
 
     for i, row in enumerate(intervals):
         t = float(row["t"])
-        if fired is not None and fired.get("at_s") is not None and t > fired["at_s"]:
+        if fired is not None and fired.at_s is not None and t > fired.at_s:
             fire(t)
         if (row["phase"], row["step"]) != phase:
             if phase is None or row["step"] != phase[1]:
@@ -162,14 +165,14 @@ def document_events(doc: Json) -> list[Timed]:
 
 def _end_events(doc: Json, end: float) -> list[Timed]:
     out: list[Timed] = []
-    stop = doc.get("stop") or {}
-    if stop.get("reason") not in (*CLIMB_ENDERS, "interrupted", None) and stop.get("message"):
-        out.append((end, ev.Log("error", str(stop["message"]), end)))
+    stop = StopReason.from_json(doc.get("stop"))
+    if stop is not None and not stop.ends_climb and stop.kind != "interrupted" and stop.message:
+        out.append((end, ev.Log("error", stop.message, end)))
     if doc.get("exit_code") == 3:
         out += [(end, ev.Log("error", f"expectation failed: {e['expect']} (measured {e['value']})", end))
                 for e in doc.get("expect") or [] if not e.get("passed")]
     summary = doc.get("summary")
-    out.append((end, ev.Totals(summary, doc.get("executor"), doc.get("stop"), end)))
+    out.append((end, ev.Totals(summary, doc.get("executor"), stop, end)))
     if doc.get("saturation") is not None:
         out.append((end, ev.Saturation(doc["saturation"])))
     if doc.get("status") == "running":  # a checkpoint: the run was still going, or was killed
@@ -177,7 +180,7 @@ def _end_events(doc: Json, end: float) -> list[Timed]:
                                            "(the run may have been killed)", end)))
         return out
     lean = {k: v for k, v in summary.items() if k != "histograms"} if summary else None
-    out.append((end, ev.Finished(doc["status"], int(doc["exit_code"]), doc.get("saturation"), doc.get("stop"),
+    out.append((end, ev.Finished(doc["status"], int(doc["exit_code"]), doc.get("saturation"), stop,
                                  list(doc.get("expect") or []), lean, end, doc.get("finished_at") or "",
                                  doc.get("executor"), doc.get("workload_report"))))
     return out
@@ -188,16 +191,19 @@ def _transactions(doc: Json) -> list[str]:
     return list((doc["scenario"].get("workload") or {}).get("transactions") or rows[0].get("transactions") or {})
 
 
-def _fired_warning(warnings: list[str], fired: Json | None) -> int:
-    """Where the warning that said the stop is among the warnings (their number when there is none)."""
-    if fired is not None:
-        said = {"stop_condition": f"stop condition fired: {fired.get('condition')}",
-                "connections_refused": "the server refused connections",
-                "users_not_connected": f"had no connection yet at the end of step {fired.get('step')}"}
-        mark = said.get(str(fired.get("reason")), "\0")
-        for i, w in enumerate(warnings):
-            if w.startswith(mark) or (fired.get("reason") == "users_not_connected" and mark in w):
-                return i
+def _fired_warning(warnings: list[str], fired: StopReason | None) -> int:
+    """Where the warning that said the stop is among the warnings (their number when there is none).
+    A result keeps the line (stop.said); one written before it did is matched by the line's start."""
+    if fired is None:
+        return len(warnings)
+    if fired.said is not None:
+        return warnings.index(fired.said) if fired.said in warnings else len(warnings)
+    mark = {"stop_condition": f"stop condition fired: {fired.condition}",
+            "connections_refused": "the server refused connections",
+            "users_not_connected": f"had no connection yet at the end of step {fired.step}"}.get(fired.kind, "\0")
+    for i, w in enumerate(warnings):
+        if w.startswith(mark) or (fired.kind == "users_not_connected" and mark in w):
+            return i
     return len(warnings)
 
 
@@ -328,11 +334,11 @@ def _with_conditions(evs: list[Timed]) -> list[Timed]:
                     # a sustained one: the worst its window reached in the step
                     source = f"step {e.row['step']}" + (f", worst {v['window_s']:g}s" if v.get("window_s") else "")
                     states[text] = ev.ConditionState(text, value, before, state, source)
-        elif isinstance(e, ev.Fired) and (text := e.stop.get("condition")) in specs:
-            window = e.stop.get("window_s")
+        elif isinstance(e, ev.Fired) and (text := e.stop.condition) is not None and text in specs:
+            window = e.stop.window_s
             source = states[text].source if text in states else (
-                f"last {window:g}s" if window else f"step {e.stop.get('step')}")
-            states[text] = ev.ConditionState(text, e.stop.get("value"), e.stop.get("previous"), "fired", source)
+                f"last {window:g}s" if window else f"step {e.stop.step}")
+            states[text] = ev.ConditionState(text, e.stop.value, e.stop.previous, "fired", source)
         else:
             continue
         shown = tuple(states.get(x, ev.ConditionState(x, None, None, "-", "")) for x in texts)

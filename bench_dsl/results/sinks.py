@@ -302,12 +302,13 @@ class ConsoleSink:
                              f"errors {d['errors']}{stall}"
                              + (" [yellow](not complete)[/]" if not d["complete"] else ""))
             case ev.Finished():
-                self._verdict(event.to_json())
+                self._verdict(event)
 
-    def _verdict(self, d: dict[str, Any]) -> None:
+    def _verdict(self, fin: ev.Finished) -> None:
+        d = fin.to_json()
         sat = d["saturation"] or {}
         if sat.get("saturated") or sat.get("users") is not None:  # nothing measured: the error said why
-            for line in verdict_lines(sat, d.get("stop")):
+            for line in verdict_lines(sat, fin.stop):
                 self._said(line)
         s = d.get("summary")
         if s:

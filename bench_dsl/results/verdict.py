@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench_dsl.engine.stopping import StopReason
+
 Json = dict[str, Any]
 Line = list[tuple[str, str]]
 
@@ -38,10 +40,10 @@ def fmt_latency(ms: float) -> str:
     return f"{fmt_num(ms / 1000)}s" if abs(ms) >= 1000 else f"{fmt_num(ms)}ms"
 
 
-def verdict_lines(saturation: Json | None, stop: Json | None) -> list[Line]:
+def verdict_lines(saturation: Json | None, stop: StopReason | None) -> list[Line]:
     """Where the saturation point stands, what ended the run, and (when it was so) that bench-dsl
     itself was the limit, in the judge's own words."""
-    sat, stop = saturation or {}, stop or {}
+    sat = saturation or {}
     lines = [_head(sat), _ended(stop)]
     if sat.get("limited_by") == "client":  # the judge's words: CPU or scheduling lag, with the figure
         reason = str(sat.get("reason") or "")
@@ -62,32 +64,31 @@ def _head(sat: Json) -> Line:
     return [("no step was completed", "warn")]
 
 
-def _ended(stop: Json) -> Line:
-    reason = stop.get("reason")
-    if reason == "stop_condition":
-        unit = stop.get("unit") or ""
-        if stop.get("kind") == "threshold" and unit == "ms":
-            how = f": measured {_latency(stop.get('value'))} against {_latency(stop.get('limit'))}"
-        elif stop.get("kind") == "threshold":
-            how = f": measured {_n(stop.get('value'))}{unit} against {_n(stop.get('limit'))}{unit}"
+def _ended(stop: StopReason | None) -> Line:
+    if stop is None:
+        return [("the run went through every step of its plan", "dim")]
+    if stop.kind == "stop_condition":
+        unit = stop.unit or ""
+        if stop.condition_kind == "threshold" and unit == "ms":
+            how = f": measured {_latency(stop.value)} against {_latency(stop.limit)}"
+        elif stop.condition_kind == "threshold":
+            how = f": measured {_n(stop.value)}{unit} against {_n(stop.limit)}{unit}"
         else:
-            how = f": this step {_n(stop.get('value'))}, the step before {_n(stop.get('previous'))}"
-        return [("ended by ", "dim"), (str(stop.get("condition")), "bad"), (how, "plain"),
-                (f", step {stop.get('step')} at {stop.get('users')} users", "dim")]
-    if reason == "connections_refused":
+            how = f": this step {_n(stop.value)}, the step before {_n(stop.previous)}"
+        return [("ended by ", "dim"), (str(stop.condition), "bad"), (how, "plain"),
+                (f", step {stop.step} at {stop.users} users", "dim")]
+    if stop.kind == "connections_refused":
         return [("ended by ", "dim"), ("the server refusing connections", "bad"),
-                (f": {stop.get('connected')} of {stop.get('users')} users connected, {stop.get('message')}", "plain"),
-                (f", step {stop.get('step')}", "dim")]
-    if reason == "users_not_connected":
+                (f": {stop.connected} of {stop.users} users connected, {stop.message}", "plain"),
+                (f", step {stop.step}", "dim")]
+    if stop.kind == "users_not_connected":
         return [("ended by ", "dim"), ("users still connecting", "bad"),
-                (f": {stop.get('connected')} of {stop.get('users')} users had a connection at the step's end", "plain"),
-                (f", step {stop.get('step')}", "dim")]
-    if reason == "interrupted":
+                (f": {stop.connected} of {stop.users} users had a connection at the step's end", "plain"),
+                (f", step {stop.step}", "dim")]
+    if stop.kind == "interrupted":
         return [("ended: stopped on request; everything measured up to then is saved", "note")]
-    if reason:
-        message = [(f": {stop['message']}", "error")] if stop.get("message") else []
-        return [(f"ended early ({reason})", "bad"), *message]
-    return [("the run went through every step of its plan", "dim")]
+    message = [(f": {stop.message}", "error")] if stop.message else []
+    return [(f"ended early ({stop.kind})", "bad"), *message]
 
 
 def expect_line(e: Json) -> Line:

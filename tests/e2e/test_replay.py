@@ -25,6 +25,7 @@ from bench_dsl.engine import events as ev
 from bench_dsl.engine.events import Event
 from bench_dsl.engine.plan import plan
 from bench_dsl.engine.run import Run
+from bench_dsl.engine.stopping import StopReason
 from bench_dsl.results.document import ResultDocument
 from bench_dsl.results.player import Player
 from bench_dsl.results.replay import fill_in, load
@@ -284,8 +285,8 @@ def test_conditions_are_in_the_judges_words_at_each_step_and_when_one_fires() ->
 
     step1 = ev.Step({"step": 1, "conditions": [verdict(specs[0], 210.0), verdict(specs[1], 100.0)]})
     step2 = ev.Step({"step": 2, "conditions": [verdict(specs[0], 100.0), verdict(specs[1], 105.5, 100.0)]})
-    fired = ev.Fired({"reason": "stop_condition", "condition": specs[2].text, "value": 91.0, "previous": None,
-                      "window_s": 15.0, "step": 3, "at_s": 30.0})
+    fired = ev.Fired(StopReason("stop_condition", condition=specs[2].text, value=91.0, window_s=15.0, step=3,
+                                at_s=30.0))
     step3 = ev.Step({"step": 3, "conditions": [verdict(specs[0], 240.0)]})
     said = [e for _, e in fill_in([(0.0, started), (10.0, step1), (20.0, step2), (30.0, fired), (31.0, step3)])
             if isinstance(e, ev.Conditions)]

@@ -137,7 +137,7 @@ def test_saturation_is_the_judges_once_the_climb_ended_and_final_when_the_run_en
     assert fold(upto(evs, lambda e: isinstance(e, ev.Saturation))).saturation_users == 16
     assert fold(evs).saturation_users == 16
     qs = fold(events(QUICKSTART))
-    assert qs.saturation_users == 8 and not qs.finished["saturation"]["saturated"]  # type: ignore[index]
+    assert qs.saturation_users == 8 and qs.finished is not None and not (qs.finished.saturation or {})["saturated"]
     # the judge's word, not the steps': a saturation point the steps would put at 16 users reads 4,
     # and where the climb stands (not saturated yet) is no saturation point
     fired = upto(evs, lambda e: isinstance(e, ev.Fired))

@@ -94,7 +94,7 @@ async def test_a_plateau_ends_the_climb_and_the_step_before_is_the_saturation_po
     assert doc["saturation"]["users"] == 4 and doc["saturation"]["saturated"]
     assert max(fleet.resizes) == 8  # the climb ended at the step that did not grow
     fired = events.of(ev.Fired)
-    assert len(fired) == 1 and fired[0].stop["step"] == 4  # type: ignore[attr-defined]
+    assert len(fired) == 1 and fired[0].stop.step == 4  # type: ignore[attr-defined]
     assert run.exit_code == 0 and doc["status"] == "completed"
 
 

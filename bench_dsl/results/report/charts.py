@@ -13,6 +13,7 @@ from typing import Any
 
 import altair as alt
 
+from bench_dsl.engine.stopping import StopReason
 from bench_dsl.results.fold import Configuration
 from bench_dsl.results.report import data
 
@@ -233,10 +234,10 @@ def timeline(configs: list[Configuration]) -> alt.ConcatChart:
 
 
 def _run_subtitle(doc: dict[str, Any]) -> str:
-    stop = doc.get("stop") or {}
+    stop = StopReason.from_json(doc.get("stop"))
     sat = doc.get("saturation") or {}
-    said = f"stopped by {stop['condition']}" if stop.get("condition") else (
-        f"ended: {stop['reason']}" if stop.get("reason") else "no stop condition fired: every planned step ran")
+    said = "no stop condition fired: every planned step ran" if stop is None else (
+        f"stopped by {stop.condition}" if stop.condition else f"ended: {stop.kind}")
     point = f"saturation point {sat['users']} users" if sat.get("users") is not None else "no saturation point"
     return f"{point}, {said}"
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
+from bench_dsl.engine.stopping import StopReason
 from bench_dsl.measure.metrics import new_histogram
 from bench_dsl.results.fold import Configuration, measured_steps
 
@@ -115,11 +116,9 @@ def timeline(doc: dict[str, Any], label: str) -> tuple[list[Row], list[Row], lis
     bounds = [{"configuration": label, "t": t, "label": f"{u} users"}
               for n, (t, u) in sorted(starts.items())]
     stops: list[Row] = []
-    stop = doc.get("stop") or {}
-    at = _num(stop.get("at_s"))
-    if at is not None:
-        what = stop.get("condition") or stop.get("reason") or "stop"
-        stops.append({"configuration": label, "t": at, "label": f"fired: {what}"})
+    stop = StopReason.from_json(doc.get("stop"))
+    if stop is not None and stop.at_s is not None:
+        stops.append({"configuration": label, "t": stop.at_s, "label": f"fired: {stop.condition or stop.kind}"})
     return points, bounds, stops
 
 
