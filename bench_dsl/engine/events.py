@@ -5,8 +5,9 @@ they never call back into the run. A sink that has something to say (a result fi
 write) returns events from `emit`, which the bus publishes to every sink like the engine's own.
 
 Every event has a `type` (its name in a JSON event stream) and `to_json()`: the object a `--jsonl`
-line holds. Figures a report carries whole (an interval's or a step's throughput, latency, errors,
-CPU, per transaction) stay a dict, the same dict the result document stores.
+line holds. Events carry types, not dicts: an interval's and a step's row (bench_dsl.engine.rows),
+why the run stops (bench_dsl.engine.stopping.StopReason); the figures a row carries whole
+(throughput, latency, errors, CPU, per transaction) are the aggregate's, as the result stores them.
 
 Displays show what the events say and work nothing out: the judge's figures (ConditionState's gain
 and ratio, the Saturation event), and one name for a phase (Phase.label, phase_label) that the run's
@@ -42,6 +43,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
+from bench_dsl.engine.rows import IntervalRow, StepRow
 from bench_dsl.engine.stopping import StopReason
 
 Json = dict[str, Any]
@@ -189,11 +191,11 @@ class Tick(Event):
 class Interval(Event):
     """One report interval (`report every`), as the result document's intervals hold it."""
     type: ClassVar[str] = "interval"
-    row: Json  # t, start_s, phase, step, measured and the figures (see metrics.Aggregate.summary)
+    row: IntervalRow
     step_so_far: Json | None = None  # for live displays: the step so far beside this interval
 
     def to_json(self) -> Json:
-        out: Json = {"type": self.type, **self.row}
+        out: Json = self.row.to_json()
         if self.step_so_far is not None:
             out["step_so_far"] = self.step_so_far
         return out
@@ -218,11 +220,10 @@ class Totals(Event):
 class Step(Event):
     """A step ended (complete, or cut short by a stop): as the result document's steps hold it."""
     type: ClassVar[str] = "step"
-    row: Json  # step, users, complete[, incomplete_reason], start_s, figures (stall_s ...), server,
-    # conditions (every stop condition's verdict), histograms
+    row: StepRow
 
     def to_json(self) -> Json:
-        return {"type": self.type, **{k: v for k, v in self.row.items() if k != "histograms"}}
+        return self.row.to_json(histograms=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -352,9 +353,9 @@ def from_json(d: Json) -> Event:
         return Tick(**head, figures=d)
     if kind is Interval:
         so_far = d.pop("step_so_far", None)
-        return Interval(d, so_far)
+        return Interval(IntervalRow.from_json(d), so_far)
     if kind is Step:
-        return Step(d)
+        return Step(StepRow.from_json(d))
     if kind is Fired:
         reason = StopReason.from_json(d)
         if reason is None:

@@ -17,6 +17,7 @@ from typing import Any
 from bench_dsl.engine import client_limit
 from bench_dsl.engine.events import ConditionSpec, ConditionState, kink_ratio, plateau_gain
 from bench_dsl.engine.phases import Phase
+from bench_dsl.engine.rows import StepRow
 from bench_dsl.engine.stopping import StopReason
 from bench_dsl.language.model import Condition
 from bench_dsl.measure.metrics import Aggregate, Tick
@@ -351,15 +352,15 @@ class Judge:
         return tuple(self._states.values())
 
     # the end -------------------------------------------------------------------------------------
-    def verdict(self, stop_reason: StopReason | None, steps: list[dict[str, Any]], expect: Sequence[Condition],
+    def verdict(self, stop_reason: StopReason | None, steps: list[StepRow], expect: Sequence[Condition],
                 run: Aggregate) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """The run's end, judged once: the saturation point, and each `expect` against the run."""
         return self.saturation(stop_reason, steps), expectations(expect, self.saturation_users, run,
                                                                  self.client_limited(steps))
 
-    def saturation(self, stop_reason: StopReason | None, steps: list[dict[str, Any]]) -> dict[str, Any]:
+    def saturation(self, stop_reason: StopReason | None, steps: list[StepRow]) -> dict[str, Any]:
         """The result's saturation point: who stopped the climb, and where it stood."""
-        complete = [s for s in steps if s["complete"]]
+        complete = [s for s in steps if s.complete]
         # the server refusing more connections ends the climb as a fired condition does
         fired = stop_reason is not None and stop_reason.ends_climb
         if stop_reason is None:
@@ -382,11 +383,11 @@ class Judge:
                 "reason": reason, "steps_completed": len(complete),
                 "limited_by": "client" if limited is not None else None}
 
-    def client_limited(self, steps: list[dict[str, Any]]) -> str | None:
+    def client_limited(self, steps: list[StepRow]) -> str | None:
         """Why the climb's end is bench-dsl's own limit, if it is (bench_dsl.engine.client_limit)."""
         if not steps or self.saturation_users is None:
             return None
-        return client_limit.why(steps[-1], self.client_capacity_pct, self.saturation_users)
+        return client_limit.why(steps[-1].figures, self.client_capacity_pct, self.saturation_users)
 
 
 def expectations(expect: Sequence[Condition], saturation_users: int | None,

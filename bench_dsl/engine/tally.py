@@ -19,6 +19,7 @@ from bench_dsl.engine.judge import (
 )
 from bench_dsl.engine.phases import Phase, Plan
 from bench_dsl.engine.profiles.base import LoadProfile
+from bench_dsl.engine.rows import IntervalRow, StepRow
 from bench_dsl.engine.scheduler import (
     LastTick,
     Moment,
@@ -58,7 +59,7 @@ class Tally:
         self.lag_run, self.lag_step, self.lag_interval = LagWindow(), LagWindow(), LagWindow()
         self.interval_start = 0.0
         self.step_started = 0.0
-        self.steps: list[dict[str, Any]] = []  # what the judge's saturation point counts
+        self.steps: list[StepRow] = []  # what the judge's saturation point counts
         self.executors: set[str] = set()  # how the users sent statements, over the whole run
         self.error_messages: dict[int, str] = {}
         self.fleet: Fleet | None = None
@@ -151,20 +152,19 @@ class Tally:
             self.totals()  # the step and its verdict written now, not after the fleet and server stop
 
     # figures -----------------------------------------------------------------------------------
-    def _figures(self, agg: Aggregate) -> dict[str, Any]:
-        """An aggregate's figures, with the statements per second by kind the workload knows."""
-        out = agg.summary()
-        rates = self.workload.rates(out["tps"])  # type: ignore[arg-type]
+    def _figures(self, agg: Aggregate, lag: LagWindow) -> dict[str, Any]:
+        """An aggregate's figures, with the client's scheduling lag and the statements per second by
+        kind the workload knows."""
+        out = agg.summary() | lag.to_json()
+        rates = self.workload.rates(float(out["tps"]))  # type: ignore[arg-type]
         return out | {"statements": rates} if rates is not None else out
 
     def _flush_interval(self, ph: Phase) -> None:
         agg = self.interval_agg
         if agg.ticks == 0:
             return
-        row = {"type": "interval", "t": round(self.voice.elapsed(), 3), "start_s": round(self.interval_start, 3),
-               # users: those that ran
-               "phase": ph.kind, "step": ph.step, "measured": ph.measured, **self._figures(agg),
-               **self.lag_interval.to_json()}
+        row = IntervalRow(round(self.voice.elapsed(), 3), round(self.interval_start, 3), ph.kind, ph.step, ph.measured,
+                          self._figures(agg, self.lag_interval))
         # for live displays: the step so far beside this interval (percentiles are not additive)
         so_far = self.step_agg.so_far() if ph.measured and self.step_agg.ticks else None
         self.voice.publish(ev.Interval(row, so_far))
@@ -180,15 +180,12 @@ class Tally:
         agg = self.step_agg
         if agg.ticks == 0:
             return
-        summary = agg.summary()
-        if server is not None and "nopm" in server and summary.get("nopm"):
-            server["nopm_client_vs_server_pct"] = round(100.0 * (summary["nopm"] - server["nopm"])
+        figures = self._figures(agg, self.lag_step)
+        if server is not None and "nopm" in server and figures.get("nopm"):
+            server["nopm_client_vs_server_pct"] = round(100.0 * (figures["nopm"] - server["nopm"])
                                                         / server["nopm"], 2) if server["nopm"] else None
-        row = {"type": "step", "step": ph.step, "users": ph.users if ph.kind == "hold" else agg.users_max,
-               "complete": why is None, **({"incomplete_reason": why} if why else {}),
-               "start_s": round(self.step_started, 3), **summary, **self.lag_step.to_json(),
-               **({"statements": r} if (r := self.workload.rates(float(summary["tps"]))) is not None else {}),  # type: ignore[arg-type]
-               "server": server, "conditions": [v.to_json() for v in verdicts], "histograms": agg.histograms()}
+        row = StepRow(ph.step or 0, ph.users if ph.kind == "hold" else agg.users_max or 0, why is None, why,
+                      round(self.step_started, 3), figures, server, [v.to_json() for v in verdicts], agg.histograms())
         self.steps.append(row)
         self.voice.publish(ev.Step(row))
 

@@ -36,13 +36,13 @@ class ResultDocument:
             case ev.Workers():
                 d["workers"] = event.processes
             case ev.Interval():
-                d["intervals"].append(event.row)
-                d["elapsed_s"] = max(d["elapsed_s"], event.row.get("t") or 0.0)
-                for tx in (event.row.get("transactions") or {}).values():
+                d["intervals"].append(event.row.to_json())
+                d["elapsed_s"] = max(d["elapsed_s"], event.row.t)
+                for tx in (event.row.figures.get("transactions") or {}).values():
                     self.errors.update({int(k): n for k, n in (tx.get("errors_by_code") or {}).items()})
                 self._errors()
             case ev.Step():
-                d["steps"].append(event.row)
+                d["steps"].append(event.row.to_json())
             case ev.Totals():
                 d["summary"] = event.summary
                 d["executor"] = event.executor

@@ -34,6 +34,7 @@ from typing import Any
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.client_limit import CLIENT_LAG_MS
 from bench_dsl.engine.judge import state_of
+from bench_dsl.engine.rows import IntervalRow, StepRow
 from bench_dsl.engine.stopping import StopReason
 from bench_dsl.language import model as m
 from bench_dsl.measure.schedlag import worst_lag
@@ -71,9 +72,9 @@ def moment(e: ev.Event) -> float | None:
     """The second of the run an event happened at, where it says so."""
     match e:
         case ev.Interval():
-            return e.row.get("t")
+            return e.row.t
         case ev.Step():
-            start, secs = e.row.get("start_s"), e.row.get("seconds")
+            start, secs = e.row.start_s, e.row.figures.get("seconds")
             return start + secs if isinstance(start, int | float) and isinstance(secs, int | float) else None
         case ev.Fired():
             return e.stop.at_s
@@ -146,15 +147,15 @@ def document_events(doc: Json) -> list[Timed]:
             step_rows_so_far.append(row)
             ended = i == last_of_step.get(row["step"]) and row["step"] in step_rows
             so_far = _so_far(step_rows[row["step"]]) if ended else _so_far_of(step_rows_so_far)
-        out.append((t, ev.Interval(row, so_far)))
+        out.append((t, ev.Interval(IntervalRow.from_json(row), so_far)))
         codes = {int(c) for tx in (row.get("transactions") or {}).values() for c in tx.get("errors_by_code") or {}}
         if codes - seen:
             out.append((t, ev.ErrorMessages({c: messages.get(c, "") for c in sorted(codes - seen)})))
             seen |= codes
         if i == last_of_step.get(row["step"]) and row["step"] in step_rows:
-            out.append((t, ev.Step(step_rows.pop(row["step"]))))
+            out.append((t, ev.Step(StepRow.from_json(step_rows.pop(row["step"])))))
     for row in step_rows.values():  # a step without an interval of its own (none is written so)
-        out.append((float(row.get("start_s") or 0) + float(row.get("seconds") or 0), ev.Step(row)))
+        out.append((float(row.get("start_s") or 0) + float(row.get("seconds") or 0), ev.Step(StepRow.from_json(row))))
     if fired is not None:
         fire(end)
     else:
@@ -290,7 +291,7 @@ def _with_ticks(evs: list[Timed]) -> list[Timed]:
         if isinstance(e, ev.Phase):
             ph = e
         if isinstance(e, ev.Interval):
-            out += _ticks(e.row, ph)
+            out += _ticks(e.row.to_json(), ph)
         out.append((t, e))
     return out
 
@@ -326,13 +327,13 @@ def _with_conditions(evs: list[Timed]) -> list[Timed]:
         if isinstance(e, ev.Started):
             specs, texts = {c.text: c for c in e.condition_specs}, list(e.conditions)
             continue
-        if isinstance(e, ev.Step) and e.row.get("conditions"):
-            for v in e.row["conditions"]:
+        if isinstance(e, ev.Step) and e.row.conditions:
+            for v in e.row.conditions:
                 text, value, before = v["condition"], v.get("value"), v.get("previous")
                 if text not in states or states[text].state != "fired":  # a fired condition stays fired
                     state = "fired" if v.get("fired") else _judged(specs.get(text), value, before)
                     # a sustained one: the worst its window reached in the step
-                    source = f"step {e.row['step']}" + (f", worst {v['window_s']:g}s" if v.get("window_s") else "")
+                    source = f"step {e.row.step}" + (f", worst {v['window_s']:g}s" if v.get("window_s") else "")
                     states[text] = ev.ConditionState(text, value, before, state, source)
         elif isinstance(e, ev.Fired) and (text := e.stop.condition) is not None and text in specs:
             window = e.stop.window_s

@@ -273,11 +273,11 @@ class ConsoleSink:
                 style = {"warning": "yellow", "error": "bold red"}.get(event.level, "dim")
                 self.c.print(f"[{style}]{esc(event.message)}[/]", markup=True)
             case ev.Interval():
-                d = event.row
+                row, d = event.row, event.row.figures
                 lat = d["latency_ms"]
                 cpu = d["cpu"]
                 cpus = " ".join(f"{k} {v:.0f}%" for k, v in cpu.items() if v is not None)
-                phase = ev.phase_label(d["phase"], d["step"], short=True)
+                phase = ev.phase_label(row.phase, row.step, short=True)
                 secs = d["seconds"] or 1
                 extra = ""
                 if st := d.get("statements"):  # sysbench's r/w/o, per second
@@ -289,18 +289,18 @@ class ConsoleSink:
                 if disk := d.get("disk"):
                     extra += f" disk {disk['busiest']} {disk['util_pct']:.0f}% {disk['iops']:.0f}iops"
                 self.c.print(
-                    f"[{d['t']:5.0f}s] {phase:<9} users {d['users']:>4} tps {d['tps']:8.1f} qps {d['qps']:8.1f} "
+                    f"[{row.t:5.0f}s] {phase:<9} users {d['users']:>4} tps {d['tps']:8.1f} qps {d['qps']:8.1f} "
                     f"lat ms p50/p95/p99 {_ms(lat['p50']).strip()}/{_ms(lat['p95']).strip()}/{_ms(lat['p99']).strip()} "
                     f"err/s {d['errors'] / secs:.1f} retry/s {d['retries'] / secs:.1f} cpu {cpus}{extra}",
                     markup=False)
             case ev.Step():
-                d = event.row
+                step, d = event.row, event.row.figures
                 lat = d["latency_ms"]
                 stall = f", stall {d['stall_s']:.1f}s" if d.get("stalls") else ""
-                self.c.print(f"[bold cyan]step {d['step']} done:[/] {d['users']} users, tps {d['tps']:.1f}, "
+                self.c.print(f"[bold cyan]step {step.step} done:[/] {step.users} users, tps {d['tps']:.1f}, "
                              f"p90 {_ms(lat['p90']).strip()} ms, p99 {_ms(lat['p99']).strip()} ms, "
                              f"errors {d['errors']}{stall}"
-                             + (" [yellow](not complete)[/]" if not d["complete"] else ""))
+                             + (" [yellow](not complete)[/]" if not step.complete else ""))
             case ev.Finished():
                 self._verdict(event)
 

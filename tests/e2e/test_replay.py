@@ -24,6 +24,7 @@ from bench_dsl.cli import main as cli
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.events import Event
 from bench_dsl.engine.plan import plan
+from bench_dsl.engine.rows import StepRow
 from bench_dsl.engine.run import Run
 from bench_dsl.engine.stopping import StopReason
 from bench_dsl.results.document import ResultDocument
@@ -283,11 +284,11 @@ def test_conditions_are_in_the_judges_words_at_each_step_and_when_one_fires() ->
     def verdict(c: ev.ConditionSpec, value: float, previous: float | None = None) -> dict[str, Any]:
         return {"condition": c.text, "kind": c.kind, "fired": False, "value": value, "previous": previous}
 
-    step1 = ev.Step({"step": 1, "conditions": [verdict(specs[0], 210.0), verdict(specs[1], 100.0)]})
-    step2 = ev.Step({"step": 2, "conditions": [verdict(specs[0], 100.0), verdict(specs[1], 105.5, 100.0)]})
+    step1 = ev.Step(StepRow(1, 1, True, None, 0.0, {}, None, [verdict(specs[0], 210.0), verdict(specs[1], 100.0)]))
+    step2 = ev.Step(StepRow(2, 2, True, None, 0.0, {}, None, [verdict(specs[0], 100.0), verdict(specs[1], 105.5, 100.0)]))
     fired = ev.Fired(StopReason("stop_condition", condition=specs[2].text, value=91.0, window_s=15.0, step=3,
                                 at_s=30.0))
-    step3 = ev.Step({"step": 3, "conditions": [verdict(specs[0], 240.0)]})
+    step3 = ev.Step(StepRow(3, 3, True, None, 0.0, {}, None, [verdict(specs[0], 240.0)]))
     said = [e for _, e in fill_in([(0.0, started), (10.0, step1), (20.0, step2), (30.0, fired), (31.0, step3)])
             if isinstance(e, ev.Conditions)]
     assert [[(s.state, s.source) for s in c.states] for c in said] == [
@@ -305,11 +306,11 @@ def test_a_sustained_condition_is_replayed_at_the_worst_its_window_reached_in_ea
     text = "status(Threads_running) > 1000 for 5s"
     verdict = {"condition": text, "resolved": text, "kind": "threshold", "metric": "status(Threads_running)",
                "fired": False, "value": 870.0, "limit": 1000.0, "unit": "", "previous": None, "window_s": 5.0}
-    doc = {"scenario": {"stop": [text]}, "steps": [{"step": 1, "conditions": [verdict]}], "stop": None}
+    doc = {"scenario": {"stop": [text]}, "steps": [{"step": 1, "users": 1, "complete": True, "start_s": 0.0, "conditions": [verdict]}], "stop": None}
     (spec,) = condition_specs(doc)  # known from the step's row, though it never fired
     assert (spec.op, spec.limit, spec.window_s) == (">", 1000.0, 5.0)
     started = ev.Started("s", "t", "v", True, {}, [], [text], (spec,))
-    said = [e for _, e in fill_in([(0.0, started), (10.0, ev.Step(doc["steps"][0]))]) if isinstance(e, ev.Conditions)]
+    said = [e for _, e in fill_in([(0.0, started), (10.0, ev.Step(StepRow.from_json(doc["steps"][0])))]) if isinstance(e, ev.Conditions)]
     assert [(s.value, s.state, s.source) for s in said[0].states] == [(870.0, "near", "step 1, worst 5s")]
 
 

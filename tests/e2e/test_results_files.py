@@ -7,6 +7,7 @@ written as a run writes them, varied."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import os
 import stat
@@ -261,7 +262,7 @@ def test_every_event_type_is_written_with_its_version_and_read_back_verbatim(tmp
         if isinstance(e, ev.Totals) and e.summary:
             return ev.Totals({k: v for k, v in e.summary.items() if k != "histograms"}, e.executor, e.stop, e.elapsed_s)
         if isinstance(e, ev.Step):
-            return ev.Step({k: v for k, v in e.row.items() if k != "histograms"})
+            return ev.Step(dataclasses.replace(e.row, histograms={}))
         return e
 
     assert [json.loads(json.dumps(encode(e))) for e in stream.events] == \

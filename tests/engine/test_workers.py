@@ -204,7 +204,7 @@ async def test_a_dead_worker_fails_the_run_but_keeps_the_data(dsn_url: str, tmp_
     run = Run(sc, plan(sc), [sink], Options(workers=2))
     task = asyncio.create_task(run.execute())
     deadline = time.monotonic() + 60
-    while not any(isinstance(e, ev.Interval) and e.row.get("phase") == "hold" for e in sink.events):
+    while not any(isinstance(e, ev.Interval) and e.row.phase == "hold" for e in sink.events):
         assert not task.done() and time.monotonic() < deadline, "no interval of the hold"
         await asyncio.sleep(0.05)
     assert isinstance(run.fleet, ProcessFleet)

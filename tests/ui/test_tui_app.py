@@ -15,6 +15,7 @@ from textual.pilot import Pilot
 
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.events import Event
+from bench_dsl.engine.rows import StepRow
 from bench_dsl.results.sinks import JsonResultSink
 from bench_dsl.tui.app import BenchApp, ConfirmStop, HelpScreen, UiSink, attach_ui, run_app
 from bench_dsl.tui.state import LiveState
@@ -153,7 +154,7 @@ async def test_the_screen_redraws_by_itself() -> None:
 def test_the_sink_never_breaks_the_run() -> None:
     sink = UiSink(LiveState())
     sink.emit(ev.Tick(1.0, "hold", 1, 1, False, 1.0, {"tps": "not a number"}))
-    sink.emit(ev.Step({"step": "not a number"}))
+    sink.emit(ev.Step(StepRow("not a number", 1, True, None, 0.0, {}, None, [])))  # type: ignore[arg-type]
     warnings = [e.message for e in sink.state.log.tail(10)]
     assert sink.failures == 2 and warnings[0].startswith("the screen could not show a tick event")
 

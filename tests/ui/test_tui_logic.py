@@ -12,6 +12,7 @@ from rich.style import Style
 
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.events import Event
+from bench_dsl.engine.rows import IntervalRow
 from bench_dsl.results import verdict
 from bench_dsl.results.verdict import fmt_num
 from bench_dsl.tui import render
@@ -39,9 +40,9 @@ def fold(evs: list[Event]) -> LiveState:
 def test_the_board_through_the_recorded_run() -> None:
     evs = events()
     # step 5 so far: the plateau is read against step 4's throughput
-    st = fold(upto(evs, lambda e: isinstance(e, ev.Interval) and e.row["step"] == 5 and e.row["measured"], after=1))
+    st = fold(upto(evs, lambda e: isinstance(e, ev.Interval) and e.row.step == 5 and e.row.measured, after=1))
     rows = {r.text: r for r in st.board.rows()}
-    step4 = next(e.row for e in evs if isinstance(e, ev.Step) and e.row["step"] == 4)
+    step4 = next(e.row.figures for e in evs if isinstance(e, ev.Step) and e.row.step == 4)
     so_far = st.interval["step_so_far"]  # type: ignore[index]
     gain = 100 * (so_far["tps"] - step4["tps"]) / step4["tps"]
     assert rows["tps plateau 10%"].value == f"{gain:+.1f}%"
@@ -53,7 +54,7 @@ def test_the_board_through_the_recorded_run() -> None:
     row = {r.text: r for r in st.board.rows()}["cpu(server) > 95% for 3s"]
     assert row.source == "last 3s" and row.value == fmt_num(cpu) + "%" and row.state == "ok"
     # the last step's verdicts: p90 and the plateau both fired, before the `fired` event names p90
-    st = fold(upto(evs, lambda e: isinstance(e, ev.Step) and e.row["step"] == 6, after=1))
+    st = fold(upto(evs, lambda e: isinstance(e, ev.Step) and e.row.step == 6, after=1))
     rows = {r.text: r for r in st.board.rows()}
     assert rows["p90(locked) > 200ms"].state == "FIRED" and rows["tps plateau 10%"].state == "FIRED"
     assert rows["p90 kink 4x"].state == "ok" and rows["p90 kink 4x"].source == "step 6"
@@ -115,7 +116,7 @@ async def test_the_judge_says_what_a_plateau_and_a_kink_compared(tmp_path: Path)
         return {"read": (100.0 * min(users, 4), 5.0 * max(1.0, users / 4))}
 
     await asyncio.wait_for(run.measure(FakeFleet(model, second=0.03), FakeCpu()), 60)  # type: ignore[arg-type]
-    steps = {e.row["step"]: e.row for e in seen if isinstance(e, ev.Step)}
+    steps = {e.row.step: e.row.figures for e in seen if isinstance(e, ev.Step)}
     last = [s for e in seen if isinstance(e, ev.Conditions) for s in e.states]
     plateau = [s for s in last if s.text == "tps plateau 10%" and s.source == "step 4"][-1]
     assert plateau.state == "fired" and plateau.against == 3 and plateau.gain is not None and plateau.gain < 10
@@ -133,7 +134,7 @@ async def test_the_judge_says_what_a_plateau_and_a_kink_compared(tmp_path: Path)
 # the state --------------------------------------------------------------------------------------------
 def test_saturation_is_the_judges_once_the_climb_ended_and_final_when_the_run_ends() -> None:
     evs = events()
-    assert fold(upto(evs, lambda e: isinstance(e, ev.Step) and e.row["step"] == 6, after=1)).saturation_users is None
+    assert fold(upto(evs, lambda e: isinstance(e, ev.Step) and e.row.step == 6, after=1)).saturation_users is None
     assert fold(upto(evs, lambda e: isinstance(e, ev.Saturation))).saturation_users == 16
     assert fold(evs).saturation_users == 16
     qs = fold(events(QUICKSTART))
@@ -214,7 +215,7 @@ def test_errors_of_the_recording_are_one_line_with_their_message() -> None:
     errors = [e for e in st.log.tail(100) if e.code is not None]
     assert len(errors) == 1
     total = sum(int(n) for e in events() if isinstance(e, ev.Interval)
-                for n in e.row["transactions"]["dup"]["errors_by_code"].values())
+                for n in e.row.figures["transactions"]["dup"]["errors_by_code"].values())
     assert errors[0].count == total and errors[0].message == "Duplicate entry '1' for key 'PRIMARY'"
 
 
@@ -263,7 +264,7 @@ def test_users_chart_draws_each_step_the_limit_and_the_saturation_point() -> Non
 
 
 def test_transactions_table_keeps_what_matters_when_narrow() -> None:
-    st = fold(upto(events(), lambda e: isinstance(e, ev.Interval) and e.row["step"] == 5 and e.row["measured"]))
+    st = fold(upto(events(), lambda e: isinstance(e, ev.Interval) and e.row.step == 5 and e.row.measured))
     wide = text_of(render.tx_table(st, 116), 116).splitlines()
     assert wide[0].split() == ["transaction", "count", "tps", "p50", "p90", "p99", "max", "err", "│", "count", "tps",
                                "p50", "p90", "p95", "p99", "max", "err"]
@@ -328,7 +329,7 @@ def test_the_phase_has_one_name_on_the_screen_in_the_log_and_on_the_console() ->
     assert any(isinstance(e, ev.Log) and e.message == hold3.line() for e in evs)  # as the run logged it
     st = fold(upto(evs, lambda e: e is hold3))
     assert text_of(render.header(st, 120), 120).splitlines()[1].strip().startswith(hold3.label())
-    iv = next(e for e in evs if isinstance(e, ev.Interval) and e.row["step"] == 3 and e.row["phase"] == "hold")
+    iv = next(e for e in evs if isinstance(e, ev.Interval) and e.row.step == 3 and e.row.phase == "hold")
     out = io.StringIO()
     ConsoleSink(Console(file=out, width=400, color_system=None)).emit(iv)
     column = out.getvalue().split("]", 1)[1].split()[:2]  # "[   18s] s3 hold   users ..."
@@ -364,10 +365,9 @@ def test_a_linear_ramp_is_drawn_per_interval() -> None:
     st.apply(ev.Phase("ramp", 1, 1, 1, 4.0, 8, 1.0))
     for i, (users, tps) in enumerate(((1, 50.0), (3, 140.0), (6, 260.0))):
         lat = {"p50": 1.0, "p90": 2.0 + i, "p99": 3.0 + i}
-        st.apply(ev.Interval({"t": 2.0 + i, "phase": "ramp", "step": 1, "measured": True, "seconds": 1.0,
-                              "users": users, "tps": tps, "count": int(tps), "errors": 0, "latency_ms": lat,
-                              "transactions": {"read": {"tps": tps, "count": int(tps), "errors": 0,
-                                                        "latency_ms": lat}}}))
+        st.apply(ev.Interval(IntervalRow(2.0 + i, 1.0 + i, "ramp", 1, True, {
+            "seconds": 1.0, "users": users, "tps": tps, "count": int(tps), "errors": 0, "latency_ms": lat,
+            "transactions": {"read": {"tps": tps, "count": int(tps), "errors": 0, "latency_ms": lat}}})))
     assert [(p.users, p.tps, p.p90_ms) for p in st.step_points] == [(1, 50.0, 2.0), (3, 140.0, 3.0), (6, 260.0, 4.0)]
     assert st.p90_tx == "read" and st.p90_limit_ms == 50.0
 

@@ -10,6 +10,7 @@ from collections import Counter
 import pytest
 
 from bench_dsl.engine.judge import WindowedConditions, judge
+from bench_dsl.engine.rows import IntervalRow
 from bench_dsl.engine.phases import Phase
 from bench_dsl.engine.plan import plan
 from bench_dsl.language import model as m
@@ -188,7 +189,8 @@ def test_result_checkpoints_encode_each_interval_once_and_read_back_whole(tmp_pa
     sink = JsonResultSink(path)
     sink.emit(ev.Begin("1", "now", {"name": 'a "quoted" name'}, {}))
     for i in range(30):
-        sink.emit(ev.Interval({"t": i, "tps": i * 1.5, "note": "\x00intervals\x00" if i == 3 else None}))
+        sink.emit(ev.Interval(IntervalRow(i, i, "hold", 1, True, {"tps": i * 1.5,
+                                                                  "note": "\x00intervals\x00" if i == 3 else None})))
         sink.emit(ev.Totals(None, None, None, float(i)))
         if i % 10 == 9:  # let the writer catch up: what it wrote must read back as the document
             deadline = time.monotonic() + 5
@@ -211,6 +213,7 @@ def test_result_checkpoints_encode_each_interval_once_and_read_back_whole(tmp_pa
 _FULL_DISK = r"""
 import json, resource, signal, sys
 from bench_dsl.engine import events as ev
+from bench_dsl.engine.rows import IntervalRow
 from bench_dsl.results.sinks import JsonLinesSink
 
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # past the limit, write() fails with EFBIG
@@ -219,7 +222,7 @@ sink = JsonLinesSink(open(sys.argv[1], "w", encoding="utf-8"))
 failed = 0
 for i in range(4):
     try:
-        sink.emit(ev.Interval({"t": i, "note": "x" * 1900}))
+        sink.emit(ev.Interval(IntervalRow(i, i, "hold", 1, True, {"note": "x" * 1900})))
     except OSError:
         failed += 1
 sink.close()
@@ -243,6 +246,7 @@ _CHECKPOINTS = r"""
 import json, resource, signal, sys, time
 from pathlib import Path
 from bench_dsl.engine import events as ev
+from bench_dsl.engine.rows import IntervalRow
 from bench_dsl.results.sinks import JsonResultSink
 
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
@@ -262,7 +266,7 @@ def written(n):
 def checkpoint(n):
     global count
     while count < n:
-        sink.emit(ev.Interval({"t": count, "pad": "x" * 20}))
+        sink.emit(ev.Interval(IntervalRow(count, count, "hold", 1, True, {"pad": "x" * 20})))
         count += 1
     before = sink._error
     heard.extend(e.message for e in sink.emit(ev.Totals(None, None, None, float(n))) or [])  # warnings come back

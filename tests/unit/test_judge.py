@@ -72,7 +72,7 @@ async def test_the_scheduler_walks_the_phases_sets_the_users_and_ticks_each_seco
     ticks = events.of(ev.Tick)
     assert [sum(1 for t in ticks if (t.phase, t.step) == k) for k in
             (("warmup", None), ("hold", 1), ("settle", 2), ("hold", 2), ("settle", 3), ("hold", 3))] == [2, 3, 1, 3, 1, 3]
-    steps = [s.row for s in events.of(ev.Step)]
+    steps = [s.row.to_json() for s in events.of(ev.Step)]
     assert [(s["step"], s["users"], s["complete"]) for s in steps] == [(1, 1, True), (2, 2, True), (3, 4, True)]
     assert [s["tps"] for s in steps] == pytest.approx([100, 200, 400], rel=0.1)
 
@@ -113,9 +113,9 @@ async def test_the_live_values_are_the_ones_the_judge_then_judges(tmp_path: Path
         elif isinstance(e, ev.Step):
             assert latest is not None
             live = {s.text: s for s in latest.states}
-            for v in e.row["conditions"]:
-                assert live[v["condition"]].value == v["value"], (e.row["step"], v["condition"])
-                assert live[v["condition"]].source == f"step {e.row['step']} so far"
+            for v in e.row.conditions:
+                assert live[v["condition"]].value == v["value"], (e.row.step, v["condition"])
+                assert live[v["condition"]].source == f"step {e.row.step} so far"
                 checked += 1
     assert checked == 5 * 4
     last = {s.text: s for s in events.of(ev.Conditions)[-1].states}  # type: ignore[attr-defined]
@@ -137,7 +137,7 @@ async def test_a_for_window_fires_live_in_the_middle_of_a_step(tmp_path: Path) -
     states = [s for c in events.of(ev.Conditions) for s in c.states]  # type: ignore[attr-defined]
     assert any(s.source == "last 2s of 3s" for s in states)  # the window filling up is shown as such
     assert states[-1].state == "fired" and states[-1].value == pytest.approx(90.0)
-    step2 = [s.row for s in events.of(ev.Step) if s.row["step"] == 2]
+    step2 = [s.row.to_json() for s in events.of(ev.Step) if s.row.step == 2]
     assert step2 and not step2[0]["complete"]  # cut short by the fired condition
     assert events.document.doc["saturation"]["users"] == 1
 

@@ -166,7 +166,7 @@ async def test_each_step_lists_every_condition_sustained_ones_at_their_worst_win
     assert not last["tps < 5"]["fired"] and last["tps < 5"]["value"] > 5  # cut short: its value, not judged
     assert steps[2]["incomplete_reason"] == "the run stopped during the step"
     # the event stream says the same (its step events are the rows)
-    assert [len(e.row["conditions"]) for e in events.of(ev.Step)] == [3, 3, 3]
+    assert [len(e.row.conditions) for e in events.of(ev.Step)] == [3, 3, 3]
 
 
 
