@@ -108,7 +108,7 @@ def run(args: argparse.Namespace, err: Console, prepare_only: bool = False) -> i
     from bench_dsl.engine.plan import plan
     from bench_dsl.engine.run import Options, Run
     from bench_dsl.language import model as m
-    from bench_dsl.language import vary as validate_vary
+    from bench_dsl.language import vary
     from bench_dsl.workloads.registry import load
 
     values = defines(args.defines)
@@ -118,8 +118,8 @@ def run(args: argparse.Namespace, err: Console, prepare_only: bool = False) -> i
     if args.max_steps is not None and args.max_steps < 1:
         raise UsageError("--max-steps must be at least 1")
     if getattr(args, "repeat", None) is not None:
-        if not 1 <= args.repeat <= validate_vary.MAX_REPEAT:
-            raise UsageError(f"--repeat must be from 1 to {validate_vary.MAX_REPEAT}")
+        if not 1 <= args.repeat <= vary.MAX_REPEAT:
+            raise UsageError(f"--repeat must be from 1 to {vary.MAX_REPEAT}")
         base = sc.study or m.Study((m.Configuration("c1", ()),))
         sc = dataclasses.replace(sc, study=dataclasses.replace(base, repeat=args.repeat))
     if args.only and sc.study is None:

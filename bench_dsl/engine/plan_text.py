@@ -44,16 +44,16 @@ def describe(sc: m.Scenario, p: Plan) -> str:
         if p.steps > 2 * SHOWN_STEPS and ph.step is not None and first_hidden <= ph.step <= last_hidden:
             if not summarised:  # one line stands for every hidden step
                 summarised = True
-                lines.append(f"  {_clock(t)}  steps {first_hidden}-{last_hidden} of {p.steps}: alike, "
+                lines.append(f"  {clock(t)}  steps {first_hidden}-{last_hidden} of {p.steps}: alike, "
                              f"{profile.step_words(sc.ramp, p, first_hidden)} each")
             t += ph.seconds
             continue
         who = profile.load(ph)
         label = ph.kind if ph.step is None else f"step {ph.step}/{p.steps} {ph.kind}"
         note = "measured" if ph.measured else "not measured"
-        lines.append(f"  {_clock(t)}  {label:<22} {who:<18} {ph.seconds:>6g}s  {note}")
+        lines.append(f"  {clock(t)}  {label:<22} {who:<18} {ph.seconds:>6g}s  {note}")
         t += ph.seconds
-    lines.append(f"  {_clock(t)}  end (at the latest)")
+    lines.append(f"  {clock(t)}  end (at the latest)")
     if sc.stop:
         lines.append("  stop when:")
         for c in sc.stop:
@@ -74,6 +74,7 @@ def _target_line(sc: m.Scenario) -> str:
     return redact(sc.target)
 
 
-def _clock(t: float) -> str:
-    t = int(t)
-    return f"{t // 3600:d}:{t % 3600 // 60:02d}:{t % 60:02d}"
+def clock(seconds: float) -> str:
+    """H:MM:SS, to the nearest second: when a phase begins in a plan; how long a study may take."""
+    s = round(seconds)
+    return f"{s // 3600:d}:{s % 3600 // 60:02d}:{s % 60:02d}"

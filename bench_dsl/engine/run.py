@@ -24,7 +24,7 @@ from bench_dsl import __version__
 from bench_dsl.core.dsn import Dsn
 from bench_dsl.core.errors import ExitCode, TargetError
 from bench_dsl.engine import events as ev
-from bench_dsl.engine import outcome as results
+from bench_dsl.engine import outcome
 from bench_dsl.engine.judge import Judge
 from bench_dsl.engine.phases import Plan
 from bench_dsl.engine.profiles.registry import profile_of
@@ -171,9 +171,9 @@ class Run:
         for d in (self.opt.target, self.sc.target_dsn):  # the file's too, when --target overrides it
             if d is not None:
                 self.voice.secret(d.password)
-        self.publish(ev.Begin(__version__, results.now(), results.scenario_json(
+        self.publish(ev.Begin(__version__, outcome.now(), outcome.scenario_json(
             self.sc, self.workload.description(), self.names, self.plan, self.opt.time_scale, self.opt.max_steps,
-            self._scrub), results.machine_info(), self.opt.configuration))
+            self._scrub), outcome.machine_info(), self.opt.configuration))
         try:
             await self._execute(given)
         except TargetError as exc:
@@ -267,7 +267,7 @@ class Run:
             self.status = self.stop_reason.status if self.stop_reason is not None else "completed"
         tally = self.tally
         saturation, expect = self.judge.verdict(self.stop_reason, tally.steps, self.sc.expect, tally.run_agg)
-        code = results.exit_code(self.status, self.stop_reason, expect)
+        code = outcome.exit_code(self.status, self.stop_reason, expect)
         if code is not None:
             self.exit_code = code
         if self.exit_code == ExitCode.EXPECT_FAILED:
@@ -281,4 +281,4 @@ class Run:
             self.log(line)
         tally.totals(saturation, summary)
         self.publish(ev.Finished(self.status, int(self.exit_code), saturation, self.stop_reason, expect, summary,
-                                 round(self.elapsed(), 3), results.now(), tally.executor(), report))
+                                 round(self.elapsed(), 3), outcome.now(), tally.executor(), report))

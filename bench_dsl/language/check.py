@@ -18,10 +18,8 @@ from typing import Protocol
 from bench_dsl.core.dsn import Dsn, parse_dsn, redact
 from bench_dsl.core.errors import Diagnostic, ScenarioError, Span, normal_newlines
 from bench_dsl.language import model as m
-from bench_dsl.language import ramp as validate_ramp
-from bench_dsl.language import server as validate_server
+from bench_dsl.language import ramp, server, vary
 from bench_dsl.language import syntax as ast
-from bench_dsl.language import vary as validate_vary
 from bench_dsl.language.conditions import condition
 from bench_dsl.language.parser import parse, parse_expr
 from bench_dsl.language.values import Checker, EnvText, plain, span_of
@@ -120,16 +118,16 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
     items = _Items(c, sc)
     given, target_from = _target(c, items.first("target"))
     seed, seed_given = _seed(c, items.first("seed"))
-    settings, server_dir, replicas = validate_server.settings(c, items.all("server"), embedded=given is None)
-    replica_dsns = validate_server.replicas(c, items.all("replica"), embedded=given is None)
-    monitor = validate_server.monitor(c, items.first("monitor"))
+    settings, server_dir, replicas = server.settings(c, items.all("server"), embedded=given is None)
+    replica_dsns = server.replicas(c, items.all("replica"), embedded=given is None)
+    monitor = server.monitor(c, items.first("monitor"))
     workload, tx_names = _workload(c, sc, items.all("Workload"), workloads)
     workers = _workers(c, items.first("workers"))
-    warmup = validate_ramp.warmup(c, items.first("warmup"))
-    report_every = validate_ramp.report_every(c, items.first("report"))
-    ramp = validate_ramp.ramp(c, items.first("users"), items.first("ramp"), items.first("duration"), sc)  # type: ignore[arg-type]
-    stop = _conditions(c, items.all("stop"), tx_names, ramp, expect=False)
-    expect = _conditions(c, items.all("expect"), tx_names, ramp, expect=True)
+    warmup = ramp.warmup(c, items.first("warmup"))
+    report_every = ramp.report_every(c, items.first("report"))
+    users = ramp.ramp(c, items.first("users"), items.first("ramp"), items.first("duration"), sc)  # type: ignore[arg-type]
+    stop = _conditions(c, items.all("stop"), tx_names, users, expect=False)
+    expect = _conditions(c, items.all("expect"), tx_names, users, expect=True)
     if not replicas and not replica_dsns:
         for cond in stop + expect:
             if cond.metric.name == "replication_lag":
@@ -139,20 +137,20 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
     setup = _setup(c, items.all("setup"), workload, workloads)
     plan = None
     if study:
-        plan = validate_vary.study(c, items.first("Vary"), items.first("repeat"), defines, settings,  # type: ignore[arg-type]
+        plan = vary.study(c, items.first("Vary"), items.first("repeat"), defines, settings,  # type: ignore[arg-type]
                                    embedded=given is None)
 
     # in the order of the file, as a person reads it and fixes it; -D problems (no place) first
     c.diags.sort(key=lambda d: (d.span.line, d.span.col) if d.span else (0, 0))
     errors = c.errors()
-    if errors or workload is None or ramp is None:
+    if errors or workload is None or users is None:
         if not errors:
             c.error("the scenario is incomplete", sc.span, "a scenario needs a workload and users (or a ramp)")
         raise ScenarioError(c.diags, tree.text)
     scenario = m.Scenario(
         name=sc.name, file=tree.file, text=tree.text, parameters=parameters, target=given.text if given else None,
         target_dsn=given.dsn if given else None, target_from=target_from,
-        seed=seed, seed_given=seed_given, server_settings=settings, workload=workload, ramp=ramp,
+        seed=seed, seed_given=seed_given, server_settings=settings, workload=workload, ramp=users,
         warmup=warmup, report_every=report_every, stop=stop, expect=expect, output=output,
         setup=setup, workers=workers, warnings=tuple(d for d in c.diags if d.severity != "error"),
         study=plan, server_dir=server_dir, replicas=replicas, replica_dsns=replica_dsns, monitor=monitor,

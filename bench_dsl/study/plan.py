@@ -13,6 +13,7 @@ from typing import Any
 from bench_dsl.core.errors import UsageError
 from bench_dsl.engine.outcome import expand_output, safe_name
 from bench_dsl.engine.plan import planned_seconds
+from bench_dsl.engine.plan_text import clock
 from bench_dsl.language import model as m
 from bench_dsl.workloads.registry import load
 
@@ -106,15 +107,10 @@ def describe(sc: m.Scenario, only: list[str], defines: Mapping[str, str], time_s
              + (f" ({how} of {', '.join(study.keys)})" if study.keys else "")
              + f", {study.repeat} time{'s' if study.repeat != 1 else ''} each: {len(order)} runs"]
     for c in chosen:
-        lines.append(f"  {c.id:4} {c.label:60} at most {_clock(seconds[c.id])} a run")
+        lines.append(f"  {c.id:4} {c.label:60} at most {clock(seconds[c.id])} a run")
     lines.append("  order (interleaved, so that a machine's drift spreads over every configuration): "
                  + " ".join(f"{c.id}" + (f"#{r}" if study.repeat > 1 else "") for c, r in order[:40])
                  + (" ..." if len(order) > 40 else ""))
-    lines.append(f"  total: at most {_clock(total)}" + (" plus loading the data of each run: each configuration "
+    lines.append(f"  total: at most {clock(total)}" + (" plus loading the data of each run: each configuration "
                                                          "runs on a fresh throwaway server" if embedded else ""))
     return "\n".join(lines)
-
-
-def _clock(seconds: float) -> str:
-    s = round(seconds)
-    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench_dsl.language import check as validate
+from bench_dsl.language import check
 from bench_dsl.language.model import Fill, Scenario, SetupSql, WorkloadSpec
 from bench_dsl.workloads.custom import plugin as custom
 from bench_dsl.workloads.plugin import WorkloadPlugin
@@ -46,4 +46,4 @@ def load(path: str | Path, defines: Mapping[str, str] | None = None, env: Mappin
          text: str | None = None, study: bool = True) -> Scenario:
     """Read, parse and validate a .bench file with every workload kind known (bench_dsl.language.check.load,
     given the plugins). Raises ScenarioError with every diagnostic."""
-    return validate.load(path, defines, env, text, study, workloads=PLUGINS)
+    return check.load(path, defines, env, text, study, workloads=PLUGINS)

@@ -24,7 +24,7 @@ from bench_dsl.core.errors import BenchError, TargetError, error_reason
 from bench_dsl.core.mysql_errors import RETRYABLE
 from bench_dsl.server.connect import connect, connect_explained
 from bench_dsl.workloads.base import Progress, Session, Workload
-from bench_dsl.workloads.tpcc import load as tpcc_load
+from bench_dsl.workloads.tpcc import load
 from bench_dsl.workloads.tpcc import procs as tpcc_procs
 from bench_dsl.workloads.tpcc.check import Condition, check_consistency
 from bench_dsl.workloads.tpcc.data import (
@@ -72,7 +72,7 @@ class Tpcc(Workload):
         s = self.spec
         return {"workload": "tpcc", "warehouses": s.warehouses, "procedures": s.procedures,
                 "keying_time": s.keying_time, "mix": dict(s.mix), "schema": SCHEMA_VERSION,
-                "loader_connections": s.loader_connections or tpcc_load.default_connections()}
+                "loader_connections": s.loader_connections or load.default_connections()}
 
     def fingerprint(self) -> str:
         # Only what shapes the data: a run with procedures, keying times or another mix reuses it.
@@ -93,7 +93,7 @@ class Tpcc(Workload):
         return int(w) == self.spec.warehouses
 
     async def load(self, dsn: Dsn, progress: Progress) -> int:
-        return await tpcc_load.load(dsn, self.spec.warehouses, self.seed, progress, self.spec.loader_connections)
+        return await load.load(dsn, self.spec.warehouses, self.seed, progress, self.spec.loader_connections)
 
     async def prepare(self, dsn: Dsn, progress: Progress, force: bool = False) -> dict[str, object]:
         out = await super().prepare(dsn, progress, force)
