@@ -26,6 +26,9 @@ from bench_dsl.language.server_settings import log_bin_base, refusal
 
 STALE_PREFIX = "bench-dsl-server-"
 OWNER_FILE = "owner.pid"
+# the bytes a Unix socket's path may have (sockaddr_un.sun_path, less its NUL): a server in a deep
+# directory (server.dir on a long mount path) gets its socket in a short one of its own instead
+SOCKET_PATH_MAX = 107
 
 
 def remove_stale_servers(parent: str | None = None) -> list[Path]:
@@ -105,6 +108,7 @@ class EmbeddedServer:
     # "alone"; "primary": binary log on (its replicas read it); "replica": a relay log, read-only
     role: str = "alone"
     server_id: int = 1
+    socket_dir: Path | None = None  # the short directory of its socket, when its own was too deep
 
     async def start(self) -> Dsn:
         for s in self.settings:  # validation refuses them first; this keeps a caller of this class from it too
@@ -131,7 +135,7 @@ class EmbeddedServer:
         self.log = self.basedir / "error.log"
         await asyncio.to_thread(self._install, mysqld, datadir)
         self.port = _free_port()
-        sock = str(self.basedir / "mysqld.sock")
+        sock = self._socket_path()
         args = [mysqld, "--no-defaults", f"--datadir={datadir}", f"--socket={sock}", f"--port={self.port}",
                 "--bind-address=127.0.0.1", f"--pid-file={self.basedir / 'mysqld.pid'}",
                 f"--log-error={self.log}", "--skip-name-resolve",
@@ -240,6 +244,21 @@ class EmbeddedServer:
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
+    def _socket_path(self) -> str:
+        """The socket in the server's directory, or, when that path is too long for a socket, in a
+        short directory of the temp dir: mode 0700 as the server's own, and named and owned like a
+        server's, so that one left by a killed bench-dsl is removed as a stale server's is."""
+        assert self.basedir is not None
+        sock = self.basedir / "mysqld.sock"
+        if len(os.fsencode(sock)) <= SOCKET_PATH_MAX:
+            return str(sock)
+        short = tempfile.gettempdir()
+        if len(os.fsencode(short)) > SOCKET_PATH_MAX - 40:  # a deep TMPDIR: /tmp then
+            short = "/tmp"
+        self.socket_dir = Path(tempfile.mkdtemp(prefix=STALE_PREFIX, dir=short))
+        (self.socket_dir / OWNER_FILE).write_text(str(os.getpid()))
+        return str(self.socket_dir / "mysqld.sock")
+
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
@@ -248,6 +267,8 @@ class EmbeddedServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        if self.socket_dir is not None:
+            shutil.rmtree(self.socket_dir, ignore_errors=True)
         if self.basedir is not None and not self.keep:
             shutil.rmtree(self.basedir, ignore_errors=True)
         elif self.basedir is not None:  # kept (--keep-server): no longer a stale one for the next start

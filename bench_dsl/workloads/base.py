@@ -162,6 +162,34 @@ class Workload(abc.ABC):
         return True
 
 
+class TransactionScope:
+    """`async with TransactionScope(conn, trx):` the statements inside as one transaction when `trx`
+    (begin, then commit; rolled back when anything fails, the commit included), as they come when
+    not. A class rather than contextlib's decorator: it runs once per transaction on asyncmy."""
+
+    __slots__ = ("conn", "trx")
+
+    def __init__(self, conn: asyncmy.Connection, trx: bool) -> None:
+        self.conn, self.trx = conn, trx
+
+    async def __aenter__(self) -> None:
+        if self.trx:
+            await self.conn.begin()
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> bool:
+        if not self.trx:
+            return False
+        if kind is not None:
+            await rollback_quietly(self.conn)
+            return False
+        try:
+            await self.conn.commit()
+        except BaseException:
+            await rollback_quietly(self.conn)
+            raise
+        return False
+
+
 async def rollback_quietly(conn: asyncmy.Connection) -> None:
     """After a failed statement: end the transaction; a broken connection is dealt with by the caller."""
     try:

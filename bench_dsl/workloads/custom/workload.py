@@ -15,7 +15,7 @@ from bench_dsl.language.generators import Gen, compile_value, native_draw
 from bench_dsl.language.model import Fill, Generator, SetupSql
 from bench_dsl.language.statements import Execute, Step, Transaction, Transactions
 from bench_dsl.server.connect import connect
-from bench_dsl.workloads.base import Progress, Session, Workload, rollback_quietly
+from bench_dsl.workloads.base import Progress, Session, TransactionScope, Workload
 from bench_dsl.workloads.custom.plugin import (
     CustomWorkload,
 )
@@ -138,21 +138,13 @@ class _CustomSession(Session):
         gens, queries, trx = self.plans[tx]
         rng = self.rng
         values = {name: g(rng) for name, g in gens}
-        if trx:
-            await conn.begin()
-        try:
+        async with TransactionScope(conn, trx):
             for sql, params in queries:
                 st = self.stmts.get(sql)
                 if st is None:
                     st = await conn.prepare(sql)
                     self.stmts[sql] = st
                 await st.execute(tuple(values[p] for p in params))
-            if trx:
-                await conn.commit()
-        except BaseException:
-            if trx:
-                await rollback_quietly(conn)
-            raise
         return len(queries) + (2 if trx else 0)
 
 

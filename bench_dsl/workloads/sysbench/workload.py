@@ -18,7 +18,7 @@ from bench_dsl.core.mysql_errors import RETRYABLE
 from bench_dsl.language.generators import special, zipf
 from bench_dsl.language.statements import Transactions
 from bench_dsl.server.connect import connect
-from bench_dsl.workloads.base import Progress, Session, Workload, rollback_quietly
+from bench_dsl.workloads.base import Progress, Session, TransactionScope, Workload
 from bench_dsl.workloads.sysbench.plugin import (
     PARETO_H,
     STATEMENTS,
@@ -205,16 +205,8 @@ class _SysbenchSession(Session):
             return 1
         trx = in_transaction(self.spec)
         plan = self._plan()
-        if trx:
-            await conn.begin()
-        try:
+        async with TransactionScope(conn, trx):
             for (key, t), params in plan:
                 st = await self._stmt(conn, key, t)
                 await st.execute(params)
-            if trx:
-                await conn.commit()
-        except BaseException:
-            if trx:
-                await rollback_quietly(conn)
-            raise
         return len(plan) + (2 if trx else 0)
