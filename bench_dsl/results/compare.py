@@ -19,6 +19,7 @@ from typing import Any
 
 from bench_dsl.core.errors import UsageError
 from bench_dsl.results.summary import same_workload
+from bench_dsl.workloads.registry import METRICS
 
 COMPARISON_FORMAT = "bench-dsl-comparison"
 NOISE_RULE = ("a difference is beyond the noise when the larger of the two medians is more above the smaller "
@@ -26,22 +27,10 @@ NOISE_RULE = ("a difference is beyond the noise when the larger of the two media
               "its repeats' max / min - 1 (3 repeats or more), else the larger of that and the largest over its "
               "repeats of the step's report intervals' max / min - 1 (the only noise one run can show)")
 
-# metric of a gate or a row -> (where it is in a by_users entry, unit, higher is better)
-METRICS: dict[str, tuple[tuple[str, ...], str, bool]] = {
-    "tps": (("tps",), "tx/s", True),
-    "tpm": (("tpm",), "tx/min", True),
-    "nopm": (("nopm",), "new orders/min", True),
-    "p50": (("latency_ms", "p50"), "ms", False),
-    "p90": (("latency_ms", "p90"), "ms", False),
-    "p95": (("latency_ms", "p95"), "ms", False),
-    "p99": (("latency_ms", "p99"), "ms", False),
-    "server_cpu_us_per_tx": (("cpu_us_per_tx", "server"), "µs CPU/tx", False),
-    "client_cpu_us_per_tx": (("cpu_us_per_tx", "client"), "µs CPU/tx", False),
-    "error_rate_pct": (("error_rate_pct",), "%", False),
-}
-TABLE_METRICS = ("tps", "tpm", "nopm", "p50", "p95", "p99", "server_cpu_us_per_tx", "client_cpu_us_per_tx",
-                 "error_rate_pct")
-GATE_METRICS = ("tps", "tpm", "nopm", "p50", "p90", "p95", "p99", "saturation")
+# The metrics compare shows and gates are those declared so (bench_dsl/language/metrics.py:
+# MetricDecl.compared, .gated), in the table's order (Table.shown).
+TABLE_METRICS = METRICS.shown("compared")  # a row at each users count
+GATE_METRICS = METRICS.shown("gated")  # what --fail-if can name
 GATE_RE = re.compile(r"^\s*([a-z0-9]+)\s*([<>])\s*([+-])\s*(\d+(?:\.\d+)?)\s*%\s*$")
 GATE_HINT = ('write METRIC (<|>) (+|-)N%, e.g. --fail-if "tps < -5%" (fail when throughput drops by more than 5%) '
              f'or --fail-if "p95 > +10%"; metrics: {", ".join(GATE_METRICS)}')
@@ -177,14 +166,13 @@ def compare(summary: dict[str, Any], gates: list[Gate] | None = None, force: boo
     users = common_users(confs)
     for u in users:
         entries = [next(e for e in c["by_users"] if e["users"] == u) for c in confs]
-        for metric in TABLE_METRICS:
-            path, unit, higher = METRICS[metric]
-            stats = [_dig(e, path) for e in entries]
+        for metric, d in TABLE_METRICS.items():
+            stats = [_dig(e, d.path) for e in entries]
             if all(s is None for s in stats):
                 continue  # nopm of a workload that has none
             if metric == "error_rate_pct" and all(s is None or s["max"] == 0 for s in stats):
                 continue  # no errors anywhere: a row of zeros says nothing
-            rows.append(_row(metric, u, unit, confs, stats, higher))
+            rows.append(_row(metric, u, d.row_unit, confs, stats, d.higher_is_better))
     return {
         "format": COMPARISON_FORMAT, "format_version": 1,
         "baseline": confs[0]["id"],
@@ -211,7 +199,7 @@ def judge_gate(gate: Gate, confs: list[dict[str, Any]]) -> dict[str, Any]:
         if gate.metric == "saturation":
             pairs = [(None, base["saturation"]["users"], c["saturation"]["users"])]
         else:
-            path = METRICS[gate.metric][0]
+            path = GATE_METRICS[gate.metric].path
             mine = {e["users"]: e for e in c["by_users"]}
             pairs = [(e["users"], _dig(e, path), _dig(mine[e["users"]], path))
                      for e in base["by_users"] if e["users"] in mine]
@@ -247,10 +235,8 @@ def _unjudgeable(metric: str, b: dict[str, Any] | None, o: dict[str, Any] | None
 
 # ---- rendering: the one table, three ways -------------------------------------------------------
 
-ROW_NAMES = {"settings": "settings", "saturation": "saturation (users)", "condition": "condition that fired",
-             "tps": "tps", "tpm": "tpm", "nopm": "NOPM", "p50": "p50 ms", "p95": "p95 ms", "p99": "p99 ms",
-             "server_cpu_us_per_tx": "server CPU µs/tx", "client_cpu_us_per_tx": "client CPU µs/tx",
-             "error_rate_pct": "errors %"}
+ROW_NAMES = {"settings": "settings", "condition": "condition that fired",
+             **{name: d.heading for name, d in (GATE_METRICS | TABLE_METRICS).items()}}
 
 
 def number(v: float | None) -> str:

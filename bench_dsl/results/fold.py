@@ -34,9 +34,11 @@ from typing import Any
 
 from bench_dsl.engine.judge import CUT_SHORT
 from bench_dsl.results.read import ResultFile
+from bench_dsl.workloads.registry import METRICS
 
-THROUGHPUT = ("tps", "tpm", "nopm")
-LATENCIES = ("p50", "p90", "p95", "p99")
+# the figures summary.json folds by users count (bench_dsl/language/metrics.py: MetricDecl.summarized)
+THROUGHPUT = tuple(d.figure_name for d in METRICS.measuring("throughput") if d.summarized)
+LATENCIES = tuple(d.figure_name for d in METRICS.measuring("latency") if d.summarized)
 # An interval much shorter than the others (the tail of a step cut by its end) has a rate measured
 # over too little time to be compared with the others: left out of the interval spread.
 SHORT_INTERVAL = 0.5
@@ -217,13 +219,11 @@ def measured_steps(doc: dict[str, Any]) -> list[tuple[int | None, dict[str, Any]
     return []
 
 
-def _nopm(doc: dict[str, Any], step_no: int | None, row: dict[str, Any]) -> float | None:
-    # TPC-C: each step has nopm; a run measured from its summary has it in the workload's report
-    if row.get("nopm") is not None:
-        return float(row["nopm"])
-    if step_no is None:
-        return (doc.get("workload_report") or {}).get("nopm")
-    return None
+def _throughput(doc: dict[str, Any], step_no: int | None, row: dict[str, Any], name: str) -> float | None:
+    # a step has it; a run measured from its summary may have it in its workload's report (TPC-C's nopm)
+    if (v := figure(row, name)) is None and step_no is None:
+        return (doc.get("workload_report") or {}).get(name)
+    return v
 
 
 Hit = tuple[int | None, dict[str, Any]] | None
@@ -249,7 +249,7 @@ def by_users(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "repeats_measured": sum(1 for _, h in hits if h is not None),
             "seconds": of(lambda row: row.get("seconds")),
         }
-        for name in (*THROUGHPUT, "qps"):
+        for name in THROUGHPUT:
             entry[name] = _noisy(hits, name)
         entry["latency_ms"] = {name: _noisy(hits, name) for name in LATENCIES}
         entry["errors"] = of(lambda row: row.get("errors"))
@@ -271,7 +271,7 @@ def _noisy(hits: list[tuple[dict[str, Any], Hit]], name: str) -> dict[str, Any] 
             continue
         step_no, row = hit
         cpus = (d.get("machine") or {}).get("cpu_count")
-        values.append(_nopm(d, step_no, row) if name == "nopm" else figure(row, name, cpus))
+        values.append(_throughput(d, step_no, row, name) if name in THROUGHPUT else figure(row, name, cpus))
         if step_no is not None:  # a summary's intervals span every users count: no noise of one
             spread = interval_noise(d, step_no, name)
             if spread is not None:
