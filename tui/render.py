@@ -15,7 +15,7 @@ from bench_dsl.core import mysql_errors
 from bench_dsl.core.dsn import redact
 from bench_dsl.engine import events as ev
 from bench_dsl.results import verdict as verdict_words
-from bench_dsl.workloads.registry import METRICS
+from bench_dsl.workloads import registry
 
 from .lines import Lines, cells
 from .live_conditions import ConditionRow
@@ -161,7 +161,8 @@ def figures(st: LiveState, width: int) -> Lines:
     t = st.tick or {}
     cpu = t.get("cpu") or {}
     items: list[tuple[str, str, str]] = [("users", fmt_int(t.get("users")), "bold")]
-    for d in METRICS.measuring("throughput"):  # the declared ones that are headlines; one of a transaction if run
+    # the declared throughputs that are headlines (one of a transaction when the workload has it)
+    for d in registry.METRICS.measuring("throughput"):
         if d.live and (d.transaction is None or d.name in t):
             per_s = d.per == 1
             items.append((d.heading, (fmt_rate if per_s else fmt_int)(t.get(d.name)), "bold bright_green"

@@ -19,7 +19,7 @@ from typing import Any
 
 from bench_dsl.core.errors import UsageError
 from bench_dsl.results.summary import same_workload
-from bench_dsl.workloads.registry import METRICS
+from bench_dsl.workloads import registry
 
 COMPARISON_FORMAT = "bench-dsl-comparison"
 NOISE_RULE = ("a difference is beyond the noise when the larger of the two medians is more above the smaller "
@@ -27,13 +27,14 @@ NOISE_RULE = ("a difference is beyond the noise when the larger of the two media
               "its repeats' max / min - 1 (3 repeats or more), else the larger of that and the largest over its "
               "repeats of the step's report intervals' max / min - 1 (the only noise one run can show)")
 
-# The metrics compare shows and gates are those declared so (bench_dsl/language/metrics.py:
-# MetricDecl.compared, .gated), in the table's order (Table.shown).
-TABLE_METRICS = METRICS.shown("compared")  # a row at each users count
-GATE_METRICS = METRICS.shown("gated")  # what --fail-if can name
 GATE_RE = re.compile(r"^\s*([a-z0-9]+)\s*([<>])\s*([+-])\s*(\d+(?:\.\d+)?)\s*%\s*$")
-GATE_HINT = ('write METRIC (<|>) (+|-)N%, e.g. --fail-if "tps < -5%" (fail when throughput drops by more than 5%) '
-             f'or --fail-if "p95 > +10%"; metrics: {", ".join(GATE_METRICS)}')
+
+
+def gate_hint() -> str:
+    # the metrics compare shows and gates are those declared so (bench_dsl/language/metrics.py:
+    # MetricDecl.compared, .gated), in the table's order (Table.shown)
+    return ('write METRIC (<|>) (+|-)N%, e.g. --fail-if "tps < -5%" (fail when throughput drops by more than 5%) '
+            f'or --fail-if "p95 > +10%"; metrics: {", ".join(registry.METRICS.shown("gated"))}')
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,10 +53,10 @@ class Gate:
 def parse_gate(text: str) -> Gate:
     m = GATE_RE.match(text.lower())
     if m is None:
-        raise UsageError(f"--fail-if {text!r}: not understood\n  hint: {GATE_HINT}")
+        raise UsageError(f"--fail-if {text!r}: not understood\n  hint: {gate_hint()}")
     metric, op, sign, number = m.groups()
-    if metric not in GATE_METRICS:
-        raise UsageError(f"--fail-if {text!r}: no metric {metric!r}\n  hint: {GATE_HINT}")
+    if metric not in registry.METRICS.shown("gated"):
+        raise UsageError(f"--fail-if {text!r}: no metric {metric!r}\n  hint: {gate_hint()}")
     pct = float(number) * (-1 if sign == "-" else 1)
     gate = Gate(text=f"{metric} {op} {sign}{number}%", metric=metric, op=op, pct=pct)
     # every figure gated is a rate, a latency or a users count, never below 0: none falls by more
@@ -166,7 +167,7 @@ def compare(summary: dict[str, Any], gates: list[Gate] | None = None, force: boo
     users = common_users(confs)
     for u in users:
         entries = [next(e for e in c["by_users"] if e["users"] == u) for c in confs]
-        for metric, d in TABLE_METRICS.items():
+        for metric, d in registry.METRICS.shown("compared").items():
             stats = [_dig(e, d.path) for e in entries]
             if all(s is None for s in stats):
                 continue  # nopm of a workload that has none
@@ -199,7 +200,7 @@ def judge_gate(gate: Gate, confs: list[dict[str, Any]]) -> dict[str, Any]:
         if gate.metric == "saturation":
             pairs = [(None, base["saturation"]["users"], c["saturation"]["users"])]
         else:
-            path = GATE_METRICS[gate.metric].path
+            path = registry.METRICS.shown("gated")[gate.metric].path
             mine = {e["users"]: e for e in c["by_users"]}
             pairs = [(e["users"], _dig(e, path), _dig(mine[e["users"]], path))
                      for e in base["by_users"] if e["users"] in mine]
@@ -235,8 +236,7 @@ def _unjudgeable(metric: str, b: dict[str, Any] | None, o: dict[str, Any] | None
 
 # ---- rendering: the one table, three ways -------------------------------------------------------
 
-ROW_NAMES = {"settings": "settings", "condition": "condition that fired",
-             **{name: d.heading for name, d in (GATE_METRICS | TABLE_METRICS).items()}}
+ROW_NAMES = {"settings": "settings", "condition": "condition that fired"}  # and each metric's MetricDecl.heading
 
 
 def number(v: float | None) -> str:
@@ -249,7 +249,8 @@ def number(v: float | None) -> str:
 
 
 def row_name(row: dict[str, Any]) -> str:
-    name = ROW_NAMES.get(row["metric"], row["metric"])
+    d = registry.METRICS.figure(row["metric"])
+    name = ROW_NAMES.get(row["metric"]) or (d.heading if d is not None else row["metric"])
     return name if row["users"] is None else f"{name} @ {row['users']} users"
 
 

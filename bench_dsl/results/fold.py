@@ -33,12 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from bench_dsl.engine.judge import CUT_SHORT
+from bench_dsl.language.metrics import Measures
 from bench_dsl.results.read import ResultFile
-from bench_dsl.workloads.registry import METRICS
+from bench_dsl.workloads import registry
 
-# the figures summary.json folds by users count (bench_dsl/language/metrics.py: MetricDecl.summarized)
-THROUGHPUT = tuple(d.figure_name for d in METRICS.measuring("throughput") if d.summarized)
-LATENCIES = tuple(d.figure_name for d in METRICS.measuring("latency") if d.summarized)
 # An interval much shorter than the others (the tail of a step cut by its end) has a rate measured
 # over too little time to be compared with the others: left out of the interval spread.
 SHORT_INTERVAL = 0.5
@@ -46,6 +44,11 @@ SHORT_INTERVAL = 0.5
 # two runs is narrow by chance too often (identical configurations would be called different up to
 # 1 time in 5), so with two the report intervals' spread, when larger, is taken instead.
 REPEATS_FOR_NOISE = 3
+
+
+def summarized(measures: Measures) -> tuple[str, ...]:
+    """The figures summary.json folds by users count (bench_dsl/language/metrics.py: MetricDecl.summarized)."""
+    return tuple(d.figure_name for d in registry.METRICS.measuring(measures) if d.summarized)
 
 
 @dataclass(eq=False)
@@ -163,7 +166,7 @@ def figure(row: dict[str, Any], name: str, cpu_count: int | None = None) -> floa
     """A figure of a step, interval or summary row by its summary name."""
     if name.startswith("cpu_us_per_tx:"):
         return cpu_us_per_tx(row, cpu_count, name.partition(":")[2])
-    if name in LATENCIES:
+    if name in summarized("latency"):
         return (row.get("latency_ms") or {}).get(name)
     if name == "error_rate_pct":
         errors, count = row.get("errors") or 0, row.get("count") or 0
@@ -249,9 +252,9 @@ def by_users(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "repeats_measured": sum(1 for _, h in hits if h is not None),
             "seconds": of(lambda row: row.get("seconds")),
         }
-        for name in THROUGHPUT:
+        for name in summarized("throughput"):
             entry[name] = _noisy(hits, name)
-        entry["latency_ms"] = {name: _noisy(hits, name) for name in LATENCIES}
+        entry["latency_ms"] = {name: _noisy(hits, name) for name in summarized("latency")}
         entry["errors"] = of(lambda row: row.get("errors"))
         entry["error_rate_pct"] = of(lambda row: figure(row, "error_rate_pct"))
         entry["cpu_pct"] = {src: of(lambda row, src=src: (row.get("cpu") or {}).get(src))
@@ -271,7 +274,8 @@ def _noisy(hits: list[tuple[dict[str, Any], Hit]], name: str) -> dict[str, Any] 
             continue
         step_no, row = hit
         cpus = (d.get("machine") or {}).get("cpu_count")
-        values.append(_throughput(d, step_no, row, name) if name in THROUGHPUT else figure(row, name, cpus))
+        values.append(_throughput(d, step_no, row, name) if name in summarized("throughput") else
+                      figure(row, name, cpus))
         if step_no is not None:  # a summary's intervals span every users count: no noise of one
             spread = interval_noise(d, step_no, name)
             if spread is not None:
