@@ -70,6 +70,7 @@ class MetricDecl:
     stat: str | None = None
     percentile: float | None = None
     seconds_to: float = 1.0  # limit "time": seconds times this (disk_await's figure is in ms)
+    reads: Literal["", "disks"] = ""  # what the server's side must read: "disks", the server host's disks
     wording: str | None = None  # a limit "percent" or "plain" that is wrong: this instead of the usual words
     # --- a throughput, computed from its declaration ---------------------------------------------
     counts: Literal["transactions", "statements", "committed"] = "transactions"  # committed: less rollbacks
@@ -80,7 +81,8 @@ class MetricDecl:
     figure: str = ""  # its name in summary.json's figures and compare's rows; default: the name
     at: tuple[str, ...] = ()  # where a summary's by_users entry holds it; default: (figure,)
     higher_is_better: bool | None = None
-    summarized: bool = False  # summary.json folds it over repeats, by users count
+    summarized: bool = False  # summary.json folds it over repeats, by users count (at `path`)
+    noise: bool = True  # summarized with its noise, which compare judges its differences by
     compared: bool = False  # a row of bench compare's table at each users count
     gated: bool = False  # bench compare --fail-if can name it
     compare_unit: str = ""  # its unit in compare's rows ("tx/s"); default: the unit
@@ -134,7 +136,7 @@ CORE: tuple[MetricDecl, ...] = (
     _throughput("tpm", "tx/min", 60.0, live=True, compared=True, gated=True),
     _throughput("qps", "statements/s", counts="statements"),
     MetricDecl("error_rate", "share", "%", "percent", title="errors %", example="{label} {op} 80%",
-               figure="error_rate_pct", higher_is_better=False, summarized=True, compared=True),
+               figure="error_rate_pct", higher_is_better=False, summarized=True, compared=True, noise=False),
     MetricDecl("cpu", "share", "%", "percent", example="{label} {op} 80%", arg="source",
                sources=("server", "host", "client"),
                arg_error=("cpu({arg}): say whose CPU", "cpu(server), cpu(host) or cpu(client)")),
@@ -144,13 +146,13 @@ CORE: tuple[MetricDecl, ...] = (
                           "status(Innodb_buffer_pool_reads)/s > 5000")),
     MetricDecl("replication_lag", "time", "s", "time", example="replication_lag > 5s", arg="none", stat="for",
                arg_error=("replication_lag is the worst replica's: it takes no (name)", "replication_lag > 5s")),
-    MetricDecl("disk_util", "share", "%", "percent", example="disk_util(server) > 90%", arg="source",
+    MetricDecl("disk_util", "share", "%", "percent", example="disk_util(server) > 90%", arg="source", reads="disks",
                sources=("server",), arg_error=_DISKS,
                wording="disk_util(server) is a percentage from 0% to 100% (of the time the disk was busy)"),
-    MetricDecl("disk_iops", "gauge", "iops", "plain", example="disk_iops(server) > 5000", arg="source",
+    MetricDecl("disk_iops", "gauge", "iops", "plain", example="disk_iops(server) > 5000", arg="source", reads="disks",
                sources=("server",), arg_error=_DISKS),
     MetricDecl("disk_await", "time", "ms", "time", example="disk_await(server) > 20ms", sample="20ms", arg="source",
-               sources=("server",), arg_error=_DISKS, seconds_to=1000.0),
+               sources=("server",), arg_error=_DISKS, seconds_to=1000.0, reads="disks"),
     MetricDecl("stall", "time", "s", "time", example="stall > 1s", arg="none",
                arg_error=("stall is the whole run's (no user finished a transaction): it takes no (name)",
                           "stall > 1s")),

@@ -10,7 +10,7 @@ from typing import Literal, Protocol
 
 from bench_dsl.core.dsn import Dsn
 from bench_dsl.core.errors import Diagnostic, Span
-from bench_dsl.language.metrics import MetricDecl
+from bench_dsl.language.metrics import CORE_TABLE, MetricDecl
 
 # Canonical units inside the model: durations and latencies in seconds, percentages as
 # percent (80.0), throughputs in their own unit (per second or per minute: MetricDecl.per in
@@ -109,6 +109,12 @@ class Metric:
     transaction: str | None = None  # None: all transactions together
     source: str | None = None  # cpu: server | host | client
     declared: MetricDecl | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def declaration(self) -> MetricDecl | None:
+        """Its declaration: the one checked against, else the core metric of its name (None: a
+        latency, several declarations share the name, or a name nothing declares)."""
+        return self.declared or CORE_TABLE.of_model(self.name)
 
     def label(self) -> str:
         if self.name == "latency":
