@@ -15,6 +15,7 @@ from bench_dsl.core import mysql_errors
 from bench_dsl.core.dsn import redact
 from bench_dsl.engine import events as ev
 from bench_dsl.results import verdict as verdict_words
+from bench_dsl.workloads import registry
 
 from .lines import Lines, cells
 from .live_conditions import ConditionRow
@@ -158,13 +159,13 @@ def figures(st: LiveState, width: int) -> Lines:
     """The headline figures of the last second: labels above, values below, evenly spread."""
     t = st.tick or {}
     cpu = t.get("cpu") or {}
-    items: list[tuple[str, str, str]] = [
-        ("users", fmt_int(t.get("users")), "bold"),
-        ("tps", fmt_rate(t.get("tps")), "bold bright_cyan"),
-        ("tpm", fmt_int(t.get("tpm")), "bold cyan"),
-    ]
-    if "nopm" in t:
-        items.append(("NOPM", fmt_int(t.get("nopm")), "bold bright_green"))
+    items: list[tuple[str, str, str]] = [("users", fmt_int(t.get("users")), "bold")]
+    # the declared throughputs that are headlines (one of a transaction when the workload has it)
+    for d in registry.METRICS.measuring("throughput"):
+        if d.live and (d.transaction is None or d.name in t):
+            per_s = d.per == 1
+            items.append((d.heading, (fmt_rate if per_s else fmt_int)(t.get(d.name)), "bold bright_green"
+                          if d.transaction is not None else "bold bright_cyan" if per_s else "bold cyan"))
     errors, retries = t.get("errors_per_s"), t.get("retries_per_s")
     items += [
         ("errors/s", "-" if errors is None else f"{errors:.1f}", "bold red" if errors else "bold"),

@@ -27,6 +27,8 @@ results, or a --fail-if that met a figure it could not judge (said with why), 3 
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    from bench_dsl.workloads.registry import METRICS
+
     sp = sub.add_parser("compare", help="compare results side by side against the first (the baseline)",
                         description="Compare the results of runs or configurations: saturation point, throughput "
                                     "and latency at each users count all of them measured, the difference to the "
@@ -36,8 +38,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     help="result JSON files, or directories searched for them (a matrix run's directory)")
     sp.add_argument("--fail-if", dest="fail_if", action="append", default=[], metavar="GATE",
                     help='e.g. "tps < -5%%" or "p95 > +10%%": exit 3 when a configuration differs from the baseline '
-                         "that way at a users count both measured; metrics: tps, tpm, nopm, p50, p90, p95, p99, "
-                         "saturation")
+                         "that way at a users count both measured; metrics: " + ", ".join(METRICS.shown("gated")))
     sp.add_argument("--force", action="store_true", help="compare results of different workloads or data anyway")
     sp.add_argument("--json", metavar="PATH|-", help="write the comparison as JSON (- for stdout)")
     sp.add_argument("--markdown", metavar="PATH|-", help="write the comparison as a Markdown table (- for stdout)")

@@ -37,6 +37,7 @@ from bench_dsl.measure.metrics import Aggregate, Tick
 from bench_dsl.measure.schedlag import LagWindow
 from bench_dsl.server.side import ServerSide
 from bench_dsl.workloads.base import Workload
+from bench_dsl.workloads.registry import METRICS
 
 
 class Tally:
@@ -52,9 +53,9 @@ class Tally:
         self.server_side = server_side
         self.watch = watch
         self.stop = stop
-        self.run_agg = Aggregate(self.names)
-        self.step_agg = Aggregate(self.names)
-        self.interval_agg = Aggregate(self.names)
+        self.run_agg = Aggregate(self.names, METRICS)
+        self.step_agg = Aggregate(self.names, METRICS)
+        self.interval_agg = Aggregate(self.names, METRICS)
         # the client's scheduling lag beside them (from the fleet's reports): the judge reads the step's
         self.lag_run, self.lag_step, self.lag_interval = LagWindow(), LagWindow(), LagWindow()
         self.interval_start = 0.0
@@ -88,11 +89,11 @@ class Tally:
         self.voice.log(f"{label}: {self.profile.load(ph)} for {ph.seconds:g}s")
         if new_step:
             self.judge.new_step()
-            self.step_agg = Aggregate(self.names)
+            self.step_agg = Aggregate(self.names, METRICS)
             self.lag_step = LagWindow()
         self.voice.publish(ev.Phase(ph.kind, ph.step, self.plan.steps, ph.users, ph.seconds, ph.users_end,
                                     round(self.voice.elapsed(), 3)))
-        self.interval_agg = Aggregate(self.names)
+        self.interval_agg = Aggregate(self.names, METRICS)
         self.lag_interval = LagWindow()
         self._phase_now = ph  # from here on, an error inside the phase keeps what it measured (salvage)
         await self.server_side.phase_begins(new_step, ph.measured)
@@ -122,7 +123,7 @@ class Tally:
         worst = (self.lag_step if tick.measured else self.lag_interval).worst_p90()
         if self.interval_agg.ticks >= int(self.report_every):
             self._flush_interval(ph)
-        figures = tick.figures()
+        figures = tick.figures(METRICS)
         if tick.measured and (stalls := self.step_agg.stalls()) is not None and stalls.stalls:
             figures["stall_s"] = round(stalls.longest_s, 1)  # the step's longest stall so far
         if worst is not None:
@@ -168,7 +169,7 @@ class Tally:
         # for live displays: the step so far beside this interval (percentiles are not additive)
         so_far = self.step_agg.so_far() if ph.measured and self.step_agg.ticks else None
         self.voice.publish(ev.Interval(row, so_far))
-        self.interval_agg = Aggregate(self.names)
+        self.interval_agg = Aggregate(self.names, METRICS)
         self.lag_interval = LagWindow()
         self.interval_start = self.voice.elapsed()
         fired = self.judge.interval(ph, agg, self.step_agg, judging=not self.stop.stopping())

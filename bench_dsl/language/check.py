@@ -21,6 +21,7 @@ from bench_dsl.language import model as m
 from bench_dsl.language import ramp, server, vary
 from bench_dsl.language import syntax as ast
 from bench_dsl.language.conditions import condition
+from bench_dsl.language.metrics import MetricDecl, Table
 from bench_dsl.language.parser import parse, parse_expr
 from bench_dsl.language.values import Checker, EnvText, plain, span_of
 
@@ -38,6 +39,14 @@ class WorkloadKind(Protocol):
     def declared_transactions(self) -> Callable[[ast.Workload], tuple[str, ...]]: ...
     @property
     def takes_setup(self) -> bool: ...
+    @property
+    def metrics(self) -> tuple[MetricDecl, ...]: ...  # its own (TPC-C's nopm): conditions can name them
+
+
+def metrics_of(workloads: Mapping[str, WorkloadKind]) -> Table:
+    """The metrics a scenario can name: the core ones and every workload kind's own (a custom
+    workload with a transaction new_order has nopm too)."""
+    return Table.of(*(k.metrics for k in workloads.values()))
 
 
 Kinds = Mapping[str, WorkloadKind]
@@ -51,7 +60,7 @@ def load(path: str | Path, defines: Mapping[str, str] | None = None, env: Mappin
     if text is None:
         text = read_source(path)
     try:
-        tree = parse(text, path)
+        tree = parse(text, path, tuple(metrics_of(workloads).throughput_units()))
         return check(tree, defines or {}, os.environ if env is None else env, study, workloads=workloads)
     except RecursionError:  # env(env(env(...))) thousands deep: no scenario needs it
         raise ScenarioError([Diagnostic("expressions are nested too deeply", Span(path, 1, 1, 1, 2),
@@ -112,7 +121,7 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
     """The scenario of a parsed file. Each part is read in turn (the order in which the parts
     report is the order of the file once sorted); raises ScenarioError with every diagnostic.
     A study's configurations that set a `let` are each checked as a whole too."""
-    c = Checker(tree.file, tree.text, env)
+    c = Checker(tree.file, tree.text, env, metrics_of(workloads))
     parameters = _lets(c, tree.lets, defines)
     sc = tree.scenario
     items = _Items(c, sc)
@@ -198,7 +207,7 @@ def _lets(c: Checker, lets: list[ast.Let], defines: Mapping[str, str]) -> dict[s
         expr = let.value
         if let.name in defines:
             try:
-                expr = parse_expr(defines[let.name], f"-D {let.name}")
+                expr = parse_expr(defines[let.name], f"-D {let.name}", tuple(c.metrics.throughput_units()))
             except ScenarioError as err:
                 # the value is not in the file: quote it in the message instead of pointing into the file
                 d = err.diagnostics[0]

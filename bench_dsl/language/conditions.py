@@ -6,84 +6,39 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Mapping
 
 from bench_dsl.language import model as m
 from bench_dsl.language import syntax as ast
+from bench_dsl.language.metrics import MetricDecl
 from bench_dsl.language.values import TIME_UNITS, Checker, Quantity, num, offset, offset_end, plain, span_of
-
-_RATE_METRICS = {"tps", "tpm", "qps", "nopm"}
-_METRICS = ["p50", "p90", "p95", "p99", "p99.9", "avg", "max", "min", "tps", "tpm", "qps", "nopm",
-            "error_rate", "cpu", "status", "replication_lag", "disk_util", "disk_iops", "disk_await", "stall",
-            "saturation"]
-_CPU_SOURCES = ("server", "host", "client")
 
 
 def condition(c: Checker, node: ast.Condition, txs: tuple[str, ...], ramp: m.Ramp | None,
-               expect: bool) -> m.Condition | None:
+              expect: bool) -> m.Condition | None:
     ref = node.metric
     name, arg = ref.name, ref.arg
-    metric: m.Metric | None = None
+    table = c.metrics
+    decl = table.get(name)
+    if decl is not None and not decl.condition:
+        decl = None
     pm = re.fullmatch(r"p(\d+(?:\.\d+)?)", name)
-    known = _METRICS if expect else [x for x in _METRICS if x != "saturation"]
-    if ref.per_second and name != "status":
+    known = table.names(expect=expect)
+    if ref.per_second and not (decl is not None and decl.per_second_ok):
         c.error(f"/s makes a rate of a server counter: status(NAME)/s; {name} is not one", ref.span,
                 "status(Innodb_buffer_pool_reads)/s > 5000")
         return None
-    if pm:
+    if decl is None and pm:  # any percentile, not only the declared ones: a latency like them
         p = float(pm.group(1))
         if not 0 < p < 100:
             c.error(f"{name}: a percentile is between p0 and p100 (exclusive)", ref.span, "p50, p90, p95, p99, p99.9")
             return None
-        metric = m.Metric("latency", "p", p, arg)
-    elif name in ("avg", "max", "min"):
-        metric = m.Metric("latency", name, None, arg)
-    elif name == "nopm":
-        if "new_order" not in txs:
-            c.error("nopm counts new orders: the workload has no transaction 'new_order'", ref.span,
-                    "use tpm, or a tpcc workload (or a custom one with a transaction named new_order)")
+        decl = next(d for d in table.measuring("latency") if d.stat == "p")
+        metric = m.Metric("latency", "p", p, arg, declared=decl)
+    elif decl is not None and (expect or not decl.expect_only):
+        if (built := _metric(c, decl, ref, txs, node.window is not None)) is None:
             return None
-        if arg is not None:
-            c.error("nopm always counts new_order: it takes no (transaction)", ref.arg_span or ref.span, "nopm")
-            return None
-        metric = m.Metric("nopm")
-    elif name in _RATE_METRICS:
-        metric = m.Metric(name, None, None, arg)
-    elif name == "error_rate":
-        metric = m.Metric("error_rate", None, None, arg)
-    elif name == "cpu":
-        if arg not in _CPU_SOURCES:
-            c.error(f"cpu({arg or ''}): say whose CPU", ref.arg_span or ref.span,
-                    "cpu(server), cpu(host) or cpu(client)")
-            return None
-        metric = m.Metric("cpu", source=arg)
-    elif name == "status":
-        if arg is None:
-            c.error("status(NAME): say which server status variable", ref.span,
-                    "status(Threads_running) > 32, or a counter as a rate: status(Innodb_buffer_pool_reads)/s > 5000")
-            return None
-        metric = m.Metric("status", "rate" if ref.per_second else "value", source=arg)
-    elif name in ("disk_util", "disk_iops", "disk_await"):
-        if arg != "server":
-            c.error(f"{name}({arg or ''}): the disks of the server's host: {name}(server)", ref.arg_span or ref.span,
-                    f"{name}(server)")
-            return None
-        metric = m.Metric(name, source="server")
-    elif name == "replication_lag":
-        if arg is not None:
-            c.error("replication_lag is the worst replica's: it takes no (name)", ref.arg_span or ref.span,
-                    "replication_lag > 5s")
-            return None
-        # over a `for` window the lag must stay above the limit (its lowest); otherwise the lag at
-        # the window's end (a step's, an interval's)
-        metric = m.Metric("replication_lag", "min" if node.window is not None else "last")
-    elif name == "stall":
-        if arg is not None:
-            c.error("stall is the whole run's (no user finished a transaction): it takes no (name)",
-                    ref.arg_span or ref.span, "stall > 1s")
-            return None
-        metric = m.Metric("stall")
-    elif name == "saturation" and expect:
-        metric = m.Metric("saturation")
+        metric = built
     else:
         close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
         hint = f"did you mean {close[0]}{'(' + arg + ')' if arg else ''}?" if close else "metrics: " + ", ".join(known)
@@ -97,7 +52,7 @@ def condition(c: Checker, node: ast.Condition, txs: tuple[str, ...], ramp: m.Ram
         return None
 
     # limit and unit ---------------------------------------------------------------------------
-    expected, example = _limit_kind(node.kind, metric)
+    expected, example = _limit_kind(node.kind, decl)
     v = c.numeric(node.limit, f"the limit of {metric.label()}", expected, example)
     if v is None:
         return None
@@ -110,20 +65,19 @@ def condition(c: Checker, node: ast.Condition, txs: tuple[str, ...], ramp: m.Ram
             c.error("'for' applies to stop thresholds only", span_of(node.window),
                     "stop when { p90 > 250ms for 10s }; expect judges the whole run, plateau and kink whole steps")
         window = _window(c, node.window, ramp)
-    limit: float
-    unit: str
     if node.kind == "plateau":
-        if metric.name not in _RATE_METRICS:
-            c.error(f"plateau applies to throughput (tps, tpm, qps, nopm), not {metric.label()}", ref.span,
+        if decl.measures != "throughput":
+            rates = ", ".join(d.name for d in table.measuring("throughput") if d.condition)
+            c.error(f"plateau applies to throughput ({rates}), not {metric.label()}", ref.span,
                     "tps plateau 5%" + (f"; for a latency, a kink: {metric.label()} kink 3x"
-                                        if metric.name == "latency" else ""))
+                                        if decl.measures == "latency" else ""))
             return None
         if v.unit != "%":
             c.wrong(v, "a plateau is given in percent", f"{name} plateau 5%")
             return None
         limit, unit = v.value, "%"
     elif node.kind == "kink":
-        if metric.name != "latency":
+        if decl.measures != "latency":
             c.error(f"kink applies to latency (p90, p99, avg ...), not {metric.label()}", ref.span,
                     "p90 kink 3x; for throughput, a plateau: tps plateau 5%")
             return None
@@ -136,59 +90,13 @@ def condition(c: Checker, node: ast.Condition, txs: tuple[str, ...], ramp: m.Ram
                     "before")
             return None
         limit, unit = v.value, "x"
-    elif metric.name == "latency":
-        if v.unit not in TIME_UNITS:
-            left = node.text.split(node.op or ">")[0].strip()
-            c.wrong(v, f"{metric.label()} is a time: give the limit a unit", f"{left} {node.op} 250ms")
+    else:
+        left = node.text.split(node.op or ">")[0].strip()
+        words = {"label": metric.label(), "name": decl.name, "op": node.op, "left": left, "value": num(v.value)}
+        got = _limit(c, decl, metric, v, words)
+        if got is None:
             return None
-        limit, unit = v.value * TIME_UNITS[v.unit], "ms"
-    elif metric.name in _RATE_METRICS:
-        if v.unit not in (None, metric.name):
-            c.wrong(v, f"{metric.name} is compared with a plain number or {metric.name}",
-                    f"{metric.label()} {node.op} {num(v.value)} {metric.name}")
-            return None
-        limit, unit = v.value, metric.name
-    elif metric.name == "disk_util":
-        if v.unit != "%" or not 0 <= v.value <= 100:
-            c.wrong(v, "disk_util(server) is a percentage from 0% to 100% (of the time the disk was busy)",
-                    "disk_util(server) > 90%")
-            return None
-        limit, unit = v.value, "%"
-    elif metric.name == "disk_iops":
-        if v.unit is not None:
-            c.wrong(v, "disk_iops(server) is compared with a plain number", "disk_iops(server) > 5000")
-            return None
-        limit, unit = v.value, "iops"
-    elif metric.name == "disk_await":
-        if v.unit not in TIME_UNITS:
-            c.wrong(v, "disk_await(server) is a time: give the limit a unit", "disk_await(server) > 20ms")
-            return None
-        limit, unit = v.value * TIME_UNITS[v.unit] * 1000, "ms"  # the disks' figure is in ms
-    elif metric.name in ("replication_lag", "stall"):
-        if v.unit not in TIME_UNITS:
-            c.wrong(v, f"{metric.name} is a time: give the limit a unit",
-                    "replication_lag > 5s" if metric.name == "replication_lag" else "stall > 1s")
-            return None
-        limit, unit = v.value * TIME_UNITS[v.unit], "s"
-    elif metric.name == "status":
-        if v.unit is not None:
-            c.wrong(v, f"{metric.label()} is compared with a plain number", f"{metric.label()} {node.op} 32")
-            return None
-        limit, unit = v.value, "/s" if metric.stat == "rate" else ""
-    elif metric.name in ("error_rate", "cpu"):
-        if v.unit != "%":
-            c.wrong(v, f"{metric.label()} is a percentage", f"{metric.label()} {node.op} 80%")
-            return None
-        if not 0 <= v.value <= 100:  # a share of the machine, of the transactions: never past 100%
-            c.wrong(v, f"{metric.label()} is between 0% and 100%: {num(v.value)}% can never be reached",
-                    f"{metric.label()} {node.op} 80%")
-            return None
-        limit, unit = v.value, "%"
-    else:  # saturation
-        if v.unit not in (None, "users"):
-            c.wrong(v, "saturation is a number of users", "saturation >= 32 users")
-            return None
-        limit, unit = v.value, "users"
+        limit, unit = got
 
     if node.kind in ("plateau", "kink") and expect:
         c.error(f"{node.kind} compares steps while the run goes: it belongs in 'stop when'", node.span,
@@ -204,18 +112,74 @@ def condition(c: Checker, node: ast.Condition, txs: tuple[str, ...], ramp: m.Ram
                        _resolved(c, node))
 
 
-def _limit_kind(kind: str, metric: m.Metric) -> tuple[str, str]:
+def _metric(c: Checker, d: MetricDecl, ref: ast.MetricRef, txs: tuple[str, ...], windowed: bool) -> m.Metric | None:
+    """The model's Metric of a declared metric as the condition names it, or an error about its (arg)."""
+    arg = ref.arg
+    if d.needs is not None and d.needs not in txs:
+        c.error(d.needs_error[0], ref.span, d.needs_error[1])
+        return None
+    if (arg is not None) if d.arg == "none" else (arg is None) if d.arg == "name" else (
+            d.arg == "source" and arg not in d.sources):
+        message, hint = (w.format(name=d.name, arg=arg or "") for w in d.arg_error)
+        c.error(message, ref.arg_span or ref.span, hint)
+        return None
+    stat = d.stat
+    if stat == "/s":
+        stat = "rate" if ref.per_second else "value"
+    elif stat == "for":
+        # over a `for` window the lag must stay above the limit (its lowest); otherwise the lag at
+        # the window's end (a step's, an interval's)
+        stat = "min" if windowed else "last"
+    return m.Metric(d.model_name, stat, d.percentile, arg if d.arg == "transaction" else None,
+                    arg if d.arg in ("source", "name") else None, declared=d)
+
+
+def _limit(c: Checker, d: MetricDecl, metric: m.Metric, v: Quantity,
+           words: Mapping[str, object]) -> tuple[float, str] | None:
+    """A threshold's limit in the metric's unit, and the unit, or an error in the metric's words."""
+    label, example = metric.label(), d.example.format(**words)
+    if d.limit == "time":
+        if v.unit not in TIME_UNITS:
+            c.wrong(v, f"{label} is a time: give the limit a unit", example)
+            return None
+        return v.value * TIME_UNITS[v.unit] * d.seconds_to, d.unit
+    if d.limit == "own":
+        if v.unit not in (None, d.unit):
+            c.wrong(v, f"{d.name} is compared with a plain number or {d.unit}", example)
+            return None
+        return v.value, d.unit
+    if d.limit == "percent":
+        if d.wording is not None and (v.unit != "%" or not 0 <= v.value <= 100):
+            c.wrong(v, d.wording, example)
+            return None
+        if v.unit != "%":
+            c.wrong(v, f"{label} is a percentage", example)
+            return None
+        if not 0 <= v.value <= 100:  # a share of the machine, of the transactions: never past 100%
+            c.wrong(v, f"{label} is between 0% and 100%: {num(v.value)}% can never be reached", example)
+            return None
+        return v.value, d.unit
+    if d.limit == "plain":
+        if v.unit is not None:
+            c.wrong(v, f"{label} is compared with a plain number", example)
+            return None
+        return v.value, "/s" if metric.stat == "rate" else d.unit  # status(NAME)/s: a counter per second
+    if v.unit not in (None, "users"):  # users
+        c.wrong(v, f"{d.name} is a number of users", example)
+        return None
+    return v.value, "users"
+
+
+def _limit_kind(kind: str, d: MetricDecl) -> tuple[str, str]:
     """What a limit is, and an example, for a message about an env() that holds something else."""
     if kind == "plateau":
         return "a percentage", "5%"
     if kind == "kink":
         return "a factor", "3x"
-    if metric.name in ("latency", "replication_lag", "stall"):
-        return "a duration", "250ms"
-    if metric.name in ("error_rate", "cpu", "disk_util"):
+    if d.limit == "time":
+        return "a duration", d.sample or "250ms"
+    if d.limit == "percent":
         return "a percentage", "80%"
-    if metric.name == "disk_await":
-        return "a duration", "20ms"
     return "a number", "1000"
 
 

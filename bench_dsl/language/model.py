@@ -10,10 +10,11 @@ from typing import Literal, Protocol
 
 from bench_dsl.core.dsn import Dsn
 from bench_dsl.core.errors import Diagnostic, Span
+from bench_dsl.language.metrics import CORE_TABLE, MetricDecl
 
 # Canonical units inside the model: durations and latencies in seconds, percentages as
-# percent (80.0), rates in their own unit (tps and qps per second, tpm and nopm per minute),
-# sizes in bytes, user counts as ints.
+# percent (80.0), throughputs in their own unit (per second or per minute: MetricDecl.per in
+# bench_dsl/language/metrics.py), sizes in bytes, user counts as ints.
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,11 +95,12 @@ Ramp = ConstantRamp | StepRamp | LinearRamp
 class Metric:
     """What a condition measures.
 
-    name: "latency" (with stat), "tps", "tpm", "qps", "nopm", "error_rate", "cpu", "saturation",
-    "status" (a SHOW GLOBAL STATUS variable, its name in `source`).
-    "nopm" is new orders per minute (TPC-C's tpmC): committed new_order transactions only.
+    name: the declared metric's model name (bench_dsl/language/metrics.py: MetricDecl.model_name):
+    "latency" (with stat) for p95, avg ..., else the metric's own ("tps", "cpu", "status" ...).
     stat: for latency, "p" with a percentile, or "avg" / "max" / "min"; for status, "value" (the
     value at the window's end) or "rate" (its growth per second over the window).
+    declared: the declaration it was checked against (a throughput is computed from it); not part
+    of what the metric is (equal metrics compare equal however they were built).
     """
 
     name: str
@@ -106,6 +108,13 @@ class Metric:
     percentile: float | None = None
     transaction: str | None = None  # None: all transactions together
     source: str | None = None  # cpu: server | host | client
+    declared: MetricDecl | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def declaration(self) -> MetricDecl | None:
+        """Its declaration: the one checked against, else the core metric of its name (None: a
+        latency, several declarations share the name, or a name nothing declares)."""
+        return self.declared or CORE_TABLE.of_model(self.name)
 
     def label(self) -> str:
         if self.name == "latency":
@@ -127,8 +136,8 @@ class Condition:
     kind: Literal["threshold", "plateau", "kink"]
     metric: Metric
     op: str | None  # threshold only
-    limit: float  # seconds, percent, the rate's own unit (tps per second, tpm and nopm per minute), users, factor
-    unit: str  # how to show values: "ms", "%", "tps", "tpm", "qps", "nopm", "users", "x", ""
+    limit: float  # seconds, percent, a throughput's own unit, users, factor (the metric's MetricDecl.limit)
+    unit: str  # how to show values: its MetricDecl.unit ("ms", "%", "tps" ...), "%" of a plateau, "x" of a kink
     window: float | None  # `for D`: judged live over a sliding window of D seconds
     text: str  # as written in the file
     span: Span | None = None

@@ -22,11 +22,18 @@ from lark.tree import Meta
 
 from bench_dsl.core.errors import OTHER_BREAKS, Diagnostic, ScenarioError, Span, break_in_comment, normal_newlines
 from bench_dsl.language import syntax as ast
+from bench_dsl.language.metrics import CORE_TABLE
+
+Units = tuple[str, ...]  # the throughputs' unit words: metrics.Table.throughput_units()
+CORE_UNITS: Units = tuple(CORE_TABLE.throughput_units())
 
 
 @functools.cache
-def _parser() -> Lark:
+def _parser(units: Units = CORE_UNITS) -> Lark:
     text = resources.files("bench_dsl.grammar").joinpath("bench.lark").read_text(encoding="utf-8")
+    # RATE_UNIT's words are the declared throughputs' units (bench_dsl/language/metrics.py)
+    assert text.count("@RATE_UNITS@") == 1, "bench.lark: RATE_UNIT has lost its @RATE_UNITS@"
+    text = text.replace("@RATE_UNITS@", "|".join(map(re.escape, units)))
     return Lark(
         text,
         parser="lalr",
@@ -39,33 +46,25 @@ def _parser() -> Lark:
 
 # How a person would name what the parser expected.
 _TERMINAL_WORDS = {
-    "RBRACE": "'}'",
-    "LBRACE": "'{'",
-    "LPAR": "'('",
-    "RPAR": "')'",
-    "COMMA": "','",
-    "EQUAL": "'='",
-    "PLUS": "'+'",
-    "NAME": "a name",
-    "STRING": 'a "string"',
-    "NUMBER": "a number",
+    "RBRACE": "'}'", "LBRACE": "'{'", "LPAR": "'('", "RPAR": "')'", "COMMA": "','", "EQUAL": "'='", "PLUS": "'+'",
+    "NAME": "a name", "STRING": 'a "string"', "NUMBER": "a number",
     "QUANTITY": "a number with a unit (10s, 250ms, 80%, 256M)",
     "VAR": "a $reference",
     "COMPARATOR": "a comparison (>, >=, <, <=)",
     "MULTIPLIER": "a multiplier such as x2",
     "PERCENTILE": "a percentile such as p99.9",
-    "USERS": "'users'",
-    "USER": "'user'",
-    "RATE_UNIT": "a unit word (tps, tpm, qps, nopm)",
+    "USERS": "'users'", "USER": "'user'",
     "$END": "the end of the file",
-}
+}  # and RATE_UNIT, the units of the throughputs declared (_describe)
 
 
-def _describe(term: str) -> str:
+def _describe(term: str, units: Units) -> str:
     if term in _TERMINAL_WORDS:
         return _TERMINAL_WORDS[term]
+    if term == "RATE_UNIT":
+        return f"a unit word ({', '.join(units)})"
     try:
-        pattern = _parser().get_terminal(term).pattern
+        pattern = _parser(units).get_terminal(term).pattern
     except KeyError:
         return term.lower()
     if pattern.type == "str":
@@ -73,11 +72,11 @@ def _describe(term: str) -> str:
     return term.lower()
 
 
-def _keywords(expected: set[str]) -> list[str]:
+def _keywords(expected: set[str], units: Units) -> list[str]:
     words = []
     for term in expected:
         try:
-            pattern = _parser().get_terminal(term).pattern
+            pattern = _parser(units).get_terminal(term).pattern
         except KeyError:
             continue
         if pattern.type == "str" and re.fullmatch(r"[a-z_]+", pattern.value):
@@ -85,20 +84,19 @@ def _keywords(expected: set[str]) -> list[str]:
     return sorted(words)
 
 
-_WORD_UNITS = ("users", "user", "tps", "tpm", "qps", "nopm")
 _NUMBER_AND_WORD = re.compile(r"-?[0-9]+(?:\.[0-9]+)?([A-Za-z_][A-Za-z0-9_]*)")
 
 
-def _syntax_diagnostic(err: UnexpectedInput, file: str, text: str) -> Diagnostic:
+def _syntax_diagnostic(err: UnexpectedInput, file: str, text: str, units: Units) -> Diagnostic:
     line, col = max(err.line, 1), max(err.column, 1)
     if isinstance(err, UnexpectedToken):
         tok = err.token
         expected = set(err.expected)
-        names = sorted({_describe(t) for t in expected})
+        names = sorted({_describe(t, units) for t in expected})
         shown = "end of file" if tok.type == "$END" else _quoted(str(tok))
         span = Span(file, line, col, line, col + max(1, len(str(tok))))
         hint = None
-        keywords = _keywords(expected)
+        keywords = _keywords(expected, units)
         close = difflib.get_close_matches(str(tok), keywords, n=1, cutoff=0.6) if tok.type != "$END" else []
         if close:
             hint = f"did you mean '{close[0]}'?"
@@ -126,7 +124,7 @@ def _syntax_diagnostic(err: UnexpectedInput, file: str, text: str) -> Diagnostic
         if glued:
             width = glued.end() - glued.start()
             number, word = glued.group(0)[: -len(glued.group(1))], glued.group(1)
-            if word in _WORD_UNITS:
+            if word in ("users", "user", *units):
                 hint = f"a unit word follows its number after a space: {number} {word}"
             else:
                 hint = (f"'{word}' is not a unit; units are written against the number: ms, s, m, h "
@@ -417,14 +415,15 @@ def _unquote(raw: str) -> str:
 
 
 @functools.lru_cache(maxsize=4)
-def parse(text: str, file: str = "<string>") -> ast.FileNode:
-    """Parse a whole .bench file; raises ScenarioError with a located diagnostic. Cached (the tree is
-    never changed): a study validates each of its configurations on the one tree of its file."""
+def parse(text: str, file: str = "<string>", units: Units = CORE_UNITS) -> ast.FileNode:
+    """Parse a whole .bench file, `units` the throughputs' unit words (the core ones and the workload
+    kinds': check.load gives them); raises ScenarioError with a located diagnostic. Cached (the tree
+    is never changed): a study validates each of its configurations on the one tree of its file."""
     text = normal_newlines(text)
     try:
-        tree = _parser().parse(text, start="start", on_error=_keyword_as_name)
+        tree = _parser(units).parse(text, start="start", on_error=_keyword_as_name)
     except UnexpectedInput as err:
-        raise ScenarioError([_syntax_diagnostic(err, file, text)], text) from None
+        raise ScenarioError([_syntax_diagnostic(err, file, text, units)], text) from None
     to_syntax = _ToSyntax(file, text)
     lets, scenario = to_syntax.transform(tree)
     if to_syntax.problems:
@@ -433,14 +432,14 @@ def parse(text: str, file: str = "<string>") -> ast.FileNode:
 
 
 @functools.lru_cache(maxsize=4096)
-def parse_expr(text: str, file: str = "<-D>") -> ast.Expr:
+def parse_expr(text: str, file: str = "<-D>", units: Units = CORE_UNITS) -> ast.Expr:
     """Parse one value, as given to `-D name=value`. Cached: a study's configurations give each of
     their values as -D twice (validating the study, then planning or running each configuration)."""
     text = normal_newlines(text)
     try:
-        tree: Tree[Token] = _parser().parse(text, start="expr", on_error=_keyword_as_name)
+        tree: Tree[Token] = _parser(units).parse(text, start="expr", on_error=_keyword_as_name)
     except UnexpectedInput as err:
-        raise ScenarioError([_syntax_diagnostic(err, file, text)], text) from None
+        raise ScenarioError([_syntax_diagnostic(err, file, text, units)], text) from None
     to_syntax = _ToSyntax(file, text)
     result = to_syntax.transform(tree)
     if to_syntax.problems:

@@ -6,6 +6,7 @@ where it came from. Checker also collects the diagnostics of one file; every par
 from __future__ import annotations
 
 import difflib
+import functools
 import math
 import re
 from collections.abc import Mapping
@@ -17,6 +18,7 @@ from bench_dsl.core.errors import Diagnostic, Span, line_starts
 from bench_dsl.language import model as m
 from bench_dsl.language import syntax as ast
 from bench_dsl.language.generators import GENERATORS
+from bench_dsl.language.metrics import CORE_TABLE, Table
 
 TIME_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 SIZE_UNITS = {"K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
@@ -56,13 +58,17 @@ class EnvText(str):
 
 Value = Quantity | str | bool | ast.Call | None
 
-_ENV_QUANTITY = re.compile(r"\s*(-?[0-9]+(?:\.[0-9]+)?)"
-                           r"(?:(us|ms|s|m|h|%|K|M|G|T|x)|[ \t]+(users|user|tps|tpm|qps|nopm))?\s*")
+@functools.cache
+def _env_quantity(words: tuple[str, ...]) -> re.Pattern[str]:
+    # the unit words after a space: users, and the throughputs' own (metrics.Table.throughput_units)
+    return re.compile(r"\s*(-?[0-9]+(?:\.[0-9]+)?)"
+                      r"(?:(us|ms|s|m|h|%|K|M|G|T|x)|[ \t]+(" + "|".join(map(re.escape, ("users", "user", *words)))
+                      + r"))?\s*")
 
 
-def env_quantity(v: EnvText) -> Quantity | None:
-    """"16", "250ms", "16 users": the same values as in a file; None for anything else."""
-    mt = _ENV_QUANTITY.fullmatch(v)
+def env_quantity(v: EnvText, metrics: Table = CORE_TABLE) -> Quantity | None:
+    """"16", "250ms", "16 users", "100 tps": the same values as in a file; None for anything else."""
+    mt = _env_quantity(tuple(metrics.throughput_units())).fullmatch(v)
     if mt is None:
         return None
     unit = mt.group(2) or mt.group(3)
@@ -73,10 +79,11 @@ def env_quantity(v: EnvText) -> Quantity | None:
 class Checker:
     """One file's validation: its diagnostics, its environment and its `let` values."""
 
-    def __init__(self, file: str, text: str, env: Mapping[str, str]) -> None:
+    def __init__(self, file: str, text: str, env: Mapping[str, str], metrics: Table = CORE_TABLE) -> None:
         self.file = file
         self.text = text
         self.env = env
+        self.metrics = metrics  # what a condition can name: CORE and the workload kinds' own
         self.diags: list[Diagnostic] = []
         self.lets: dict[str, Value] = {}
         self.unset_lets: dict[str, str] = {}  # let name -> the unset variable of its env() without default
@@ -155,7 +162,7 @@ class Checker:
 
     def from_env(self, v: EnvText, what: str, expected: str, example: str) -> Quantity | None:
         """The number an environment variable holds, or an error that says what it held."""
-        q = env_quantity(v)
+        q = env_quantity(v, self.metrics)
         if q is None:
             self.error(f"{what}: the environment variable {v.variable} holds {redact(str(v))!r}, not {expected}",
                        v.span, f"set it to {expected}, e.g. {example}")
@@ -253,7 +260,7 @@ class Checker:
         """A setting value: 256M -> bytes, on/off -> ON/OFF, words and strings as written."""
         v = self.value(e)
         if isinstance(v, EnvText):
-            v = env_quantity(v) or v  # a setting may be a string: text that is no number stays text
+            v = env_quantity(v, self.metrics) or v  # a setting may be a string: text that is no number stays text
         if isinstance(v, Quantity):
             n = v.value * (SIZE_UNITS.get(v.unit, 1) if v.unit else 1) * TIME_UNITS.get(v.unit or "", 1)
             if not math.isfinite(n):  # 10^300 T, or an environment variable of 400 digits: no integer
@@ -272,7 +279,7 @@ class Checker:
     def generator(self, e: ast.Expr, where: str) -> m.Generator | int | float | str | None:
         v = self.value(e)
         if isinstance(v, EnvText):
-            v = env_quantity(v) or v  # a constant may be a string
+            v = env_quantity(v, self.metrics) or v  # a constant may be a string
         if v is None and (variable := self.unset_env(e)) is not None:
             self.error(f"the environment variable {variable} is not set and there is no default", span_of(e),
                        f'give a default: env("{variable}", 1)')

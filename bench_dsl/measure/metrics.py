@@ -12,6 +12,7 @@ from typing import Any
 from hdrh.histogram import HdrHistogram
 
 from bench_dsl import native
+from bench_dsl.language.metrics import CORE_TABLE, MetricDecl, Table
 from bench_dsl.language.model import Metric
 from bench_dsl.measure.stalls import Quiet, Span, Stalls, join
 
@@ -48,6 +49,9 @@ class TxStats:
         self.errors.update(other.errors)
         self.rollbacks += other.rollbacks
         self.total_us += other.total_us
+
+    def counts(self) -> tuple[int, int, int]:  # what a throughput counts (metrics.counted)
+        return self.count, self.queries, self.rollbacks
 
     @property
     def error_count(self) -> int:
@@ -217,22 +221,21 @@ class Tick:
     def measured(self) -> bool:
         return self.phase in ("hold", "ramp")
 
-    def figures(self) -> dict[str, Any]:
-        """A tick's figures for a live display: cheap (no percentiles), computed once a second."""
+    def figures(self, metrics: Table = CORE_TABLE) -> dict[str, Any]:
+        """A tick's figures for a live display: cheap (no percentiles), computed once a second; the
+        throughputs of `metrics`, the declared ones (bench_dsl.workloads.registry.METRICS)."""
         secs = self.seconds or 1.0
-        count = sum(st.count for st in self.tx.values())
+        whole = [sum(getattr(st, k) for st in self.tx.values()) for k in ("count", "queries", "rollbacks")]
+        rates = {d: n for d in metrics.measuring("throughput") if (n := counted(d, self.tx, *whole)) is not None}
         out: dict[str, Any] = {
-            "tps": round(count / secs, 1), "tpm": round(count * 60 / secs, 1),
-            "qps": round(sum(st.queries for st in self.tx.values()) / secs, 1),
+            **{d.name: round(n * d.per / secs, 1) for d, n in rates.items() if d.transaction is None},
             "errors_per_s": round(sum(st.error_count for st in self.tx.values()) / secs, 2),
             "retries_per_s": round(sum(st.retries for st in self.tx.values()) / secs, 2),
             "cpu": {k: (None if v is None else round(v, 1)) for k, v in self.cpu.items()},
             "transactions": {n: {"count": st.count, "tps": round(st.count / secs, 1), "errors": st.error_count}
                              for n, st in self.tx.items()},
         }
-        no = self.tx.get("new_order")
-        if no is not None:
-            out["nopm"] = round((no.count - no.rollbacks) * 60 / secs, 1)
+        out |= {d.name: round(n * d.per / secs, 1) for d, n in rates.items() if d.transaction is not None}
         if self.lag is not None:
             out["lag_s"] = round(self.lag, 2)
         if self.host is not None and (busiest := self.host.busiest()) is not None:
@@ -243,8 +246,9 @@ class Tick:
 class Aggregate:
     """Ticks merged: an interval, a step's hold, a sliding window or the whole run."""
 
-    def __init__(self, names: tuple[str, ...]) -> None:
+    def __init__(self, names: tuple[str, ...], metrics: Table = CORE_TABLE) -> None:
         self.names = names
+        self.metrics = metrics  # the declared ones (bench_dsl.workloads.registry.METRICS): their throughputs
         self.tx: dict[str, TxStats] = {n: TxStats() for n in names}
         self.all = TxStats()
         self.seconds = 0.0
@@ -358,25 +362,15 @@ class Aggregate:
     def value(self, metric: Metric) -> float | None:
         """The metric over this aggregate, in the model's canonical units."""
         st = self.stats(metric.transaction) if metric.name != "cpu" else self.all
-        match metric.name:
+        if (d := metric.declared or self.metrics.of_model(metric.name)) is not None and d.measures == "throughput":
+            return self.throughput(d, metric.transaction)
+        match metric.name:  # the others, each computed its own way
             case "latency":
                 if st.count == 0:
                     return None
-                if metric.stat == "p":
-                    return st.hist.get_value_at_percentile(metric.percentile) / 1e6
-                if metric.stat == "avg":
-                    return st.mean_us() / 1e6
-                if metric.stat == "max":
-                    return st.hist.get_max_value() / 1e6
-                return st.hist.get_min_value() / 1e6
-            case "tps":
-                return self.rate(st.count)
-            case "tpm":
-                return self.rate(st.count) * 60
-            case "nopm":
-                return self.nopm()
-            case "qps":
-                return self.rate(st.queries)
+                return (st.hist.get_value_at_percentile(metric.percentile) if metric.stat == "p" else
+                        st.mean_us() if metric.stat == "avg" else
+                        st.hist.get_max_value() if metric.stat == "max" else st.hist.get_min_value()) / 1e6
             case "error_rate":
                 done = st.count + st.error_count
                 return 100.0 * st.error_count / done if done else None
@@ -389,38 +383,34 @@ class Aggregate:
             case "replication_lag":
                 return self.lag_min if metric.stat == "min" else self.lag_last
             case "disk_util" | "disk_iops" | "disk_await":
-                busiest = self.disk()
                 key = {"disk_util": "util_pct", "disk_iops": "iops", "disk_await": "await_ms"}[metric.name]
-                return busiest.get(key) if busiest is not None else None
+                return None if (busiest := self.disk()) is None else busiest.get(key)
         return None
 
-    def nopm(self) -> float | None:
-        """New orders per minute (TPC-C's tpmC): committed new_order transactions, rollbacks excluded."""
-        st = self.tx.get("new_order")
-        if st is None:
-            return None
-        return self.rate(st.count - st.rollbacks) * 60
+    def throughput(self, d: MetricDecl, tx: str | None = None) -> float | None:
+        """A declared throughput over this aggregate (None: the workload has not its transaction)."""
+        n = counted(d, self.tx, *(self.all if tx is None else self.tx[tx]).counts())
+        return None if n is None else self.rate(n) * d.per
 
     def summary(self) -> dict[str, object]:
         """The figures every report carries: throughput, latency, errors, CPU, per transaction."""
         def one(st: TxStats) -> dict[str, object]:
             return {
                 "count": st.count,
-                "tps": round(self.rate(st.count), 3),
-                "tpm": round(self.rate(st.count) * 60, 1),
-                "qps": round(self.rate(st.queries), 3),
-                "errors": st.error_count,
-                "errors_by_code": {str(k): v for k, v in sorted(st.errors.items())},
-                "retries": st.retries,
-                "rollbacks": st.rollbacks,
-                "latency_ms": st.latency_ms(),
+                # a rate per minute to 0.1, per second to 0.001
+                **{d.name: round(self.rate(n) * d.per, 1 if d.per >= 60 else 3) for d in free
+                   if (n := counted(d, self.tx, *st.counts())) is not None},
+                "errors": st.error_count, "errors_by_code": {str(k): v for k, v in sorted(st.errors.items())},
+                "retries": st.retries, "rollbacks": st.rollbacks, "latency_ms": st.latency_ms(),
             }
 
+        free = [d for d in self.metrics.measuring("throughput") if d.transaction is None]
         return {
             "seconds": round(self.seconds, 3),
             "users": self.users_max,
             **one(self.all),
-            **({"nopm": round(n, 1)} if (n := self.nopm()) is not None else {}),
+            **{d.name: round(n, 1) for d in self.metrics.measuring("throughput")  # nopm: of new_order always
+               if d.transaction is not None and (n := self.throughput(d)) is not None},
             **(stalls.to_json() if (stalls := self.stalls()) is not None else {}),
             "cpu": {k: _r(self.cpu(k)) for k in ("server", "host", "client")},
             **({"client_cpu_by_process": each} if (each := {k.removeprefix("client:"): _r(self.cpu(k))
@@ -436,14 +426,24 @@ class Aggregate:
     def so_far(self) -> dict[str, object]:
         """The summary's figures a live display shows of a step still running."""
         s = self.summary()
-        out: dict[str, object] = {k: s[k] for k in ("seconds", "users", "count", "tps", "tpm", "qps", "nopm", "errors",
-                                                    "retries", "latency_ms", "cpu", "stall_s") if k in s}
+        rates = (d.name for d in self.metrics.measuring("throughput"))
+        out: dict[str, object] = {k: s[k] for k in ("seconds", "users", "count", *rates, "errors", "retries",
+                                                    "latency_ms", "cpu", "stall_s") if k in s}
         return out | {"transactions": {n: {k: t[k] for k in ("count", "tps", "errors", "latency_ms")}
                                        for n, t in s["transactions"].items()}}  # type: ignore[attr-defined]
 
     def histograms(self) -> dict[str, str | None]:
         """Per transaction, the encoded histogram: merge it with others, or read it in HdrHistogram tools."""
         return {n: (self.tx[n].hist.encode().decode("ascii") if self.tx[n].count else None) for n in self.names}
+
+
+def counted(d: MetricDecl, txs: dict[str, TxStats], count: int, queries: int, rollbacks: int) -> int | None:
+    """What a throughput counts: of these, or of its own transaction's (None: the workload has not it)."""
+    if d.transaction is not None:
+        if (st := txs.get(d.transaction)) is None:
+            return None
+        count, queries, rollbacks = st.count, st.queries, st.rollbacks
+    return queries if d.counts == "statements" else count - rollbacks if d.counts == "committed" else count
 
 
 def _r(v: float | None) -> float | None:

@@ -19,6 +19,7 @@ from typing import Any
 
 from bench_dsl.core.errors import UsageError
 from bench_dsl.results.summary import same_workload
+from bench_dsl.workloads import registry
 
 COMPARISON_FORMAT = "bench-dsl-comparison"
 NOISE_RULE = ("a difference is beyond the noise when the larger of the two medians is more above the smaller "
@@ -26,25 +27,14 @@ NOISE_RULE = ("a difference is beyond the noise when the larger of the two media
               "its repeats' max / min - 1 (3 repeats or more), else the larger of that and the largest over its "
               "repeats of the step's report intervals' max / min - 1 (the only noise one run can show)")
 
-# metric of a gate or a row -> (where it is in a by_users entry, unit, higher is better)
-METRICS: dict[str, tuple[tuple[str, ...], str, bool]] = {
-    "tps": (("tps",), "tx/s", True),
-    "tpm": (("tpm",), "tx/min", True),
-    "nopm": (("nopm",), "new orders/min", True),
-    "p50": (("latency_ms", "p50"), "ms", False),
-    "p90": (("latency_ms", "p90"), "ms", False),
-    "p95": (("latency_ms", "p95"), "ms", False),
-    "p99": (("latency_ms", "p99"), "ms", False),
-    "server_cpu_us_per_tx": (("cpu_us_per_tx", "server"), "µs CPU/tx", False),
-    "client_cpu_us_per_tx": (("cpu_us_per_tx", "client"), "µs CPU/tx", False),
-    "error_rate_pct": (("error_rate_pct",), "%", False),
-}
-TABLE_METRICS = ("tps", "tpm", "nopm", "p50", "p95", "p99", "server_cpu_us_per_tx", "client_cpu_us_per_tx",
-                 "error_rate_pct")
-GATE_METRICS = ("tps", "tpm", "nopm", "p50", "p90", "p95", "p99", "saturation")
 GATE_RE = re.compile(r"^\s*([a-z0-9]+)\s*([<>])\s*([+-])\s*(\d+(?:\.\d+)?)\s*%\s*$")
-GATE_HINT = ('write METRIC (<|>) (+|-)N%, e.g. --fail-if "tps < -5%" (fail when throughput drops by more than 5%) '
-             f'or --fail-if "p95 > +10%"; metrics: {", ".join(GATE_METRICS)}')
+
+
+def gate_hint() -> str:
+    # the metrics compare shows and gates are those declared so (bench_dsl/language/metrics.py:
+    # MetricDecl.compared, .gated), in the table's order (Table.shown)
+    return ('write METRIC (<|>) (+|-)N%, e.g. --fail-if "tps < -5%" (fail when throughput drops by more than 5%) '
+            f'or --fail-if "p95 > +10%"; metrics: {", ".join(registry.METRICS.shown("gated"))}')
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,10 +53,10 @@ class Gate:
 def parse_gate(text: str) -> Gate:
     m = GATE_RE.match(text.lower())
     if m is None:
-        raise UsageError(f"--fail-if {text!r}: not understood\n  hint: {GATE_HINT}")
+        raise UsageError(f"--fail-if {text!r}: not understood\n  hint: {gate_hint()}")
     metric, op, sign, number = m.groups()
-    if metric not in GATE_METRICS:
-        raise UsageError(f"--fail-if {text!r}: no metric {metric!r}\n  hint: {GATE_HINT}")
+    if metric not in registry.METRICS.shown("gated"):
+        raise UsageError(f"--fail-if {text!r}: no metric {metric!r}\n  hint: {gate_hint()}")
     pct = float(number) * (-1 if sign == "-" else 1)
     gate = Gate(text=f"{metric} {op} {sign}{number}%", metric=metric, op=op, pct=pct)
     # every figure gated is a rate, a latency or a users count, never below 0: none falls by more
@@ -177,14 +167,13 @@ def compare(summary: dict[str, Any], gates: list[Gate] | None = None, force: boo
     users = common_users(confs)
     for u in users:
         entries = [next(e for e in c["by_users"] if e["users"] == u) for c in confs]
-        for metric in TABLE_METRICS:
-            path, unit, higher = METRICS[metric]
-            stats = [_dig(e, path) for e in entries]
+        for metric, d in registry.METRICS.shown("compared").items():
+            stats = [_dig(e, d.path) for e in entries]
             if all(s is None for s in stats):
                 continue  # nopm of a workload that has none
             if metric == "error_rate_pct" and all(s is None or s["max"] == 0 for s in stats):
                 continue  # no errors anywhere: a row of zeros says nothing
-            rows.append(_row(metric, u, unit, confs, stats, higher))
+            rows.append(_row(metric, u, d.row_unit, confs, stats, d.higher_is_better))
     return {
         "format": COMPARISON_FORMAT, "format_version": 1,
         "baseline": confs[0]["id"],
@@ -211,7 +200,7 @@ def judge_gate(gate: Gate, confs: list[dict[str, Any]]) -> dict[str, Any]:
         if gate.metric == "saturation":
             pairs = [(None, base["saturation"]["users"], c["saturation"]["users"])]
         else:
-            path = METRICS[gate.metric][0]
+            path = registry.METRICS.shown("gated")[gate.metric].path
             mine = {e["users"]: e for e in c["by_users"]}
             pairs = [(e["users"], _dig(e, path), _dig(mine[e["users"]], path))
                      for e in base["by_users"] if e["users"] in mine]
@@ -247,10 +236,7 @@ def _unjudgeable(metric: str, b: dict[str, Any] | None, o: dict[str, Any] | None
 
 # ---- rendering: the one table, three ways -------------------------------------------------------
 
-ROW_NAMES = {"settings": "settings", "saturation": "saturation (users)", "condition": "condition that fired",
-             "tps": "tps", "tpm": "tpm", "nopm": "NOPM", "p50": "p50 ms", "p95": "p95 ms", "p99": "p99 ms",
-             "server_cpu_us_per_tx": "server CPU µs/tx", "client_cpu_us_per_tx": "client CPU µs/tx",
-             "error_rate_pct": "errors %"}
+ROW_NAMES = {"settings": "settings", "condition": "condition that fired"}  # and each metric's MetricDecl.heading
 
 
 def number(v: float | None) -> str:
@@ -263,7 +249,8 @@ def number(v: float | None) -> str:
 
 
 def row_name(row: dict[str, Any]) -> str:
-    name = ROW_NAMES.get(row["metric"], row["metric"])
+    d = registry.METRICS.figure(row["metric"])
+    name = ROW_NAMES.get(row["metric"]) or (d.heading if d is not None else row["metric"])
     return name if row["users"] is None else f"{name} @ {row['users']} users"
 
 

@@ -33,10 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from bench_dsl.engine.judge import CUT_SHORT
+from bench_dsl.language.metrics import Measures, MetricDecl
 from bench_dsl.results.read import ResultFile
+from bench_dsl.workloads import registry
 
-THROUGHPUT = ("tps", "tpm", "nopm")
-LATENCIES = ("p50", "p90", "p95", "p99")
 # An interval much shorter than the others (the tail of a step cut by its end) has a rate measured
 # over too little time to be compared with the others: left out of the interval spread.
 SHORT_INTERVAL = 0.5
@@ -44,6 +44,16 @@ SHORT_INTERVAL = 0.5
 # two runs is narrow by chance too often (identical configurations would be called different up to
 # 1 time in 5), so with two the report intervals' spread, when larger, is taken instead.
 REPEATS_FOR_NOISE = 3
+
+
+def summarized(*measures: Measures) -> list[MetricDecl]:
+    """The figures summary.json folds by users count (bench_dsl/language/metrics.py: MetricDecl.summarized),
+    in the order of `measures`."""
+    return [d for kind in measures for d in registry.METRICS.measuring(kind) if d.summarized]
+
+
+def _names(measures: Measures) -> set[str]:
+    return {d.figure_name for d in summarized(measures)}
 
 
 @dataclass(eq=False)
@@ -159,9 +169,9 @@ def _r(v: float | None, digits: int = 3) -> float | None:
 
 def figure(row: dict[str, Any], name: str, cpu_count: int | None = None) -> float | None:
     """A figure of a step, interval or summary row by its summary name."""
-    if name.startswith("cpu_us_per_tx:"):
-        return cpu_us_per_tx(row, cpu_count, name.partition(":")[2])
-    if name in LATENCIES:
+    if (d := registry.METRICS.figure(name)) is not None and d.measures == "cost":  # CPU per tx: of a source
+        return cpu_us_per_tx(row, cpu_count, d.path[-1])
+    if name in _names("latency"):
         return (row.get("latency_ms") or {}).get(name)
     if name == "error_rate_pct":
         errors, count = row.get("errors") or 0, row.get("count") or 0
@@ -217,13 +227,11 @@ def measured_steps(doc: dict[str, Any]) -> list[tuple[int | None, dict[str, Any]
     return []
 
 
-def _nopm(doc: dict[str, Any], step_no: int | None, row: dict[str, Any]) -> float | None:
-    # TPC-C: each step has nopm; a run measured from its summary has it in the workload's report
-    if row.get("nopm") is not None:
-        return float(row["nopm"])
-    if step_no is None:
-        return (doc.get("workload_report") or {}).get("nopm")
-    return None
+def _throughput(doc: dict[str, Any], step_no: int | None, row: dict[str, Any], name: str) -> float | None:
+    # a step has it; a run measured from its summary may have it in its workload's report (TPC-C's nopm)
+    if (v := figure(row, name)) is None and step_no is None:
+        return (doc.get("workload_report") or {}).get(name)
+    return v
 
 
 Hit = tuple[int | None, dict[str, Any]] | None
@@ -249,14 +257,17 @@ def by_users(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "repeats_measured": sum(1 for _, h in hits if h is not None),
             "seconds": of(lambda row: row.get("seconds")),
         }
-        for name in (*THROUGHPUT, "qps"):
-            entry[name] = _noisy(hits, name)
-        entry["latency_ms"] = {name: _noisy(hits, name) for name in LATENCIES}
+        # every declared figure at its path (tps, latency_ms.p95, cpu_us_per_tx.server ...)
+        for decl in summarized("throughput", "latency", "share", "gauge", "time", "cost"):
+            *where, last = decl.path
+            node = entry
+            for key in where:
+                node = node.setdefault(key, {})
+            name = decl.figure_name
+            node[last] = _noisy(hits, name) if decl.noise else of(lambda row, name=name: figure(row, name))
         entry["errors"] = of(lambda row: row.get("errors"))
-        entry["error_rate_pct"] = of(lambda row: figure(row, "error_rate_pct"))
         entry["cpu_pct"] = {src: of(lambda row, src=src: (row.get("cpu") or {}).get(src))
                             for src in ("server", "host", "client")}
-        entry["cpu_us_per_tx"] = {src: _noisy(hits, f"cpu_us_per_tx:{src}") for src in ("server", "client")}
         out.append(entry)
     return out
 
@@ -271,7 +282,8 @@ def _noisy(hits: list[tuple[dict[str, Any], Hit]], name: str) -> dict[str, Any] 
             continue
         step_no, row = hit
         cpus = (d.get("machine") or {}).get("cpu_count")
-        values.append(_nopm(d, step_no, row) if name == "nopm" else figure(row, name, cpus))
+        values.append(_throughput(d, step_no, row, name) if name in _names("throughput") else
+                      figure(row, name, cpus))
         if step_no is not None:  # a summary's intervals span every users count: no noise of one
             spread = interval_noise(d, step_no, name)
             if spread is not None:

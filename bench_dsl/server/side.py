@@ -19,7 +19,10 @@ from bench_dsl.server.counters import STATUS_DEFAULT, ServerCounters, unknown_st
 from bench_dsl.server.hostwatch import FIRST_TRIES, HostWatch, Reading
 from bench_dsl.server.replication import Heartbeat
 
-DISK_METRICS = ("disk_util", "disk_iops", "disk_await")
+
+def _disks(c: m.Condition) -> bool:
+    """Whether the condition's metric is read from the server host's disks (MetricDecl.reads)."""
+    return (d := c.metric.declaration) is not None and d.reads == "disks"
 
 
 def _missing(reading: Reading, needs: list[m.Condition]) -> tuple[str, str] | None:
@@ -28,7 +31,7 @@ def _missing(reading: Reading, needs: list[m.Condition]) -> tuple[str, str] | No
     for c in needs:
         if c.metric.name == "cpu" and reading.cpu_total is None:
             return c.text, "node_cpu_seconds_total"
-        if c.metric.name in DISK_METRICS and not reading.disks:
+        if _disks(c) and not reading.disks:
             return c.text, "node_disk_io_time_seconds_total"
     return None
 
@@ -68,9 +71,9 @@ class ServerSide:
             finally:
                 conn.close()
         self.host = HostWatch(url, data_dir if server_pid is not None else None, lambda msg: self.log(msg, "warning"))
-        disk_conditions = [c for c in self._conditions() if c.metric.name in DISK_METRICS]
+        disk_conditions = [c for c in self._conditions() if _disks(c)]
         # with a monitor, the server's CPU and disks come from it alone (fill), on this machine too
-        needs = [c for c in self._conditions() if c.metric.name in DISK_METRICS
+        needs = [c for c in self._conditions() if _disks(c)
                  or (c.metric.name == "cpu" and c.metric.source == "server")] if url is not None else []
         if self.host.active:
             reading = await self.host.first(tries=FIRST_TRIES if needs else 1)

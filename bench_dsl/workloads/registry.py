@@ -27,6 +27,11 @@ PLUGINS: dict[str, WorkloadPlugin[Any]] = {plugin.kind: plugin for plugin in (
 )}
 
 
+# Every metric: the core ones and each kind's own (TPC-C's nopm), for the floors above this one
+# (results, the live screen); the language is handed the kinds and builds the same (check.metrics_of).
+METRICS = validate.metrics_of(PLUGINS)
+
+
 def make_workload(sc: Scenario) -> Workload:
     assert sc.seed is not None, "a run's scenario is seeded before it starts (Scenario.seeded)"
     return build_workload(sc.workload, sc.setup, sc.seed)

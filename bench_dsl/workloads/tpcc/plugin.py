@@ -15,6 +15,7 @@ from bench_dsl.core.aio import run_loop
 from bench_dsl.core.dsn import Dsn
 from bench_dsl.core.errors import ExitCode
 from bench_dsl.language import syntax as ast
+from bench_dsl.language.metrics import MetricDecl
 from bench_dsl.language.model import Fill, SetupSql
 from bench_dsl.language.values import Checker, Quantity, name_span, num, span_of
 from bench_dsl.workloads.plugin import (
@@ -204,4 +205,13 @@ CHECK = DataTool("check", "check the consistency conditions of TPC-C clause 3.3.
                  "(or --target) and report each as passed or failed.", CHECK_EPILOG, _check_arguments, _check,
                  example_define="warehouses=4")
 
-PLUGIN = WorkloadPlugin("tpcc", validate, declared_transactions, plan_lines, build, tools=(CHECK,))
+# New orders per minute (TPC-C's tpmC): committed new_order transactions only, rollbacks excluded.
+NOPM = MetricDecl("nopm", "throughput", "nopm", "own", title="NOPM", example="{label} {op} {value} {name}",
+                  arg="none", arg_error=("nopm always counts new_order: it takes no (transaction)", "nopm"),
+                  needs="new_order", needs_error=(
+                      "nopm counts new orders: the workload has no transaction 'new_order'",
+                      "use tpm, or a tpcc workload (or a custom one with a transaction named new_order)"),
+                  counts="committed", per=60.0, transaction="new_order", live=True, higher_is_better=True,
+                  summarized=True, compared=True, gated=True, compare_unit="new orders/min")
+
+PLUGIN = WorkloadPlugin("tpcc", validate, declared_transactions, plan_lines, build, tools=(CHECK,), metrics=(NOPM,))

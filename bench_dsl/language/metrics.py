@@ -1,0 +1,229 @@
+"""Every metric, declared once: the word a condition, `bench compare` and the result use, what it
+measures, its unit, what it takes in brackets, how it is judged and how it is shown.
+
+    MetricDecl        one metric (a frozen dataclass)
+    CORE              the metrics every workload has, in the order messages list them
+    Table             the metrics a reader knows: CORE and the workload kinds' own (Table.of)
+
+Readers iterate the table or look a name up, and keep no list of their own: the conditions
+(conditions.py), the grammar's unit words (parser.py builds RATE_UNIT from the throughput units),
+the values of environment variables (values.py), the measurements (measure/metrics.py), the server
+side's disk readings (server/side.py), the summary's fold (results/fold.py), `bench compare` and its
+--help (results/compare.py, cli/compare.py) and the live screen's headline (tui/render.py). Two
+keep names of their own: the result's checks (results/checks.py) follow schema/result-v1.json, and
+the replay (results/replay.py) reads a file without the workloads, hence without their metrics.
+
+A workload kind declares the metrics of its own in its plugin (WorkloadPlugin.metrics: TPC-C's
+`nopm`); the language is handed the kinds, and with them their metrics (check.load), like the
+kinds themselves: it never imports the workloads built on it. The floors above the workloads read
+the whole table from bench_dsl.workloads.registry.METRICS.
+
+Adding a metric: a MetricDecl here (or in a plugin), and its computing where its figures are made
+(measure/metrics.py: Aggregate.value, and Aggregate.summary for a figure of the result). A
+throughput (a count of transactions, statements or committed ones of one transaction, per second
+or per minute) needs no more than its declaration: it is computed from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+# What a metric measures. throughput: transactions or statements per second or minute (a plateau
+# judges it; its limit is a plain number or its own unit word, "tps < 100 tps"); latency: a
+# transaction's time (a kink judges it); share: a percentage from 0 to 100; time: a duration;
+# gauge: a reading of the server or its disks; users: a users count; cost: CPU per transaction
+# (a figure of results, no condition names it).
+Measures = Literal["throughput", "latency", "share", "time", "gauge", "users", "cost"]
+# What a condition writes in its brackets: an optional transaction of the workload, one of `sources`
+# (required), any name (status(NAME)), or nothing.
+Arg = Literal["transaction", "source", "name", "none"]
+# What a condition's limit is: a duration (any time unit, kept as seconds x `seconds_to`), a
+# percentage from 0% to 100%, a plain number, a plain number or the metric's own unit word, a users count.
+Limit = Literal["time", "percent", "plain", "own", "users"]
+
+
+@dataclass(frozen=True, slots=True)
+class MetricDecl:
+    name: str  # the word a condition and compare's gates write, and the result's key: "tps", "p95", "cpu"
+    measures: Measures
+    unit: str  # a condition's limit and value: "ms", "tps", "%", "s", "iops", "users", ""
+    limit: Limit
+    title: str = ""  # a table's row or the live screen's label ("NOPM", "p95 ms"); default: the name
+    # the words a message suggests (str.format with label, name, op, left: the condition before its
+    # comparison, value): "{left} {op} 250ms", "stall > 1s"
+    example: str = "{label} {op} 1000"
+    sample: str = ""  # a limit it takes, for a message about an env() holding something else ("20ms")
+    # --- what a condition writes ------------------------------------------------------------------
+    arg: Arg = "transaction"
+    sources: tuple[str, ...] = ()  # arg "source": the ones it takes
+    arg_error: tuple[str, str] = ("", "")  # (message, hint) for a missing or wrong (arg); str.format(name, arg)
+    # a transaction the workload must have (nopm: new_order), and (message, hint) when it has not
+    needs: str | None = None
+    needs_error: tuple[str, str] = ("", "")
+    condition: bool = True  # False: a figure of results only (compare's CPU per transaction)
+    expect_only: bool = False  # judged on the whole run (saturation): in `expect`, never `stop when`
+    per_second_ok: bool = False  # NAME(x)/s: a server counter as a rate (status)
+    # --- what it is in the model (bench_dsl.language.model.Metric) --------------------------------
+    metric: str = ""  # Metric.name; default: the name ("latency" for p95, avg ...)
+    # Metric.stat: fixed ("p", "avg" ...), or by how the condition is written: "/s" (rate with /s,
+    # else value: status), "for" (min over a `for` window, else the last value: replication_lag)
+    stat: str | None = None
+    percentile: float | None = None
+    seconds_to: float = 1.0  # limit "time": seconds times this (disk_await's figure is in ms)
+    reads: Literal["", "disks"] = ""  # what the server's side must read: "disks", the server host's disks
+    wording: str | None = None  # a limit "percent" or "plain" that is wrong: this instead of the usual words
+    # --- a throughput, computed from its declaration ---------------------------------------------
+    counts: Literal["transactions", "statements", "committed"] = "transactions"  # committed: less rollbacks
+    per: float = 1.0  # seconds: 1 per second, 60 per minute
+    transaction: str | None = None  # always this transaction's (nopm: new_order): not per transaction
+    live: bool = False  # a headline of the live screen's figures
+    # --- the results ----------------------------------------------------------------------------
+    figure: str = ""  # its name in summary.json's figures and compare's rows; default: the name
+    at: tuple[str, ...] = ()  # where a summary's by_users entry holds it; default: (figure,)
+    higher_is_better: bool | None = None
+    summarized: bool = False  # summary.json folds it over repeats, by users count (at `path`)
+    noise: bool = True  # summarized with its noise, which compare judges its differences by
+    compared: bool = False  # a row of bench compare's table at each users count
+    gated: bool = False  # bench compare --fail-if can name it
+    compare_unit: str = ""  # its unit in compare's rows ("tx/s"); default: the unit
+
+    @property
+    def model_name(self) -> str:
+        return self.metric or self.name
+
+    @property
+    def figure_name(self) -> str:
+        return self.figure or self.name
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        return self.at or (self.figure_name,)
+
+    @property
+    def heading(self) -> str:
+        return self.title or self.name
+
+    @property
+    def row_unit(self) -> str:
+        return self.compare_unit or self.unit
+
+
+def _latency(name: str, stat: str, percentile: float | None = None, *, summarized: bool = False,
+             compared: bool = False) -> MetricDecl:
+    return MetricDecl(name, "latency", "ms", "time", title=f"{name} ms", example="{left} {op} 250ms", metric="latency",
+                      stat=stat, percentile=percentile, figure=name.replace(".", "_"), higher_is_better=False,
+                      at=("latency_ms", name.replace(".", "_")),
+                      summarized=summarized, compared=compared, gated=summarized)
+
+
+def _throughput(name: str, compare_unit: str, per: float = 1.0, **kw: object) -> MetricDecl:
+    return MetricDecl(name, "throughput", name, "own", example="{label} {op} {value} {name}", per=per,
+                      higher_is_better=True, summarized=True, compare_unit=compare_unit, **kw)  # type: ignore[arg-type]
+
+
+_DISKS = ("{name}({arg}): the disks of the server's host: {name}(server)", "{name}(server)")
+
+CORE: tuple[MetricDecl, ...] = (
+    _latency("p50", "p", 50.0, summarized=True, compared=True),
+    _latency("p90", "p", 90.0, summarized=True),
+    _latency("p95", "p", 95.0, summarized=True, compared=True),
+    _latency("p99", "p", 99.0, summarized=True, compared=True),
+    _latency("p99.9", "p", 99.9),
+    _latency("avg", "avg"),
+    _latency("max", "max"),
+    _latency("min", "min"),
+    _throughput("tps", "tx/s", live=True, compared=True, gated=True),
+    _throughput("tpm", "tx/min", 60.0, live=True, compared=True, gated=True),
+    _throughput("qps", "statements/s", counts="statements"),
+    MetricDecl("error_rate", "share", "%", "percent", title="errors %", example="{label} {op} 80%",
+               figure="error_rate_pct", higher_is_better=False, summarized=True, compared=True, noise=False),
+    MetricDecl("cpu", "share", "%", "percent", example="{label} {op} 80%", arg="source",
+               sources=("server", "host", "client"),
+               arg_error=("cpu({arg}): say whose CPU", "cpu(server), cpu(host) or cpu(client)")),
+    MetricDecl("status", "gauge", "", "plain", example="{label} {op} 32", arg="name", per_second_ok=True, stat="/s",
+               arg_error=("status(NAME): say which server status variable",
+                          "status(Threads_running) > 32, or a counter as a rate: "
+                          "status(Innodb_buffer_pool_reads)/s > 5000")),
+    MetricDecl("replication_lag", "time", "s", "time", example="replication_lag > 5s", arg="none", stat="for",
+               arg_error=("replication_lag is the worst replica's: it takes no (name)", "replication_lag > 5s")),
+    MetricDecl("disk_util", "share", "%", "percent", example="disk_util(server) > 90%", arg="source", reads="disks",
+               sources=("server",), arg_error=_DISKS,
+               wording="disk_util(server) is a percentage from 0% to 100% (of the time the disk was busy)"),
+    MetricDecl("disk_iops", "gauge", "iops", "plain", example="disk_iops(server) > 5000", arg="source", reads="disks",
+               sources=("server",), arg_error=_DISKS),
+    MetricDecl("disk_await", "time", "ms", "time", example="disk_await(server) > 20ms", sample="20ms", arg="source",
+               sources=("server",), arg_error=_DISKS, seconds_to=1000.0, reads="disks"),
+    MetricDecl("stall", "time", "s", "time", example="stall > 1s", arg="none",
+               arg_error=("stall is the whole run's (no user finished a transaction): it takes no (name)",
+                          "stall > 1s")),
+    MetricDecl("saturation", "users", "users", "users", title="saturation (users)", example="saturation >= 32 users",
+               arg="none", expect_only=True, higher_is_better=True, gated=True),
+    # figures of results only: the CPU each transaction cost (bench_dsl.results.fold.cpu_us_per_tx)
+    MetricDecl("server_cpu_us_per_tx", "cost", "µs", "plain", title="server CPU µs/tx", condition=False,
+               at=("cpu_us_per_tx", "server"),
+               higher_is_better=False, summarized=True, compared=True, compare_unit="µs CPU/tx"),
+    MetricDecl("client_cpu_us_per_tx", "cost", "µs", "plain", title="client CPU µs/tx", condition=False,
+               at=("cpu_us_per_tx", "client"),
+               higher_is_better=False, summarized=True, compared=True, compare_unit="µs CPU/tx"),
+)
+
+
+class Table:
+    """Metrics by name, in the order messages list them. A kind's own metric goes after the last of
+    the same kind of measure (nopm after qps), so that lists read by kind whoever declared them."""
+
+    __slots__ = ("_all", "_by_name")
+
+    def __init__(self, decls: Iterable[MetricDecl]) -> None:
+        self._all = tuple(decls)
+        self._by_name = {d.name: d for d in self._all}
+        if len(self._by_name) != len(self._all):
+            dup = sorted({d.name for d in self._all if sum(e.name == d.name for e in self._all) > 1})
+            raise ValueError(f"metrics declared twice: {', '.join(dup)}")
+
+    @classmethod
+    def of(cls, *extra: Iterable[MetricDecl], core: Iterable[MetricDecl] = CORE) -> Table:
+        out = list(core)
+        for decl in (d for group in extra for d in group):
+            same = [i for i, d in enumerate(out) if d.measures == decl.measures]
+            out.insert(same[-1] + 1 if same else len(out), decl)
+        return cls(out)
+
+    def __iter__(self) -> Iterator[MetricDecl]:
+        return iter(self._all)
+
+    def get(self, name: str) -> MetricDecl | None:
+        return self._by_name.get(name)
+
+    def of_model(self, name: str) -> MetricDecl | None:
+        """The declaration of a model Metric's name ("tps"; "latency" has several: None)."""
+        found = [d for d in self._all if d.model_name == name]
+        return found[0] if len(found) == 1 else None
+
+    def figure(self, name: str) -> MetricDecl | None:
+        """By the name summary.json and compare give it ("error_rate_pct")."""
+        return next((d for d in self._all if d.figure_name == name), None)
+
+    def names(self, *, expect: bool = True) -> list[str]:
+        """What a condition can name (in `stop when` when expect is False)."""
+        return [d.name for d in self._all if d.condition and (expect or not d.expect_only)]
+
+    def measuring(self, *kinds: Measures) -> list[MetricDecl]:
+        return [d for d in self._all if d.measures in kinds]
+
+    def shown(self, flag: Literal["compared", "gated"]) -> dict[str, MetricDecl]:
+        """The metrics `bench compare` shows in its table (compared) or lets --fail-if name (gated),
+        by their figure's name: throughput first, then latency, cost, shares and users counts."""
+        order = ("throughput", "latency", "cost", "share", "users")
+        decls = sorted((d for d in self._all if getattr(d, flag)),
+                       key=lambda d: order.index(d.measures) if d.measures in order else len(order))
+        return {d.figure_name: d for d in decls}
+
+    def throughput_units(self) -> list[str]:
+        """The unit words a limit may take after a space ("100 tps"): the grammar's RATE_UNIT."""
+        return [d.unit for d in self._all if d.limit == "own"]
+
+
+CORE_TABLE = Table(CORE)
