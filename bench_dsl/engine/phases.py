@@ -19,6 +19,10 @@ class Phase:
     # to compare), None: not judged (warmup, settle). `for D` conditions are judged at every
     # measured tick whatever this says.
     judge: str | None = None
+    # an open-loop rate's phase: arrivals per second at its start and its end (they differ for a
+    # linear ramp); `users` is then the pool that serves them. None: closed-loop users.
+    rate: float | None = None
+    rate_end: float | None = None
 
     @property
     def measured(self) -> bool:

@@ -68,7 +68,7 @@ class Run:
         self.judge = Judge(sc.stop, self.names)
         self.stop = Stop()
         profile = profile_of(sc.ramp)
-        self.scheduler = profile.scheduler(plan, self.voice.elapsed, self.stop.stopping)
+        self.scheduler = profile.scheduler(plan, self.voice.elapsed, self.stop.stopping, load=sc.ramp)
         self.status = "running"
         self.exit_code = ExitCode.OK
         self._interrupts = 0

@@ -17,6 +17,7 @@ import contextlib
 import time
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
+from typing import Any
 
 from bench_dsl.engine.phases import Phase, Plan
 from bench_dsl.fleet.base import Fleet, WorkerFailed, WorkerReport
@@ -71,8 +72,9 @@ class Scheduler:
     """A plan's phases on a fleet. Subclassed by each load profile (`enter`, `steer`)."""
 
     def __init__(self, plan: Plan, clock: Callable[[], float], stopping: Callable[[], bool],
-                 second: float = 1.0) -> None:
+                 second: float = 1.0, load: Any = None) -> None:
         self.plan = plan
+        self.load = load  # the scenario's load as the model has it (its profile's own settings)
         self.clock = clock  # the run's elapsed seconds: what ticks are timed in
         self.stopping = stopping  # True once the run must stop: the phase ends at the next tick
         self.second = second  # how long a second of the plan lasts: shorter in tests of a fake fleet
@@ -172,6 +174,7 @@ class Scheduler:
             users = min(users, report.health.connected)
             tick = self._tick(took, last, ph, users, report.tx)
             tick.stalls = stalls
+            tick.arrivals = report.arrivals
             last = took
             yield Ticked(tick, ph, report, None if self.holding else max(0.0, end + held - now) / second, final,
                          self.holding)

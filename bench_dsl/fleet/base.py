@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from bench_dsl.core.errors import BenchError
+from bench_dsl.measure.arrivals import ArrivalStats
 from bench_dsl.measure.cpu import OwnCpu, client_cpu
 from bench_dsl.measure.metrics import TxStats
 from bench_dsl.measure.schedlag import Samples
@@ -96,18 +97,21 @@ class WorkerReport:
     active: int = 0
     quiet: list[Quiet] = field(default_factory=list)
     processes: dict[str, ProcessFigures] = field(default_factory=dict)
+    arrivals: ArrivalStats | None = None  # an open-loop rate's (None: closed loop)
 
     def to_wire(self) -> dict[str, Any]:
         """A JSON object: TxStats' wire (HdrHistogram's compressed encoding, merged exactly)."""
         return {"active": self.active, "tx": {name: st.to_wire() for name, st in self.tx.items()},
                 "health": asdict(self.health), "quiet": [q.to_wire() for q in self.quiet],
-                "processes": {name: p.to_wire() for name, p in self.processes.items()}}
+                "processes": {name: p.to_wire() for name, p in self.processes.items()},
+                "arrivals": self.arrivals.to_wire() if self.arrivals is not None else None}
 
     @classmethod
     def from_wire(cls, w: dict[str, Any]) -> WorkerReport:
         return cls({name: TxStats.from_wire(st) for name, st in w["tx"].items()}, Health.from_wire(w["health"]),
                    int(w.get("active", 0)), [Quiet.from_wire(q) for q in w.get("quiet", ())],
-                   {name: ProcessFigures.from_wire(p) for name, p in w.get("processes", {}).items()})
+                   {name: ProcessFigures.from_wire(p) for name, p in w.get("processes", {}).items()},
+                   ArrivalStats.from_wire(w["arrivals"]) if w.get("arrivals") is not None else None)
 
     @classmethod
     def merge(cls, reports: Iterable[WorkerReport], names: Iterable[str]) -> WorkerReport:
@@ -118,9 +122,14 @@ class WorkerReport:
             for name, st in r.tx.items():
                 if st.count or st.error_count or st.retries:
                     out[name].merge(st)
+        arrivals = None
+        for r in reports:
+            if r.arrivals is not None:
+                arrivals = arrivals or ArrivalStats()
+                arrivals.merge(r.arrivals, parallel=True)  # the same span, of each process's schedule
         return cls(out, Health.merge(r.health for r in reports), sum(r.active for r in reports),
                    [q for r in reports for q in r.quiet],
-                   {name: p for r in reports for name, p in r.processes.items()})
+                   {name: p for r in reports for name, p in r.processes.items()}, arrivals)
 
     def lag(self) -> dict[str, Samples]:
         """The scheduling lag of each process that runs users (bench_dsl.measure.schedlag)."""
@@ -148,10 +157,10 @@ class WorkerFailed(BenchError):
 
 
 class Fleet(Protocol):
-    """Where the users run. Closed loop today: `resize` sets how many users run transactions back
-    to back. An open-loop profile (a target rate) will hand the fleet the due times of its
-    transactions here, beside `resize`, and each process will say in its report how late it
-    started them."""
+    """Where the users run. `resize` sets how many users there are; closed loop, each runs
+    transactions back to back; with `pace` (an open-loop rate) they serve arrivals due at a rate,
+    and each process says in its report's `arrivals` how many were due, started and dropped, and
+    how late."""
 
     @property
     def active(self) -> int:
@@ -161,6 +170,11 @@ class Fleet(Protocol):
 
     async def resize(self, n: int, wait: bool = True) -> None:
         """`wait`: until the new users are connected, and hold them until every one of them is."""
+
+    async def pace(self, rate: float, poisson: bool, queue: int) -> None:
+        """An open-loop rate: `rate` arrivals per second over the whole fleet, from now on, served
+        by its users (`resize`); each process takes its share, offset so that the merged timeline
+        stays even. `queue`: arrivals that may wait for a free user (0: dropped when none is)."""
 
     async def collect(self) -> WorkerReport:
         """Everything measured since the last collect, merged. Raises WorkerFailed (with what the

@@ -7,7 +7,7 @@ from bench_dsl.core.dsn import Dsn
 from bench_dsl.fleet.base import Health, WorkerReport, own_figures
 from bench_dsl.fleet.users import UserPool
 from bench_dsl.measure.cpu import OwnCpu
-from bench_dsl.measure.metrics import Recorder
+from bench_dsl.measure.recorder import Recorder
 from bench_dsl.measure.schedlag import LagProbe
 from bench_dsl.workloads.base import Workload
 
@@ -33,11 +33,14 @@ class LocalFleet:
         finally:
             self.pool.release()
 
+    async def pace(self, rate: float, poisson: bool, queue: int) -> None:
+        self.pool.pace(rate, poisson, queue, 0.0)
+
     def _report(self) -> WorkerReport:
         stats = self.recorder.swap()
         self._health = self.pool.health(sum(st.count for st in stats.values()))
         return WorkerReport(stats, self._health, self.pool.active, [self.recorder.quiet()],
-                            {"coordinator": own_figures(self.cpu, self.probe.take())})
+                            {"coordinator": own_figures(self.cpu, self.probe.take())}, self.pool.arrivals())
 
     async def collect(self) -> WorkerReport:
         return self._report()

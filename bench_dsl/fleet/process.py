@@ -144,6 +144,14 @@ class ProcessFleet:
             for f in futs:  # the answer only updates `active`; a failure shows at the next collect
                 f.add_done_callback(lambda f: f.exception())
 
+    async def pace(self, rate: float, poisson: bool, queue: int) -> None:
+        # each worker its share of the rate, its timeline offset by its place among them, so that
+        # the merged arrivals stay evenly spaced; the queue bound shared like the users
+        futs = [self._send(p, {"op": "pace", "rate": rate / self.count, "poisson": poisson, "queue": q,
+                               "offset": p.index / self.count})
+                for p, q in zip(self.procs, self.share(queue), strict=True)]
+        await asyncio.wait_for(asyncio.gather(*futs), REPLY_TIMEOUT)
+
     def _merge(self, replies: list[dict[str, Any]]) -> WorkerReport:
         """The workers' reports and the coordinator's own figures (it runs no users: no lag)."""
         mine = WorkerReport({}, Health(0, float("inf"), None, {}), 0, [], {"coordinator": own_figures(self.cpu, {})})

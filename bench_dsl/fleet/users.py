@@ -18,7 +18,7 @@ from bench_dsl import native
 from bench_dsl.core.dsn import Dsn, redact
 from bench_dsl.core.mysql_errors import CONNECTION_LOST, LOST_CONNECTION, SCENARIO_ERRORS
 from bench_dsl.fleet.base import Health
-from bench_dsl.measure.metrics import Recorder
+from bench_dsl.measure.recorder import Recorder
 from bench_dsl.native import executor
 from bench_dsl.native.executor import ERROR, PREPARE, STOPPED, NativeUser
 from bench_dsl.server.connect import connect

@@ -40,7 +40,7 @@ from bench_dsl.core.aio import run_loop
 from bench_dsl.fleet.base import WorkerReport, own_figures
 from bench_dsl.fleet.users import UserPool
 from bench_dsl.measure.cpu import OwnCpu
-from bench_dsl.measure.metrics import Recorder
+from bench_dsl.measure.recorder import Recorder
 from bench_dsl.measure.schedlag import LagProbe
 from bench_dsl.workloads.registry import build_workload
 
@@ -64,7 +64,7 @@ class Worker:
         stats = self.recorder.swap()
         health = self.pool.health(sum(st.count for st in stats.values()))
         report = WorkerReport(stats, health, self.pool.active, [self.recorder.quiet()],
-                              {self.name: own_figures(self.cpu, self.probe.take())})
+                              {self.name: own_figures(self.cpu, self.probe.take())}, self.pool.arrivals())
         return {"op": op, "id": mid, **report.to_wire()}
 
     async def handle(self, msg: dict[str, Any]) -> None:
@@ -88,6 +88,9 @@ class Worker:
         elif op == "go":
             self.pool.release()
             self.send({"op": "go", "id": mid})
+        elif op == "pace":
+            self.pool.pace(float(msg["rate"]), bool(msg["poisson"]), int(msg["queue"]), float(msg["offset"]))
+            self.send({"op": "pace", "id": mid})
         elif op == "report":
             self.send(self.report("report", mid))
         elif op == "cancel":

@@ -18,7 +18,7 @@ from typing import Protocol
 from bench_dsl.core.dsn import Dsn, parse_dsn, redact
 from bench_dsl.core.errors import Diagnostic, ScenarioError, Span, normal_newlines
 from bench_dsl.language import model as m
-from bench_dsl.language import ramp, server, vary
+from bench_dsl.language import ramp, rate, server, vary
 from bench_dsl.language import syntax as ast
 from bench_dsl.language.conditions import condition
 from bench_dsl.language.metrics import MetricDecl, Table
@@ -134,7 +134,7 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
     workers = _workers(c, items.first("workers"))
     warmup = ramp.warmup(c, items.first("warmup"))
     report_every = ramp.report_every(c, items.first("report"))
-    users = ramp.ramp(c, items.first("users"), items.first("ramp"), items.first("duration"), sc)  # type: ignore[arg-type]
+    users = _load(c, items, warmup, sc)
     stop = _conditions(c, items.all("stop"), tx_names, users, expect=False)
     expect = _conditions(c, items.all("expect"), tx_names, users, expect=True)
     if not replicas and not replica_dsns:
@@ -223,6 +223,23 @@ def _lets(c: Checker, lets: list[ast.Let], defines: Mapping[str, str]) -> dict[s
     return parameters
 
 
+def _load(c: Checker, items: _Items, warmup: float, sc: ast.ScenarioNode) -> m.Ramp | None:
+    """The load: users (closed loop: `users`, `ramp`) or a rate (open loop: `rate`, `users max`)."""
+    rate_node, pool, warmup_rate = items.first("rate"), items.first("users"), items.first("warmup rate")
+    if rate_node is not None:
+        if (closed := items.first("ramp")) is not None:
+            c.error("give either a rate or a ramp of users, not both", span_of(closed),
+                    "a rate (open loop: transactions due whatever the replies), or a ramp (closed loop)")
+        return rate.load(c, rate_node, pool, items.first("duration"), warmup_rate, warmup)  # type: ignore[arg-type]
+    if warmup_rate is not None:
+        c.error("a warmup's rate needs the run's rate", span_of(warmup_rate), "add: rate 1000 tps")
+    if isinstance(pool, ast.UsersPool):
+        c.error("users max N is the pool that serves an open-loop rate", pool.span,
+                "users N for closed-loop users, or add the rate: rate 1000 tps")
+        return None
+    return ramp.ramp(c, pool, items.first("ramp"), items.first("duration"), sc)  # type: ignore[arg-type]
+
+
 class _Items:
     """The scenario's items by keyword (a workload's "Workload", both ramps' "ramp"); each one given
     more than once is reported, but `replica` (one per replica)."""
@@ -231,10 +248,15 @@ class _Items:
 
     def __init__(self, c: Checker, sc: ast.ScenarioNode) -> None:
         self.by_key: dict[str, list[object]] = {}
+        warmup = next((it for it in sc.items if isinstance(it, ast.Item) and it.keyword == "warmup"), None)
         for it in sc.items:
             key = it.keyword if isinstance(it, (ast.Item, ast.Block)) else type(it).__name__
             if isinstance(it, (ast.RampStep, ast.RampLinear)):
                 key = "ramp"
+            elif isinstance(it, ast.UsersPool):
+                key = "users"
+            elif isinstance(it, ast.Rate):
+                key = "warmup rate" if rate.on_warmup_line(warmup, it) else "rate"
             self.by_key.setdefault(key, []).append(it)
         for key, lst in self.by_key.items():
             if len(lst) > 1 and key not in self.MANY:

@@ -44,6 +44,10 @@ def condition(c: Checker, node: ast.Condition, txs: tuple[str, ...], ramp: m.Ram
         hint = f"did you mean {close[0]}{'(' + arg + ')' if arg else ''}?" if close else "metrics: " + ", ".join(known)
         c.error(f"unknown metric '{name}'", ref.span, hint)
         return None
+    if decl.open_loop and not isinstance(ramp, m.RateLoad) and ramp is not None:
+        c.error(f"{name} is a figure of an open-loop rate's arrivals; this scenario runs users", ref.span,
+                "add a rate (rate 1000 tps, users max 64), or name a figure of every run: p99, tps, error_rate")
+        return None
     if metric.transaction is not None and metric.transaction not in txs:
         close = difflib.get_close_matches(metric.transaction, list(txs), n=1, cutoff=0.4)
         hint = (f"did you mean {name}({close[0]})?" if close else

@@ -64,6 +64,7 @@ class MetricDecl:
     needs_error: tuple[str, str] = ("", "")
     condition: bool = True  # False: a figure of results only (compare's CPU per transaction)
     expect_only: bool = False  # judged on the whole run (saturation): in `expect`, never `stop when`
+    open_loop: bool = False  # a figure of an open-loop rate's arrivals: a scenario with a `rate` only
     per_second_ok: bool = False  # NAME(x)/s: a server counter as a rate (status)
     # --- what it is in the model (bench_dsl.language.model.Metric) --------------------------------
     metric: str = ""  # Metric.name; default: the name ("latency" for p95, avg ...)
@@ -158,6 +159,20 @@ CORE: tuple[MetricDecl, ...] = (
     MetricDecl("stall", "time", "s", "time", example="stall > 1s", arg="none",
                arg_error=("stall is the whole run's (no user finished a transaction): it takes no (name)",
                           "stall > 1s")),
+    # an open-loop rate's arrivals (bench_dsl.measure.arrivals): the share of the rate asked that ran,
+    # the share of arrivals that found no free user, the p99 of how late a transaction was sent after
+    # it was due, and the share of the pool's users inside a transaction
+    MetricDecl("achieved", "share", "%", "percent", title="achieved %", example="achieved < 95%", arg="none",
+               open_loop=True, higher_is_better=True,
+               arg_error=("achieved is the whole rate's: it takes no (name)", "achieved < 95%")),
+    MetricDecl("dropped", "share", "%", "percent", title="dropped %", example="dropped > 1%", arg="none",
+               open_loop=True, higher_is_better=False,
+               arg_error=("dropped counts every arrival: it takes no (name)", "dropped > 1%")),
+    MetricDecl("lag", "time", "ms", "time", title="lag p99 ms", example="lag > 5ms", sample="5ms", arg="none",
+               open_loop=True, seconds_to=1000.0, higher_is_better=False,
+               arg_error=("lag is every arrival's: it takes no (name)", "lag > 5ms")),
+    MetricDecl("busy", "share", "%", "percent", title="busy %", example="busy > 90%", arg="none", open_loop=True,
+               higher_is_better=False, arg_error=("busy is the pool's: it takes no (name)", "busy > 90%")),
     MetricDecl("saturation", "users", "users", "users", title="saturation (users)", example="saturation >= 32 users",
                arg="none", expect_only=True, higher_is_better=True, gated=True),
     # figures of results only: the CPU each transaction cost (bench_dsl.results.fold.cpu_us_per_tx)

@@ -88,7 +88,56 @@ class LinearRamp:
     kind: Literal["linear"] = "linear"
 
 
-Ramp = ConstantRamp | StepRamp | LinearRamp
+@dataclass(frozen=True, slots=True)
+class Pool:
+    """`users max N [queue [Q]]`: the users that serve an open-loop rate's arrivals."""
+    users: int
+    queue: int  # arrivals that may wait for a free user (FIFO); 0: one that finds none is dropped
+
+
+@dataclass(frozen=True, slots=True)
+class RateLoad:
+    """An open-loop load: transactions due at a rate (per second), whatever the replies, served by
+    a pool of users. `fixed` for `duration`; `step` from `start` by `add` or x`mul` up to `end`,
+    each step a `settle` and a `hold`; `linear` from `start` to `end` over `over`, `duration` in all."""
+    shape: Literal["fixed", "step", "linear"]
+    start: float
+    end: float
+    pool: Pool
+    poisson: bool = False  # arrivals of a Poisson process; else evenly spaced
+    add: float | None = None
+    mul: float | None = None
+    settle: float = 0.0
+    hold: float = 0.0
+    over: float = 0.0
+    duration: float = 0.0
+    warmup_from: float | None = None  # `warmup D rate ...`: the warmup's own rate, from and to
+    warmup_to: float | None = None
+
+    @property
+    def kind(self) -> str:
+        return f"rate_{self.shape}"
+
+    def rates(self) -> list[float]:
+        """The rate of each step (one for fixed and linear: the rate they end at)."""
+        if self.shape != "step":
+            return [self.end]
+        out = [self.start]
+        while True:
+            nxt = out[-1] + self.add if self.add is not None else out[-1] * (self.mul or 2)
+            if nxt > self.end * (1 + 1e-9):
+                return out
+            out.append(nxt)
+
+    def step_count(self) -> int:
+        if self.shape != "step":
+            return 1
+        if self.add is not None:
+            return int((self.end - self.start) / self.add + 1e-9) + 1
+        return len(self.rates())
+
+
+Ramp = ConstantRamp | StepRamp | LinearRamp | RateLoad
 
 
 @dataclass(frozen=True, slots=True)

@@ -214,6 +214,25 @@ class _ToSyntax(Transformer[Token, Any]):
     def ramp_linear(self, meta: Meta, ch: list[Any]) -> ast.RampLinear:
         return ast.RampLinear(ch[0], ch[1], ch[2], self._s(meta))
 
+    def _rate(self, meta: Meta, shape: str, items: list[Any], arrivals: Token | None) -> ast.Rate:
+        return ast.Rate(shape, tuple(items), str(arrivals) if arrivals is not None else None, self._s(meta))
+
+    def rate_step(self, meta: Meta, ch: list[Any]) -> ast.Rate:
+        return self._rate(meta, "step", ch[:-1], ch[-1])
+
+    def rate_linear(self, meta: Meta, ch: list[Any]) -> ast.Rate:
+        start, end, over, arrivals = ch
+        items = [("from", start, start.span), ("to", end, end.span)]
+        return self._rate(meta, "linear", items + ([("over", over, over.span)] if over is not None else []),
+                          arrivals)
+
+    def rate_fixed(self, meta: Meta, ch: list[Any]) -> ast.Rate:
+        return self._rate(meta, "fixed", [("rate", ch[0], ch[0].span)], ch[1])
+
+    def users_pool(self, meta: Meta, ch: list[Any]) -> ast.UsersPool:
+        size, queue, queue_size = ch
+        return ast.UsersPool(size, queue is not None, queue_size, self._s(meta))
+
     # conditions ------------------------------------------------------------------------------
     def metric(self, meta: Meta, ch: list[Any]) -> ast.MetricRef:
         name, arg, per_second = ch

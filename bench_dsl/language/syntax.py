@@ -159,6 +159,25 @@ class RampLinear:
 
 
 @dataclass(frozen=True, slots=True)
+class Rate:
+    """`rate 5000 tps`, `rate step { ... }`, `rate linear from A to B [over D]`, each [poisson|even]."""
+    shape: str  # fixed | step | linear
+    # fixed: ("rate", value); step: as RampStep's; linear: ("from", ...), ("to", ...)[, ("over", ...)]
+    items: tuple[tuple[str, Expr, Span], ...]
+    arrivals: str | None  # poisson | even | None (even)
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class UsersPool:
+    """`users max 256 [queue [N]]`: the users that serve a rate's arrivals."""
+    max: Expr
+    queue: bool
+    queue_size: Expr | None
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
 class Fill:
     table: str
     rows: Expr

@@ -4,17 +4,15 @@ figures of several worker processes can be merged exactly."""
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
-from bench_dsl import native
 from bench_dsl.language.metrics import CORE_TABLE, MetricDecl, Table
 from bench_dsl.language.model import Metric
-from bench_dsl.measure.stalls import Quiet, Span, Stalls, join
+from bench_dsl.measure.stalls import Span, Stalls, join
 
 LOWEST_US = 1
 HIGHEST_US = 3_600_000_000  # one hour: a stalled server must still be measured, not clipped
@@ -102,91 +100,6 @@ def _pkey(p: float) -> str:
     return str(int(p)) if float(p).is_integer() else str(p).replace(".", "_")
 
 
-class PyCounts:
-    """What counts when the package was built without the C executor (_native.Counts otherwise):
-    latencies counted by their exact microsecond value (a dict increment, ~0.1 us; hdrh's
-    record_value is pure Python, ~2.4 us a call), and statements, per transaction type. No clock per
-    transaction: its quiet spans are known to a take's precision (did a take count any?)."""
-
-    def __init__(self, n: int) -> None:
-        self._lat: list[dict[int, int]] = [{} for _ in range(n)]
-        self._queries = [0] * n
-        self._last: int | None = None
-        self._taken: tuple[list[tuple[int, int]], int | None, int] = ([], None, 0)
-
-    def ok(self, i: int, micros: int, queries: int) -> None:
-        lat = self._lat[i]
-        lat[micros] = lat.get(micros, 0) + 1
-        self._queries[i] += queries
-
-    def take(self) -> list[tuple[dict[int, int], int]]:
-        """What was counted since the last take, per type; starts afresh."""
-        at = time.monotonic_ns()
-        if any(self._lat):
-            self._last = at
-        self._taken = ([], self._last, at)
-        out = list(zip(self._lat, self._queries))
-        self._lat = [{} for _ in self._lat]
-        self._queries = [0] * len(self._queries)
-        return out
-
-    def quiet(self) -> tuple[list[tuple[int, int]], int | None, int]:
-        return self._taken  # as _native.Counts.quiet: no gaps, the latest take that counted any, the take
-
-
-def new_counts(n: int) -> PyCounts:
-    return native.compiled.Counts(n) if native.compiled is not None else PyCounts(n)
-
-
-class Recorder:
-    """The hot path: every transaction's outcome lands here. One per worker process.
-
-    Latencies are counted (Counts, in C when the C executor is built) and the histograms built at each
-    swap (once a second), one record_value per distinct value, which are far fewer than the
-    transactions; the figures are the same as recording each value on its own."""
-
-    __slots__ = ("_errors", "_retries", "_rollbacks", "counts", "names", "ok")
-
-    def __init__(self, names: tuple[str, ...]) -> None:
-        self.names = names
-        self.counts = new_counts(len(names))
-        self.ok = self.counts.ok  # ok(i, micros, statements): the C executor's threads count without calling it
-        self._reset()
-
-    def _reset(self) -> None:
-        n = len(self.names)
-        self._retries = [0] * n
-        self._errors: list[Counter[int]] = [Counter() for _ in range(n)]
-        self._rollbacks = [0] * n
-
-    def error(self, i: int, code: int) -> None:
-        self._errors[i][code] += 1
-
-    def retry(self, i: int) -> None:
-        self._retries[i] += 1
-
-    def rollback(self, i: int) -> None:
-        self._rollbacks[i] += 1
-
-    def swap(self) -> dict[str, TxStats]:
-        """Everything recorded since the last swap, per transaction name; starts afresh."""
-        out = {}
-        for i, (name, (lat, queries)) in enumerate(zip(self.names, self.counts.take())):
-            hist = new_histogram()
-            count = total = 0
-            for us, n in lat.items():
-                hist.record_value(us if us < HIGHEST_US else HIGHEST_US, n)
-                count += n
-                total += us * n
-            out[name] = TxStats(hist, count, queries, self._retries[i], self._errors[i],
-                                self._rollbacks[i], total)
-        self._reset()
-        return out
-
-    def quiet(self) -> Quiet:  # the gaps between completions the last swap took (bench_dsl.measure.stalls)
-        return Quiet.from_counts(self.counts.quiet())
-
-
 @dataclass(frozen=True, slots=True)
 class StatusSample:
     """The server's SHOW GLOBAL STATUS between two readings on the coordinator's connection: how
@@ -216,6 +129,9 @@ class Tick:
     host: Any = None  # hostwatch.HostSample: the server host's CPU and disks since the last reading
     # spans of the tick (elapsed s) in which no user finished a transaction; None: not known
     stalls: list[Span] | None = None
+    # an open-loop rate's schedule over the tick (bench_dsl.measure.arrivals.ArrivalStats, whose
+    # module builds on this one); None: closed loop
+    arrivals: Any = None
 
     @property
     def measured(self) -> bool:
@@ -236,6 +152,11 @@ class Tick:
                              for n, st in self.tx.items()},
         }
         out |= {d.name: round(n * d.per / secs, 1) for d, n in rates.items() if d.transaction is not None}
+        if self.arrivals is not None:
+            done = whole[0]
+            a = self.arrivals.figures(secs)
+            out |= {k: a[k] for k in ("offered_tps", "dropped_per_s", "busy", "queued_max")}
+            out["achieved_tps"] = round(done / secs, 1)
         if self.lag is not None:
             out["lag_s"] = round(self.lag, 2)
         if self.host is not None and (busiest := self.host.busiest()) is not None:
@@ -256,6 +177,7 @@ class Aggregate:
         self._cpu_sum: dict[str, float] = {}
         self._cpu_n: dict[str, int] = {}
         self._cpu_secs: dict[str, float] = {}  # the seconds each figure was measured for: a gap is no 0%
+        self.arrivals: Any = None  # an open-loop rate's ArrivalStats, merged (None: closed loop)
         self.users_min: int | None = None
         self.users_max: int | None = None
         self.status_seconds = 0.0
@@ -275,6 +197,10 @@ class Aggregate:
         for name, st in tick.tx.items():
             self.tx[name].merge(st)
             self.all.merge(st)
+        if tick.arrivals is not None:  # a later span of the same schedule (bench_dsl.measure.arrivals)
+            if self.arrivals is None:
+                self.arrivals = type(tick.arrivals)()
+            self.arrivals.merge(tick.arrivals)
         self.seconds += tick.seconds
         self.ticks += 1
         if tick.stalls is not None:
@@ -382,10 +308,37 @@ class Aggregate:
                 return None if (stalls := self.stalls()) is None else stalls.longest_s
             case "replication_lag":
                 return self.lag_min if metric.stat == "min" else self.lag_last
+            case "achieved" | "dropped" | "lag" | "busy":
+                return self.open_loop(metric.name)
             case "disk_util" | "disk_iops" | "disk_await":
                 key = {"disk_util": "util_pct", "disk_iops": "iops", "disk_await": "await_ms"}[metric.name]
                 return None if (busiest := self.disk()) is None else busiest.get(key)
         return None
+
+    def open_loop(self, name: str) -> float | None:
+        """An open-loop rate's figure: the share of offered arrivals that completed (achieved) or
+        were dropped, the p99 of the lag behind their due times in ms, the share of the pool busy."""
+        a = self.arrivals
+        if a is None:
+            return None
+        if name == "lag":
+            return a.lag.get_value_at_percentile(99.0) / 1000 if a.lag.get_total_count() else None
+        if name == "busy":
+            return 100.0 * a.busy / self.users_max if self.users_max else None
+        if not a.offered:
+            return None
+        return 100.0 * (self.all.count if name == "achieved" else a.dropped) / a.offered
+
+    def open_loop_figures(self) -> dict[str, object]:
+        """An open-loop rate's figures for a result (nothing for closed loop): offered and achieved
+        rates, arrivals dropped, the pool's busy users and the schedule's latencies."""
+        if self.arrivals is None:
+            return {}
+        out = self.arrivals.figures(self.seconds)
+        achieved = self.open_loop("achieved")
+        return {"offered_tps": out.pop("offered_tps"), "achieved_tps": round(self.rate(self.all.count), 3),
+                "achieved_pct": None if achieved is None else round(achieved, 3), **out,
+                "busy_pct": None if (b := self.open_loop("busy")) is None else round(b, 1)}
 
     def throughput(self, d: MetricDecl, tx: str | None = None) -> float | None:
         """A declared throughput over this aggregate (None: the workload has not its transaction)."""
@@ -412,6 +365,7 @@ class Aggregate:
             **{d.name: round(n, 1) for d in self.metrics.measuring("throughput")  # nopm: of new_order always
                if d.transaction is not None and (n := self.throughput(d)) is not None},
             **(stalls.to_json() if (stalls := self.stalls()) is not None else {}),
+            **self.open_loop_figures(),
             "cpu": {k: _r(self.cpu(k)) for k in ("server", "host", "client")},
             **({"client_cpu_by_process": each} if (each := {k.removeprefix("client:"): _r(self.cpu(k))
                                                             for k in sorted(self._cpu_n) if k.startswith("client:")})

@@ -17,7 +17,7 @@ from bench_dsl import native
 from bench_dsl.core.dsn import Dsn
 from bench_dsl.fleet import users
 from bench_dsl.language.statements import Draw, Execute, Step, Transaction, Transactions
-from bench_dsl.measure.metrics import new_counts
+from bench_dsl.measure.recorder import new_counts
 from bench_dsl.native import executor
 from bench_dsl.native.executor import ERROR, LOST, PREPARE, STOPPED, NativeUser
 from bench_dsl.server.connect import connect, ensure_database
@@ -403,7 +403,7 @@ async def test_a_run_full_of_deadlocks_retries_them_and_goes_on(server: tuple[Ds
 def test_the_c_counts_and_the_fallback_count_alike() -> None:
     """_native.Counts and PyCounts (a build without libmariadb) take the same calls to the same
     figures."""
-    from bench_dsl.measure.metrics import PyCounts
+    from bench_dsl.measure.recorder import PyCounts
 
     assert native.compiled is not None
     c, py = native.compiled.Counts(3), PyCounts(3)

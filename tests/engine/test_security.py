@@ -164,8 +164,8 @@ def test_names_from_files_reach_the_terminal_with_their_control_characters_escap
 async def test_the_live_screen_draws_a_hostile_name_escaped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from bench_dsl.engine.events import Started
 
-    from ..fixtures.replay import QUICKSTART, events
     from ..e2e.test_replay import _replay
+    from ..fixtures.replay import QUICKSTART, events
 
     evs = [dataclasses.replace(e, scenario=HOSTILE) if isinstance(e, Started) else e for e in events(QUICKSTART)]
     monkeypatch.chdir(tmp_path)  # a short path in the header leaves room for the name

@@ -17,7 +17,7 @@ import pytest
 
 from bench_dsl.core.dsn import Dsn, parse_dsn
 from bench_dsl.language.statements import Draw, Execute, Step, Transaction, Transactions
-from bench_dsl.measure.metrics import new_counts
+from bench_dsl.measure.recorder import new_counts
 from bench_dsl.native import executor
 from bench_dsl.native.executor import NativeUser
 from bench_dsl.server.connect import connect, session_tls

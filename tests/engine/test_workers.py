@@ -252,7 +252,7 @@ class _Paced:
 async def test_pauses_are_not_part_of_the_response_time(dsn_url: str) -> None:
     from bench_dsl.core.dsn import parse_dsn
     from bench_dsl.fleet.users import UserPool
-    from bench_dsl.measure.metrics import Recorder
+    from bench_dsl.measure.recorder import Recorder
 
     class Workload:
         names, weights, retries, retry_on = ("t",), (1.0,), (0,), (frozenset(),)

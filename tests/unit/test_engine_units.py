@@ -10,12 +10,13 @@ from collections import Counter
 import pytest
 
 from bench_dsl.engine.judge import WindowedConditions, judge
-from bench_dsl.engine.rows import IntervalRow
 from bench_dsl.engine.phases import Phase
 from bench_dsl.engine.plan import plan
+from bench_dsl.engine.rows import IntervalRow
 from bench_dsl.language import model as m
 from bench_dsl.language.generators import compile_value, nurand, special, zipf
-from bench_dsl.measure.metrics import HIGHEST_US, Aggregate, Recorder, Tick, TxStats, new_histogram
+from bench_dsl.measure.metrics import HIGHEST_US, Aggregate, Tick, TxStats, new_histogram
+from bench_dsl.measure.recorder import Recorder
 from bench_dsl.workloads.registry import load
 
 from ..conftest import ROOT

@@ -1,0 +1,111 @@
+"""The open-loop profiles: transactions due at a rate whatever the replies, served by a pool of
+users (`rate N tps`, `rate step { }`, `rate linear from A to B`), and their scheduler. A phase's
+`rate` (and `rate_end`) says the arrivals per second; its `users` the pool."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench_dsl.engine.phases import Phase, Plan, whole
+from bench_dsl.engine.profiles.base import LoadProfile
+from bench_dsl.engine.scheduler import Scheduler
+from bench_dsl.fleet.base import Fleet
+from bench_dsl.language import model as m
+from bench_dsl.language.values import num
+
+
+class RateScheduler(Scheduler):
+    """Each phase at its rate (a linear ramp's moving with its clock, set after each tick), on a
+    pool of the phase's users; the fleet splits the rate over its processes."""
+
+    async def enter(self, fleet: Fleet, ph: Phase) -> None:
+        assert ph.rate is not None and isinstance(self.load, m.RateLoad)
+        await fleet.resize(ph.users)
+        await fleet.pace(ph.rate, self.load.poisson, self.load.pool.queue)
+
+    async def steer(self, fleet: Fleet, ph: Phase, done: float) -> None:
+        if ph.rate is not None and ph.rate_end is not None and ph.rate_end != ph.rate:
+            assert isinstance(self.load, m.RateLoad)
+            await fleet.pace(ph.rate + (ph.rate_end - ph.rate) * done, self.load.poisson, self.load.pool.queue)
+
+
+class RateProfile(LoadProfile):
+    scheduler = RateScheduler
+
+    def plan(self, ramp: m.RateLoad, warmup: float, time_scale: float, max_steps: int | None) -> Plan:
+        pool = ramp.pool.users
+        phases: list[Phase] = []
+        first = ramp.start
+        if warmup > 0:
+            a = ramp.warmup_from if ramp.warmup_from is not None else first
+            b = ramp.warmup_to if ramp.warmup_to is not None else a
+            phases.append(Phase("warmup", None, pool, pool, whole(warmup, time_scale), None, a, b))
+        if ramp.shape == "fixed":
+            hold = whole(ramp.duration, time_scale)
+            phases.append(Phase("hold", 1, pool, pool, hold, "step", ramp.start, ramp.start))
+            return Plan(tuple(phases), 1)
+        if ramp.shape == "linear":
+            over = whole(ramp.over, time_scale)
+            phases.append(Phase("ramp", 1, pool, pool, over, "interval", ramp.start, ramp.end))
+            if (rest := whole(ramp.duration, time_scale) - over) > 0:
+                phases.append(Phase("hold", 1, pool, pool, rest, "interval", ramp.end, ramp.end))
+            return Plan(tuple(phases), 1)
+        rates = ramp.rates()[:max_steps] if max_steps is not None else ramp.rates()
+        settle, hold = whole(ramp.settle, time_scale), whole(ramp.hold, time_scale)
+        for i, rate in enumerate(rates, start=1):
+            if i > 1 and ramp.settle > 0:
+                phases.append(Phase("settle", i, pool, pool, settle, None, rate, rate))
+            phases.append(Phase("hold", i, pool, pool, hold, "step", rate, rate))
+        return Plan(tuple(phases), len(rates))
+
+    def seconds(self, ramp: m.RateLoad, warmup: float, time_scale: float, max_steps: int | None) -> float:
+        if ramp.shape != "step":
+            return self.plan(ramp, warmup, time_scale, max_steps).seconds
+        n = ramp.step_count() if max_steps is None else min(ramp.step_count(), max_steps)
+        settles = (n - 1) * whole(ramp.settle, time_scale) if ramp.settle > 0 else 0.0
+        return (whole(warmup, time_scale) if warmup > 0 else 0.0) + settles + n * whole(ramp.hold, time_scale)
+
+    def describe(self, ramp: m.RateLoad) -> str:
+        arrivals = "Poisson arrivals" if ramp.poisson else "evenly spaced arrivals"
+        served = (f"served by up to {ramp.pool.users} users; "
+                  + (f"up to {ramp.pool.queue} wait for a free user, more are dropped"
+                     if ramp.pool.queue else "an arrival that finds none free is dropped"))
+        if ramp.shape == "fixed":
+            what = f"{num(ramp.start)} tps for {ramp.duration:g}s"
+        elif ramp.shape == "linear":
+            what = f"{num(ramp.start)} -> {num(ramp.end)} tps over {ramp.over:g}s, {ramp.duration:g}s in all"
+        else:
+            what = (f"{num(ramp.start)} tps, then {_more(ramp)} a step up to {num(ramp.end)} tps "
+                    f"({ramp.step_count()} steps)")
+        return f"{what} (open loop: {arrivals}, due whatever the replies, {served})"
+
+    def load(self, ph: Phase) -> str:
+        if ph.rate is None:
+            return super().load(ph)
+        rate = f"{num(ph.rate)} tps" if ph.rate_end in (None, ph.rate) else f"{num(ph.rate)} -> {num(ph.rate_end)} tps"
+        return f"{rate}, {ph.users} users at most"
+
+    def step_words(self, ramp: m.RateLoad, plan: Plan, step: int) -> str:
+        return f"{_more(ramp)}, {super().step_words(ramp, plan, step)}"
+
+    def judged(self, ramp: Any, plan: Plan) -> str:
+        return "at each step's end" if ramp.shape == "step" else super().judged(ramp, plan)
+
+
+class FixedRate(RateProfile):
+    kind = "rate_fixed"
+
+
+class StepRate(RateProfile):
+    kind = "rate_step"
+
+
+class LinearRate(RateProfile):
+    kind = "rate_linear"
+
+
+def _more(ramp: m.RateLoad) -> str:
+    return f"+{num(ramp.add)} tps" if ramp.add is not None else f"x{ramp.mul:g}"
+
+
+RATE_PROFILES: tuple[LoadProfile, ...] = (FixedRate(), StepRate(), LinearRate())

@@ -1,0 +1,97 @@
+"""What a process's users record into as they run: per transaction type, the latencies and
+statements (counted in C by the executor's Counts, or by PyCounts without it), the errors, retries
+and rollbacks; swapped at each report into TxStats (bench_dsl.measure.metrics)."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+from bench_dsl import native
+from bench_dsl.measure.metrics import HIGHEST_US, TxStats, new_histogram
+from bench_dsl.measure.stalls import Quiet
+
+
+class PyCounts:
+    """What counts when the package was built without the C executor (_native.Counts otherwise):
+    latencies counted by their exact microsecond value (a dict increment, ~0.1 us; hdrh's
+    record_value is pure Python, ~2.4 us a call), and statements, per transaction type. No clock per
+    transaction: its quiet spans are known to a take's precision (did a take count any?)."""
+
+    def __init__(self, n: int) -> None:
+        self._lat: list[dict[int, int]] = [{} for _ in range(n)]
+        self._queries = [0] * n
+        self._last: int | None = None
+        self._taken: tuple[list[tuple[int, int]], int | None, int] = ([], None, 0)
+
+    def ok(self, i: int, micros: int, queries: int) -> None:
+        lat = self._lat[i]
+        lat[micros] = lat.get(micros, 0) + 1
+        self._queries[i] += queries
+
+    def take(self) -> list[tuple[dict[int, int], int]]:
+        """What was counted since the last take, per type; starts afresh."""
+        at = time.monotonic_ns()
+        if any(self._lat):
+            self._last = at
+        self._taken = ([], self._last, at)
+        out = list(zip(self._lat, self._queries))
+        self._lat = [{} for _ in self._lat]
+        self._queries = [0] * len(self._queries)
+        return out
+
+    def quiet(self) -> tuple[list[tuple[int, int]], int | None, int]:
+        return self._taken  # as _native.Counts.quiet: no gaps, the latest take that counted any, the take
+
+
+def new_counts(n: int) -> PyCounts:
+    return native.compiled.Counts(n) if native.compiled is not None else PyCounts(n)
+
+
+class Recorder:
+    """The hot path: every transaction's outcome lands here. One per worker process.
+
+    Latencies are counted (Counts, in C when the C executor is built) and the histograms built at each
+    swap (once a second), one record_value per distinct value, which are far fewer than the
+    transactions; the figures are the same as recording each value on its own."""
+
+    __slots__ = ("_errors", "_retries", "_rollbacks", "counts", "names", "ok")
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.names = names
+        self.counts = new_counts(len(names))
+        self.ok = self.counts.ok  # ok(i, micros, statements): the C executor's threads count without calling it
+        self._reset()
+
+    def _reset(self) -> None:
+        n = len(self.names)
+        self._retries = [0] * n
+        self._errors: list[Counter[int]] = [Counter() for _ in range(n)]
+        self._rollbacks = [0] * n
+
+    def error(self, i: int, code: int) -> None:
+        self._errors[i][code] += 1
+
+    def retry(self, i: int) -> None:
+        self._retries[i] += 1
+
+    def rollback(self, i: int) -> None:
+        self._rollbacks[i] += 1
+
+    def swap(self) -> dict[str, TxStats]:
+        """Everything recorded since the last swap, per transaction name; starts afresh."""
+        out = {}
+        for i, (name, (lat, queries)) in enumerate(zip(self.names, self.counts.take())):
+            hist = new_histogram()
+            count = total = 0
+            for us, n in lat.items():
+                hist.record_value(us if us < HIGHEST_US else HIGHEST_US, n)
+                count += n
+                total += us * n
+            out[name] = TxStats(hist, count, queries, self._retries[i], self._errors[i],
+                                self._rollbacks[i], total)
+        self._reset()
+        return out
+
+    def quiet(self) -> Quiet:  # the gaps between completions the last swap took (bench_dsl.measure.stalls)
+        return Quiet.from_counts(self.counts.quiet())
