@@ -214,6 +214,10 @@ class Judge:
         self.previous: Aggregate | None = None  # the last judged step: plateau and kink compare with it
         self.previous_step: int | None = None  # its number, which displays show beside the comparison
         self.saturation_users: int | None = None
+        # an open-loop rate's run (a phase with a rate was judged): the saturation point is the
+        # highest rate, in transactions per second, of a step that met every condition
+        self.open_loop = False
+        self.saturation_rate: float | None = None
         # % of the machine the client's processes can use (workers + the coordinator, at most every
         # core); None: not known (a fake fleet)
         self.client_capacity_pct: float | None = None
@@ -275,6 +279,9 @@ class Judge:
             elif interval.all.count and judging and stalled(interval) is None:
                 self.saturation_users = interval.users_max
                 self.saturation_step = ph.step
+                if ph.rate is not None:  # a linear rate: what the interval offered
+                    self.open_loop = True
+                    self.saturation_rate = interval.open_loop_figures().get("offered_tps")  # type: ignore[assignment]
             return fired
         for c in self.stop:
             if c.window or step.ticks == 0:
@@ -299,6 +306,8 @@ class Judge:
         elif why is None:
             self.saturation_users = ph.users
             self.saturation_step = ph.step
+            self.saturation_rate = ph.rate
+        self.open_loop = self.open_loop or ph.rate is not None
         if why is None:
             self.previous, self.previous_step = step, ph.step
         return self.conditions(step, verdicts), fired, why
@@ -381,7 +390,8 @@ class Judge:
         return {"users": self.saturation_users, "step": self.saturation_step, "saturated": fired,
                 "condition": stop_reason.condition if fired and stop_reason else None,
                 "reason": reason, "steps_completed": len(complete),
-                "limited_by": "client" if limited is not None else None}
+                "limited_by": "client" if limited is not None else None,
+                **({"rate_tps": self.saturation_rate} if self.open_loop else {})}
 
     def client_limited(self, steps: list[StepRow]) -> str | None:
         """Why the climb's end is bench-dsl's own limit, if it is (bench_dsl.engine.client_limit)."""

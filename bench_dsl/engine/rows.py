@@ -48,10 +48,13 @@ class StepRow:
     server: Json | None  # the server's counters over the step (None: not read)
     conditions: list[Json]  # every stop condition's verdict on the step (judge.Verdict.to_json)
     histograms: dict[str, str | None] = field(default_factory=dict)  # per transaction, encoded
+    rate: float | None = None  # an open-loop rate's step: the rate asked, per second (None: users)
 
     def to_json(self, histograms: bool = True) -> Json:
         """The row as the result holds it; without the histograms, as the event stream says it."""
         out: Json = {"type": "step", "step": self.step, "users": self.users, "complete": self.complete}
+        if self.rate is not None:
+            out["rate_tps"] = self.rate
         if self.incomplete_reason is not None:
             out["incomplete_reason"] = self.incomplete_reason
         out |= {"start_s": self.start_s, **self.figures, "server": self.server, "conditions": self.conditions}
@@ -63,8 +66,10 @@ class StepRow:
     def from_json(cls, d: Json) -> StepRow:
         figures = {k: v for k, v in d.items() if k not in _STEP_HEAD}
         return cls(d["step"], d["users"], bool(d.get("complete")), d.get("incomplete_reason"), d.get("start_s", 0.0),
-                   figures, d.get("server"), list(d.get("conditions") or []), dict(d.get("histograms") or {}))
+                   figures, d.get("server"), list(d.get("conditions") or []), dict(d.get("histograms") or {}),
+                   d.get("rate_tps"))
 
 
 _INTERVAL_HEAD = ("type", "t", "start_s", "phase", "step", "measured")
-_STEP_HEAD = ("type", "step", "users", "complete", "incomplete_reason", "start_s", "server", "conditions", "histograms")
+_STEP_HEAD = ("type", "rate_tps", "step", "users", "complete", "incomplete_reason", "start_s", "server", "conditions",
+              "histograms")

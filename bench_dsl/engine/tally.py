@@ -186,7 +186,8 @@ class Tally:
             server["nopm_client_vs_server_pct"] = round(100.0 * (figures["nopm"] - server["nopm"])
                                                         / server["nopm"], 2) if server["nopm"] else None
         row = StepRow(ph.step or 0, ph.users if ph.kind == "hold" else agg.users_max or 0, why is None, why,
-                      round(self.step_started, 3), figures, server, [v.to_json() for v in verdicts], agg.histograms())
+                      round(self.step_started, 3), figures, server, [v.to_json() for v in verdicts], agg.histograms(),
+                      ph.rate)
         self.steps.append(row)
         self.voice.publish(ev.Step(row))
 

@@ -52,15 +52,18 @@ def verdict_lines(saturation: Json | None, stop: StopReason | None) -> list[Line
 
 
 def _head(sat: Json) -> Line:
-    users, step = sat.get("users"), sat.get("step")
+    step = sat.get("step")
+    # an open-loop rate's point is a rate (rate_tps), a closed loop's a number of users
+    point, load = (sat.get("rate_tps"), "rate") if "rate_tps" in sat else (sat.get("users"), "users")
+    said = f"{_n(point)} tps" if load == "rate" else f"{point} users"
     if sat.get("saturated"):
-        if users is None:
-            return [("saturated below the first step's users", "bad")]
+        if point is None:
+            return [(f"saturated below the first step's {load}", "bad")]
         at_least = "at least " if sat.get("limited_by") == "client" else ""  # the server carries at least that
-        return [(f"saturation point: {at_least}{users} users", "good"),
+        return [(f"saturation point: {at_least}{said}", "good"),
                 (f" (step {step}, the last step that met every condition)", "dim")]
-    if users is not None:
-        return [(f"no stop condition fired: {users} users met every condition", "strong"), (f" (step {step})", "dim")]
+    if point is not None:
+        return [(f"no stop condition fired: {said} met every condition", "strong"), (f" (step {step})", "dim")]
     return [("no step was completed", "warn")]
 
 
