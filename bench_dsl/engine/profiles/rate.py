@@ -4,6 +4,8 @@ users (`rate N tps`, `rate step { }`, `rate linear from A to B`), and their sche
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Any
 
 from bench_dsl.engine.phases import Phase, Plan, whole
@@ -14,14 +16,37 @@ from bench_dsl.language import model as m
 from bench_dsl.language.values import num
 
 
+# the longest the warmup's backlog is waited for (a server that stalls the warmup's transactions
+# for longer is a finding of the first step's)
+DRAIN_S = 10.0
+
+
 class RateScheduler(Scheduler):
     """Each phase at its rate (a linear ramp's moving with its clock, set after each tick), on a
     pool of the phase's users; the fleet splits the rate over its processes."""
 
+    warmed = False  # the warmup ran: its backlog is drained before the first measured phase
+
     async def enter(self, fleet: Fleet, ph: Phase) -> None:
         assert ph.rate is not None and isinstance(self.load, m.RateLoad)
         await fleet.resize(ph.users)
+        if ph.measured and self.warmed:
+            await self._drain(fleet)
+        self.warmed = ph.kind == "warmup"
         await fleet.pace(ph.rate, self.load.poisson, self.load.pool.queue)
+
+    async def _drain(self, fleet: Fleet) -> None:
+        """No arrivals until the users are done with the warmup's (those in flight, those queued):
+        what the first step measures is its own load, not the warmup's left over. What the drain
+        completes is collected here, and so never counted."""
+        assert isinstance(self.load, m.RateLoad)
+        await fleet.pace(0.0, self.load.poisson, self.load.pool.queue)
+        deadline = time.monotonic() + DRAIN_S
+        while time.monotonic() < deadline:
+            arrivals = (await fleet.collect()).arrivals
+            if arrivals is None or (arrivals.busy == 0 and arrivals.queued_max == 0):
+                return
+            await asyncio.sleep(0.02)
 
     async def steer(self, fleet: Fleet, ph: Phase, done: float) -> None:
         if ph.rate is not None and ph.rate_end is not None and ph.rate_end != ph.rate:
