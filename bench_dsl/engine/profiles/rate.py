@@ -15,7 +15,6 @@ from bench_dsl.fleet.base import Fleet
 from bench_dsl.language import model as m
 from bench_dsl.language.values import num
 
-
 # the longest the warmup's backlog is waited for (a server that stalls the warmup's transactions
 # for longer is a finding of the first step's)
 DRAIN_S = 10.0
