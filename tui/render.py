@@ -166,6 +166,8 @@ def figures(st: LiveState, width: int) -> Lines:
             per_s = d.per == 1
             items.append((d.heading, (fmt_rate if per_s else fmt_int)(t.get(d.name)), "bold bright_green"
                           if d.transaction is not None else "bold bright_cyan" if per_s else "bold cyan"))
+    if "offered_tps" in t:  # an open-loop rate: asked against done, arrivals dropped, the pool's busy users
+        items += _open_loop(st, t)
     errors, retries = t.get("errors_per_s"), t.get("retries_per_s")
     items += [
         ("errors/s", "-" if errors is None else f"{errors:.1f}", "bold red" if errors else "bold"),
@@ -189,6 +191,22 @@ def figures(st: LiveState, width: int) -> Lines:
         labels.append(label[:cell].center(cell), DIM)
         values.append(value[:cell].center(cell), style)
     return Lines([labels, values])
+
+
+def _open_loop(st: LiveState, t: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    offered, achieved, dropped = t.get("offered_tps"), t.get("achieved_tps"), t.get("dropped_per_s") or 0.0
+    short = offered and achieved is not None and achieved < 0.95 * offered
+    out = [("offered", fmt_rate(offered), "bold"),
+           ("achieved", fmt_rate(achieved), "bold yellow" if short else "bold bright_green"),
+           ("dropped/s", f"{dropped:.1f}", "bold red" if dropped else "bold"),
+           ("busy", f"{t.get('busy', 0):.0f}/{t.get('users') or 0}", "bold")]
+    # the last interval's response time (from the due moment) against its service time (from the send)
+    iv = st.interval or {}
+    resp, serv = (iv.get("latency_ms") or {}).get("p99"), (iv.get("service_ms") or {}).get("p99")
+    if resp is not None:
+        out.append(("p99 resp/serv", f"{fmt_ms(resp)}/{fmt_ms(serv)}", "bold yellow" if serv and resp > 2 * serv
+                    else "bold"))
+    return out
 
 
 # transactions ---------------------------------------------------------------------------------------
