@@ -1227,7 +1227,15 @@ static PyObject *Schedule_set(Schedule *self, PyObject *args, PyObject *kwds) {
     long long now = now_ns();
     sched_advance(self, now);
     double old = self->gap, gap = rate > 0 ? 1e9 / rate : 0.0;
-    if (gap > 0 && old > 0) {
+    if (gap == 0 && old > 0) {
+        /* a stop: the arrivals already due, still in their grace, are kept for the users (or
+         * dropped, as they would have been), not forgotten */
+        long long room = queue + self->idle;
+        for (; self->next_due <= (double)now; self->next_due += sched_gap(self)) {
+            self->offered++;
+            if (self->rlen >= room || ring_push(self, (long long)self->next_due) < 0) self->dropped++;
+        }
+    } else if (gap > 0 && old > 0) {
         /* the part of the current gap still to run, at the new pace: neither a burst nor a gap */
         if (self->next_due > (double)now) self->next_due = (double)now + (self->next_due - (double)now) * gap / old;
     } else if (gap > 0) {
@@ -1280,7 +1288,60 @@ static PyObject *Schedule_take(Schedule *self, PyObject *unused) {
                          "idle", idle, "lag", dl, "service", ds, "queue_wait", dw);
 }
 
+/* For a user on asyncmy beside the C executor's (a statement the C executor could not prepare): it
+ * cannot wait on the condition variables without a thread of its own, so it polls, between sleeps on
+ * its event loop. Not counted idle while it sleeps: an arrival it would have taken late counts as
+ * met by no free user. */
+static PyObject *Schedule_claim_nowait(Schedule *self, PyObject *unused) {
+    if (!self->ready) { PyErr_SetString(PyExc_ValueError, "Schedule not initialised"); return NULL; }
+    long long due = 0, now, next = -1;
+    int got = 0, queued = 0, rc = 0;
+    pthread_mutex_lock(&self->mu);
+    now = now_ns();
+    sched_advance(self, now);
+    if (self->rlen > 0) {
+        due = ring_pop(self);
+        got = queued = 1;
+    } else if (self->gap > 0 && self->next_due <= (double)now) {
+        due = (long long)self->next_due;
+        self->offered++;
+        self->next_due += sched_gap(self);
+        got = 1;
+    } else if (self->gap > 0) {
+        next = (long long)ceil(self->next_due);
+    }
+    if (got) {
+        self->started++;
+        if (++self->busy > self->busy_max) self->busy_max = self->busy;
+        rc = samples_push(&self->lag, now - due);
+        if (rc == 0 && queued) rc = samples_push(&self->wait, now - due);
+        sched_hand_over(self, now);
+    }
+    pthread_mutex_unlock(&self->mu);
+    if (rc < 0) return PyErr_NoMemory();
+    if (got) return Py_BuildValue("(LL)", due, now);
+    if (next < 0) return Py_BuildValue("(OO)", Py_None, Py_None);
+    return Py_BuildValue("(OL)", Py_None, next);
+}
+
+static PyObject *Schedule_release(Schedule *self, PyObject *arg) {
+    long long service = PyLong_AsLongLong(arg);
+    if (service == -1 && PyErr_Occurred()) return NULL;
+    if (!self->ready) { PyErr_SetString(PyExc_ValueError, "Schedule not initialised"); return NULL; }
+    int state = S_BUSY;
+    pthread_mutex_lock(&self->mu);
+    int rc = sched_leave_busy(self, &state, &service);
+    pthread_mutex_unlock(&self->mu);
+    if (rc < 0) return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef Schedule_methods[] = {
+    {"claim_nowait", (PyCFunction)Schedule_claim_nowait, METH_NOARGS,
+     "claim_nowait() -> (due_ns, send_ns) of an arrival now claimed, or (None, the next due time in ns, "
+     "None at rate 0): for a user outside the C executor, which then calls release()"},
+    {"release", (PyCFunction)Schedule_release, METH_O,
+     "release(service_ns): the transaction of a claim_nowait() is over (service_ns -1: it failed)"},
     {"set", (PyCFunction)(void (*)(void))Schedule_set, METH_VARARGS | METH_KEYWORDS,
      "set(rate, poisson=False, queue=0, offset=0.0): arrivals at `rate` per second from now on (0: none); "
      "queue: how many may wait for a user; offset in [0, 1): the phase of a start, in gaps"},
@@ -1696,22 +1757,26 @@ static PyObject *User_run(User *self, PyObject *args) {
     char message[MESSAGE_MAX] = "";
     const char *bad = NULL;
     Counts *counts = self->counts;
-    Schedule *sched = self->schedule;
+    Schedule *sched = __atomic_load_n(&self->schedule, __ATOMIC_ACQUIRE);
+    int slack = 0;
     Py_BEGIN_ALLOW_THREADS
-    if (sched != NULL) {
-        /* due times are kept to the microsecond: the kernel's default slack (50 us) late on every wakeup
-         * would be lag of the client's own making, at every rate */
-        prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
-        if (retry) sched_resume(sched, &self->sched_state);
-    }
+    if (sched != NULL && retry) sched_resume(sched, &self->sched_state);
     for (;;) {
         if (!retry) {
             if (__atomic_load_n(&self->stop, __ATOMIC_RELAXED)) break;
             self->tx = pick_tx(self->program, &self->rng);
             self->attempt = 0;
+            /* a schedule may be given while the user runs closed-loop (once, never taken back) */
+            if (sched == NULL) sched = __atomic_load_n(&self->schedule, __ATOMIC_ACQUIRE);
             if (sched == NULL) {
                 self->t0 = now_ns();
             } else {
+                if (!slack) {
+                    /* due times kept to the microsecond: the kernel's default slack (50 us late on
+                     * every wakeup) would be lag of the client's own making, at every rate */
+                    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+                    slack = 1;
+                }
                 int got = sched_claim(sched, &self->stop, &self->sched_state, &self->service, &self->t0, &self->send);
                 if (got < 0) { bad = "out of memory for an arrival's times"; break; }
                 if (got == 0) break;
@@ -1796,6 +1861,24 @@ static PyObject *User_get_cipher(User *self, void *closure) {
     return c != NULL ? PyUnicode_FromString(c) : Py_NewRef(Py_None);
 }
 
+static PyObject *User_get_schedule(User *self, void *closure) {
+    return Py_NewRef(self->schedule != NULL ? (PyObject *)self->schedule : Py_None);
+}
+
+/* A closed-loop user turned open-loop, even while it runs (it reads the pointer before each
+ * transaction): once, never undone (its thread may be inside the schedule). */
+static int User_set_schedule(User *self, PyObject *value, void *closure) {
+    if (value == NULL || !PyObject_TypeCheck(value, &ScheduleType) || !((Schedule *)value)->ready) {
+        PyErr_SetString(PyExc_TypeError, "schedule is an initialised Schedule");
+        return -1;
+    }
+    if (self->schedule == (Schedule *)value) return 0;
+    if (self->schedule != NULL) { PyErr_SetString(PyExc_ValueError, "the user has a schedule already"); return -1; }
+    Py_INCREF(value);
+    __atomic_store_n(&self->schedule, (Schedule *)value, __ATOMIC_RELEASE);
+    return 0;
+}
+
 static PyObject *User_get_stop(User *self, void *closure) {
     return PyBool_FromLong(__atomic_load_n(&self->stop, __ATOMIC_RELAXED));
 }
@@ -1828,6 +1911,8 @@ static PyMemberDef User_members[] = {
 static PyGetSetDef User_getset[] = {
     {"stop", (getter)User_get_stop, (setter)User_set_stop, "no transaction starts once set", NULL},
     {"cipher", (getter)User_get_cipher, NULL, "the connection's TLS cipher, or None", NULL},
+    {"schedule", (getter)User_get_schedule, (setter)User_set_schedule,
+     "the Schedule its transactions wait for (None: closed loop); set once, even while it runs", NULL},
     {NULL}};
 
 static PyTypeObject UserType = {
