@@ -47,7 +47,9 @@ class Schedule:
         self._poisson = False
         self._queue = 0
         self._next = 0.0  # ns: the first arrival neither started, queued nor dropped
-        self._ring: deque[int] = deque()  # due times past their grace, waiting for a user
+        # due times past their grace, waiting for a user; and whether one found no idle user (queued,
+        # not merely late)
+        self._ring: deque[tuple[int, bool]] = deque()
         self._leader: asyncio.Future[None] | None = None
         self._followers: deque[asyncio.Future[None]] = deque()
         self._idle = self._busy = self._busy_max = 0
@@ -77,7 +79,7 @@ class Schedule:
             while self._next <= now:
                 self._offered += 1
                 if len(self._ring) < queue + self._idle:
-                    self._ring.append(int(self._next))
+                    self._push(int(self._next))
                 else:
                     self._dropped += 1
                 self._next += self._next_gap()
@@ -103,7 +105,7 @@ class Schedule:
         try:
             while not stopped():
                 if self._ring:
-                    due, queued = self._ring.popleft(), True
+                    due, queued = self._ring.popleft()
                     break
                 if self._gap > 0 and self._next <= now:
                     due = int(self._next)
@@ -182,7 +184,7 @@ class Schedule:
             room = self._queue + self._idle
             while self._next <= late:
                 if len(self._ring) < room:
-                    self._ring.append(int(self._next))
+                    self._push(int(self._next))
                     self._offered += 1
                     self._next += self._next_gap()
                 elif self._poisson:
@@ -195,6 +197,9 @@ class Schedule:
                     self._dropped += k
                     self._next += k * self._gap
         self._queued_max = max(self._queued_max, len(self._ring) - self._idle)
+
+    def _push(self, due: int) -> None:
+        self._ring.append((due, len(self._ring) >= self._idle))  # beyond the idle users' share: queued
 
     def _hand_over(self, now: int) -> None:
         """Wake a waiting user to lead when none does, and one more per arrival already due."""

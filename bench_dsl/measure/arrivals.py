@@ -5,7 +5,8 @@ all transaction types together:
 
 - lag: send minus due (how late the client sent what was due);
 - service: completion minus send (what the server took, as a closed-loop run measures it);
-- queue_wait: for the arrivals that waited past their grace for a user, send minus due.
+- queue_wait: for the arrivals that found no free user and waited in the queue for one, send
+  minus due.
 
 The response time (completion minus due) is no field here: it is the transactions' latency
 (TxStats, `latency_ms`), recorded from the due time by the users themselves. Each is recorded once,

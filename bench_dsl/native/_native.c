@@ -964,7 +964,8 @@ typedef struct {
     long long queue;          /* arrivals that may wait for a user beyond the grace */
     long long grace;          /* ns an arrival may wait for a free user before it is queued or dropped */
     double next_due;          /* ns, CLOCK_MONOTONIC: the first arrival neither started, queued nor dropped */
-    long long *ring;          /* the backlog: due times of arrivals past their grace, oldest first */
+    long long *ring;          /* the backlog: due times of arrivals past their grace, oldest first;
+                               * negated: one that found no idle user (queued, not merely late) */
     Py_ssize_t rcap, rhead, rlen;
     int leader, followers;    /* idle users waiting: for next_due, for a turn to lead */
     long long idle, busy, busy_max;
@@ -1009,6 +1010,7 @@ static double sched_gap(Schedule *s) {
 
 /* a late arrival into the backlog; 0, or -1 when out of memory (then it is dropped instead) */
 static int ring_push(Schedule *s, long long due) {
+    if (s->rlen >= s->idle) due = -due; /* beyond the idle users' share: it waits for a busy one */
     if (s->rlen == s->rcap) {
         Py_ssize_t cap = s->rcap ? 2 * s->rcap : 64;
         long long *more = PyMem_RawMalloc((size_t)cap * sizeof(long long));
@@ -1024,11 +1026,13 @@ static int ring_push(Schedule *s, long long due) {
     return 0;
 }
 
-static long long ring_pop(Schedule *s) {
+/* the oldest arrival of the backlog: its due time, and whether it waited for a user */
+static long long ring_pop(Schedule *s, int *queued) {
     long long due = s->ring[s->rhead];
     s->rhead = (s->rhead + 1) % s->rcap;
     s->rlen--;
-    return due;
+    *queued = due < 0;
+    return due < 0 ? -due : due;
 }
 
 /* What each arrival whose grace ran out by `now` met: an idle user or room in the queue (the
@@ -1105,8 +1109,8 @@ static int sched_claim(Schedule *s, const int *stop, int *state, long long *serv
     while (rc == 0) {
         if (__atomic_load_n(stop, __ATOMIC_RELAXED)) break;
         if (s->rlen > 0) {
-            *due = ring_pop(s);
-            got = queued = 1;
+            *due = ring_pop(s, &queued);
+            got = 1;
             break;
         }
         if (s->gap > 0 && s->next_due <= (double)now) {
@@ -1300,8 +1304,8 @@ static PyObject *Schedule_claim_nowait(Schedule *self, PyObject *unused) {
     now = now_ns();
     sched_advance(self, now);
     if (self->rlen > 0) {
-        due = ring_pop(self);
-        got = queued = 1;
+        due = ring_pop(self, &queued);
+        got = 1;
     } else if (self->gap > 0 && self->next_due <= (double)now) {
         due = (long long)self->next_due;
         self->offered++;
