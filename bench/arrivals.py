@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 SQL = "SELECT 1"
+HERE = Path(__file__).resolve().parent.parent  # this tree
 
 
 async def _users(dsn: Any, n: int, schedule: Any) -> tuple[list[Any], Any]:
@@ -66,12 +67,15 @@ async def rate_run(dsn: Any, rate: float, n: int, seconds: float) -> dict[str, A
     await asyncio.sleep(0.5)
     schedule.set(rate)
     await asyncio.sleep(1.0)  # the first second: connections warm, the pool settled
+    # the clock read before each take: a take counts what was due when it starts, then spends a
+    # while (tens of ms at 50,000 a second) turning its samples into dicts
+    start = time.monotonic()
     schedule.take()
     counts.take()
-    start = time.monotonic()
     await asyncio.sleep(seconds)
+    end = time.monotonic()
     d = schedule.take()
-    elapsed = time.monotonic() - start  # before counts.take(): folding 200,000 counts takes a while
+    elapsed = end - start
     done = counts.take()
     for u in users:
         u.stop = True
@@ -111,7 +115,7 @@ def _closed_in(tree: Path, url: str, n: int, seconds: float) -> float:
     """One closed-loop measurement in a process importing bench_dsl from `tree`."""
     code = ("import asyncio, sys; from bench_dsl.core.dsn import parse_dsn; from bench.arrivals import closed_run; "
             f"print(asyncio.run(closed_run(parse_dsn({url!r}), {n}, {seconds})))")
-    env = {**os.environ, "PYTHONPATH": f"{tree}{os.pathsep}{Path(__file__).resolve().parent.parent}"}
+    env = {**os.environ, "PYTHONPATH": f"{tree}{os.pathsep}{HERE}"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     return float(out.stdout.strip().splitlines()[-1])
 
@@ -139,12 +143,11 @@ async def main() -> None:
             out["rates"].append(r)
             print(json.dumps(r), flush=True)
         if args.against is not None:
-            here = Path(__file__).resolve().parent.parent
             mine: list[float] = []
             theirs: list[float] = []
             for _ in range(args.rounds):  # alternated: the machine's drift falls on both
                 theirs.append(_closed_in(args.against, srv.url(), args.closed_users, args.seconds))
-                mine.append(_closed_in(here, srv.url(), args.closed_users, args.seconds))
+                mine.append(_closed_in(HERE, srv.url(), args.closed_users, args.seconds))
                 print(f"closed loop, {args.closed_users} users: against {theirs[-1]:.0f} tps, this tree "
                       f"{mine[-1]:.0f} tps", flush=True)
             out["closed"] = {"users": args.closed_users, "against_tps": theirs, "this_tps": mine}
