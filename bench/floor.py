@@ -24,7 +24,7 @@ import asyncmy
 
 from bench_dsl.core.dsn import Dsn
 from bench_dsl.language.statements import Draw, Execute, Step, Transaction, Transactions
-from bench_dsl.measure.metrics import new_counts
+from bench_dsl.measure.recorder import new_counts
 from bench_dsl.native import executor
 
 

@@ -59,7 +59,7 @@ def _reference_loop(ref: _Counting, n: int) -> float:
 
 
 def measurement_overhead(pairs: int, iterations: int) -> dict[str, Any]:
-    from bench_dsl.measure.metrics import Recorder
+    from bench_dsl.measure.recorder import Recorder
 
     rec = Recorder(("tx",))
     ref = _Counting()

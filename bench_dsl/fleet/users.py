@@ -1,5 +1,8 @@
-"""Virtual users: closed-loop, one connection each, added and removed while the run goes on.
-This is the hot path: one pass of `_loop` per transaction."""
+"""Virtual users: one connection each, added and removed while the run goes on. Closed-loop (each
+sends its next transaction when the last one is done), or open-loop once the pool is paced
+(`UserPool.pace`): each transaction then waits for an arrival of the pool's schedule (the C
+executor's _native.Schedule for its users, bench_dsl.fleet.arrivals for users on asyncmy), and its
+latency runs from the arrival's due time. This is the hot path: one pass of `_loop` per transaction."""
 
 from __future__ import annotations
 
@@ -11,13 +14,16 @@ from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import accumulate
+from typing import Any
 
 import asyncmy
 
 from bench_dsl import native
 from bench_dsl.core.dsn import Dsn, redact
 from bench_dsl.core.mysql_errors import CONNECTION_LOST, LOST_CONNECTION, SCENARIO_ERRORS
+from bench_dsl.fleet import arrivals
 from bench_dsl.fleet.base import Health
+from bench_dsl.measure.arrivals import ArrivalStats
 from bench_dsl.measure.recorder import Recorder
 from bench_dsl.native import executor
 from bench_dsl.native.executor import ERROR, PREPARE, STOPPED, NativeUser
@@ -108,8 +114,38 @@ class UserPool:
         self.program = None if description is None else executor.program(description, workload.weights)
         self.options = executor.options(dsn, CONNECT_TIMEOUT, description)
         self._gate: asyncio.Event | None = None  # the held users' (resize(hold=True)) until release()
+        self.schedule: Any = None  # paced: the arrivals (a _native.Schedule, or an arrivals.Schedule)
+        # what users on asyncmy await for each arrival: the Python schedule, or the C one polled
+        self._claims: arrivals.Schedule | arrivals.NativeClaims | None = None
         self._connecting = asyncio.Semaphore(max(4, CONNECTING // stride))
         allow_many_connections()
+
+    def pace(self, rate: float, poisson: bool = False, queue: int = 0, offset: float = 0.0) -> None:
+        """Open loop from now on: `rate` transactions per second offered to this pool's users
+        (0: none, they wait), evenly spaced or Poisson; `queue`: arrivals that may wait for a busy
+        pool, beyond which they are dropped; `offset`: this process's phase, i/W for worker i of
+        W, so that the workers' timelines interleave. Called again, it changes the rate at once.
+        The schedule is made at the first call, the C executor's when the users run on it."""
+        if self.schedule is None:
+            seed = (self.seed * 100_003 + self.offset) & (1 << 64) - 1
+            if self.program is not None:
+                self.schedule = native.compiled.Schedule(seed)  # type: ignore[union-attr]
+                self._claims = arrivals.NativeClaims(self.schedule)
+                for u in self.users:  # already running closed-loop: open-loop from their next transaction
+                    if u.raw is not None:
+                        u.raw.core.schedule = self.schedule
+            else:
+                self.schedule = self._claims = arrivals.Schedule(seed)
+        self.schedule.set(rate, poisson, queue, offset)
+
+    def arrivals(self) -> ArrivalStats | None:
+        """The schedule's figures since the last call (None: the pool is not paced)."""
+        return None if self.schedule is None else ArrivalStats.from_take(self.schedule.take())
+
+    def _wake(self) -> None:
+        """Halted users waiting for an arrival on asyncmy leave at once (the C ones wake themselves)."""
+        if self._claims is not None:
+            self._claims.wake()
 
     @property
     def active(self) -> int:
@@ -145,6 +181,8 @@ class UserPool:
         self.users.extend(new)
         for u in live[n:]:
             u.halt()
+        if live[n:]:
+            self._wake()
         self.users = [u for u in self.users if not (u.stop and u.task is not None and u.task.done())]
         if wait and new:
             waiters = [asyncio.create_task(u.connected.wait()) for u in new]
@@ -166,6 +204,7 @@ class UserPool:
     async def stop_all(self, grace: float = 5.0) -> None:
         for u in self.users:
             u.halt()
+        self._wake()
         self.release()  # a held user leaves at its gate, halted
         tasks = [u.task for u in self.users if u.task is not None]
         if not tasks:
@@ -198,7 +237,7 @@ class UserPool:
     async def _run_native(self, u: _User) -> bool:
         """The user's transactions on the C executor; True when one of its statements cannot be
         prepared, for the driver to meet it and report it under its transaction."""
-        nu = NativeUser(self.program, self.recorder.counts, u.seed, self.options)
+        nu = NativeUser(self.program, self.recorder.counts, u.seed, self.options, self.schedule)
         u.raw = nu
         backoff = 0.1
         try:
@@ -259,9 +298,7 @@ class UserPool:
     async def _run_driver(self, u: _User) -> None:
         """The user's transactions through asyncmy: TPC-C, BENCH_RAWEXEC=0, or a build without the
         C executor."""
-        wl = self.workload
-        rec = self.recorder
-        pick = _picker(u.rng, wl.weights)
+        pick = _picker(u.rng, self.workload.weights)
         conn: asyncmy.Connection | None = None
         backoff = 0.1
         try:
@@ -287,35 +324,57 @@ class UserPool:
                         if u.stop:
                             break
                 i = u.tx = 0 if pick is None else pick()
+                claims = self._claims
+                if claims is not None:
+                    # open loop: the arrival replaces a paced session's keying and think time
+                    due = await claims.claim(lambda: u.stop)
+                    if due is None:
+                        break
+                    send = time.monotonic_ns()
+                    end: int | None = None
+                    try:  # the response time runs from the due time
+                        conn, end = await self._attempts(u, conn, i, due)
+                    finally:
+                        claims.done(send, end)
+                    continue
                 if u.session.paced:
                     await u.session.pause(i)  # keying and think time: not part of the response time
                     if u.stop:
                         break
-                attempt = 0
-                t0 = time.perf_counter_ns()
-                while True:
-                    try:
-                        q = await u.session.run(conn, i)
-                    except IntendedRollback as rb:
-                        rec.ok(i, (time.perf_counter_ns() - t0) // 1000, rb.statements)
-                        rec.rollback(i)
-                        break
-                    except (asyncmy.errors.MySQLError, OSError, EOFError, asyncio.IncompleteReadError) as exc:
-                        verdict = self._failed(i, error_code(exc), _message(exc), attempt, _connected(conn))
-                        if verdict == RETRY:
-                            attempt += 1
-                            continue
-                        if verdict == RECONNECT:
-                            _close(conn)
-                            conn, u.live = None, False
-                            u.session.forget()
-                        break
-                    else:
-                        rec.ok(i, (time.perf_counter_ns() - t0) // 1000, q)
-                        break
+                conn, _ = await self._attempts(u, conn, i, time.monotonic_ns())
         finally:
             if conn is not None:
                 _close(conn)
+
+    async def _attempts(self, u: _User, conn: asyncmy.Connection, i: int,
+                        t0: int) -> tuple[asyncmy.Connection | None, int | None]:
+        """Transaction `i` and its retries, timed from `t0` (time.monotonic_ns): the connection to
+        go on with (None: reconnect), and when it completed (None: it failed)."""
+        rec = self.recorder
+        attempt = 0
+        while True:
+            try:
+                q = await u.session.run(conn, i)
+            except IntendedRollback as rb:
+                end = time.monotonic_ns()
+                rec.ok(i, (end - t0) // 1000, rb.statements)
+                rec.rollback(i)
+                return conn, end
+            except (asyncmy.errors.MySQLError, OSError, EOFError, asyncio.IncompleteReadError) as exc:
+                verdict = self._failed(i, error_code(exc), _message(exc), attempt, _connected(conn))
+                if verdict == RETRY:
+                    attempt += 1
+                    continue
+                if verdict == RECONNECT:
+                    _close(conn)
+                    u.live = False
+                    u.session.forget()
+                    return None, None
+                return conn, None
+            else:
+                end = time.monotonic_ns()
+                rec.ok(i, (end - t0) // 1000, q)
+                return conn, end
 
     def _failed(self, i: int, code: int, message: str, attempt: int, connected: bool = True) -> int:
         """Count a failed attempt at transaction `i` and say what comes next: RETRY it, go on with

@@ -18,6 +18,9 @@
  *   Program  a workload's transactions as data (bench_dsl/language/statements.py, flattened by executor.py):
  *            statements, the values drawn for them, and the weights of the types. Shared by the
  *            users of a process (so are its sequences).
+ *   Schedule the arrivals of an open-loop (`rate`) run: due times at a target rate, shared by the
+ *            users of a process; each transaction waits for one, and its latency runs from its due
+ *            time (what was late because the client or the server was, is counted, not omitted).
  *   User     one virtual user: its connection, prepared statements, generator and loop.
  */
 
@@ -29,6 +32,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <mysql.h>
@@ -923,6 +927,446 @@ static int pick_tx(const Program *p, Rng *r) {
 }
 
 /* ---------------------------------------------------------------------------------------------- */
+/* Schedule: open-loop arrivals for the users of one process (a `rate` scenario). A timeline of due */
+/* times at a target rate, evenly spaced or Poisson, independent of replies; each arrival is served */
+/* by an idle user, or, when none is free within the grace, queued (up to `queue`) or dropped.      */
+/*                                                                                                  */
+/* Nothing runs between two events: the timeline is advanced lazily, under the mutex, whenever a    */
+/* user claims an arrival, a take() reads the counts or set() changes the rate. Between two such    */
+/* events the number of idle users is constant, so deciding then what each arrival met is exact:   */
+/* an arrival whose grace ran out joins the backlog while it holds fewer than queue + idle (each    */
+/* free user can be found by one arrival; the rest is the queue), and is dropped otherwise.         */
+/*                                                                                                  */
+/* Idle users wait as one leader and followers: the leader sleeps until the next due time (a       */
+/* condition variable on CLOCK_MONOTONIC, so set(), a stop or interrupt() wake it at once), the     */
+/* followers until a leader leaves with an arrival and wakes one of them to lead (and one more for */
+/* each arrival already due). Sleeping all of them until the same due time would wake every idle   */
+/* user for each arrival (256 wakeups per transaction at 256 users).                                */
+
+#define GRACE_NS_DEFAULT 1000000LL
+#define WAIT_MAX_NS 3600000000000LL /* a due time further away is waited for an hour at a time */
+
+enum { S_OUT = 0, S_IDLE, S_BUSY };
+
+typedef struct {
+    long long *v;   /* microseconds */
+    Py_ssize_t n, cap;
+} Samples;
+
+typedef struct {
+    PyObject_HEAD
+    pthread_mutex_t mu;
+    pthread_cond_t lead_cv, follow_cv;
+    int ready;                /* mu and the condition variables are initialised */
+    Rng rng;                  /* Poisson gaps */
+    double gap;               /* mean gap between arrivals, ns; 0: no arrivals */
+    int poisson;
+    long long queue;          /* arrivals that may wait for a user beyond the grace */
+    long long grace;          /* ns an arrival may wait for a free user before it is queued or dropped */
+    double next_due;          /* ns, CLOCK_MONOTONIC: the first arrival neither started, queued nor dropped */
+    long long *ring;          /* the backlog: due times of arrivals past their grace, oldest first;
+                               * negated: one that found no idle user (queued, not merely late) */
+    Py_ssize_t rcap, rhead, rlen;
+    int leader, followers;    /* idle users waiting: for next_due, for a turn to lead */
+    long long idle, busy, busy_max;
+    long long offered, started, dropped, queued_max;
+    Samples lag, service, wait;
+} Schedule;
+
+static PyTypeObject ScheduleType;
+
+static int samples_push(Samples *s, long long ns) {
+    if (s->n == s->cap) {
+        Py_ssize_t cap = s->cap ? 2 * s->cap : 1024;
+        long long *more = PyMem_RawRealloc(s->v, (size_t)cap * sizeof(long long));
+        if (more == NULL) return -1;
+        s->v = more;
+        s->cap = cap;
+    }
+    s->v[s->n++] = ns > 0 ? ns / 1000 : 0;
+    return 0;
+}
+
+/* {microseconds: count} of a taken list of samples (the GIL held), or NULL with an exception set */
+static PyObject *tally(const Samples *s) {
+    PyObject *d = PyDict_New();
+    for (Py_ssize_t j = 0; d != NULL && j < s->n; j++) {
+        PyObject *key = PyLong_FromLongLong(s->v[j]);
+        if (key == NULL) { Py_CLEAR(d); break; }
+        PyObject *old = PyDict_GetItemWithError(d, key); /* borrowed */
+        long long n = old != NULL ? PyLong_AsLongLong(old) + 1 : 1;
+        PyObject *val = PyErr_Occurred() ? NULL : PyLong_FromLongLong(n);
+        if (val == NULL || PyDict_SetItem(d, key, val) < 0) Py_CLEAR(d);
+        Py_DECREF(key);
+        Py_XDECREF(val);
+    }
+    return d;
+}
+
+static double sched_gap(Schedule *s) {
+    /* -ln(1 - u), u in [0, 1): an exponential gap of mean `gap` */
+    return s->poisson ? -log1p(-rng_double(&s->rng)) * s->gap : s->gap;
+}
+
+/* a late arrival into the backlog; 0, or -1 when out of memory (then it is dropped instead) */
+static int ring_push(Schedule *s, long long due) {
+    if (s->rlen >= s->idle) due = -due; /* beyond the idle users' share: it waits for a busy one */
+    if (s->rlen == s->rcap) {
+        Py_ssize_t cap = s->rcap ? 2 * s->rcap : 64;
+        long long *more = PyMem_RawMalloc((size_t)cap * sizeof(long long));
+        if (more == NULL) return -1;
+        for (Py_ssize_t j = 0; j < s->rlen; j++) more[j] = s->ring[(s->rhead + j) % s->rcap];
+        PyMem_RawFree(s->ring);
+        s->ring = more;
+        s->rcap = cap;
+        s->rhead = 0;
+    }
+    s->ring[(s->rhead + s->rlen) % s->rcap] = due;
+    s->rlen++;
+    return 0;
+}
+
+/* the oldest arrival of the backlog: its due time, and whether it waited for a user */
+static long long ring_pop(Schedule *s, int *queued) {
+    long long due = s->ring[s->rhead];
+    s->rhead = (s->rhead + 1) % s->rcap;
+    s->rlen--;
+    *queued = due < 0;
+    return due < 0 ? -due : due;
+}
+
+/* What each arrival whose grace ran out by `now` met: an idle user or room in the queue (the
+ * backlog), or nothing (dropped). Under the mutex. */
+static void sched_advance(Schedule *s, long long now) {
+    if (s->gap > 0) {
+        double late = (double)(now - s->grace);
+        long long room = s->queue + s->idle;
+        while (s->next_due <= late) {
+            if (s->rlen < room && ring_push(s, (long long)s->next_due) == 0) {
+                s->offered++;
+                s->next_due += sched_gap(s);
+                continue;
+            }
+            if (s->poisson) {
+                s->offered++;
+                s->dropped++;
+                s->next_due += sched_gap(s);
+                continue;
+            }
+            /* no room until the next event: every arrival up to `late` is dropped (after a 2 s stall
+             * at 50,000 per second, 100,000 of them: counted at once, not walked) */
+            long long k = (long long)floor((late - s->next_due) / s->gap) + 1;
+            s->offered += k;
+            s->dropped += k;
+            s->next_due += (double)k * s->gap;
+        }
+    }
+    long long depth = s->rlen - s->idle; /* arrivals no free user will take: the queue */
+    if (depth > s->queued_max) s->queued_max = depth;
+}
+
+static void ts_of(long long ns, struct timespec *ts) {
+    ts->tv_sec = (time_t)(ns / 1000000000LL);
+    ts->tv_nsec = (long)(ns % 1000000000LL);
+}
+
+/* Wake an idle user to lead when none does, and one more per arrival already due (they start
+ * together, not one after another's wakeup). Under the mutex. */
+static void sched_hand_over(Schedule *s, long long now) {
+    if (s->followers == 0) return;
+    long long wake = s->leader ? 0 : 1;
+    wake += s->rlen + (s->gap > 0 && s->next_due <= (double)now ? 1 : 0);
+    if (wake > s->followers) wake = s->followers;
+    if (wake >= s->followers) pthread_cond_broadcast(&s->follow_cv);
+    else
+        for (long long k = 0; k < wake; k++) pthread_cond_signal(&s->follow_cv);
+}
+
+/* the user leaves the transaction it was busy with: its service time counted. Under the mutex;
+ * 0, or -1 when out of memory. */
+static int sched_leave_busy(Schedule *s, int *state, long long *service) {
+    int rc = 0;
+    if (*state == S_BUSY) {
+        s->busy--;
+        if (*service >= 0) rc = samples_push(&s->service, *service);
+    }
+    *service = -1;
+    *state = S_OUT;
+    return rc;
+}
+
+/* The user's next arrival, waited for (no GIL). 1 with *due and *send (ns) set; 0 when `stop` was
+ * set first; -1 when out of memory. `state` and `service`: the user's (its previous transaction's
+ * service time, counted here, under the mutex this takes anyway). */
+static int sched_claim(Schedule *s, const int *stop, int *state, long long *service, long long *due,
+                       long long *send) {
+    pthread_mutex_lock(&s->mu);
+    long long now = now_ns();
+    sched_advance(s, now); /* with the idle users there were until now */
+    int rc = sched_leave_busy(s, state, service);
+    s->idle++;
+    int got = 0, queued = 0;
+    while (rc == 0) {
+        if (__atomic_load_n(stop, __ATOMIC_RELAXED)) break;
+        if (s->rlen > 0) {
+            *due = ring_pop(s, &queued);
+            got = 1;
+            break;
+        }
+        if (s->gap > 0 && s->next_due <= (double)now) {
+            *due = (long long)s->next_due;
+            s->offered++;
+            s->next_due += sched_gap(s);
+            got = 1;
+            break;
+        }
+        if (!s->leader) {
+            s->leader = 1;
+            if (s->gap > 0) {
+                struct timespec ts;
+                long long until = (long long)ceil(s->next_due);
+                ts_of(until - now > WAIT_MAX_NS ? now + WAIT_MAX_NS : until, &ts);
+                pthread_cond_timedwait(&s->lead_cv, &s->mu, &ts);
+            } else {
+                pthread_cond_wait(&s->lead_cv, &s->mu);
+            }
+            s->leader = 0;
+        } else {
+            s->followers++;
+            pthread_cond_wait(&s->follow_cv, &s->mu);
+            s->followers--;
+        }
+        now = now_ns();
+        sched_advance(s, now); /* with the idle users until now, this one among them */
+    }
+    s->idle--;
+    if (got) {
+        *send = now;
+        *state = S_BUSY;
+        s->started++;
+        if (++s->busy > s->busy_max) s->busy_max = s->busy;
+        rc = samples_push(&s->lag, now - *due);
+        if (rc == 0 && queued) rc = samples_push(&s->wait, now - *due);
+    }
+    sched_hand_over(s, now);
+    pthread_mutex_unlock(&s->mu);
+    return rc < 0 ? -1 : got;
+}
+
+/* the user is out of run(): no longer busy or idle. 0, or -1 when out of memory. */
+static int sched_leave(Schedule *s, int *state, long long *service) {
+    pthread_mutex_lock(&s->mu);
+    int rc = sched_leave_busy(s, state, service);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+/* back in run() to try again the transaction of the arrival it claimed */
+static void sched_resume(Schedule *s, int *state) {
+    pthread_mutex_lock(&s->mu);
+    *state = S_BUSY;
+    if (++s->busy > s->busy_max) s->busy_max = s->busy;
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* every waiting user rechecks its stop flag and the timeline */
+static void sched_wake_all(Schedule *s) {
+    pthread_mutex_lock(&s->mu);
+    pthread_cond_broadcast(&s->lead_cv);
+    pthread_cond_broadcast(&s->follow_cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static int Schedule_init(Schedule *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"seed", "grace", NULL};
+    unsigned long long seed;
+    double grace = (double)GRACE_NS_DEFAULT / 1e9;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "K|d", kwlist, &seed, &grace)) return -1;
+    if (!(grace >= 0 && grace < 3600)) { PyErr_SetString(PyExc_ValueError, "grace: 0 to 3600 seconds"); return -1; }
+    if (self->ready) { PyErr_SetString(PyExc_RuntimeError, "a Schedule is initialised once"); return -1; }
+    pthread_condattr_t attr;
+    if (pthread_condattr_init(&attr) != 0) { PyErr_SetString(PyExc_OSError, "pthread_condattr_init"); return -1; }
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    int ok = pthread_mutex_init(&self->mu, NULL) == 0;
+    if (ok && pthread_cond_init(&self->lead_cv, &attr) != 0) { pthread_mutex_destroy(&self->mu); ok = 0; }
+    if (ok && pthread_cond_init(&self->follow_cv, &attr) != 0) {
+        pthread_cond_destroy(&self->lead_cv);
+        pthread_mutex_destroy(&self->mu);
+        ok = 0;
+    }
+    pthread_condattr_destroy(&attr);
+    if (!ok) { PyErr_SetString(PyExc_OSError, "pthread_mutex_init or pthread_cond_init"); return -1; }
+    self->ready = 1;
+    rng_seed(&self->rng, (uint64_t)seed);
+    self->grace = (long long)(grace * 1e9);
+    return 0;
+}
+
+static void Schedule_dealloc(Schedule *self) {
+    if (self->ready) {
+        pthread_cond_destroy(&self->lead_cv);
+        pthread_cond_destroy(&self->follow_cv);
+        pthread_mutex_destroy(&self->mu);
+    }
+    PyMem_RawFree(self->ring);
+    PyMem_RawFree(self->lag.v);
+    PyMem_RawFree(self->service.v);
+    PyMem_RawFree(self->wait.v);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* set(rate, poisson, queue, offset): arrivals at `rate` per second from now on */
+static PyObject *Schedule_set(Schedule *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"rate", "poisson", "queue", "offset", NULL};
+    double rate, offset = 0.0;
+    int poisson = 0;
+    long long queue = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "d|pLd", kwlist, &rate, &poisson, &queue, &offset)) return NULL;
+    if (!self->ready) { PyErr_SetString(PyExc_ValueError, "Schedule not initialised"); return NULL; }
+    if (!(rate >= 0 && rate <= 1e9)) { PyErr_SetString(PyExc_ValueError, "rate: 0 to 1e9 per second"); return NULL; }
+    if (queue < 0) { PyErr_SetString(PyExc_ValueError, "queue: 0 or more"); return NULL; }
+    if (!(offset >= 0 && offset < 1)) { PyErr_SetString(PyExc_ValueError, "offset: in [0, 1)"); return NULL; }
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&self->mu);
+    long long now = now_ns();
+    sched_advance(self, now);
+    double old = self->gap, gap = rate > 0 ? 1e9 / rate : 0.0;
+    if (gap == 0 && old > 0) {
+        /* a stop: the arrivals already due, still in their grace, are kept for the users (or
+         * dropped, as they would have been), not forgotten */
+        long long room = queue + self->idle;
+        for (; self->next_due <= (double)now; self->next_due += sched_gap(self)) {
+            self->offered++;
+            if (self->rlen >= room || ring_push(self, (long long)self->next_due) < 0) self->dropped++;
+        }
+    } else if (gap > 0 && old > 0) {
+        /* the part of the current gap still to run, at the new pace: neither a burst nor a gap */
+        if (self->next_due > (double)now) self->next_due = (double)now + (self->next_due - (double)now) * gap / old;
+    } else if (gap > 0) {
+        /* a start: on the grid of `gap` shifted by `offset`, on the machine's monotonic clock, so
+         * that processes at the same rate with offsets i/W interleave whenever each starts */
+        double k = ceil(((double)now - offset * gap) / gap);
+        self->next_due = (k + offset) * gap;
+    }
+    self->gap = gap;
+    self->poisson = poisson;
+    self->queue = queue;
+    pthread_cond_broadcast(&self->lead_cv);
+    sched_hand_over(self, now); /* a larger queue or a rate: arrivals may be ready */
+    pthread_mutex_unlock(&self->mu);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+static PyObject *Schedule_take(Schedule *self, PyObject *unused) {
+    if (!self->ready) { PyErr_SetString(PyExc_ValueError, "Schedule not initialised"); return NULL; }
+    Samples lag, service, wait;
+    long long offered, started, dropped, queued_max, busy, busy_max, idle, queued;
+    pthread_mutex_lock(&self->mu);
+    sched_advance(self, now_ns());
+    lag = self->lag;
+    service = self->service;
+    wait = self->wait;
+    memset(&self->lag, 0, sizeof(Samples));
+    memset(&self->service, 0, sizeof(Samples));
+    memset(&self->wait, 0, sizeof(Samples));
+    offered = self->offered;
+    started = self->started;
+    dropped = self->dropped;
+    queued_max = self->queued_max;
+    busy = self->busy;
+    busy_max = self->busy_max;
+    idle = self->idle;
+    queued = self->rlen - self->idle > 0 ? self->rlen - self->idle : 0;
+    self->offered = self->started = self->dropped = 0;
+    self->queued_max = queued;
+    self->busy_max = self->busy;
+    pthread_mutex_unlock(&self->mu);
+    PyObject *dl = tally(&lag), *ds = dl ? tally(&service) : NULL, *dw = ds ? tally(&wait) : NULL;
+    PyMem_RawFree(lag.v);
+    PyMem_RawFree(service.v);
+    PyMem_RawFree(wait.v);
+    if (dw == NULL) { Py_XDECREF(dl); Py_XDECREF(ds); return NULL; }
+    return Py_BuildValue("{sLsLsLsLsLsLsLsLsNsNsN}", "offered", offered, "started", started, "dropped", dropped,
+                         "queued_max", queued_max, "queued", queued, "busy", busy, "busy_max", busy_max,
+                         "idle", idle, "lag", dl, "service", ds, "queue_wait", dw);
+}
+
+/* For a user on asyncmy beside the C executor's (a statement the C executor could not prepare): it
+ * cannot wait on the condition variables without a thread of its own, so it polls, between sleeps on
+ * its event loop. Not counted idle while it sleeps: an arrival it would have taken late counts as
+ * met by no free user. */
+static PyObject *Schedule_claim_nowait(Schedule *self, PyObject *unused) {
+    if (!self->ready) { PyErr_SetString(PyExc_ValueError, "Schedule not initialised"); return NULL; }
+    long long due = 0, now, next = -1;
+    int got = 0, queued = 0, rc = 0;
+    pthread_mutex_lock(&self->mu);
+    now = now_ns();
+    sched_advance(self, now);
+    if (self->rlen > 0) {
+        due = ring_pop(self, &queued);
+        got = 1;
+    } else if (self->gap > 0 && self->next_due <= (double)now) {
+        due = (long long)self->next_due;
+        self->offered++;
+        self->next_due += sched_gap(self);
+        got = 1;
+    } else if (self->gap > 0) {
+        next = (long long)ceil(self->next_due);
+    }
+    if (got) {
+        self->started++;
+        if (++self->busy > self->busy_max) self->busy_max = self->busy;
+        rc = samples_push(&self->lag, now - due);
+        if (rc == 0 && queued) rc = samples_push(&self->wait, now - due);
+        sched_hand_over(self, now);
+    }
+    pthread_mutex_unlock(&self->mu);
+    if (rc < 0) return PyErr_NoMemory();
+    if (got) return Py_BuildValue("(LL)", due, now);
+    if (next < 0) return Py_BuildValue("(OO)", Py_None, Py_None);
+    return Py_BuildValue("(OL)", Py_None, next);
+}
+
+static PyObject *Schedule_release(Schedule *self, PyObject *arg) {
+    long long service = PyLong_AsLongLong(arg);
+    if (service == -1 && PyErr_Occurred()) return NULL;
+    if (!self->ready) { PyErr_SetString(PyExc_ValueError, "Schedule not initialised"); return NULL; }
+    int state = S_BUSY;
+    pthread_mutex_lock(&self->mu);
+    int rc = sched_leave_busy(self, &state, &service);
+    pthread_mutex_unlock(&self->mu);
+    if (rc < 0) return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef Schedule_methods[] = {
+    {"claim_nowait", (PyCFunction)Schedule_claim_nowait, METH_NOARGS,
+     "claim_nowait() -> (due_ns, send_ns) of an arrival now claimed, or (None, the next due time in ns, "
+     "None at rate 0): for a user outside the C executor, which then calls release()"},
+    {"release", (PyCFunction)Schedule_release, METH_O,
+     "release(service_ns): the transaction of a claim_nowait() is over (service_ns -1: it failed)"},
+    {"set", (PyCFunction)(void (*)(void))Schedule_set, METH_VARARGS | METH_KEYWORDS,
+     "set(rate, poisson=False, queue=0, offset=0.0): arrivals at `rate` per second from now on (0: none); "
+     "queue: how many may wait for a user; offset in [0, 1): the phase of a start, in gaps"},
+    {"take", (PyCFunction)Schedule_take, METH_NOARGS,
+     "take() -> dict since the previous take: offered, started, dropped, queued_max, queued, busy, "
+     "busy_max, idle, and lag, service, queue_wait as {microseconds: count}"},
+    {NULL}};
+
+static PyTypeObject ScheduleType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "bench_dsl.native._native.Schedule",
+    .tp_doc = "Schedule(seed, grace=0.001): the arrivals of an open-loop run, shared by the users of a process.",
+    .tp_basicsize = sizeof(Schedule),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Schedule_init,
+    .tp_dealloc = (destructor)Schedule_dealloc,
+    .tp_methods = Schedule_methods,
+};
+
+/* ---------------------------------------------------------------------------------------------- */
 /* User                                                                                            */
 
 /* what run() and connect() say */
@@ -941,6 +1385,9 @@ typedef struct {
     PyObject_HEAD
     Program *program;
     Counts *counts;
+    Schedule *schedule;      /* open loop: each transaction waits for an arrival; NULL: closed loop */
+    int sched_state;         /* S_OUT, S_IDLE or S_BUSY, under the schedule's mutex */
+    long long send, service; /* the transaction's send time; the last one's service time (-1: none) */
     MYSQL *mysql;
     MYSQL_STMT **stmts;
     MYSQL_BIND **binds;      /* per statement */
@@ -1010,16 +1457,21 @@ static void user_close(User *self) {
     if (m != NULL) mysql_close(m);
 }
 
-/* User(program, counts, seed, options): options is a dict of host, port, user, password,
- * database, unix_socket, ssl_mode, ssl_ca, ssl_cert, ssl_key, compress, connect_timeout. */
+/* User(program, counts, seed, options, schedule=None): options is a dict of host, port, user, password,
+ * database, unix_socket, ssl_mode, ssl_ca, ssl_cert, ssl_key, compress, connect_timeout. With a
+ * Schedule, each transaction starts at an arrival and its latency runs from the arrival's due time. */
 static int User_init(User *self, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"program", "counts", "seed", "options", NULL};
-    PyObject *program, *counts, *options;
+    static char *kwlist[] = {"program", "counts", "seed", "options", "schedule", NULL};
+    PyObject *program, *counts, *options, *schedule = Py_None;
     unsigned long long seed;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!KO!", kwlist, &ProgramType, &program, &CountsType, &counts,
-                                     &seed, &PyDict_Type, &options))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!KO!|O", kwlist, &ProgramType, &program, &CountsType, &counts,
+                                     &seed, &PyDict_Type, &options, &schedule))
         return -1;
     if (self->program != NULL) { PyErr_SetString(PyExc_RuntimeError, "a User is initialised once"); return -1; }
+    if (schedule != Py_None && (!PyObject_TypeCheck(schedule, &ScheduleType) || !((Schedule *)schedule)->ready)) {
+        PyErr_SetString(PyExc_TypeError, "schedule is an initialised Schedule or None");
+        return -1;
+    }
     Program *p = (Program *)program;
     if (p->ntx < 1) { PyErr_SetString(PyExc_ValueError, "the program is not initialised"); return -1; }
     if (((Counts *)counts)->n < p->ntx) { PyErr_SetString(PyExc_ValueError, "fewer counts than transaction types"); return -1; }
@@ -1028,6 +1480,11 @@ static int User_init(User *self, PyObject *args, PyObject *kwds) {
     self->program = p;
     Py_INCREF(counts);
     self->counts = (Counts *)counts;
+    if (schedule != Py_None) {
+        Py_INCREF(schedule);
+        self->schedule = (Schedule *)schedule;
+    }
+    self->service = -1;
     rng_seed(&self->rng, (uint64_t)seed);
     size_t n = (size_t)p->nsql + 1;
     self->stmts = PyMem_RawCalloc(n, sizeof(MYSQL_STMT *));
@@ -1060,6 +1517,7 @@ static int User_init(User *self, PyObject *args, PyObject *kwds) {
 static int User_traverse(User *self, visitproc visit, void *arg) {
     Py_VISIT(self->program);
     Py_VISIT(self->counts);
+    Py_VISIT(self->schedule);
     return 0;
 }
 
@@ -1085,6 +1543,7 @@ static void User_dealloc(User *self) {
     for (size_t k = 0; k < sizeof(texts) / sizeof(texts[0]); k++) free_text(texts[k]);
     Py_CLEAR(self->program);
     Py_CLEAR(self->counts);
+    Py_CLEAR(self->schedule);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -1302,13 +1761,30 @@ static PyObject *User_run(User *self, PyObject *args) {
     char message[MESSAGE_MAX] = "";
     const char *bad = NULL;
     Counts *counts = self->counts;
+    Schedule *sched = __atomic_load_n(&self->schedule, __ATOMIC_ACQUIRE);
+    int slack = 0;
     Py_BEGIN_ALLOW_THREADS
+    if (sched != NULL && retry) sched_resume(sched, &self->sched_state);
     for (;;) {
         if (!retry) {
             if (__atomic_load_n(&self->stop, __ATOMIC_RELAXED)) break;
             self->tx = pick_tx(self->program, &self->rng);
             self->attempt = 0;
-            self->t0 = now_ns();
+            /* a schedule may be given while the user runs closed-loop (once, never taken back) */
+            if (sched == NULL) sched = __atomic_load_n(&self->schedule, __ATOMIC_ACQUIRE);
+            if (sched == NULL) {
+                self->t0 = now_ns();
+            } else {
+                if (!slack) {
+                    /* due times kept to the microsecond: the kernel's default slack (50 us late on
+                     * every wakeup) would be lag of the client's own making, at every rate */
+                    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+                    slack = 1;
+                }
+                int got = sched_claim(sched, &self->stop, &self->sched_state, &self->service, &self->t0, &self->send);
+                if (got < 0) { bad = "out of memory for an arrival's times"; break; }
+                if (got == 0) break;
+            }
         }
         retry = 0;
         long long statements;
@@ -1319,6 +1795,7 @@ static PyObject *User_run(User *self, PyObject *args) {
                 bad = "out of memory for a transaction's count";
                 break;
             }
+            if (sched != NULL) self->service = end - self->send;
             self->completed++;
             continue;
         }
@@ -1333,6 +1810,7 @@ static PyObject *User_run(User *self, PyObject *args) {
         }
         break;
     }
+    if (sched != NULL && sched_leave(sched, &self->sched_state, &self->service) < 0) bad = "out of memory";
     Py_END_ALLOW_THREADS
     self->running = 0;
     if (bad != NULL) return PyErr_NoMemory();
@@ -1349,6 +1827,7 @@ static PyObject *User_interrupt(User *self, PyObject *unused) {
         if ((int)fd >= 0) shutdown(fd, SHUT_RDWR);
     }
     pthread_mutex_unlock(&self->mu);
+    if (self->schedule != NULL) sched_wake_all(self->schedule); /* waiting for an arrival */
     Py_RETURN_NONE;
 }
 
@@ -1386,6 +1865,24 @@ static PyObject *User_get_cipher(User *self, void *closure) {
     return c != NULL ? PyUnicode_FromString(c) : Py_NewRef(Py_None);
 }
 
+static PyObject *User_get_schedule(User *self, void *closure) {
+    return Py_NewRef(self->schedule != NULL ? (PyObject *)self->schedule : Py_None);
+}
+
+/* A closed-loop user turned open-loop, even while it runs (it reads the pointer before each
+ * transaction): once, never undone (its thread may be inside the schedule). */
+static int User_set_schedule(User *self, PyObject *value, void *closure) {
+    if (value == NULL || !PyObject_TypeCheck(value, &ScheduleType) || !((Schedule *)value)->ready) {
+        PyErr_SetString(PyExc_TypeError, "schedule is an initialised Schedule");
+        return -1;
+    }
+    if (self->schedule == (Schedule *)value) return 0;
+    if (self->schedule != NULL) { PyErr_SetString(PyExc_ValueError, "the user has a schedule already"); return -1; }
+    Py_INCREF(value);
+    __atomic_store_n(&self->schedule, (Schedule *)value, __ATOMIC_RELEASE);
+    return 0;
+}
+
 static PyObject *User_get_stop(User *self, void *closure) {
     return PyBool_FromLong(__atomic_load_n(&self->stop, __ATOMIC_RELAXED));
 }
@@ -1395,6 +1892,7 @@ static int User_set_stop(User *self, PyObject *value, void *closure) {
     int v = PyObject_IsTrue(value);
     if (v < 0) return -1;
     __atomic_store_n(&self->stop, v, __ATOMIC_RELAXED);
+    if (v && self->schedule != NULL) sched_wake_all(self->schedule); /* waiting for an arrival */
     return 0;
 }
 
@@ -1417,6 +1915,8 @@ static PyMemberDef User_members[] = {
 static PyGetSetDef User_getset[] = {
     {"stop", (getter)User_get_stop, (setter)User_set_stop, "no transaction starts once set", NULL},
     {"cipher", (getter)User_get_cipher, NULL, "the connection's TLS cipher, or None", NULL},
+    {"schedule", (getter)User_get_schedule, (setter)User_set_schedule,
+     "the Schedule its transactions wait for (None: closed loop); set once, even while it runs", NULL},
     {NULL}};
 
 static PyTypeObject UserType = {
@@ -1482,12 +1982,14 @@ PyMODINIT_FUNC PyInit__native(void) {
         PyErr_SetString(PyExc_ImportError, "libmariadb could not initialise");
         return NULL;
     }
-    if (PyType_Ready(&CountsType) < 0 || PyType_Ready(&ProgramType) < 0 || PyType_Ready(&UserType) < 0) return NULL;
+    if (PyType_Ready(&CountsType) < 0 || PyType_Ready(&ProgramType) < 0 || PyType_Ready(&ScheduleType) < 0 ||
+        PyType_Ready(&UserType) < 0)
+        return NULL;
     PyObject *m = PyModule_Create(&native_module);
     if (m == NULL) return NULL;
-    PyTypeObject *types[] = {&CountsType, &ProgramType, &UserType};
-    const char *names[] = {"Counts", "Program", "User"};
-    for (int k = 0; k < 3; k++) {
+    PyTypeObject *types[] = {&CountsType, &ProgramType, &ScheduleType, &UserType};
+    const char *names[] = {"Counts", "Program", "Schedule", "User"};
+    for (int k = 0; k < 4; k++) {
         Py_INCREF(types[k]);
         if (PyModule_AddObject(m, names[k], (PyObject *)types[k]) < 0) { Py_DECREF(types[k]); Py_DECREF(m); return NULL; }
     }

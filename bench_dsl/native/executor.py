@@ -77,9 +77,12 @@ class NativeUser:
 
     executor = "libmariadb"
 
-    def __init__(self, prog: Any, counts: Any, seed: int, connect_options: dict[str, object]) -> None:
+    def __init__(self, prog: Any, counts: Any, seed: int, connect_options: dict[str, object],
+                 schedule: Any = None) -> None:
+        """`schedule`: a _native.Schedule (open loop: each transaction waits for an arrival, its
+        latency runs from the arrival's due time), or None (closed loop)."""
         assert native.compiled is not None
-        self.core = native.compiled.User(prog, counts, seed & (1 << 64) - 1, connect_options)
+        self.core = native.compiled.User(prog, counts, seed & (1 << 64) - 1, connect_options, schedule=schedule)
         self._lock = threading.Lock()
         self._busy = False  # the thread is in the core
         self._closing = False

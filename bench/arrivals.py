@@ -1,0 +1,163 @@
+"""Open-loop schedule accuracy, and the closed-loop speed beside it, on `SELECT 1` against a
+throwaway server (the C executor's users, bench_dsl/native/_native.c's Schedule):
+
+- at each rate asked (default 1,000, 10,000 and 50,000 a second): arrivals offered, transactions
+  started and completed per second, dropped, and the lag (send minus due) at p50 / p99;
+- closed loop: transactions per second of the same users without a schedule, alternated between
+  this tree and another one (`--against DIR`, e.g. a checkout before a change of _native.c), to
+  show that a change left the closed loop's hot path as fast as it was.
+
+    python -m bench.arrivals [--rates 1000,10000,50000] [--users 64] [--seconds 5]
+                             [--against DIR --closed-users 8 --rounds 3]
+
+Timings on a shared or loaded machine say what that machine could do then: read them beside its
+load (printed first)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+SQL = "SELECT 1"
+HERE = Path(__file__).resolve().parent.parent  # this tree
+
+
+async def _users(dsn: Any, n: int, schedule: Any) -> tuple[list[Any], Any]:
+    from bench_dsl.language.statements import Execute, Step, Transaction, Transactions
+    from bench_dsl.measure.recorder import new_counts
+    from bench_dsl.native import executor
+
+    tx = Transactions((Transaction((Step(1, 1, (), (Execute((SQL,), ()),)),), False),))
+    prog = executor.program(tx, (1.0,))
+    counts = new_counts(1)
+    more = () if schedule is None else (schedule,)  # closed loop: as a tree without schedules calls it
+    users = [executor.NativeUser(prog, counts, i, executor.options(dsn, 10), *more) for i in range(n)]
+    for u in users:
+        outcome, code, message = await u.connect()
+        if outcome != 0:
+            raise SystemExit(f"cannot connect: ({code}) {message}")
+    return users, counts
+
+
+def _percentile(d: dict[int, int], p: float) -> float | None:
+    total = sum(d.values())
+    if not total:
+        return None
+    acc = 0
+    for k in sorted(d):
+        acc += d[k]
+        if acc >= total * p / 100:
+            return k / 1000
+    return None
+
+
+async def rate_run(dsn: Any, rate: float, n: int, seconds: float) -> dict[str, Any]:
+    from bench_dsl import native
+
+    schedule = native.compiled.Schedule(1)  # type: ignore[union-attr]
+    users, counts = await _users(dsn, n, schedule)
+    runs = [asyncio.create_task(u.run(False)) for u in users]
+    await asyncio.sleep(0.5)
+    schedule.set(rate)
+    await asyncio.sleep(1.0)  # the first second: connections warm, the pool settled
+    # the clock read before each take: a take counts what was due when it starts, then spends a
+    # while (tens of ms at 50,000 a second) turning its samples into dicts
+    start = time.monotonic()
+    schedule.take()
+    counts.take()
+    await asyncio.sleep(seconds)
+    end = time.monotonic()
+    d = schedule.take()
+    elapsed = end - start
+    done = counts.take()
+    for u in users:
+        u.stop = True
+    await asyncio.gather(*runs)
+    for u in users:
+        u.close()
+    completed = sum(done[0][0].values())
+    return {"rate": rate, "users": n, "seconds": round(elapsed, 3),
+            "offered_tps": round(d["offered"] / elapsed, 1), "started_tps": round(d["started"] / elapsed, 1),
+            "completed_tps": round(completed / elapsed, 1),
+            "offered_vs_asked_pct": round(100 * d["offered"] / (rate * elapsed), 2),
+            "started_vs_offered_pct": round(100 * d["started"] / d["offered"], 2) if d["offered"] else None,
+            "dropped": d["dropped"], "busy_max": d["busy_max"],
+            "lag_ms_p50": _percentile(d["lag"], 50), "lag_ms_p99": _percentile(d["lag"], 99),
+            "service_ms_p50": _percentile(d["service"], 50),
+            "response_ms_p50": _percentile(done[0][0], 50), "response_ms_p99": _percentile(done[0][0], 99)}
+
+
+async def closed_run(dsn: Any, n: int, seconds: float) -> float:
+    users, counts = await _users(dsn, n, None)
+    runs = [asyncio.create_task(u.run(False)) for u in users]
+    await asyncio.sleep(0.5)
+    counts.take()
+    start = time.monotonic()
+    await asyncio.sleep(seconds)
+    done = counts.take()
+    elapsed = time.monotonic() - start
+    for u in users:
+        u.stop = True
+    await asyncio.gather(*runs)
+    for u in users:
+        u.close()
+    return sum(done[0][0].values()) / elapsed
+
+
+def _closed_in(tree: Path, url: str, n: int, seconds: float) -> float:
+    """One closed-loop measurement in a process importing bench_dsl from `tree`."""
+    code = ("import asyncio, sys; from bench_dsl.core.dsn import parse_dsn; from bench.arrivals import closed_run; "
+            f"print(asyncio.run(closed_run(parse_dsn({url!r}), {n}, {seconds})))")
+    env = {**os.environ, "PYTHONPATH": f"{tree}{os.pathsep}{HERE}"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rates", default="1000,10000,50000")
+    ap.add_argument("--users", type=int, default=64)
+    ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("--against", type=Path, help="another tree holding bench_dsl/ (with its built _native)")
+    ap.add_argument("--closed-users", type=int, default=8)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+
+    from bench_dsl.server.embedded import EmbeddedServer
+
+    print(f"load average {os.getloadavg()}, {os.cpu_count()} cores", flush=True)
+    srv = EmbeddedServer(max_connections=400)
+    dsn = await srv.start()
+    out: dict[str, Any] = {"load_before": os.getloadavg(), "rates": [], "closed": {}}
+    try:
+        for rate in (float(r) for r in args.rates.split(",") if r):
+            r = await rate_run(dsn, rate, args.users, args.seconds)
+            out["rates"].append(r)
+            print(json.dumps(r), flush=True)
+        if args.against is not None:
+            mine: list[float] = []
+            theirs: list[float] = []
+            for _ in range(args.rounds):  # alternated: the machine's drift falls on both
+                theirs.append(_closed_in(args.against, srv.url(), args.closed_users, args.seconds))
+                mine.append(_closed_in(HERE, srv.url(), args.closed_users, args.seconds))
+                print(f"closed loop, {args.closed_users} users: against {theirs[-1]:.0f} tps, this tree "
+                      f"{mine[-1]:.0f} tps", flush=True)
+            out["closed"] = {"users": args.closed_users, "against_tps": theirs, "this_tps": mine}
+    finally:
+        srv.stop()
+    out["load_after"] = os.getloadavg()
+    print(f"load average {os.getloadavg()}")
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,135 @@
+"""The figures of an open-loop (`rate`) run's schedule, beside the transactions' own (TxStats):
+how many arrivals were due (offered), how many a user started and how many found no free user
+(dropped), how deep the queue got, how many users were busy, and three latencies of the schedule,
+all transaction types together:
+
+- lag: send minus due (how late the client sent what was due);
+- service: completion minus send (what the server took, as a closed-loop run measures it);
+- queue_wait: for the arrivals that found no free user and waited in the queue for one, send
+  minus due.
+
+The response time (completion minus due) is no field here: it is the transactions' latency
+(TxStats, `latency_ms`), recorded from the due time by the users themselves. Each is recorded once,
+from the moment it means: never with HdrHistogram's expected-interval correction on top (the due
+times are the correction, measured instead of guessed).
+
+An ArrivalStats comes from either schedule's take() (the C executor's _native.Schedule or
+bench_dsl.fleet.arrivals.Schedule), travels as JSON (`to_wire`) and merges: over time with
+`merge`, across the worker processes of one interval with `merge(..., parallel=True)`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hdrh.histogram import HdrHistogram
+
+from bench_dsl.measure.metrics import HIGHEST_US, TxStats, new_histogram
+
+_HISTOGRAMS = ("lag", "service", "queue_wait")
+
+
+@dataclass(slots=True)
+class ArrivalStats:
+    """A schedule (one process's, or several merged) over some span of time."""
+
+    offered: int = 0  # arrivals due
+    started: int = 0  # arrivals a user started (their transactions' outcomes are TxStats')
+    dropped: int = 0  # arrivals that found no free user and no room in the queue
+    queued_max: int = 0  # the deepest queue
+    # users inside a transaction and users waiting for an arrival, at a take: over several takes,
+    # their mean (each take one sample); across processes, their sum
+    busy: float = 0.0
+    busy_max: int = 0
+    idle: float = 0.0
+    lag: HdrHistogram = field(default_factory=new_histogram)
+    service: HdrHistogram = field(default_factory=new_histogram)
+    queue_wait: HdrHistogram = field(default_factory=new_histogram)
+    # exact sums of each histogram's values (us): the mean without walking the histogram
+    lag_us: int = 0
+    service_us: int = 0
+    queue_wait_us: int = 0
+    samples: int = 0  # takes merged over time (what busy and idle are the mean of)
+
+    @classmethod
+    def from_take(cls, d: dict[str, Any]) -> ArrivalStats:
+        """From a schedule's take(): counts, and {microseconds: count} per latency."""
+        out = cls(int(d["offered"]), int(d["started"]), int(d["dropped"]), int(d["queued_max"]),
+                  float(d["busy"]), int(d["busy_max"]), float(d["idle"]), samples=1)
+        for name in _HISTOGRAMS:
+            hist, total = getattr(out, name), 0
+            for us, n in d[name].items():
+                hist.record_value(us if us < HIGHEST_US else HIGHEST_US, n)
+                total += us * n
+            setattr(out, name + "_us", total)
+        return out
+
+    def merge(self, other: ArrivalStats, parallel: bool = False) -> None:
+        """Add `other`: a later span of the same users (`parallel` False: the deepest queue and the
+        most busy users of either, the mean of their busy and idle users), or the same span of
+        other users, another worker process's (`parallel`: everything adds up; the deepest queues
+        and most busy users of each process added are an upper bound of the whole's)."""
+        self.offered += other.offered
+        self.started += other.started
+        self.dropped += other.dropped
+        for name in _HISTOGRAMS:
+            theirs = getattr(other, name)
+            if theirs.get_total_count():
+                getattr(self, name).add(theirs)
+            setattr(self, name + "_us", getattr(self, name + "_us") + getattr(other, name + "_us"))
+        if parallel:
+            self.queued_max += other.queued_max
+            self.busy_max += other.busy_max
+            self.busy += other.busy
+            self.idle += other.idle
+            self.samples = max(self.samples, other.samples)
+            return
+        self.queued_max = max(self.queued_max, other.queued_max)
+        self.busy_max = max(self.busy_max, other.busy_max)
+        n = self.samples + other.samples
+        if n:
+            self.busy = (self.busy * self.samples + other.busy * other.samples) / n
+            self.idle = (self.idle * self.samples + other.idle * other.samples) / n
+        self.samples = n
+
+    def figures(self, seconds: float) -> dict[str, Any]:
+        """For a result or a display: rates per second over `seconds`, the share of offered arrivals
+        dropped (None when none was offered), and each latency as TxStats.latency_ms() gives it."""
+        secs = seconds if seconds > 0 else 1.0
+        return {
+            "offered_tps": round(self.offered / secs, 1),
+            "started_tps": round(self.started / secs, 1),
+            "dropped": self.dropped,
+            "dropped_pct": round(100.0 * self.dropped / self.offered, 3) if self.offered else None,
+            "dropped_per_s": round(self.dropped / secs, 2),
+            "queued_max": self.queued_max,
+            "busy": round(self.busy, 1),
+            "busy_max": self.busy_max,
+            "idle": round(self.idle, 1),
+            **{name + "_ms": self._stats(name).latency_ms() for name in _HISTOGRAMS},
+        }
+
+    def _stats(self, name: str) -> TxStats:
+        hist: HdrHistogram = getattr(self, name)
+        return TxStats(hist, hist.get_total_count(), total_us=getattr(self, name + "_us"))
+
+    def to_wire(self) -> dict[str, object]:
+        """JSON-safe: counts, and each histogram in HdrHistogram's compressed encoding (as TxStats')."""
+        out: dict[str, object] = {k: getattr(self, k) for k in (
+            "offered", "started", "dropped", "queued_max", "busy", "busy_max", "idle", "samples")}
+        for name in _HISTOGRAMS:
+            wire = self._stats(name).to_wire()
+            out[name] = wire["hist"]
+            out[name + "_us"] = wire["total_us"]
+        return out
+
+    @classmethod
+    def from_wire(cls, d: dict[str, Any]) -> ArrivalStats:
+        out = cls(int(d["offered"]), int(d["started"]), int(d["dropped"]), int(d["queued_max"]),
+                  float(d["busy"]), int(d["busy_max"]), float(d["idle"]), samples=int(d.get("samples", 1)))
+        for name in _HISTOGRAMS:
+            st = TxStats.from_wire({"hist": d[name], "count": 0, "queries": 0, "retries": 0, "errors": {},
+                                    "total_us": d[name + "_us"]})
+            setattr(out, name, st.hist)
+            setattr(out, name + "_us", st.total_us)
+        return out

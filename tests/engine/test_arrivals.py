@@ -1,0 +1,283 @@
+"""Open-loop arrivals (bench_dsl/native/_native.c's Schedule, bench_dsl/fleet/arrivals.py) against a
+real server, on both executors: the rate offered is the rate asked, each transaction's response time
+runs from its due time, arrivals that find no free user are dropped or queued and counted, waiting
+users stop at once, a rate changes while the run goes on, and processes' timelines interleave.
+Counts and relations only, with wide margins: accuracy is measured by bench/arrivals.py."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import signal
+import time
+from typing import Any
+
+import pytest
+
+from bench_dsl import native
+from bench_dsl.core.dsn import Dsn
+from bench_dsl.fleet import arrivals
+from bench_dsl.fleet.users import UserPool
+from bench_dsl.language.statements import Execute, Step, Transaction, Transactions
+from bench_dsl.measure.arrivals import ArrivalStats
+from bench_dsl.measure.metrics import PERCENTILES, TxStats
+from bench_dsl.measure.recorder import Recorder
+from bench_dsl.server.embedded import EmbeddedServer
+
+EXECUTORS = ["c", "driver"] if native.compiled is not None else ["driver"]
+# users enough for 500 arrivals a second even when a loaded machine makes a SELECT 1 take 10 ms
+USERS = 32
+
+
+class _Query:
+    """A session on asyncmy: one statement per transaction."""
+
+    paced = False
+
+    def __init__(self, sql: str) -> None:
+        self.sql = sql
+
+    async def run(self, conn: Any, tx: int) -> int:
+        async with conn.cursor() as cur:
+            await cur.execute(self.sql)
+            await cur.fetchall()
+        return 1
+
+    def forget(self) -> None:
+        pass
+
+
+class _Workload:
+    names, weights, retries, retry_on = ("t",), (1.0,), (0,), (frozenset(),)
+
+    def __init__(self, sql: str) -> None:
+        self.sql = sql
+
+    def session(self, rng: Any, user: int) -> _Query:
+        return _Query(self.sql)
+
+    def statements(self) -> Transactions:
+        return Transactions((Transaction((Step(1, 1, (), (Execute((self.sql,), ()),)),), False),))
+
+
+@pytest.fixture(params=EXECUTORS)
+def executor(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setattr(native, "raw_executor", request.param == "c")
+    return str(request.param)
+
+
+async def _pool(dsn: Dsn, users: int, sql: str = "SELECT 1") -> tuple[UserPool, Recorder]:
+    """A paced pool (rate 0: its users connect, then wait) of `users` users."""
+    rec = Recorder(("t",))
+    pool = UserPool(dsn, _Workload(sql), rec, 1)  # type: ignore[arg-type]
+    pool.pace(0)
+    await pool.resize(users)
+    assert pool.health().connected == users
+    return pool, rec
+
+
+async def _paced(pool: UserPool, rate: float, seconds: float, **how: Any) -> tuple[ArrivalStats, float]:
+    """`rate` for `seconds`, then no more arrivals: what the schedule counted, and the seconds it ran."""
+    start = time.monotonic()
+    pool.pace(rate, **how)
+    await asyncio.sleep(seconds)
+    pool.pace(0)
+    elapsed = time.monotonic() - start
+    stats = pool.arrivals()
+    assert stats is not None
+    return stats, elapsed
+
+
+async def test_a_steady_rate_is_offered_and_timed_from_the_due_time(server: tuple[Dsn, object],
+                                                                      executor: str) -> None:
+    pool, rec = await _pool(server[0], USERS)
+    try:
+        assert pool.arrivals() is not None
+        rec.swap()
+        a, elapsed = await _paced(pool, 500, 2.0)
+        await asyncio.sleep(0.5)  # the last ones complete
+        a.merge(pool.arrivals())  # type: ignore[arg-type]
+        tx = rec.swap()["t"]
+    finally:
+        await pool.stop_all(2.0)
+    a.merge(pool.arrivals())  # type: ignore[arg-type]  # the service times of the last ones
+    expected = 500 * elapsed
+    assert abs(a.offered - expected) <= 0.05 * expected, (a.offered, expected)
+    assert a.started + a.dropped == a.offered
+    assert a.dropped <= 0.05 * a.offered, a  # a loaded machine may drop a few
+    assert tx.count == a.started and a.service.get_total_count() == tx.count == a.lag.get_total_count()
+    # response = service + lag, transaction by transaction: so at every percentile
+    for p in PERCENTILES:
+        assert tx.hist.get_value_at_percentile(p) >= a.service.get_value_at_percentile(p)
+    assert tx.total_us >= a.service_us + a.lag_us - tx.count  # each rounded down to the microsecond
+    assert a.lag.get_value_at_percentile(50) < 20_000  # microseconds
+    assert a.queue_wait.get_total_count() <= 0.05 * a.offered and a.queued_max == 0
+    figures = a.figures(elapsed)
+    assert figures["offered_tps"] == pytest.approx(500, rel=0.05) and figures["lag_ms"]["p50"] < 20
+
+
+async def test_poisson_arrivals_offer_the_same_count(server: tuple[Dsn, object], executor: str) -> None:
+    pool, _ = await _pool(server[0], USERS)
+    try:
+        a, elapsed = await _paced(pool, 500, 2.0, poisson=True)
+    finally:
+        await pool.stop_all(2.0)
+    expected = 500 * elapsed
+    assert abs(a.offered - expected) <= 0.15 * expected, (a.offered, expected)
+    assert a.started + a.dropped >= a.offered - USERS and a.started >= 0.8 * a.offered
+
+
+async def test_a_slow_server_drops_what_no_user_is_free_for(server: tuple[Dsn, object], executor: str) -> None:
+    """One user, 50 ms a transaction, 100 arrivals a second: it can start about 20 of them a second;
+    the others are dropped, and counted. With `queue 5` the queue fills to 5, and its waits show."""
+    pool, rec = await _pool(server[0], 1, "SELECT SLEEP(0.05)")
+    try:
+        a, _ = await _paced(pool, 100, 2.0)
+        await asyncio.sleep(0.2)
+        rec.swap()
+        q, _ = await _paced(pool, 100, 2.0, queue=5)
+        await asyncio.sleep(0.5)
+        q.merge(pool.arrivals())  # type: ignore[arg-type]
+        slow = rec.swap()["t"]
+    finally:
+        await pool.stop_all(2.0)
+    assert a.offered >= 150 and a.started <= 0.3 * a.offered + 2, a
+    assert a.dropped >= 0.6 * a.offered and a.started + a.dropped == a.offered
+    assert a.queued_max == 0 and a.queue_wait.get_total_count() <= 2
+    assert q.queued_max == 5 and q.dropped >= 0.5 * q.offered, q
+    assert q.queue_wait.get_total_count() >= 10
+    assert q.queue_wait.get_value_at_percentile(50) >= 40_000  # waited behind 50 ms transactions
+    # what waited in the queue waited in the response time too
+    assert slow.hist.get_value_at_percentile(50) >= q.queue_wait.get_value_at_percentile(50)
+
+
+async def test_users_waiting_for_an_arrival_stop_at_once(server: tuple[Dsn, object], executor: str) -> None:
+    pool, _ = await _pool(server[0], 4)
+    pool.pace(0.05)  # the next arrival within 20 s
+    await asyncio.sleep(0.2)
+    start = time.monotonic()
+    await pool.stop_all(10.0)
+    assert time.monotonic() - start < 3.0
+    assert all(u.task is not None and u.task.done() and not u.task.cancelled() for u in pool.users)
+
+
+async def test_a_new_rate_applies_from_the_moment_it_is_set(server: tuple[Dsn, object], executor: str) -> None:
+    pool, _ = await _pool(server[0], USERS)
+    try:
+        pool.pace(200)
+        t0 = time.monotonic()
+        await asyncio.sleep(1.0)
+        low = pool.arrivals()
+        pool.pace(600)
+        t1 = time.monotonic()
+        await asyncio.sleep(1.0)
+        high = pool.arrivals()
+        t2 = time.monotonic()
+    finally:
+        await pool.stop_all(2.0)
+    assert low is not None and high is not None
+    assert abs(low.offered - 200 * (t1 - t0)) <= 0.1 * 200 * (t1 - t0) + 5, low.offered
+    assert abs(high.offered - 600 * (t2 - t1)) <= 0.1 * 600 * (t2 - t1) + 5, high.offered
+
+
+async def _dues(schedule: Any, seconds: float) -> list[int]:
+    """The due times a schedule gives one claimer over `seconds`."""
+    out: list[int] = []
+    end = time.monotonic() + seconds
+    claims = arrivals.NativeClaims(schedule) if not isinstance(schedule, arrivals.Schedule) else schedule
+    while time.monotonic() < end:
+        due = await claims.claim(lambda: time.monotonic() >= end)
+        if due is None:
+            break
+        out.append(due)
+        claims.done(due, due)
+    return out
+
+
+@pytest.mark.parametrize("kind", EXECUTORS)
+async def test_processes_with_offsets_interleave(kind: str) -> None:
+    """Two schedules at R/2 each, offsets 0 and 0.5, started at different moments: their due times
+    alternate, half a gap apart."""
+    make = native.compiled.Schedule if kind == "c" else arrivals.Schedule  # type: ignore[union-attr]
+    first, second = make(1, grace=1.0), make(2, grace=1.0)  # a late claim is never a drop here
+    first.set(50, offset=0.0)
+    await asyncio.sleep(0.013)
+    second.set(50, offset=0.5)
+    a, b = await asyncio.gather(_dues(first, 0.5), _dues(second, 0.5))
+    lo, hi = max(a[0], b[0]), min(a[-1], b[-1])  # where both ran
+    merged = sorted([(d, 0) for d in a if lo <= d <= hi] + [(d, 1) for d in b if lo <= d <= hi])
+    assert len(merged) >= 30
+    assert all(x[1] != y[1] for x, y in itertools.pairwise(merged))
+    gaps = [y[0] - x[0] for x, y in itertools.pairwise(merged)]
+    assert all(abs(g - 10_000_000) < 1_000 for g in gaps), gaps  # ns: 100 a second together
+
+
+async def test_the_c_schedule_reaches_users_already_running_closed_loop(server: tuple[Dsn, object]) -> None:
+    if native.compiled is None:
+        pytest.skip("no C executor")
+    rec = Recorder(("t",))
+    pool = UserPool(server[0], _Workload("SELECT 1"), rec, 1)  # type: ignore[arg-type]
+    try:
+        await pool.resize(2)
+        await asyncio.sleep(0.3)
+        pool.pace(100)
+        await asyncio.sleep(0.3)
+        rec.swap()
+        pool.arrivals()
+        await asyncio.sleep(1.0)
+        count = rec.swap()["t"].count
+        a = pool.arrivals()
+    finally:
+        await pool.stop_all(2.0)
+    assert a is not None and 70 <= count <= 130 and abs(a.started - count) <= 2, (count, a)
+
+
+def _slower_than_1s(st: TxStats) -> int:
+    return sum(item.count_at_value_iterated_to for item in st.hist.get_recorded_iterator()
+               if item.value_iterated_to >= 1_000_000)
+
+
+async def _frozen(srv: EmbeddedServer, dsn: Dsn, rate: float | None) -> TxStats:
+    """8 users, at `rate` with room to queue everything (None: closed loop), while the server is
+    stopped for 2 s: every transaction's latency."""
+    rec = Recorder(("t",))
+    pool = UserPool(dsn, _Workload("SELECT 1"), rec, 1)  # type: ignore[arg-type]
+    if rate is not None:
+        pool.pace(0)
+    await pool.resize(8)
+    try:
+        if rate is not None:
+            pool.pace(rate, queue=10_000)
+        await asyncio.sleep(1.0)
+        pid = srv.pid
+        assert pid is not None
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            await asyncio.sleep(2.0)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        await asyncio.sleep(1.5)
+        if rate is not None:
+            pool.pace(0)
+        await asyncio.sleep(0.5)
+    finally:
+        await pool.stop_all(5.0)
+    return rec.swap()["t"]
+
+
+@pytest.mark.alone
+@pytest.mark.slow
+async def test_a_stalled_server_shows_in_response_times_not_one_per_user(executor: str) -> None:
+    """Coordinated omission: the server stopped 2 s. At 200 a second, the arrivals due in the
+    first second of the stall wait more than 1 s each (about 200 of them); closed-loop, each of the
+    8 users records one slow transaction, and the stall is all but hidden."""
+    srv = EmbeddedServer(max_connections=50)
+    dsn = await srv.start()
+    try:
+        open_loop = _slower_than_1s(await _frozen(srv, dsn, 200.0))
+        closed_loop = _slower_than_1s(await _frozen(srv, dsn, None))
+    finally:
+        srv.stop()
+    assert 140 <= open_loop <= 300, open_loop
+    assert closed_loop <= 8, closed_loop

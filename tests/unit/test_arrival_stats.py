@@ -1,0 +1,74 @@
+"""ArrivalStats (bench_dsl/measure/arrivals.py): from either schedule's take(), merged over time and
+across processes, through JSON and back without losing a count or a histogram's value."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bench_dsl import native
+from bench_dsl.fleet import arrivals
+from bench_dsl.measure.arrivals import ArrivalStats
+
+
+def _take(offered: int, started: int, dropped: int, busy: int, lag: dict[int, int],
+          service: dict[int, int], wait: dict[int, int] | None = None, queued_max: int = 0) -> dict[str, object]:
+    return {"offered": offered, "started": started, "dropped": dropped, "queued_max": queued_max, "queued": 0,
+            "busy": busy, "busy_max": busy + 1, "idle": 2, "lag": lag, "service": service, "queue_wait": wait or {}}
+
+
+def test_a_take_becomes_figures() -> None:
+    a = ArrivalStats.from_take(_take(100, 90, 10, 3, {10: 80, 2000: 10}, {500: 89, 1500: 1}))
+    f = a.figures(2.0)
+    assert (f["offered_tps"], f["started_tps"], f["dropped"], f["dropped_pct"], f["dropped_per_s"]) == \
+        (50.0, 45.0, 10, 10.0, 5.0)
+    assert (f["busy"], f["busy_max"], f["queued_max"]) == (3, 4, 0)
+    assert f["lag_ms"]["p50"] == pytest.approx(0.010, abs=0.001) and f["lag_ms"]["max"] == pytest.approx(2.0, rel=0.01)
+    assert f["lag_ms"]["avg"] == pytest.approx((10 * 80 + 2000 * 10) / 90 / 1000, abs=0.001)
+    assert f["service_ms"]["p50"] == pytest.approx(0.5, rel=0.01)
+    assert set(f["queue_wait_ms"]) == {"min", "avg", "p50", "p90", "p95", "p99", "p99_9", "max"}
+    assert all(v is None for v in f["queue_wait_ms"].values())
+    assert ArrivalStats().figures(1.0)["dropped_pct"] is None
+
+
+def test_merged_over_time_and_across_processes() -> None:
+    one = ArrivalStats.from_take(_take(100, 100, 0, 2, {5: 100}, {300: 100}, queued_max=1))
+    two = ArrivalStats.from_take(_take(50, 40, 10, 6, {5: 40}, {900: 40}, {1000: 3}, queued_max=3))
+    later = ArrivalStats()
+    later.merge(one)
+    later.merge(two)
+    assert (later.offered, later.started, later.dropped) == (150, 140, 10)
+    assert (later.queued_max, later.busy_max, later.busy, later.samples) == (3, 7, 4.0, 2)
+    assert later.service.get_total_count() == 140 and later.queue_wait.get_total_count() == 3
+    assert later.service_us == 300 * 100 + 900 * 40
+    both = ArrivalStats.from_take(_take(100, 100, 0, 2, {5: 100}, {300: 100}, queued_max=1))
+    both.merge(two, parallel=True)
+    assert (both.queued_max, both.busy_max, both.busy, both.idle, both.samples) == (4, 10, 8.0, 4.0, 1)
+    assert both.lag.get_total_count() == 140
+
+
+def test_the_wire_is_json_and_loses_nothing() -> None:
+    a = ArrivalStats.from_take(_take(1000, 990, 10, 5, {7: 900, 40_000: 90}, {250: 990}, {30_000: 12},
+                                     queued_max=4))
+    b = ArrivalStats.from_wire(json.loads(json.dumps(a.to_wire())))
+    assert b.figures(1.0) == a.figures(1.0)
+    assert (b.samples, b.lag_us, b.queue_wait_us) == (1, a.lag_us, a.queue_wait_us)
+    empty = ArrivalStats.from_wire(json.loads(json.dumps(ArrivalStats().to_wire())))
+    empty.merge(b)  # decoded histograms are re-homed: a merge never clips
+    assert empty.figures(1.0) == a.figures(1.0)
+
+
+@pytest.mark.parametrize("kind", ["c", "python"])
+def test_both_schedules_take_the_same_keys(kind: str) -> None:
+    if kind == "c" and native.compiled is None:
+        pytest.skip("no C executor")
+    s = native.compiled.Schedule(1) if kind == "c" else arrivals.Schedule(1)  # type: ignore[union-attr]
+    s.set(1000.0, True, 3, 0.25)
+    d = s.take()
+    assert set(d) == {"offered", "started", "dropped", "queued_max", "queued", "busy", "busy_max", "idle",
+                      "lag", "service", "queue_wait"}
+    assert ArrivalStats.from_take(d).started == 0
+    for bad in ((-1.0, False, 0, 0.0), (10.0, False, -1, 0.0), (10.0, False, 0, 1.0)):
+        with pytest.raises(ValueError):
+            s.set(*bad)
