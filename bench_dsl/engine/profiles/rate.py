@@ -25,9 +25,13 @@ class RateScheduler(Scheduler):
     pool of the phase's users; the fleet splits the rate over its processes."""
 
     warmed = False  # the warmup ran: its backlog is drained before the first measured phase
+    paced = False
 
     async def enter(self, fleet: Fleet, ph: Phase) -> None:
         assert ph.rate is not None and isinstance(self.load, m.RateLoad)
+        if not self.paced:  # no arrivals until the pool is connected: its users wait for them, never run free
+            await fleet.pace(0.0, self.load.poisson, self.load.pool.queue)
+            self.paced = True
         await fleet.resize(ph.users)
         if ph.measured and self.warmed:
             await self._drain(fleet)
