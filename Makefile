@@ -12,9 +12,10 @@ run: setup
 	$(BENCH) run examples/quickstart.bench --json results/quickstart.json
 
 ## Run the whole test suite (starts its own throwaway server unless BENCH_DSN is set) in two processes
-## (pytest-xdist; tests/conftest.py says how they share the machine), or in one against BENCH_DSN's
-## server (its tables and settings are the tests'). PYTEST_ARGS="-n 0": in one.
-XDIST := $(if $(BENCH_DSN),,-n 2 --dist loadfile)
+## (pytest-xdist; tests/conftest.py says how they share the machine and in which order the files are
+## handed out), or in one against BENCH_DSN's server (its tables and settings are the tests').
+## PYTEST_ARGS="-n 0": in one.
+XDIST := $(if $(BENCH_DSN),,-n 2 --dist loadfile --no-loadscope-reorder)
 test: setup
 	$(PY) -m pytest -q $(XDIST) $(PYTEST_ARGS)
 
