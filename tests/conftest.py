@@ -1,11 +1,12 @@
 """Tests talk to a real server: BENCH_DSN when set, else one throwaway server for the session.
 
-`make test` runs the suite in two processes (pytest-xdist, `-n 2 --dist loadfile`): each process
-is a session of its own, with its own throwaway server, so two tests never share a server's global
+`make test` runs the suite in three processes (pytest-xdist, `-n 3 --dist loadfile --no-loadscope-reorder`,
+the files in the order `pytest_collection_modifyitems` below gives them): each process
+is a session of its own, with its own throwaway server, so no two tests share a server's global
 settings or tables (with BENCH_DSN, one server for all, the Makefile runs one process). A file runs
 whole in one process, in its order: a module's fixture is made once, and a test "last in the module"
 stays last. A test marked `alone` (it measures time or CPU against absolutes) has the machine to
-itself: the other process waits between two tests until it is done (`machine_share` below).
+itself: the other processes wait between two tests until it is done (`machine_share` below).
 (`--dist loadgroup` would group finer, but xdist 3.8 cannot set a group with pytest 9.2: it renames
 an item through `_nodeid`, which pytest 9.2 no longer reads.)"""
 
@@ -73,6 +74,28 @@ def pytest_configure(config: pytest.Config) -> None:
     base, worker = config.option.basetemp, os.environ.get("PYTEST_XDIST_WORKER")
     if worker and base and Path(base).name == f"popen-{worker}":
         config.option.basetemp = str(Path(base).parent / worker)
+
+
+# The order in which `--dist loadfile --no-loadscope-reorder` hands the files out (xdist's default
+# reorder puts the files with most tests first: the long one-test files came last and ended the run on
+# one process). First the files that hold `alone` tests: they take the machine by turns and the other
+# processes wait a few seconds for them, not for the 40 s run of a whole-run test one was in the middle
+# of. Then the whole runs, the server tests, the screens, and last the unit tests, short enough to
+# even out the processes' ends.
+_FLOOR_ORDER = ("e2e", "engine", "ui", "unit")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(path: Path) -> tuple[int, int]:
+        alone = any(i.get_closest_marker("alone") for i in by_file[path])
+        floor = path.parent.name
+        return (0 if alone else 1, _FLOOR_ORDER.index(floor) if floor in _FLOOR_ORDER else len(_FLOOR_ORDER))
+
+    by_file: dict[Path, list[pytest.Item]] = {}
+    for item in items:
+        by_file.setdefault(item.path, []).append(item)
+    # a stable sort: each file's tests keep their order, files of a rank their collection order
+    items[:] = [item for path in sorted(by_file, key=rank) for item in by_file[path]]
 
 
 @pytest.fixture(autouse=True)

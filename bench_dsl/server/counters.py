@@ -157,6 +157,12 @@ class ServerCounters:
         again by the next ping)."""
         if self.ctl is None:
             return None
+        if (silent := self.silent_s()) > ANSWER_TIMEOUT:
+            # answered nothing for longer than a reading waits (a hung server): waiting again would
+            # only hold the run's end, and what was measured, by as long
+            self.warn(f"could not read the server's counters: it has answered nothing for {silent:.0f}s")
+            self.close()
+            return None
         ctl = self.ctl
 
         async def read() -> dict[str, int]:

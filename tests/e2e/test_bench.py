@@ -199,20 +199,6 @@ def test_unknown_sections_are_a_usage_error() -> None:
     assert main(["--sections", "compare,bogus"]) == 2
 
 
-@pytest.mark.alone  # CPU per transaction in a 1 s window: a client starved by another process's test measured nothing
-def test_the_wakeups_measurement_runs(tmp_path: Path) -> None:
-    """bench/wakeups.py (interrupts and CPU per transaction, each client in turn) on its own server."""
-    assert shutil.which("sysbench") is not None, "sysbench is not installed: run scripts/setup.sh (make test does)"
-    r = subprocess.run([sys.executable, "-m", "bench.wakeups", "--users", "2", "--rounds", "1", "--window", "1",
-                        "--table-size", "2000"], check=False, capture_output=True, text=True, cwd=ROOT, timeout=240)
-    assert r.returncode == 0, r.stderr[-3000:]
-    rows = [line.split("|")[1:-1] for line in r.stdout.splitlines() if line.startswith("| 2 |")]
-    assert [row[1].strip() for row in rows] == ["sysbench", "bench-dsl, C executor", "bench-dsl, asyncmy"]
-    for row in rows:
-        tps, interrupts, server_us, client_us = (float(c.replace(",", "")) for c in row[2:])
-        assert tps > 0 and interrupts >= 0 and server_us > 0 and client_us > 0
-
-
 @pytest.mark.slow
 def test_the_tls_row_measures_both_ways(tmp_path: Path) -> None:
     """`--sections tls`: a throwaway server with a certificate made for the run, bench-dsl plain and

@@ -24,7 +24,10 @@ from bench_dsl.measure.schedlag import percentile
 
 from ..conftest import BENCH, ROOT, run_bench
 
-pytestmark = [pytest.mark.slow, pytest.mark.alone]  # a CPU quota against the bound: the machine to itself
+# Only the second test has the machine to itself (`alone`): it holds the run under the bound when the
+# machine had cores to spare. The first is starved by its quota whatever else runs: another test
+# beside it only adds lag, so the other process need not wait.
+pytestmark = pytest.mark.slow
 
 SCENARIO = """
 scenario "lag" {
@@ -173,6 +176,7 @@ asyncio.run(main())
 """
 
 
+@pytest.mark.alone  # a run against the bound: the machine to itself
 def test_a_client_with_cores_to_spare_stays_under_the_bound(dsn_url: str, tmp_path: Path) -> None:
     reference = subprocess.Popen([sys.executable, "-c", REFERENCE, "10"], stdout=subprocess.PIPE, text=True, cwd=ROOT,
                                  start_new_session=True)  # a scheduling group of its own
