@@ -2,32 +2,27 @@
 
 from __future__ import annotations
 
-import difflib
 import functools
 import hashlib
 import math
 import re
 import sys
-import unicodedata
 from importlib import resources
 from typing import Any
 
 import lark
 from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import (
-    UnexpectedCharacters,
-    UnexpectedEOF,
     UnexpectedInput,
-    UnexpectedToken,
 )
 from lark.tree import Meta
 
 from bench_dsl.core.cache import cache_file
-from bench_dsl.core.errors import OTHER_BREAKS, Diagnostic, ScenarioError, Span, break_in_comment, normal_newlines
+from bench_dsl.core.errors import Diagnostic, ScenarioError, Span, normal_newlines
 from bench_dsl.language import syntax as ast
 from bench_dsl.language.metrics import CORE_TABLE
+from bench_dsl.language.syntax_errors import Units, keyword_as_name, quoted, syntax_diagnostic
 
-Units = tuple[str, ...]  # the throughputs' unit words: metrics.Table.throughput_units()
 CORE_UNITS: Units = tuple(CORE_TABLE.throughput_units())
 
 
@@ -52,158 +47,6 @@ def _parser(units: Units = CORE_UNITS) -> Lark:
     )
 
 
-# How a person would name what the parser expected.
-_TERMINAL_WORDS = {
-    "RBRACE": "'}'", "LBRACE": "'{'", "LPAR": "'('", "RPAR": "')'", "COMMA": "','", "EQUAL": "'='", "PLUS": "'+'",
-    "NAME": "a name", "STRING": 'a "string"', "NUMBER": "a number",
-    "QUANTITY": "a number with a unit (10s, 250ms, 80%, 256M)",
-    "VAR": "a $reference",
-    "COMPARATOR": "a comparison (>, >=, <, <=)",
-    "MULTIPLIER": "a multiplier such as x2",
-    "PERCENTILE": "a percentile such as p99.9",
-    "USERS": "'users'", "USER": "'user'",
-    "$END": "the end of the file",
-}  # and RATE_UNIT, the units of the throughputs declared (_describe)
-
-
-def _describe(term: str, units: Units) -> str:
-    if term in _TERMINAL_WORDS:
-        return _TERMINAL_WORDS[term]
-    if term == "RATE_UNIT":
-        return f"a unit word ({', '.join(units)})"
-    try:
-        pattern = _parser(units).get_terminal(term).pattern
-    except KeyError:
-        return term.lower()
-    if pattern.type == "str":
-        return f"'{pattern.value}'"
-    return term.lower()
-
-
-def _keywords(expected: set[str], units: Units) -> list[str]:
-    words = []
-    for term in expected:
-        try:
-            pattern = _parser(units).get_terminal(term).pattern
-        except KeyError:
-            continue
-        if pattern.type == "str" and re.fullmatch(r"[a-z_]+", pattern.value):
-            words.append(pattern.value)
-    return sorted(words)
-
-
-_NUMBER_AND_WORD = re.compile(r"-?[0-9]+(?:\.[0-9]+)?([A-Za-z_][A-Za-z0-9_]*)")
-
-
-def _syntax_diagnostic(err: UnexpectedInput, file: str, text: str, units: Units) -> Diagnostic:
-    line, col = max(err.line, 1), max(err.column, 1)
-    if isinstance(err, UnexpectedToken):
-        tok = err.token
-        expected = set(err.expected)
-        names = sorted({_describe(t, units) for t in expected})
-        shown = "end of file" if tok.type == "$END" else _quoted(str(tok))
-        span = Span(file, line, col, line, col + max(1, len(str(tok))))
-        hint = None
-        keywords = _keywords(expected, units)
-        close = difflib.get_close_matches(str(tok), keywords, n=1, cutoff=0.6) if tok.type != "$END" else []
-        if close:
-            hint = f"did you mean '{close[0]}'?"
-        elif other := break_in_comment(text, None if tok.type == "$END" else tok.start_pos):
-            hint = other
-        elif tok.type == "$END" and "RBRACE" in expected:
-            hint = "a block is not closed: add the missing '}'"
-        elif expected == {"LBRACE"}:  # `workload sysbench oltp_point_select` and the like
-            hint = "expected '{': a block goes here, written '{ }' when it holds nothing"
-        elif keywords and len(keywords) <= 14:
-            hint = "expected one of: " + ", ".join(keywords)
-        else:
-            hint = "expected " + " or ".join(names[:6]) if names else "the text here does not continue the file"
-        if tok.type == "STRING" and "NAME" in expected and not close:
-            hint = "names are written without quotes"
-        spaced = _spaced_unit(text, tok.start_pos, str(tok)) if tok.type != "$END" else None
-        if spaced:
-            hint = spaced
-        return Diagnostic(f"unexpected {shown}", span, hint)
-    if isinstance(err, UnexpectedCharacters):
-        ch = err.char
-        hint = None
-        width = 1
-        glued = _NUMBER_AND_WORD.match(text, at := err.pos_in_stream or 0)
-        if glued:
-            width = glued.end() - glued.start()
-            number, word = glued.group(0)[: -len(glued.group(1))], glued.group(1)
-            if word in ("users", "user", *units):
-                hint = f"a unit word follows its number after a space: {number} {word}"
-            else:
-                hint = (f"'{word}' is not a unit; units are written against the number: ms, s, m, h "
-                        "(durations), % (percent), K, M, G, T (sizes), x (factors)")
-            return Diagnostic(f"unexpected {_quoted(glued.group(0))}", Span(file, line, col, line, col + width), hint)
-        if ch == "'":
-            hint = 'strings use double quotes: "..."'
-        elif ch == "%" and (spaced := _spaced_unit(text, at, ch)):
-            hint = spaced
-        elif ch.isdigit() or ch == ".":
-            hint = "a unit is written against its number, without a space: 10s, 250ms, 80%, 256M"
-        elif ch == "$":
-            hint = "a reference is $ followed by a name declared with let"
-        elif ch in "/:":
-            hint = 'a path or an address is written in double quotes: "results/run.json", "mysql://host:3306/db"'
-        elif ch in OTHER_BREAKS:
-            hint = f"U+{ord(ch):04X} ends no line in a .bench file: end the file's lines with ordinary line breaks"
-        elif ch.isspace() or unicodedata.category(ch) in ("Cf", "Cc", "Zs"):
-            # a no-break space from a word processor, a byte order mark or zero-width space pasted in
-            hint = (f"an invisible character ({unicodedata.name(ch, f'U+{ord(ch):04X}')}) is here: "
-                    "delete it, or type a plain space")
-        elif hint is None:
-            hint = "names, numbers with their units, \"strings\" and { } ( ) , are the language's characters"
-        return Diagnostic(f"unexpected character {ch!r}", Span(file, line, col, line, col + width), hint)
-    if isinstance(err, UnexpectedEOF):
-        return Diagnostic("unexpected end of file", Span(file, line, col, line, col + 1),
-                          "a block is not closed: add the missing '}'")
-    return Diagnostic(str(err), Span(file, line, col, line, col + 1), "the text here does not continue the file")
-
-
-SHOWN = 40  # a longer token is quoted by its start and its end
-
-
-def _quoted(text: str) -> str:
-    """A token as a message quotes it: 60 KB of one name is shown by its ends, and by its length."""
-    if len(text) <= SHOWN:
-        return repr(text)
-    return repr(text[:SHOWN // 2] + "..." + text[-SHOWN // 4:]) + f" ({len(text):,} characters)"
-
-
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_ATTACHED_UNITS = ("us", "ms", "s", "m", "h", "%", "K", "M", "G", "T", "x")
-_NUMBER_THEN_SPACE = re.compile(r"(-?[0-9]+(?:\.[0-9]+)?)[ \t]+$")
-
-
-def _spaced_unit(text: str, pos: int, word: str) -> str | None:
-    """The hint for `10 s` or `80 %`: a unit that is written against its number."""
-    before = _NUMBER_THEN_SPACE.search(text, 0, pos) if word in _ATTACHED_UNITS else None
-    if before is None:
-        return None
-    return f"a unit is written against its number, without a space: {before.group(1)}{word}"
-
-
-def _keyword_as_name(err: UnexpectedInput) -> bool:
-    """Read a keyword as a name where the parser wants a name and not that keyword.
-
-    So `max = uniform(1, 9)` in a fill block and `max(read) > 2s` in a stop block work after any
-    entry. The contextual lexer picks a token from the parser state before the reductions of what
-    precedes it, and LALR shares that state among every place a value can end (a fill column, a
-    ramp's `settle 1s`, ...), so `max` comes out as the ramp keyword. Once the parser has reduced
-    and refused it, feeding the same text as a NAME gives what a per-context keyword would have.
-    """
-    if not isinstance(err, UnexpectedToken) or err.interactive_parser is None:
-        return False
-    tok = err.token
-    if tok.type == "NAME" or not _NAME.fullmatch(str(tok)) or "NAME" not in err.expected:
-        return False
-    err.interactive_parser.feed_token(Token.new_borrow_pos("NAME", str(tok), tok))
-    return True
-
-
 def _span(file: str, meta: Meta | Token) -> Span:
     return Span(file, meta.line or 0, meta.column or 0, meta.end_line or 0, meta.end_column or 0)
 
@@ -221,7 +64,7 @@ class _ToSyntax(Transformer[Token, Any]):
         308 digits): never an infinite value, which no check bounds and no integer conversion takes."""
         v = float(written)
         if not math.isfinite(v):
-            self.problems.append(Diagnostic(f"{_quoted(written)} is too large a number", self._s(token),
+            self.problems.append(Diagnostic(f"{quoted(written)} is too large a number", self._s(token),
                                             f"a number is at most {sys.float_info.max:.4g}; every value has a "
                                             "far smaller bound of its own (docs/language.md)"))
             return 0.0
@@ -429,9 +272,9 @@ def parse(text: str, file: str = "<string>", units: Units = CORE_UNITS) -> ast.F
     is never changed): a study validates each of its configurations on the one tree of its file."""
     text = normal_newlines(text)
     try:
-        tree = _parser(units).parse(text, start="start", on_error=_keyword_as_name)
+        tree = _parser(units).parse(text, start="start", on_error=keyword_as_name)
     except UnexpectedInput as err:
-        raise ScenarioError([_syntax_diagnostic(err, file, text, units)], text) from None
+        raise ScenarioError([syntax_diagnostic(err, file, text, units, _parser(units))], text) from None
     to_syntax = _ToSyntax(file, text)
     lets, scenario = to_syntax.transform(tree)
     if to_syntax.problems:
@@ -445,9 +288,9 @@ def parse_expr(text: str, file: str = "<-D>", units: Units = CORE_UNITS) -> ast.
     their values as -D twice (validating the study, then planning or running each configuration)."""
     text = normal_newlines(text)
     try:
-        tree: Tree[Token] = _parser(units).parse(text, start="expr", on_error=_keyword_as_name)
+        tree: Tree[Token] = _parser(units).parse(text, start="expr", on_error=keyword_as_name)
     except UnexpectedInput as err:
-        raise ScenarioError([_syntax_diagnostic(err, file, text, units)], text) from None
+        raise ScenarioError([syntax_diagnostic(err, file, text, units, _parser(units))], text) from None
     to_syntax = _ToSyntax(file, text)
     result = to_syntax.transform(tree)
     if to_syntax.problems:
