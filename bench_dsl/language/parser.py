@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 import re
 import sys
 from importlib import resources
 from typing import Any
 
+import lark
 from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import (
     UnexpectedInput,
 )
 from lark.tree import Meta
 
+from bench_dsl.core.cache import cache_file
 from bench_dsl.core.errors import Diagnostic, ScenarioError, Span, normal_newlines
 from bench_dsl.language import syntax as ast
 from bench_dsl.language.metrics import CORE_TABLE
@@ -29,8 +32,13 @@ def _parser(units: Units = CORE_UNITS) -> Lark:
     # RATE_UNIT's words are the declared throughputs' units (bench_dsl/language/metrics.py)
     assert text.count("@RATE_UNITS@") == 1, "bench.lark: RATE_UNIT has lost its @RATE_UNITS@"
     text = text.replace("@RATE_UNITS@", "|".join(map(re.escape, units)))
+    # building the parse tables takes a third of a second, at every start of bench: kept in the
+    # user's private cache (a pickle, so never in a directory others may write), by the grammar's hash
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    cache = cache_file(f"grammar-{digest}-lark-{lark.__version__}.pickle")
     return Lark(
         text,
+        cache=str(cache) if cache is not None else False,
         parser="lalr",
         lexer="contextual",
         propagate_positions=True,

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench_dsl.language import check
+from bench_dsl.language.metrics import Table
 from bench_dsl.language.model import Fill, Scenario, SetupSql, WorkloadSpec
 from bench_dsl.workloads.custom import plugin as custom
 from bench_dsl.workloads.plugin import WorkloadPlugin
@@ -29,7 +29,7 @@ PLUGINS: dict[str, WorkloadPlugin[Any]] = {plugin.kind: plugin for plugin in (
 
 # Every metric: the core ones and each kind's own (TPC-C's nopm), for the floors above this one
 # (results, the live screen); the language is handed the kinds and builds the same (check.metrics_of).
-METRICS = check.metrics_of(PLUGINS)
+METRICS = Table.of(*(k.metrics for k in PLUGINS.values()))
 
 
 def make_workload(sc: Scenario) -> Workload:
@@ -51,4 +51,6 @@ def load(path: str | Path, defines: Mapping[str, str] | None = None, env: Mappin
          text: str | None = None, study: bool = True) -> Scenario:
     """Read, parse and validate a .bench file with every workload kind known (bench_dsl.language.check.load,
     given the plugins). Raises ScenarioError with every diagnostic."""
+    from bench_dsl.language import check  # the parser and lark: not for a worker, which reads no file
+
     return check.load(path, defines, env, text, study, workloads=PLUGINS)

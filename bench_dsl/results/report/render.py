@@ -7,8 +7,6 @@ import datetime as dt
 import functools
 import html
 import json
-import os
-import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,6 +15,7 @@ import altair as alt
 import vl_convert as vlc
 
 from bench_dsl import __version__
+from bench_dsl.core.cache import cache_file
 from bench_dsl.results.files import write_atomically
 from bench_dsl.results.fold import Configuration, group
 from bench_dsl.results.read import ResultFile
@@ -102,37 +101,21 @@ for (const f of figures) {
 @functools.cache
 def _bundle(version: str) -> str:
     """Vega's ~0.9 MB of JavaScript, which takes vl-convert seconds to bundle: once per machine and
-    version, kept in the user's cache directory (every report and every study's end would
-    otherwise pay it), and once per process when that cannot be written. What goes into a report
-    is read from there only when the file and its directory are the user's own and nobody else's
-    to write: a report runs this script in whoever opens it."""
-    path = _cache_dir() / f"vega-bundle-{getattr(vlc, '__version__', 'unknown')}-{version}.js"
+    version, kept in the user's private cache (bench_dsl.core.cache; every report and every
+    study's end would otherwise pay it), and once per process when that cannot be used."""
+    path = cache_file(f"vega-bundle-{getattr(vlc, '__version__', 'unknown')}-{version}.js")
     try:
-        if _private(path.parent) and _private(path):
+        if path is not None and path.exists():
             return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         pass
     text: str = vlc.javascript_bundle(vl_version=version)  # type: ignore[call-arg]  # the stub forgets the default
     try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if _private(path.parent):
+        if path is not None:
             write_atomically(path, text)
     except OSError:
-        pass  # a read-only home, a full disk: this process's copy does
+        pass  # a full disk: this process's copy does
     return text
-
-
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "bench-dsl"
-
-
-def _private(p: Path) -> bool:
-    """`p` is ours, not a link, and nobody else may write it (a directory: nor list or enter it)."""
-    st = p.lstat()
-    if st.st_uid != os.geteuid() or stat.S_ISLNK(st.st_mode):
-        return False
-    return not st.st_mode & (0o077 if stat.S_ISDIR(st.st_mode) else 0o022)
 
 
 def render_html(configs: list[Configuration], figs: list[Figure]) -> str:

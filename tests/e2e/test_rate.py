@@ -1,0 +1,63 @@
+"""Open-loop rate runs end to end, on the test server: a steady rate measured as offered, achieved,
+dropped and the three latencies; a rate ramp whose saturation point is a rate, ended by arrivals
+dropped when the pool can serve no more."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+
+from ..conftest import ROOT, run_bench
+
+SCHEMA = json.loads((ROOT / "bench_dsl" / "results" / "schema" / "result-v1.json").read_text())
+
+
+def _run(tmp_path: Path, text: str, *args: str) -> dict:
+    f, out = tmp_path / "r.bench", tmp_path / "r.json"
+    f.write_text(text)
+    r = run_bench("run", str(f), "--headless", "--json", str(out), *args)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    jsonschema.validate(doc, SCHEMA)
+    return doc
+
+
+def test_a_steady_rate_is_measured_from_its_due_times(tmp_path: Path) -> None:
+    doc = _run(tmp_path, """scenario "steady" {
+      target env("BENCH_DSN")
+      workload custom { transaction t { query "SELECT 1" } }
+      warmup 1s rate linear from 50 to 300 tps
+      rate 300 tps
+      users max 8
+      duration 4s
+      report every 1s
+    }""")
+    (step,) = doc["steps"]
+    assert step["rate_tps"] == 300 and step["users"] == 8 and step["complete"]
+    assert 270 <= step["offered_tps"] <= 330 and 270 <= step["achieved_tps"] <= 330, step
+    assert step["dropped_pct"] is not None and step["dropped_pct"] < 2
+    resp, serv, lag = step["latency_ms"], step["service_ms"], step["lag_ms"]
+    assert resp["p50"] >= serv["p50"] and resp["p99"] >= serv["p99"] and lag["p50"] is not None
+    measured = [i for i in doc["intervals"] if i["measured"]]
+    assert measured and all("offered_tps" in i and "busy" in i for i in measured)
+    assert doc["saturation"]["rate_tps"] == 300 and not doc["saturation"]["saturated"]
+
+
+def test_the_saturation_point_of_a_rate_ramp_is_a_rate(tmp_path: Path) -> None:
+    # four users of a 20 ms transaction serve 200 a second at most: 100 tps fits, 400 cannot
+    doc = _run(tmp_path, """scenario "ramp" {
+      target env("BENCH_DSN")
+      workload custom { transaction t { query "SELECT SLEEP(0.02)" } }
+      rate step { start 50 tps step x2 hold 3s max 400 tps }
+      users max 4
+      stop when { dropped > 5% }
+    }""", "--workers", "1")
+    rates = [s["rate_tps"] for s in doc["steps"]]
+    assert rates[:2] == [50, 100]
+    last = doc["steps"][-1]
+    assert doc["stop"]["reason"] == "stop_condition" and doc["stop"]["condition"] == "dropped > 5%"
+    assert last["rate_tps"] in (200, 400) and last["dropped_pct"] > 5
+    assert doc["saturation"]["saturated"] and doc["saturation"]["rate_tps"] in (100, 200)
+    assert doc["steps"][1]["dropped_pct"] < 5 and doc["steps"][1]["busy"] <= 4
