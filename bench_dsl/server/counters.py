@@ -111,11 +111,13 @@ class ServerCounters:
             try:
                 async with ctl.cursor() as cur:
                     if self.status_names:
+                        # the reading's moment is when it was asked for: the server reads its counters
+                        # at once, while the answer may wait for a busy event loop to be taken in
+                        asked = time.monotonic()
                         await cur.execute("SHOW GLOBAL STATUS WHERE Variable_name IN ("
                                           + ", ".join(["%s"] * len(self.status_names)) + ")", self.status_names)
                         rows = await cur.fetchall()
-                        now = time.monotonic()
-                        self._status = (now, {str(k).lower(): float(v) for k, v in rows if _numeric(v)})
+                        self._status = (asked, {str(k).lower(): float(v) for k, v in rows if _numeric(v)})
                     else:
                         await cur.execute("SELECT 1")
                         await cur.fetchall()

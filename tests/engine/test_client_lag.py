@@ -7,6 +7,7 @@ verdict must say so)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -71,7 +72,10 @@ class CpuQuota:
 
     def enter(self, pids: list[int]) -> None:
         for pid in pids:
-            (self.group / "cgroup.procs").write_text(str(pid))
+            # a process that exited between being listed and being moved (ESRCH) has nothing to starve;
+            # if it was one of the run's, the run's own result says so
+            with contextlib.suppress(ProcessLookupError):
+                (self.group / "cgroup.procs").write_text(str(pid))
 
     def leave(self) -> None:
         """Every process still in the group back to the root group, then the group removed."""

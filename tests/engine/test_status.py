@@ -27,7 +27,10 @@ scenario "sleepers" {{
 """
 
 
-@pytest.mark.parametrize("stop", ["status(Threads_running) > 5 for 2s", "status(Com_select)/s > 25"])
+# a rate against fixed bounds (10 selects a second): on a machine busy with other tests, the sleepers'
+# own client is late and the rate falls below them
+@pytest.mark.parametrize("stop", ["status(Threads_running) > 5 for 2s",
+                                  pytest.param("status(Com_select)/s > 25", marks=pytest.mark.alone)])
 def test_a_status_condition_fires_on_the_load_that_crosses_it(stop: str, dsn_url: str, tmp_path: Path) -> None:
     f = tmp_path / "s.bench"
     f.write_text(SLEEPERS.format(stop=stop))
@@ -43,6 +46,7 @@ def test_a_status_condition_fires_on_the_load_that_crosses_it(stop: str, dsn_url
     assert 8 <= rate <= 11, rate
 
 
+@pytest.mark.alone  # the two windows' edges within 0.1 s: a busy machine delays the coordinator's readings
 def test_status_counters_agree_with_the_clients_count(dsn_url: str, tmp_path: Path) -> None:
     f = tmp_path / "p.bench"
     f.write_text("""scenario "points" {
