@@ -71,20 +71,45 @@ def _linear_ramp(c: Checker, node: ast.RampLinear, duration: float | None,
     return m.LinearRamp(a, b, over, total)
 
 
-def _step_ramp(c: Checker, node: ast.RampStep) -> m.StepRamp | None:
-    got: dict[str, tuple[ast.Expr, Span]] = {}
-    for kind, value, span in node.items:
+Items = dict[str, tuple[ast.Expr, Span]]
+
+
+def step_items(c: Checker, what: str, items: tuple[tuple[str, ast.Expr, Span], ...], span: Span,
+               examples: tuple[str, str, str, str]) -> Items | None:
+    """The items of a step block (`ramp step { }`, `rate step { }`) by name, `step` either `add`
+    or `mul` (its kind under "_kind"); None after saying which of start, step, hold and max is
+    missing (`examples`: how each is written) or given twice."""
+    got: Items = {}
+    for kind, value, at in items:
         key = "step" if kind in ("add", "mul") else kind
         if key in got:
-            c.error(f"'{key}' is given twice in the ramp", span, "keep one")
-        got[key] = (value, span)
+            c.error(f"'{key}' is given twice in the {what}", at, "keep one")
+        got[key] = (value, at)
         if kind in ("add", "mul"):
-            got["_kind"] = (ast.Word(kind, span), span)
-    for need, example in (("start", "start 8 users"), ("step", "step +8 users"), ("hold", "hold 60s"),
-                          ("max", "max 256 users")):
+            got["_kind"] = (ast.Word(kind, at), at)
+    for need, example in zip(("start", "step", "hold", "max"), examples, strict=True):
         if need not in got:
-            c.error(f"ramp step needs '{need}'", node.span, f"add: {example}")
-    if any(n not in got for n in ("start", "step", "hold", "max")):
+            c.error(f"{what} step needs '{need}'", span, f"add: {example}")
+    return None if any(n not in got for n in ("start", "step", "hold", "max")) else got
+
+
+def multiplier(c: Checker, got: Items, hint: str) -> float | None:
+    """`step xN` of a step block: more than 1."""
+    mul = c.number(got["step"][0], "step", allow_units=("x",))
+    if mul is not None and mul <= 1:
+        c.error("step xN must multiply by more than 1", got["step"][1], hint)
+        return None
+    return mul
+
+
+def settle_hold(c: Checker, got: Items) -> tuple[float | None, float | None]:
+    settle = c.duration(got["settle"][0], "settle", allow_zero=True) if "settle" in got else 0.0
+    return settle, c.duration(got["hold"][0], "hold")
+
+
+def _step_ramp(c: Checker, node: ast.RampStep) -> m.StepRamp | None:
+    got = step_items(c, "ramp", node.items, node.span, ("start 8 users", "step +8 users", "hold 60s", "max 256 users"))
+    if got is None:
         return None
     start = c.users(got["start"][0], "start")
     mx = c.users(got["max"][0], "max")
@@ -92,13 +117,8 @@ def _step_ramp(c: Checker, node: ast.RampStep) -> m.StepRamp | None:
     if got["_kind"][0].name == "add":  # type: ignore[union-attr]
         add = c.users(got["step"][0], "step")
     else:
-        mul = c.number(got["step"][0], "step", allow_units=("x",))
-        if mul is not None and mul <= 1:
-            c.error("step xN must multiply by more than 1", got["step"][1],
-                    "step x2 doubles the users at each step; or add a number: step +4 users")
-            mul = None
-    settle = c.duration(got["settle"][0], "settle", allow_zero=True) if "settle" in got else 0.0
-    hold = c.duration(got["hold"][0], "hold")
+        mul = multiplier(c, got, "step x2 doubles the users at each step; or add a number: step +4 users")
+    settle, hold = settle_hold(c, got)
     if start is not None and mx is not None and mx < start:
         c.error(f"max ({mx}) is below start ({start})", got["max"][1],
                 f"max is the most users the ramp reaches: {start} or more")

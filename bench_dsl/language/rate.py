@@ -8,10 +8,9 @@ holds it per second."""
 
 from __future__ import annotations
 
-from bench_dsl.core.errors import Span
 from bench_dsl.language import model as m
 from bench_dsl.language import syntax as ast
-from bench_dsl.language.ramp import MAX_STEPS
+from bench_dsl.language.ramp import MAX_STEPS, multiplier, settle_hold, step_items
 from bench_dsl.language.values import Checker, Quantity, num, span_of
 
 MAX_RATE = 10_000_000.0  # transactions per second a run may ask for
@@ -83,29 +82,23 @@ def load(c: Checker, node: ast.Rate, pool_node: ast.Item | ast.UsersPool | None,
             return None
         return m.RateLoad("linear", a, b, served, poisson, over=over, duration=total,  # type: ignore[arg-type]
                           warmup_from=before[0], warmup_to=before[1])
-    return _step(c, node, got, served, poisson, duration_item, before)
+    return _step(c, node, served, poisson, duration_item, before)
 
 
-def _step(c: Checker, node: ast.Rate, got: dict[str, tuple[ast.Expr, Span]], served: m.Pool | None, poisson: bool,
-          duration_item: ast.Item | None, before: tuple[float | None, float | None]) -> m.RateLoad | None:
+def _step(c: Checker, node: ast.Rate, served: m.Pool | None, poisson: bool, duration_item: ast.Item | None,
+          before: tuple[float | None, float | None]) -> m.RateLoad | None:
     if duration_item is not None:
         c.error("'duration' has no meaning with 'rate step': each step lasts settle + hold", duration_item.span,
                 "remove it, or set hold")
-    for need, example in (("start", "start 1000 tps"), ("step", "step +1000 tps"), ("hold", "hold 30s"),
-                          ("max", "max 20000 tps")):
-        if need not in got and not (need == "step" and ("add" in got or "mul" in got)):
-            c.error(f"rate step needs '{need}'", node.span, f"add: {example}")
-            return None
+    got = step_items(c, "rate", node.items, node.span, ("start 1000 tps", "step +1000 tps", "hold 30s",
+                                                          "max 20000 tps"))
+    if got is None:
+        return None
     start, end = rate_of(c, got["start"][0], "start"), rate_of(c, got["max"][0], "max")
-    add = rate_of(c, got["add"][0], "step") if "add" in got else None
-    mul = None
-    if "mul" in got:
-        mul = c.number(got["mul"][0], "step", allow_units=("x",))
-        if mul is not None and mul <= 1:
-            c.error("step xN must multiply by more than 1", got["mul"][1], "step x2 doubles the rate at each step")
-            return None
-    settle = c.duration(got["settle"][0], "settle", allow_zero=True) if "settle" in got else 0.0
-    hold = c.duration(got["hold"][0], "hold")
+    adds = got["_kind"][0].name == "add"  # type: ignore[union-attr]
+    add = rate_of(c, got["step"][0], "step") if adds else None
+    mul = None if adds else multiplier(c, got, "step x2 doubles the rate at each step; or add one: step +1000 tps")
+    settle, hold = settle_hold(c, got)
     if start is not None and end is not None and end < start:
         c.error(f"max ({num(end)} tps) is below start ({num(start)} tps)", got["max"][1],
                 f"max is the highest rate the ramp reaches: {num(start)} tps or more")
@@ -116,7 +109,7 @@ def _step(c: Checker, node: ast.Rate, got: dict[str, tuple[ast.Expr, Span]], ser
                       hold=hold, warmup_from=before[0], warmup_to=before[1])  # type: ignore[arg-type]
     if load.step_count() > MAX_STEPS:
         c.error(f"the rate ramp has {load.step_count():,} steps; a run has at most {MAX_STEPS:,}",
-                got["add" if add is not None else "mul"][1], "a larger step (step +N tps, or step xN)")
+                got["step"][1], "a larger step (step +N tps, or step xN)")
         return None
     return load
 

@@ -102,3 +102,15 @@ def test_open_loop_figures_are_refused_for_users() -> None:
     with pytest.raises(ScenarioError) as err:
         load("c.bench", text=text, env={})
     assert "dropped is a figure of an open-loop rate's arrivals; this scenario runs users" in str(err.value)
+
+
+@pytest.mark.parametrize(("step", "said"), [
+    ("rate step { start 10 tps step x2 hold 1s }", "rate step needs 'max'"),
+    ("rate step { start 10 tps step x1 hold 1s max 20 tps }", "step xN must multiply by more than 1"),
+    ("rate step { start 10 tps step +5 tps step x2 hold 1s max 20 tps }", "'step' is given twice in the rate"),
+    ("rate step { start 30 tps step +5 tps hold 1s max 20 tps }", "max (20 tps) is below start (30 tps)"),
+])
+def test_a_rate_step_is_read_as_a_ramp_step_is(step: str, said: str) -> None:
+    with pytest.raises(ScenarioError) as err:
+        load("s.bench", text=STEADY.replace("rate 5000 tps poisson", step).replace("duration 30s", ""), env={})
+    assert said in str(err.value), str(err.value)
