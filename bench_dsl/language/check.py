@@ -41,6 +41,10 @@ class WorkloadKind(Protocol):
     def takes_setup(self) -> bool: ...
     @property
     def metrics(self) -> tuple[MetricDecl, ...]: ...  # its own (TPC-C's nopm): conditions can name them
+    @property
+    def share(self) -> Callable[[m.WorkloadSpec, str | None, bool], float | None] | None: ...  # rate.RatedKind
+    @property
+    def refuses_rate(self) -> Callable[[m.WorkloadSpec], tuple[str, str] | None] | None: ...
 
 
 def metrics_of(workloads: Mapping[str, WorkloadKind]) -> Table:
@@ -134,7 +138,7 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
     workers = _workers(c, items.first("workers"))
     warmup = ramp.warmup(c, items.first("warmup"))
     report_every = ramp.report_every(c, items.first("report"))
-    users = _load(c, items, warmup, sc)
+    users = _load(c, items, warmup, sc, workload, workloads.get(workload.kind) if workload else None)
     stop = _conditions(c, items.all("stop"), tx_names, users, expect=False)
     expect = _conditions(c, items.all("expect"), tx_names, users, expect=True)
     if not replicas and not replica_dsns:
@@ -223,14 +227,16 @@ def _lets(c: Checker, lets: list[ast.Let], defines: Mapping[str, str]) -> dict[s
     return parameters
 
 
-def _load(c: Checker, items: _Items, warmup: float, sc: ast.ScenarioNode) -> m.Ramp | None:
+def _load(c: Checker, items: _Items, warmup: float, sc: ast.ScenarioNode, workload: m.WorkloadSpec | None,
+          kind: WorkloadKind | None) -> m.Ramp | None:
     """The load: users (closed loop: `users`, `ramp`) or a rate (open loop: `rate`, `users max`)."""
     rate_node, pool, warmup_rate = items.first("rate"), items.first("users"), items.first("warmup rate")
     if rate_node is not None:
         if (closed := items.first("ramp")) is not None:
             c.error("give either a rate or a ramp of users, not both", span_of(closed),
                     "a rate (open loop: transactions due whatever the replies), or a ramp (closed loop)")
-        return rate.load(c, rate_node, pool, items.first("duration"), warmup_rate, warmup)  # type: ignore[arg-type]
+        return rate.load(c, rate_node, pool, items.first("duration"), warmup_rate, warmup,  # type: ignore[arg-type]
+                         workload, kind)
     if warmup_rate is not None:
         c.error("a warmup's rate needs the run's rate", span_of(warmup_rate), "add: rate 1000 tps")
     if isinstance(pool, ast.UsersPool):

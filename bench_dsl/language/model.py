@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -99,7 +100,9 @@ class Pool:
 class RateLoad:
     """An open-loop load: transactions due at a rate (per second), whatever the replies, served by
     a pool of users. `fixed` for `duration`; `step` from `start` by `add` or x`mul` up to `end`,
-    each step a `settle` and a `hold`; `linear` from `start` to `end` over `over`, `duration` in all."""
+    each step a `settle` and a `hold`; `linear` from `start` to `end` over `over`, `duration` in all.
+    Every rate is of transactions of every kind per second (what is scheduled); one asked in a
+    throughput the workload declares (`rate 20000 nopm`) keeps that `unit`, and what one of it is."""
     shape: Literal["fixed", "step", "linear"]
     start: float
     end: float
@@ -113,10 +116,31 @@ class RateLoad:
     duration: float = 0.0
     warmup_from: float | None = None  # `warmup D rate ...`: the warmup's own rate, from and to
     warmup_to: float | None = None
+    # the unit the rates were asked in: tps (tpm is one too, as 60 of them), or a throughput of the
+    # workload's own that counts some of its transactions (nopm: new orders that commit)
+    unit: str = "tps"
+    tps_per_unit: float = 1.0  # transactions of every kind per second that one of `unit` is
+    counted: float = 1.0  # the share of the transactions run that `unit` counts (nopm: 0.4455)
 
     @property
     def kind(self) -> str:
         return f"rate_{self.shape}"
+
+    def asked(self, tps: float) -> float:
+        """A rate scheduled (tps) in the unit it was asked in."""
+        return tps / self.tps_per_unit
+
+    def to_json(self) -> dict[str, object]:
+        """The rate as asked and as scheduled, for the result's scenario: `asked` in `unit` and
+        `scheduled_tps` in transactions of every kind per second, each from `start` to `end` (and a
+        step ramp's `steps`)."""
+        def both(f: Callable[[float], float]) -> dict[str, object]:
+            out: dict[str, object] = {"start": round(f(self.start), 6), "end": round(f(self.end), 6)}
+            if self.shape == "step":
+                out["steps"] = [round(f(r), 6) for r in self.rates()]
+            return out
+        return {"shape": self.shape, "unit": self.unit, "asked": both(self.asked), "scheduled_tps": both(float),
+                "tps_per_unit": self.tps_per_unit, "counted_pct": round(100 * self.counted, 4)}
 
     def rates(self) -> list[float]:
         """The rate of each step (one for fixed and linear: the rate they end at)."""

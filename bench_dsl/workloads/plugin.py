@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
 
@@ -43,6 +43,15 @@ class WorkloadPlugin(Generic[Spec]):
     # grammar's units, the result and compare know them whatever the workload (a custom workload
     # with the transaction they need has them too); registry.METRICS holds them all
     metrics: tuple[MetricDecl, ...] = ()
+    # What turns a rate written in one of its throughputs (`rate 20000 nopm`) into the rate of all
+    # its transactions, which is what is scheduled: (spec, transaction, committed) -> the share of
+    # the transactions its users run that are `transaction` (None: any) and, when `committed`, commit
+    # (TPC-C rolls 1% of new orders back on purpose). None, or it returns None: it cannot say, and
+    # only a workload of that one transaction takes such a rate (bench_dsl/language/rate.py)
+    share: Callable[[Spec, str | None, bool], float | None] | None = None
+    # why a spec cannot run at an open-loop rate, as (message, hint); None: it can (TPC-C's keying
+    # and think times pace closed-loop terminals, and an arrival schedule paces the transactions)
+    refuses_rate: Callable[[Spec], tuple[str, str] | None] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +69,18 @@ class DataTool:
     # (options, target, say) -> exit status; may raise BenchError (a target it cannot reach: exit 4)
     run: Callable[[argparse.Namespace, Dsn, Callable[[str], None]], int]
     example_define: str = "name=value"  # -D's example in its --help: a `let` its scenarios have
+
+
+def mix_share(mix: Mapping[str, float], transaction: str | None,
+              rolled_back: Mapping[str, float] | None = None) -> float | None:
+    """The share of a mix of weights (any scale) that `transaction` is (None: every one), less what
+    of each rolls back on purpose when `rolled_back` is given; None for a mix of no weight."""
+    total = sum(mix.values())
+    if total <= 0:
+        return None
+    names = list(mix) if transaction is None else [transaction]
+    gone = rolled_back or {}
+    return sum(mix.get(n, 0.0) * (1.0 - gone.get(n, 0.0)) for n in names) / total
 
 
 def duplicate_settings(c: Checker, settings: tuple[ast.Setting, ...]) -> None:

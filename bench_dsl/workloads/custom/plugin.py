@@ -14,7 +14,7 @@ from bench_dsl.core.mysql_errors import RETRY_NAMES
 from bench_dsl.language import syntax as ast
 from bench_dsl.language.model import Fill, Generator, SetupSql
 from bench_dsl.language.values import Checker, name_span, offset, offset_end, span_of
-from bench_dsl.workloads.plugin import WorkloadPlugin
+from bench_dsl.workloads.plugin import WorkloadPlugin, mix_share
 
 if TYPE_CHECKING:
     from bench_dsl.workloads.custom.workload import Custom
@@ -176,6 +176,11 @@ def build(spec: CustomWorkload, setup: tuple[Fill | SetupSql, ...], seed: int) -
     return Custom(spec, setup, seed)
 
 
-PLUGIN = WorkloadPlugin("custom", validate, ast.transactions_named, plan_lines, build, takes_setup=True)
+def share(spec: CustomWorkload, transaction: str | None, committed: bool) -> float | None:
+    """A transaction's share of those run: its weight's (a custom workload rolls none back on purpose)."""
+    return mix_share({t.name: t.weight for t in spec.transactions}, transaction)
+
+
+PLUGIN = WorkloadPlugin("custom", validate, ast.transactions_named, plan_lines, build, takes_setup=True, share=share)
 
 

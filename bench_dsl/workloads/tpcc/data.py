@@ -12,6 +12,8 @@ CUSTOMERS_PER_DISTRICT = 3_000
 ORDERS_PER_DISTRICT = 3_000
 FIRST_UNDELIVERED = 2_101  # orders 2101..3000 of each district are new (undelivered) at load
 STOCK_PER_WAREHOUSE = ITEMS
+# Clause 2.4.1.4: 1% of new orders name an unused item and are rolled back (nopm leaves them out).
+NEW_ORDER_ROLLBACK = 0.01
 
 # Clause 4.3.2.3: a customer's last name is three syllables chosen by the digits of a number 0..999.
 SYLLABLES = ("BAR", "OUGHT", "ABLE", "PRI", "PRES", "ESE", "ANTI", "CALLY", "ATION", "EING")

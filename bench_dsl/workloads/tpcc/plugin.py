@@ -22,9 +22,11 @@ from bench_dsl.workloads.plugin import (
     DataTool,
     WorkloadPlugin,
     duplicate_settings,
+    mix_share,
     on_off,
     unknown_option,
 )
+from bench_dsl.workloads.tpcc.data import NEW_ORDER_ROLLBACK
 
 if TYPE_CHECKING:
     from bench_dsl.workloads.tpcc.workload import Tpcc
@@ -162,6 +164,20 @@ def plan_lines(spec: TpccWorkload) -> list[str]:
             f"{spec.retries} retries on deadlock or lock wait timeout"]
 
 
+def share(spec: TpccWorkload, transaction: str | None, committed: bool) -> float | None:
+    """The share of the transactions run that are `transaction` (and commit): each user picks each
+    transaction by the scenario's mix, whether it runs closed loop or serves arrivals."""
+    return mix_share(dict(spec.mix), transaction, {"new_order": NEW_ORDER_ROLLBACK} if committed else None)
+
+
+def refuses_rate(spec: TpccWorkload) -> tuple[str, str] | None:
+    if not spec.keying_time:
+        return None
+    return ("keying_time = on paces each terminal by its keying and think times (a closed loop); "
+            "an open-loop rate paces the transactions itself",
+            "keying_time = off with a rate, or users N for terminals that key and think")
+
+
 def build(spec: TpccWorkload, setup: tuple[Fill | SetupSql, ...], seed: int) -> Tpcc:
     from bench_dsl.workloads.tpcc.workload import Tpcc  # the driver only for a run
 
@@ -214,4 +230,5 @@ NOPM = MetricDecl("nopm", "throughput", "nopm", "own", title="NOPM", example="{l
                   counts="committed", per=60.0, transaction="new_order", live=True, higher_is_better=True,
                   summarized=True, compared=True, gated=True, compare_unit="new orders/min")
 
-PLUGIN = WorkloadPlugin("tpcc", validate, declared_transactions, plan_lines, build, tools=(CHECK,), metrics=(NOPM,))
+PLUGIN = WorkloadPlugin("tpcc", validate, declared_transactions, plan_lines, build, tools=(CHECK,), metrics=(NOPM,),
+                        share=share, refuses_rate=refuses_rate)

@@ -23,6 +23,7 @@ from bench_dsl.workloads.tpcc.data import (
     DISTRICTS_PER_WAREHOUSE,
     ITEMS,
     LAST_NAMES,
+    NEW_ORDER_ROLLBACK,
     RunConstants,
 )
 
@@ -176,7 +177,7 @@ class Inputs:
         d = self.district()
         c = self.nurand(A_C_ID, 1, CUSTOMERS_PER_DISTRICT, k.c_id)
         count = 5 + int(rnd() * 11)
-        rollback = rnd() < 0.01
+        rollback = rnd() < NEW_ORDER_ROLLBACK
         items = [self.nurand(A_OL_I_ID, 1, ITEMS, k.ol_i_id) for _ in range(count)]
         if rollback:
             items[-1] = ITEMS + 1
