@@ -28,6 +28,11 @@ class LoadProfile:
         """plan(...).seconds; a profile of many steps says it without building them."""
         return self.plan(ramp, warmup, time_scale, max_steps).seconds
 
+    def bound(self, ramp: Any) -> LoadProfile:
+        """This profile with its words bound to `ramp` where they say more than its phases hold (a
+        rate asked in nopm); itself when they do not."""
+        return self
+
     def describe(self, ramp: Any) -> str:
         """The load in one line (`bench check --plan`'s "load:")."""
         raise NotImplementedError

@@ -93,24 +93,40 @@ class RateProfile(LoadProfile):
         settles = (n - 1) * whole(ramp.settle, time_scale) if ramp.settle > 0 else 0.0
         return (whole(warmup, time_scale) if warmup > 0 else 0.0) + settles + n * whole(ramp.hold, time_scale)
 
+    # the load this profile's words are of (bound): a rate asked in a throughput of the workload's
+    # own (nopm) is said in it beside the tps scheduled
+    ramp: m.RateLoad | None = None
+
+    def bound(self, ramp: m.RateLoad) -> LoadProfile:
+        if ramp.unit == "tps":
+            return self
+        out = type(self)()
+        out.ramp = ramp
+        return out
+
     def describe(self, ramp: m.RateLoad) -> str:
         arrivals = "Poisson arrivals" if ramp.poisson else "evenly spaced arrivals"
         served = (f"served by up to {ramp.pool.users} users; "
                   + (f"up to {ramp.pool.queue} wait for a free user, more are dropped"
                      if ramp.pool.queue else "an arrival that finds none free is dropped"))
         if ramp.shape == "fixed":
-            what = f"{num(ramp.start)} tps for {ramp.duration:g}s"
+            what = f"{_rate(ramp, ramp.start)} for {ramp.duration:g}s"
         elif ramp.shape == "linear":
-            what = f"{num(ramp.start)} -> {num(ramp.end)} tps over {ramp.over:g}s, {ramp.duration:g}s in all"
+            what = f"{_rate(ramp, ramp.start, ramp.end)} over {ramp.over:g}s, {ramp.duration:g}s in all"
         else:
-            what = (f"{num(ramp.start)} tps, then {_more(ramp)} a step up to {num(ramp.end)} tps "
+            what = (f"{_rate(ramp, ramp.start)}, then {_more(ramp)} a step up to {_rate(ramp, ramp.end)} "
                     f"({ramp.step_count()} steps)")
+        if ramp.unit != "tps":
+            what += f"; {ramp.unit} counts {100 * ramp.counted:.4g}% of the transactions the mix runs"
         return f"{what} (open loop: {arrivals}, due whatever the replies, {served})"
 
     def load(self, ph: Phase) -> str:
         if ph.rate is None:
             return super().load(ph)
-        rate = f"{num(ph.rate)} tps" if ph.rate_end in (None, ph.rate) else f"{num(ph.rate)} -> {num(ph.rate_end)} tps"
+        end = ph.rate_end if ph.rate_end not in (None, ph.rate) else None
+        if self.ramp is not None:
+            return f"{_rate(self.ramp, ph.rate, end)}, {ph.users} users at most"
+        rate = f"{num(ph.rate)} tps" if end is None else f"{num(ph.rate)} -> {num(end)} tps"
         return f"{rate}, {ph.users} users at most"
 
     def step_words(self, ramp: m.RateLoad, plan: Plan, step: int) -> str:
@@ -133,7 +149,28 @@ class LinearRate(RateProfile):
 
 
 def _more(ramp: m.RateLoad) -> str:
-    return f"+{num(ramp.add)} tps" if ramp.add is not None else f"x{ramp.mul:g}"
+    if ramp.add is None:
+        return f"x{ramp.mul:g}"
+    return f"+{num(ramp.add)} tps" if ramp.unit == "tps" else f"+{_asked(ramp, ramp.add)} {ramp.unit}"
+
+
+def _tps(rate: float) -> str:
+    """A rate scheduled, to a tenth of a transaction a second (a rate converted from nopm has more)."""
+    return num(round(rate, 1 if rate >= 10 else 3))
+
+
+def _asked(ramp: m.RateLoad, tps: float) -> str:
+    return num(round(ramp.asked(tps), 6))
+
+
+def _rate(ramp: m.RateLoad, tps: float, end: float | None = None) -> str:
+    """A rate (from tps to end) in the unit asked and, when that is not tps, in the tps scheduled:
+    "20000 nopm (748.2 tps)"."""
+    if ramp.unit == "tps":
+        return f"{num(tps)} tps" if end is None else f"{num(tps)} -> {num(end)} tps"
+    if end is None:
+        return f"{_asked(ramp, tps)} {ramp.unit} ({_tps(tps)} tps)"
+    return f"{_asked(ramp, tps)} -> {_asked(ramp, end)} {ramp.unit} ({_tps(tps)} -> {_tps(end)} tps)"
 
 
 RATE_PROFILES: tuple[LoadProfile, ...] = (FixedRate(), StepRate(), LinearRate())

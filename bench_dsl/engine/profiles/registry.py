@@ -13,4 +13,4 @@ PROFILES: dict[str, LoadProfile] = {p.kind: p for p in (*USERS_PROFILES, *RATE_P
 
 def profile_of(ramp: Any) -> LoadProfile:
     """The profile of a scenario's ramp (any model object with a `kind` a profile is registered for)."""
-    return PROFILES[ramp.kind]
+    return PROFILES[ramp.kind].bound(ramp)
