@@ -54,7 +54,9 @@ def scenario_json(sc: m.Scenario, workload: dict[str, object], names: tuple[str,
             "parameters": {k: scrub(str(v)) if isinstance(v, str) else v for k, v in sc.parameters.items()},
             "seed": sc.seed, "workload": workload | {"transactions": list(names), "digest": workload_digest(sc)},
             "stop": [c.text for c in sc.stop], "expect": [c.text for c in sc.expect],
-            "plan": plan_json(plan, time_scale, max_steps)}
+            "plan": plan_json(plan, time_scale, max_steps),
+            # an open-loop rate as asked (its unit: tps, or the workload's nopm) and as scheduled (tps)
+            **({"rate": sc.ramp.to_json()} if isinstance(sc.ramp, m.RateLoad) else {})}
 
 
 def workload_digest(sc: m.Scenario) -> str:
