@@ -77,6 +77,7 @@ def test_a_linear_nopm_rate_and_its_plain_numbers() -> None:
     assert (r.asked(r.start), r.asked(r.end)) == pytest.approx((6000, 12000))
     assert r.asked(r.warmup_from) == pytest.approx(3000)  # type: ignore[arg-type]
     warmup, ramp, hold = plan(sc).phases
+    assert warmup.rate == warmup.rate_end == pytest.approx(3000 / 60 / NEW_ORDERS)
     assert ramp.rate_end == hold.rate == pytest.approx(12000 / 60 / NEW_ORDERS)
     assert "6000 -> 12000 nopm (224.5 -> 448.9 tps) over 10s" in describe(sc, plan(sc))
 
