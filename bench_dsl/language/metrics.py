@@ -21,7 +21,11 @@ the whole table from bench_dsl.workloads.registry.METRICS.
 Adding a metric: a MetricDecl here (or in a plugin), and its computing where its figures are made
 (measure/metrics.py: Aggregate.value, and Aggregate.summary for a figure of the result). A
 throughput (a count of transactions, statements or committed ones of one transaction, per second
-or per minute) needs no more than its declaration: it is computed from it.
+or per minute) needs no more than its declaration: it is computed from it. One that counts
+transactions (not statements) is a unit an open-loop rate may be written in too (`rate 20000
+nopm`): bench_dsl/language/rate.py turns it into the rate of all transactions by its `per` and the
+share of them it counts (its `transaction`, committed or not), which the workload's kind says for
+the scenario's mix (WorkloadPlugin.share).
 """
 
 from __future__ import annotations
