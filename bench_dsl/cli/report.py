@@ -76,15 +76,14 @@ def run(args: argparse.Namespace, err: Console) -> int:
     html = _html_path(args.output) if args.output else None
     png = _writable_dir(args.png, "--png") if args.png else None
     svg = _writable_dir(args.svg, "--svg") if args.svg else None
+    configs = group(results)
+    # users results and rate results answer different questions: never drawn on one axis (exit 2)
+    one_axis((c.label, c.axis) for c in configs)
 
     from bench_dsl.results.report.render import (  # altair and vl-convert: only now
         write_html,
         write_images,
     )
-
-    configs = group(results)
-    # users results and rate results answer different questions: never drawn on one axis (exit 2)
-    one_axis((c.label, c.axis) for c in configs)
 
     def say(text: str) -> None:
         err.print(text, markup=False, highlight=False, soft_wrap=True)
