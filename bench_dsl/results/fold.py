@@ -17,19 +17,19 @@ rate asked), "users" being the pool that served it; the list keeps its name, whi
 readers know. Results of the two axes answer different questions (how many users the server
 carries, what rate it holds) and are never set side by side: one_axis refuses them.
 
-Which steps count: a step's figures count at its users count when the step is complete. A step
-cut short (the run stopped during it, or it stalled) measured part of a hold, and its figures set
-beside complete ones would compare unlike with like; a run that has no complete step and was
+Which steps count: a step's figures count at its users count (its rate) when the step is complete. A
+step cut short (the run stopped during it, or it stalled) measured part of a hold, and its figures
+set beside complete ones would compare unlike with like; a run that has no complete step and was
 stopped in its first one counts its summary as one step (measured_steps).
 
 Every figure is the median over the repeats, with the min, max and spread, and its noise (noise_pct:
-see _with_noise). The saturation point too is the median of the repeats' saturation users: it is the
-figure compare judges a difference of, by the same rule and noise as every other figure, and the
-middle of the repeats is what they most support. With an odd number of repeats it is one of the
-measured counts; with an even number it is the midpoint of the two middle ones (32 and 64 give 48):
-taking the lower one instead would report every study of 2 or 4 repeats systematically low, and a
-configuration whose repeats disagree that much is said to (the range and noise go with it). The
-report marks it on the median curve, between the two steps when it falls between them.
+see _with_noise). The saturation point too is the median of the repeats' saturation users (or
+rates): it is the figure compare judges a difference of, by the same rule and noise as every other
+figure, and the middle of the repeats is what they most support. With an odd number of repeats it is
+one of the measured counts; with an even number it is the midpoint of the two middle ones (32 and 64
+give 48): taking the lower one instead would report every study of 2 or 4 repeats systematically
+low, and a configuration whose repeats disagree that much is said to (the range and noise go with
+it). The report marks it on the median curve, between the two steps when it falls between them.
 """
 
 from __future__ import annotations
