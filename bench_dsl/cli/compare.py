@@ -31,14 +31,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     sp = sub.add_parser("compare", help="compare results side by side against the first (the baseline)",
                         description="Compare the results of runs or configurations: saturation point, throughput "
-                                    "and latency at each users count all of them measured, the difference to the "
+                                    "and latency at each users count (offered rate, for `rate` scenarios) all of "
+                                    "them measured, the difference to the "
                                     "baseline (the first), and whether it is beyond the noise.",
                         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     sp.add_argument("paths", nargs="+", metavar="RESULT|DIR",
                     help="result JSON files, or directories searched for them (a matrix run's directory)")
     sp.add_argument("--fail-if", dest="fail_if", action="append", default=[], metavar="GATE",
                     help='e.g. "tps < -5%%" or "p95 > +10%%": exit 3 when a configuration differs from the baseline '
-                         "that way at a users count both measured; metrics: " + ", ".join(METRICS.shown("gated")))
+                         "that way at a users count (an offered rate) both measured; metrics: "
+                         + ", ".join(METRICS.shown("gated")))
     sp.add_argument("--force", action="store_true", help="compare results of different workloads or data anyway")
     sp.add_argument("--json", metavar="PATH|-", help="write the comparison as JSON (- for stdout)")
     sp.add_argument("--markdown", metavar="PATH|-", help="write the comparison as a Markdown table (- for stdout)")
@@ -97,8 +99,11 @@ def _notes(table: dict[str, Any], summary: dict[str, Any], out: Console) -> None
     def say(text: str) -> None:
         out.print(text, markup=False, highlight=False, soft_wrap=True)
 
-    if not table["users_compared"]:
-        say("no users count was measured by every configuration: only the saturation points are compared")
+    from bench_dsl.results.compare import compared
+
+    if not compared(table):
+        what = "offered rate" if table.get("axis") == "rate" else "users count"
+        say(f"no {what} was measured by every configuration: only the saturation points are compared")
     if not summary["same_workload"]:
         say("warning: these results ran different workloads or data (--force): the figures do not compare")
     once = [c["label"] for c in summary["configurations"] if len(c["statuses"]) == 1]

@@ -26,7 +26,8 @@ result, 1 a file that could not be written (a full disk: the cause is said) or a
 def add_parser(sub: argparse._SubParsersAction) -> None:
     sp = sub.add_parser("report", help="an HTML report and PNG/SVG charts of one or more results",
                         description="Draw the results of one or more runs: throughput and latency against "
-                                    "users with each saturation point, throughput and p95 over time, the "
+                                    "users (the offered rate, for `rate` scenarios) with each saturation point, "
+                                    "throughput and p95 over time, the "
                                     "latency percentile spectrum per step, server and client CPU.",
                         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     sp.add_argument("inputs", nargs="+", metavar="RESULT", help="a result JSON, or a directory of them")
@@ -67,7 +68,7 @@ def run(args: argparse.Namespace, err: Console) -> int:
     if not (args.output or args.png or args.svg):
         raise UsageError("nothing to write: give -o report.html, --png DIR or --svg DIR (or several)")
     # every problem of the command line is found before the first chart is drawn
-    from bench_dsl.results.fold import group
+    from bench_dsl.results.fold import group, one_axis
     from bench_dsl.results.read import find_results
 
     found = find_results(args.inputs)  # a bad file is exit 2 here, naming the file and the field
@@ -75,13 +76,14 @@ def run(args: argparse.Namespace, err: Console) -> int:
     html = _html_path(args.output) if args.output else None
     png = _writable_dir(args.png, "--png") if args.png else None
     svg = _writable_dir(args.svg, "--svg") if args.svg else None
+    configs = group(results)
+    # users results and rate results answer different questions: never drawn on one axis (exit 2)
+    one_axis((c.label, c.axis) for c in configs)
 
     from bench_dsl.results.report.render import (  # altair and vl-convert: only now
         write_html,
         write_images,
     )
-
-    configs = group(results)
 
     def say(text: str) -> None:
         err.print(text, markup=False, highlight=False, soft_wrap=True)

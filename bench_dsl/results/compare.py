@@ -8,6 +8,13 @@ a single run can see). A difference to the baseline is beyond the noise when the
 more above the smaller (larger / smaller - 1) than the two configurations' noises added; with no
 noise known, not judged (null). Ratios, not differences: a figure that halves is as far from its
 baseline as one that doubles, and a noisy figure's noise is not capped at -100 % as a drop is.
+
+The load axis (bench_dsl/results/fold.py: load_axis): closed-loop configurations are compared at
+each users count all of them measured, and their saturation points in users; open-loop ones (a
+`rate` scenario) at each offered rate, "@ 4000 tps", and their saturation points in tps. The table
+says which ("axis"); its rows and the gates' checks name their point by the axis' key, "users" or
+"rate_tps". Configurations of both axes are refused (fold.one_axis), --force or not: a users count
+and a rate answer different questions.
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench_dsl.core.errors import UsageError
+from bench_dsl.results import fold
+from bench_dsl.results.fold import AXES, LoadAxis, one_axis
 from bench_dsl.results.summary import same_workload
 from bench_dsl.workloads import registry
 
@@ -132,16 +141,28 @@ def _cell(conf_id: str, s: dict[str, Any] | None, base: dict[str, Any] | None, h
     return cell
 
 
-def _row(metric: str, users: int | None, unit: str, confs: list[dict[str, Any]],
+def _row(metric: str, key: str, point: float | None, unit: str, confs: list[dict[str, Any]],
          stats: list[dict[str, Any] | None], higher_better: bool | None) -> dict[str, Any]:
-    return {"metric": metric, "users": users, "unit": unit,
+    return {"metric": metric, key: point, "unit": unit,
             "cells": [_cell(c["id"], s, stats[0], higher_better, i == 0) for i, (c, s) in enumerate(zip(confs, stats))]}
 
 
-def common_users(confs: list[dict[str, Any]]) -> list[int]:
-    """The users counts every configuration measured (in at least one repeat)."""
-    sets = [{e["users"] for e in c["by_users"]} for c in confs]
+def axis_of(confs: list[dict[str, Any]]) -> LoadAxis:
+    """The load axis of a summary's configurations (a summary written before it said one: users);
+    a UsageError when they are not all on one."""
+    return AXES[one_axis((c["label"], c.get("axis") or "users") for c in confs)]
+
+
+def common_points(confs: list[dict[str, Any]], key: str = "users") -> list[Any]:
+    """The points of the axis (users counts, offered rates: `key`) every configuration measured (in
+    at least one repeat)."""
+    sets = [{e[key] for e in c["by_users"]} for c in confs]
     return sorted(set.intersection(*sets)) if sets else []
+
+
+def compared(table: dict[str, Any]) -> list[Any]:
+    """The points a comparison compared at: its users counts, or its offered rates."""
+    return table["rates_compared"] if table.get("axis") == "rate" else table["users_compared"]
 
 
 def compare(summary: dict[str, Any], gates: list[Gate] | None = None, force: bool = False) -> dict[str, Any]:
@@ -151,29 +172,30 @@ def compare(summary: dict[str, Any], gates: list[Gate] | None = None, force: boo
     if len(confs) < 2:
         raise UsageError(f"only one configuration ({confs[0]['label'] if confs else 'none'}): nothing to compare"
                          "\n  hint: give two results or more (the first is the baseline), or a matrix directory")
+    ax = axis_of(confs)  # before the workloads: --force does not make a users count a rate
     if not force:
         check_same_workload(summary)
     rows: list[dict[str, Any]] = []
     if any(c.get("settings_not_applied") for c in confs):  # first: it qualifies every figure below it
-        rows.append({"metric": "settings", "users": None, "unit": "",
+        rows.append({"metric": "settings", ax.key: None, "unit": "",
                      "cells": [{"configuration": c["id"], "value": "not applied" if c.get("settings_not_applied")
                                 else "applied", "not_applied": c.get("settings_not_applied") or []} for c in confs]})
-    sat = [c["saturation"]["users"] for c in confs]
-    rows.append(_row("saturation", None, "users", confs, sat, True))
-    rows.append({"metric": "condition", "users": None, "unit": "",
+    sat = [c["saturation"].get(ax.key) for c in confs]
+    rows.append(_row("saturation", ax.key, None, ax.unit, confs, sat, True))
+    rows.append({"metric": "condition", ax.key: None, "unit": "",
                  "cells": [{"configuration": c["id"], "value": c["saturation"]["condition"],
                             "all": c["saturation"]["conditions"],
                             "verdicts": c["saturation"].get("verdicts")} for c in confs]})
-    users = common_users(confs)
-    for u in users:
-        entries = [next(e for e in c["by_users"] if e["users"] == u) for c in confs]
+    points = common_points(confs, ax.key)
+    for u in points:
+        entries = [next(e for e in c["by_users"] if e[ax.key] == u) for c in confs]
         for metric, d in registry.METRICS.shown("compared").items():
             stats = [_dig(e, d.path) for e in entries]
             if all(s is None for s in stats):
                 continue  # nopm of a workload that has none
             if metric == "error_rate_pct" and all(s is None or s["max"] == 0 for s in stats):
                 continue  # no errors anywhere: a row of zeros says nothing
-            rows.append(_row(metric, u, d.row_unit, confs, stats, d.higher_is_better))
+            rows.append(_row(metric, ax.key, u, d.row_unit, confs, stats, d.higher_is_better))
     return {
         "format": COMPARISON_FORMAT, "format_version": 1,
         "baseline": confs[0]["id"],
@@ -181,7 +203,8 @@ def compare(summary: dict[str, Any], gates: list[Gate] | None = None, force: boo
         "configurations": [{"id": c["id"], "label": c["label"], "values": c["values"], "files": c["files"],
                             "repeats": len(c["statuses"]), "statuses": c["statuses"],
                             "settings_applied": not c.get("settings_not_applied")} for c in confs],
-        "users_compared": users,
+        "axis": ax.name,
+        ("rates_compared" if ax.name == "rate" else "users_compared"): points,
         "noise_rule": NOISE_RULE,
         "rows": rows,
         "gates": [judge_gate(g, confs) for g in gates or []],
@@ -189,23 +212,24 @@ def compare(summary: dict[str, Any], gates: list[Gate] | None = None, force: boo
 
 
 def judge_gate(gate: Gate, confs: list[dict[str, Any]]) -> dict[str, Any]:
-    """A gate judged on every configuration against the baseline, at each users count both measured
-    (saturation: once per configuration), on the medians. A figure the gate meets and cannot judge
-    (not measured by one side, not a finite number, a baseline of 0 that has no percentage) is listed
-    with why in `unjudged`: such a gate has not passed, whatever the other checks say."""
-    base = confs[0]
+    """A gate judged on every configuration against the baseline, at each point of the axis both
+    measured, users count or offered rate (saturation: once per configuration), on the medians. A
+    figure the gate meets and cannot judge (not measured by one side, not a finite number, a baseline
+    of 0 that has no percentage) is listed with why in `unjudged`: such a gate has not passed,
+    whatever the other checks say."""
+    base, ax = confs[0], axis_of(confs)
     checks: list[dict[str, Any]] = []
     unjudged: list[dict[str, Any]] = []
     for c in confs[1:]:
         if gate.metric == "saturation":
-            pairs = [(None, base["saturation"]["users"], c["saturation"]["users"])]
+            pairs = [(None, base["saturation"].get(ax.key), c["saturation"].get(ax.key))]
         else:
             path = registry.METRICS.shown("gated")[gate.metric].path
-            mine = {e["users"]: e for e in c["by_users"]}
-            pairs = [(e["users"], _dig(e, path), _dig(mine[e["users"]], path))
-                     for e in base["by_users"] if e["users"] in mine]
-        for users, b, o in pairs:
-            where = {"configuration": c["id"], "label": c["label"], "users": users}
+            mine = {e[ax.key]: e for e in c["by_users"]}
+            pairs = [(e[ax.key], _dig(e, path), _dig(mine[e[ax.key]], path))
+                     for e in base["by_users"] if e[ax.key] in mine]
+        for point, b, o in pairs:
+            where = {"configuration": c["id"], "label": c["label"], ax.key: point}
             why = _unjudgeable(gate.metric, b, o, base["label"], c["label"])
             if why is not None:
                 unjudged.append(where | {"why": why})
@@ -248,10 +272,22 @@ def number(v: float | None) -> str:
     return f"{v:,.0f}" if a >= 1000 else f"{v:.1f}" if a >= 100 else f"{v:.2f}" if a >= 1 else f"{v:.3f}"
 
 
+def point_words(where: dict[str, Any]) -> str | None:
+    """A row's or a check's point of the axis in words, "8 users" or "4000 tps" (None: a row of
+    the whole configuration, the saturation point's)."""
+    for ax in AXES.values():
+        if where.get(ax.key) is not None:
+            return ax.words(where[ax.key])
+    return None
+
+
 def row_name(row: dict[str, Any]) -> str:
     d = registry.METRICS.figure(row["metric"])
     name = ROW_NAMES.get(row["metric"]) or (d.heading if d is not None else row["metric"])
-    return name if row["users"] is None else f"{name} @ {row['users']} users"
+    if row["metric"] == "saturation":
+        name = f"{row['metric']} ({row['unit']})"  # its unit is the axis': users, or tps for a rate
+    point = point_words(row)
+    return name if point is None else f"{name} @ {point}"
 
 
 def cell_lines(row: dict[str, Any], cell: dict[str, Any], is_base: bool) -> tuple[str, str]:
@@ -334,7 +370,8 @@ def to_markdown(table: dict[str, Any]) -> str:
                 note = f"**{note}**"
             cells.append(value + (f"<br>{note}" if note else ""))
         lines.append("| " + " | ".join(_md_escape(x) for x in [row_name(row), *cells]) + " |")
-    lines += ["", f"Users compared: {', '.join(map(str, table['users_compared'])) or 'none in common'}. "
+    points = ", ".join(fold.number(p) for p in compared(table)) + (" tps" if table.get("axis") == "rate" else "")
+    lines += ["", f"{'Rates' if table.get('axis') == 'rate' else 'Users'} compared: {points or 'none in common'}. "
               f"Values are medians over the repeats [min-max]. Noise rule: {table['noise_rule']}."]
     for c in confs:
         files = ", ".join(c["files"]) or "-"
@@ -364,7 +401,8 @@ def gate_verdict(g: dict[str, Any]) -> str:
 
 
 def _where(ch: dict[str, Any]) -> str:
-    return ch["label"] + ("" if ch["users"] is None else f" at {ch['users']} users")
+    point = point_words(ch)
+    return ch["label"] + ("" if point is None else f" at {point}")
 
 
 def _check_words(ch: dict[str, Any]) -> str:

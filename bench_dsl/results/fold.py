@@ -3,22 +3,33 @@ summary.json (summary.py), `bench compare` (compare.py, from the summary) and th
 all read their numbers here, so the three cannot disagree.
 
     group(results) -> [Configuration]     repeats together, in the order first seen, labelled apart
-    Configuration.by_users                one entry per users count: each figure folded over repeats
-    Configuration.saturation              the saturation point folded over repeats
+    load_axis(doc) -> "users" | "rate"    what a result's load is measured in (AXES: its words)
+    one_axis(configs)                     the one axis of results read together, or a UsageError
+    Configuration.by_users                one entry per point of its axis: each figure folded over repeats
+    Configuration.saturation              the saturation point folded over repeats, on its axis
 
-Which steps count: a step's figures count at its users count when the step is complete. A step
-cut short (the run stopped during it, or it stalled) measured part of a hold, and its figures set
-beside complete ones would compare unlike with like; a run that has no complete step and was
+The load axis: a closed-loop result (`users`, `ramp`) measured users counts, an open-loop one
+(`rate`) offered rates with a pool of users serving them. Its steps, its saturation point and every
+reader's x axis are users counts for the one and offered rates in transactions per second for the
+other: load_axis decides which from the result itself, and every reader (summary, compare, report)
+asks it, here. A rate result's by_users entries are one per offered rate ("rate_tps", the step's
+rate asked), "users" being the pool that served it; the list keeps its name, which summary.json's
+readers know. Results of the two axes answer different questions (how many users the server
+carries, what rate it holds) and are never set side by side: one_axis refuses them.
+
+Which steps count: a step's figures count at its users count (its rate) when the step is complete. A
+step cut short (the run stopped during it, or it stalled) measured part of a hold, and its figures
+set beside complete ones would compare unlike with like; a run that has no complete step and was
 stopped in its first one counts its summary as one step (measured_steps).
 
 Every figure is the median over the repeats, with the min, max and spread, and its noise (noise_pct:
-see _with_noise). The saturation point too is the median of the repeats' saturation users: it is the
-figure compare judges a difference of, by the same rule and noise as every other figure, and the
-middle of the repeats is what they most support. With an odd number of repeats it is one of the
-measured counts; with an even number it is the midpoint of the two middle ones (32 and 64 give 48):
-taking the lower one instead would report every study of 2 or 4 repeats systematically low, and a
-configuration whose repeats disagree that much is said to (the range and noise go with it). The
-report marks it on the median curve, between the two steps when it falls between them.
+see _with_noise). The saturation point too is the median of the repeats' saturation users (or
+rates): it is the figure compare judges a difference of, by the same rule and noise as every other
+figure, and the middle of the repeats is what they most support. With an odd number of repeats it is
+one of the measured counts; with an even number it is the midpoint of the two middle ones (32 and 64
+give 48): taking the lower one instead would report every study of 2 or 4 repeats systematically
+low, and a configuration whose repeats disagree that much is said to (the range and noise go with
+it). The report marks it on the median curve, between the two steps when it falls between them.
 """
 
 from __future__ import annotations
@@ -27,11 +38,12 @@ import functools
 import json
 import statistics
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from bench_dsl.core.errors import UsageError
 from bench_dsl.engine.judge import CUT_SHORT
 from bench_dsl.language.metrics import Measures, MetricDecl
 from bench_dsl.results.read import ResultFile
@@ -44,6 +56,69 @@ SHORT_INTERVAL = 0.5
 # two runs is narrow by chance too often (identical configurations would be called different up to
 # 1 time in 5), so with two the report intervals' spread, when larger, is taken instead.
 REPEATS_FOR_NOISE = 3
+
+
+Axis = Literal["users", "rate"]
+
+
+@dataclass(frozen=True, slots=True)
+class LoadAxis:
+    """What a result's load is measured in, and the words every reader says it with."""
+
+    name: Axis
+    key: str  # the field of a step row, a by_users entry and a saturation that holds it
+    unit: str  # after a number: "8 users", "8000 tps"
+    title: str  # a chart's x axis
+    heading: str  # a chart's title: "Throughput against users"
+    loop: str  # the kind of load, in a sentence
+
+    def words(self, value: float | None) -> str:
+        return "-" if value is None else f"{number(value)} {self.unit}"
+
+
+def number(v: float) -> str:
+    """A point of an axis as written: 8, 4000 (not 4e+03 nor 4,000.0), 12.5."""
+    return f"{v:.0f}" if float(v).is_integer() else f"{v:g}"
+
+
+AXES: dict[Axis, LoadAxis] = {
+    "users": LoadAxis("users", "users", "users", "users (concurrent connections)", "users",
+                      "closed-loop (users: how many users the server carries)"),
+    "rate": LoadAxis("rate", "rate_tps", "tps", "offered rate (transactions/s)", "offered rate",
+                     "open-loop (a rate: what rate of transactions the server holds)"),
+}
+
+
+def load_axis(doc: dict[str, Any]) -> Axis:
+    """"rate" for an open-loop result, "users" for a closed-loop one: the judge says a rate's
+    saturation point as saturation.rate_tps, each rate step has its rate_tps, and every figure of
+    an open-loop run carries what was offered (offered_tps), even one stopped before its first step."""
+    if "rate_tps" in (doc.get("saturation") or {}):
+        return "rate"
+    rows = [*(doc.get("steps") or []), doc.get("summary") or {}, *(doc.get("intervals") or [])]
+    return "rate" if any("rate_tps" in r or "offered_tps" in r for r in rows if isinstance(r, dict)) else "users"
+
+
+def one_axis(labelled: Iterable[tuple[str, str]]) -> Axis:
+    """The one axis of configurations read together, given as (label, axis); a UsageError naming
+    them when some are closed-loop and some open-loop: their figures answer different questions."""
+    pairs = list(labelled)
+    axes = {a for _, a in pairs}
+    if len(axes) <= 1:
+        return "rate" if axes == {"rate"} else "users"
+    lines = [f"  {label}: {AXES['rate' if a == 'rate' else 'users'].loop}" for label, a in pairs]
+    raise UsageError("these results answer different questions: some ran users, some a rate, and a users "
+                     "count is not a rate: their figures do not compare\n" + "\n".join(lines)
+                     + "\n  hint: compare or report the users results and the rate results apart")
+
+
+def at(row: dict[str, Any], axis: Axis) -> float | None:
+    """Where on the axis a step row (or a summary counted as one) was measured: its users count, or
+    the rate its step asked (a summary without one, a linear rate's: the rate it offered)."""
+    if axis == "users":
+        return None if row.get("users") is None else int(row["users"])
+    v = row.get("rate_tps", row.get("offered_tps"))
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
 def summarized(*measures: Measures) -> list[MetricDecl]:
@@ -78,13 +153,23 @@ class Configuration:
         return c if isinstance(c, dict) else None
 
     @functools.cached_property
+    def axis(self) -> Axis:
+        """Its results' load axis (one_axis: repeats of one configuration ran one scenario)."""
+        return one_axis((self.label or str(r.path or "result"), load_axis(r.doc)) for r in self.results)
+
+    @functools.cached_property
     def by_users(self) -> list[dict[str, Any]]:
-        return by_users(self.docs)
+        return by_users(self.docs, self.axis)
 
     @functools.cached_property
     def saturation(self) -> dict[str, Any] | None:
-        """stat() of the repeats' saturation users (None: no repeat had one), with its noise."""
-        return _with_noise(stat([(d.get("saturation") or {}).get("users") for d in self.docs]), [])
+        """stat() of the repeats' saturation point on its axis, users or rate_tps (None: no repeat
+        had one), with its noise."""
+        return self.saturation_of(AXES[self.axis].key)
+
+    def saturation_of(self, key: str) -> dict[str, Any] | None:
+        """stat() of the repeats' saturation.`key` (users, rate_tps), with its noise."""
+        return _with_noise(stat([(d.get("saturation") or {}).get(key) for d in self.docs]), [])
 
 
 def configuration_key(doc: dict[str, Any], path: Path | None) -> tuple[Any, ...] | None:
@@ -212,7 +297,7 @@ def interval_noise(doc: dict[str, Any], step: int | None, name: str) -> float | 
 
 
 def measured_steps(doc: dict[str, Any]) -> list[tuple[int | None, dict[str, Any]]]:
-    """(step number, row) for each users count a run measured: its complete steps; a run without
+    """(step number, row) for each load (users count, rate) a run measured: its complete steps; a run without
     steps (a linear ramp, or one stopped in its first step) its summary, as one step; a run whose
     steps were left out for another reason (they stalled) nothing."""
     rows = doc.get("steps") or []
@@ -237,13 +322,15 @@ def _throughput(doc: dict[str, Any], step_no: int | None, row: dict[str, Any], n
 Hit = tuple[int | None, dict[str, Any]] | None
 
 
-def by_users(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One entry per users count any repeat measured, in increasing users."""
-    per_doc: list[dict[int, tuple[int | None, dict[str, Any]]]] = []
+def by_users(docs: list[dict[str, Any]], axis: Axis = "users") -> list[dict[str, Any]]:
+    """One entry per point of the axis any repeat measured, in increasing order: per users count,
+    or per offered rate (rate_tps first, then users: the most of the pool's any repeat had there)."""
+    per_doc: list[dict[float, tuple[int | None, dict[str, Any]]]] = []
     for d in docs:
-        seen: dict[int, tuple[int | None, dict[str, Any]]] = {}
+        seen: dict[float, tuple[int | None, dict[str, Any]]] = {}
         for step_no, row in measured_steps(d):
-            seen.setdefault(int(row["users"]), (step_no, row))  # a users count stepped twice: its first
+            if (x := at(row, axis)) is not None:
+                seen.setdefault(x, (step_no, row))  # a users count (a rate) stepped twice: its first
         per_doc.append(seen)
     out = []
     for u in sorted({u for seen in per_doc for u in seen}):
@@ -252,8 +339,10 @@ def by_users(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         def of(get: Any, hits: list[tuple[dict[str, Any], Hit]] = hits) -> dict[str, Any] | None:
             return stat([None if h is None else get(h[1]) for _, h in hits])
 
+        point: dict[str, Any] = {"users": u} if axis == "users" else {
+            "rate_tps": u, "users": max(int(h[1]["users"]) for _, h in hits if h is not None)}
         entry: dict[str, Any] = {
-            "users": u,
+            **point,
             "repeats_measured": sum(1 for _, h in hits if h is not None),
             "seconds": of(lambda row: row.get("seconds")),
         }

@@ -4,6 +4,12 @@ A study (`vary`, `repeat`) writes it as summary.json; `bench compare` builds one
 is given and compares its configurations. It reads finished result documents only, never the
 engine: a summary is a function of the files. The reading is read.py's and every figure is
 fold.py's (the same the report draws); this module lays them out as the summary document.
+
+Each configuration says its load axis ("axis": "users" or "rate", fold.load_axis). A rate
+configuration's saturation point is a rate, saturation.rate_tps (saturation.users beside it is the
+pool that served it), and its by_users entries are one per offered rate (rate_tps). A summary holds
+what it is given, both axes if need be: `bench compare` and the report are what refuse to set them
+side by side.
 """
 
 from __future__ import annotations
@@ -71,9 +77,11 @@ def _configuration(n: int, c: Configuration, base: Path | None) -> dict[str, Any
     sat = [d.get("saturation") or {} for d in docs]
     conditions = [s.get("condition") for s in sat]
     fired = Counter(x for x in conditions if x is not None)
+    rate = {"rate_tps": c.saturation_of("rate_tps")} if c.axis == "rate" else {}
     return {
         "id": str(conf.get("id") or f"c{n + 1}"),
         "label": c.label,
+        "axis": c.axis,
         "values": dict(conf.get("values") or {}),
         "scenario": (docs[0].get("scenario") or {}).get("name") or "scenario",
         "workload": (docs[0].get("scenario") or {}).get("workload"),
@@ -83,7 +91,8 @@ def _configuration(n: int, c: Configuration, base: Path | None) -> dict[str, Any
         "statuses": [d.get("status") for d in docs],
         "exit_codes": [d.get("exit_code") for d in docs],
         "saturation": {
-            "users": c.saturation,
+            "users": c.saturation_of("users"),
+            **rate,  # the point of a rate's climb, in tps
             "saturated": [s.get("saturated") for s in sat],
             # the condition that ended most repeats (None: none fired in most of them), then all of them
             "condition": Counter(conditions).most_common(1)[0][0] if conditions else None,
@@ -116,5 +125,6 @@ def _last_verdicts(doc: dict[str, Any]) -> dict[str, Any] | None:
     if not (steps := doc.get("steps")):
         return None
     last, keep = steps[-1], ("condition", "value", "limit", "unit", "fired", "window_s")
-    return {"step": last.get("step"), "users": last.get("users"),
+    rate = {"rate_tps": last.get("rate_tps")} if "rate_tps" in last else {}
+    return {"step": last.get("step"), "users": last.get("users"), **rate,
             "conditions": [{k: v.get(k) for k in keep} for v in last.get("conditions") or []]}

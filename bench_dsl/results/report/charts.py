@@ -3,10 +3,16 @@
 Every chart colours a configuration the same way (one colour scale with every label in its domain),
 so a reader follows one configuration from chart to chart. Each chart has a title that says what it
 shows and axes that say their units; tooltips carry the exact numbers in the HTML report.
+
+The charts "against users" are against the results' load axis (data.axis): users for closed-loop
+results, the offered rate for rate results, whose charts and images are named and titled so
+("throughput-vs-rate", "Throughput against offered rate").
 """
 
 from __future__ import annotations
 
+import itertools
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -14,7 +20,7 @@ from typing import Any
 import altair as alt
 
 from bench_dsl.engine.stopping import StopReason
-from bench_dsl.results.fold import Configuration
+from bench_dsl.results.fold import AXES, Configuration, LoadAxis, load_axis
 from bench_dsl.results.report import data
 
 # what .properties() gives back, by altair's own type hints
@@ -49,23 +55,27 @@ def figures(configs: list[Configuration]) -> list[Figure]:
     (a run that measured no step, a target lost at once, has no curve: its chart is left out)."""
     single = all(len(c.results) == 1 for c in configs)
     spread = "" if single else " Points are the median over the repeats; bars span their min to max."
+    ax = data.axis(configs)
+    point = ("the users of the last step that met every stop condition" if ax.name == "users" else
+             "the highest offered rate whose step met every stop condition")
     out: list[Figure] = []
     if data.by_users(configs, data.tps):
         out.append(Figure(
-            "throughput-vs-users", "Throughput against users",
+            f"throughput-vs-{ax.name}", f"Throughput against {ax.heading}",
             "Transactions per second of each step's measured window, per configuration; the diamond is "
-            "the saturation point (the users of the last step that met every stop condition)." + spread,
+            f"the saturation point ({point})." + spread,
             throughput_vs_users(configs)))
     if [r for r in data.by_users(configs, data.latency("p99")) if r["value"] > 0]:
         out.append(Figure(
-            "latency-vs-users", "p90 and p99 latency against users",
-            "Latency percentiles of all transactions in each step's measured window (log scale)." + spread,
+            f"latency-vs-{ax.name}", f"p90 and p99 latency against {ax.heading}",
+            "Latency percentiles of all transactions in each step's measured window (log scale)"
+            + ("" if ax.name == "users" else ", from the moment each was due") + "." + spread,
             latency_vs_users(configs)))
     if any(data.timeline(c.docs[0], c.label)[0] for c in configs):
         out.append(Figure(
             "timeline", "Throughput and p95 over time",
             "Each report interval of the run (warm-up and settling included); the shaded spans are the "
-            "steps' measured windows, grey lines mark where a step changed the users, the red line the "
+            f"steps' measured windows, grey lines mark where a step changed the {ax.heading}, the red line the "
             "moment the stop condition fired." + ("" if single else " One run per configuration: its first repeat."),
             timeline(configs)))
     if data.spectrum(configs):
@@ -76,7 +86,7 @@ def figures(configs: list[Configuration]) -> list[Figure]:
             spectrum(configs)))
     if data.by_users(configs, data.cpu("server")) or data.by_users(configs, data.cpu("client")):
         out.append(Figure(
-            "cpu-vs-users", "Server and client CPU against users",
+            f"cpu-vs-{ax.name}", f"Server and client CPU against {ax.heading}",
             "CPU use over each step's measured window, in % of the whole machine: the server process "
             "(solid) and bench-dsl's own processes (dashed)." + spread,
             cpu_vs_users(configs)))
@@ -100,15 +110,24 @@ def _colour_by(configs: Sequence[Configuration]) -> alt.Color:
     return alt.Color("configuration:N", scale=_colour(configs), legend=_legend())
 
 
-def _users_x(rows: list[data.Row]) -> alt.X:
-    users = sorted({int(r["users"]) for r in rows}) or [1]
+def _users_x(rows: list[data.Row], ax: LoadAxis = AXES["users"]) -> alt.X:
+    """The x axis of a chart against the load: users counts, or offered rates (tps)."""
+    users = sorted({float(r[ax.key]) if ax.name == "rate" else int(r[ax.key]) for r in rows}) or [1]
     # steps that double (x2) bunch up at the left of a linear axis; a log axis spaces them evenly
     log = users[0] > 0 and users[-1] / users[0] >= 8
+    if log and ax.name == "rate":
+        # a rate climbs by +N tps as often as by xN (examples/rate-saturation.bench): a log axis
+        # only for rates that multiply, else it crowds the high rates where the saturation point is
+        log = statistics.median(b / a for a, b in itertools.pairwise(users)) >= 1.5
     scale = alt.Scale(type="log", base=2, nice=False, padding=12) if log else alt.Scale(zero=False, nice=False,
                                                                                           padding=12)
-    axis = alt.Axis(title="users (concurrent connections)" + (", log scale" if log else ""), format="d",
+    axis = alt.Axis(title=ax.title + (", log scale" if log else ""), format="d" if ax.name == "users" else "~g",
                     values=users if len(users) <= 16 else alt.Undefined, grid=True)
-    return alt.X("users:Q", scale=scale, axis=axis)
+    return alt.X(f"{ax.key}:Q", scale=scale, axis=axis)
+
+
+def _x_tip(ax: LoadAxis) -> alt.Tooltip:
+    return alt.Tooltip("users:Q") if ax.name == "users" else alt.Tooltip(f"{ax.key}:Q", title="offered tps")
 
 
 # No legend for the dashes: the subtitles say which is which (a legend of lines that carry points
@@ -119,9 +138,10 @@ def _by_users_layers(rows: list[data.Row], configs: Sequence[Configuration], tit
                      dash: alt.StrokeDash | None = None) -> list[alt.Chart]:
     base = alt.Chart(alt.InlineData(values=rows))
     y = alt.Y("value:Q", title=title, scale=scale)
-    x = _users_x(rows)
+    ax = data.axis(list(configs))
+    x = _users_x(rows, ax)
     colour = _colour_by(configs)
-    tips = [alt.Tooltip("configuration:N"), alt.Tooltip("series:N", title="what"), alt.Tooltip("users:Q"),
+    tips = [alt.Tooltip("configuration:N"), alt.Tooltip("series:N", title="what"), _x_tip(ax),
             alt.Tooltip("value:Q", title="median", format=",.2f"), alt.Tooltip("min:Q", format=",.2f"),
             alt.Tooltip("max:Q", format=",.2f"), alt.Tooltip("runs:Q", title="runs"),
             alt.Tooltip("note:N", title="note")]
@@ -155,13 +175,14 @@ def _saturation_layers(rows: list[data.Row], configs: Sequence[Configuration], x
 
 def throughput_vs_users(configs: list[Configuration]) -> Panel:
     rows = data.by_users(configs, data.tps, "tps")
+    ax = data.axis(configs)
     title, scale = "throughput (transactions/s)", alt.Scale(zero=True)
     layers = _by_users_layers(rows, configs, title, scale)
     sat = data.saturation_rows(configs, data.tps)
-    layers += _saturation_layers(sat, configs, _users_x(rows), alt.Y("value:Q", title=title, scale=scale))
+    layers += _saturation_layers(sat, configs, _users_x(rows, ax), alt.Y("value:Q", title=title, scale=scale))
     return alt.layer(*layers).properties(
         width=WIDTH, height=HEIGHT,
-        title=alt.TitleParams("Throughput against users",
+        title=alt.TitleParams(f"Throughput against {ax.heading}",
                               subtitle="a diamond marks the saturation point of each configuration"))
 
 
@@ -171,9 +192,11 @@ def latency_vs_users(configs: list[Configuration]) -> Panel:
     dash = alt.StrokeDash("series:N", title="percentile", legend=None,  # the subtitle says which is which
                          scale=alt.Scale(domain=["p90", "p99"], range=[[1, 0], [6, 3]]))
     layers = _by_users_layers(rows, configs, "latency (ms, log scale)", alt.Scale(type="log"), dash)
+    ax = data.axis(configs)
+    subtitle = "solid: p90, dashed: p99" + ("" if ax.name == "users" else "; response time, from when each was due")
     return alt.layer(*layers).properties(
         width=WIDTH, height=HEIGHT,
-        title=alt.TitleParams("p90 and p99 latency against users", subtitle="solid: p90, dashed: p99"))
+        title=alt.TitleParams(f"p90 and p99 latency against {ax.heading}", subtitle=subtitle))
 
 
 def cpu_vs_users(configs: list[Configuration]) -> Panel:
@@ -183,7 +206,7 @@ def cpu_vs_users(configs: list[Configuration]) -> Panel:
     layers = _by_users_layers(rows, configs, "CPU (% of the machine)", alt.Scale(domain=[0, 100]), dash)
     return alt.layer(*layers).properties(
         width=WIDTH, height=HEIGHT,
-        title=alt.TitleParams("Server and client CPU against users",
+        title=alt.TitleParams(f"Server and client CPU against {data.axis(configs).heading}",
                               subtitle="solid: the server process, dashed: bench-dsl (the client)"))
 
 
@@ -201,6 +224,8 @@ def timeline(configs: list[Configuration]) -> alt.ConcatChart:
         x = alt.X("t:Q", title="time since the run started (s)", scale=alt.Scale(nice=False, zero=False))
         tips = [alt.Tooltip("t:Q", title="t (s)", format=".1f"), alt.Tooltip("users:Q"), alt.Tooltip("phase:N"),
                 alt.Tooltip("tps:Q", format=",.1f"), alt.Tooltip("p95:Q", title="p95 (ms)", format=",.2f")]
+        if load_axis(c.docs[0]) == "rate":  # what was offered beside what ran
+            tips.insert(3, alt.Tooltip("offered_tps:Q", title="offered tps", format=",.1f"))
         tps_line = base.mark_line(color=TPS_COLOUR, strokeWidth=2, point=alt.OverlayMarkDef(size=14,
                                                                                             color=TPS_COLOUR)).encode(
             x=x, y=alt.Y("tps:Q", title="throughput (transactions/s)",
@@ -235,16 +260,17 @@ def timeline(configs: list[Configuration]) -> alt.ConcatChart:
 
 def _run_subtitle(doc: dict[str, Any]) -> str:
     stop = StopReason.from_json(doc.get("stop"))
-    sat = doc.get("saturation") or {}
+    sat, ax = doc.get("saturation") or {}, AXES[load_axis(doc)]
     said = "no stop condition fired: every planned step ran" if stop is None else (
         f"stopped by {stop.condition}" if stop.condition else f"ended: {stop.kind}")
-    point = f"saturation point {sat['users']} users" if sat.get("users") is not None else "no saturation point"
+    point = f"saturation point {ax.words(sat[ax.key])}" if sat.get(ax.key) is not None else "no saturation point"
     return f"{point}, {said}"
 
 
 def spectrum(configs: list[Configuration]) -> alt.ConcatChart:
     rows = data.spectrum(configs)
-    users = sorted({r["users"] for r in rows})
+    ax = data.axis(configs)
+    users = sorted({r[ax.key] for r in rows})
     top = max((r["x"] for r in rows), default=10.0)
     ticks = [v for v in NINES if v <= top * 10] or NINES[:2]
     panels: list[Panel] = []
@@ -257,7 +283,8 @@ def spectrum(configs: list[Configuration]) -> alt.ConcatChart:
                     scale=alt.Scale(type="log", domain=[1, ticks[-1]], nice=False),
                     axis=alt.Axis(values=ticks, labelExpr=NINES_LABEL, grid=True)),
             y=alt.Y("latency_ms:Q", title="latency (ms, log scale)", scale=alt.Scale(type="log")),
-            color=alt.Color("users:O", title="step (users)", scale=alt.Scale(domain=users, scheme="viridis"),
+            color=alt.Color(f"{ax.key}:O", title=f"step ({'users' if ax.name == 'users' else 'offered tps'})",
+                            scale=alt.Scale(domain=users, scheme="viridis"),
                             legend=alt.Legend(orient="right")),
             tooltip=[alt.Tooltip("step:N"), alt.Tooltip("percentile:Q", title="percentile (%)", format=".4~f"),
                      alt.Tooltip("latency_ms:Q", title="latency (ms)", format=",.3f")],

@@ -6,6 +6,10 @@ range; the saturation point is fold's too, placed on the median curve (between t
 repeats' middle falls between them). Latency spectra are the exception: a step's histograms of
 every repeat are merged (HDR histograms add), which is the spectrum of all transactions measured at
 that users count.
+
+The x axis is the configurations' load axis (fold.load_axis, one for all: axis() refuses both): a
+row holds its point under the axis' key, "users" for closed-loop results, "rate_tps" (the offered
+rate) for rate results, and says it in the axis' unit ("8 users", "4000 tps").
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from hdrh.histogram import HdrHistogram
 
 from bench_dsl.engine.stopping import StopReason
 from bench_dsl.measure.metrics import new_histogram
-from bench_dsl.results.fold import Configuration, measured_steps
+from bench_dsl.results.fold import AXES, Configuration, LoadAxis, at, load_axis, measured_steps, one_axis
 
 Row = dict[str, Any]
 Figure = tuple[str, ...]  # where a figure is in a fold.by_users entry
@@ -46,14 +50,21 @@ def _stat(entry: dict[str, Any], figure: Figure) -> dict[str, Any] | None:
     return node if isinstance(node, dict) and node.get("median") is not None else None
 
 
+def axis(configs: list[Configuration]) -> LoadAxis:
+    """The configurations' one load axis (a UsageError when some ran users and some a rate)."""
+    return AXES[one_axis((c.label, c.axis) for c in configs)]
+
+
 def by_users(configs: list[Configuration], figure: Figure, series: str = "") -> list[Row]:
-    """One row per configuration and users count: the median over repeats, min and max, how many."""
+    """One row per configuration and point of the axis (users count, offered rate): the median over
+    repeats, min and max, how many."""
     rows: list[Row] = []
+    key = axis(configs).key
     for c in configs:
         for e in c.by_users:
             s = _stat(e, figure)
             if s is not None:
-                rows.append({"configuration": c.label, "series": series, "users": e["users"], "value": s["median"],
+                rows.append({"configuration": c.label, "series": series, key: e[key], "value": s["median"],
                              "min": s["min"], "max": s["max"], "runs": s["n"], "note": ""})
     return rows
 
@@ -62,19 +73,20 @@ def saturation_rows(configs: list[Configuration], figure: Figure) -> list[Row]:
     """The saturation point of each configuration, placed on its median curve of `figure`."""
     rows: list[Row] = []
     curves: dict[str, list[tuple[float, float]]] = {}
+    ax = axis(configs)
     for r in by_users(configs, figure):
-        curves.setdefault(r["configuration"], []).append((r["users"], r["value"]))
+        curves.setdefault(r["configuration"], []).append((r[ax.key], r["value"]))
     for c in configs:
         s = c.saturation
         value = None if s is None else _on_curve(curves.get(c.label, []), s["median"])
         if s is None or value is None:
             continue
-        users = _users(s["median"])
+        point = ax.words(s["median"])
         spread = f" (repeats: {_users(s['min'])}-{_users(s['max'])})" if s["n"] > 1 and s["min"] != s["max"] else ""
         condition = _condition(c)
         why = f"stopped by {condition}" if condition else "no stop condition fired"
-        rows.append({"configuration": c.label, "users": s["median"], "value": value,
-                     "label": f"{users} users", "about": f"saturation point: {users} users{spread}, {why}"})
+        rows.append({"configuration": c.label, ax.key: s["median"], "value": value,
+                     "label": point, "about": f"saturation point: {point}{spread}, {why}"})
     return rows
 
 
@@ -99,21 +111,27 @@ def _condition(c: Configuration) -> str | None:
 
 
 def timeline(doc: dict[str, Any], label: str) -> tuple[list[Row], list[Row], list[Row]]:
-    """A run over time: the intervals (throughput and p95), where each step began (its settle
-    included, as the users changed then), and the moment the stop condition fired."""
+    """A run over time: the intervals (throughput and p95; a rate's, the rate it offered too), where
+    each step began (its settle included, as the users, or the rate, changed then), and the moment
+    the stop condition fired."""
     points: list[Row] = []
     starts: dict[int, tuple[float, int]] = {}
+    rate = load_axis(doc) == "rate"
     for i in doc.get("intervals") or []:
         t = _num(i.get("t"))
         if t is None:
             continue
         p95 = _num((i.get("latency_ms") or {}).get("p95"))
         points.append({"configuration": label, "t": t, "tps": _num(i.get("tps")), "p95": p95,
-                       "users": i.get("users"), "phase": i.get("phase") or ""})
+                       "users": i.get("users"), "phase": i.get("phase") or "",
+                       **({"offered_tps": _num(i.get("offered_tps"))} if rate else {})})
         step, start = i.get("step"), _num(i.get("start_s"))
         if isinstance(step, int) and start is not None and (step not in starts or start < starts[step][0]):
             starts[step] = (start, int(i.get("users") or 0))
-    bounds = [{"configuration": label, "t": t, "label": f"{u} users"}
+    # a rate's step is the rate it asked (its row's), not the pool's users, the same at every step
+    asked = {s.get("step"): _num(s.get("rate_tps")) for s in doc.get("steps") or []} if rate else {}
+    bounds = [{"configuration": label, "t": t,
+               "label": f"{u} users" if not rate else AXES["rate"].words(asked.get(n))}
               for n, (t, u) in sorted(starts.items())]
     stops: list[Row] = []
     stop = StopReason.from_json(doc.get("stop"))
@@ -126,30 +144,34 @@ def measured_windows(doc: dict[str, Any]) -> list[Row]:
     """Each step's measured window (what its figures and the stop conditions judged), on the
     timeline's clock."""
     rows: list[Row] = []
+    ax = AXES[load_axis(doc)]
     for n, s in measured_steps(doc):
         if n is None:
             continue  # a run's summary, not a step: no window of its own
         start, seconds = _num(s.get("start_s")), _num(s.get("seconds"))
         if start is not None and seconds:
             rows.append({"start": start, "end": start + seconds,
-                         "label": f"step {s.get('step')}: {s['users']} users, {seconds:.1f} s measured"})
+                         "label": f"step {s.get('step')}: {ax.words(at(s, ax.name))}, {seconds:.1f} s measured"})
     return rows
 
 
 def spectrum(configs: list[Configuration], points_per_decade: int = 20) -> list[Row]:
-    """The latency at each percentile, per configuration and users count, from the steps' HDR
+    """The latency at each percentile, per configuration and point of the axis, from the steps' HDR
     histograms (every transaction and every repeat merged). `x` is 1/(1-p): the 99.9th percentile
     sits at 1000, so a log axis gives each nine the same width, as HdrHistogram's own plots do."""
     rows: list[Row] = []
+    ax = axis(configs)
     for c in configs:
-        merged: dict[int, HdrHistogram] = {}
+        merged: dict[float, HdrHistogram] = {}
         for doc in c.docs:
             for _, s in measured_steps(doc):
+                if (point := at(s, ax.name)) is None:
+                    continue
                 for encoded in (s.get("histograms") or {}).values():
                     if not encoded:
                         continue
                     h = HdrHistogram.decode(encoded)
-                    merged.setdefault(int(s["users"]), new_histogram()).add(h)
+                    merged.setdefault(point, new_histogram()).add(h)
         for users in sorted(merged):
             h = merged[users]
             n = h.get_total_count()
@@ -161,20 +183,21 @@ def spectrum(configs: list[Configuration], points_per_decade: int = 20) -> list[
             while k / points_per_decade <= top:
                 x = 10 ** (k / points_per_decade)
                 p = 100.0 * (1.0 - 1.0 / x)
-                rows.append(_spectrum_row(c.label, users, x, p, h.get_value_at_percentile(p)))
+                rows.append(_spectrum_row(c.label, ax, users, x, p, h.get_value_at_percentile(p)))
                 k += 1
-            rows.append(_spectrum_row(c.label, users, float(n), 100.0, h.get_max_value()))
+            rows.append(_spectrum_row(c.label, ax, users, float(n), 100.0, h.get_max_value()))
     return rows
 
 
-def _spectrum_row(label: str, users: int, x: float, p: float, micros: int) -> Row:
-    return {"configuration": label, "users": users, "step": f"{users} users", "x": x,
+def _spectrum_row(label: str, ax: LoadAxis, point: float, x: float, p: float, micros: int) -> Row:
+    return {"configuration": label, ax.key: point, "step": ax.words(point), "x": x,
             "percentile": round(p, 4), "latency_ms": micros / 1000.0}
 
 
 def summary_rows(configs: list[Configuration]) -> list[Row]:
     """The table at the top of the report: one line per configuration."""
     rows: list[Row] = []
+    ax = axis(configs)
     for c in configs:
         s, docs = c.saturation, c.docs
         best = [max(v for e in c.by_users if (v := _repeat(e, k)) is not None) for k in range(len(docs))
@@ -184,7 +207,7 @@ def summary_rows(configs: list[Configuration]) -> list[Row]:
         if s is None:
             point = "none measured"
         else:
-            point = f"{_users(s['median'])} users" + (
+            point = ax.words(s["median"]) + (
                 f" ({_users(s['min'])}-{_users(s['max'])} over {s['n']} repeats)" if s["n"] > 1 else "")
         condition = _condition(c)
         rows.append({
@@ -202,6 +225,6 @@ def summary_rows(configs: list[Configuration]) -> list[Row]:
 
 
 def _repeat(entry: dict[str, Any], k: int) -> float | None:
-    """Repeat k's throughput at a users count (None: that repeat did not measure it)."""
+    """Repeat k's throughput at a point of the axis (None: that repeat did not measure it)."""
     s = entry.get("tps")
     return None if s is None else s["per_repeat"][k]
