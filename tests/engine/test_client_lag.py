@@ -76,6 +76,21 @@ class CpuQuota:
             # if it was one of the run's, the run's own result says so
             with contextlib.suppress(ProcessLookupError):
                 (self.group / "cgroup.procs").write_text(str(pid))
+        # every thread of them in the group: one left out (a full suite's run was once not starved at
+        # all, its threads where they were) is moved by itself, and one that cannot be fails the test here
+        for pid in pids:
+            for task in Path(f"/proc/{pid}/task").glob("*"):
+                with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+                    if self.group.name not in (task / "cgroup").read_text():
+                        (self.group / ("tasks" if self.v1 else "cgroup.threads")).write_text(task.name)
+                        assert self.group.name in (task / "cgroup").read_text(), f"thread {task.name} not moved"
+
+    def throttled(self) -> int:
+        """How many of the group's periods ran out of quota: none, and nothing was starved."""
+        for line in (self.group / "cpu.stat").read_text().splitlines():
+            if line.startswith("nr_throttled"):
+                return int(line.split()[1])
+        return 0
 
     def leave(self) -> None:
         """Every process still in the group back to the root group, then the group removed."""
@@ -135,7 +150,9 @@ def _run_starved(tmp_path: Path) -> tuple[int, str, dict]:
                     assert len(workers) == 2, said
                     quota.enter([run.pid, *workers])
                 if "step 1 done" in line:
+                    throttled = quota.throttled()
                     quota.leave()
+                    assert throttled > 0, "the quota held back nothing: " + "".join(said)
                     break
             said.extend(run.stderr)
         code = run.wait(timeout=180)
