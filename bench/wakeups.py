@@ -5,7 +5,9 @@ throwaway server (point selects). This is how the thread-per-user executor was c
 
     .venv/bin/python -m bench.wakeups [--users 16,64,256] [--rounds 2] [--window 6]
 
-Each client runs for warm-up + 2 windows; the figures are taken over the second window, from
+Each client warms up for a window from its first executed statement (its start, processes and
+connections, is not in it), then the figures are taken over the next window and the client is
+stopped (Ctrl-C for bench-dsl, which writes its result and ends). The figures come from
 /proc/interrupts (RES: rescheduling IPIs, all cores), the server's and the client's process trees
 (psutil) and the server's Com_stmt_execute (every point select is one). Prints a markdown table."""
 
@@ -15,6 +17,7 @@ import argparse
 import asyncio
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -29,6 +32,8 @@ from bench_dsl.server.embedded import EmbeddedServer
 
 BENCH = str(Path(sys.executable).with_name("bench"))
 TABLES = 4
+# a client runs until it is stopped after its windows; this bounds it if the harness dies first
+LONGER = 120
 CLIENTS = (("sysbench", None), ("bench-dsl, C executor", "1"), ("bench-dsl, asyncmy", "0"))
 
 
@@ -62,19 +67,33 @@ async def executions(dsn: Dsn) -> int:
         conn.close()
 
 
+async def started(dsn: Dsn, child: subprocess.Popen[bytes], timeout: float = 120.0) -> None:
+    """Returns once the client has executed statements: a loaded machine can take seconds to start
+    its processes and connect them, and a window begun before that measures a client not running."""
+    before = await executions(dsn)
+    deadline = time.monotonic() + timeout
+    while await executions(dsn) <= before:
+        if child.poll() is not None:
+            raise SystemExit(f"the client ended (exit {child.returncode}) before it executed a statement")
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the client executed no statement in {timeout:.0f} s")
+        await asyncio.sleep(0.05)
+
+
 async def one(dsn: Dsn, port: int, server: psutil.Process, bench_file: Path, users: int, table_size: int,
               mode: str | None, window: float) -> dict[str, float]:
     if mode is None:
         cmd = ["sysbench", "oltp_point_select", "--mysql-host=127.0.0.1", f"--mysql-port={port}", "--mysql-user=root",
                f"--mysql-password={dsn.password}",  # sysbench takes it no other way; a throwaway server's
                "--mysql-db=benchdsl", f"--tables={TABLES}", f"--table-size={table_size}", f"--threads={users}",
-               f"--time={int(3 * window)}", "run"]
+               f"--time={LONGER + int(2 * window)}", "run"]
     else:
         cmd = [BENCH, "run", str(bench_file), "--headless", "--json", str(bench_file.with_suffix(".json"))]
     env = {**os.environ, **({"BENCH_RAWEXEC": mode} if mode else {})}
     child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     try:
         client = psutil.Process(child.pid)
+        await started(dsn, child)
         await asyncio.sleep(window)
         x0, i0, s0, c0, t0 = await executions(dsn), rescheduling_interrupts(), tree_cpu(server), tree_cpu(client), \
             time.monotonic()
@@ -82,6 +101,8 @@ async def one(dsn: Dsn, port: int, server: psutil.Process, bench_file: Path, use
         x1, i1, s1, c1, t1 = await executions(dsn), rescheduling_interrupts(), tree_cpu(server), tree_cpu(client), \
             time.monotonic()
     finally:
+        if child.poll() is None:
+            child.send_signal(signal.SIGINT)
         child.wait(timeout=120)
     n = max(x1 - x0, 1)
     return {"tps": n / (t1 - t0), "res": (i1 - i0) / n, "server_us": (s1 - s0) / n * 1e6, "client_us": (c1 - c0) / n * 1e6}
@@ -103,7 +124,7 @@ async def main(users: list[int], rounds: int, window: float, table_size: int) ->
             bench_file.write_text(
                 f'scenario "wakeups" {{ target env("BENCH_WAKEUPS_DSN")\n'
                 f"  workload sysbench oltp_point_select {{ tables = {TABLES}  table_size = {table_size} }}\n"
-                f"  users {u}  warmup {int(window / 2)}s  duration {int(2.5 * window)}s }}\n")
+                f"  users {u}  duration {LONGER + int(2 * window)}s }}\n")
             subprocess.run([BENCH, "prepare", str(bench_file)], check=True, capture_output=True)
             got: dict[str, list[dict[str, float]]] = {name: [] for name, _ in CLIENTS}
             for _ in range(rounds):

@@ -1,6 +1,6 @@
 """bench_dsl/results/summary.py and `bench compare` on results of real runs.
 
-One set of runs serves every test (module fixture, ~30 s): three configurations x two repeats,
+One set of runs serves every test (module fixture, ~20 s): three configurations x two repeats,
 interleaved as the matrix runner will run them (here c1 c3 c2, twice), on the session's server:
 c1 and c3 the same configuration, c2 a slower one. Slower by the server's setting alone: the one
 transaction sleeps for max_sp_recursion_depth / 100 ms (a setting nothing else here uses), 0 in
@@ -51,8 +51,8 @@ scenario "server-paced" {
   }
   users 1
   workers 1
-  warmup 10s
-  duration 30s
+  warmup 5s
+  duration 20s
   report every 1s
 }
 """
@@ -62,8 +62,8 @@ scenario "point selects ramp" {
   server { max_sp_recursion_depth = 0 }  # the server's default: the session's server as it was
   workload sysbench oltp_point_select { tables = 1  table_size = 1000 }
   workers 1
-  warmup 10s
-  ramp step { start 1 users  step x2  settle 10s  hold 20s  max 2 users }
+  warmup 5s
+  ramp step { start 1 users  step x2  settle 5s  hold 15s  max 2 users }
   report every 1s
 }
 """
