@@ -238,9 +238,9 @@ def _slower_than_1s(st: TxStats) -> int:
                if item.value_iterated_to >= 1_000_000)
 
 
-async def _frozen(srv: EmbeddedServer, dsn: Dsn, rate: float | None) -> TxStats:
+async def _frozen(srv: EmbeddedServer, dsn: Dsn, rate: float | None) -> tuple[TxStats, float]:
     """8 users, at `rate` with room to queue everything (None: closed loop), while the server is
-    stopped for 2 s: every transaction's latency."""
+    stopped for 2 s: every transaction's latency, and how long the stop lasted."""
     rec = Recorder(("t",))
     pool = UserPool(dsn, _Workload("SELECT 1"), rec, 1)  # type: ignore[arg-type]
     if rate is not None:
@@ -249,35 +249,41 @@ async def _frozen(srv: EmbeddedServer, dsn: Dsn, rate: float | None) -> TxStats:
     try:
         if rate is not None:
             pool.pace(rate, queue=10_000)
-        await asyncio.sleep(1.0)
+        await asyncio.sleep(0.5)
         pid = srv.pid
         assert pid is not None
         os.kill(pid, signal.SIGSTOP)
+        stopped = time.monotonic()
         try:
             await asyncio.sleep(2.0)
         finally:
             os.kill(pid, signal.SIGCONT)
-        await asyncio.sleep(1.5)
+            stopped = time.monotonic() - stopped
+        await asyncio.sleep(1.0)
         if rate is not None:
             pool.pace(0)
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(0.3)
     finally:
         await pool.stop_all(5.0)
-    return rec.swap()["t"]
+    return rec.swap()["t"], stopped
 
 
-@pytest.mark.alone
+@pytest.mark.alone  # the count is held within 15%: a late drain on a busy machine adds rate x its delay
 @pytest.mark.slow
 async def test_a_stalled_server_shows_in_response_times_not_one_per_user(executor: str) -> None:
     """Coordinated omission: the server stopped 2 s. At 200 a second, the arrivals due in the
     first second of the stall wait more than 1 s each (about 200 of them); closed-loop, each of the
-    8 users records one slow transaction, and the stall is all but hidden."""
+    8 users records one slow transaction, and the stall is all but hidden (the same on either
+    executor: once, on the C one)."""
     srv = EmbeddedServer(max_connections=50)
     dsn = await srv.start()
     try:
-        open_loop = _slower_than_1s(await _frozen(srv, dsn, 200.0))
-        closed_loop = _slower_than_1s(await _frozen(srv, dsn, None))
+        open_loop, stopped = await _frozen(srv, dsn, 200.0)
+        closed_loop = None if executor != "c" else (await _frozen(srv, dsn, None))[0]
     finally:
         srv.stop()
-    assert 140 <= open_loop <= 300, open_loop
-    assert closed_loop <= 8, closed_loop
+    # due in the stop's first (stopped - 1) s, each waited over 1 s: the issue's "rate x 1 s, within 15%"
+    expected = 200.0 * (stopped - 1.0)
+    assert abs(_slower_than_1s(open_loop) - expected) <= 0.15 * expected, (_slower_than_1s(open_loop), stopped)
+    if closed_loop is not None:
+        assert _slower_than_1s(closed_loop) <= 8
