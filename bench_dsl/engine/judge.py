@@ -207,16 +207,17 @@ class Judge:
     displays, and the saturation point: the users of the last judged step that met every condition
     (for a linear ramp, the users of the last measured interval that did)."""
 
-    def __init__(self, stop: tuple[Condition, ...], names: tuple[str, ...]) -> None:
+    def __init__(self, stop: tuple[Condition, ...], names: tuple[str, ...], open_loop: bool = False) -> None:
         self.stop = stop
         self.names = names
         self.windowed = WindowedConditions(stop, names)
         self.previous: Aggregate | None = None  # the last judged step: plateau and kink compare with it
         self.previous_step: int | None = None  # its number, which displays show beside the comparison
         self.saturation_users: int | None = None
-        # an open-loop rate's run (a phase with a rate was judged): the saturation point is the
-        # highest rate, in transactions per second, of a step that met every condition
-        self.open_loop = False
+        # an open-loop rate's run: the saturation point is the highest rate, in transactions per
+        # second, of a step that met every condition (known from the start: a run whose first
+        # interval fired is still a rate's, saturated below its first rate)
+        self.open_loop = open_loop
         self.saturation_rate: float | None = None
         # % of the machine the client's processes can use (workers + the coordinator, at most every
         # core); None: not known (a fake fleet)
@@ -280,7 +281,6 @@ class Judge:
                 self.saturation_users = interval.users_max
                 self.saturation_step = ph.step
                 if ph.rate is not None:  # a linear rate: what the interval offered
-                    self.open_loop = True
                     self.saturation_rate = interval.open_loop_figures().get("offered_tps")  # type: ignore[assignment]
             return fired
         for c in self.stop:
@@ -307,7 +307,6 @@ class Judge:
             self.saturation_users = ph.users
             self.saturation_step = ph.step
             self.saturation_rate = ph.rate
-        self.open_loop = self.open_loop or ph.rate is not None
         if why is None:
             self.previous, self.previous_step = step, ph.step
         return self.conditions(step, verdicts), fired, why
@@ -364,8 +363,8 @@ class Judge:
     def verdict(self, stop_reason: StopReason | None, steps: list[StepRow], expect: Sequence[Condition],
                 run: Aggregate) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """The run's end, judged once: the saturation point, and each `expect` against the run."""
-        return self.saturation(stop_reason, steps), expectations(expect, self.saturation_users, run,
-                                                                 self.client_limited(steps))
+        point = self.saturation_rate if self.open_loop else self.saturation_users
+        return self.saturation(stop_reason, steps), expectations(expect, point, run, self.client_limited(steps))
 
     def saturation(self, stop_reason: StopReason | None, steps: list[StepRow]) -> dict[str, Any]:
         """The result's saturation point: who stopped the climb, and where it stood."""
@@ -400,15 +399,15 @@ class Judge:
         return client_limit.why(steps[-1].figures, self.client_capacity_pct, self.saturation_users)
 
 
-def expectations(expect: Sequence[Condition], saturation_users: int | None,
+def expectations(expect: Sequence[Condition], saturation: float | None,
                  run: Aggregate, client_limited: str | None = None) -> list[dict[str, Any]]:
-    """Each `expect` judged against the whole run's figures (or the saturation point: one that
-    was the client's own limit says nothing of the server, and fails)."""
+    """Each `expect` judged against the whole run's figures (or the saturation point, in users, or
+    in tps for a rate: one that was the client's own limit says nothing of the server, and fails)."""
     out = []
     for c in expect:
         why = None
         if c.metric.name == "saturation":
-            value: float | None = float(saturation_users) if saturation_users is not None else None
+            value: float | None = float(saturation) if saturation is not None else None
         else:
             value = run.value(c.metric) if run.ticks else None
         ok = value is not None and c.holds(value)

@@ -65,7 +65,7 @@ class Run:
         self.opt = options or Options()
         self.workload = make_workload(sc)
         self.names = self.workload.names
-        self.judge = Judge(sc.stop, self.names)
+        self.judge = Judge(sc.stop, self.names, open_loop=isinstance(sc.ramp, m.RateLoad))
         self.stop = Stop()
         profile = profile_of(sc.ramp)
         self.scheduler = profile.scheduler(plan, self.voice.elapsed, self.stop.stopping, load=sc.ramp)

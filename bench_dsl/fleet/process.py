@@ -8,6 +8,7 @@ import asyncio
 import base64
 import contextlib
 import json
+import math
 import os
 import pickle
 import sys
@@ -33,6 +34,17 @@ class _Proc:
         self.dead = False
 
 
+def rate_shares(rate: float, queue: int, users: list[int]) -> list[tuple[float, int, float]]:
+    """Each worker's (rate, queue, offset) for `users` users each. A share of the rate as large as
+    its share of the users, so that every user of the pool serves the same rate and a worker with
+    fewer users does not drop sooner (users max 5 on 2 workers: 3 and 2 users, 3/5 and 2/5 of the
+    rate); its timeline offset by where its share starts among them, so that equal shares (the
+    usual split) merge into evenly spaced arrivals. The queue is shared the same way, rounded up:
+    a worker with users never has none."""
+    total = sum(users)
+    return [(rate * u / total, math.ceil(queue * u / total), sum(users[:i]) / total) for i, u in enumerate(users)]
+
+
 class ProcessFleet:
     """Users spread over worker processes (bench_dsl.fleet.worker), each on its own event loop and core."""
 
@@ -44,6 +56,7 @@ class ProcessFleet:
         self.dsn = dsn
         self.names = names
         self.count = count
+        self._users = 0  # the users asked for last (resize): a rate is shared as they are
         self.log = log
         self.procs: list[_Proc] = []
         self._next_id = 0
@@ -128,6 +141,7 @@ class ProcessFleet:
         return [base + (1 if i < extra else 0) for i in range(self.count)]
 
     async def resize(self, n: int, wait: bool = True) -> None:
+        self._users = n
         # waited for: the new users of every worker are held until all of them are ready (UserPool.resize),
         # so that no worker's running users slow another's connecting ones
         futs = [self._send(p, {"op": "users", "n": k, "wait": wait, "hold": wait})
@@ -145,12 +159,13 @@ class ProcessFleet:
                 f.add_done_callback(lambda f: f.exception())
 
     async def pace(self, rate: float, poisson: bool, queue: int) -> None:
-        # each worker its share of the rate, its timeline offset by its place among them, so that
-        # the merged arrivals stay evenly spaced; the queue bound shared like the users
-        futs = [self._send(p, {"op": "pace", "rate": rate / self.count, "poisson": poisson, "queue": q,
-                               "offset": p.index / self.count})
-                for p, q in zip(self.procs, self.share(queue), strict=True)]
-        await asyncio.wait_for(asyncio.gather(*futs), REPLY_TIMEOUT)
+        users = self.share(self._users) if self._users >= self.count else [1] * self.count
+        futs = [self._send(p, {"op": "pace", "rate": r, "poisson": poisson, "queue": q, "offset": o})
+                for p, (r, q, o) in zip(self.procs, rate_shares(rate, queue, users), strict=True)]
+        try:
+            await asyncio.wait_for(asyncio.gather(*futs), REPLY_TIMEOUT)
+        except TimeoutError:
+            raise WorkerFailed(f"the worker processes did not take a new rate in {REPLY_TIMEOUT:g}s") from None
 
     def _merge(self, replies: list[dict[str, Any]]) -> WorkerReport:
         """The workers' reports and the coordinator's own figures (it runs no users: no lag)."""

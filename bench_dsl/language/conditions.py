@@ -97,7 +97,8 @@ def condition(c: Checker, node: ast.Condition, txs: tuple[str, ...], ramp: m.Ram
     else:
         left = node.text.split(node.op or ">")[0].strip()
         words = {"label": metric.label(), "name": decl.name, "op": node.op, "left": left, "value": num(v.value)}
-        got = _limit(c, decl, metric, v, words)
+        got = (_rate_point(c, v, ramp) if decl.name == "saturation" and isinstance(ramp, m.RateLoad)
+               else _limit(c, decl, metric, v, words))
         if got is None:
             return None
         limit, unit = got
@@ -172,6 +173,17 @@ def _limit(c: Checker, d: MetricDecl, metric: m.Metric, v: Quantity,
         c.wrong(v, f"{d.name} is a number of users", example)
         return None
     return v.value, "users"
+
+
+def _rate_point(c: Checker, v: Quantity, load: m.RateLoad) -> tuple[float, str] | None:
+    """A rate run's saturation point is a rate: its limit in tps, from tps, tpm or the unit the
+    rate was asked in (a plain number: that unit, as the rate's own plain numbers)."""
+    per_tps = {"tps": 1.0, "tpm": 1 / 60, None: load.tps_per_unit, load.unit: load.tps_per_unit}
+    if v.unit not in per_tps:
+        c.wrong(v, f"this scenario runs a rate: its saturation point is a rate, not {v.unit}",
+                f"saturation >= {num(load.asked(load.start))} {load.unit}")
+        return None
+    return v.value * per_tps[v.unit], "tps"
 
 
 def _limit_kind(kind: str, d: MetricDecl) -> tuple[str, str]:

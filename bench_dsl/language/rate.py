@@ -14,6 +14,7 @@ language knows no workload. The model keeps the unit asked and what one of it is
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -25,6 +26,7 @@ from bench_dsl.language.values import Checker, Quantity, num, span_of
 
 MAX_RATE = 10_000_000.0  # transactions per second a run may ask for
 _PER_SECOND = {None: 1.0, "tps": 1.0, "tpm": 1 / 60}
+MIN_RATE = 1 / 60 - 1e-12  # transactions per second: one a minute (less a rounding's worth)
 
 
 def on_warmup_line(warmup: ast.Item | None, node: ast.Rate) -> bool:
@@ -68,8 +70,7 @@ class Units:
         if isinstance(v, Quantity) and unit in _PER_SECOND:
             if not self._one_unit(e, what, "tps", unit or "tps"):
                 return None
-            return c.bounded(v, v.value * _PER_SECOND[unit], what, minimum=1 / 60, maximum=MAX_RATE,
-                             shown_as=" tps")
+            return self._bounded(v, v.value * _PER_SECOND[unit], what)
         decl = _counting(c, unit) if isinstance(v, Quantity) else None
         if decl is None:
             c.error(f"{what} must be a rate of transactions" + (f", not {unit}" if unit else ""), span_of(e),
@@ -89,7 +90,15 @@ class Units:
             if counted is None:
                 return None
             self.tps_per_unit = 1 / decl.per / counted
-        return c.bounded(v, v.value * self.tps_per_unit, what, minimum=1 / 60, maximum=MAX_RATE, shown_as=" tps")
+        return self._bounded(v, v.value * self.tps_per_unit, what)
+
+    def _bounded(self, v: Quantity, tps: float, what: str) -> float | None:
+        # the least rate is one transaction a minute, said so: 1/60 tps reads 0.016666666666666666
+        if math.isfinite(tps) and tps < MIN_RATE:
+            self.c.wrong(v, f"{what} must be at least 1 tpm (one transaction a minute)",
+                         "5000 tps, 300000 tpm; a rate of 0 is no load: leave the rate out")
+            return None
+        return self.c.bounded(v, tps, what, maximum=MAX_RATE, shown_as=" tps")
 
     def _one_unit(self, e: ast.Expr, what: str, family: str, written: str) -> bool:
         if self.unit is None:

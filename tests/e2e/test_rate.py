@@ -53,6 +53,7 @@ def test_the_saturation_point_of_a_rate_ramp_is_a_rate(tmp_path: Path) -> None:
       rate step { start 50 tps step x2 hold 3s max 400 tps }
       users max 4
       stop when { dropped > 5% }
+      expect { saturation >= 50 tps }
     }""", "--workers", "1")
     rates = [s["rate_tps"] for s in doc["steps"]]
     assert rates[:2] == [50, 100]
@@ -60,4 +61,7 @@ def test_the_saturation_point_of_a_rate_ramp_is_a_rate(tmp_path: Path) -> None:
     assert doc["stop"]["reason"] == "stop_condition" and doc["stop"]["condition"] == "dropped > 5%"
     assert last["rate_tps"] in (200, 400) and last["dropped_pct"] > 5
     assert doc["saturation"]["saturated"] and doc["saturation"]["rate_tps"] in (100, 200)
+    # the expectation judged the point in tps, not the pool's 4 users
+    assert doc["expect"] == [{"expect": "saturation >= 50 tps", "value": doc["saturation"]["rate_tps"],
+                              "limit": 50.0, "unit": "tps", "passed": True}]
     assert doc["steps"][1]["dropped_pct"] < 5 and doc["steps"][1]["busy"] <= 4

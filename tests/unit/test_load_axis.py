@@ -52,3 +52,20 @@ def test_compare_refuses_them_even_forced_and_a_summary_holds_both() -> None:
     assert summary["configurations"][1]["saturation"]["rate_tps"] is None
     with pytest.raises(UsageError, match="answer different questions"):
         compare(summary, force=True)
+
+
+def test_repeats_of_a_fixed_rate_meet_at_the_rate_asked() -> None:
+    """Two repeats of `rate 5000 tps` offered 4987.3 and 5002.1: one point, at 5000 tps, not two."""
+    from bench_dsl.results.fold import by_users
+
+    docs = []
+    for offered in (4987.3, 5002.1):
+        doc = recorded_result()
+        doc["steps"] = []
+        doc["saturation"]["rate_tps"] = None
+        doc["summary"] = {**(doc.get("summary") or {}), "users": 64, "seconds": 10.0, "offered_tps": offered}
+        doc["scenario"]["rate"] = {"shape": "fixed", "unit": "tps", "asked": {"start": 5000.0, "end": 5000.0},
+                                   "scheduled_tps": {"start": 5000.0, "end": 5000.0}}
+        docs.append(doc)
+    (point,) = by_users(docs, "rate")
+    assert point["rate_tps"] == 5000.0 and point["repeats_measured"] == 2

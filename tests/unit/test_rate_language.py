@@ -115,3 +115,55 @@ def test_a_rate_step_is_read_as_a_ramp_step_is(step: str, said: str) -> None:
     with pytest.raises(ScenarioError) as err:
         load("s.bench", text=STEADY.replace("rate 5000 tps poisson", step).replace("duration 30s", ""), env={})
     assert said in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize("rate", ["rate 100", "rate $R", "rate linear from 100 to 200 over 10s"])
+def test_a_plain_rate_ends_its_line(rate: str) -> None:
+    """A rate's plain number is tps: the next line's `users max` is not its unit."""
+    text = "let R = 100\n" + STEADY.replace("rate 5000 tps poisson", rate)
+    sc = load("p.bench", text=text, env={})
+    assert isinstance(sc.ramp, m.RateLoad) and sc.ramp.start == 100.0 and sc.ramp.pool == m.Pool(64, 0)
+
+
+@pytest.mark.parametrize(("rate", "said"), [
+    ("rate 0", "rate must be at least 1 tpm (one transaction a minute)"),
+    ("rate 0.5 tpm", "rate must be at least 1 tpm (one transaction a minute)"),
+    ("rate -5 tps", "rate must be at least 1 tpm"),
+])
+def test_the_least_rate_is_said_in_words(rate: str, said: str) -> None:
+    with pytest.raises(ScenarioError) as err:
+        load("m.bench", text=STEADY.replace("rate 5000 tps poisson", rate), env={})
+    assert said in str(err.value) and "0.0166" not in str(err.value), str(err.value)
+
+
+def test_a_ramp_of_too_many_steps_is_counted_not_listed() -> None:
+    """x1.0000001 up to 10 million tps: 161 million steps, refused at once (it was listed, for ever)."""
+    step = "rate step { start 1 tps step x1.0000001 hold 1s max 10000000 tps }"
+    with pytest.raises(ScenarioError) as err:
+        load("h.bench", text=STEADY.replace("rate 5000 tps poisson", step).replace("duration 30s", ""), env={})
+    assert "the rate ramp has 161,180,965 steps; a run has at most 10,000" in str(err.value)
+
+
+def test_added_rates_are_counted_from_the_start() -> None:
+    step = "rate step { start 0.1 tps step +0.1 tps hold 1s max 0.5 tps }"
+    sc = load("a.bench", text=STEADY.replace("rate 5000 tps poisson", step).replace("duration 30s", ""), env={})
+    assert sc.ramp.rates() == [0.1, 0.2, 0.3, 0.4, 0.5]  # type: ignore[union-attr]
+
+
+def test_a_rate_runs_saturation_point_is_a_rate() -> None:
+    text = STEADY.replace("duration 30s", "duration 30s\n  expect { saturation >= 3000 tps  saturation >= 100 }")
+    sc = load("e.bench", text=text, env={})
+    assert [(c.limit, c.unit) for c in sc.expect] == [(3000.0, "tps"), (100.0, "tps")]
+    with pytest.raises(ScenarioError) as err:
+        load("e.bench", text=STEADY.replace("duration 30s", "duration 30s\n  expect { saturation >= 32 users }"),
+             env={})
+    assert "this scenario runs a rate: its saturation point is a rate, not users" in str(err.value)
+
+
+@pytest.mark.parametrize(("users", "shares"), [
+    ([4, 4], [(500.0, 4, 0.0), (500.0, 4, 0.5)]),  # even: the merged timeline evenly spaced
+    ([3, 2], [(600.0, 5, 0.0), (400.0, 4, 0.6)]),  # each user the same rate; every queue at least 1
+])
+def test_a_rate_is_shared_over_workers_as_their_users_are(users: list[int], shares: list[tuple]) -> None:
+    from bench_dsl.fleet.process import rate_shares
+    assert [tuple(round(x, 9) for x in share) for share in rate_shares(1000.0, 8, users)] == shares

@@ -45,9 +45,11 @@ class RateScheduler(Scheduler):
         assert isinstance(self.load, m.RateLoad)
         await fleet.pace(0.0, self.load.poisson, self.load.pool.queue)
         deadline = time.monotonic() + DRAIN_S
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not self.stopping():
             arrivals = (await fleet.collect()).arrivals
-            if arrivals is None or (arrivals.busy == 0 and arrivals.queued_max == 0):
+            # drained: nothing in flight, nothing waiting, and nothing started since the last look (an
+            # arrival already due when the rate went to 0 is started by an idle user, never queued)
+            if arrivals is None or (arrivals.busy == 0 and arrivals.queued_max == 0 and arrivals.started == 0):
                 return
             await asyncio.sleep(0.02)
 
