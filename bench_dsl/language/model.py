@@ -97,6 +97,13 @@ class Pool:
     queue: int  # arrivals that may wait for a free user (FIFO); 0: one that finds none is dropped
 
 
+# What each latency of a rate run measures, said in its result: latency_ms is not a closed-loop one
+RATE_LATENCIES = {"latency_ms": "response time: from when each transaction was due to its end",
+                  "service_ms": "service time: from when it was sent to its end",
+                  "lag_ms": "how late it was sent: sent minus due",
+                  "queue_wait_ms": "how long it waited for a free user (users max N queue)"}
+
+
 @dataclass(frozen=True, slots=True)
 class RateLoad:
     """An open-loop load: transactions due at a rate (per second), whatever the replies, served by
@@ -141,7 +148,8 @@ class RateLoad:
                 out["steps"] = [round(f(r), 6) for r in self.rates()]
             return out
         return {"shape": self.shape, "unit": self.unit, "asked": both(self.asked), "scheduled_tps": both(float),
-                "tps_per_unit": self.tps_per_unit, "counted_pct": round(100 * self.counted, 4)}
+                "tps_per_unit": self.tps_per_unit, "counted_pct": round(100 * self.counted, 4),
+                "latencies": RATE_LATENCIES}
 
     def rates(self) -> list[float]:
         """The rate of each step (one for fixed and linear: the rate they end at). Each from the
