@@ -184,6 +184,7 @@ def figures(st: LiveState, width: int) -> Lines:
         items.append(("replica lag", f"{t['lag_s']:.2f}s", "bold yellow" if t["lag_s"] >= 1 else "bold"))
     if disk := t.get("disk"):
         items.append((f"disk {disk['device']}", fmt_pct(disk["util_pct"]), "bold"))
+    items = _fitting(items, width)
     cell = max(width // len(items), 1)
     margin = " " * max((width - cell * len(items)) // 2, 0)
     labels, values = Text(margin), Text(margin)
@@ -191,6 +192,28 @@ def figures(st: LiveState, width: int) -> Lines:
         labels.append(label[:cell].center(cell), DIM)
         values.append(value[:cell].center(cell), style)
     return Lines([labels, values])
+
+
+# The headline's figures given up first when they do not all fit (each needs its label's width and two
+# spaces): what another figure says too (tpm is tps a minute) or the table below shows, then what is
+# rarely the limit. A rate's open-loop figures made a 120-column headline cut its labels to 9 letters.
+_GIVEN_UP = ("tpm", "retries/s", "disk", "replica lag", "cpu client", "errors/s", "client lag")
+
+
+def _fitting(items: list[tuple[str, str, str]], width: int) -> list[tuple[str, str, str]]:
+    def fits(xs: list[tuple[str, str, str]]) -> bool:
+        return width // len(xs) >= max(max(len(label), len(value)) for label, value, _ in xs) + 2
+
+    for name in _GIVEN_UP:
+        if fits(items) or len(items) <= 1:
+            break
+        items = [i for i in items if not i[0].startswith(name)]
+    return items
+
+
+def _with_ms(v: float | None) -> str:
+    said = fmt_ms(v)
+    return said if v is None or said.endswith("s") else f"{said} ms"
 
 
 def _open_loop(st: LiveState, t: Mapping[str, Any]) -> list[tuple[str, str, str]]:
@@ -204,8 +227,8 @@ def _open_loop(st: LiveState, t: Mapping[str, Any]) -> list[tuple[str, str, str]
     iv = st.interval or {}
     resp, serv = (iv.get("latency_ms") or {}).get("p99"), (iv.get("service_ms") or {}).get("p99")
     if resp is not None:
-        out.append(("p99 resp/serv", f"{fmt_ms(resp)}/{fmt_ms(serv)}", "bold yellow" if serv and resp > 2 * serv
-                    else "bold"))
+        out.append(("p99 resp", _with_ms(resp), "bold yellow" if serv and resp > 2 * serv else "bold"))
+        out.append(("p99 serv", _with_ms(serv), "bold"))
     return out
 
 
