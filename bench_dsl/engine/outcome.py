@@ -76,13 +76,12 @@ def workload_digest(sc: m.Scenario) -> str:
 
 
 def exit_code(status: str, stop_reason: StopReason | None, expect_results: list[dict[str, Any]]) -> ExitCode | None:
-    """The exit status the run's end calls for; None: keep the one already set (0, or 1 after a failure)."""
-    if status == "interrupted":
-        return (stop_reason or StopReason("interrupted")).exit_code
-    if status == "target_failed":
-        return ExitCode.TARGET_FAILED
-    if status == "scenario_error":
-        return ExitCode.BAD_SCENARIO
+    """The exit status the run's end calls for; None: keep the one already set (0, or 1 after a failure).
+    A status that is a reason's is given that reason's code (StopReason.exit_code: one mapping), the
+    run's own reason when it gave the status (an interruption's signal picks its code)."""
+    if status in ("interrupted", "target_failed", "scenario_error"):
+        reason = stop_reason if stop_reason is not None and stop_reason.status == status else StopReason(status)
+        return reason.exit_code
     if status in ("completed", "prepared") and any(not e["passed"] for e in expect_results):
         return ExitCode.EXPECT_FAILED
     return None
