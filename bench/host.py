@@ -30,7 +30,8 @@ def machine() -> dict[str, Any]:
     with contextlib.suppress(OSError, StopIteration), open("/etc/os-release") as f:
         os_name = next(ln.split("=", 1)[1].strip().strip('"') for ln in f if ln.startswith("PRETTY_NAME="))
     return {"hostname": platform.node(), "cpu_model": cpu, "cpu_logical": psutil.cpu_count(),
-            "cpu_physical": psutil.cpu_count(logical=False), "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
+            "cpu_physical": psutil.cpu_count(logical=False),
+            "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
             "os": os_name, "kernel": platform.release(), "python": platform.python_version(),
             "loadavg_start": loadavg()}
 

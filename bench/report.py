@@ -294,8 +294,10 @@ def rate_table(sec: dict[str, Any]) -> str:
             if key == "sysbench":
                 resp += " (incl. queue)"
             dropped = "-" if c.get("dropped") is None else f"{c['dropped']:,.0f} ({_n(c.get('dropped_pct'), 2)}%)"
-            lines.append(f"| {row['rate']:,.0f} | {name} | {_n(c.get('offered_tps'), 1) if key == 'bench_dsl' else 'asked'} "
-                         f"| {_n(c.get('achieved_tps'), 1)} ({_n(c.get('achieved_pct_of_asked'), 2)}%) | {c['verdict']} "
+            offered = _n(c.get("offered_tps"), 1) if key == "bench_dsl" else "asked"
+            lines.append(f"| {row['rate']:,.0f} | {name} | {offered} "
+                         f"| {_n(c.get('achieved_tps'), 1)} ({_n(c.get('achieved_pct_of_asked'), 2)}%) "
+                         f"| {c['verdict']} "
                          f"| {dropped} | {late} | {resp} | {_pair(c.get('service_ms_p50'), c.get('service_ms_p99'))} "
                          f"| {_n(c.get('client_us_per_tx'), 1)} |")
     return "\n".join(lines)
@@ -312,9 +314,11 @@ def omission_table(sec: dict[str, Any]) -> str:
     for run, load in ((o, f"rate {sec['rate']:,.0f} tps, users max {sec['users']} queue {sec['queue']:,}"),
                       (c, f"users {sec['closed_users']}")):
         name = "open loop" if run is o else "closed loop"
-        lines.append(f"| {name} | {load} | {run['stopped_s']:.2f} s | {_n(run.get('transactions'))} | {run['slow']:,} "
-                     f"| {run['expected']:,.0f} | {_n(run.get('ratio'), 3)} | {'yes' if run['within_15pct'] else 'no'} |")
+        lines.append(f"| {name} | {load} | {run['stopped_s']:.2f} s | {_n(run.get('transactions'))} "
+                     f"| {run['slow']:,} | {run['expected']:,.0f} | {_n(run.get('ratio'), 3)} "
+                     f"| {'yes' if run['within_15pct'] else 'no'} |")
     svg = [p for p in sec.get("chart") or [] if p.endswith(".svg")]
     if svg:  # written beside this page
-        lines.append(f"\n![Response and service time per interval, open loop and closed loop]({svg[0].rsplit('/', 1)[-1]})")
+        name = svg[0].rsplit("/", 1)[-1]
+        lines.append(f"\n![Response and service time per interval, open loop and closed loop]({name})")
     return "\n".join(lines)
