@@ -212,6 +212,15 @@ def omission(target: Target, workdir: Path, env: dict[str, str], log: Log, rate:
     return out
 
 
+def settings(text: str) -> dict[str, float]:
+    """`--omission rate=1000,stall=2`: the keyword arguments of omission() (`stall`: stall_s)."""
+    keys = {"rate", "users", "closed_users", "stall", "stall_at", "warmup", "duration"}
+    out = {k.strip(): float(v) for k, v in (x.split("=", 1) for x in text.split(",") if x.strip())}
+    if set(out) - keys:
+        raise argparse.ArgumentTypeError(f"unknown {', '.join(sorted(set(out) - keys))}; of {', '.join(sorted(keys))}")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.omission", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)

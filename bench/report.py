@@ -287,7 +287,8 @@ def rate_table(sec: dict[str, Any]) -> str:
             c = row[key]
             if not c.get("ok"):
                 why = (c.get("failures") or ["no run"])[0] or "failed"
-                lines.append(f"| {row['rate']:,.0f} | {name} | | FAILED: {why.splitlines()[0][:160]} | | | | | | |")
+                lines.append(f"| {row['rate']:,.0f} | {name} | | {why.splitlines()[0][:160]} "
+                             f"| {c.get('verdict', 'failed')} | | | | | |")
                 continue
             late = _pair(c.get("lag_ms_p50"), c.get("lag_ms_p99"), 3) if key == "bench_dsl" else "not reported"
             resp = _pair(c.get("response_ms_p50"), c.get("response_ms_p99"))

@@ -33,6 +33,7 @@ from bench import procs
 from bench.clients import Target, bench_check, bench_env, bench_file, sysbench_workload
 from bench.compare import Settings, prepare, run_point, sql
 from bench.host import loadavg, machine, tools
+from bench.omission import settings as omission_settings
 from bench.rate import RATES, rate_section
 from bench.rate import USERS as RATE_USERS
 from bench.report import render
@@ -87,18 +88,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rate-users", type=int, default=RATE_USERS, help=f"its pool of users (default {RATE_USERS})")
     p.add_argument("--rate-pairs", type=int, help="its sysbench/bench-dsl pairs per rate (default 2; quick 1)")
     p.add_argument("--poisson", action="store_true", help="bench-dsl's arrivals Poisson too (sysbench's always are)")
-    p.add_argument("--omission", type=_omission_args, default={}, metavar="KEY=VALUE,...",
+    p.add_argument("--rate-queue", type=int, help="bench-dsl's queue (default: a second of arrivals; 0: drop)")
+    p.add_argument("--omission", type=omission_settings, default={}, metavar="KEY=VALUE,...",
                    help="the omission section's settings: rate, users, closed_users, stall, stall_at, duration "
                         "(default rate=1000,stall=2,duration=10)")
     return p
-
-
-def _omission_args(text: str) -> dict[str, float]:
-    keys = {"rate", "users", "closed_users", "stall", "stall_at", "warmup", "duration"}
-    out = {k.strip(): float(v) for k, v in (x.split("=", 1) for x in text.split(",") if x.strip())}
-    if set(out) - keys:
-        raise argparse.ArgumentTypeError(f"unknown {', '.join(sorted(set(out) - keys))}; of {', '.join(sorted(keys))}")
-    return out
 
 
 def _defaults(a: argparse.Namespace) -> argparse.Namespace:
@@ -336,7 +330,8 @@ class Harness:
         assert self.target is not None
         a = self.a
         return rate_section(self.target, [float(r) for r in a.rates], a.rate_users, a.rate_pairs, a.warmup,
-                            a.duration, a.seed, a.workers, a.poisson, self.workdir, env, self.log)
+                            a.duration, a.seed, a.workers, a.poisson, a.rate_queue, self.workdir, env,
+                            self.log)
 
     def _omission(self, env: dict[str, str]) -> dict[str, Any]:
         """Its chart goes beside the results (omission-<time>.svg/.png)."""
