@@ -52,7 +52,8 @@ class Stall:
 
     def __init__(self, pid: int, after: float, seconds: float) -> None:
         self.pid, self.after, self.seconds = pid, after, seconds
-        self.at_s: float | None = None  # from start() to the SIGSTOP
+        self.at_s: float | None = None  # start() to the SIGSTOP (run_stalled: from the measured window)
+        self.stopped_at: float | None = None  # time.monotonic() of the SIGSTOP
         self.stopped_s: float | None = None  # SIGSTOP to SIGCONT, as measured here
         self.error: str | None = None
         self._cancel = threading.Event()
@@ -78,7 +79,7 @@ class Stall:
         finally:
             with contextlib.suppress(OSError):
                 os.kill(self.pid, signal.SIGCONT)
-            self.stopped_s, self.at_s = time.monotonic() - t, t - self._t0
+            self.stopped_s, self.at_s, self.stopped_at = time.monotonic() - t, t - self._t0, t
 
     def close(self) -> None:
         self._cancel.set()
@@ -136,11 +137,18 @@ def timeline(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _is_hold(line: str) -> bool:
+def _event(line: str) -> dict[str, Any]:
     with contextlib.suppress(json.JSONDecodeError):
         ev = json.loads(line)
-        return bool(ev.get("type") == "phase" and ev.get("phase") == "hold")
-    return False
+        return ev if isinstance(ev, dict) else {}
+    return {}
+
+
+def run_clock(arrivals: list[tuple[float, float]]) -> float | None:
+    """The run's clock against time.monotonic(): of each event line, (when it arrived here, its own
+    `t`, seconds since the run began); the line that came soonest after its `t` says it best (a
+    loaded machine delays a line, never advances it). monotonic() - this = the run's seconds."""
+    return min((got - t for got, t in arrivals), default=None)
 
 
 def run_stalled(text: str, label: str, target: Target, after: float, seconds: float, duration: int, warmup: int,
@@ -153,9 +161,13 @@ def run_stalled(text: str, label: str, target: Target, after: float, seconds: fl
     child = Child([*BENCH_CMD, "run", str(src), "--headless", "--json", str(out), "--jsonl", "-"],
                   workdir / f"{label}.err", env=env, cwd=workdir)
     stall = Stall(target.server_pid, after, seconds)
+    arrivals: list[tuple[float, float]] = []
     try:
         for line in child.lines(time.monotonic() + warmup + duration + seconds + 120):
-            if not stall.started and line.startswith("{") and '"hold"' in line and _is_hold(line):
+            ev = _event(line) if line.startswith("{") else {}
+            if isinstance(ev.get("t"), int | float):
+                arrivals.append((time.monotonic(), float(ev["t"])))
+            if not stall.started and ev.get("type") == "phase" and ev.get("phase") == "hold":
                 stall.start()
     finally:
         stall.close()  # the server resumed whatever happened
@@ -164,6 +176,10 @@ def run_stalled(text: str, label: str, target: Target, after: float, seconds: fl
         doc = json.loads(out.read_text())
     except (OSError, json.JSONDecodeError):
         doc = None
+    origin, steps = run_clock(arrivals), (doc or {}).get("steps") or [{}]
+    if origin is not None and stall.stopped_at is not None and steps[0].get("start_s") is not None:
+        # where the stop fell in the run's own clock, from its measured window's start
+        stall.at_s = stall.stopped_at - origin - float(steps[0]["start_s"])
     error = None
     if code != 0 or doc is None or not doc.get("steps"):
         error = f"bench exit {code}: {child.stderr_tail()}"

@@ -308,14 +308,16 @@ def omission_table(sec: dict[str, Any]) -> str:
     """bench/omission.py's figures: the transactions slower than 1 s, open loop and closed loop."""
     o, c = sec["open"], sec["closed"]
     lines = [f"`SELECT 1`; the server stopped (SIGSTOP, SIGCONT) {sec['stall_asked_s']:g} s once, "
-             f"{sec['stall_at_s']:g} s into each run's {sec['duration']} s measured window. Open loop: expected "
+             f"{sec['stall_at_s']:g} s after each run's measured window began (as the run's own stream told it; "
+             f"*at*: where it fell in the run's clock) for {sec['duration']} s measured. Open loop: expected "
              "rate x (stop - 1 s) transactions slower than 1 s (within 15%); closed loop: about one per user.\n",
-             "| run | load | server stopped | transactions | slower than 1 s | expected | ratio | met |",
-             "|---|---|--:|--:|--:|--:|--:|---|"]
+             "| run | load | server stopped | at | transactions | slower than 1 s | expected | ratio | met |",
+             "|---|---|--:|--:|--:|--:|--:|--:|---|"]
     for run, load in ((o, f"rate {sec['rate']:,.0f} tps, users max {sec['users']} queue {sec['queue']:,}"),
                       (c, f"users {sec['closed_users']}")):
         name = "open loop" if run is o else "closed loop"
-        lines.append(f"| {name} | {load} | {run['stopped_s']:.2f} s | {_n(run.get('transactions'))} "
+        lines.append(f"| {name} | {load} | {run['stopped_s']:.2f} s | {run['stop_at_s']:.2f} s "
+                     f"| {_n(run.get('transactions'))} "
                      f"| {run['slow']:,} | {run['expected']:,.0f} | {_n(run.get('ratio'), 3)} "
                      f"| {'yes' if run['within_15pct'] else 'no'} |")
     svg = [p for p in sec.get("chart") or [] if p.endswith(".svg")]

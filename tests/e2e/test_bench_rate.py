@@ -17,7 +17,7 @@ import pytest
 from hdrh.histogram import HdrHistogram
 
 from bench.clients import Measure, Target, bench_check, bench_env
-from bench.omission import Stall, expected_open, judge, measured_histograms, slower_than, timeline
+from bench.omission import Stall, expected_open, judge, measured_histograms, run_clock, slower_than, timeline
 from bench.omission_chart import chart, rows
 from bench.rate import (
     bench_figures,
@@ -133,6 +133,12 @@ def test_the_timeline_is_the_measured_intervals_from_the_start_of_the_window() -
     assert timeline({"steps": []}) == []
 
 
+def test_the_run_s_clock_is_read_from_its_least_delayed_line() -> None:
+    # (arrived at, the event's own t): the second line came 0.2 s late, the third 0.05 s
+    assert run_clock([(100.3, 0.2), (101.7, 1.4), (102.65, 2.5)]) == pytest.approx(100.1)
+    assert run_clock([]) is None
+
+
 def _section() -> dict[str, object]:
     def run(slow: int, expected: float, stat: dict[str, float]) -> dict[str, object]:
         tl = [{"start": 0.0, "end": 1.0, "latency_ms_p99": stat["p99"], "latency_ms_max": stat["max"],
@@ -158,7 +164,7 @@ def test_the_chart_draws_each_interval_as_a_segment_and_nothing_where_nothing_en
 
 def test_the_tables_say_what_was_measured() -> None:
     om = omission_table(_section())
-    assert "| open loop | rate 1,000 tps, users max 64 queue 3,064 | 2.01 s | 10,000 | 1,012 | 1,010 |" in om
+    assert "| open loop | rate 1,000 tps, users max 64 queue 3,064 | 2.01 s | 4.00 s | 10,000 | 1,012 | 1,010 |" in om
     assert "| closed loop | users 8 |" in om and "](omission-1.svg)" in om
     ok = {"ok": 1, "achieved_tps": 990.0, "achieved_pct_of_asked": 99.0, "verdict": "within 1%",
           "client_us_per_tx": 9.1}
