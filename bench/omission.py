@@ -33,7 +33,7 @@ from typing import Any
 
 from bench.clients import BENCH_CMD, Target, bench_env
 from bench.compare import Log
-from bench.procs import Child
+from bench.procs import Child, stop_all_children
 from bench.rate import rate_lines, select1_file
 
 RATE = 1_000
@@ -265,6 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         r = omission(target, workdir, bench_env(target), log, a.rate, a.users, a.closed_users, a.warmup, a.duration,
                      a.stall, a.stall_at, chart_dir=a.chart_dir)
     finally:
+        stop_all_children()  # a run still going (Ctrl-C), by its pid
         srv.stop()
         import shutil
 

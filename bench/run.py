@@ -3,8 +3,9 @@
 One throwaway server (or --target / $BENCH_DSN), one data set; at each user count sysbench and
 bench-dsl run alternately (A B A B) for the same warm-up and measured time, and the figures are
 reported as medians of the paired ratios. Then the engine's own costs: measurement overhead,
-embedded server start, memory per virtual user, TPC-C (when the workload exists) and the terminal
-UI's overhead (when bench/ui_overhead.py exists). Writes bench/results/<time>.json and .md, and
+embedded server start, memory per virtual user, TPC-C (when the workload exists), an open-loop rate
+beside sysbench --rate (bench/rate.py), a server stopped during an open and a closed loop
+(bench/omission.py), and the terminal UI's overhead (when bench/ui_overhead.py exists). Writes bench/results/<time>.json and .md, and
 latest.json / latest.md beside them."""
 
 from __future__ import annotations
