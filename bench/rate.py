@@ -232,8 +232,11 @@ def rate_section(target: Target, rates: list[float], users: int, pairs: int, war
         sb_pct, bd_pct = sb.get("achieved_pct_of_asked"), bd.get("achieved_pct_of_asked")
         # sysbench gives up when 100,000 events wait: it fell behind the rate, as far as it can say
         behind = not any(m.ok for m in sb_runs) and any(m.extra.get("queue_full") for m in sb_runs)
+        others = median([m.usage.other_cores for m in [*sb_runs, *(b for b, _ in bd_runs)] if m.usage is not None])
         rows.append({
             "rate": rate, "users": users, "queue": q, "poisson": poisson,
+            # the machine's busy cores that were neither client nor server: other people's load
+            "other_cores": None if others is None else round(others, 2),
             "sysbench": {**sb, "runs": len(sb_runs), "ok": sum(m.ok for m in sb_runs),
                          "failures": [m.error for m in sb_runs if not m.ok],
                          "verdict": "aborted: event queue full" if behind else verdict(sb_pct, bd_pct)},

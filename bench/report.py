@@ -277,17 +277,20 @@ def rate_table(sec: dict[str, Any]) -> str:
     lines = [f"`SELECT 1` at each rate, {sec['users']} users (sysbench threads, bench-dsl `users max`), "
              f"{sec['pairs']} pair(s) alternated, {sec['warmup']} s warm-up + {sec['duration']} s measured; "
              f"medians of the runs. Arrivals: {sec['arrivals']}. Achieved is against the rate asked; *within 1%* is "
-             "the goal, *server did not keep up* where both clients fell below 95%. Lateness is how late each "
+             "the goal, *server did not keep up* where both clients fell below 95%. Others' cores: the median "
+             "of the machine's busy cores that were neither client nor server in the runs' windows (other "
+             "people's load). Lateness is how late each "
              f"send was against its due time; {sec['sysbench_note']}.\n",
-             "| rate asked | client | offered tps | achieved tps (% of asked) | verdict | dropped "
+             "| rate asked (others' cores) | client | offered tps | achieved tps (% of asked) | verdict | dropped "
              "| lateness p50 / p99 ms | response p50 / p99 ms | service p50 / p99 ms | client CPU us / tx |",
              "|--:|---|--:|--:|---|--:|--:|--:|--:|--:|"]
     for row in sec["rates"]:
+        busy = "" if row.get("other_cores") is None else f" ({row['other_cores']:.2f})"
         for key, name in (("sysbench", "sysbench --rate"), ("bench_dsl", "bench-dsl rate")):
             c = row[key]
             if not c.get("ok"):
                 why = (c.get("failures") or ["no run"])[0] or "failed"
-                lines.append(f"| {row['rate']:,.0f} | {name} | | {why.splitlines()[0][:160]} "
+                lines.append(f"| {row['rate']:,.0f}{busy} | {name} | | {why.splitlines()[0][:160]} "
                              f"| {c.get('verdict', 'failed')} | | | | | |")
                 continue
             late = _pair(c.get("lag_ms_p50"), c.get("lag_ms_p99"), 3) if key == "bench_dsl" else "not reported"
@@ -296,7 +299,7 @@ def rate_table(sec: dict[str, Any]) -> str:
                 resp += " (incl. queue)"
             dropped = "-" if c.get("dropped") is None else f"{c['dropped']:,.0f} ({_n(c.get('dropped_pct'), 2)}%)"
             offered = _n(c.get("offered_tps"), 1) if key == "bench_dsl" else "asked"
-            lines.append(f"| {row['rate']:,.0f} | {name} | {offered} "
+            lines.append(f"| {row['rate']:,.0f}{busy} | {name} | {offered} "
                          f"| {_n(c.get('achieved_tps'), 1)} ({_n(c.get('achieved_pct_of_asked'), 2)}%) "
                          f"| {c['verdict']} "
                          f"| {dropped} | {late} | {resp} | {_pair(c.get('service_ms_p50'), c.get('service_ms_p99'))} "

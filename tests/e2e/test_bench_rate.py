@@ -169,15 +169,19 @@ def test_the_tables_say_what_was_measured() -> None:
     ok = {"ok": 1, "achieved_tps": 990.0, "achieved_pct_of_asked": 99.0, "verdict": "within 1%",
           "client_us_per_tx": 9.1}
     sec = {"users": 64, "pairs": 1, "warmup": 1, "duration": 2, "arrivals": "evenly", "sysbench_note": "queue",
-           "rates": [{"rate": 1000.0, "sysbench": {**ok, "response_ms_p50": 0.1, "response_ms_p99": 0.4},
+           "rates": [{"rate": 1000.0, "other_cores": 0.25,
+                      "sysbench": {**ok, "response_ms_p50": 0.1, "response_ms_p99": 0.4},
                       "bench_dsl": {**ok, "offered_tps": 1000.0, "dropped": 2, "dropped_pct": 0.01, "lag_ms_p50": 0.05,
                                     "lag_ms_p99": 0.5}},
                      {"rate": 50000.0, "sysbench": {"ok": 0, "failures": ["sysbench event queue is full: ..."]},
                       "bench_dsl": {**ok, "verdict": "server did not keep up"}}]}
     table = rate_table(sec)
-    assert "| 1,000 | sysbench --rate | asked | 990.0 (99.00%) | within 1% | - | not reported | 0.10 / 0.40 (" in table
-    assert "| 1,000 | bench-dsl rate | 1,000.0 | 990.0 (99.00%) | within 1% | 2 (0.01%) | 0.050 / 0.500 |" in table
-    assert "| sysbench event queue is full: ... | failed |" in table and "server did not keep up" in table
+    assert ("| 1,000 (0.25) | sysbench --rate | asked | 990.0 (99.00%) | within 1% | - | not reported "
+            "| 0.10 / 0.40 (") in table
+    assert ("| 1,000 (0.25) | bench-dsl rate | 1,000.0 | 990.0 (99.00%) | within 1% | 2 (0.01%) "
+            "| 0.050 / 0.500 |") in table
+    assert "| 50,000 | sysbench --rate | | sysbench event queue is full: ... | failed |" in table
+    assert "server did not keep up" in table
     doc = {"started_at": "now", "status": "completed", "settings": {"pairs": 1, "warmup": 1, "duration": 2,
                                                                    "tables": 1, "table_size": 10, "workers": None},
            "machine": {"cpu_model": "cpu", "cpu_logical": 2, "cpu_physical": 1, "memory_gib": 1, "os": "os",
