@@ -5,8 +5,8 @@ bench-dsl run alternately (A B A B) for the same warm-up and measured time, and 
 reported as medians of the paired ratios. Then the engine's own costs: measurement overhead,
 embedded server start, memory per virtual user, TPC-C (when the workload exists), an open-loop rate
 beside sysbench --rate (bench/rate.py), a server stopped during an open and a closed loop
-(bench/omission.py), and the terminal UI's overhead (when bench/ui_overhead.py exists). Writes bench/results/<time>.json and .md, and
-latest.json / latest.md beside them."""
+(bench/omission.py), and the terminal UI's overhead (when bench/ui_overhead.py exists). Writes
+bench/results/<time>.json and .md, and latest.json / latest.md beside them."""
 
 from __future__ import annotations
 
@@ -91,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--poisson", action="store_true", help="bench-dsl's arrivals Poisson too (sysbench's always are)")
     p.add_argument("--rate-queue", type=int, help="bench-dsl's queue (default: a second of arrivals; 0: drop)")
     p.add_argument("--omission", type=omission_settings, default={}, metavar="KEY=VALUE,...",
-                   help="the omission section's settings: rate, users, closed_users, stall, stall_at, duration "
+                   help="the omission section's settings: rate, users, closed_users, stall, stall_at, warmup, duration "
                         "(default rate=1000,stall=2,duration=10)")
     return p
 
@@ -339,7 +339,8 @@ class Harness:
         from bench.omission import omission
 
         assert self.target is not None
-        o = {k: (int(v) if k in ("users", "closed_users", "warmup", "duration") else v) for k, v in self.a.omission.items()}
+        whole = ("users", "closed_users", "warmup", "duration")
+        o = {k: (int(v) if k in whole else v) for k, v in self.a.omission.items()}
         o["stall_s"] = o.pop("stall", 2.0)
         return omission(self.target, self.workdir, env, self.log, **o, seed=self.a.seed, workers=self.a.workers,
                         chart_dir=self.a.out_dir, chart_name=f"omission-{self.stamp}")
