@@ -222,6 +222,14 @@ def render(doc: dict[str, Any]) -> str:
         out.append(str(why))
     out.append("")
 
+    for key, title, table in (("rate", "Open-loop rate: schedule accuracy", rate_table),
+                              ("omission", "Coordinated omission", omission_table)):
+        if key in doc:
+            out.append(f"## {title}\n")
+            sec = doc[key]
+            out.append(str(_skipped(sec)) if _skipped(sec) is not None else table(sec))
+            out.append("")
+
     ui = doc.get("ui")
     out.append("## Terminal UI overhead\n")
     if (why := _skipped(ui)) is None and ui is not None:
@@ -257,4 +265,66 @@ def _ui_table(ui: dict[str, Any]) -> str:
     if rd:
         lines.append(f"\nDrawing the screen: {rd.get('cpu_ms_per_s_of_run')} ms of CPU per second of run "
                      f"({rd.get('of_one_core_pct')}% of one core; {rd.get('how', '')}).")
+    return "\n".join(lines)
+
+
+def _pair(a: float | None, b: float | None, nd: int = 2) -> str:
+    return "-" if a is None and b is None else f"{_n(a, nd)} / {_n(b, nd)}"
+
+
+def rate_table(sec: dict[str, Any]) -> str:
+    """bench/rate.py's section: per rate asked, sysbench --rate and bench-dsl's `rate` side by side."""
+    lines = [f"`SELECT 1` at each rate, {sec['users']} users (sysbench threads, bench-dsl `users max`), "
+             f"{sec['pairs']} pair(s) alternated, {sec['warmup']} s warm-up + {sec['duration']} s measured; "
+             f"medians of the runs. Arrivals: {sec['arrivals']}. Achieved is against the rate asked; *within 1%* is "
+             "the goal, *server did not keep up* where both clients fell below 95%. Others' cores: the median "
+             "of the machine's busy cores that were neither client nor server in the runs' windows (other "
+             "people's load). Lateness is how late each "
+             f"send was against its due time; {sec['sysbench_note']}.\n",
+             "| rate asked (others' cores) | client | offered tps | achieved tps (% of asked) | verdict | dropped "
+             "| lateness p50 / p99 ms | response p50 / p99 ms | service p50 / p99 ms | client CPU us / tx |",
+             "|--:|---|--:|--:|---|--:|--:|--:|--:|--:|"]
+    for row in sec["rates"]:
+        busy = "" if row.get("other_cores") is None else f" ({row['other_cores']:.2f})"
+        for key, name in (("sysbench", "sysbench --rate"), ("bench_dsl", "bench-dsl rate")):
+            c = row[key]
+            if not c.get("ok"):
+                why = (c.get("failures") or ["no run"])[0] or "failed"
+                lines.append(f"| {row['rate']:,.0f}{busy} | {name} | | {why.splitlines()[0][:160]} "
+                             f"| {c.get('verdict', 'failed')} | | | | | |")
+                continue
+            late = _pair(c.get("lag_ms_p50"), c.get("lag_ms_p99"), 3) if key == "bench_dsl" else "not reported"
+            resp = _pair(c.get("response_ms_p50"), c.get("response_ms_p99"))
+            if key == "sysbench":
+                resp += " (incl. queue)"
+            dropped = "-" if c.get("dropped") is None else f"{c['dropped']:,.0f} ({_n(c.get('dropped_pct'), 2)}%)"
+            offered = _n(c.get("offered_tps"), 1) if key == "bench_dsl" else "asked"
+            lines.append(f"| {row['rate']:,.0f}{busy} | {name} | {offered} "
+                         f"| {_n(c.get('achieved_tps'), 1)} ({_n(c.get('achieved_pct_of_asked'), 2)}%) "
+                         f"| {c['verdict']} "
+                         f"| {dropped} | {late} | {resp} | {_pair(c.get('service_ms_p50'), c.get('service_ms_p99'))} "
+                         f"| {_n(c.get('client_us_per_tx'), 1)} |")
+    return "\n".join(lines)
+
+
+def omission_table(sec: dict[str, Any]) -> str:
+    """bench/omission.py's figures: the transactions slower than 1 s, open loop and closed loop."""
+    o, c = sec["open"], sec["closed"]
+    lines = [f"`SELECT 1`; the server stopped (SIGSTOP, SIGCONT) {sec['stall_asked_s']:g} s once, "
+             f"{sec['stall_at_s']:g} s after each run's measured window began (as the run's own stream told it; "
+             f"*at*: where it fell in the run's clock) for {sec['duration']} s measured. Open loop: expected "
+             "rate x (stop - 1 s) transactions slower than 1 s (within 15%); closed loop: about one per user.\n",
+             "| run | load | server stopped | at | transactions | slower than 1 s | expected | ratio | met |",
+             "|---|---|--:|--:|--:|--:|--:|--:|---|"]
+    for run, load in ((o, f"rate {sec['rate']:,.0f} tps, users max {sec['users']} queue {sec['queue']:,}"),
+                      (c, f"users {sec['closed_users']}")):
+        name = "open loop" if run is o else "closed loop"
+        lines.append(f"| {name} | {load} | {run['stopped_s']:.2f} s | {run['stop_at_s']:.2f} s "
+                     f"| {_n(run.get('transactions'))} "
+                     f"| {run['slow']:,} | {run['expected']:,.0f} | {_n(run.get('ratio'), 3)} "
+                     f"| {'yes' if run['within_15pct'] else 'no'} |")
+    svg = [p for p in sec.get("chart") or [] if p.endswith(".svg")]
+    if svg:  # written beside this page
+        name = svg[0].rsplit("/", 1)[-1]
+        lines.append(f"\n![Response and service time per interval, open loop and closed loop]({name})")
     return "\n".join(lines)

@@ -3,24 +3,22 @@
 One throwaway server (or --target / $BENCH_DSN), one data set; at each user count sysbench and
 bench-dsl run alternately (A B A B) for the same warm-up and measured time, and the figures are
 reported as medians of the paired ratios. Then the engine's own costs: measurement overhead,
-embedded server start, memory per virtual user, TPC-C (when the workload exists) and the terminal
-UI's overhead (when bench/ui_overhead.py exists). Writes bench/results/<time>.json and .md, and
-latest.json / latest.md beside them."""
+embedded server start, memory per virtual user, TPC-C (when the workload exists), an open-loop rate
+beside sysbench --rate (bench/rate.py), a server stopped during an open and a closed loop
+(bench/omission.py), and the terminal UI's overhead (when bench/ui_overhead.py exists). Writes
+bench/results/<time>.json and .md, and latest.json / latest.md beside them."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import datetime as dt
 import importlib
 import importlib.util
 import json
 import os
-import platform
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,12 +31,16 @@ from typing import Any
 import psutil
 
 from bench import procs
-from bench.clients import BENCH_CMD, Target, bench_check, bench_env, bench_file, sysbench_workload
+from bench.clients import Target, bench_check, bench_env, bench_file, sysbench_workload
 from bench.compare import Settings, prepare, run_point, sql
+from bench.host import loadavg, machine, tools
+from bench.omission import settings as omission_settings
+from bench.rate import RATES, rate_section
+from bench.rate import USERS as RATE_USERS
 from bench.report import render
 
 ROOT = Path(__file__).resolve().parent.parent
-SECTIONS = ("overhead", "server-start", "compare", "tls", "memory", "tpcc", "ui")
+SECTIONS = ("overhead", "server-start", "compare", "tls", "memory", "tpcc", "rate", "omission", "ui")
 QUICK_SECTIONS = ("overhead", "server-start", "compare", "memory")
 FORMAT = "bench-dsl-performance"
 
@@ -82,6 +84,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out-dir", type=Path, default=ROOT / "bench" / "results",
                    help="where <time>.json/.md and latest.json/.md go (default bench/results)")
     p.add_argument("--keep-files", action="store_true", help="keep the generated .bench files and client logs")
+    p.add_argument("--rates", type=_ints, default=list(RATES),
+                   help=f"the rate section's rates, tps (default {','.join(map(str, RATES))})")
+    p.add_argument("--rate-users", type=int, default=RATE_USERS, help=f"its pool of users (default {RATE_USERS})")
+    p.add_argument("--rate-pairs", type=int, help="its sysbench/bench-dsl pairs per rate (default 2; quick 1)")
+    p.add_argument("--poisson", action="store_true", help="bench-dsl's arrivals Poisson too (sysbench's always are)")
+    p.add_argument("--rate-queue", type=int, help="bench-dsl's queue (default: a second of arrivals; 0: drop)")
+    p.add_argument("--omission", type=omission_settings, default={}, metavar="KEY=VALUE,...",
+                   help="the omission section's settings: rate, users, closed_users, stall, stall_at, warmup, duration "
+                        "(default rate=1000,stall=2,duration=10)")
     return p
 
 
@@ -89,7 +100,7 @@ def _defaults(a: argparse.Namespace) -> argparse.Namespace:
     quick = a.quick
     for name, full, small in (("pairs", 5, 1), ("warmup", 2, 1), ("duration", 8, 2), ("users", [1, 4, 16, 64, 256], [4]),
                               ("rw_users", [4, 16, 64], []), ("floor_users", [1, 4], [4]), ("tables", 4, 1), ("table_size", 50_000, 10_000),
-                              ("memory_users", 1000, 50)):
+                              ("memory_users", 1000, 50), ("rate_pairs", 2, 1)):
         if getattr(a, name) is None:
             setattr(a, name, small if quick else full)
     a.sections = (tuple(s.strip() for s in a.sections.split(",") if s.strip()) if a.sections
@@ -159,13 +170,17 @@ class Harness:
             n += 60 + a.pairs * 2 * (15 + 3)
         if "server-start" in a.sections:
             n += (1 if a.quick else 3) * 2 * 2
+        if "rate" in a.sections:
+            n += len(a.rates) * a.rate_pairs * 2 * (per_run + 4)
+        if "omission" in a.sections:
+            n += 2 * (2 + a.omission.get("duration", 10) + 5)
         return n + 10
 
     # ----------------------------------------------------------------------------------------------
     def run(self) -> int:
         a = self.a
-        needs_server = bool({"compare", "tls", "memory", "tpcc", "ui"} & set(a.sections))
-        if needs_server and {"compare", "memory"} & set(a.sections) and shutil.which("sysbench") is None:
+        needs_server = bool({"compare", "tls", "memory", "tpcc", "rate", "omission", "ui"} & set(a.sections))
+        if needs_server and {"compare", "memory", "rate"} & set(a.sections) and shutil.which("sysbench") is None:
             print("bench: sysbench is not installed: `make bench` installs it (sudo apt-get install sysbench)",
                   file=sys.stderr)
             return 2
@@ -189,6 +204,8 @@ class Harness:
             self.section("tls", lambda: self._tls(env))
             self.section("memory", lambda: self._memory(env))
             self.section("tpcc", lambda: self._tpcc(env))
+            self.section("rate", lambda: self._rate(env))
+            self.section("omission", lambda: self._omission(env))
             self.section("ui", self._ui)
         self.doc["status"] = "completed"
         return 0
@@ -227,7 +244,7 @@ class Harness:
         a = self.a
         from bench_dsl.core.dsn import parse_dsn
 
-        wanted = max([*a.users, *a.rw_users, a.memory_users if "memory" in a.sections else 0, 8]) + 100
+        wanted = max([*a.users, *a.rw_users, a.memory_users if "memory" in a.sections else 0, a.rate_users, 8]) + 100
         if a.target:
             from bench_dsl.server.facts import facts
 
@@ -310,6 +327,24 @@ class Harness:
             self.log(f"tpcc: {r['skipped']}")
         return r
 
+    def _rate(self, env: dict[str, str]) -> dict[str, Any]:
+        assert self.target is not None
+        a = self.a
+        return rate_section(self.target, [float(r) for r in a.rates], a.rate_users, a.rate_pairs, a.warmup,
+                            a.duration, a.seed, a.workers, a.poisson, a.rate_queue, self.workdir, env,
+                            self.log)
+
+    def _omission(self, env: dict[str, str]) -> dict[str, Any]:
+        """Its chart goes beside the results (omission-<time>.svg/.png)."""
+        from bench.omission import omission
+
+        assert self.target is not None
+        whole = ("users", "closed_users", "warmup", "duration")
+        o = {k: (int(v) if k in whole else v) for k, v in self.a.omission.items()}
+        o["stall_s"] = o.pop("stall", 2.0)
+        return omission(self.target, self.workdir, env, self.log, **o, seed=self.a.seed, workers=self.a.workers,
+                        chart_dir=self.a.out_dir, chart_name=f"omission-{self.stamp}")
+
     def _ui(self) -> dict[str, Any]:
         """bench/ui_overhead.py (written apart) measures the terminal UI; it gets the same target."""
         if importlib.util.find_spec("bench.ui_overhead") is None:
@@ -335,7 +370,7 @@ class Harness:
 
     # ----------------------------------------------------------------------------------------------
     def write(self) -> Path:
-        self.doc["machine"]["loadavg_end"] = _loadavg()
+        self.doc["machine"]["loadavg_end"] = loadavg()
         self.doc["elapsed_s"] = round(time.monotonic() - self.t0, 1)
         out = self.a.out_dir
         out.mkdir(parents=True, exist_ok=True)
@@ -360,41 +395,6 @@ class Harness:
             shutil.rmtree(self.workdir, ignore_errors=True)
         else:
             self.log(f"kept the generated files in {self.workdir}")
-
-
-def _loadavg() -> str:
-    with contextlib.suppress(OSError):
-        return " ".join(f"{x:.2f}" for x in os.getloadavg())
-    return "-"
-
-
-def machine() -> dict[str, Any]:
-    cpu = platform.processor() or "?"
-    with contextlib.suppress(OSError, StopIteration), open("/proc/cpuinfo") as f:
-        cpu = next(ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name"))
-    os_name = platform.system()
-    with contextlib.suppress(OSError, StopIteration), open("/etc/os-release") as f:
-        os_name = next(ln.split("=", 1)[1].strip().strip('"') for ln in f if ln.startswith("PRETTY_NAME="))
-    return {"hostname": platform.node(), "cpu_model": cpu, "cpu_logical": psutil.cpu_count(),
-            "cpu_physical": psutil.cpu_count(logical=False), "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
-            "os": os_name, "kernel": platform.release(), "python": platform.python_version(),
-            "loadavg_start": _loadavg()}
-
-
-def tools(workdir: Path, env: dict[str, str]) -> dict[str, Any]:
-    def out(cmd: list[str], cwd: Path) -> str | None:
-        try:
-            r = subprocess.run(cmd, check=False, capture_output=True, text=True, cwd=cwd, env=env, timeout=60)
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        if r.returncode != 0:
-            return None
-        return (r.stdout or r.stderr).strip() or None
-
-    version = out(["sysbench", "--version"], workdir)
-    dirty = out(["git", "status", "--porcelain", "--", "bench_dsl", "grammar"], ROOT)
-    return {"sysbench": version, "bench_dsl": out([*BENCH_CMD, "--version"], workdir),
-            "commit": out(["git", "rev-parse", "--short", "HEAD"], ROOT), "engine_dirty": bool(dirty)}
 
 
 def main(argv: list[str] | None = None) -> int:
