@@ -959,7 +959,8 @@ static int pick_tx(const Program *p, Rng *r) {
 /* A claim is not yet an arrival offered: it is counted (offered, started, lag) when its user       */
 /* starts it, so that take() counts arrivals as they fall due, not a pool's worth of gaps ahead.    */
 /* set() takes back the claims still in the future (the timeline resumes from the earliest of them, */
-/* at the new pace) and wakes their users to claim again; so does a user that leaves holding one.   */
+/* at the new pace) and wakes their users to claim again; a user that leaves holding one hands it to */
+/* the user holding the latest claim, and the timeline resumes from that one's.                     */
 
 #define GRACE_NS_DEFAULT 1000000LL
 #define WAIT_MAX_NS 3600000000000LL /* a due time further away is waited for an hour at a time */
@@ -1139,19 +1140,32 @@ static void sched_take_back(Schedule *s, long long now) {
     }
 }
 
-/* A user leaves (its stop) holding the claim `c`, out of the list already. Under the mutex. */
+/* A user leaves (its stop) holding the claim `c`, out of the list already. Under the mutex. When a
+ * pool stops, each of its users leaves so: a single wakeup each, not one for every user still waiting. */
 static void sched_abandon(Schedule *s, Claim *c, long long now) {
     c->held = 0;
     s->claimed--;
     if (c->due > (double)now) {
-        if (c->due < s->next_due) s->next_due = c->due;
-        sched_take_back(s, now); /* the later ones too: the timeline stays in order, nothing lost */
+        /* the claims are the timeline's arrivals before next_due, and those still in the future are
+         * all held by waiting users: the one holding the latest takes this one instead (its deadline
+         * only earlier), and the timeline resumes from its own; none later: this one was the last */
+        Claim *last = NULL;
+        for (Claim *w = s->waiting.next; w != &s->waiting; w = w->next)
+            if (w->held && w->due > c->due && (last == NULL || w->due > last->due)) last = w;
+        if (last == NULL) {
+            s->next_due = c->due;
+        } else {
+            s->next_due = last->due;
+            last->due = c->due;
+            claim_wake(last);
+        }
     } else {
-        /* due, and nobody's now: an arrival that met no free user at its time (the backlog's oldest) */
+        /* due, and nobody's now: an arrival that met no free user at its time (the backlog's oldest,
+         * taken by the next user to claim; woken for it only if one is free: all hold claims at a rate) */
         s->offered++;
         if (s->rlen >= s->queue + sched_free(s) || ring_push(s, (long long)c->due, 1) < 0) s->dropped++;
+        else if (sched_free(s) > 0) sched_wake_waiting(s);
     }
-    sched_wake_waiting(s);
 }
 
 /* the user leaves the transaction it was busy with: its service time counted. Under the mutex;
