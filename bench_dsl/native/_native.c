@@ -1463,7 +1463,6 @@ typedef struct {
     Counts *counts;
     Schedule *schedule;      /* open loop: each transaction waits for an arrival; NULL: closed loop */
     int sched_state;         /* S_OUT, S_IDLE or S_BUSY, under the schedule's mutex */
-    Claim claim;             /* its place among the schedule's waiting users */
     long long send, service; /* the transaction's send time; the last one's service time (-1: none) */
     MYSQL *mysql;
     MYSQL_STMT **stmts;
@@ -1480,6 +1479,8 @@ typedef struct {
     char *host, *user, *password, *database, *unix_socket, *ssl_mode, *ssl_ca, *ssl_cert, *ssl_key, *charset;
     unsigned int port, connect_timeout;
     int compress;
+    Claim claim;             /* its place among the schedule's waiting users; last: the closed loop's
+                              * fields keep the offsets (and cache lines) they had without it */
 } User;
 
 static PyTypeObject UserType;
