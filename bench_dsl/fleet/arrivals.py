@@ -11,6 +11,12 @@ A user awaits `claim()` before each transaction, sends it, then calls `done()`:
 - an arrival that finds no idle user within GRACE is queued (up to `queue`, oldest first) or
   dropped, and counted; the timeline never slows down for the server.
 
+Idle users wait here as a leader (sleeping until the next due time) and followers it wakes in turn:
+on one event loop a wakeup is a future set, not a thread's. The C schedule has each idle user claim
+an arrival and sleep until its due time instead, since waking a thread for another costs a context
+switch; the two decide the same (an idle user holding a claim there is a leader or a follower here,
+and an arrival past its grace meets the same free users).
+
 `NativeClaims` is the same interface over a C Schedule, for a user that runs on asyncmy beside the
 C executor's users (a statement the C executor could not prepare): they share its timeline."""
 
