@@ -67,7 +67,7 @@ class Schedule:
     def set(self, rate: float, poisson: bool = False, queue: int = 0, offset: float = 0.0) -> None:
         """Arrivals at `rate` per second from now on (0: none, the users wait). A change while the
         run goes on keeps the share of the current gap still to run, at the new pace: no burst,
-        no gap. A start (from 0) puts the first arrival on the grid of the gap shifted by
+        no gap, and (evenly spaced) comes back onto the offset grid of the new gap. A start (from 0) puts the first arrival on the grid of the gap shifted by
         `offset` gaps, on the machine's monotonic clock: W processes at rate R/W with offsets
         i/W interleave into one even timeline."""
         if not 0 <= rate <= 1e9:
@@ -92,6 +92,8 @@ class Schedule:
         elif gap > 0 and old > 0:
             if self._next > now:
                 self._next = now + (self._next - now) * gap / old
+            if not poisson:  # back onto the offset grid: processes change at their own moments (as in C)
+                self._next = (math.ceil((self._next - offset * gap) / gap) + offset) * gap
         elif gap > 0:
             self._next = (math.ceil((now - offset * gap) / gap) + offset) * gap
         self._gap, self._poisson, self._queue = gap, bool(poisson), int(queue)

@@ -1318,8 +1318,12 @@ static PyObject *Schedule_set(Schedule *self, PyObject *args, PyObject *kwds) {
             if (self->rlen >= room || ring_push(self, (long long)self->next_due, 0) < 0) self->dropped++;
         }
     } else if (gap > 0 && old > 0) {
-        /* the part of the current gap still to run, at the new pace: neither a burst nor a gap */
+        /* the part of the current gap still to run, at the new pace: neither a burst nor a gap; then,
+         * evenly spaced, back onto the grid of the new gap shifted by `offset` (the next point of it),
+         * as at a start: each process takes a new rate at its own moment, and without this the
+         * merged timeline of W processes lost its interleaving at the first change (bursts of W) */
         if (self->next_due > (double)now) self->next_due = (double)now + (self->next_due - (double)now) * gap / old;
+        if (!poisson) self->next_due = (ceil((self->next_due - offset * gap) / gap) + offset) * gap;
     } else if (gap > 0) {
         /* a start: on the grid of `gap` shifted by `offset`, on the machine's monotonic clock, so
          * that processes at the same rate with offsets i/W interleave whenever each starts */

@@ -227,12 +227,22 @@ async def test_processes_with_offsets_interleave(kind: str) -> None:
     await asyncio.sleep(0.013)
     second.set(50, offset=0.5)
     a, b = await asyncio.gather(_dues(first, 0.5), _dues(second, 0.5))
+    _interleaved(a, b, 10_000_000)  # ns: 100 a second together
+    # a new rate, taken by each at its own moment (as a step's by worker processes): still interleaved
+    first.set(100, offset=0.0)
+    await asyncio.sleep(0.007)
+    second.set(100, offset=0.5)
+    a, b = await asyncio.gather(_dues(first, 0.4), _dues(second, 0.4))
+    _interleaved(a, b, 5_000_000)
+
+
+def _interleaved(a: list[int], b: list[int], gap_ns: int) -> None:
     lo, hi = max(a[0], b[0]), min(a[-1], b[-1])  # where both ran
     merged = sorted([(d, 0) for d in a if lo <= d <= hi] + [(d, 1) for d in b if lo <= d <= hi])
     assert len(merged) >= 30
     assert all(x[1] != y[1] for x, y in itertools.pairwise(merged))
     gaps = [y[0] - x[0] for x, y in itertools.pairwise(merged)]
-    assert all(abs(g - 10_000_000) < 1_000 for g in gaps), gaps  # ns: 100 a second together
+    assert all(abs(g - gap_ns) < 1_000 for g in gaps), gaps
 
 
 async def test_the_c_schedule_reaches_users_already_running_closed_loop(server: tuple[Dsn, object]) -> None:
