@@ -67,9 +67,9 @@ class Schedule:
     def set(self, rate: float, poisson: bool = False, queue: int = 0, offset: float = 0.0) -> None:
         """Arrivals at `rate` per second from now on (0: none, the users wait). A change while the
         run goes on keeps the share of the current gap still to run, at the new pace: no burst,
-        no gap, and (evenly spaced) comes back onto the offset grid of the new gap. A start (from 0) puts the first arrival on the grid of the gap shifted by
-        `offset` gaps, on the machine's monotonic clock: W processes at rate R/W with offsets
-        i/W interleave into one even timeline."""
+        no gap, and (evenly spaced) comes back onto the offset grid of the new gap. A start (from 0)
+        puts the first arrival on the grid of the gap shifted by `offset` gaps, on the machine's
+        monotonic clock: W processes at rate R/W with offsets i/W interleave into one even timeline."""
         if not 0 <= rate <= 1e9:
             raise ValueError("rate: 0 to 1e9 per second")
         if queue < 0:
