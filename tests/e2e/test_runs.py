@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -292,7 +293,8 @@ def test_users_the_server_refuses_end_the_climb_at_the_last_full_step(server, ds
     # the figures count the users that ran, not those asked for
     assert doc["summary"]["users"] == 3
     assert "the server refused connections: 3 of 6 users could not connect" in r.stderr
-    assert "saturation point: 2 users" in r.stderr
+    # "at least 2 users" when the suite's load made bench-dsl's own processes wait for a core
+    assert re.search(r"saturation point: (at least )?2 users", r.stderr), r.stderr
 
 
 def test_prepare_is_skipped_when_data_is_there(dsn_url: str, tmp_path: Path) -> None:
