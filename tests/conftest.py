@@ -1,6 +1,6 @@
 """Tests talk to a real server: BENCH_DSN when set, else one throwaway server for the session.
 
-`make test` runs the suite in three processes (pytest-xdist, `-n 3 --dist loadfile --no-loadscope-reorder`,
+`make test` runs the suite in four processes (pytest-xdist, `-n 4 --dist loadfile --no-loadscope-reorder`,
 the files in the order `pytest_collection_modifyitems` below gives them): each process
 is a session of its own, with its own throwaway server, so no two tests share a server's global
 settings or tables (with BENCH_DSN, one server for all, the Makefile runs one process). A file runs
@@ -83,13 +83,19 @@ def pytest_configure(config: pytest.Config) -> None:
 # of. Then the whole runs, the server tests, the screens, and last the unit tests, short enough to
 # even out the processes' ends.
 _FLOOR_ORDER = ("e2e", "engine", "ui", "unit")
+# Of their floor, the files of several minutes go first (the longest first, as a scheduler that knows
+# its jobs' lengths would): handed out in name order, test_runs.py (some 340 s of work) and
+# test_study.py (200 s) started late and alone made the run's last minutes.
+_LONG_FIRST = ("e2e/test_runs.py", "e2e/test_failures.py", "e2e/test_study.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    def rank(path: Path) -> tuple[int, int]:
+    def rank(path: Path) -> tuple[int, int, int]:
         alone = any(i.get_closest_marker("alone") for i in by_file[path])
         floor = path.parent.name
-        return (0 if alone else 1, _FLOOR_ORDER.index(floor) if floor in _FLOOR_ORDER else len(_FLOOR_ORDER))
+        name = f"{floor}/{path.name}"
+        return (0 if alone else 1, _FLOOR_ORDER.index(floor) if floor in _FLOOR_ORDER else len(_FLOOR_ORDER),
+                _LONG_FIRST.index(name) if name in _LONG_FIRST else len(_LONG_FIRST))
 
     by_file: dict[Path, list[pytest.Item]] = {}
     for item in items:
