@@ -27,23 +27,27 @@ class RateScheduler(Scheduler):
     warmed = False  # the warmup ran: its backlog is drained before the first measured phase
     paced = False
 
+    async def _pace(self, fleet: Fleet, rate: float) -> None:
+        """The fleet's arrivals at `rate`, as the load spaces and queues them."""
+        assert isinstance(self.load, m.RateLoad)
+        await fleet.pace(rate, self.load.poisson, self.load.pool.queue)
+
     async def enter(self, fleet: Fleet, ph: Phase) -> None:
-        assert ph.rate is not None and isinstance(self.load, m.RateLoad)
+        assert ph.rate is not None
         if not self.paced:  # no arrivals until the pool is connected: its users wait for them, never run free
-            await fleet.pace(0.0, self.load.poisson, self.load.pool.queue)
+            await self._pace(fleet, 0.0)
             self.paced = True
         await fleet.resize(ph.users)
         if ph.measured and self.warmed:
             await self._drain(fleet)
         self.warmed = ph.kind == "warmup"
-        await fleet.pace(ph.rate, self.load.poisson, self.load.pool.queue)
+        await self._pace(fleet, ph.rate)
 
     async def _drain(self, fleet: Fleet) -> None:
         """No arrivals until the users are done with the warmup's (those in flight, those queued):
         what the first step measures is its own load, not the warmup's left over. What the drain
         completes is collected here, and so never counted."""
-        assert isinstance(self.load, m.RateLoad)
-        await fleet.pace(0.0, self.load.poisson, self.load.pool.queue)
+        await self._pace(fleet, 0.0)
         deadline = time.monotonic() + DRAIN_S
         while time.monotonic() < deadline and not self.stopping():
             arrivals = (await fleet.collect()).arrivals
@@ -55,8 +59,7 @@ class RateScheduler(Scheduler):
 
     async def steer(self, fleet: Fleet, ph: Phase, done: float) -> None:
         if ph.rate is not None and ph.rate_end is not None and ph.rate_end != ph.rate:
-            assert isinstance(self.load, m.RateLoad)
-            await fleet.pace(ph.rate + (ph.rate_end - ph.rate) * done, self.load.poisson, self.load.pool.queue)
+            await self._pace(fleet, ph.rate + (ph.rate_end - ph.rate) * done)
 
 
 class RateProfile(LoadProfile):
