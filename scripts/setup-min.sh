@@ -26,5 +26,5 @@ for dep in project["dependencies"] + [d for ds in project.get("optional-dependen
     print(f"{m.group(1)}=={m.group(2)}" + (f"; {marker.strip()}" if marker else ""))
 PY
 .venv-min/bin/python -m pip install -q --upgrade pip >&2
-.venv-min/bin/python -m pip install -q -c .venv-min/constraints.txt -e '.[test]' >&2
+.venv-min/bin/python -m pip install -q -c .venv-min/constraints.txt -e '.[test,ray]' >&2
 touch "$stamp"

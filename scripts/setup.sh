@@ -59,7 +59,7 @@ fi
 # an editable install compiles the C core once: install again when it changes
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ bench_dsl/native/_native.c -nt "$stamp" ] || [ setup.py -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip >&2
-  .venv/bin/python -m pip install -q -e '.[test]' >&2
+  .venv/bin/python -m pip install -q -e '.[test,ray]' >&2
   touch "$stamp"
 fi
 # Compiled once here, each module is not compiled again by every process a run starts (the coordinator
