@@ -47,6 +47,19 @@ class FakeFleet:
     async def start(self) -> None:
         pass
 
+    @property
+    def workers(self) -> int:
+        return self.processes
+
+    def capacity_pct(self) -> float:
+        return 100.0
+
+    def cluster(self) -> None:
+        return None
+
+    def lose(self) -> list[str]:
+        return []
+
     async def resize(self, n: int, wait: bool = True) -> None:
         self.active = n
         self.resizes.append(n)

@@ -18,6 +18,7 @@ from bench_dsl.core.aio import run_loop
 from bench_dsl.core.errors import BenchError, ExitCode, UsageError
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.events import Sink
+from bench_dsl.language.placement import CLUSTERS, cluster_problem
 from bench_dsl.results.sinks import (
     ConsoleSink,
     JsonLinesSink,
@@ -76,31 +77,46 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--repeat", type=int, metavar="N", help="run each configuration N times, interleaved (overrides "
                    "the file's repeat; a file without vary becomes a study of one configuration)")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress lines, only the verdict")
-    r.add_argument("--workers", type=_workers, metavar="N|auto",
+    r.add_argument("--workers", type=_workers, metavar="N|auto|ray|ray:N",
                    help="processes that run the virtual users (overrides the file's `workers`; auto: one per core; "
-                        "TPC-C: half of them when the server runs on this machine)")
+                        "TPC-C: half of them when the server runs on this machine); ray: actors on a Ray cluster, "
+                        "one per CPU it offers, or N (docs/cluster.md)")
+    r.add_argument("--ray-address", metavar="HOST:PORT",
+                   help="with workers ray: the cluster's head (default: RAY_ADDRESS, else the Ray node on this "
+                        "machine)")
 
     pr = sub.add_parser("prepare", help="create and load the scenario's data only",
                         description="Create and load the data a scenario needs, then stop.")
     run_opts(pr)
     pr.set_defaults(handler=prepare)
-    pr.set_defaults(time_scale=1.0, max_steps=None, quiet=False, json=None, jsonl=None, headless=False, workers=None)
+    pr.set_defaults(time_scale=1.0, max_steps=None, quiet=False, json=None, jsonl=None, headless=False, workers=None,
+                    ray_address=None)
 
 
 def prepare(args: argparse.Namespace, err: Console) -> int:
     return run(args, err, prepare_only=True)
 
 
-def _workers(text: str) -> int:
+def _workers(text: str) -> tuple[str | None, int]:
+    """(cluster, processes): (None, 0) for auto here, ("ray", 0) for one per CPU the cluster offers."""
+    cluster, sep, count = text.partition(":")
+    if cluster in CLUSTERS:
+        text = count if sep else "auto"
+        if sep and text == "auto":
+            raise argparse.ArgumentTypeError(f"expected {cluster} or {cluster}:N, not {cluster}:auto")
+    elif sep:
+        raise argparse.ArgumentTypeError(f"expected a number of processes, auto, ray or ray:N, not {text!r}")
+    else:
+        cluster = ""
     if text == "auto":
-        return 0  # given, and auto: overrides a number in the file
+        return cluster or None, 0  # given, and auto: overrides a number in the file
     try:
         n = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of processes or auto, not {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a number of processes, auto, ray or ray:N, not {text!r}") from None
     if n < 1:
         raise argparse.ArgumentTypeError("at least 1 process")
-    return n
+    return cluster or None, n
 
 
 def run(args: argparse.Namespace, err: Console, prepare_only: bool = False) -> int:
@@ -122,6 +138,10 @@ def run(args: argparse.Namespace, err: Console, prepare_only: bool = False) -> i
             raise UsageError(f"--repeat must be from 1 to {vary.MAX_REPEAT}")
         base = sc.study or m.Study((m.Configuration("c1", ()),))
         sc = dataclasses.replace(sc, study=dataclasses.replace(base, repeat=args.repeat))
+    if args.workers is not None and args.workers[0] is not None:
+        targeted = sc.target is not None or args.target is not None
+        if (why := cluster_problem(args.workers[0], targeted)) is not None:
+            raise UsageError(f"--workers {args.workers[0]}: {why[0]} ({why[1]})")
     if args.only and sc.study is None:
         raise UsageError(f"--only: {args.file} has no vary")
     if args.restart_cmd and sc.study is None:
@@ -134,7 +154,7 @@ def run(args: argparse.Namespace, err: Console, prepare_only: bool = False) -> i
 
         opt = study.StudyOptions(values, args.only, args.time_scale, args.max_steps, target(args.target),
                                  args.workers, args.keep_server, args.force_prepare, args.restart_cmd, args.quiet,
-                                 args.json, replace=args.replace)
+                                 args.json, replace=args.replace, cluster_address=args.ray_address)
         return int(run_loop(study.run_study(sc, opt, err)))
     if sc.study is not None and any(c.lets for c in sc.study.configurations):
         raise UsageError(f"{args.file} varies the data ($variables): each configuration loads its own when it runs")
@@ -171,7 +191,9 @@ def run(args: argparse.Namespace, err: Console, prepare_only: bool = False) -> i
         raise
     opts = Options(time_scale=args.time_scale, max_steps=args.max_steps,
                    keep_server=args.keep_server, force_prepare=args.force_prepare, prepare_only=prepare_only,
-                   target=target_dsn, workers=args.workers, isolate_users=use_ui)
+                   target=target_dsn, workers=args.workers[1] if args.workers else None,
+                   cluster=args.workers[0] if args.workers else None, cluster_address=args.ray_address,
+                   isolate_users=use_ui)
     try:
         run = Run(sc, p, list(sinks), opts)
     except BaseException:

@@ -20,6 +20,7 @@ The order of a run:
     Phase("prepare") Prepare*  loading data, with progress
     Prepared                   what the load did (or that the data was already there)
     Workers                    how many processes run the users
+    Cluster                    with workers on a cluster: its nodes (again at the end, with their users)
     then, per phase of the plan:
         Phase                  warmup | settle | hold | ramp begins
         Tick*                  about once a second: cheap figures (no percentiles) for live displays
@@ -28,6 +29,7 @@ The order of a run:
         Totals*                the measured run so far (with its histograms), at each interval
         Step                   a step's end: its figures, the server's counters, the verdicts
         Fired                  a stop condition fired (or the server refused connections)
+        WorkerLost             workers lost while the run goes on without them (on worker loss continue)
         Saturation             the saturation point as it stands (after each judged step/interval): the
                                point itself once `saturated` (a condition fired), only then shown as one
     ErrorMessages              when the users met an error code not described before
@@ -168,6 +170,25 @@ class Prepared(Event):
 class Workers(Event):
     type: ClassVar[str] = "workers"
     processes: int
+
+
+@dataclass(frozen=True, slots=True)
+class Cluster(Event):
+    """Where a cluster's users run (workers ray): its kind, its nodes (node_id, host, address,
+    cores, ray_cpus, workers, users), actors_ready_s and the workers lost. Sent once the actors
+    are ready, and again when they stopped (the users each node ran, what was lost)."""
+    type: ClassVar[str] = "cluster"
+    cluster: Json
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerLost(Event):
+    """Workers lost mid-run while the run goes on without them (on worker loss continue)."""
+    type: ClassVar[str] = "worker_lost"
+    t: float
+    reasons: list[str]
+    workers: int  # those left
+    users: int  # the users they run
 
 
 @dataclass(frozen=True, slots=True)
@@ -340,7 +361,8 @@ class Finished(Event):
 
 
 EVENT_TYPES: dict[str, type[Event]] = {c.type: c for c in (
-    Begin, Started, Phase, Prepare, Prepared, Workers, Tick, Interval, Totals, Step, Conditions, Fired,
+    Begin, Started, Phase, Prepare, Prepared, Workers, Cluster, WorkerLost, Tick, Interval, Totals, Step, Conditions,
+    Fired,
     Saturation, Log, ErrorMessages, Control, Finished)}
 
 

@@ -34,7 +34,7 @@ from bench_dsl.engine.stopping import Stop, StopReason
 from bench_dsl.engine.tally import Tally
 from bench_dsl.engine.voice import Voice
 from bench_dsl.engine.watch import TargetWatch
-from bench_dsl.fleet.base import Fleet, WorkerFailed
+from bench_dsl.fleet.base import ClusterError, Fleet, WorkerFailed
 from bench_dsl.language import model as m
 from bench_dsl.measure.cpu import CpuSampler
 from bench_dsl.server.side import ServerSide
@@ -49,7 +49,9 @@ class Options:
     force_prepare: bool = False
     prepare_only: bool = False
     target: Dsn | None = None  # --target overrides the file
-    workers: int | None = None  # --workers overrides the file (0: auto); None: the file's setting
+    workers: int | None = None  # --workers overrides the file (0: auto), with `cluster`; None: the file's setting
+    cluster: str | None = None  # with workers: "ray" (a Ray cluster's actors), None: this machine
+    cluster_address: str | None = None  # --ray-address: the cluster's (else RAY_ADDRESS)
     # Users never share the event loop of a live screen: with one worker, it is still a process
     isolate_users: bool = False
     configuration: dict[str, Any] | None = None  # a study's run: which configuration and repeat
@@ -69,6 +71,7 @@ class Run:
         self.stop = Stop()
         profile = profile_of(sc.ramp)
         self.scheduler = profile.scheduler(plan, self.voice.elapsed, self.stop.stopping, load=sc.ramp)
+        self.scheduler.on_worker_loss = sc.on_worker_loss
         self.status = "running"
         self.exit_code = ExitCode.OK
         self._interrupts = 0
@@ -191,7 +194,8 @@ class Run:
                 self.status = "failed"
                 self.exit_code = ExitCode.FAILURE
                 self.stop_reason = self.stop_reason or StopReason("worker_failed", message=self._scrub(str(exc)))
-                self.log(f"{exc}: bench-dsl itself failed; what was measured so far is kept", "error")
+                self.log(str(exc) if isinstance(exc, ClusterError)
+                         else f"{exc}: bench-dsl itself failed; what was measured so far is kept", "error")
         except asyncio.CancelledError:
             if self.stop_reason is None or self._prepare_task is None or not self._prepare_task.cancelled():
                 raise
@@ -210,6 +214,8 @@ class Run:
             if self.fleet is not None:
                 with contextlib.suppress(Exception):
                     await self.fleet.stop()
+                if (cluster := self.fleet.cluster()) is not None:  # now with the users each node ran
+                    self.voice.publish(ev.Cluster(cluster))
             await self.server_side.stop()
             await self.stage.stop_server(self.opt.keep_server)
             signals.saving()
@@ -240,11 +246,12 @@ class Run:
             return
         if self.stop_reason:
             return
-        requested = self.opt.workers if self.opt.workers is not None else self.sc.workers
-        chosen = stage.fleet(target, requested, self.opt.isolate_users)
+        given = self.opt.workers is not None
+        cluster, requested = (self.opt.cluster, self.opt.workers) if given else (self.sc.cluster, self.sc.workers)
+        chosen = stage.fleet(target, requested, self.opt.isolate_users, cluster, self.opt.cluster_address)
         self.fleet = chosen.fleet  # stopped in execute() whatever happens from here on
-        self.judge.client_capacity_pct = chosen.capacity_pct
-        await chosen.fleet.start()
+        await stage.start_fleet(chosen)
+        self.judge.client_capacity_pct = chosen.fleet.capacity_pct()
         await self.server_side.start(target.dsn, target.replicas)
         self.watch.silent_s = self.server_side.silent_s
         await self.measure(chosen.fleet, CpuSampler(target.server_pid))

@@ -61,11 +61,20 @@ class TickLost:
 
 
 @dataclass(frozen=True, slots=True)
+class WorkersLost:
+    """Workers lost at this tick, the run going on without them (on worker loss continue): the
+    tick's figures (what the others measured) follow as a Ticked."""
+    reasons: list[str]
+    workers: int  # left
+    users: int  # the users they run
+
+
+@dataclass(frozen=True, slots=True)
 class PhaseEnds:
     ph: Phase
 
 
-Moment = PhaseBegins | LastTick | Ticked | TickLost | PhaseEnds
+Moment = PhaseBegins | LastTick | Ticked | TickLost | WorkersLost | PhaseEnds
 
 
 class Scheduler:
@@ -87,6 +96,7 @@ class Scheduler:
         # where the fleet's word on its completions ended at the last collect: the next tick's stalls
         # start there (not at the coordinator's own clock, which a late tick would turn into a stall)
         self._quiet_from: float | None = None
+        self.on_worker_loss = "fail"  # the scenario's: a lost worker ends the run, or it goes on without it
 
     # the profile's part -------------------------------------------------------------------------
     async def enter(self, fleet: Fleet, ph: Phase) -> None:
@@ -154,11 +164,16 @@ class Scheduler:
             try:
                 report = await fleet.collect()
             except WorkerFailed as exc:
-                if exc.partial is not None:  # the surviving workers' last second: measured, so kept
-                    # (timed at `now`: they answered then, the failure may have taken a reply's timeout)
-                    yield TickLost(self._tick(now, last, ph, users, exc.partial.tx, at_elapsed=False), ph,
-                                   exc.partial, self.holding)
-                raise
+                lost = fleet.lose() if self.on_worker_loss == "continue" and exc.partial is not None else []
+                if lost and exc.partial is not None:  # the others' second is this tick's, and the run goes on
+                    report = exc.partial
+                    yield WorkersLost(lost, fleet.workers, fleet.active)
+                else:
+                    if exc.partial is not None:  # the surviving workers' last second: measured, so kept
+                        # (timed at `now`: they answered then, the failure may have taken a reply's timeout)
+                        yield TickLost(self._tick(now, last, ph, users, exc.partial.tx, at_elapsed=False), ph,
+                                       exc.partial, self.holding)
+                    raise
             # the counts cover the time up to their collection, not up to `now`: a worker slow to
             # answer (a thousand users starting) would otherwise inflate this tick's rate
             got = time.monotonic()

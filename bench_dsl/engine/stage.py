@@ -21,7 +21,7 @@ from bench_dsl.engine.outcome import plan_json
 from bench_dsl.engine.phases import Plan
 from bench_dsl.engine.stopping import StopReason
 from bench_dsl.engine.voice import Voice
-from bench_dsl.fleet.base import Fleet, capacity_pct, worker_count
+from bench_dsl.fleet.base import Fleet, worker_count
 from bench_dsl.fleet.registry import FleetSetup, make_fleet
 from bench_dsl.language import model as m
 from bench_dsl.server.connect import ensure_database
@@ -46,8 +46,7 @@ class Target:
 class FleetChoice:
     fleet: Fleet
     kind: str  # its name in bench_dsl.fleet.registry
-    workers: int  # the processes that run users
-    capacity_pct: float  # % of the machine they and the coordinator can use (the judge's client limit)
+    why: str  # how many workers, said when auto chose it
 
 
 class Stage:
@@ -148,21 +147,40 @@ class Stage:
         self.publish(ev.Prepare(done, total, round(rate, 1), None if eta is None else round(eta, 1),
                                 round(self.voice.elapsed(), 3)))
 
-    def fleet(self, target: Target, requested: int | None, isolate_users: bool) -> FleetChoice:
-        """Where the users run: this process, or worker processes (`workers`, or auto)."""
-        local = target.server_pid is not None
+    def fleet(self, target: Target, requested: int | None, isolate_users: bool, cluster: str | None = None,
+              address: str | None = None) -> FleetChoice:
+        """Where the users run: this process, worker processes (`workers`, or auto), or actors on a
+        cluster (`workers ray`: how many is known once it started)."""
         if native.problem is not None:
             self.log(native.problem, "warning")
+        log = lambda msg, level: self.log(msg, level)  # noqa: E731
+        if cluster is not None:
+            fleet = make_fleet(cluster, FleetSetup(self.sc, target.dsn, self.workload, requested or 0, log,
+                                                   self.plan.max_users, address))
+            return FleetChoice(fleet, cluster, "")
+        local = target.server_pid is not None
         light = self.workload.raw and native.raw_executor
         workers = worker_count(requested, self.plan.max_users, server_local=local, light=light)
         kind = "local" if workers == 1 and not isolate_users else "process"
-        fleet = make_fleet(kind, FleetSetup(self.sc, target.dsn, self.workload, workers,
-                                            lambda msg, level: self.log(msg, level)))
-        self.publish(ev.Workers(workers))
+        fleet = make_fleet(kind, FleetSetup(self.sc, target.dsn, self.workload, workers, log))
         why = "" if requested else (" (workers auto: half the cores, the server runs here)"
                                     if local and not light else " (workers auto: one per core)")
-        self.log(f"virtual users run in {workers} process{'es' if workers > 1 else ''}{why}")
-        return FleetChoice(fleet, kind, workers, capacity_pct(workers))
+        return FleetChoice(fleet, kind, why)
+
+    async def start_fleet(self, chosen: FleetChoice) -> None:
+        """Starts the users' processes (or a cluster's actors) and says where they run."""
+        await chosen.fleet.start()
+        workers = chosen.fleet.workers
+        self.publish(ev.Workers(workers))
+        cluster = chosen.fleet.cluster()
+        if cluster is not None:
+            self.publish(ev.Cluster(cluster))
+            hosts = len({n["host"] for n in cluster["nodes"]})
+            self.log(f"virtual users run in {workers} {chosen.kind} actor{'s' if workers > 1 else ''} on "
+                     f"{len(cluster['nodes'])} node{'s' if len(cluster['nodes']) > 1 else ''} "
+                     f"({hosts} host{'s' if hosts > 1 else ''})")
+        else:
+            self.log(f"virtual users run in {workers} process{'es' if workers > 1 else ''}{chosen.why}")
 
     async def stop_server(self, keep: bool) -> None:
         for r in self.replica_servers:

@@ -27,6 +27,7 @@ from bench_dsl.engine.scheduler import (
     PhaseEnds,
     Ticked,
     TickLost,
+    WorkersLost,
 )
 from bench_dsl.engine.stopping import Stop, StopReason
 from bench_dsl.engine.voice import Voice
@@ -80,6 +81,10 @@ class Tally:
                 self._tick(tick, ph, report, remaining_s, final, holding)
             case TickLost(tick, ph, report, holding):
                 self._tick(tick, ph, report, None, False, holding, watch=False)
+            case WorkersLost(reasons, workers, users):
+                for why in reasons:
+                    self.voice.log(f"{why}: the run goes on without it (on worker loss continue)", "warning")
+                self.voice.publish(ev.WorkerLost(round(self.voice.elapsed(), 3), reasons, workers, users))
             case PhaseEnds(ph):
                 await self._phase_ends(ph)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
@@ -74,6 +74,8 @@ class ProcessFigures:
     lag: Samples  # bench_dsl.measure.schedlag's samples; none for a process that runs no users
     host: str
     cores: int  # its host's
+    # its whole host's CPU over the report, where only it can read it (a cluster node)
+    host_cpu_pct: float | None = None
 
     def to_wire(self) -> dict[str, Any]:
         return asdict(self)
@@ -81,7 +83,8 @@ class ProcessFigures:
     @classmethod
     def from_wire(cls, w: dict[str, Any]) -> ProcessFigures:
         return cls(None if w["cpu_s"] is None else float(w["cpu_s"]), float(w["wall_s"]),
-                   {p: [float(v) for v in vs] for p, vs in w["lag"].items()}, str(w["host"]), int(w["cores"]))
+                   {p: [float(v) for v in vs] for p, vs in w["lag"].items()}, str(w["host"]), int(w["cores"]),
+                   None if w.get("host_cpu_pct") is None else float(w["host_cpu_pct"]))
 
 
 @dataclass(slots=True)
@@ -136,14 +139,18 @@ class WorkerReport:
         return {name: p.lag for name, p in self.processes.items() if p.lag}
 
     def cpu(self) -> dict[str, float | None]:
-        """bench-dsl's CPU over the report: "client" and "client:NAME" (bench_dsl.measure.cpu.client_cpu)."""
-        return client_cpu((name, p.cpu_s, p.wall_s, p.host, p.cores) for name, p in self.processes.items())
+        """bench-dsl's CPU over the report: "client" and "client:NAME" (bench_dsl.measure.cpu.client_cpu),
+        and "client_host:HOST", the whole CPU of each host whose workers read it (a cluster's nodes)."""
+        hosts = {f"client_host:{p.host}": p.host_cpu_pct for p in self.processes.values() if p.host_cpu_pct is not None}
+        return client_cpu((name, p.cpu_s, p.wall_s, p.host, p.cores) for name, p in self.processes.items()) | hosts
 
 
-def own_figures(cpu: OwnCpu, lag: Samples) -> ProcessFigures:
-    """This process's figures since its previous report (`lag`: what its probe took)."""
+def own_figures(cpu: OwnCpu, lag: Samples, host_cpu: Callable[[], float | None] | None = None) -> ProcessFigures:
+    """This process's figures since its previous report (`lag`: what its probe took; `host_cpu`:
+    its host's CPU % since the previous call, for a host no other process of the run reads)."""
     cpu_s, wall_s = cpu.take()
-    return ProcessFigures(cpu_s, wall_s, lag, socket.gethostname(), os.cpu_count() or 1)
+    return ProcessFigures(cpu_s, wall_s, lag, socket.gethostname(), os.cpu_count() or 1,
+                          None if host_cpu is None else host_cpu())
 
 
 class WorkerFailed(BenchError):
@@ -156,6 +163,11 @@ class WorkerFailed(BenchError):
         self.partial = partial
 
 
+class ClusterError(WorkerFailed):
+    """The cluster cannot run the users (not reachable, no CPU offered, a node without bench-dsl):
+    the run fails before measuring, and the message says what to do."""
+
+
 class Fleet(Protocol):
     """Where the users run. `resize` sets how many users there are; closed loop, each runs
     transactions back to back; with `pace` (an open-loop rate) they serve arrivals due at a rate,
@@ -165,6 +177,23 @@ class Fleet(Protocol):
     @property
     def active(self) -> int:
         """The users asked for (those that ran are known from the next report's health)."""
+
+    @property
+    def workers(self) -> int:
+        """The processes (or actors) that run users, once started."""
+
+    def capacity_pct(self) -> float:
+        """% of the client machines' CPU its processes can use, at most all of it: what the judge
+        holds the client's CPU to (the client-limit verdict). Known once started."""
+
+    def cluster(self) -> dict[str, Any] | None:
+        """Where a cluster's users ran, for the result's `cluster` (its kind, its nodes with their
+        workers and users, what was lost); None when they run on this machine."""
+
+    def lose(self) -> list[str]:
+        """After a collect raised WorkerFailed: drops the lost workers so that the run goes on with
+        the others (`on worker loss continue`), and says why each was lost; [] when it cannot go on
+        (no worker lost, or none left)."""
 
     async def start(self) -> None: ...
 

@@ -3,8 +3,10 @@ coordinator is then the one process that runs users: its CPU and scheduling lag 
 
 from __future__ import annotations
 
+from typing import Any
+
 from bench_dsl.core.dsn import Dsn
-from bench_dsl.fleet.base import Health, WorkerReport, own_figures
+from bench_dsl.fleet.base import Health, WorkerReport, capacity_pct, own_figures
 from bench_dsl.fleet.users import UserPool
 from bench_dsl.measure.cpu import OwnCpu
 from bench_dsl.measure.recorder import Recorder
@@ -23,6 +25,19 @@ class LocalFleet:
     @property
     def active(self) -> int:
         return self.pool.active
+
+    @property
+    def workers(self) -> int:
+        return 1
+
+    def capacity_pct(self) -> float:
+        return capacity_pct(1)
+
+    def cluster(self) -> dict[str, Any] | None:
+        return None
+
+    def lose(self) -> list[str]:
+        return []  # no worker to lose: the users run here
 
     async def start(self) -> None:
         self.probe.start()

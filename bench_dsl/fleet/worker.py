@@ -34,6 +34,7 @@ import pickle
 import signal
 import sys
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 from bench_dsl.core.aio import run_loop
@@ -46,9 +47,14 @@ from bench_dsl.workloads.registry import build_workload
 
 
 class Worker:
-    def __init__(self, writer: asyncio.StreamWriter, probe: LagProbe) -> None:
-        self.writer = writer
+    """One worker's users and its side of the protocol, whatever carries the messages: `send`
+    writes a reply (a line on stdout here; a Ray actor's answer in bench_dsl.fleet.ray_actor)."""
+
+    def __init__(self, send: Callable[[dict[str, Any]], None], probe: LagProbe,
+                 host_cpu: Callable[[], float | None] | None = None) -> None:
+        self.send = send
         self.probe = probe
+        self.host_cpu = host_cpu  # its machine's CPU %, where the coordinator cannot read it (a cluster node)
         self.pool: UserPool | None = None
         self.recorder: Recorder | None = None
         self.tasks: set[asyncio.Task[None]] = set()
@@ -56,15 +62,13 @@ class Worker:
         self.cpu = OwnCpu()
         self.finished = asyncio.Event()  # the stop answer is sent: the worker may exit
 
-    def send(self, msg: dict[str, Any]) -> None:
-        self.writer.write(json.dumps(msg, separators=(",", ":")).encode() + b"\n")
-
     def report(self, op: str, mid: int) -> dict[str, Any]:
         assert self.pool is not None and self.recorder is not None
         stats = self.recorder.swap()
         health = self.pool.health(sum(st.count for st in stats.values()))
         report = WorkerReport(stats, health, self.pool.active, [self.recorder.quiet()],
-                              {self.name: own_figures(self.cpu, self.probe.take())}, self.pool.arrivals())
+                              {self.name: own_figures(self.cpu, self.probe.take(), self.host_cpu)},
+                              self.pool.arrivals())
         return {"op": op, "id": mid, **report.to_wire()}
 
     async def handle(self, msg: dict[str, Any]) -> None:
@@ -121,7 +125,7 @@ async def serve() -> None:
     writer = asyncio.StreamWriter(transport, protocol, reader, loop)
     probe = LagProbe()
     probe.start(loop)
-    worker = Worker(writer, probe)
+    worker = Worker(lambda msg: writer.write(json.dumps(msg, separators=(",", ":")).encode() + b"\n"), probe)
     finished = asyncio.create_task(worker.finished.wait())
     try:
         while True:

@@ -18,7 +18,7 @@ from typing import Protocol
 from bench_dsl.core.dsn import Dsn, parse_dsn, redact
 from bench_dsl.core.errors import Diagnostic, ScenarioError, Span, normal_newlines
 from bench_dsl.language import model as m
-from bench_dsl.language import ramp, rate, server, vary
+from bench_dsl.language import placement, ramp, rate, server, vary
 from bench_dsl.language import syntax as ast
 from bench_dsl.language.conditions import condition
 from bench_dsl.language.metrics import MetricDecl, Table
@@ -135,7 +135,8 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
     replica_dsns = server.replicas(c, items.all("replica"), embedded=given is None)
     monitor = server.monitor(c, items.first("monitor"))
     workload, tx_names = _workload(c, sc, items.all("Workload"), workloads)
-    workers = _workers(c, items.first("workers"))
+    workers, cluster = placement.workers(c, items.first("workers"), targeted=given is not None)
+    on_worker_loss = placement.worker_loss(c, items.first("on worker loss"))
     warmup = ramp.warmup(c, items.first("warmup"))
     report_every = ramp.report_every(c, items.first("report"))
     users = _load(c, items, warmup, sc, workload, workloads.get(workload.kind) if workload else None)
@@ -165,7 +166,8 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
         target_dsn=given.dsn if given else None, target_from=target_from,
         seed=seed, seed_given=seed_given, server_settings=settings, workload=workload, ramp=users,
         warmup=warmup, report_every=report_every, stop=stop, expect=expect, output=output,
-        setup=setup, workers=workers, warnings=tuple(d for d in c.diags if d.severity != "error"),
+        setup=setup, workers=workers, cluster=cluster, on_worker_loss=on_worker_loss,
+        warnings=tuple(d for d in c.diags if d.severity != "error"),
         study=plan, server_dir=server_dir, replicas=replicas, replica_dsns=replica_dsns, monitor=monitor,
     )
     if plan is not None:
@@ -355,19 +357,6 @@ def _workload(c: Checker, sc: ast.ScenarioNode, nodes: list[object],
     if workload is None:
         return None, plugin.declared_transactions(node)
     return workload, workload.transaction_names
-
-
-def _workers(c: Checker, item: ast.Item | None) -> int | None:
-    """Worker processes; None: auto, one per core."""
-    if item is None:
-        return None
-    if isinstance(item.value, ast.Word):
-        if item.value.name != "auto":
-            c.error(f"workers is auto or a number of processes, not '{item.value.name}'", item.value.span,
-                    "workers auto (one per core), or workers 4")
-        return None
-    n = c.number(item.value, "workers", integer=True, minimum=1)
-    return int(n) if n is not None else None
 
 
 def _conditions(c: Checker, blocks: list[object], tx_names: tuple[str, ...], ramp: m.Ramp | None,

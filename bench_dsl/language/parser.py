@@ -124,7 +124,13 @@ class _ToSyntax(Transformer[Token, Any]):
     duration = _item("duration")
     report = _item("report")
     output = _item("output")
-    workers = _item("workers")
+
+    def workers(self, meta: Meta, ch: list[Any]) -> ast.Item:
+        return ast.Item("workers", ch[0], self._s(meta), ch[1])
+
+    def worker_loss(self, meta: Meta, ch: list[Any]) -> ast.Item:
+        return ast.Item("on worker loss", ast.Word(str(ch[0]), self._s(ch[0])), self._s(meta))
+
     repeat = _item("repeat")
     replica = _item("replica")
     monitor = _item("monitor")

@@ -194,11 +194,12 @@ class SetupSql:
 @dataclass(frozen=True, slots=True)
 class Item:
     """A one-value scenario item: target, seed, users, warmup, duration, report, output, workers,
-    repeat."""
+    repeat, on worker loss."""
 
     keyword: str
     value: Expr
     span: Span
+    more: Expr | None = None  # a second value, where the item takes one (workers ray 8)
 
 
 @dataclass(frozen=True, slots=True)

@@ -370,6 +370,10 @@ class Aggregate:
             **({"client_cpu_by_process": each} if (each := {k.removeprefix("client:"): _r(self.cpu(k))
                                                             for k in sorted(self._cpu_n) if k.startswith("client:")})
                else {}),
+            # a cluster's client machines: each one's whole CPU, as its workers read it
+            **({"cpu_by_client_host": each} if (each := {k.removeprefix("client_host:"): _r(self.cpu(k))
+                                                         for k in sorted(self._cpu_n) if k.startswith("client_host:")})
+               else {}),
             "transactions": {n: one(self.tx[n]) for n in self.names},
             **({"server_status": st} if (st := self.server_status()) is not None else {}),
             **({"disk": d} if (d := self.disk()) is not None else {}),

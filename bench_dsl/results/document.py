@@ -35,6 +35,12 @@ class ResultDocument:
                 d["prepare"] = event.report
             case ev.Workers():
                 d["workers"] = event.processes
+            case ev.Cluster():
+                d["cluster"] = event.cluster
+                _node_cpu(d)
+            case ev.WorkerLost():
+                d.setdefault("workers_lost", []).append(
+                    {"t": event.t, "reasons": event.reasons, "workers_left": event.workers, "users": event.users})
             case ev.Interval():
                 d["intervals"].append(event.row.to_json())
                 d["elapsed_s"] = max(d["elapsed_s"], event.row.t)
@@ -66,10 +72,24 @@ class ResultDocument:
                          expect=event.expect, executor=event.executor)
                 if event.workload_report is not None:
                     d["workload_report"] = event.workload_report
+                _node_cpu(d)
 
     def _errors(self) -> None:
         self.doc["errors"] = [{"code": k, "count": v, "message": self.messages.get(k, "")}
                               for k, v in sorted(self.errors.items())]
+
+
+def _node_cpu(d: dict[str, Any]) -> None:
+    """A cluster's nodes with their CPU over the measured run, from the summary's figures: the
+    node's whole CPU (its workers read it) and bench-dsl's own there (its workers' CPU, % of one core)."""
+    summary, cluster = d.get("summary") or {}, d.get("cluster")
+    if cluster is None:
+        return
+    hosts, each = summary.get("cpu_by_client_host") or {}, summary.get("client_cpu_by_process") or {}
+    for node in cluster.get("nodes", ()):
+        node["cpu_pct"] = hosts.get(node.get("host"))
+        mine = [each[w] for w in node.get("workers", ()) if each.get(w) is not None]
+        node["client_cpu_pct"] = round(sum(mine), 1) if mine else None
 
 
 def _head(version: str | None, started_at: str, scenario: dict[str, Any], machine: dict[str, Any],

@@ -54,13 +54,14 @@ class StudyOptions:
     time_scale: float = 1.0
     max_steps: int | None = None
     target: Dsn | None = None
-    workers: int | None = None
+    workers: tuple[str | None, int] | None = None  # --workers: (cluster, processes); None: the file's
     keep_server: bool = False
     force_prepare: bool = False
     restart_cmd: str | None = None
     quiet: bool = False
     output: str | None = None  # --json: the study's directory
     replace: bool = False  # --replace: an earlier study's results in that directory are removed first
+    cluster_address: str | None = None  # --ray-address
 
 
 @dataclass
@@ -186,7 +187,9 @@ async def _run_one(sc: m.Scenario, r: StudyRun, opt: StudyOptions, target: Dsn |
     if not opt.quiet:
         sinks.append(ConsoleSink(err))
     options = Options(time_scale=opt.time_scale, max_steps=opt.max_steps, keep_server=opt.keep_server,
-                      force_prepare=opt.force_prepare, target=target, workers=opt.workers,
+                      force_prepare=opt.force_prepare, target=target,
+                      workers=opt.workers[1] if opt.workers else None, cluster=opt.workers[0] if opt.workers else None,
+                      cluster_address=opt.cluster_address,
                       configuration=configuration_json(sc, r.configuration, r.repeat, study_id))
     try:
         run = Run(conf_sc, p, list(sinks), options)

@@ -88,11 +88,11 @@ def test_the_stage_picks_the_fleet_by_todays_rule(tmp_path: Path) -> None:
     stage = Stage(sc, plan(sc), make_workload(sc), Voice([]))
     target = Target(parse_dsn("mysql://u@127.0.0.1:1/d"), [], None, None, None)
     one = stage.fleet(target, 1, isolate_users=False)
-    assert (one.kind, one.workers) == ("local", 1) and isinstance(one.fleet, LocalFleet)
+    assert (one.kind, one.fleet.workers) == ("local", 1) and isinstance(one.fleet, LocalFleet)
     isolated = stage.fleet(target, 1, isolate_users=True)
     assert isolated.kind == "process" and isinstance(isolated.fleet, ProcessFleet)
     two = stage.fleet(target, 2, isolate_users=False)
-    assert (two.kind, two.workers) == ("process", 2) and isinstance(two.fleet, ProcessFleet)
+    assert (two.kind, two.fleet.workers) == ("process", 2) and isinstance(two.fleet, ProcessFleet)
 
 
 @pytest.mark.slow

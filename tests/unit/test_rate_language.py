@@ -165,5 +165,5 @@ def test_a_rate_runs_saturation_point_is_a_rate() -> None:
     ([3, 2], [(600.0, 5, 0.0), (400.0, 4, 0.6)]),  # each user the same rate; every queue at least 1
 ])
 def test_a_rate_is_shared_over_workers_as_their_users_are(users: list[int], shares: list[tuple]) -> None:
-    from bench_dsl.fleet.process import rate_shares
+    from bench_dsl.fleet.coordinator import rate_shares
     assert [tuple(round(x, 9) for x in share) for share in rate_shares(1000.0, 8, users)] == shares

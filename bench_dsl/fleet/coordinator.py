@@ -1,0 +1,201 @@
+"""The coordinator's side of the worker protocol (bench_dsl.fleet.worker), whatever carries its
+messages: how users and a rate are shared over the workers, how their reports are gathered and
+merged, what a lost worker does to a collect, and how they are stopped. A fleet of workers
+(process.py: pipes to processes on this machine; ray.py: calls to actors on a Ray cluster) adds
+one primitive, `_send`, and how its workers start and end."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable
+from typing import Any
+
+from bench_dsl.core.dsn import Dsn
+from bench_dsl.fleet.base import Health, WorkerFailed, WorkerReport, capacity_pct, own_figures
+from bench_dsl.language.model import Scenario
+from bench_dsl.measure.cpu import OwnCpu
+
+REPLY_TIMEOUT = 10.0  # a worker that does not answer a report in this time is stuck or dead
+
+
+def rate_shares(rate: float, queue: int, users: list[int]) -> list[tuple[float, int, float]]:
+    """Each worker's (rate, queue, offset) for `users` users each. A share of the rate as large as
+    its share of the users, so that every user of the pool serves the same rate and a worker with
+    fewer users does not drop sooner (users max 5 on 2 workers: 3 and 2 users, 3/5 and 2/5 of the
+    rate); its timeline offset by where its share starts among them, so that equal shares (the
+    usual split) merge into evenly spaced arrivals. The queue is shared the same way, rounded up:
+    a worker with users never has none."""
+    total = sum(users)
+    return [(rate * u / total, math.ceil(queue * u / total), sum(users[:i]) / total) for i, u in enumerate(users)]
+
+
+class WorkerHandle:
+    """The coordinator's view of one worker: its number, the users it said it runs, whether it is
+    gone (and why, once it was dropped)."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.active = 0
+        self.dead = False
+        self.lost: str | None = None  # why, once a collect found it gone
+
+    @property
+    def name(self) -> str:
+        """As its report names it: "worker 1" ..."""
+        return f"worker {self.index + 1}"
+
+
+class WorkerFleet:
+    """Users spread over workers that answer the protocol's messages. Subclasses start the workers
+    (`start`), carry a message (`_send`), say which worker a message went to (`_label`) and end
+    them (`_end`)."""
+
+    kind = "process"
+
+    def __init__(self, sc: Scenario, dsn: Dsn, names: tuple[str, ...], count: int,
+                 log: Callable[[str, str], None]) -> None:
+        if sc.seed is None:  # each user's seed comes from the run's: a run draws it first (Scenario.seeded)
+            raise ValueError("a fleet needs the run's seed")
+        self.sc = sc
+        self.dsn = dsn
+        self.names = names
+        self.count = count
+        self._users = 0  # the users asked for last (resize): a rate is shared as they are
+        self.log = log
+        self.procs: list[Any] = []  # WorkerHandles (a subclass's): those still in the run
+        self.gone: list[Any] = []  # those dropped after a loss (on worker loss continue)
+        self._next_id = 0
+        self._last_health = Health(0, 0.0, None, {})
+        self.cpu = OwnCpu()  # the coordinator's own: merging the reports, the screen, the sinks
+
+    # what a kind of fleet adds -----------------------------------------------------------------
+    def _send(self, p: Any, msg: dict[str, Any]) -> asyncio.Future[dict[str, Any]]:
+        """Sends `msg` (with its `id`) to `p`: its answer, or WorkerFailed when `p` is gone."""
+        raise NotImplementedError
+
+    def _label(self, p: Any) -> str:
+        """The worker as an error message names it."""
+        return f"worker process {p.index}"
+
+    async def _end(self) -> None:
+        """After the stop's answers (or their timeout): the workers gone, whatever state they are in."""
+
+    # the protocol ------------------------------------------------------------------------------
+    @property
+    def active(self) -> int:
+        return sum(p.active for p in self.procs)
+
+    @property
+    def workers(self) -> int:
+        return self.count - len(self.gone)
+
+    def capacity_pct(self) -> float:
+        return capacity_pct(self.count)
+
+    def cluster(self) -> dict[str, Any] | None:
+        return None
+
+    def _next(self, msg: dict[str, Any]) -> dict[str, Any]:
+        self._next_id += 1
+        msg["id"] = self._next_id
+        return msg
+
+    def _answered(self, p: Any, reply: dict[str, Any]) -> dict[str, Any]:
+        if "active" in reply:
+            p.active = int(reply["active"])
+        return reply
+
+    async def _ask(self, p: Any, msg: dict[str, Any], timeout: float | None = REPLY_TIMEOUT) -> dict[str, Any]:
+        try:
+            return await asyncio.wait_for(self._send(p, msg), timeout)
+        except TimeoutError:
+            raise WorkerFailed(f"{self._label(p)} did not answer {msg['op']!r} in {timeout:g}s") from None
+
+    def _forget(self, fut: asyncio.Future[dict[str, Any]]) -> None:
+        fut.add_done_callback(lambda f: f.cancelled() or f.exception())
+
+    def share(self, n: int) -> list[int]:
+        """n users over the workers, as evenly as possible (the first ones take the remainder)."""
+        base, extra = divmod(n, len(self.procs))
+        return [base + (1 if i < extra else 0) for i in range(len(self.procs))]
+
+    async def resize(self, n: int, wait: bool = True) -> None:
+        self._users = n
+        # waited for: the new users of every worker are held until all of them are ready (UserPool.resize),
+        # so that no worker's running users slow another's connecting ones
+        futs = [self._send(p, {"op": "users", "n": k, "wait": wait, "hold": wait})
+                for p, k in zip(self.procs, self.share(n), strict=True)]
+        if wait:
+            try:
+                await asyncio.wait_for(asyncio.gather(*futs), 90)
+            except TimeoutError:
+                raise WorkerFailed(f"the workers did not start {n} users in 90s") from None
+            finally:
+                for p in self.procs:  # the answer says nothing: later messages come after it anyway
+                    self._forget(self._send(p, {"op": "go"}))
+        else:
+            for f in futs:  # the answer only updates `active`; a failure shows at the next collect
+                self._forget(f)
+
+    async def pace(self, rate: float, poisson: bool, queue: int) -> None:
+        n = len(self.procs)
+        users = self.share(self._users) if self._users >= n else [1] * n
+        futs = [self._send(p, {"op": "pace", "rate": r, "poisson": poisson, "queue": q, "offset": o})
+                for p, (r, q, o) in zip(self.procs, rate_shares(rate, queue, users), strict=True)]
+        try:
+            await asyncio.wait_for(asyncio.gather(*futs), REPLY_TIMEOUT)
+        except TimeoutError:
+            raise WorkerFailed(f"the workers did not take a new rate in {REPLY_TIMEOUT:g}s") from None
+
+    def _merge(self, replies: list[dict[str, Any]]) -> WorkerReport:
+        """The workers' reports and the coordinator's own figures (it runs no users: no lag)."""
+        mine = WorkerReport({}, Health(0, float("inf"), None, {}), 0, [], {"coordinator": own_figures(self.cpu, {})})
+        report = WorkerReport.merge([mine, *(WorkerReport.from_wire(r) for r in replies)], self.names)
+        self._last_health = report.health
+        return report
+
+    async def _report(self, p: Any) -> dict[str, Any]:
+        return await self._ask(p, {"op": "report"})
+
+    async def collect(self) -> WorkerReport:
+        results = await asyncio.gather(*(self._report(p) for p in self.procs), return_exceptions=True)
+        replies = [r for r in results if isinstance(r, dict)]
+        failed = [(p, r) for p, r in zip(self.procs, results, strict=True) if isinstance(r, BaseException)]
+        if not failed:
+            return self._merge(replies)
+        for p, exc in failed:
+            if isinstance(exc, WorkerFailed):
+                p.lost = str(exc)
+        first = failed[0][1]
+        if isinstance(first, WorkerFailed):
+            # the others reset their counts when they answered: their interval goes with the failure
+            raise WorkerFailed(str(first), partial=self._merge(replies))
+        raise first
+
+    def lose(self) -> list[str]:
+        """Drops the workers the last collect found lost, so that the run goes on with the others
+        (on worker loss continue): why each was lost; [] when none was, or none would be left."""
+        lost = [p for p in self.procs if p.lost is not None]
+        if not lost or len(lost) == len(self.procs):
+            return []
+        self.procs = [p for p in self.procs if p.lost is None]
+        self.gone.extend(lost)
+        for p in lost:
+            p.active = 0
+        return [p.lost for p in lost]
+
+    def health(self) -> Health:
+        return self._last_health
+
+    def cancel_in_flight(self) -> None:
+        for p in self.procs:
+            self._forget(self._send(p, {"op": "cancel"}))
+
+    async def stop(self, grace: float = 5.0) -> WorkerReport:
+        live = [p for p in self.procs if not p.dead]
+        results = await asyncio.gather(*(self._ask(p, {"op": "stop", "grace": grace}, timeout=grace + 5) for p in live),
+                                       return_exceptions=True)
+        replies = [r for r in results if isinstance(r, dict)]
+        await self._end()
+        return self._merge(replies)

@@ -1,0 +1,243 @@
+"""Users on a Ray cluster (the `ray` fleet: `workers ray`): one actor per worker, each running the
+same Worker as a worker process (bench_dsl.fleet.ray_actor), placed on the cluster's nodes and
+pinned there. Ray's calls carry the protocol's messages (bench_dsl.fleet.coordinator): one per
+phase change and one report a tick per actor, never one per transaction. The coordinator is this
+process, a Ray driver: it needs a Ray node on its own machine (`ray start --address=HEAD:6379
+--num-cpus=0`), and bench-dsl installed on every node (its C core is built against each node's
+libmariadb). docs/cluster.md says how to set one up and what is measured where.
+
+Ray is imported when the fleet starts, in a thread: `bench check` and local runs never load it."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import importlib
+import logging
+import math
+import os
+import pickle
+import platform
+import socket
+import time
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+import psutil
+
+import bench_dsl
+from bench_dsl.core.dsn import Dsn
+from bench_dsl.fleet.base import ClusterError, WorkerFailed
+from bench_dsl.fleet.clocks import ClockMap
+from bench_dsl.fleet.coordinator import WorkerFleet, WorkerHandle
+from bench_dsl.language.model import Scenario
+
+START_TIMEOUT = 60.0  # an actor placed, its process started, bench-dsl imported and the workload built
+INSTALL = "pip install 'bench-dsl[ray]'"
+LOCAL_NODE = "ray start --address=HEAD:6379 --num-cpus=0"
+
+
+class _Actor(WorkerHandle):
+    def __init__(self, index: int, node_id: str, host: str) -> None:
+        super().__init__(index)
+        self.node_id = node_id
+        self.host = host  # the node's, as Ray knows it (its own hostname once it answered)
+        self.actor: Any = None
+        self.clock = ClockMap()
+        self.peak = 0  # the most users it ran at once
+
+
+def place(requested: int | None, nodes: list[tuple[str, int]]) -> list[tuple[str, float]]:
+    """Each actor's (node id, CPUs it reserves), in worker order. `requested` None: one per CPU of
+    each node; a number: shared over the nodes in proportion to their CPUs (largest remainders).
+    An actor reserves a whole CPU, or its share of its node's when more actors than CPUs are asked
+    for (otherwise Ray would hold the extra ones back forever). Workers alternate between nodes, so
+    that users shared over the workers in order spread over the nodes."""
+    total = sum(c for _, c in nodes)
+    n = requested or total
+    quotas = [n * c / total for _, c in nodes]
+    counts = [math.floor(q) for q in quotas]
+    for i in sorted(range(len(nodes)), key=lambda i: (counts[i] - quotas[i], i))[: n - sum(counts)]:
+        counts[i] += 1
+    out: list[tuple[str, float]] = []
+    for k in range(max(counts, default=0)):
+        for (node, cpus), c in zip(nodes, counts, strict=True):
+            if k < c:
+                out.append((node, 1.0 if c <= cpus else math.floor(10000 * cpus / c) / 10000))
+    return out
+
+
+def _quiet_ray(ray: ModuleType, say: Callable[[str], None]) -> None:
+    """Ray's error listener prints the cluster's errors ("(raylet) ...") on the driver's stdout
+    even with log_to_driver off: they would corrupt a JSON stream or the live screen. They go to
+    the run's log instead (a private hook of Ray's, pinned by tests/unit/test_ray_fleet.py)."""
+    def to_log(data: dict[str, Any], ignore_prefix: bool = False) -> None:
+        for line in data.get("lines", ()):
+            text = str(line).strip()
+            if text:
+                say(f"ray ({data.get('pid', '?')}): {text.splitlines()[0][:300]}")
+
+    ray._private.worker.print_to_stdstream = to_log
+    logging.getLogger("ray").setLevel(logging.ERROR)
+
+
+def _has_local_node() -> bool:
+    return any(proc.info["name"] == "raylet" for proc in psutil.process_iter(["name"]))
+
+
+def connect(address: str | None, say: Callable[[str], None]) -> ModuleType:
+    """Ray, connected to the cluster at `address` (else RAY_ADDRESS, else the local node's). Blocks:
+    run it in a thread (which also keeps Ray from replacing the run's SIGTERM handler)."""
+    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"  # nothing bench-dsl starts reports to Ray's servers
+    try:
+        ray = importlib.import_module("ray")
+    except ImportError:
+        raise ClusterError(f"workers ray needs Ray: {INSTALL}") from None
+    where = address or os.environ.get("RAY_ADDRESS") or "auto"  # never None: that would start a new cluster
+    if not _has_local_node():
+        raise ClusterError(f"no Ray node runs on this machine: the coordinator joins the cluster through one "
+                           f"(on this machine: {LOCAL_NODE}, with the head's address)")
+    _quiet_ray(ray, say)
+    try:
+        ray.init(address=where, log_to_driver=False, configure_logging=False, namespace="bench-dsl")
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise ClusterError(f"could not join the Ray cluster at {where}: {str(exc).splitlines()[0]}") from None
+    return ray
+
+
+def _reason(exc: BaseException) -> str:
+    first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+    return f"{type(exc).__name__}: {first[:200]}" if first else type(exc).__name__
+
+
+class RayFleet(WorkerFleet):
+    kind = "ray"
+
+    def __init__(self, sc: Scenario, dsn: Dsn, names: tuple[str, ...], requested: int | None, max_users: int,
+                 address: str | None, log: Callable[[str, str], None]) -> None:
+        super().__init__(sc, dsn, names, requested or 0, log)
+        self.requested = requested
+        self.max_users = max_users
+        self.address = address
+        self.ray: Any = None
+        self.nodes: dict[str, dict[str, Any]] = {}  # node id -> what the result lists of it
+        self.ready_s: float | None = None
+
+    def _label(self, p: _Actor) -> str:
+        return f"worker {p.index + 1} on node {p.node_id[:8]} ({p.host})"
+
+    async def start(self) -> None:
+        t0 = time.monotonic()
+        loop = asyncio.get_running_loop()
+        def say(text: str) -> None:  # from Ray's threads
+            loop.call_soon_threadsafe(self.log, text, "warning")
+
+        self.ray = ray = await asyncio.to_thread(connect, self.address, say)
+        alive = [n for n in await asyncio.to_thread(ray.nodes) if n.get("Alive") and n["Resources"].get("CPU", 0) >= 1]
+        if not alive:
+            raise ClusterError("the Ray cluster offers no CPU for workers: start its nodes with --num-cpus=N")
+        for n in alive:
+            self.nodes[n["NodeID"]] = {"node_id": n["NodeID"], "host": n.get("NodeManagerHostname") or "?",
+                                       "address": n.get("NodeManagerAddress"), "ray_cpus": int(n["Resources"]["CPU"])}
+        cpus = [(n["NodeID"], int(n["Resources"]["CPU"])) for n in alive]
+        wanted = self.requested or sum(c for _, c in cpus)
+        placement = place(min(wanted, max(1, self.max_users)), cpus)  # never an actor with no user to run
+        self.count = len(placement)
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        from bench_dsl.fleet.ray_actor import WorkerActor
+
+        actor_class = ray.remote(WorkerActor)
+        for i, (node_id, num_cpus) in enumerate(placement):
+            p = _Actor(i, node_id, self.nodes[node_id]["host"])
+            p.actor = actor_class.options(
+                num_cpus=num_cpus, max_restarts=0, max_task_retries=0, max_concurrency=1000,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False)).remote()
+            self.procs.append(p)
+        sc = self.sc
+        setup = [base64.b64encode(pickle.dumps((sc.workload, sc.setup, sc.seed, self.dsn, p.index, self.count)))
+                 .decode() for p in self.procs]
+        replies = await asyncio.gather(*(self._ask(p, {"op": "start", "setup": s}, timeout=START_TIMEOUT)
+                                         for p, s in zip(self.procs, setup, strict=True)))
+        for p, r in zip(self.procs, replies, strict=True):
+            self._check(p, r)
+        self.ready_s = round(time.monotonic() - t0, 3)
+        hosts = sorted({n["host"] for n in self.nodes.values() if n.get("workers")})
+        self.log(f"{self.count} Ray actors ready on {len(hosts)} node{'s' if len(hosts) > 1 else ''} "
+                 f"in {self.ready_s:.1f}s (not measured)", "info")
+
+    def _check(self, p: _Actor, r: dict[str, Any]) -> None:
+        """A node's actor runs what this coordinator runs, or the run would mix two meanings."""
+        mine = {"bench_dsl": bench_dsl.__version__, "python": platform.python_version(), "ray": self.ray.__version__}
+        theirs = {k: r.get(k) for k in mine}
+        if theirs != mine:
+            raise ClusterError(f"{self._label(p)} runs bench-dsl {theirs['bench_dsl']}, Python {theirs['python']}, "
+                               f"Ray {theirs['ray']}; this coordinator {mine['bench_dsl']}, {mine['python']}, "
+                               f"{mine['ray']}: install the same on every node")
+        p.host = str(r["host"])
+        node = self.nodes[p.node_id]
+        node.update(host=p.host, cores=int(r["cores"]))
+        node.setdefault("workers", []).append(p.name)
+
+    def _send(self, p: _Actor, msg: dict[str, Any]) -> asyncio.Future[dict[str, Any]]:
+        msg = self._next(msg)
+        return asyncio.ensure_future(self._call(p, msg))
+
+    async def _call(self, p: _Actor, msg: dict[str, Any]) -> dict[str, Any]:
+        if p.dead:
+            raise WorkerFailed(f"{self._label(p)} lost")
+        errors = self.ray.exceptions
+        sent = time.monotonic()
+        try:
+            reply: dict[str, Any] = await p.actor.ask.remote(msg)
+        except errors.RayActorError as exc:  # its process, or its node, is gone
+            p.dead = True
+            raise WorkerFailed(f"{self._label(p)} lost: {_reason(exc)}") from None
+        except errors.RayTaskError as exc:
+            cause = exc.cause if exc.cause is not None else exc
+            if isinstance(cause, ModuleNotFoundError) and "bench_dsl" in str(cause):
+                raise ClusterError(f"bench-dsl is not installed on node {p.node_id[:8]} ({p.host}): "
+                                   f"{INSTALL} there") from None
+            raise WorkerFailed(f"{self._label(p)} failed: {_reason(cause)}") from None
+        except errors.RayError as exc:
+            raise WorkerFailed(f"{self._label(p)} failed: {_reason(exc)}") from None
+        if reply.get("quiet"):  # its clock's times, on the coordinator's (the scheduler cuts ticks on it)
+            p.clock.observe(sent, time.monotonic(), float(reply["quiet"][0][2]))
+            reply["quiet"] = p.clock.quiet_wire(reply["quiet"])
+        self._answered(p, reply)
+        p.peak = max(p.peak, p.active)
+        return reply
+
+    def capacity_pct(self) -> float:
+        """The coordinator's machine and every node's, each host's cores once; each worker at most a core."""
+        cores = {socket.gethostname(): os.cpu_count() or 1}
+        for n in self.nodes.values():
+            if n.get("workers"):
+                cores[n["host"]] = int(n.get("cores", n["ray_cpus"]))
+        total = sum(cores.values())
+        return 100.0 * min(self.count + 1, total) / total
+
+    def cluster(self) -> dict[str, Any]:
+        nodes = []
+        for node in self.nodes.values():
+            mine = [p for p in [*self.procs, *self.gone] if p.node_id == node["node_id"]]
+            if mine:
+                nodes.append({**node, "workers": [p.name for p in mine], "users": sum(p.peak for p in mine)})
+        return {"kind": "ray", "nodes": nodes, "actors_ready_s": self.ready_s,
+                "lost": [{"worker": p.name, "node_id": p.node_id, "host": p.host, "reason": p.lost} for p in self.gone]}
+
+    async def _end(self) -> None:
+        if self.ray is None:
+            return
+        ray, actors = self.ray, [p.actor for p in [*self.procs, *self.gone] if p.actor is not None]
+
+        def end() -> None:
+            for a in actors:
+                try:
+                    ray.kill(a, no_restart=True)
+                except Exception:  # a lost node's actor: nothing left to end
+                    pass
+            ray.shutdown()
+
+        await asyncio.to_thread(end)
