@@ -34,7 +34,7 @@ from bench_dsl.engine.stopping import Stop, StopReason
 from bench_dsl.engine.tally import Tally
 from bench_dsl.engine.voice import Voice
 from bench_dsl.engine.watch import TargetWatch
-from bench_dsl.fleet.base import ClusterError, Fleet, WorkerFailed
+from bench_dsl.fleet.base import ClusterError, Fleet, WorkerFailed, WorkerLost
 from bench_dsl.language import model as m
 from bench_dsl.measure.cpu import CpuSampler
 from bench_dsl.server.side import ServerSide
@@ -194,8 +194,13 @@ class Run:
                 self.status = "failed"
                 self.exit_code = ExitCode.FAILURE
                 self.stop_reason = self.stop_reason or StopReason("worker_failed", message=self._scrub(str(exc)))
-                self.log(str(exc) if isinstance(exc, ClusterError)
-                         else f"{exc}: bench-dsl itself failed; what was measured so far is kept", "error")
+                if isinstance(exc, ClusterError):
+                    said = str(exc)
+                elif isinstance(exc, WorkerLost):
+                    said = f"{exc}; what was measured so far is kept (`on worker loss continue` goes on without it)"
+                else:
+                    said = f"{exc}: bench-dsl itself failed; what was measured so far is kept"
+                self.log(said, "error")
         except asyncio.CancelledError:
             if self.stop_reason is None or self._prepare_task is None or not self._prepare_task.cancelled():
                 raise

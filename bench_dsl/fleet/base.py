@@ -163,6 +163,11 @@ class WorkerFailed(BenchError):
         self.partial = partial
 
 
+class WorkerLost(WorkerFailed):
+    """A worker's process, or the cluster node it ran on, is gone: the run fails, keeping what was
+    measured, unless the scenario says `on worker loss continue`."""
+
+
 class ClusterError(WorkerFailed):
     """The cluster cannot run the users (not reachable, no CPU offered, a node without bench-dsl):
     the run fails before measuring, and the message says what to do."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -68,6 +69,7 @@ class WorkerFleet:
         self._next_id = 0
         self._last_health = Health(0, 0.0, None, {})
         self.cpu = OwnCpu()  # the coordinator's own: merging the reports, the screen, the sinks
+        self.started: list[tuple[int, float]] = []  # (users, seconds until all of them were connected), per resize
 
     # what a kind of fleet adds -----------------------------------------------------------------
     def _send(self, p: Any, msg: dict[str, Any]) -> asyncio.Future[dict[str, Any]]:
@@ -117,8 +119,8 @@ class WorkerFleet:
 
     def share(self, n: int) -> list[int]:
         """n users over the workers, as evenly as possible (the first ones take the remainder)."""
-        base, extra = divmod(n, len(self.procs))
-        return [base + (1 if i < extra else 0) for i in range(len(self.procs))]
+        base, extra = divmod(n, self.workers)
+        return [base + (1 if i < extra else 0) for i in range(self.workers)]
 
     async def resize(self, n: int, wait: bool = True) -> None:
         self._users = n
@@ -127,8 +129,11 @@ class WorkerFleet:
         futs = [self._send(p, {"op": "users", "n": k, "wait": wait, "hold": wait})
                 for p, k in zip(self.procs, self.share(n), strict=True)]
         if wait:
+            t0 = time.monotonic()
             try:
                 await asyncio.wait_for(asyncio.gather(*futs), 90)
+                if not self.started or self.started[-1][0] != n:  # a hold after its settle asks the same
+                    self.started.append((n, round(time.monotonic() - t0, 3)))
             except TimeoutError:
                 raise WorkerFailed(f"the workers did not start {n} users in 90s") from None
             finally:
@@ -139,7 +144,7 @@ class WorkerFleet:
                 self._forget(f)
 
     async def pace(self, rate: float, poisson: bool, queue: int) -> None:
-        n = len(self.procs)
+        n = self.workers
         users = self.share(self._users) if self._users >= n else [1] * n
         futs = [self._send(p, {"op": "pace", "rate": r, "poisson": poisson, "queue": q, "offset": o})
                 for p, (r, q, o) in zip(self.procs, rate_shares(rate, queue, users), strict=True)]

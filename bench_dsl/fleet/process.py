@@ -14,7 +14,7 @@ import pickle
 import sys
 from typing import Any
 
-from bench_dsl.fleet.base import WorkerFailed
+from bench_dsl.fleet.base import WorkerLost
 from bench_dsl.fleet.coordinator import WorkerFleet, WorkerHandle
 
 
@@ -66,7 +66,7 @@ class ProcessFleet(WorkerFleet):
             p.dead = True
             for fut in p.pending.values():
                 if not fut.done():
-                    fut.set_exception(WorkerFailed(f"worker process {p.index} exited"))
+                    fut.set_exception(WorkerLost(f"worker process {p.index} exited"))
             p.pending.clear()
 
     async def _read_stderr(self, p: _Proc) -> None:
@@ -80,14 +80,14 @@ class ProcessFleet(WorkerFleet):
         msg = self._next(msg)
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         if p.dead or p.proc.stdin is None:
-            fut.set_exception(WorkerFailed(f"worker process {p.index} exited"))
+            fut.set_exception(WorkerLost(f"worker process {p.index} exited"))
             return fut
         p.pending[self._next_id] = fut
         try:
             p.proc.stdin.write(json.dumps(msg, separators=(",", ":")).encode() + b"\n")
         except (ConnectionError, RuntimeError):
             p.pending.pop(self._next_id, None)
-            fut.set_exception(WorkerFailed(f"worker process {p.index} exited"))
+            fut.set_exception(WorkerLost(f"worker process {p.index} exited"))
         return fut
 
     async def _end(self) -> None:

@@ -28,7 +28,7 @@ import psutil
 
 import bench_dsl
 from bench_dsl.core.dsn import Dsn
-from bench_dsl.fleet.base import ClusterError, WorkerFailed
+from bench_dsl.fleet.base import ClusterError, WorkerFailed, WorkerLost
 from bench_dsl.fleet.clocks import ClockMap
 from bench_dsl.fleet.coordinator import WorkerFleet, WorkerHandle
 from bench_dsl.language.model import Scenario
@@ -72,11 +72,16 @@ def _quiet_ray(ray: ModuleType, say: Callable[[str], None]) -> None:
     """Ray's error listener prints the cluster's errors ("(raylet) ...") on the driver's stdout
     even with log_to_driver off: they would corrupt a JSON stream or the live screen. They go to
     the run's log instead (a private hook of Ray's, pinned by tests/unit/test_ray_fleet.py)."""
+    said: set[str] = set()
+
     def to_log(data: dict[str, Any], ignore_prefix: bool = False) -> None:
         for line in data.get("lines", ()):
             text = str(line).strip()
-            if text:
-                say(f"ray ({data.get('pid', '?')}): {text.splitlines()[0][:300]}")
+            first = text.splitlines()[0] if text else ""
+            first = first[:first.find(". ", 0, 200) + 1] if ". " in first[:200] else first[:200]  # its first sentence
+            if first and first not in said:  # each of the cluster's nodes may say it
+                said.add(first)
+                say(f"ray ({data.get('pid', '?')}): {first}")
 
     ray._private.worker.print_to_stdstream = to_log
     logging.getLogger("ray").setLevel(logging.ERROR)
@@ -163,9 +168,7 @@ class RayFleet(WorkerFleet):
         for p, r in zip(self.procs, replies, strict=True):
             self._check(p, r)
         self.ready_s = round(time.monotonic() - t0, 3)
-        hosts = sorted({n["host"] for n in self.nodes.values() if n.get("workers")})
-        self.log(f"{self.count} Ray actors ready on {len(hosts)} node{'s' if len(hosts) > 1 else ''} "
-                 f"in {self.ready_s:.1f}s (not measured)", "info")
+        self.log(f"Ray: {self.count} actors ready in {self.ready_s:.1f}s (Ray's start-up: not measured)", "info")
 
     def _check(self, p: _Actor, r: dict[str, Any]) -> None:
         """A node's actor runs what this coordinator runs, or the run would mix two meanings."""
@@ -186,14 +189,14 @@ class RayFleet(WorkerFleet):
 
     async def _call(self, p: _Actor, msg: dict[str, Any]) -> dict[str, Any]:
         if p.dead:
-            raise WorkerFailed(f"{self._label(p)} lost")
+            raise WorkerLost(f"{self._label(p)} lost")
         errors = self.ray.exceptions
         sent = time.monotonic()
         try:
             reply: dict[str, Any] = await p.actor.ask.remote(msg)
         except errors.RayActorError as exc:  # its process, or its node, is gone
             p.dead = True
-            raise WorkerFailed(f"{self._label(p)} lost: {_reason(exc)}") from None
+            raise WorkerLost(f"{self._label(p)} lost: its process or its node is gone ({type(exc).__name__})") from None
         except errors.RayTaskError as exc:
             cause = exc.cause if exc.cause is not None else exc
             if isinstance(cause, ModuleNotFoundError) and "bench_dsl" in str(cause):
@@ -225,6 +228,7 @@ class RayFleet(WorkerFleet):
             if mine:
                 nodes.append({**node, "workers": [p.name for p in mine], "users": sum(p.peak for p in mine)})
         return {"kind": "ray", "nodes": nodes, "actors_ready_s": self.ready_s,
+                "users_started": [{"users": n, "seconds": secs} for n, secs in self.started],
                 "lost": [{"worker": p.name, "node_id": p.node_id, "host": p.host, "reason": p.lost} for p in self.gone]}
 
     async def _end(self) -> None:
