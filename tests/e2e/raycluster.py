@@ -28,10 +28,17 @@ Learned while building it (ray 2.60.0):
 - `ray start --block` killed by SIGTERM stops its node in about 1-3 s with
   RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S=0 (without it, up to 30 s of drain).
 
-Measured on the suite's 2-core machine, idle otherwise (`python -m tests.e2e.raycluster`):
-START_S, STOP_S and IDLE_CPU_PCT, the idle cluster's CPU (every Ray process of both nodes, summed,
-over 10 s, % of one core): see the constants below. It idles beside other tests between this
-module's tests, so an `alone` test of another xdist process may run beside it: that is what it costs.
+Measured on the suite's 2-core machine (`python -m tests.e2e.raycluster` measures again):
+- start, both nodes up (DB server beside them): 7.5-8.9 s with the machine otherwise idle, 12-15 s
+  under a load average of 3-5 (the head 4.4-7.8 s of it);
+- stop, from SIGTERM to nothing left and the temp dir gone: 1.4-2.4 s;
+- the idle cluster's CPU, every Ray process of both nodes summed over 10 s: 5.0-5.8 % of one core
+  (14 processes; gcs_server ~0.5 %, each raylet and each log monitor ~0.8-0.9 %, the rest less).
+  It idles between this module's tests beside the other xdist processes' tests, `alone` ones
+  included: that is what it costs them. Its start, the heavy part, runs inside the first test
+  that uses it (tests/e2e/test_ray.py), under that test's share of the machine;
+- a raylet SIGKILLed: the GCS calls its node dead some 3 s later (the health checks of `_env`); a
+  new node joins in 5-6 s.
 """
 
 from __future__ import annotations
@@ -45,8 +52,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -55,11 +63,6 @@ BIN = Path(sys.executable).parent
 RAY, BENCH = str(BIN / "ray"), str(BIN / "bench")
 GCS_PORT = 6379  # the namespace's own: no other cluster can be there
 OBJECT_STORE = 80 * 1024 * 1024  # Ray's floor is 75 MiB; the tests put nothing in it
-
-# measured (see the docstring; python -m tests.e2e.raycluster prints them again)
-START_S = None
-STOP_S = None
-IDLE_CPU_PCT = None
 
 # The DB server of the namespace: its address on stdout, then it lives until stdin closes (or SIGTERM).
 _DB_HELPER = """
@@ -189,9 +192,9 @@ class RayCluster:
                 raise RuntimeError(f"unshare --net did not make a namespace (exit {self.holder.returncode})")
             time.sleep(0.005)
 
-    def _wait(self, ready: object, proc: subprocess.Popen[bytes], what: str, within: float = 90) -> None:
+    def _wait(self, ready: Callable[[], bool], proc: subprocess.Popen[bytes], what: str, within: float = 90) -> None:
         deadline = time.monotonic() + within
-        while not ready():  # type: ignore[operator]
+        while not ready():
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"{what} did not start (exit {proc.poll()}):\n{self.log_tail()}")
             time.sleep(0.05)
@@ -269,7 +272,7 @@ class RayCluster:
         r = self.run([sys.executable, "-c", _NODES], timeout=60, cwd=self.temp)
         if r.returncode != 0:
             raise RuntimeError(f"ray.nodes() failed ({r.returncode}):\n{r.stderr[-3000:]}")
-        return json.loads(r.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+        return json.loads(r.stdout.strip().splitlines()[-1])
 
     def wait_alive(self, node_ids: set[str], within: float = 60) -> list[dict[str, object]]:
         """Until the GCS's alive nodes are exactly `node_ids` (a killed node is marked dead once its
@@ -354,7 +357,8 @@ class RayCluster:
             except OSError:
                 pass
         deadline = time.monotonic() + 15
-        for proc in [*self.nodes, *([self.db] if self.db else [])]:
+        procs: list[subprocess.Popen[Any]] = [*self.nodes, *([self.db] if self.db else [])]
+        for proc in procs:
             try:
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:

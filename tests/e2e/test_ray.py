@@ -188,12 +188,14 @@ def _until_hold(lines: Path, proc: object, within: float = 90) -> list[dict]:
 
 def _two_live_nodes(cluster: RayCluster) -> dict[int, str]:
     """Two live nodes, as the GCS sees them: a node joins in place of a killed one, and the killed one
-    must be dead to the GCS too (a run places actors on the nodes it calls alive)."""
-    while len(cluster.node_ids()) < 2:
-        cluster.add_node()
-    for i, node in enumerate(cluster.nodes):
+    must be dead to the GCS too (a run places its actors on the nodes the GCS calls alive). The
+    driver attaches to the head's raylet (Ray prefers the head among a machine's nodes): the head is
+    never the one killed."""
+    for i, node in enumerate(cluster.nodes):  # one still starting (the test before started it)
         if node.poll() is None:
             cluster.wait_started(node, i)
+    if len(cluster.node_ids()) < 2:
+        cluster.add_node()
     ids = cluster.node_ids()
     cluster.wait_alive(set(ids.values()))
     return ids
@@ -201,7 +203,7 @@ def _two_live_nodes(cluster: RayCluster) -> dict[int, str]:
 
 def test_a_lost_node_fails_the_run_and_keeps_what_was_measured(cluster: RayCluster, tmp_path: Path) -> None:
     ids = _two_live_nodes(cluster)
-    lost = ids[max(ids)]  # never the head: the driver's own node
+    lost = ids[max(ids)]  # never the head (1)
     f, out, lines = tmp_path / "lost.bench", tmp_path / "l.json", tmp_path / "l.jsonl"
     f.write_text(SLEEPER.format(duration="30s", extra=""))
     proc = cluster.popen([BENCH, "run", str(f), "--headless", "--workers", "ray", "--json", str(out),
