@@ -1,6 +1,6 @@
 """A real two-node Ray cluster for the tests of `workers ray`, inside a network namespace of its own.
 
-What it is (docs/cluster.md's recipe, made private to a test):
+What it is (the recipe of issue 31's design note, made private to a test):
 - a namespace holder (`unshare --net -- sleep infinity`), `lo` up in it: Ray's processes probe an
   outside address (a UDP connect to 8.8.8.8:53, which fails at once there) and listen on ports a test
   must keep from the machine's other users, so nothing here reaches beyond the namespace's loopback;
@@ -37,8 +37,8 @@ Measured on the suite's 2-core machine (`python -m tests.e2e.raycluster` measure
   It idles between this module's tests beside the other xdist processes' tests, `alone` ones
   included: that is what it costs them. Its start, the heavy part, runs inside the first test
   that uses it (tests/e2e/test_ray.py), under that test's share of the machine;
-- a raylet SIGKILLed: the GCS calls its node dead some 3 s later (the health checks of `_env`); a
-  new node joins in 5-6 s.
+- a raylet SIGKILLed: the GCS calls its node dead 5.6 s later (the health checks of `_env`; 11-15 s
+  by Ray's defaults); a new node joins in 5-6 s.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ finally:
 """
 
 # ray.nodes() as JSON, from a driver in the namespace (the GCS's view: a killed node stays "alive"
-# there until its health checks fail, some 3 s here, 15 s by Ray's defaults)
+# there until its health checks fail: some 6 s here, 15 s by Ray's defaults)
 _NODES = """
 import json, logging, os, sys
 import ray
@@ -300,8 +300,10 @@ class RayCluster:
         if self.holder is None:
             return []
         try:
-            ns = _netns(self.holder.pid)
+            ns: str | None = _netns(self.holder.pid)
         except OSError:
+            ns = None
+        if ns == _netns(os.getpid()):  # a holder that never unshared: its namespace is everyone's
             ns = None
         found = []
         for p in psutil.process_iter():

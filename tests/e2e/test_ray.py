@@ -10,6 +10,8 @@ a user does, from a directory of their own (an actor's sys.path holds the driver
 from __future__ import annotations
 
 import json
+import re
+import subprocess
 import time
 from collections.abc import Iterator
 from importlib import resources
@@ -23,6 +25,7 @@ from tests.e2e.raycluster import BENCH, RayCluster
 
 pytestmark = pytest.mark.slow
 
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
 SCHEMA = json.loads(resources.files("bench_dsl.results.schema").joinpath("result-v1.json").read_text())
 
 RAMP = """
@@ -91,11 +94,13 @@ def _events(path: Path) -> list[dict]:
 
 
 def _quiet(out: str, err: str) -> None:
-    """Ray's banners and its error listener's blocks ("(raylet) ...") never reach bench's output:
-    stdout carries data only (none asked here)."""
+    """Ray's banners and its error listener's blocks never reach bench's output: stdout carries data
+    only (none asked here), and no line of stderr is one of Ray's. Ray prints those blocks to the
+    driver's stdout even with log_to_driver=False, colored: "\x1b[33m(raylet)\x1b[0m Raylet is
+    terminated ..." (seen with a raylet killed under a driver in the test's namespace)."""
     assert out == "", out[-2000:]
-    lines = err.splitlines()
-    assert not [ln for ln in lines if ln.lstrip().startswith("(raylet)")], err[-3000:]
+    lines = [ANSI.sub("", ln).lstrip() for ln in err.splitlines()]
+    assert not [ln for ln in lines if ln.startswith("(raylet)")], err[-3000:]
     assert "Connected to Ray cluster" not in err and "Started a local Ray instance" not in err, err[-3000:]
     assert "Traceback" not in err, err[-3000:]
 
@@ -174,11 +179,11 @@ def test_ray_and_two_processes_measure_the_same(cluster: RayCluster, tmp_path: P
     assert abs(p2["p50"] - pr["p50"]) <= 1.5 and abs(p2["p90"] - pr["p90"]) <= 3.0, (p2, pr)
 
 
-def _until_hold(lines: Path, proc: object, within: float = 90) -> list[dict]:
+def _until_hold(lines: Path, proc: subprocess.Popen[str], within: float = 90) -> list[dict]:
     """The stream's events once it has the first interval of the hold."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
-        assert proc.poll() is None, proc.communicate()  # type: ignore[attr-defined]
+        assert proc.poll() is None, proc.communicate()
         events = _events(lines)
         if any(e["type"] == "interval" and e.get("phase") == "hold" for e in events):
             return events
@@ -257,6 +262,6 @@ def test_with_on_worker_loss_continue_the_run_goes_on_without_the_node(cluster: 
     ticks = [e for e in _events(lines) if e["type"] == "tick" and e["phase"] == "hold"]
     assert ticks[0]["users"] == 4, ticks[0]
     assert [t["users"] for t in ticks[-3:]] == [2, 2, 2], [t["users"] for t in ticks]
-    assert all(sum(tx["count"] for tx in t["transactions"].values()) > 0 for t in ticks[-3:]), ticks[-3:]
+    assert sum(tx["count"] for t in ticks[-3:] for tx in t["transactions"].values()) > 0, ticks[-3:]
     hold = [i for i in doc["intervals"] if i["phase"] == "hold"]
     assert hold[-1]["count"] > 0 and sum(i["count"] for i in hold) == doc["summary"]["count"]
