@@ -1,0 +1,267 @@
+"""`workers ray`: the users run in Ray actors on a real two-node cluster (tests/e2e/raycluster.py), in
+a network namespace with its own throwaway server, and measure what local worker processes measure.
+
+One cluster for the module (some 10 s to start, 2 s to stop); the file runs whole in one xdist
+process, in this order. The last two tests kill a node's raylet, which cannot be restarted: the
+first of them kills node 2 (the run fails) and starts node 3 at once, so that the second (`on worker
+loss continue`) finds two live nodes again and kills node 3. The runs use the installed `bench`, as
+a user does, from a directory of their own (an actor's sys.path holds the driver's cwd)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+from collections.abc import Iterator
+from importlib import resources
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from bench_dsl.core.errors import ExitCode
+from tests.e2e.raycluster import BENCH, RayCluster
+
+pytestmark = pytest.mark.slow
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+SCHEMA = json.loads(resources.files("bench_dsl.results.schema").joinpath("result-v1.json").read_text())
+
+RAMP = """
+scenario "on ray" {
+  target env("BENCH_DSN")
+  workers ray
+  workload sysbench oltp_point_select { tables = 1 table_size = 1000 }
+  ramp step { start 2 users  step +2 users  settle 1s  hold 2s  max 6 users }
+  report every 1s
+}
+"""
+
+# Every transaction sleeps 20 ms on the server: whatever runs the users, 4 users make ~195 tps with
+# a median latency just above 20 ms (tests/engine/test_workers.py). CPU-bound figures would differ
+# between the two ways of running on a 2-core machine; these may not.
+SLEEPER = """
+scenario "sleeper" {{
+  target env("BENCH_DSN")
+  workload custom {{
+    transaction nap {{ query "SELECT SLEEP(0.02)" }}
+  }}
+  users 4
+  warmup 1s
+  duration {duration}
+  report every 1s
+  {extra}
+}}
+"""
+
+
+@pytest.fixture(scope="module")
+def cluster_once() -> Iterator[RayCluster]:
+    cluster = RayCluster()
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+
+
+@pytest.fixture
+def cluster(cluster_once: RayCluster) -> RayCluster:
+    """The module's cluster, started by the first test that asks for it: inside that test, so
+    under its share of the machine (conftest's machine_share), not beside an `alone` test."""
+    if cluster_once.holder is None:
+        try:
+            cluster_once.start()
+        except BaseException:
+            cluster_once.close()
+            raise
+    return cluster_once
+
+
+def _result(path: Path) -> dict:
+    doc = json.loads(path.read_text())
+    jsonschema.validate(doc, SCHEMA)
+    return doc
+
+
+def _events(path: Path) -> list[dict]:
+    """The complete lines of a --jsonl stream written so far."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return []
+    return [json.loads(line) for line in text.splitlines(keepends=True) if line.endswith("\n")]
+
+
+def _quiet(out: str, err: str) -> None:
+    """Ray's banners and its error listener's blocks never reach bench's output: stdout carries data
+    only (none asked here), and no line of stderr is one of Ray's. Ray prints those blocks to the
+    driver's stdout even with log_to_driver=False, colored: "\x1b[33m(raylet)\x1b[0m Raylet is
+    terminated ..." (seen with a raylet killed under a driver in the test's namespace)."""
+    assert out == "", out[-2000:]
+    lines = [ANSI.sub("", ln).lstrip() for ln in err.splitlines()]
+    assert not [ln for ln in lines if ln.startswith("(raylet)")], err[-3000:]
+    assert "Connected to Ray cluster" not in err and "Started a local Ray instance" not in err, err[-3000:]
+    assert "Traceback" not in err, err[-3000:]
+
+
+def test_a_scenario_runs_on_both_nodes(cluster: RayCluster, tmp_path: Path) -> None:
+    f, out, lines = tmp_path / "ray.bench", tmp_path / "r.json", tmp_path / "r.jsonl"
+    f.write_text(RAMP)
+    r = cluster.bench("run", str(f), "--headless", "--json", str(out), "--jsonl", str(lines), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    _quiet(r.stdout, r.stderr)
+    doc = _result(out)
+    assert doc["status"] == "completed" and doc["exit_code"] == 0
+    assert doc["workers"] == 2  # one actor per CPU: one CPU a node
+    assert doc["summary"]["count"] > 0 and doc["summary"]["errors"] == 0
+    steps = doc["steps"]
+    assert [s["users"] for s in steps] == [2, 4, 6]
+    assert all(s["complete"] and s["count"] > 0 for s in steps), steps
+    assert doc["saturation"]["users"] == 6 and doc["saturation"]["saturated"] is False, doc["saturation"]
+    # nothing dropped or counted twice between the actors: each step's intervals add up to its count
+    for s in steps:
+        hold = [i for i in doc["intervals"] if i["phase"] == "hold" and i["step"] == s["step"]]
+        assert hold and sum(i["count"] for i in hold) == s["count"], (s["step"], hold)
+    ticks = [e for e in _events(lines) if e["type"] == "tick"]
+    assert ticks and [t["t"] for t in ticks] == sorted(t["t"] for t in ticks)
+    for s in steps:  # every user of a step connected, on both nodes, by its hold
+        held = [t["users"] for t in ticks if t["step"] == s["step"] and t["phase"] == "hold"]
+        assert held and all(u == s["users"] for u in held), (s["step"], held)
+    # the users ran in actors on both nodes: the cluster's two node ids, one worker each
+    ray = doc["cluster"]
+    assert ray["kind"] == "ray"
+    nodes = ray["nodes"]
+    assert len(nodes) == 2, nodes
+    assert {n["node_id"] for n in nodes} == set(cluster.node_ids().values())
+    for n in nodes:
+        assert n["host"] and n["cores"] >= 1 and n["users"] > 0, n
+        assert len(n["workers"]) == 1 and n["workers"][0].startswith("worker "), n
+    assert sorted(w for n in nodes for w in n["workers"]) == ["worker 1", "worker 2"]
+    for s in steps:  # each actor's own CPU, as a local worker's
+        by_process = s["client_cpu_by_process"]
+        assert {"worker 1", "worker 2"} <= set(by_process), by_process
+        assert by_process["worker 1"] and by_process["worker 2"], by_process
+
+
+def test_ray_and_two_processes_measure_the_same(cluster: RayCluster, tmp_path: Path) -> None:
+    f = tmp_path / "sleeper.bench"
+    f.write_text(SLEEPER.format(duration="4s", extra=""))
+    docs = {}
+    for workers in ("2", "ray"):
+        out = tmp_path / f"{workers}.json"
+        r = cluster.bench("run", str(f), "--headless", "--json", str(out), "--workers", workers, cwd=tmp_path)
+        assert r.returncode == 0, (workers, r.stderr[-3000:])
+        _quiet(r.stdout, r.stderr)
+        docs[workers] = _result(out)
+    assert docs["2"]["workers"] == docs["ray"]["workers"] == 2
+    assert "cluster" not in docs["2"] or docs["2"]["cluster"] is None or docs["2"]["cluster"]["kind"] != "ray"
+    assert docs["ray"]["cluster"]["kind"] == "ray"
+    counts = {}
+    for workers, doc in docs.items():
+        summary = doc["summary"]
+        assert summary["errors"] == 0 and summary["users"] == 4, (workers, summary)
+        # 4 users, each ~20.3 ms per transaction (sleep + round trip): 180-197 tps
+        assert 170 <= summary["tps"] <= 200, (workers, summary["tps"])
+        lat = summary["latency_ms"]
+        assert 20.0 <= lat["p50"] <= 25.0, (workers, lat)
+        assert lat["min"] >= 20.0, (workers, lat)  # SLEEP(0.02) never answers sooner: nothing lost in transit
+        hold = [i for i in doc["intervals"] if i["phase"] == "hold"]
+        assert sum(i["count"] for i in hold) == doc["steps"][0]["count"] == summary["count"], workers
+        counts[workers] = sorted(i["count"] for i in hold)
+        # each tick of the hold: 4 users' worth, whoever ran them (the first and last may be cut short)
+        assert all(150 <= c <= 205 for c in counts[workers][1:-1] or counts[workers]), (workers, counts[workers])
+    # the same per tick within noise: the medians of the two within 5%
+    median = {w: c[len(c) // 2] for w, c in counts.items()}
+    assert abs(median["ray"] - median["2"]) <= 0.05 * median["2"], counts
+    # the actors' histograms merge as the processes' do: the same percentiles, to the server's jitter
+    p2, pr = docs["2"]["summary"]["latency_ms"], docs["ray"]["summary"]["latency_ms"]
+    assert abs(p2["p50"] - pr["p50"]) <= 1.5 and abs(p2["p90"] - pr["p90"]) <= 3.0, (p2, pr)
+
+
+def _until_hold(lines: Path, proc: subprocess.Popen[str], within: float = 90) -> list[dict]:
+    """The stream's events once it has the first interval of the hold."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        events = _events(lines)
+        if any(e["type"] == "interval" and e.get("phase") == "hold" for e in events):
+            return events
+        time.sleep(0.1)
+    raise AssertionError(f"no interval of the hold within {within} s")
+
+
+def _two_live_nodes(cluster: RayCluster) -> dict[int, str]:
+    """Two live nodes, as the GCS sees them: a node joins in place of a killed one, and the killed one
+    must be dead to the GCS too (a run places its actors on the nodes the GCS calls alive). The
+    driver attaches to the head's raylet (Ray prefers the head among a machine's nodes): the head is
+    never the one killed."""
+    for i, node in enumerate(cluster.nodes):  # one still starting (the test before started it)
+        if node.poll() is None:
+            cluster.wait_started(node, i)
+    if len(cluster.node_ids()) < 2:
+        cluster.add_node()
+    ids = cluster.node_ids()
+    cluster.wait_alive(set(ids.values()))
+    return ids
+
+
+def test_a_lost_node_fails_the_run_and_keeps_what_was_measured(cluster: RayCluster, tmp_path: Path) -> None:
+    ids = _two_live_nodes(cluster)
+    lost = ids[max(ids)]  # never the head (1)
+    f, out, lines = tmp_path / "lost.bench", tmp_path / "l.json", tmp_path / "l.jsonl"
+    f.write_text(SLEEPER.format(duration="30s", extra=""))
+    proc = cluster.popen([BENCH, "run", str(f), "--headless", "--workers", "ray", "--json", str(out),
+                          "--jsonl", str(lines)], cwd=tmp_path)
+    try:
+        before = _until_hold(lines, proc)
+        cluster.kill_raylet(lost)
+        killed = time.monotonic()
+        cluster.add_node(wait=False)  # the next test's second node starts while this run ends
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert time.monotonic() - killed < 25, "the run went on to its end"
+    assert proc.returncode == ExitCode.FAILURE, stderr[-3000:]
+    _quiet(stdout, stderr)
+    doc = _result(out)
+    assert doc["status"] == "failed" and doc["exit_code"] == ExitCode.FAILURE
+    assert doc["stop"]["reason"] == "worker_failed"
+    assert lost[:8] in doc["stop"]["message"], doc["stop"]  # the node by its id: both hosts are this machine
+    # what was measured before the loss is kept, and adds up
+    measured = [e for e in before if e["type"] == "interval" and e["phase"] == "hold"]
+    assert len([i for i in doc["intervals"] if i["phase"] == "hold"]) >= len(measured) >= 1
+    assert doc["summary"]["count"] > 0
+    assert sum(i["count"] for i in doc["intervals"] if i["phase"] == "hold") == doc["summary"]["count"]
+
+
+def test_with_on_worker_loss_continue_the_run_goes_on_without_the_node(cluster: RayCluster, tmp_path: Path) -> None:
+    ids = _two_live_nodes(cluster)
+    lost = ids[max(ids)]
+    f, out, lines = tmp_path / "goes-on.bench", tmp_path / "g.json", tmp_path / "g.jsonl"
+    f.write_text(SLEEPER.format(duration="16s", extra="on worker loss continue"))
+    proc = cluster.popen([BENCH, "run", str(f), "--headless", "--workers", "ray", "--json", str(out),
+                          "--jsonl", str(lines)], cwd=tmp_path)
+    try:
+        _until_hold(lines, proc)
+        cluster.kill_raylet(lost)
+        stdout, stderr = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, stderr[-3000:]
+    _quiet(stdout, stderr)
+    doc = _result(out)
+    assert doc["status"] == "completed" and doc["exit_code"] == 0, doc["stop"]
+    ray = doc["cluster"]
+    assert isinstance(ray["lost"], list) and lost[:8] in json.dumps(ray["lost"]), ray
+    # the step went on with the survivor's users (2 of the 4: 2 an actor), to its end
+    ticks = [e for e in _events(lines) if e["type"] == "tick" and e["phase"] == "hold"]
+    assert ticks[0]["users"] == 4, ticks[0]
+    assert [t["users"] for t in ticks[-3:]] == [2, 2, 2], [t["users"] for t in ticks]
+    assert sum(tx["count"] for t in ticks[-3:] for tx in t["transactions"].values()) > 0, ticks[-3:]
+    hold = [i for i in doc["intervals"] if i["phase"] == "hold"]
+    assert hold[-1]["count"] > 0 and sum(i["count"] for i in hold) == doc["summary"]["count"]
