@@ -138,10 +138,15 @@ def run(args: argparse.Namespace, err: Console, prepare_only: bool = False) -> i
             raise UsageError(f"--repeat must be from 1 to {vary.MAX_REPEAT}")
         base = sc.study or m.Study((m.Configuration("c1", ()),))
         sc = dataclasses.replace(sc, study=dataclasses.replace(base, repeat=args.repeat))
-    if args.workers is not None and args.workers[0] is not None:
+    cluster = args.workers[0] if args.workers is not None else sc.cluster
+    if cluster is not None:
         targeted = sc.target is not None or args.target is not None
-        if (why := cluster_problem(args.workers[0], targeted)) is not None:
-            raise UsageError(f"--workers {args.workers[0]}: {why[0]} ({why[1]})")
+        if (why := cluster_problem(cluster, targeted)) is not None:
+            hint = why[1]
+            if sc.target_from and not targeted:  # the file's target is an unset env()
+                hint = (f"{sc.target_from.removeprefix('env ')} is not set: set it to a server every node of the "
+                        "cluster reaches, or give --target")
+            raise UsageError(f"workers {cluster}: {why[0]} ({hint})")
     if args.only and sc.study is None:
         raise UsageError(f"--only: {args.file} has no vary")
     if args.restart_cmd and sc.study is None:

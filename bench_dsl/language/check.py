@@ -135,7 +135,8 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
     replica_dsns = server.replicas(c, items.all("replica"), embedded=given is None)
     monitor = server.monitor(c, items.first("monitor"))
     workload, tx_names = _workload(c, sc, items.all("Workload"), workloads)
-    workers, cluster = placement.workers(c, items.first("workers"), targeted=given is not None)
+    # a target line whose env() is unset now may be set when the file runs: `bench run` says so then
+    workers, cluster = placement.workers(c, items.first("workers"), targeted=items.first("target") is not None)
     on_worker_loss = placement.worker_loss(c, items.first("on worker loss"))
     warmup = ramp.warmup(c, items.first("warmup"))
     report_every = ramp.report_every(c, items.first("report"))

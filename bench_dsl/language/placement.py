@@ -35,7 +35,8 @@ CLUSTERS = ("ray",)
 
 def cluster_problem(kind: str, targeted: bool) -> tuple[str, str] | None:
     """Why users cannot run on a cluster of `kind` (message, hint), or None. Said by `bench check`
-    for a file's `workers ray`, and by `bench run --workers ray`."""
+    for a file's `workers ray` (targeted: the file has a target line), and by `bench run` for the
+    file's or --workers' (targeted: a server to run against, from the file or --target)."""
     if importlib.util.find_spec(kind) is None:  # found without importing it: Ray takes a second to import
         return f"workers {kind} needs Ray, which is not installed", "pip install 'bench-dsl[ray]'"
     if not targeted:

@@ -30,6 +30,7 @@ SMALL = {"table_size": "2000", "tables": "2", "users": "8", "warehouses": "1", "
 
 
 STUDIED = {"io-capacity-sweep.bench", "disks.bench"}  # run as whole studies in tests/e2e/test_study.py
+CLUSTERED = {"cluster.bench"}  # workers ray: run on a Ray cluster in tests/e2e/test_ray.py
 
 
 def _result(path: Path) -> dict:
@@ -43,7 +44,7 @@ def _defines(path: Path) -> list[str]:
     return [a for k, v in SMALL.items() if f"let {k} " in text or f"let {k}=" in text for a in ("-D", f"{k}={v}")]
 
 
-@pytest.mark.parametrize("path", [p for p in SHIPPED if p.name not in STUDIED], ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("path", [p for p in SHIPPED if p.name not in STUDIED | CLUSTERED], ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_shipped_file_runs(path: Path, dsn_url: str, tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     study: list[str] = []

@@ -51,13 +51,14 @@ def test_an_upward_import_breaks_the_contract(tmp_path: Path) -> None:
     assert "bench_dsl.engine.judge -> bench_dsl.tui.state" in r.stdout
 
 
-HEAVY = {"asyncmy", "textual", "altair", "vl_convert"}
+HEAVY = {"asyncmy", "textual", "altair", "vl_convert", "ray"}
 
 
 @pytest.mark.parametrize("args", [
     ["check", "examples/quickstart.bench"],
     ["check", "--plan", "examples/io-capacity-sweep.bench"],
     ["check", "--plan", "scenarios/tpcc-quick.bench"],
+    ["check", "--plan", "examples/cluster.bench"],  # workers ray: checked without loading Ray
     ["--help"],
 ], ids=" ".join)
 def test_checking_a_scenario_loads_no_driver_no_screen_no_plotting(args: list[str]) -> None:

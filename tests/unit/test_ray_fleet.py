@@ -1,0 +1,202 @@
+"""`workers ray` without a cluster: the language and the command's refusals, where actors go, the
+clock of a worker on another machine, the coordinator's loss of a worker, and the private hook of
+Ray's that keeps its messages off stdout. The cluster itself: tests/e2e/test_ray.py."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench_dsl.core.errors import ScenarioError
+from bench_dsl.fleet.base import WorkerFailed, WorkerLost
+from bench_dsl.fleet.clocks import ClockMap
+from bench_dsl.fleet.coordinator import WorkerFleet, WorkerHandle
+from bench_dsl.fleet.ray import place
+from bench_dsl.measure.stalls import Quiet
+from bench_dsl.workloads.registry import load
+from tests.conftest import ROOT
+
+SCENARIO = """
+scenario "c" {{
+  {target}
+  {workers}
+  workload sysbench oltp_point_select {{ tables = 1 table_size = 100 }}
+  users 4
+  duration 2s
+}}
+"""
+
+
+def _load(tmp_path: Path, workers: str, target: str = 'target "mysql://u@db.example:3306/d"', env: Any = None) -> Any:
+    f = tmp_path / "s.bench"
+    f.write_text(SCENARIO.format(target=target, workers=workers))
+    return load(str(f), env={} if env is None else env)
+
+
+def test_workers_ray_in_the_language(tmp_path: Path) -> None:
+    sc = _load(tmp_path, "workers ray")
+    assert (sc.cluster, sc.workers, sc.on_worker_loss) == ("ray", None, "fail")
+    sc = _load(tmp_path, "workers ray 8\n  on worker loss continue")
+    assert (sc.cluster, sc.workers, sc.on_worker_loss) == ("ray", 8, "continue")
+    sc = _load(tmp_path, "workers 3")
+    assert (sc.cluster, sc.workers) == (None, 3)
+    # a target from an unset env() may be set when the file runs: `bench run` refuses it then
+    assert _load(tmp_path, "workers ray", target='target env("NOT_SET_HERE")').cluster == "ray"
+
+
+@pytest.mark.parametrize(("workers", "target", "said"), [
+    ("workers ray", "", "a scenario without a target cannot run on a cluster"),
+    ("workers ray 0", "", "at least 1"),
+    ("workers 4 5", 'target "mysql://u@h/d"', "workers takes one value here"),
+    ("workers cloud", 'target "mysql://u@h/d"', "workers is auto, a number of processes or ray, not 'cloud'"),
+    ("on worker loss maybe", 'target "mysql://u@h/d"', "on worker loss is fail or continue, not 'maybe'"),
+])
+def test_what_the_language_refuses(tmp_path: Path, workers: str, target: str, said: str) -> None:
+    with pytest.raises(ScenarioError) as e:
+        _load(tmp_path, workers, target=target)
+    assert said in str(e.value), str(e.value)
+
+
+def _bench(args: list[str], hide_ray: bool = False, env: dict[str, str] | None = None,
+           cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """`bench`, with Ray not installed as far as it can tell (sys.modules["ray"] = None: find_spec
+    says None, and an import fails) when `hide_ray`."""
+    code = ("import sys\n" + ("sys.modules['ray'] = None\n" if hide_ray else "")
+            + "sys.argv = ['bench', *sys.argv[1:]]\nfrom bench_dsl.cli.main import main\nraise SystemExit(main())\n")
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120,
+                          env=env, cwd=cwd)
+
+
+def test_without_ray_installed_workers_ray_is_refused_with_the_command_that_installs_it(tmp_path: Path) -> None:
+    r = _bench(["check", "examples/cluster.bench"], hide_ray=True, env={"BENCH_DSN": "mysql://u@h/d"})
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "workers ray needs Ray, which is not installed" in r.stderr and "pip install 'bench-dsl[ray]'" in r.stderr
+    assert "examples/cluster.bench:4:" in r.stderr  # placed, as every error of a file is
+    f = tmp_path / "local.bench"
+    f.write_text(SCENARIO.format(target='target "mysql://u@h/d"', workers=""))
+    r = _bench(["run", str(f), "--workers", "ray", "--headless"], hide_ray=True, cwd=tmp_path)
+    assert r.returncode == 2 and "pip install 'bench-dsl[ray]'" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_a_run_on_a_cluster_needs_a_target(tmp_path: Path) -> None:
+    r = _bench(["run", "examples/cluster.bench", "--headless", "--json", str(tmp_path / "r.json")], env={})
+    assert r.returncode == 2, r.stderr
+    assert "cannot run on a cluster" in r.stderr and "BENCH_DSN is not set" in r.stderr, r.stderr
+    f = tmp_path / "embedded.bench"
+    f.write_text(SCENARIO.format(target="", workers=""))
+    r = _bench(["run", str(f), "--workers", "ray:2", "--headless"], cwd=tmp_path)
+    assert r.returncode == 2 and "the throwaway server listens on this machine's loopback only" in r.stderr, r.stderr
+    assert not (tmp_path / "results").exists()  # refused before anything ran
+
+
+def test_the_command_line_workers() -> None:
+    from bench_dsl.cli.run import _workers
+
+    assert _workers("auto") == (None, 0) and _workers("3") == (None, 3)
+    assert _workers("ray") == ("ray", 0) and _workers("ray:5") == ("ray", 5)
+    for bad in ("ray:auto", "ray:0", "4:ray", "cloud"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            _workers(bad)
+
+
+def test_actors_go_one_per_cpu_or_in_proportion_alternating_between_nodes() -> None:
+    assert place(None, [("a", 1), ("b", 1)]) == [("a", 1.0), ("b", 1.0)]
+    assert place(None, [("a", 2), ("b", 1)]) == [("a", 1.0), ("b", 1.0), ("a", 1.0)]
+    # 5 asked of 3 CPUs: 3.33 and 1.67 -> 3 and 2; each node's actors share its CPUs (Ray would hold
+    # an actor that asks for a whole CPU it has not back for ever)
+    assert place(5, [("a", 2), ("b", 1)]) == [("a", 0.6666), ("b", 0.5), ("a", 0.6666), ("b", 0.5), ("a", 0.6666)]
+    assert place(1, [("a", 4), ("b", 4)]) == [("a", 1.0)]
+    # 7 of 32 CPUs: 1.75, 1.75 and 3.5 -> the largest remainders take the two left over
+    assert sorted(n for n, _ in place(7, [("a", 8), ("b", 8), ("c", 16)])) == ["a", "a", "b", "b", "c", "c", "c"]
+
+
+def test_a_workers_clock_is_read_on_the_coordinators() -> None:
+    """A worker on another machine whose monotonic clock is 1000 s ahead: its report's times come
+    back on the coordinator's clock, within half the shortest round trip."""
+    clock = ClockMap()
+    skew = 1000.0
+    for sent, rtt, taken_after in ((10.0, 0.040, 0.030), (11.0, 0.004, 0.001), (12.0, 0.020, 0.019)):
+        clock.observe(sent, sent + rtt, sent + taken_after + skew)
+    assert clock.error_s == pytest.approx(0.002)  # the 4 ms round trip's
+    assert abs(clock.offset + skew) <= clock.error_s + 1e-9
+    wire = [Quiet(((1010.5, 1010.9),), 1011.0, 1011.2).to_wire()]
+    (q,) = [Quiet.from_wire(w) for w in clock.quiet_wire(wire)]
+    assert q.spans[0][0] == pytest.approx(10.5, abs=0.002) and q.at == pytest.approx(11.2, abs=0.002)
+    assert q.last == pytest.approx(11.0, abs=0.002)
+    assert clock.quiet_wire([Quiet((), None, 1005.0).to_wire()])[0][1] is None
+
+
+class _Handles(WorkerFleet):
+    """The coordinator's protocol over workers that answer from a table: reports, or a loss."""
+
+    def __init__(self, answers: list[Any]) -> None:
+        from bench_dsl.language.model import Scenario
+
+        sc = Scenario.__new__(Scenario)
+        object.__setattr__(sc, "seed", 1)
+        super().__init__(sc, None, ("t",), len(answers), lambda msg, level: None)  # type: ignore[arg-type]
+        self.procs = [WorkerHandle(i) for i in range(len(answers))]
+        self.answers = answers
+
+    def _send(self, p: Any, msg: dict[str, Any]) -> asyncio.Future[dict[str, Any]]:
+        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        answer = self.answers[p.index]
+        if isinstance(answer, BaseException):
+            fut.set_exception(answer)
+        else:
+            fut.set_result({"op": msg["op"], "id": 0, **answer})
+        return fut
+
+
+def _report(active: int) -> dict[str, Any]:
+    from bench_dsl.fleet.base import Health, WorkerReport
+
+    return WorkerReport({}, Health(0, 0.0, None, {}), active).to_wire()
+
+
+async def test_a_lost_worker_is_dropped_only_when_others_are_left() -> None:
+    fleet = _Handles([_report(2), WorkerLost("worker 2 on node abcd1234 (h) lost"), _report(3)])
+    with pytest.raises(WorkerFailed) as e:
+        await fleet.collect()
+    assert e.value.partial is not None and e.value.partial.active == 5  # the others' report is kept
+    assert fleet.lose() == ["worker 2 on node abcd1234 (h) lost"]
+    assert [p.name for p in fleet.procs] == ["worker 1", "worker 3"] and fleet.workers == 2
+    assert fleet.share(5) == [3, 2]  # the next users go to those left
+    report = await fleet.collect()
+    assert report.active == 5
+    alone = _Handles([WorkerLost("worker 1 lost")])
+    with pytest.raises(WorkerFailed):
+        await alone.collect()
+    assert alone.lose() == [] and alone.workers == 1  # none would be left: the run fails
+
+
+def test_rays_messages_go_to_the_runs_log_once_each() -> None:
+    """Ray's error listener prints the cluster's errors with print_to_stdstream (a private function
+    of ray._private.worker): the hook bench-dsl puts in its place must still be the one called."""
+    import inspect
+
+    import ray._private.worker as ray_worker
+
+    from bench_dsl.fleet.ray import _quiet_ray
+
+    assert list(inspect.signature(ray_worker.print_to_stdstream).parameters) == ["data", "ignore_prefix"]
+    assert "print_to_stdstream(" in inspect.getsource(ray_worker.listen_error_messages)
+    said: list[str] = []
+    original = ray_worker.print_to_stdstream
+    try:
+        import ray
+
+        _quiet_ray(ray, said.append)
+        block = "Raylet is terminated. Termination is unexpected. Possible reasons include: (1) SIGKILL\nLast 20 lines"
+        for _ in range(2):  # each node's listener says it
+            ray_worker.print_to_stdstream({"lines": [block], "pid": "raylet", "is_err": False}, ignore_prefix=False)
+    finally:
+        ray_worker.print_to_stdstream = original
+    assert said == ["ray (raylet): Raylet is terminated."]
