@@ -34,6 +34,7 @@ from .widgets import (
     ConditionsPanel,
     Figures,
     LogPanel,
+    NodesPanel,
     RunHeader,
     StatePanel,
     TimeChartPanel,
@@ -120,6 +121,7 @@ class MainScreen(Screen[None]):
         st = self.state
         yield RunHeader(st, id="header")
         yield Figures(st, id="figures")
+        yield NodesPanel(st, id="nodes")
         with Horizontal(id="charts"):
             yield TimeChartPanel(st, id="time-chart")
             yield UsersChartPanel(st, id="users-chart")

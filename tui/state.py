@@ -18,9 +18,9 @@ from bench_dsl.engine.stopping import StopReason
 from .live_conditions import ConditionBoard
 
 # Parts of the screen, as marked by `changed`.
-HEADER, FIGURES, TIME_CHART, USERS_CHART, TX, CONDITIONS, LOG, VERDICT = (
-    "header", "figures", "time_chart", "users_chart", "tx", "conditions", "log", "verdict")
-ALL_PARTS = frozenset({HEADER, FIGURES, TIME_CHART, USERS_CHART, TX, CONDITIONS, LOG, VERDICT})
+HEADER, FIGURES, NODES, TIME_CHART, USERS_CHART, TX, CONDITIONS, LOG, VERDICT = (
+    "header", "figures", "nodes", "time_chart", "users_chart", "tx", "conditions", "log", "verdict")
+ALL_PARTS = frozenset({HEADER, FIGURES, NODES, TIME_CHART, USERS_CHART, TX, CONDITIONS, LOG, VERDICT})
 
 MAX_POINTS = 1024  # throughput-over-time points kept; older ones are merged in pairs, extremes kept
 
@@ -130,6 +130,7 @@ class LiveState:
         self.phase_users: int | None = None
         self.phase_seconds: float | None = None
         self.prepare: dict[str, Any] | None = None
+        self.cluster: dict[str, Any] | None = None  # workers on a cluster: its nodes (Cluster events)
         self.tick: dict[str, Any] | None = None
         self.holding = False
         self.remaining_s: float | None = None
@@ -178,6 +179,9 @@ class LiveState:
             case ev.Prepare():
                 self.prepare = event.to_json()
                 self.changed.add(HEADER)
+            case ev.Cluster():
+                self.cluster = dict(event.cluster)
+                self.changed.add(NODES)
             case ev.Tick():
                 self._on_tick(event.to_json())
             case ev.Interval():

@@ -11,7 +11,8 @@ from textual.widget import Widget
 
 from . import render
 from .chart import ThroughputChart, UsersChart, doubling
-from .state import CONDITIONS, FIGURES, HEADER, LOG, TIME_CHART, TX, USERS_CHART, VERDICT, LiveState
+from .nodes import nodes
+from .state import CONDITIONS, FIGURES, HEADER, LOG, NODES, TIME_CHART, TX, USERS_CHART, VERDICT, LiveState
 
 
 class StatePanel(Widget):
@@ -67,6 +68,23 @@ class Figures(StatePanel):
     def render(self) -> RenderableType:
         return render.figures(self.state, self.content_size.width)
 
+
+
+class NodesPanel(StatePanel):
+    """A cluster's nodes (workers ray), a line each, with their CPU of the last second; hidden when
+    the users run on this machine."""
+
+    PARTS = frozenset({NODES, FIGURES})
+
+    def update_from(self, changes: set[str]) -> None:
+        self.set_class(self.state.cluster is not None, "-cluster")  # app.tcss: shown only then
+        super().update_from(changes)
+
+    def content_lines(self) -> int:
+        return len(nodes(self.state, 200).lines)
+
+    def render(self) -> RenderableType:
+        return nodes(self.state, self.content_size.width)
 
 class TimeChartPanel(StatePanel):
     PARTS = frozenset({TIME_CHART})
