@@ -31,7 +31,13 @@ def describe(sc: m.Scenario, p: Plan) -> str:
         lines.append(f"  replica:  {d.redacted()} (lag measured by a heartbeat)")
     if sc.monitor:
         lines.append(f"  monitor:  {redact(sc.monitor)} (the server host's CPU and disks, from its node_exporter)")
-    lines.append("  workers:  " + (f"{sc.workers} process(es)" if sc.workers else "auto (one process per core)"))
+    if sc.cluster is not None:  # where: RAY_ADDRESS or --ray-address, known when the run joins it
+        lines.append(f"  workers:  {sc.cluster}: " + (f"{sc.workers} actor(s)" if sc.workers
+                                                         else "one actor per CPU the cluster offers")
+                     + f" (on worker loss: {sc.on_worker_loss})")
+    else:
+        lines.append("  workers:  " + (f"{sc.workers} process(es)" if sc.workers else "auto (one process per core)")
+                     + (" (on worker loss: continue)" if sc.on_worker_loss == "continue" else ""))
     lines.append(f"  seed:     {sc.seed}" if sc.seed is not None else
                  "  seed:     random, drawn when the run starts and recorded with it (set 'seed' to repeat a run)")
     lines.append("  prepare:  load the data unless it is already there (--force-prepare reloads)")

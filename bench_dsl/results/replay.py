@@ -119,6 +119,8 @@ def document_events(doc: Json) -> list[Timed]:
         out += [(0.0, ev.Phase("prepare", None, steps, 0, None)), (start, ev.Prepared(doc["prepare"]))]
     if doc.get("workers") is not None:
         out.append((start, ev.Workers(int(doc["workers"]))))
+    if doc.get("cluster") is not None:  # its nodes, as the run's end said them
+        out.append((start, ev.Cluster(doc["cluster"])))
     last_of_step = {row["step"]: i for i, row in enumerate(intervals) if row.get("measured")}
     messages = {int(e["code"]): e.get("message") or "" for e in doc.get("errors") or []}
     seen: set[int] = set()
