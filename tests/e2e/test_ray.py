@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ from importlib import resources
 from pathlib import Path
 
 import jsonschema
+import psutil
 import pytest
 
 from bench_dsl.core.errors import ExitCode
@@ -58,6 +60,19 @@ scenario "sleeper" {{
   report every 1s
   {extra}
 }}
+"""
+
+RATE = """
+scenario "paced" {
+  target env("BENCH_DSN")
+  workers ray
+  workload custom { transaction nap { query "SELECT SLEEP(0.005)" } }
+  rate 100 tps
+  users max 8
+  warmup 1s
+  duration 4s
+  report every 1s
+}
 """
 
 
@@ -194,6 +209,22 @@ def test_ray_and_two_processes_measure_the_same(cluster: RayCluster, tmp_path: P
     assert abs(p2["p50"] - pr["p50"]) <= 1.5 and abs(p2["p90"] - pr["p90"]) <= 3.0, (p2, pr)
 
 
+def test_a_rate_is_split_over_the_actors(cluster: RayCluster, tmp_path: Path) -> None:
+    """An open-loop rate on the cluster: each actor takes its share (an actor taking the whole rate
+    would double it), and the merged arrivals keep the rate asked."""
+    f, out = tmp_path / "rate.bench", tmp_path / "r.json"
+    f.write_text(RATE)
+    r = cluster.bench("run", str(f), "--headless", "--json", str(out), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    _quiet(r.stdout, r.stderr)
+    doc = _result(out)
+    assert doc["cluster"]["kind"] == "ray" and doc["workers"] == 2
+    assert sum(n["users"] for n in doc["cluster"]["nodes"]) == 8 and all(n["users"] == 4 for n in doc["cluster"]["nodes"])
+    summary = doc["summary"]
+    assert abs(summary["offered_tps"] - 100) <= 3, summary
+    assert abs(summary["achieved_tps"] - 100) <= 5 and summary["dropped"] == 0, summary
+
+
 def test_the_cluster_example_runs_as_written(cluster: RayCluster, tmp_path: Path) -> None:
     """examples/cluster.bench, the issue's example, unchanged: its own data (4 tables of 100,000
     rows), its steps shortened (--time-scale) and two of them, 32 and 64 users over both nodes."""
@@ -234,6 +265,43 @@ def _two_live_nodes(cluster: RayCluster) -> dict[int, str]:
     ids = cluster.node_ids()
     cluster.wait_alive(set(ids.values()))
     return ids
+
+
+def _actors() -> list[psutil.Process]:
+    """The worker actors' processes that run on this machine (Ray titles them after the class)."""
+    out = []
+    for p in psutil.process_iter(["cmdline"]):
+        if any("WorkerActor" in part for part in p.info["cmdline"] or ()):
+            out.append(p)
+    return out
+
+
+def test_a_terminated_run_on_the_cluster_writes_what_was_measured(cluster: RayCluster, tmp_path: Path) -> None:
+    """A supervisor's SIGTERM to `bench` mid-run: the run stops its actors, writes what they measured and
+    says it was terminated (Ray must not have taken the signal's handler from the run)."""
+    f, out, lines = tmp_path / "term.bench", tmp_path / "t.json", tmp_path / "t.jsonl"
+    f.write_text(SLEEPER.format(duration="30s", extra=""))
+    proc = cluster.popen([BENCH, "run", str(f), "--headless", "--workers", "ray", "--json", str(out),
+                          "--jsonl", str(lines)], cwd=tmp_path)
+    try:
+        _until_hold(lines, proc)
+        assert _actors(), "no worker actor runs during the run"
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == ExitCode.TERMINATED, stderr[-3000:]
+    _quiet(stdout, stderr)
+    doc = _result(out)
+    assert doc["exit_code"] == ExitCode.TERMINATED and doc["summary"]["count"] > 0, doc["stop"]
+    hold = [i for i in doc["intervals"] if i["phase"] == "hold"]
+    assert hold and sum(i["count"] for i in hold) == doc["summary"]["count"]
+    deadline = time.monotonic() + 15  # the actors end with their driver
+    while _actors() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _actors(), [p.info["cmdline"] for p in _actors()]
 
 
 def test_a_lost_node_fails_the_run_and_keeps_what_was_measured(cluster: RayCluster, tmp_path: Path) -> None:
