@@ -45,10 +45,6 @@ class WorkerActor:
             reply = reply | facts()
         return reply
 
-    def stop(self) -> None:
-        """Ends the lag probe's thread: the actor is killed next, its users already stopped."""
-        self.probe.stop()
-
 
 def facts() -> dict[str, Any]:
     """Where this actor runs and with what: the coordinator lists the nodes, and refuses a node
@@ -57,5 +53,5 @@ def facts() -> dict[str, Any]:
 
     return {"node_id": ray.get_runtime_context().get_node_id(), "host": socket.gethostname(),
             "cores": os.cpu_count() or 1, "pid": os.getpid(), "bench_dsl": bench_dsl.__version__,
-            "bench_dsl_path": os.path.dirname(bench_dsl.__file__), "python": platform.python_version(),
+            "python": platform.python_version(),
             "ray": ray.__version__}
