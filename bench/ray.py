@@ -119,9 +119,10 @@ def _outside(a: tuple[Snapshot, dict[int, Proc]], b: tuple[Snapshot, dict[int, P
         cores[kind] += c
         if kind == "ray":
             ray[name] = ray.get(name, 0.0) + c
+    gone = sum(1 for pid, (kind, _, _) in na.items() if kind == "actors" and pid not in nb)  # should be 0
     top = dict(sorted(((k, round(v, 3)) for k, v in ray.items() if v >= 0.005), key=lambda kv: -kv[1]))
     return {"wall_s": round(u.wall_s, 3), **{f"{k}_cores": round(v, 3) for k, v in cores.items()},
-            "ray_cores_by_process": top,
+            "ray_cores_by_process": top, "actors_gone": gone,
             "server_cores": None if u.server_cores is None else round(u.server_cores, 3),
             "host_busy_cores": round(u.host_busy_cores, 3),
             "other_cores": round(max(0.0, u.host_busy_cores - sum(cores.values()) - (u.server_cores or 0.0)), 3)}
@@ -157,17 +158,20 @@ def figures(doc: dict[str, Any], outside: dict[str, Any] | None) -> dict[str, An
 
 def run_one(cluster: Any, workers: str, src: Path, warmup: int, duration: int, server_pid: int | None,
             workdir: Path) -> dict[str, Any]:
-    """One `bench run --workers W` in the namespace; its window from its --jsonl stream (the `hold`
-    phase to the `step` event), as bench.clients.run_bench_dsl takes it."""
+    """One `bench run --workers W` in the namespace. The outside window runs from its `hold` phase
+    event to its last `tick` of the hold, not to the `step` event as bench.clients.run_bench_dsl's:
+    by then the actors may have exited (a local worker's CPU stays in its parent's children times
+    once reaped; an actor's is gone), so the figures are taken at each tick while everything runs."""
     out = workdir / f"ray-{workers}.json"
     out.unlink(missing_ok=True)
     child = Child(cluster._in_ns([*BENCH_CMD, "run", str(src), "--headless", "--workers", workers, "--json",
                                   str(out), "--jsonl", "-"]),
                   workdir / f"ray-{workers}.err", env=cluster.run_env(), cwd=workdir)
     start: tuple[Snapshot, dict[int, Proc]] | None = None
-    end: tuple[Snapshot, dict[int, Proc]] | None = None
+    end: tuple[Snapshot, dict[int, Proc]] | None = None  # the last tick of the hold so far
+    done = False
     for line in child.lines(time.monotonic() + warmup + duration + 150):
-        if not line.startswith("{"):
+        if done or not line.startswith("{"):
             continue
         try:
             ev = json.loads(line)
@@ -175,8 +179,10 @@ def run_one(cluster: Any, workers: str, src: Path, warmup: int, duration: int, s
             continue
         if ev.get("type") == "phase" and ev.get("phase") == "hold" and start is None:
             start = (snapshot(child.pid, server_pid), _ns_cpu(cluster, child.pid))
-        elif ev.get("type") == "step" and start is not None and end is None:
+        elif ev.get("type") == "tick" and ev.get("phase") == "hold" and start is not None:
             end = (snapshot(child.pid, server_pid), _ns_cpu(cluster, child.pid))
+        elif ev.get("type") == "step":
+            done = True
     code = child.wait()
     try:
         doc = json.loads(out.read_text())
