@@ -222,8 +222,11 @@ def render(doc: dict[str, Any]) -> str:
         out.append(str(why))
     out.append("")
 
+    from bench.ray import ray_table  # bench/ray.py's section renders its own table
+
     for key, title, table in (("rate", "Open-loop rate: schedule accuracy", rate_table),
-                              ("omission", "Coordinated omission", omission_table)):
+                              ("omission", "Coordinated omission", omission_table),
+                              ("ray", "workers ray against workers auto (issue 31)", ray_table)):
         if key in doc:
             out.append(f"## {title}\n")
             sec = doc[key]

@@ -4,8 +4,8 @@ One throwaway server (or --target / $BENCH_DSN), one data set; at each user coun
 bench-dsl run alternately (A B A B) for the same warm-up and measured time, and the figures are
 reported as medians of the paired ratios. Then the engine's own costs: measurement overhead,
 embedded server start, memory per virtual user, TPC-C (when the workload exists), an open-loop rate
-beside sysbench --rate (bench/rate.py), a server stopped during an open and a closed loop
-(bench/omission.py), and the terminal UI's overhead (when bench/ui_overhead.py exists). Writes
+beside sysbench --rate (bench/rate.py), a server stopped during an open and a closed loop (omission),
+the terminal UI's overhead (ui), and `workers ray` against `workers auto` (bench/ray.py). Writes
 bench/results/<time>.json and .md, and latest.json / latest.md beside them."""
 
 from __future__ import annotations
@@ -37,10 +37,11 @@ from bench.host import loadavg, machine, tools
 from bench.omission import settings as omission_settings
 from bench.rate import RATES, rate_section
 from bench.rate import USERS as RATE_USERS
+from bench.ray import ray_estimate_s, ray_section
 from bench.report import render
 
 ROOT = Path(__file__).resolve().parent.parent
-SECTIONS = ("overhead", "server-start", "compare", "tls", "memory", "tpcc", "rate", "omission", "ui")
+SECTIONS = ("overhead", "server-start", "compare", "tls", "memory", "tpcc", "rate", "omission", "ui", "ray")
 QUICK_SECTIONS = ("overhead", "server-start", "compare", "memory")
 FORMAT = "bench-dsl-performance"
 
@@ -174,6 +175,7 @@ class Harness:
             n += len(a.rates) * a.rate_pairs * 2 * (per_run + 4)
         if "omission" in a.sections:
             n += 2 * (2 + a.omission.get("duration", 10) + 5)
+        n += ray_estimate_s(a.pairs, a.warmup, a.duration) if "ray" in a.sections else 0
         return n + 10
 
     # ----------------------------------------------------------------------------------------------
@@ -207,6 +209,7 @@ class Harness:
             self.section("rate", lambda: self._rate(env))
             self.section("omission", lambda: self._omission(env))
             self.section("ui", self._ui)
+        self.section("ray", lambda: ray_section(self.settings, self.ncpu, self.workdir, self.log))  # its own server
         self.doc["status"] = "completed"
         return 0
 

@@ -103,9 +103,11 @@ def _netns(pid: int) -> str:
 
 class RayCluster:
     """Start with `start()` (or `with RayCluster() as c:`); `close()` is idempotent and leaves no
-    process behind, whatever state the nodes are in."""
+    process behind, whatever state the nodes are in. `nodes` and `cpus` (each node's --num-cpus):
+    the tests' two nodes of one CPU by default; bench/ray.py starts one node with every core."""
 
-    def __init__(self) -> None:
+    def __init__(self, nodes: int = 2, cpus: int = 1) -> None:
+        self.start_nodes, self.cpus = nodes, cpus
         self.temp: Path | None = None
         self.holder: subprocess.Popen[bytes] | None = None
         self.db: subprocess.Popen[str] | None = None
@@ -155,7 +157,8 @@ class RayCluster:
         # the 2 cores, and both were up no sooner (9.7-15.1 s against 8.9-12.4 s)
         self.wait_started(self._start_node(head=True), 0)
         self.timings["head_s"] = time.monotonic() - t0
-        self.wait_started(self._start_node(head=False), 1)
+        for i in range(1, self.start_nodes):
+            self.wait_started(self._start_node(head=False), i)
         self.timings["nodes_s"] = time.monotonic() - t0
         self.dsn = self._read_dsn()
         self.timings["start_s"] = time.monotonic() - t0
@@ -173,7 +176,7 @@ class RayCluster:
         i = len(self.nodes)
         role = (["--head", f"--port={GCS_PORT}", "--include-dashboard=false"] if head
                 else [f"--address={self.address}"])
-        args = [RAY, "start", *role, "--block", "--node-ip-address=127.0.0.1", "--num-cpus=1",
+        args = [RAY, "start", *role, "--block", "--node-ip-address=127.0.0.1", f"--num-cpus={self.cpus}",
                 f"--object-store-memory={OBJECT_STORE}", f"--min-worker-port={20000 + 100 * i}",
                 f"--max-worker-port={20099 + 100 * i}", "--dashboard-agent-listen-port=0", "--disable-usage-stats",
                 f"--temp-dir={self.temp}", "--log-style=record", "--log-color=false"]
