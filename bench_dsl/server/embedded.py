@@ -256,7 +256,11 @@ class EmbeddedServer:
         # what the installed directory depends on: the binaries, the SQL the installer runs, the command
         sql = sorted(str(f) for d in ("mysql", "mariadb") for f in (basedir / "share" / d).glob("*.sql"))
         key = template_key([mysqld, installer, *sql], command(Path("<datadir>"), Path("<tmpdir>")))
-        self.data_from = make_data_dir(datadir, key, lambda data, tmp: _run_install(command(data, tmp)))
+        try:
+            self.data_from = make_data_dir(datadir, key, lambda data, tmp: _run_install(command(data, tmp)))
+        except OSError as exc:  # writing the copy (the disk full): what the installer would have met
+            raise TargetError(f"could not make a throwaway data directory in {datadir.parent}: "
+                              f"{exc.strerror or exc}") from None
 
     def _log_tail(self) -> str:
         try:

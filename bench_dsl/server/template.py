@@ -28,6 +28,7 @@ Templates unused for a month are removed when a new one is built."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import json
@@ -38,10 +39,11 @@ import time
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from bench_dsl.core.cache import cache_dir, private
 
-FORMAT = 1  # what a template holds and how: a change here makes every older one unused
+FORMAT = 2  # what a template holds and how: a change here makes every older one unused
 MANIFEST = "manifest.json"
 UNUSED_DAYS = 30
 ABANDONED_BUILD_S = 24 * 3600  # a build directory older than this was left by a killed start
@@ -115,14 +117,15 @@ def _build(root: Path, tpl: Path, install: Callable[[Path, Path], None]) -> None
         data = build / "data"
         # its bootstrap's temporary files in the build's own directory, never the shared temp dir
         install(data, build)
-        files: dict[str, list[int]] = {}
+        files: dict[str, list[object]] = {}
         dirs = []
         for path in sorted(data.rglob("*")):
             if path.is_dir() and not path.is_symlink():
                 dirs.append(str(path.relative_to(data)))
             elif path.is_file() and not path.is_symlink():
+                written = _written(path)  # before the read below puts the file's zeros in the page cache
                 body = path.read_bytes()
-                files[str(path.relative_to(data))] = [len(body), zlib.crc32(body)]
+                files[str(path.relative_to(data))] = [len(body), zlib.crc32(body), written]
         (build / MANIFEST).write_text(json.dumps({"format": FORMAT, "key": tpl.name, "dirs": dirs, "files": files}))
         os.rename(build, tpl)  # whole or not at all; the lock keeps a second build from racing it
     finally:
@@ -130,42 +133,108 @@ def _build(root: Path, tpl: Path, install: Callable[[Path, Path], None]) -> None
 
 
 def _copy(tpl: Path, dest: Path) -> bool:
-    """Copies the template's data directory to `dest`, checking each file against the manifest;
-    False (and nothing left at `dest`) when there is no usable template."""
-    try:
-        if not private(tpl):
-            return False
-        manifest = json.loads((tpl / MANIFEST).read_text())
-        expected: dict[str, list[int]] = manifest["files"]
-        if manifest.get("format") != FORMAT or manifest.get("key") != tpl.name or not expected:
-            return False
-        src = tpl / "data"
-        seen, seen_dirs = set(), set()
-        dest.mkdir(mode=0o700)
-        for d, dirs, names in os.walk(src):
-            rel = Path(d).relative_to(src)
-            for name in dirs:
-                (dest / rel / name).mkdir(mode=0o700)
-                os.chmod(dest / rel / name, os.lstat(Path(d) / name).st_mode & 0o777)  # the installer's, past the umask
-                seen_dirs.add(str(rel / name))
-            for name in names:
-                key = str(rel / name)
-                body = (Path(d) / name).read_bytes()
-                if expected.get(key) != [len(body), zlib.crc32(body)]:
-                    raise ValueError(f"{key} is not what was installed")
-                fd = os.open(dest / key, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-                with os.fdopen(fd, "wb") as out:
-                    os.fchmod(fd, os.lstat(Path(d) / name).st_mode & 0o777)
-                    out.write(body)
-                seen.add(key)
-        if seen != set(expected) or seen_dirs != set(manifest["dirs"]):
-            raise ValueError("files are missing")
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        shutil.rmtree(dest, ignore_errors=True)
+    """Copies the template's data directory to `dest` (absent); False, and nothing made, when there
+    is no usable template. An error writing `dest` (its disk full) is raised, `dest` removed."""
+    read = _read(tpl)
+    if read is None:
         return False
+    dirs, files = read
+    try:
+        dest.mkdir(mode=0o700)
+        for rel, mode in dirs:
+            (dest / rel).mkdir(mode=0o700)
+            os.chmod(dest / rel, mode)  # the installer's, whatever this process's umask
+        for rel, mode, body, written in files:
+            fd = os.open(dest / rel, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            try:
+                os.fchmod(fd, mode)
+                _write(fd, body, written)
+            finally:
+                os.close(fd)
+    except BaseException:
+        shutil.rmtree(dest, ignore_errors=True)
+        raise
     with contextlib.suppress(OSError):
         os.utime(tpl)  # in use: not pruned
     return True
+
+
+Files = list[tuple[str, int, bytes, list[list[int]]]]
+
+
+def _read(tpl: Path) -> tuple[list[tuple[str, int]], Files] | None:
+    """The template's directories and files (path, mode, content, written ranges), each checked
+    against its manifest; None when it is missing, not private, or not what was installed."""
+    try:
+        if not private(tpl):
+            return None
+        manifest = json.loads((tpl / MANIFEST).read_text())
+        expected: dict[str, list[Any]] = manifest["files"]
+        if manifest.get("format") != FORMAT or manifest.get("key") != tpl.name or not expected:
+            return None
+        src = tpl / "data"
+        dirs: list[tuple[str, int]] = []
+        files: Files = []
+
+        def fail(exc: OSError) -> None:
+            raise exc
+
+        for d, subdirs, names in os.walk(src, onerror=fail):
+            rel = Path(d).relative_to(src)
+            dirs += [(str(rel / n), os.lstat(Path(d) / n).st_mode & 0o777) for n in sorted(subdirs)]
+            for name in names:
+                key = str(rel / name)
+                body = (Path(d) / name).read_bytes()
+                size, crc, written = expected[key]
+                if [len(body), zlib.crc32(body)] != [size, crc]:
+                    return None
+                if any(not 0 <= start < end <= size for start, end in written):
+                    return None
+                files.append((key, os.lstat(Path(d) / name).st_mode & 0o777, body, written))
+        if {f[0] for f in files} != set(expected) or {d[0] for d in dirs} != set(manifest["dirs"]):
+            return None
+        return dirs, files
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _written(path: Path) -> list[list[int]]:
+    """The byte ranges of `path` the installer wrote, as [start, end): the rest it preallocated and
+    left unwritten (InnoDB's tablespace and log), which a copy leaves so too, as a fresh install
+    would (the first write there costs the file system more than a rewrite). Where the file system
+    cannot tell (no SEEK_DATA), the whole file."""
+    size = path.stat().st_size
+    ranges: list[list[int]] = []
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        at = 0
+        while at < size:
+            try:
+                start = os.lseek(fd, at, os.SEEK_DATA)
+            except OSError as exc:
+                if exc.errno == errno.ENXIO:  # no data past `at`
+                    break
+                return [[0, size]]
+            at = os.lseek(fd, start, os.SEEK_HOLE)
+            ranges.append([start, at])
+    finally:
+        os.close(fd)
+    return ranges
+
+
+def _write(fd: int, body: bytes, written: list[list[int]]) -> None:
+    """The file's full size preallocated, and the ranges the installer wrote written."""
+    if body:
+        try:
+            os.posix_fallocate(fd, 0, len(body))
+        except OSError as exc:
+            if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+                raise  # the disk full
+            written = [[0, len(body)]]  # a file system without it: the zeros written too
+    view = memoryview(body)
+    for start, end in written:
+        while start < end:
+            start += os.pwrite(fd, view[start:end], start)
 
 
 def _discard(tpl: Path) -> None:
