@@ -93,8 +93,8 @@ def make_data_dir(dest: Path, key: str, install: Callable[[Path, Path], None]) -
             _discard(tpl)
             _build(root, tpl, install)
             _prune(root, key)
-    except OSError:  # the cache's disk full or unwritable: as without a cache
-        pass
+    except Exception:  # the cache's disk full, or the installer failing there: as without a cache
+        pass  # (an install in the server's own directory says what is wrong, if something is)
     if _copy(tpl, dest):
         return "new template"
     install(dest, dest.parent)

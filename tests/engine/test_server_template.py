@@ -19,6 +19,7 @@ import asyncmy
 import pytest
 
 from bench_dsl.core.dsn import Dsn
+from bench_dsl.core.errors import TargetError
 from bench_dsl.language.model import ServerSetting
 from bench_dsl.server.connect import connect
 from bench_dsl.server.embedded import EmbeddedServer
@@ -196,3 +197,19 @@ def test_two_first_starts_at_once_install_once(cache: Path, tmp_path: Path) -> N
     assert sorted(out.strip() for out, _ in said) == ["new template", "template"], said
     assert len(templates(cache)) == 1
     assert not [p for p in cache.iterdir() if p.name.startswith(".")]
+
+
+def test_an_installer_that_fails_says_so_and_leaves_no_template(cache: Path, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    broken = bin_dir / "mariadb-install-db"
+    broken.write_text("#!/bin/sh\necho 'cannot write the system tables' >&2\nexit 1\n")
+    broken.chmod(0o700)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    srv = EmbeddedServer()
+    with pytest.raises(TargetError, match="could not initialise a throwaway data directory") as err:
+        asyncio.run(srv.start())
+    assert "cannot write the system tables" in str(err.value) and srv.process is None
+    srv.stop()
+    assert templates(cache) == [] and not [p for p in cache.iterdir() if p.name.startswith(".")]
