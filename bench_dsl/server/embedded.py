@@ -33,7 +33,7 @@ OWNER_FILE = "owner.pid"
 # the bytes a Unix socket's path may have (sockaddr_un.sun_path, less its NUL): a server in a deep
 # directory (server.dir on a long mount path) gets its socket in a short one of its own instead
 SOCKET_PATH_MAX = 107
-# the redo log a MariaDB install makes (the smallest every version takes): the server resizes it
+# the redo log a MariaDB install makes (small, and a size every version takes): the server resizes it
 # at its first start to its innodb_log_file_size, so the template is ~20 MB to copy, not ~110
 INSTALL_LOG_SIZE = "4M"
 
