@@ -20,8 +20,12 @@ $XDG_CACHE_HOME/bench-dsl/server-templates/<key>/ (or ~/.cache/...), and each se
   template itself is never started; each server sets its own random root password on its copy.
 - It is installed with a small redo log: the copy is then ~20 MB, not ~110, and the server
   makes its log at its first start, at the size its own settings give (innodb_log_file_size, the
-  run's or the default), as it resizes an installed one today; the log is then the server's own
-  preallocation, as a fresh install's is, not a copy of zeros.
+  run's or the default), as it resized an installed one before; the log is then the server's
+  own preallocation, as a fresh install's is, not a copy of zeros.
+- The same for the other files: the build notes the ranges the installer wrote (SEEK_DATA), and a
+  copy preallocates each file and writes those ranges only (7 of the 22 MB): InnoDB's tablespace
+  is left unwritten where a fresh install leaves it (its doublewrite area), so that the first
+  writes there cost the file system what they would have cost.
 
 Templates unused for a month are removed when a new one is built."""
 
