@@ -1,5 +1,8 @@
 """The database server under test: an embedded throwaway one, or a remote one by address.
-Connecting, server facts (version, variables, pid) and applying `server { }` settings."""
+Connecting, server facts (version, variables, pid) and applying `server { }` settings.
+
+A throwaway server's data directory is a copy of one installed once per server binary and kept
+in the user's cache (template.py); its root password is set, at random, after it starts."""
 
 from __future__ import annotations
 
@@ -23,12 +26,16 @@ from bench_dsl.core.dsn import Dsn
 from bench_dsl.core.errors import TargetError, error_reason
 from bench_dsl.language.model import ServerSetting
 from bench_dsl.language.server_settings import log_bin_base, refusal
+from bench_dsl.server.template import make_data_dir, template_key
 
 STALE_PREFIX = "bench-dsl-server-"
 OWNER_FILE = "owner.pid"
 # the bytes a Unix socket's path may have (sockaddr_un.sun_path, less its NUL): a server in a deep
 # directory (server.dir on a long mount path) gets its socket in a short one of its own instead
 SOCKET_PATH_MAX = 107
+# the redo log a MariaDB install makes (small, and a size every version takes): the server resizes it
+# at its first start to its innodb_log_file_size, so the template is ~20 MB to copy, not ~110
+INSTALL_LOG_SIZE = "4M"
 
 
 def remove_stale_servers(parent: str | None = None) -> list[Path]:
@@ -84,6 +91,13 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _run_install(cmd: list[str]) -> None:
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise TargetError(f"could not initialise a throwaway data directory ({' '.join(cmd[:1])}):\n"
+                          + (r.stderr or r.stdout)[-2000:])
+
+
 def _size_arg(s: ServerSetting) -> str:
     v = s.value
     if isinstance(v, float) and v.is_integer():
@@ -109,6 +123,9 @@ class EmbeddedServer:
     role: str = "alone"
     server_id: int = 1
     socket_dir: Path | None = None  # the short directory of its socket, when its own was too deep
+    # how its data directory was made: "template" (a copy), "new template" (built, then copied),
+    # "install" (in its own directory: MySQL, or no private cache to keep a template in)
+    data_from: str = ""
 
     async def start(self) -> Dsn:
         for s in self.settings:  # validation refuses them first; this keeps a caller of this class from it too
@@ -215,21 +232,35 @@ class EmbeddedServer:
 
     def _install(self, mysqld: str, datadir: Path) -> None:
         installer = find_binary("mariadb-install-db", "mysql_install_db")
-        # the bootstrap's temporary tables in the server's own directory, as the server's are, not
-        # in the shared temp dir, where another process may remove them mid-install (seen once in
-        # the suite: 'Error on delete of /tmp/#sql-temptable-...') or read them
-        common = [f"--tmpdir={self.basedir}", *(["--user=root"] if os.geteuid() == 0 else [])]
-        if installer is not None:
-            cmd = [installer, "--no-defaults", f"--datadir={datadir}", "--auth-root-authentication-method=normal",
-                   "--skip-test-db", *common]
-            basedir = Path(mysqld).resolve().parent.parent
-            cmd.append(f"--basedir={basedir}")
-        else:  # MySQL 5.7+ initialises itself
-            cmd = [mysqld, "--no-defaults", "--initialize-insecure", f"--datadir={datadir}", *common]
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            raise TargetError(f"could not initialise a throwaway data directory ({' '.join(cmd[:1])}):\n"
-                              + (r.stderr or r.stdout)[-2000:])
+        root = ["--user=root"] if os.geteuid() == 0 else []
+        if installer is None:
+            # MySQL 5.7+ initialises itself, and its directory is its own: a server_uuid (auto.cnf)
+            # and TLS keys made for it, never to be shared by two servers, so it has no template
+            assert self.basedir is not None
+            _run_install([mysqld, "--no-defaults", "--initialize-insecure", f"--datadir={datadir}",
+                          f"--tmpdir={self.basedir}", *root])
+            self.data_from = "install"
+            return
+        basedir = Path(mysqld).resolve().parent.parent
+
+        def command(data: Path, tmp: Path) -> list[str]:
+            # the bootstrap's temporary tables in a directory of the server's (or the template's)
+            # own, not in the shared temp dir, where another process may remove them mid-install
+            # (seen once in the suite: 'Error on delete of /tmp/#sql-temptable-...') or read them.
+            # A small redo log: the server makes its own at its first start, at the size its
+            # settings give (template.py says why)
+            return [installer, "--no-defaults", f"--datadir={data}", "--auth-root-authentication-method=normal",
+                    "--skip-test-db", f"--tmpdir={tmp}", *root, f"--basedir={basedir}",
+                    f"--innodb-log-file-size={INSTALL_LOG_SIZE}"]
+
+        # what the installed directory depends on: the binaries, the SQL the installer runs, the command
+        sql = sorted(str(f) for d in ("mysql", "mariadb") for f in (basedir / "share" / d).glob("*.sql"))
+        key = template_key([mysqld, installer, *sql], command(Path("<datadir>"), Path("<tmpdir>")))
+        try:
+            self.data_from = make_data_dir(datadir, key, lambda data, tmp: _run_install(command(data, tmp)))
+        except OSError as exc:  # writing the copy (the disk full): what the installer would have met
+            raise TargetError(f"could not make a throwaway data directory in {datadir.parent}: "
+                              f"{exc.strerror or exc}") from None
 
     def _log_tail(self) -> str:
         try:
