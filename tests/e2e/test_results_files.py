@@ -225,8 +225,13 @@ def _every_event() -> list[ev.Event]:
     the load's progress): every type there is."""
     evs = [e for _, e in load_doc()]
     evs[3:3] = [ev.Prepare(500, 1000, 250.0, 2.0, 1.5), ev.Prepared({"skipped": False, "rows": 1000, "seconds": 4.0}),
-                ev.Workers(1)]
+                ev.Workers(2),
+                ev.Cluster({"kind": "ray", "nodes": [{"node_id": "ab" * 28, "host": "client1", "address": "10.0.0.5",
+                                                      "ray_cpus": 2, "cores": 2, "workers": ["worker 1", "worker 2"],
+                                                      "users": 0}],
+                            "actors_ready_s": 2.1, "users_started": [], "lost": []})]
     evs.insert(-2, ev.Control("hold", True, 12.5))
+    evs.insert(-2, ev.WorkerLost(13.0, ["worker 2 on node abababab (client1) lost"], 1, 4))
     return evs
 
 
@@ -251,7 +256,7 @@ def _stream(path: Path, evs: list[ev.Event]) -> Path:
 
 def test_every_event_type_is_written_with_its_version_and_read_back_verbatim(tmp_path: Path) -> None:
     evs = _every_event()
-    assert {e.type for e in evs} == set(ev.EVENT_TYPES)  # all 17
+    assert {e.type for e in evs} == set(ev.EVENT_TYPES)  # all 19
     path = _stream(tmp_path / "r.jsonl", evs)
     lines = [json.loads(ln) for ln in path.read_text().splitlines()]
     assert len(lines) == len(evs) and all(ln["format_version"] == 1 for ln in lines)
