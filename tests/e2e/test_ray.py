@@ -70,7 +70,7 @@ scenario "paced" {
   rate 100 tps
   users max 8
   warmup 1s
-  duration 4s
+  duration 3s
   report every 1s
 }
 """
@@ -227,15 +227,15 @@ def test_a_rate_is_split_over_the_actors(cluster: RayCluster, tmp_path: Path) ->
 
 def test_the_cluster_example_runs_as_written(cluster: RayCluster, tmp_path: Path) -> None:
     """examples/cluster.bench, the issue's example, unchanged: its own data (4 tables of 100,000
-    rows), its steps shortened (--time-scale) and two of them, 32 and 64 users over both nodes."""
+    rows), its first step shortened (--time-scale): 32 users over both nodes."""
     out = tmp_path / "r.json"
     r = cluster.bench("run", str(ROOT / "examples" / "cluster.bench"), "--headless", "--json", str(out),
-                      "--time-scale", "0.03", "--max-steps", "2", cwd=tmp_path)
+                      "--time-scale", "0.03", "--max-steps", "1", cwd=tmp_path)
     assert r.returncode in (0, 3), r.stderr[-3000:]  # 3: its expectations... it has none; a stop may fire
     _quiet(r.stdout, r.stderr)
     doc = _result(out)
     assert doc["status"] == "completed" and doc["cluster"]["kind"] == "ray"
-    assert [s["users"] for s in doc["steps"]] == [32, 64][:len(doc["steps"])] and doc["steps"], doc["steps"]
+    assert [s["users"] for s in doc["steps"]] == [32], doc["steps"]
     assert all(s["count"] > 0 for s in doc["steps"])
     assert sum(n["users"] for n in doc["cluster"]["nodes"]) == doc["steps"][-1]["users"]
 
@@ -339,7 +339,7 @@ def test_with_on_worker_loss_continue_the_run_goes_on_without_the_node(cluster: 
     ids = _two_live_nodes(cluster)
     lost = ids[max(ids)]
     f, out, lines = tmp_path / "goes-on.bench", tmp_path / "g.json", tmp_path / "g.jsonl"
-    f.write_text(SLEEPER.format(duration="16s", extra="on worker loss continue"))
+    f.write_text(SLEEPER.format(duration="12s", extra="on worker loss continue"))
     proc = cluster.popen([BENCH, "run", str(f), "--headless", "--workers", "ray", "--json", str(out),
                           "--jsonl", str(lines)], cwd=tmp_path)
     try:
