@@ -72,7 +72,7 @@ scenario "paced" {
   rate 100 tps
   users max 8
   warmup 1s
-  duration 3s
+  duration 2s
   report every 1s
 }
 """
@@ -178,7 +178,7 @@ async def test_a_scenario_runs_on_both_nodes(cluster: RayCluster, tmp_path: Path
 
 def test_ray_and_two_processes_measure_the_same(cluster: RayCluster, tmp_path: Path) -> None:
     f = tmp_path / "sleeper.bench"
-    f.write_text(SLEEPER.format(duration="4s", extra=""))
+    f.write_text(SLEEPER.format(duration="3s", extra=""))
     docs = {}
     for workers in ("2", "ray"):
         out = tmp_path / f"{workers}.json"
@@ -341,7 +341,7 @@ def test_with_on_worker_loss_continue_the_run_goes_on_without_the_node(cluster: 
     ids = _two_live_nodes(cluster)
     lost = ids[max(ids)]
     f, out, lines = tmp_path / "goes-on.bench", tmp_path / "g.json", tmp_path / "g.jsonl"
-    f.write_text(SLEEPER.format(duration="12s", extra="on worker loss continue"))
+    f.write_text(SLEEPER.format(duration="10s", extra="on worker loss continue"))
     proc = cluster.popen([BENCH, "run", str(f), "--headless", "--workers", "ray", "--json", str(out),
                           "--jsonl", str(lines)], cwd=tmp_path)
     try:
