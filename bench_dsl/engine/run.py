@@ -165,7 +165,7 @@ class Run:
 
     # the run -----------------------------------------------------------------------------------
     async def execute(self) -> int:
-        signals = StopSignals(self.interrupt)
+        self.signals = signals = StopSignals(self.interrupt)
         signals.install()
         self.t0 = time.monotonic()
         # the target as validation (or the command line) parsed it; its password known before the
@@ -256,6 +256,9 @@ class Run:
         chosen = stage.fleet(target, requested, self.opt.isolate_users, cluster, self.opt.cluster_address)
         self.fleet = chosen.fleet  # stopped in execute() whatever happens from here on
         await stage.start_fleet(chosen)
+        # again: a fleet's engine may have put its own handlers in their place (Ray's core worker
+        # installs a C++ one for SIGTERM that prints a stack and aborts, losing the run's last words)
+        self.signals.install()
         self.judge.client_capacity_pct = chosen.fleet.capacity_pct()
         await self.server_side.start(target.dsn, target.replicas)
         self.watch.silent_s = self.server_side.silent_s
