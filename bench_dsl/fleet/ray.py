@@ -33,11 +33,6 @@ from bench_dsl.fleet.clocks import ClockMap
 from bench_dsl.fleet.coordinator import WorkerFleet, WorkerHandle
 from bench_dsl.language.model import Scenario
 
-# Ray starts its worker processes at nice 15 (its own daemons come first), and so would each actor's
-# users be: at 64 users beside a local server they made 10% fewer transactions than worker processes
-# at nice 0 (make bench, section ray). An actor is a load generator, with the priority a worker
-# process has; Ray's job supervisor is started the same way.
-ACTOR_ENV = {"env_vars": {"RAY_worker_niceness": "0"}}
 START_TIMEOUT = 60.0  # an actor placed, its process started, bench-dsl imported and the workload built
 INSTALL = "pip install 'bench-dsl[ray]'"
 LOCAL_NODE = "ray start --address=HEAD:6379 --num-cpus=0"
@@ -163,8 +158,7 @@ class RayFleet(WorkerFleet):
             p = _Actor(i, node_id, self.nodes[node_id]["host"])
             p.actor = actor_class.options(
                 num_cpus=num_cpus, max_restarts=0, max_task_retries=0, max_concurrency=1000,
-                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
-                runtime_env=ACTOR_ENV).remote()
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False)).remote()
             self.procs.append(p)
         sc = self.sc
         setup = [base64.b64encode(pickle.dumps((sc.workload, sc.setup, sc.seed, self.dsn, p.index, self.count)))
@@ -184,6 +178,9 @@ class RayFleet(WorkerFleet):
             raise ClusterError(f"{self._label(p)} runs bench-dsl {theirs['bench_dsl']}, Python {theirs['python']}, "
                                f"Ray {theirs['ray']}; this coordinator {mine['bench_dsl']}, {mine['python']}, "
                                f"{mine['ray']}: install the same on every node")
+        if int(r.get("nice", 0)) > 0:  # Ray's default for its workers, which only root may lower
+            self.log(f"{self._label(p)}: its users run at nice {r['nice']}, behind anything else on that "
+                     "machine: start Ray's nodes with RAY_worker_niceness=0 in their environment", "warning")
         p.host = str(r["host"])
         node = self.nodes[p.node_id]
         node.update(host=p.host, cores=int(r["cores"]))
