@@ -244,6 +244,7 @@ def test_a_rate_is_split_over_the_actors(cluster: RayCluster, tmp_path: Path) ->
     assert abs(summary["achieved_tps"] - 100) <= 5 and summary["dropped"] == 0, summary
 
 
+@pytest.mark.alone  # loading its 400,000 rows and 32 users at full speed: both cores, which the suite's other tests would miss
 def test_the_cluster_example_runs_as_written(cluster: RayCluster, tmp_path: Path) -> None:
     """examples/cluster.bench, the issue's example, unchanged: its own data (4 tables of 100,000
     rows), its first step shortened (--time-scale): 32 users over both nodes."""
