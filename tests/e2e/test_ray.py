@@ -220,9 +220,12 @@ def test_ray_and_two_processes_measure_the_same(cluster: RayCluster, tmp_path: P
         counts[workers] = sorted(i["count"] for i in hold)
         # each tick of the hold: 4 users' worth, whoever ran them (the first and last may be cut short)
         assert all(150 <= c <= 205 for c in counts[workers][1:-1] or counts[workers]), (workers, counts[workers])
-    # the same per tick within noise: the medians of the two within 5%
+    # the same per tick within noise: the medians of the two within 10%. 5% held on a quiet machine,
+    # but not in the suite: the actors run in the Ray node's session, whose autogroup the kernel weighs
+    # as much as the whole suite's, and a user's 20 ms sleep there was woken sooner (195 a tick against
+    # 183, seen in CI: each of the two then within 4% of the 192 that 4 users of 20.8 ms make)
     median = {w: c[len(c) // 2] for w, c in counts.items()}
-    assert abs(median["ray"] - median["2"]) <= 0.05 * median["2"], counts
+    assert abs(median["ray"] - median["2"]) <= 0.10 * median["2"], counts
     # the actors' histograms merge as the processes' do: the same percentiles, to the server's jitter
     p2, pr = docs["2"]["summary"]["latency_ms"], docs["ray"]["summary"]["latency_ms"]
     assert abs(p2["p50"] - pr["p50"]) <= 1.5 and abs(p2["p90"] - pr["p90"]) <= 3.0, (p2, pr)
