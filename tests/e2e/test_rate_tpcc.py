@@ -30,6 +30,7 @@ def loaded(server: tuple[Dsn, EmbeddedServer | None]) -> Dsn:
     return server[0]
 
 
+@pytest.mark.alone  # a rate held against the rate asked: on a machine the suite keeps busy TPC-C fell 10-25% short
 def test_a_nopm_rate_runs_close_to_the_nopm_asked_with_tpccs_mix(loaded: Dsn, tmp_path: Path) -> None:
     f, out = tmp_path / "r.bench", tmp_path / "r.json"
     f.write_text(f"""scenario "tpcc at a rate" {{
