@@ -153,7 +153,7 @@ class Stage:
         cluster (`workers ray`: how many is known once it started)."""
         if native.problem is not None:
             self.log(native.problem, "warning")
-        log = lambda msg, level: self.log(msg, level)  # noqa: E731
+        log = self.log
         if cluster is not None:
             fleet = make_fleet(cluster, FleetSetup(self.sc, target.dsn, self.workload, requested or 0, log,
                                                    self.plan.max_users, address))
