@@ -9,6 +9,7 @@ import asyncio
 import json
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -61,8 +62,18 @@ def _user(dsn: Dsn, transactions: Transactions, weights: tuple[float, ...] = (1.
 
 
 async def _run_for(u: NativeUser, seconds: float) -> tuple[int, int, str]:
+    """Run `u` until stopped after `seconds`: for what must end, whatever happens (an error, a hang)."""
+    return await _run_until(u, lambda: False, seconds)
+
+
+async def _run_until(u: NativeUser, enough: Callable[[], bool], within: float = 60.0) -> tuple[int, int, str]:
+    """Run `u` until `enough()` holds (or `within` seconds have passed): the tests count what was
+    done, not what a time allowed (the suite shares two cores; a loaded machine did 2 of 20 MB
+    results in 1.5 s)."""
     async def later() -> None:
-        await asyncio.sleep(seconds)
+        deadline = time.monotonic() + within
+        while not enough() and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
         u.stop = True
     stopper = asyncio.create_task(later())
     try:
@@ -83,7 +94,7 @@ async def test_counted_transactions_are_what_the_server_did(db: Dsn) -> None:
     u = NativeUser(executor.program(tx, (3.0, 1.0)), counts, 7, executor.options(db, 10))
     try:
         assert (await u.connect())[0] == 0
-        assert await _run_for(u, 1.0) == (STOPPED, 0, "")
+        assert await _run_until(u, lambda: u.completed >= 200) == (STOPPED, 0, "")
     finally:
         u.close()
     (sel, sel_q), (upd, upd_q) = [(sum(lat.values()), q) for lat, q in counts.take()]
@@ -127,7 +138,7 @@ async def test_results_of_any_size_are_read_to_their_end(db: Dsn) -> None:
     u = _user(db, tx, (1.0, 1.0, 1.0))
     try:
         assert (await u.connect())[0] == 0
-        assert await _run_for(u, 1.5) == (STOPPED, 0, "")
+        assert await _run_until(u, lambda: u.completed > 3) == (STOPPED, 0, "")
         assert u.completed > 3
     finally:
         u.close()
@@ -163,7 +174,7 @@ async def test_a_procedure_with_results_keeps_the_loop_in_step(db: Dsn) -> None:
     u = _user(db, tx)
     try:
         assert (await u.connect())[0] == 0
-        assert await _run_for(u, 1.0) == (STOPPED, 0, "")
+        assert await _run_until(u, lambda: u.completed > 10) == (STOPPED, 0, "")
         done = u.completed
     finally:
         u.close()
@@ -255,7 +266,7 @@ async def test_the_same_seed_draws_the_same_values(db: Dsn) -> None:
             ("INSERT INTO ex_seed (user, a, b, c) VALUES (?, ?, ?, ?)",), ((0, 0), (1, 0), (2, 0), (3, 0))),)),), False),))
         u = _user(db, tx, seed=12345)
         assert (await u.connect())[0] == 0
-        await _run_for(u, 0.5)
+        await _run_until(u, lambda: u.completed > 25)
         u.close()
     first = await _scalar(db, "SELECT MIN(n) FROM (SELECT MAX(n) n FROM ex_seed GROUP BY user) m")
     same = await _scalar(db, f"SELECT COUNT(*) FROM ex_seed x JOIN ex_seed y ON x.n = y.n AND x.user = 1 AND y.user = 2 "
@@ -350,7 +361,7 @@ def test_both_executors_measure_the_same_thing(test: str, dsn_url: str, tmp_path
         assert doc["executor"] == name
         s = doc["summary"]
         tx = s["transactions"][test]
-        assert tx["count"] > 100 and s["errors"] == 0
+        assert tx["count"] > 20 and s["errors"] == 0  # some: 71 of read/write in 2 s on a loaded machine
         assert tx["qps"] == pytest.approx(tx["tps"] * (1 if test == "oltp_point_select" else 20), rel=0.01)
 
 
@@ -426,7 +437,7 @@ async def test_text_beyond_ascii_is_sent_as_utf8mb4(db: Dsn) -> None:
     u = NativeUser(executor.program(tx, (1.0,)), new_counts(1), 3, executor.options(db, 10, tx))
     try:
         assert (await u.connect())[0] == 0
-        await _run_for(u, 0.3)
+        await _run_until(u, lambda: u.completed > 5)
     finally:
         u.close()
     assert await _scalar(db, "SELECT COUNT(*) FROM ex_text WHERE v NOT IN ('héllo', '日本')") == 0
