@@ -1,6 +1,6 @@
 """Fuzzing of the language: grammar-aware mutations of every shipped scenario, example and golden file
 (hypothesis, with the suite's profile of tests/conftest.py: the same inputs at every run), and the classes an outside fuzzer found
-(issue 28). `bench check` answers 0 or 2 within 2 s, every diagnostic has a hint, and whatever check
+(issue 28). `bench check` answers 0 or 2 within 2 s of CPU, every diagnostic has a hint, and whatever check
 accepts also plans. `make fuzz` runs the same for minutes, with other inputs each time."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ TEXTS = [p.read_text() for p in SEEDS]
 def _holds(tally: Tally, text: str) -> None:
     shown = text if len(text) < 2000 else text[:1000] + f"... ({len(text):,} characters)"
     assert not tally.internal, f"internal error on:\n{shown}"
-    assert not tally.slow, f"over 2 s on:\n{shown}"
+    assert not tally.slow, f"over 2 s of CPU on:\n{shown}"
     assert not tally.unplanned, f"accepted by check, not by --plan:\n{shown}"
     assert tally.no_hint == 0, f"a diagnostic without a hint on:\n{shown}"
     assert not tally.unplaced, f"an error without its place in the file on:\n{shown}"
