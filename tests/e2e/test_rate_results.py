@@ -1,9 +1,10 @@
 """Rate results read back: summary.json, `bench compare` and the report put the offered rate on the
 x axis (bench_dsl/results/fold.py: load_axis), and refuse users and rate results side by side.
 
-One real study serves every test (module fixture, ~12 s): two pools serving the same rate ramp of a
-20 ms transaction on the session's server, at half time. Two users serve at most 100 a second, so
-30 and 60 tps fit and 120 drops a third of its arrivals (dropped > 5% fires there); eight users
+One real study serves every test (module fixture, ~15 s): two pools serving the same rate ramp of a
+20 ms transaction on the session's server, at 3/4 time. Two users serve at most 100 a second, so
+30 and 60 tps fit and 120 drops a sixth of its arrivals or more (dropped > 10% fires there: at 5%,
+a 100 ms stall of a loaded machine fired it in the 30 arrivals of a half-time first step); eight users
 serve 400 a second, so every step up to the ramp's last, 240 tps, fits. The two saturation points
 are rates far apart whatever else the machine does: 60 (30 on a starved machine) against 240 (120).
 """
@@ -37,7 +38,7 @@ scenario "rate pools" {
   vary { $pool = [2, 8] }
   rate step { start 30 tps step x2 hold 2s max 240 tps }
   users max $pool
-  stop when { dropped > 5% }
+  stop when { dropped > 10% }
   report every 1s
 }
 """
@@ -56,7 +57,7 @@ def study(dsn_url: str, tmp_path_factory: pytest.TempPathFactory) -> Study:
     root = tmp_path_factory.mktemp("rate-results")
     (root / "pools.bench").write_text(STUDY)
     r = run_bench("run", str(root / "pools.bench"), "--headless", "-q", "--json", str(root / "study"),
-                  "--time-scale", "0.5", "--workers", "1")
+                  "--time-scale", "0.75", "--workers", "1")
     assert r.returncode == 0, r.stderr
     return Study(root, r.stderr)
 
