@@ -32,7 +32,7 @@ SCENARIO = """scenario "paced" {
 async def test_the_screen_shows_offered_achieved_drops_busy_and_both_latencies(dsn_url: str, tmp_path: Path) -> None:
     f, stream = tmp_path / "r.bench", tmp_path / "r.jsonl"
     f.write_text(SCENARIO)
-    r = run_bench("run", str(f), "--headless", "--jsonl", str(stream), "--workers", "1")
+    r = run_bench("run", str(f), "--headless", "--jsonl", str(stream), "--workers", "1", "--json", str(tmp_path / "r.json"))
     assert r.returncode == 0, r.stderr
     evs = read_stream(stream).events
     last = [e for e in evs if isinstance(e, ev.Tick) and e.phase == "hold"][-1]
