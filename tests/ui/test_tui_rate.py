@@ -46,6 +46,10 @@ async def test_the_screen_shows_offered_achieved_drops_busy_and_both_latencies(d
         assert re.search(rf"(^|\s){re.escape(label)}(\s|$)", labels), labels
     figures = dict(zip(re.split(r"\s{2,}", labels.strip()), re.split(r"\s{2,}", lines[head + 1].strip()),
                        strict=True))
-    assert abs(float(figures["offered"]) - 100) <= 2 and figures["busy"].endswith("/16"), figures
+    # the tick's own offered rate, which is 100 a second give or take where a loaded machine's ticks end
+    # (102.9 was seen)
+    offered = last.figures["offered_tps"]
+    assert float(figures["offered"]) == pytest.approx(offered, abs=0.1) and abs(offered - 100) <= 5, figures
+    assert figures["busy"].endswith("/16"), figures
     resp, serv = (float(figures[k].removesuffix(" ms")) for k in ("p99 resp", "p99 serv"))
     assert 5 <= serv <= resp, figures  # the response time holds the service time and the wait before it
