@@ -106,6 +106,11 @@ class Scheduler:
     async def steer(self, fleet: Fleet, ph: Phase, done: float) -> None:
         """After each tick of `ph` (not held): `done` is the share of the phase gone by."""
 
+    async def regroup(self, fleet: Fleet) -> None:
+        """After workers were lost and the run goes on (on worker loss continue): what the load
+        asks of the workers left. A closed loop asks nothing: the step goes on with fewer users,
+        and the next ones share theirs over the workers left."""
+
     # controls ----------------------------------------------------------------------------------
     def wake(self) -> None:
         """Look at the controls now rather than at the next tick (a stop was asked)."""
@@ -168,6 +173,7 @@ class Scheduler:
                 if lost and exc.partial is not None:  # the others' second is this tick's, and the run goes on
                     report = exc.partial
                     yield WorkersLost(lost, fleet.workers, fleet.active)
+                    await self.regroup(fleet)
                 else:
                     if exc.partial is not None:  # the surviving workers' last second: measured, so kept
                         # (timed at `now`: they answered then, the failure may have taken a reply's timeout)

@@ -228,6 +228,56 @@ async def test_a_dead_worker_fails_the_run_but_keeps_the_data(dsn_url: str, tmp_
     assert not [c for c in me.children(recursive=True) if "bench_dsl.fleet.worker" in " ".join(c.cmdline())]
 
 
+PACED_LOSS = """
+scenario "paced loss" {
+  target env("BENCH_DSN")
+  workload custom {
+    transaction nap { query "SELECT SLEEP(0.02)" }
+  }
+  rate 100 tps
+  users max 8
+  warmup 1s
+  duration 30s
+  report every 1s
+  on worker loss continue
+}
+"""
+
+
+async def test_a_rate_stays_whole_on_the_workers_left_after_a_loss(dsn_url: str, tmp_path: Path) -> None:
+    """Worker 2 of 2 killed in the hold of a 100 tps rate, on worker loss continue: the survivor
+    offers the whole rate with its 4 users (200 a second at most), not its half of it."""
+    path = tmp_path / "paced.bench"
+    path.write_text(PACED_LOSS)
+    sc = load(str(path), {})
+    sink = Collect()
+    run = Run(sc, plan(sc), [sink], Options(workers=2))
+    task = asyncio.create_task(run.execute())
+
+    def hold_ticks() -> list[ev.Tick]:
+        return [e for e in sink.events if isinstance(e, ev.Tick) and e.phase == "hold"]
+
+    deadline = time.monotonic() + 60
+    while len(hold_ticks()) < 2:
+        assert not task.done() and time.monotonic() < deadline, "no tick of the hold"
+        await asyncio.sleep(0.05)
+    assert isinstance(run.fleet, ProcessFleet)
+    os.kill(run.fleet.procs[1].proc.pid, signal.SIGKILL)
+    while not any(isinstance(e, ev.WorkerLost) for e in sink.events):
+        assert not task.done() and time.monotonic() < deadline, "the loss was not seen"
+        await asyncio.sleep(0.05)
+    lost_at = len(sink.events)
+    while len([e for e in sink.events[lost_at:] if isinstance(e, ev.Tick)]) < 5:
+        assert not task.done() and time.monotonic() < deadline, "no ticks after the loss"
+        await asyncio.sleep(0.05)
+    run.request_stop()  # what follows the loss is what this test is about: the rest of the hold is not needed
+    await asyncio.wait_for(task, 30)
+    after = [e for e in sink.events[lost_at:] if isinstance(e, ev.Tick)][1:5]  # the loss's own tick aside
+    offered = sum(e.figures["offered_tps"] for e in after) / len(after)
+    assert offered == pytest.approx(100, rel=0.1), [e.figures["offered_tps"] for e in after]
+    assert all(e.users == 4 for e in after), [e.users for e in after]
+
+
 class _Paced:
     """A session that waits 0.2 s before each transaction, as a TPC-C terminal keys and thinks."""
 

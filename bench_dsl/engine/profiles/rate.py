@@ -26,11 +26,18 @@ class RateScheduler(Scheduler):
 
     warmed = False  # the warmup ran: its backlog is drained before the first measured phase
     paced = False
+    rate = 0.0  # the arrivals per second asked of the fleet last
 
     async def _pace(self, fleet: Fleet, rate: float) -> None:
         """The fleet's arrivals at `rate`, as the load spaces and queues them."""
         assert isinstance(self.load, m.RateLoad)
         await fleet.pace(rate, self.load.poisson, self.load.pool.queue)
+        self.rate = rate
+
+    async def regroup(self, fleet: Fleet) -> None:
+        """The rate stays the step's: the workers left share all of it. Their pool is smaller, so
+        more arrivals may find no free user: a finding of the step's, not a lower rate offered."""
+        await self._pace(fleet, self.rate)
 
     async def enter(self, fleet: Fleet, ph: Phase) -> None:
         assert ph.rate is not None
