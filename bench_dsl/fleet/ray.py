@@ -88,7 +88,19 @@ def _quiet_ray(ray: ModuleType, say: Callable[[str], None]) -> None:
 
 
 def _has_local_node() -> bool:
-    return any(proc.info["name"] == "raylet" for proc in psutil.process_iter(["name"]))
+    """A raylet this process can reach: on this machine, in its network namespace (one in a
+    container's or another namespace listens where this process cannot connect). A raylet whose
+    namespace cannot be read (another user's) counts: Ray's own error then says more."""
+    mine = _netns(os.getpid())
+    return any(proc.info["name"] == "raylet" and (mine is None or _netns(proc.info["pid"]) in (None, mine))
+               for proc in psutil.process_iter(["name", "pid"]))
+
+
+def _netns(pid: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/net")
+    except OSError:
+        return None
 
 
 def connect(address: str | None, say: Callable[[str], None]) -> ModuleType:

@@ -10,18 +10,21 @@ a user does, from a directory of their own (an actor's sys.path holds the driver
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import psutil
 import pytest
 
+from bench_dsl.core.dsn import parse_dsn
 from bench_dsl.core.errors import ExitCode
 from bench_dsl.engine import events as ev
 from bench_dsl.results.stream import read_stream
@@ -77,6 +80,21 @@ scenario "paced" {
 }
 """
 
+
+
+def test_without_a_ray_node_it_can_reach_the_run_says_how_to_start_one(dsn_url: str, tmp_path: Path) -> None:
+    """The coordinator joins a cluster through a Ray node of its own machine and network namespace:
+    the suite's clusters run in namespaces of their own, so none is reachable from here."""
+    f = tmp_path / "c.bench"
+    f.write_text(SLEEPER.format(duration="2s", extra="workers ray"))
+    r = subprocess.run([BENCH, "run", str(f), "--headless", "--json", str(tmp_path / "r.json")], capture_output=True,
+                       text=True, timeout=120, cwd=tmp_path,
+                       env={**os.environ, "BENCH_DSN": dsn_url, "RAY_ADDRESS": "127.0.0.1:6379"})
+    assert r.returncode == ExitCode.FAILURE, r.stderr  # a run that could not start its users (ClusterError)
+    assert "no Ray node runs on this machine" in r.stderr and "ray start --address=HEAD:6379 --num-cpus=0" in r.stderr
+    assert "Traceback" not in r.stderr and parse_dsn(dsn_url).password not in r.stderr
+    doc = _result(tmp_path / "r.json")
+    assert doc["status"] == "failed" and doc["stop"]["reason"] == "worker_failed" and not doc["intervals"]
 
 @pytest.fixture(scope="module")
 def cluster_once() -> Iterator[RayCluster]:
@@ -327,25 +345,37 @@ def test_a_terminated_run_on_the_cluster_writes_what_was_measured(cluster: RayCl
     assert not _actors(), [p.info["cmdline"] for p in _actors()]
 
 
+def _lose_a_node_in_the_hold(cluster: RayCluster, f: Path, out: Path, lines: Path, node_id: str, timeout: float,
+                             then: Callable[[], object] | None = None
+                             ) -> tuple[list[dict[str, Any]], str, str, int, float]:
+    """`f` run with `workers ray`, node `node_id`'s raylet killed once its hold has begun (then `then()`):
+    the events before the kill, the run's stdout, stderr and exit status, and when the node was killed."""
+    proc = cluster.popen([BENCH, "run", str(f), "--headless", "--workers", "ray", "--json", str(out),
+                          "--jsonl", str(lines)], cwd=f.parent)
+    try:
+        before = _until_hold(lines, proc)
+        cluster.kill_raylet(node_id)
+        killed = time.monotonic()
+        if then is not None:
+            then()
+        stdout, stderr = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return before, stdout, stderr, proc.returncode, killed
+
+
 def test_a_lost_node_fails_the_run_and_keeps_what_was_measured(cluster: RayCluster, tmp_path: Path) -> None:
     ids = _two_live_nodes(cluster)
     lost = ids[max(ids)]  # never the head (1)
     f, out, lines = tmp_path / "lost.bench", tmp_path / "l.json", tmp_path / "l.jsonl"
     f.write_text(SLEEPER.format(duration="30s", extra=""))
-    proc = cluster.popen([BENCH, "run", str(f), "--headless", "--workers", "ray", "--json", str(out),
-                          "--jsonl", str(lines)], cwd=tmp_path)
-    try:
-        before = _until_hold(lines, proc)
-        cluster.kill_raylet(lost)
-        killed = time.monotonic()
-        cluster.add_node(wait=False)  # the next test's second node starts while this run ends
-        stdout, stderr = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    # the next test's second node starts while this run ends
+    before, stdout, stderr, code, killed = _lose_a_node_in_the_hold(cluster, f, out, lines, lost, 60,
+                                                                    then=lambda: cluster.add_node(wait=False))
     assert time.monotonic() - killed < 25, "the run went on to its end"
-    assert proc.returncode == ExitCode.FAILURE, stderr[-3000:]
+    assert code == ExitCode.FAILURE, stderr[-3000:]
     _quiet(stdout, stderr)
     doc = _result(out)
     assert doc["status"] == "failed" and doc["exit_code"] == ExitCode.FAILURE
@@ -363,17 +393,8 @@ def test_with_on_worker_loss_continue_the_run_goes_on_without_the_node(cluster: 
     lost = ids[max(ids)]
     f, out, lines = tmp_path / "goes-on.bench", tmp_path / "g.json", tmp_path / "g.jsonl"
     f.write_text(SLEEPER.format(duration="10s", extra="on worker loss continue"))
-    proc = cluster.popen([BENCH, "run", str(f), "--headless", "--workers", "ray", "--json", str(out),
-                          "--jsonl", str(lines)], cwd=tmp_path)
-    try:
-        _until_hold(lines, proc)
-        cluster.kill_raylet(lost)
-        stdout, stderr = proc.communicate(timeout=90)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 0, stderr[-3000:]
+    _, stdout, stderr, code, _ = _lose_a_node_in_the_hold(cluster, f, out, lines, lost, 90)
+    assert code == 0, stderr[-3000:]
     _quiet(stdout, stderr)
     doc = _result(out)
     assert doc["status"] == "completed" and doc["exit_code"] == 0, doc["stop"]
