@@ -12,8 +12,9 @@ The setting, so that the two differ only in what runs the users:
   the cluster idles beside the auto runs too (its idle cost falls on both sides alike);
 - `workers ray` places one actor per Ray CPU (here: per core) and `workers auto` one process per
   core: the same number of workers on each side;
-- pairs run ray, auto, ray, auto ...; the ratio is taken per pair (ray_i / auto_i), then its median
-  and range, as the comparison's paired ratios are.
+- pairs run ray, auto, then auto, ray, and so on (each pair the other way round from the one before, so
+  that a drift over the section falls on both sides alike); the ratio is taken per pair (ray_i /
+  auto_i), then its median and range, as the comparison's paired ratios are.
 
 Client CPU per transaction, two ways:
 - bench-dsl's own, from the result's summary: each process's CPU (client_cpu_by_process:
@@ -246,7 +247,7 @@ def ray_section(s: Settings, ncpu: int, workdir: Path, log: Log) -> dict[str, An
 
     settings = {"test": TEST, "users": USERS, "pairs": pairs, "warmup": warmup, "duration": duration,
                 "tables": s.tables, "table_size": s.table_size, "ray_nodes": 1, "ray_cpus": ncpu,
-                "order": "ray, auto, ray, auto, ..."}
+                "order": "ray, auto, then auto, ray, and so on (the pairs alternate which runs first)"}
     load = {"start": loadavg()}
     src = workdir / "ray-vs-auto.bench"
     src.write_text(scenario(s.tables, s.table_size, warmup, duration, s.seed))
@@ -264,13 +265,16 @@ def ray_section(s: Settings, ncpu: int, workdir: Path, log: Log) -> dict[str, An
                            if p.name() in ("mariadbd", "mysqld")), None)
         for i in range(pairs):
             line = []
-            for side in SIDES:
-                run = {"side": side, **run_one(cluster, side, src, warmup, duration, server_pid, workdir)}
-                runs.append(run)
+            pair: dict[str, dict[str, Any]] = {}
+            # every other pair the other way round (ray auto, auto ray, ...): a drift of the machine
+            # over the section (the server's caches, a neighbour's load) falls on both sides alike
+            for side in (SIDES if i % 2 == 0 else SIDES[::-1]):
+                run = pair[side] = {"side": side, **run_one(cluster, side, src, warmup, duration, server_pid, workdir)}
                 line.append(f"{side} FAILED ({run['error'].splitlines()[0][:120]})" if not run["ok"] else
                             f"{side} {run['tps']:,.0f} tps {run['client_us_per_tx'] or 0:.0f} us/tx")
-            ratio = (f" -> {runs[-2]['tps'] / runs[-1]['tps']:.3f}x"
-                     if runs[-2]["ok"] and runs[-1]["ok"] and runs[-1]["tps"] else "")
+            runs += [pair[side] for side in SIDES]  # each pair as ray, auto: summarise() takes them so
+            ray, auto = pair["ray"], pair["auto"]
+            ratio = f" -> {ray['tps'] / auto['tps']:.3f}x" if ray["ok"] and auto["ok"] and auto["tps"] else ""
             log(f"ray {USERS} users, pair {i + 1}/{pairs}: {' | '.join(line)}{ratio}")
     finally:
         cluster.close()  # every process of the namespace, by PID, and its files
@@ -306,7 +310,7 @@ def ray_table(sec: dict[str, Any]) -> str:
     st, sides, ratios = sec["settings"], sec["sides"], sec["ratios"]
     goal = sec["goal"]
     mark = "-" if goal["met"] is None else ("met ✓" if goal["met"] else "not met ✗")
-    lines = [f"{st['test']}, {st['users']} users, {st['pairs']} pair(s) run ray, auto, ray, auto ... of "
+    lines = [f"{st['test']}, {st['users']} users, {st['pairs']} pair(s) run ray, auto, then auto, ray ... of "
              f"{st['warmup']} s warm-up + {st['duration']} s hold, on one Ray node of this machine "
              f"(--num-cpus={st['ray_cpus']}) in a network namespace with its own server (both sides reach it the "
              "same way). Ratios: ray / auto per pair, median (range). Client CPU per transaction: bench-dsl's own "
