@@ -31,6 +31,7 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -237,6 +238,36 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
             "goal": {"tps_ratio_at_least": GOAL_RATIO, "met": None if tps is None else tps >= GOAL_RATIO}}
 
 
+AUTOGROUP = Path("/proc/sys/kernel/sched_autogroup_enabled")
+
+
+@contextlib.contextmanager
+def session_groups_off(knob: Path = AUTOGROUP) -> Iterator[str]:
+    """The kernel's autogroup (Debian's default) off while the pairs run, and as it was after: what
+    the scheduler did, in words. With it on, the cores are shared between sessions first: the
+    server's, the run's (its coordinator and worker processes) and the Ray node's, where the actors
+    run beside Ray's daemons. On this 2-core machine that split of the cores between server and
+    clients, not Ray's calls, decided the ratio: 0.94x with it, 1.04x without it (docs/performance.md).
+    On a cluster the client machines are not the server's, and no such split is made."""
+    try:
+        before = knob.read_text().strip()
+    except OSError:
+        yield "as the kernel does (no autogroup)"
+        return
+    if before == "0":
+        yield "autogroup off"
+        return
+    try:
+        knob.write_text("0")
+    except OSError as exc:
+        yield f"autogroup on: it could not be turned off ({exc.strerror})"
+        return
+    try:
+        yield "autogroup off for the pairs (on before, and after)"
+    finally:
+        knob.write_text(before)
+
+
 def ray_section(s: Settings, ncpu: int, workdir: Path, log: Log) -> dict[str, Any]:
     """The harness's pairs, warm-up, hold, tables and seed (its --workers does not apply: each side
     sets its own)."""
@@ -263,19 +294,10 @@ def ray_section(s: Settings, ncpu: int, workdir: Path, log: Log) -> dict[str, An
         assert cluster.db is not None
         server_pid = next((p.pid for p in psutil.Process(cluster.db.pid).children(recursive=True)
                            if p.name() in ("mariadbd", "mysqld")), None)
-        for i in range(pairs):
-            line = []
-            pair: dict[str, dict[str, Any]] = {}
-            # every other pair the other way round (ray auto, auto ray, ...): a drift of the machine
-            # over the section (the server's caches, a neighbour's load) falls on both sides alike
-            for side in (SIDES if i % 2 == 0 else SIDES[::-1]):
-                run = pair[side] = {"side": side, **run_one(cluster, side, src, warmup, duration, server_pid, workdir)}
-                line.append(f"{side} FAILED ({run['error'].splitlines()[0][:120]})" if not run["ok"] else
-                            f"{side} {run['tps']:,.0f} tps {run['client_us_per_tx'] or 0:.0f} us/tx")
-            runs += [pair[side] for side in SIDES]  # each pair as ray, auto: summarise() takes them so
-            ray, auto = pair["ray"], pair["auto"]
-            ratio = f" -> {ray['tps'] / auto['tps']:.3f}x" if ray["ok"] and auto["ok"] and auto["tps"] else ""
-            log(f"ray {USERS} users, pair {i + 1}/{pairs}: {' | '.join(line)}{ratio}")
+        with session_groups_off() as scheduler:
+            settings["scheduler"] = scheduler
+            log(f"ray: the scheduler: {scheduler}")
+            _pairs(cluster, pairs, src, warmup, duration, server_pid, workdir, runs, log)
     finally:
         cluster.close()  # every process of the namespace, by PID, and its files
     load["end"] = loadavg()
@@ -286,6 +308,24 @@ def ray_section(s: Settings, ncpu: int, workdir: Path, log: Log) -> dict[str, An
     log(f"ray / auto at {USERS} users: tps {'-' if med is None else f'{med:.3f}x'} "
         f"(goal >= {GOAL_RATIO}: {'met' if out['goal']['met'] else 'not met'})")
     return out
+
+
+def _pairs(cluster: Any, pairs: int, src: Path, warmup: int, duration: int, server_pid: int | None, workdir: Path,
+           runs: list[dict[str, Any]], log: Log) -> None:
+    """The pairs, their runs appended to `runs` as ray, auto."""
+    for i in range(pairs):
+        line = []
+        pair: dict[str, dict[str, Any]] = {}
+        # every other pair the other way round (ray auto, auto ray, ...): a drift of the machine
+        # over the section (the server's caches, a neighbour's load) falls on both sides alike
+        for side in (SIDES if i % 2 == 0 else SIDES[::-1]):
+            run = pair[side] = {"side": side, **run_one(cluster, side, src, warmup, duration, server_pid, workdir)}
+            line.append(f"{side} FAILED ({run['error'].splitlines()[0][:120]})" if not run["ok"] else
+                        f"{side} {run['tps']:,.0f} tps {run['client_us_per_tx'] or 0:.0f} us/tx")
+        runs += [pair[side] for side in SIDES]  # each pair as ray, auto: summarise() takes them so
+        ray, auto = pair["ray"], pair["auto"]
+        ratio = f" -> {ray['tps'] / auto['tps']:.3f}x" if ray["ok"] and auto["ok"] and auto["tps"] else ""
+        log(f"ray {USERS} users, pair {i + 1}/{pairs}: {' | '.join(line)}{ratio}")
 
 
 def ray_estimate_s(pairs: int, warmup: int, duration: int) -> float:
@@ -315,7 +355,8 @@ def ray_table(sec: dict[str, Any]) -> str:
              f"(--num-cpus={st['ray_cpus']}) in a network namespace with its own server (both sides reach it the "
              "same way). Ratios: ray / auto per pair, median (range). Client CPU per transaction: bench-dsl's own "
              "figures (its result's client_cpu_by_process), and from the outside with Ray's other processes "
-             "(raylet, GCS, ...) added.\n",
+             "(raylet, GCS, ...) added."
+             + (f" Scheduler: {st['scheduler']}." if st.get("scheduler") else "") + "\n",
              "| --workers | processes / actors | tps | p95 ms | client µs / tx (own) | "
              "client µs / tx (+ Ray's processes) | Ray's processes µs / tx | server cores | others' cores |",
              "|---|--:|--:|--:|--:|--:|--:|--:|--:|"]

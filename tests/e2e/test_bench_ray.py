@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from bench.clients import bench_check
-from bench.ray import figures, ray_table, scenario, summarise
+from bench.ray import figures, ray_table, scenario, session_groups_off, summarise
 from bench.run import _defaults, build_parser
 
 
@@ -58,3 +58,29 @@ def test_the_section_is_known_and_its_scenario_validates(tmp_path: Path) -> None
     ok, msg = bench_check(src, {**os.environ, "BENCH_DSN": "mysql://root@127.0.0.1:3306/x"})
     assert ok, msg
     assert "workers" not in src.read_text()  # each side's --workers picks it
+
+
+def test_the_pairs_run_without_session_groups_and_the_setting_comes_back(tmp_path: Path) -> None:
+    """On a copy of the kernel's knob (the real one is the machine's: the suite never turns it)."""
+    knob = tmp_path / "sched_autogroup_enabled"
+    knob.write_text("1\n")
+    with session_groups_off(knob) as said:
+        assert knob.read_text() == "0" and said == "autogroup off for the pairs (on before, and after)"
+    assert knob.read_text() == "1"
+    knob.write_text("1\n")
+    try:
+        with session_groups_off(knob):
+            raise KeyboardInterrupt  # Ctrl-C in the middle of a pair
+    except KeyboardInterrupt:
+        pass
+    assert knob.read_text() == "1"
+    knob.write_text("0\n")
+    with session_groups_off(knob) as said:
+        assert said == "autogroup off"
+    with session_groups_off(tmp_path / "absent") as said:
+        assert said == "as the kernel does (no autogroup)"
+    knob.write_text("1\n")
+    knob.chmod(0o444)
+    if os.geteuid() != 0:  # root writes through a file's mode
+        with session_groups_off(knob) as said:
+            assert said.startswith("autogroup on: it could not be turned off")
