@@ -200,3 +200,59 @@ def test_rays_messages_go_to_the_runs_log_once_each() -> None:
     finally:
         ray_worker.print_to_stdstream = original
     assert said == ["ray (raylet): Raylet is terminated."]
+
+
+def _fleet_checking(nodes: dict[str, dict[str, Any]], logged: list[tuple[str, str]]) -> Any:
+    """A RayFleet as far as `_check` needs one (the answers of actors that started), with no cluster."""
+    import platform
+    import types
+
+    import bench_dsl
+    from bench_dsl.fleet.ray import RayFleet
+
+    fleet = RayFleet.__new__(RayFleet)
+    fleet.ray = types.SimpleNamespace(__version__="2.60.0")
+    fleet.nodes = nodes
+    fleet.log = lambda text, level: logged.append((level, text))
+    facts = {"bench_dsl": bench_dsl.__version__, "python": platform.python_version(), "ray": "2.60.0",
+             "host": "client1", "cores": 8}
+    return fleet, facts
+
+
+def test_an_actor_whose_users_stay_niced_is_a_warning_that_says_how_to_start_the_nodes() -> None:
+    """Not root on a node: Ray's nice 15 stays, and the run says what to do (the suite runs as root,
+    where the actor lowers it itself: tests/e2e/test_ray.py)."""
+    from bench_dsl.fleet.ray import _Actor
+
+    logged: list[tuple[str, str]] = []
+    fleet, facts = _fleet_checking({"n1": {"node_id": "n1", "host": "?"}}, logged)
+    fleet._check(_Actor(0, "n1", "?"), facts | {"nice": 15})
+    (level, text), = logged
+    assert level == "warning" and "nice 15" in text and "RAY_worker_niceness=0" in text
+    assert fleet.nodes["n1"]["host"] == "client1" and fleet.nodes["n1"]["workers"] == ["worker 1"]
+    logged.clear()
+    fleet._check(_Actor(1, "n1", "?"), facts | {"nice": 0})
+    assert logged == []
+    with pytest.raises(WorkerFailed, match="install the same on every node"):
+        fleet._check(_Actor(2, "n1", "?"), facts | {"ray": "2.59.0", "nice": 0})
+
+
+def test_an_actor_lowers_its_niceness_where_it_may_and_says_what_it_has(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from bench_dsl.fleet import ray_actor
+
+    nice = {"now": 15}
+    monkeypatch.setattr(os, "getpriority", lambda which, who: nice["now"])
+
+    def refused(which: int, who: int, value: int) -> None:
+        raise PermissionError("not root")
+
+    monkeypatch.setattr(os, "setpriority", refused)
+    assert ray_actor._unniced() == 15  # not root: as Ray started it, and the coordinator warns
+
+    def allowed(which: int, who: int, value: int) -> None:
+        nice["now"] = value
+
+    monkeypatch.setattr(os, "setpriority", allowed)
+    assert ray_actor._unniced() == 0 and nice["now"] == 0
