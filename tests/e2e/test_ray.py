@@ -81,7 +81,6 @@ scenario "paced" {
 """
 
 
-
 def test_without_a_ray_node_it_can_reach_the_run_says_how_to_start_one(dsn_url: str, tmp_path: Path) -> None:
     """The coordinator joins a cluster through a Ray node of its own machine and network namespace:
     the suite's clusters run in namespaces of their own, so none is reachable from here."""
@@ -95,6 +94,7 @@ def test_without_a_ray_node_it_can_reach_the_run_says_how_to_start_one(dsn_url: 
     assert "Traceback" not in r.stderr and parse_dsn(dsn_url).password not in r.stderr
     doc = _result(tmp_path / "r.json")
     assert doc["status"] == "failed" and doc["stop"]["reason"] == "worker_failed" and not doc["intervals"]
+
 
 @pytest.fixture(scope="module")
 def cluster_once() -> Iterator[RayCluster]:

@@ -80,6 +80,14 @@ async def _until(fleet: ProcessFleet, done: Callable[[], bool], within: float = 
         await fleet.collect()
 
 
+async def _while_running(run: asyncio.Task[int], done: Callable[[], bool], what: str, within: float = 60) -> None:
+    """Waits until `done()`, the run still going: `what` if it ended first or took too long."""
+    deadline = time.monotonic() + within
+    while not done():
+        assert not run.done() and time.monotonic() < deadline, what
+        await asyncio.sleep(0.05)
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 async def test_one_process_and_several_measure_the_same(workers: int, dsn_url: str, tmp_path: Path) -> None:
     path = tmp_path / "sleeper.bench"
@@ -203,10 +211,8 @@ async def test_a_dead_worker_fails_the_run_but_keeps_the_data(dsn_url: str, tmp_
     sink = Collect()
     run = Run(sc, plan(sc), [sink], Options(workers=2))
     task = asyncio.create_task(run.execute())
-    deadline = time.monotonic() + 60
-    while not any(isinstance(e, ev.Interval) and e.row.phase == "hold" for e in sink.events):
-        assert not task.done() and time.monotonic() < deadline, "no interval of the hold"
-        await asyncio.sleep(0.05)
+    await _while_running(task, lambda: any(isinstance(e, ev.Interval) and e.row.phase == "hold" for e in sink.events),
+                         "no interval of the hold")
     assert isinstance(run.fleet, ProcessFleet)
     os.kill(run.fleet.procs[1].proc.pid, signal.SIGKILL)
     before = sum(isinstance(e, ev.Tick) for e in sink.events)
@@ -257,19 +263,13 @@ async def test_a_rate_stays_whole_on_the_workers_left_after_a_loss(dsn_url: str,
     def hold_ticks() -> list[ev.Tick]:
         return [e for e in sink.events if isinstance(e, ev.Tick) and e.phase == "hold"]
 
-    deadline = time.monotonic() + 60
-    while len(hold_ticks()) < 2:
-        assert not task.done() and time.monotonic() < deadline, "no tick of the hold"
-        await asyncio.sleep(0.05)
+    await _while_running(task, lambda: len(hold_ticks()) >= 2, "no tick of the hold")
     assert isinstance(run.fleet, ProcessFleet)
     os.kill(run.fleet.procs[1].proc.pid, signal.SIGKILL)
-    while not any(isinstance(e, ev.WorkerLost) for e in sink.events):
-        assert not task.done() and time.monotonic() < deadline, "the loss was not seen"
-        await asyncio.sleep(0.05)
+    await _while_running(task, lambda: any(isinstance(e, ev.WorkerLost) for e in sink.events), "the loss was not seen")
     lost_at = len(sink.events)
-    while len([e for e in sink.events[lost_at:] if isinstance(e, ev.Tick)]) < 5:
-        assert not task.done() and time.monotonic() < deadline, "no ticks after the loss"
-        await asyncio.sleep(0.05)
+    await _while_running(task, lambda: sum(isinstance(e, ev.Tick) for e in sink.events[lost_at:]) >= 5,
+                         "no ticks after the loss")
     run.request_stop()  # what follows the loss is what this test is about: the rest of the hold is not needed
     await asyncio.wait_for(task, 30)
     after = [e for e in sink.events[lost_at:] if isinstance(e, ev.Tick)][1:5]  # the loss's own tick aside

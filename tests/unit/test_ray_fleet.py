@@ -6,18 +6,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import platform
 import subprocess
 import sys
+import types
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import bench_dsl
 from bench_dsl.core.errors import ScenarioError
+from bench_dsl.fleet import ray_actor
 from bench_dsl.fleet.base import WorkerFailed, WorkerLost
 from bench_dsl.fleet.clocks import ClockMap
 from bench_dsl.fleet.coordinator import WorkerFleet, WorkerHandle
-from bench_dsl.fleet.ray import place
+from bench_dsl.fleet.ray import RayFleet, _Actor, place
 from bench_dsl.measure.stalls import Quiet
 from bench_dsl.workloads.registry import load
 from tests.conftest import ROOT
@@ -202,14 +207,9 @@ def test_rays_messages_go_to_the_runs_log_once_each() -> None:
     assert said == ["ray (raylet): Raylet is terminated."]
 
 
-def _fleet_checking(nodes: dict[str, dict[str, Any]], logged: list[tuple[str, str]]) -> Any:
-    """A RayFleet as far as `_check` needs one (the answers of actors that started), with no cluster."""
-    import platform
-    import types
-
-    import bench_dsl
-    from bench_dsl.fleet.ray import RayFleet
-
+def _fleet_checking(nodes: dict[str, dict[str, Any]], logged: list[tuple[str, str]]) -> tuple[RayFleet, dict[str, Any]]:
+    """A RayFleet as far as `_check` needs one, with no cluster, and what an actor that started
+    answers on this machine."""
     fleet = RayFleet.__new__(RayFleet)
     fleet.ray = types.SimpleNamespace(__version__="2.60.0")
     fleet.nodes = nodes
@@ -222,8 +222,6 @@ def _fleet_checking(nodes: dict[str, dict[str, Any]], logged: list[tuple[str, st
 def test_an_actor_whose_users_stay_niced_is_a_warning_that_says_how_to_start_the_nodes() -> None:
     """Not root on a node: Ray's nice 15 stays, and the run says what to do (the suite runs as root,
     where the actor lowers it itself: tests/e2e/test_ray.py)."""
-    from bench_dsl.fleet.ray import _Actor
-
     logged: list[tuple[str, str]] = []
     fleet, facts = _fleet_checking({"n1": {"node_id": "n1", "host": "?"}}, logged)
     fleet._check(_Actor(0, "n1", "?"), facts | {"nice": 15})
@@ -238,10 +236,6 @@ def test_an_actor_whose_users_stay_niced_is_a_warning_that_says_how_to_start_the
 
 
 def test_an_actor_lowers_its_niceness_where_it_may_and_says_what_it_has(monkeypatch: pytest.MonkeyPatch) -> None:
-    import os
-
-    from bench_dsl.fleet import ray_actor
-
     nice = {"now": 15}
     monkeypatch.setattr(os, "getpriority", lambda which, who: nice["now"])
 
