@@ -37,7 +37,7 @@ from bench_dsl.tui.state import LiveState
 from bench_dsl.workloads.registry import load as load_scenario
 
 from ..conftest import BENCH, ROOT
-from ..fixtures.replay import screen_text
+from ..fixtures.replay import screen_text, settled
 from ..ui.test_tui_terminal import Tmux, tmux  # noqa: F401  (the fixture: a private tmux server)
 
 BIG = (120, 40)
@@ -112,7 +112,7 @@ async def live(dsn_url: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncI
     task = asyncio.create_task(run_app(app, run, headless=True, size=BIG))
     await _until(lambda: app.done, "the live run's verdict")
     app.pull()  # what the last events changed, drawn now rather than at the screen's next timer
-    await Pilot(app).pause()
+    await settled(Pilot(app))
     screen = screen_text(app)
     await Pilot(app).press("q")
     code = await task
@@ -129,7 +129,7 @@ async def _replay(path: Path, speed: float = 200.0) -> tuple[str, ReplayApp]:
         start_run(app, player)
         await _until(lambda: app.done, "the replay's end")
         app.pull()
-        await pilot.pause()
+        await settled(pilot)
         text = screen_text(app)
         assert app.is_running  # the verdict stays until a key
         await pilot.press("q")

@@ -20,7 +20,7 @@ from bench_dsl.results.sinks import JsonResultSink
 from bench_dsl.tui.app import BenchApp, ConfirmStop, HelpScreen, UiSink, attach_ui, run_app
 from bench_dsl.tui.state import LiveState
 
-from ..fixtures.replay import FakeControls, FakeRun, events, scenario, screen_text, upto
+from ..fixtures.replay import FakeControls, FakeRun, events, scenario, screen_text, settled, upto
 
 BIG, SMALL = (120, 40), (80, 24)
 RESULTS = Path("results/four-locks.json")
@@ -37,7 +37,7 @@ async def replayed(evs: list[Event], *, size: tuple[int, int] = BIG, wait_for_ke
         for e in evs:
             sink.emit(e)
         app.pull()
-        await pilot.pause()
+        await settled(pilot)
         yield app, pilot, controls, sink
 
 
@@ -105,7 +105,7 @@ async def test_help_opens_and_closes() -> None:
 async def test_the_verdict_stays_until_a_key() -> None:
     async with replayed(events()) as (app, pilot, controls, _):
         app.run_done(0)
-        await pilot.pause()
+        await settled(pilot)
         assert app.is_running and app.screen.query_one("#verdict").display
         text = screen_text(app)
         assert "Saturation point: 16 users" in text and str(RESULTS) in text and "q quit" in text
@@ -223,5 +223,5 @@ async def test_screen(cut, size: tuple[int, int], snapshot: SnapshotAssertion) -
 async def test_screen_summary(snapshot: SnapshotAssertion) -> None:
     async with replayed(events()) as (app, pilot, controls, _):
         app.run_done(0)
-        await pilot.pause()
+        await settled(pilot)
         assert screen_text(app) == snapshot
