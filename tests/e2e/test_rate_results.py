@@ -2,11 +2,16 @@
 x axis (bench_dsl/results/fold.py: load_axis), and refuse users and rate results side by side.
 
 One real study serves every test (module fixture, ~15 s): two pools serving the same rate ramp of a
-20 ms transaction on the session's server, at 3/4 time. Two users serve at most 100 a second, so
-30 and 60 tps fit and 120 drops a sixth of its arrivals or more (dropped > 10% fires there: at 5%,
-a 100 ms stall of a loaded machine fired it in the 30 arrivals of a half-time first step); eight users
-serve 400 a second, so every step up to the ramp's last, 240 tps, fits. The two saturation points
-are rates far apart whatever else the machine does: 60 (30 on a starved machine) against 240 (120).
+200 ms transaction on the session's server, at 3/4 time. Twenty users serve at most 100 a second,
+so 30 and 60 tps fit and 120 drops a sixth of its arrivals or more (dropped > 10% fires there);
+eighty serve 400 a second, so every step up to the ramp's last, 240 tps, fits. The two saturation
+points are rates far apart: 60 (30 on a starved machine) against 240 (120).
+
+The pools are large and the transaction long so that a stall of a loaded machine drops nothing: a
+stall of T seconds at R tps leaves R*T arrivals to a pool of U users, which hold U of them, and
+fires the condition once R*T - U passes a tenth of the step's arrivals. With 2 and 8 users serving
+20 ms, that took a stall of 0.2 s (the 8 users once stopped at 60 tps); with 20 and 80 users it
+takes about 0.5 s at every step below the pool's limit.
 """
 
 from __future__ import annotations
@@ -31,11 +36,11 @@ from ..fixtures.result import recorded_result
 
 SCHEMA = json.loads(resources.files("bench_dsl.results.schema").joinpath("summary-v1.json").read_text())
 STUDY = """
-let pool = 2
+let pool = 20
 scenario "rate pools" {
   target env("BENCH_DSN")
-  workload custom { transaction t { query "SELECT SLEEP(0.02)" } }
-  vary { $pool = [2, 8] }
+  workload custom { transaction t { query "SELECT SLEEP(0.2)" } }
+  vary { $pool = [20, 80] }
   rate step { start 30 tps step x2 hold 2s max 240 tps }
   users max $pool
   stop when { dropped > 10% }
@@ -81,7 +86,7 @@ def test_the_runs_are_what_the_study_is_about(study: Study) -> None:
 def test_summary_says_the_axis_and_the_saturation_point_as_a_rate(study: Study) -> None:
     summary = study.summary
     jsonschema.validate(summary, SCHEMA)
-    for c, cid, pool in zip(summary["configurations"], ("c1", "c2"), (2, 8)):
+    for c, cid, pool in zip(summary["configurations"], ("c1", "c2"), (20, 80)):
         doc = study.docs[cid]
         assert c["id"] == cid and c["axis"] == "rate"
         assert c["saturation"]["rate_tps"]["median"] == _sat(doc)
@@ -153,7 +158,7 @@ def test_repeats_of_a_rate_fold_into_the_median_rate(study: Study, tmp_path: Pat
     docs = []
     for k, point in ((1, _sat(base)), (2, low)):
         d = copy.deepcopy(base)
-        d["configuration"] |= {"id": "c9", "label": "pool=8", "repeat": k, "repeats": 2, "study_id": "r"}
+        d["configuration"] |= {"id": "c9", "label": "pool=80", "repeat": k, "repeats": 2, "study_id": "r"}
         d["saturation"]["rate_tps"] = point
         docs.append(d)
     summary = summarize(docs)

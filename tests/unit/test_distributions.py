@@ -6,7 +6,8 @@ path's Python draws (BENCH_RAWEXEC=0) are held to the same reference, with fewer
 
 The critical value is the asymptotic one at alpha = 0.001 (c = 1.95); for discrete values it is
 conservative, so a pass is no accident of ties, and the test's power is shown by a distribution that
-must fail it.
+must fail it. Both sides are seeded (the executor's generator and sysbench's --rand-seed), so each
+comparison gives the same D at every run: a pass is not a roll of the dice either.
 
 The comparisons of 10^6 draws a side are marked slow (`make test` runs them, `make test-min` does not);
 the driver path's and the power test's, of 200,000, are in the fast part."""
@@ -31,16 +32,20 @@ from bench_dsl.workloads.sysbench.workload import _SysbenchSession
 N = 1_000_000
 C_ALPHA = 1.95  # alpha = 0.001
 
+# one event of one thread: sysbench seeds a thread's generator from --rand-seed, not the main
+# thread's, where a script's body runs (from the clock: a test drawn there passed or failed by chance)
 LUA = """
-local n = tonumber(os.getenv("N"))
-local f = sysbench.rand[os.getenv("DIST")]
-local lo, hi = tonumber(os.getenv("LO")), tonumber(os.getenv("HI"))
-local buf = {}
-for i = 1, n do
-  buf[#buf + 1] = f(lo, hi)
-  if #buf == 10000 then io.write(table.concat(buf, "\\n"), "\\n"); buf = {} end
+function event()
+  local n = tonumber(os.getenv("N"))
+  local f = sysbench.rand[os.getenv("DIST")]
+  local lo, hi = tonumber(os.getenv("LO")), tonumber(os.getenv("HI"))
+  local buf = {}
+  for i = 1, n do
+    buf[#buf + 1] = f(lo, hi)
+    if #buf == 10000 then io.write(table.concat(buf, "\\n"), "\\n"); buf = {} end
+  end
+  if #buf > 0 then io.write(table.concat(buf, "\\n"), "\\n") end
 end
-if #buf > 0 then io.write(table.concat(buf, "\\n"), "\\n") end
 """
 
 
@@ -51,7 +56,7 @@ def sysbench_draws(tmp: Path, dist: str, lo: int, hi: int, n: int, options: Sequ
     script = tmp / "draw.lua"
     script.write_text(LUA)
     env = {**os.environ, "N": str(n), "DIST": dist, "LO": str(lo), "HI": str(hi)}
-    out = subprocess.run([exe, "--rand-seed=20261124", *options, str(script)], capture_output=True, text=True, env=env, timeout=120, check=True)
+    out = subprocess.run([exe, "--rand-seed=20261124", "--threads=1", "--events=1", *options, str(script), "run"], capture_output=True, text=True, env=env, timeout=120, check=True)
     values = [int(line) for line in out.stdout.splitlines() if line.strip().isdigit()]
     assert len(values) == n, out.stderr
     return values

@@ -222,7 +222,9 @@ async def test_a_climb_ended_while_the_client_lagged_is_the_clients_own_limit(
     sat = doc["saturation"]
     last = doc["steps"][-1]
     assert last["client_lag_ms"]["thread"]["max"] == late_ms and last["client_lag_ms"]["loop"]["max"] == 0.4
-    assert last["client_lag_ms_by_process"]["worker 2"]["thread"]["samples"] == 2 * per_collect  # the hold's 2 s
+    # the hold's collects add up: two in its 2 s, one when a loaded machine ran a tick late (a second is 30 ms here)
+    samples = last["client_lag_ms_by_process"]["worker 2"]["thread"]["samples"]
+    assert samples in (per_collect, 2 * per_collect), samples
     assert all("client_lag_ms" in i for i in doc["intervals"]) and "client_lag_ms" in doc["summary"]
     (expect,) = doc["expect"]
     if limited:
