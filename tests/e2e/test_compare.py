@@ -98,7 +98,14 @@ def runs(dsn_url: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
             out.write_text(json.dumps(doc))
     ramp = root / "ramp.bench"
     ramp.write_text(RAMP)
-    _run(ramp, root / "ramp.json")
+    # the tests read a figure per users count: both steps measured. A step in which the machine froze
+    # (the server answered nothing for 2.1 s of its 1.5 s hold, once, in a full suite) is rightly no
+    # measurement (bench_dsl/engine/judge.py: STALL_SHARE): such a run is run again, at most twice
+    for _ in range(3):
+        (root / "ramp.json").unlink(missing_ok=True)
+        doc = _run(ramp, root / "ramp.json")
+        if all(s["complete"] for s in doc["steps"]):
+            break
     # what else the runner leaves there, and must be skipped
     (matrix / "summary.json").write_text(json.dumps(summarize(load_results([matrix]))))
     (matrix / "notes.json").write_text('{"format": "something else"}')
