@@ -51,9 +51,9 @@ def test_every_shipped_file_runs(path: Path, dsn_url: str, tmp_path: Path) -> No
     sc = load(path, env={**os.environ, "BENCH_SSD_DIR": str(tmp_path), "BENCH_HDD_DIR": "/var/tmp"})
     if sc.study is not None:  # here: a study's first configuration, once
         study = ["--repeat", "1", *(a for k, v in sc.study.configurations[0].values for a in ("--only", f"{k}={v}"))]
-    # the studies' own durations (5-minute holds) shrunk to some 6 s a file (what the test proves: every
+    # the studies' own durations (5-minute holds) shrunk to some 4 s a file (what the test proves: every
     # phase runs and measures, not how much); every phase lasts 1 s at least
-    scale = min(0.05, 6.0 / plan(sc, 1.0, 2).seconds)
+    scale = min(0.05, 4.0 / plan(sc, 1.0, 2).seconds)
     with contextlib.ExitStack() as stack:
         # a monitor is a real node_exporter on this machine: one that never answers is refused at the start
         # when a condition needs it (tests/engine/test_hostwatch.py)
