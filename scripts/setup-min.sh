@@ -25,6 +25,6 @@ for dep in project["dependencies"] + [d for ds in project.get("optional-dependen
         raise SystemExit(f"setup-min: no plain lower bound in {dep!r}")
     print(f"{m.group(1)}=={m.group(2)}" + (f"; {marker.strip()}" if marker else ""))
 PY
-.venv-min/bin/python -m pip install -q --upgrade pip >&2
-.venv-min/bin/python -m pip install -q -c .venv-min/constraints.txt -e '.[test,ray]' >&2
+.venv-min/bin/python -m pip install -q 'uv>=0.13' >&2  # as scripts/setup.sh installs .venv
+.venv-min/bin/uv pip install -q --python .venv-min/bin/python --compile-bytecode -c .venv-min/constraints.txt -e '.[test,ray]' >&2
 touch "$stamp"

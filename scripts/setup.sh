@@ -56,10 +56,13 @@ stamp=.venv/.installed
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
-# an editable install compiles the C core once: install again when it changes
+# an editable install compiles the C core once: install again when it changes. uv installs the ~60
+# packages (Ray's among them) in parallel: 17 s against pip's 50 s here, a third of `make test`'s
+# set-up on a fresh clone. --compile-bytecode as pip does: PYTHONDONTWRITEBYTECODE would otherwise
+# have every process compile what it imports.
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ bench_dsl/native/_native.c -nt "$stamp" ] || [ setup.py -nt "$stamp" ]; then
-  .venv/bin/python -m pip install -q --upgrade pip >&2
-  .venv/bin/python -m pip install -q -e '.[test,ray]' >&2
+  .venv/bin/python -m pip install -q 'uv>=0.13' >&2
+  .venv/bin/uv pip install -q --python .venv/bin/python --compile-bytecode -e '.[test,ray]' >&2
   touch "$stamp"
 fi
 # Compiled once here, each module is not compiled again by every process a run starts (the coordinator
