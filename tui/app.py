@@ -21,6 +21,8 @@ from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.driver import Driver
+from textual.drivers.linux_driver import LinuxDriver
 from textual.events import Resize
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Static
@@ -29,6 +31,7 @@ from bench_dsl.core.printable import printable_data
 from bench_dsl.engine.events import Event
 
 from . import render
+from .driver import HangupSafeDriver
 from .state import HEADER, LOG, VERDICT, LiveState
 from .widgets import (
     ConditionsPanel,
@@ -209,6 +212,10 @@ class BenchApp(App[int]):
         self.run_task: asyncio.Task[int] | None = None  # set by run_app
         self._keys: tuple[bool, ...] = ()
         self.main = MainScreen(state, results)
+
+    def get_driver_class(self) -> type[Driver]:
+        default = super().get_driver_class()
+        return HangupSafeDriver if default is LinuxDriver else default
 
     @property
     def waiting_for_key(self) -> bool:
