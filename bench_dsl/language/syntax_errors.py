@@ -88,6 +88,16 @@ def syntax_diagnostic(err: UnexpectedInput, file: str, text: str, units: Units, 
         spaced = _spaced_unit(text, tok.start_pos, str(tok)) if tok.type != "$END" else None
         if spaced:
             hint = spaced
+        elif {"kink", "plateau"} <= set(keywords) and (after := _word_after_number(text, tok.start_pos, units)):
+            # `p95 > 20 parsecs }`: the word was read as the metric of a next condition, and the
+            # parser stops only after it; the mistake is the word, said there
+            start, number, name = after
+            at_line = text.count("\n", 0, start) + 1
+            at_col = start - text.rfind("\n", 0, start)
+            hint = (f"a unit is written against its number, without a space: {number}{name}"
+                    if name in _ATTACHED_UNITS else _not_a_unit(name))
+            return Diagnostic(f"unexpected {quoted(name)}", Span(file, at_line, at_col, at_line, at_col + len(name)),
+                              hint)
         return Diagnostic(f"unexpected {shown}", span, hint)
     if isinstance(err, UnexpectedCharacters):
         ch = err.char
@@ -100,8 +110,7 @@ def syntax_diagnostic(err: UnexpectedInput, file: str, text: str, units: Units, 
             if word in ("users", "user", *units):
                 hint = f"a unit word follows its number after a space: {number} {word}"
             else:
-                hint = (f"'{word}' is not a unit; units are written against the number: ms, s, m, h "
-                        "(durations), % (percent), K, M, G, T (sizes), x (factors)")
+                hint = _not_a_unit(word)
             return Diagnostic(f"unexpected {quoted(glued.group(0))}", Span(file, line, col, line, col + width), hint)
         if ch == "'":
             hint = 'strings use double quotes: "..."'
@@ -136,6 +145,40 @@ def quoted(text: str) -> str:
     if len(text) <= SHOWN:
         return repr(text)
     return repr(text[:SHOWN // 2] + "..." + text[-SHOWN // 4:]) + f" ({len(text):,} characters)"
+
+
+def _not_a_unit(word: str) -> str:
+    return (f"'{word}' is not a unit; units are written against the number: ms, s, m, h "
+            "(durations), % (percent), K, M, G, T (sizes), x (factors)")
+
+
+_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_NUMBER_CHARS = frozenset("0123456789.")
+
+
+def _word_after_number(text: str, pos: int, units: Units) -> tuple[int, str, str] | None:
+    """(where, the number, the word) of a word right after a bare number and a space, before `pos`:
+    a unit apart from its number, or a word that is no unit (a unit word, `8 users`, is none of them).
+    Scanned back from `pos`, once over each character (a file of 60 KB of digits costs no more)."""
+    end = pos
+    while end > 0 and text[end - 1].isspace():
+        end -= 1
+    start = end
+    while start > 0 and text[start - 1] in _WORD_CHARS:
+        start -= 1
+    word = text[start:end]
+    gap = start
+    while gap > 0 and text[gap - 1] in " \t":
+        gap -= 1
+    number = gap
+    while number > 0 and text[number - 1] in _NUMBER_CHARS:
+        number -= 1
+    if (not word or word[0].isdigit() or gap == start or number == gap
+            or (number > 0 and text[number - 1] in _WORD_CHARS)):  # `p95 word`: a metric, not a number
+        return None
+    if word in ("users", "user", *units):
+        return None
+    return start, text[number:gap], word
 
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
