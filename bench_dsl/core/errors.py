@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import enum
 import functools
 import re
@@ -96,6 +97,15 @@ def source_line(source: str, number: int) -> str | None:
 def line_starts(source: str) -> tuple[int, ...]:
     """Where each line of a text starts: one pass, shared by every diagnostic and span of the text."""
     return (0, *(m.end() for m in re.finditer("\n", source)))
+
+
+def span_at(file: str, source: str, start: int, length: int) -> Span:
+    """The span of `length` characters of `source` from `start`, on one line (bench_dsl.language.values.offset
+    is the way back)."""
+    starts = line_starts(source)
+    line = bisect.bisect_right(starts, start)
+    col = start - starts[line - 1] + 1
+    return Span(file, line, col, line, col + length)
 
 
 MESSAGE = 400  # a longer message is shown by its start and its end

@@ -11,7 +11,7 @@ import unicodedata
 from lark import Lark, Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from bench_dsl.core.errors import OTHER_BREAKS, Diagnostic, Span, break_in_comment
+from bench_dsl.core.errors import OTHER_BREAKS, Diagnostic, Span, break_in_comment, span_at
 
 Units = tuple[str, ...]  # the throughputs' unit words: metrics.Table.throughput_units()
 
@@ -92,12 +92,9 @@ def syntax_diagnostic(err: UnexpectedInput, file: str, text: str, units: Units, 
             # `p95 > 20 parsecs }`: the word was read as the metric of a next condition, and the
             # parser stops only after it; the mistake is the word, said there
             start, number, name = after
-            at_line = text.count("\n", 0, start) + 1
-            at_col = start - text.rfind("\n", 0, start)
             hint = (f"a unit is written against its number, without a space: {number}{name}"
                     if name in _ATTACHED_UNITS else _not_a_unit(name))
-            return Diagnostic(f"unexpected {quoted(name)}", Span(file, at_line, at_col, at_line, at_col + len(name)),
-                              hint)
+            return Diagnostic(f"unexpected {quoted(name)}", span_at(file, text, start, len(name)), hint)
         return Diagnostic(f"unexpected {shown}", span, hint)
     if isinstance(err, UnexpectedCharacters):
         ch = err.char
@@ -107,7 +104,7 @@ def syntax_diagnostic(err: UnexpectedInput, file: str, text: str, units: Units, 
         if glued:
             width = glued.end() - glued.start()
             number, word = glued.group(0)[: -len(glued.group(1))], glued.group(1)
-            if word in ("users", "user", *units):
+            if _unit_word(word, units):
                 hint = f"a unit word follows its number after a space: {number} {word}"
             else:
                 hint = _not_a_unit(word)
@@ -147,6 +144,11 @@ def quoted(text: str) -> str:
     return repr(text[:SHOWN // 2] + "..." + text[-SHOWN // 4:]) + f" ({len(text):,} characters)"
 
 
+def _unit_word(word: str, units: Units) -> bool:
+    """A unit written after its number and a space, as it should be: `8 users`, `500 tps`."""
+    return word in ("users", "user", *units)
+
+
 def _not_a_unit(word: str) -> str:
     return (f"'{word}' is not a unit; units are written against the number: ms, s, m, h "
             "(durations), % (percent), K, M, G, T (sizes), x (factors)")
@@ -176,7 +178,7 @@ def _word_after_number(text: str, pos: int, units: Units) -> tuple[int, str, str
     if (not word or word[0].isdigit() or gap == start or number == gap
             or (number > 0 and text[number - 1] in _WORD_CHARS)):  # `p95 word`: a metric, not a number
         return None
-    if word in ("users", "user", *units):
+    if _unit_word(word, units):
         return None
     return start, text[number:gap], word
 

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from bench_dsl.core.errors import Span
+from bench_dsl.core.errors import Span, span_at
 from bench_dsl.core.mysql_errors import RETRY_NAMES
 from bench_dsl.language import syntax as ast
 from bench_dsl.language.model import Fill, Generator, SetupSql
@@ -76,10 +76,7 @@ def _inside_string(text: str, span: Span | None, index: int, length: int) -> Spa
         pos = 1
         for _ in range(index):
             pos += 2 if raw[pos] == "\\" else 1  # an escape is two characters in the file, one in the value
-    at = start + pos
-    line = text.count("\n", 0, at) + 1
-    col = at - text.rfind("\n", 0, at)
-    return Span(span.file, line, col, line, col + length)
+    return span_at(span.file, text, start + pos, length)
 
 
 def native_sql(sql: str) -> tuple[str, tuple[str, ...]]:
