@@ -61,10 +61,16 @@ class Study:
 def study(dsn_url: str, tmp_path_factory: pytest.TempPathFactory) -> Study:
     root = tmp_path_factory.mktemp("rate-results")
     (root / "pools.bench").write_text(STUDY)
-    r = run_bench("run", str(root / "pools.bench"), "--headless", "-q", "--json", str(root / "study"),
-                  "--time-scale", "0.75", "--workers", "1")
-    assert r.returncode == 0, r.stderr
-    return Study(root, r.stderr)
+    # a step in which the machine froze (1.86 s without an answer, once, in a full suite: 172 arrivals
+    # dropped by the 80 users) is rightly no measurement: such a study is run again, at most twice
+    for _ in range(3):
+        r = run_bench("run", str(root / "pools.bench"), "--headless", "-q", "--json", str(root / "study"),
+                      "--time-scale", "0.75", "--workers", "1", "--replace")
+        assert r.returncode == 0, r.stderr
+        study = Study(root, r.stderr)
+        if not any(not s["complete"] and s.get("stall_s", 0) > 0 for d in study.docs.values() for s in d["steps"]):
+            break
+    return study
 
 
 def _sat(doc: dict[str, Any]) -> float:
