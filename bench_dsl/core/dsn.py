@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import quote, unquote, urlsplit
 
@@ -38,6 +39,42 @@ _CA_HINT = ("give the CA that signed the server's certificate with ssl-ca=PATH (
             "ssl-mode=REQUIRED to encrypt without checking the certificate")
 
 
+# What a server says it is, as every connection can ask it (any account may read these): its host's
+# name, the port it listens on and its data directory tell apart two servers on one host or on many,
+# and read the same through TCP and through the server's socket.
+IDENTITY_SQL = "SELECT @@hostname, @@port, @@datadir"
+
+
+@dataclass(frozen=True, slots=True)
+class ServerIdentity:
+    """A server as it names itself (IDENTITY_SQL): what every connection of a run must find at the
+    other end, and what a server's saved settings are filed under."""
+
+    hostname: str
+    port: int
+    datadir: str
+
+    @classmethod
+    def from_row(cls, row: Sequence[object]) -> ServerIdentity:
+        hostname, port, datadir = row
+        return cls(str(hostname), int(str(port)), str(datadir))
+
+    def text(self) -> str:
+        """IDENTITY_SQL's row as the C executor reads it: its values as text, tab-separated."""
+        return f"{self.hostname}\t{self.port}\t{self.datadir}"
+
+    def __str__(self) -> str:
+        return f"{self.hostname}:{self.port} (data in {self.datadir})"
+
+    @classmethod
+    def shown(cls, text: str) -> str:
+        """An answer to IDENTITY_SQL as text() writes it, worded as str() words an identity."""
+        try:
+            return str(cls.from_row(text.split("\t")))
+        except ValueError:  # not three values, or no port: another kind of server, shown as it answered
+            return text.replace("\t", " ")
+
+
 @dataclass(frozen=True, slots=True)
 class Dsn:
     host: str
@@ -53,6 +90,10 @@ class Dsn:
     ssl_cert: str | None = None
     ssl_key: str | None = None
     compress: bool = False
+    # the server this address must lead to, once the run has met it: every connection made with the
+    # address checks it (server/connect.py, the C executor), so that a user can never measure another
+    # server than the one the run names, whatever the transport chose (issue 38)
+    reaches: ServerIdentity | None = None
 
     @property
     def tls(self) -> bool:
@@ -140,7 +181,7 @@ def parse_dsn(text: str) -> Dsn:
         socket=q.get("socket"),
         ssl_mode=mode,
         compress=_BOOLEANS[compress.lower()] if compress is not None else False,
-        **files,
+        ssl_ca=files.get("ssl_ca"), ssl_cert=files.get("ssl_cert"), ssl_key=files.get("ssl_key"),
     )
 
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import asyncmy
 
 from bench_dsl import native
-from bench_dsl.core.dsn import Dsn
+from bench_dsl.core.dsn import Dsn, ServerIdentity
 from bench_dsl.core.errors import TargetError, error_reason
 from bench_dsl.core.mysql_errors import CONNECTION_LOST, SCENARIO_ERRORS
 from bench_dsl.engine import events as ev
@@ -24,7 +24,7 @@ from bench_dsl.engine.voice import Voice
 from bench_dsl.fleet.base import Fleet, worker_count
 from bench_dsl.fleet.registry import FleetSetup, make_fleet
 from bench_dsl.language import model as m
-from bench_dsl.server.connect import ensure_database
+from bench_dsl.server.connect import connect_explained, ensure_database, identify
 from bench_dsl.server.embedded import EmbeddedServer
 from bench_dsl.server.facts import apply_settings, facts
 from bench_dsl.server.replication import start_replicas
@@ -84,6 +84,11 @@ class Stage:
         else:
             await ensure_database(dsn)
         info = await facts(dsn, self.server.pid if self.server else None)
+        # from here on every connection made with the address, the users' included, must reach this
+        # server: `localhost:PORT` read as "the default socket" by one client library once measured
+        # another server than the one the result named (issue 38)
+        dsn = replace(dsn, reaches=info.identity)
+        replica_dsns = await self._pin_replicas(info.identity, replica_dsns)
         for note in dsn.notes():  # TLS and compress options that do less than a person may expect
             self.log(note, "warning")
         applied = await apply_settings(dsn, sc.server_settings, embedded=self.server is not None)
@@ -104,13 +109,34 @@ class Stage:
                   # where cpu(server) comes from: the server process here, or its host's node_exporter
                   "cpu_source": "node_exporter" if sc.monitor else ("process" if info.pid is not None else None),
                   "monitor": sc.monitor,
-                  "tls": info.tls}
+                  "tls": info.tls,
+                  "identity": {"hostname": info.identity.hostname, "port": info.identity.port,
+                               "datadir": info.identity.datadir}}
         self.publish(ev.Started(sc.name, dsn.redacted(), info.version, self.server is not None,
                                 plan_json(self.plan, time_scale, max_steps), list(self.workload.names),
                                 [c.text for c in sc.stop], specs, server))
         embedded = self.server
         return Target(dsn, replica_dsns, info.pid, embedded.alive if embedded is not None else None,
                       str(embedded.basedir / "data") if embedded is not None and embedded.basedir else None)
+
+    async def _pin_replicas(self, primary: ServerIdentity, replicas: list[Dsn]) -> list[Dsn]:
+        """Each replica's address bound to the server it reached first, which must be neither the
+        primary nor another replica: the lag of a server to itself is no lag."""
+        pinned: list[Dsn] = []
+        seen = {primary: "the primary"}
+        for i, r in enumerate(replicas):
+            conn = await connect_explained(r, None)
+            try:
+                async with conn.cursor() as cur:
+                    found = await identify(cur)
+            finally:
+                conn.close()
+            if found in seen:
+                raise TargetError(f"replica {i + 1} ({r.redacted()}) reached {found}, which is {seen[found]}: "
+                                  "a replica must be a server of its own")
+            seen[found] = f"replica {len(pinned) + 1}"
+            pinned.append(replace(r, reaches=found))
+        return pinned
 
     async def prepare(self, dsn: Dsn, force: bool) -> asyncio.Task[dict[str, object]]:
         """The load, as a task the run can cancel (a Ctrl-C while loading stops at once)."""

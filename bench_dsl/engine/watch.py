@@ -39,6 +39,9 @@ class TargetWatch:
         elif self._refused_since is None:
             self._refused_since = now
         refused_long = self._refused_since is not None and (ending or now - self._refused_since >= CONNECT_GRACE)
+        if health.elsewhere is not None:  # first: nothing a user measured there is of this server
+            return StopReason("target_failed", message=self.scrub(health.elsewhere),
+                              said=self.scrub(f"a user reached another server: {health.elsewhere}"))
         if self.server_alive is not None and not self.server_alive():
             return self._lost("the throwaway server process exited")
         if health.connect_failures and health.idle_s > TARGET_TIMEOUT:

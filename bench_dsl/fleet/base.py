@@ -35,6 +35,7 @@ class Health:
     refused: int = 0  # users without one whose latest attempt to connect failed
     connect_error: tuple[int, str] | None = None  # (code, message) of the latest failed connect
     never_connected: int = 0  # users still waiting for their first connection (not reconnecting ones)
+    elsewhere: str | None = None  # a user reached another server than the run's: what it found there
 
     @classmethod
     def from_wire(cls, h: dict[str, Any]) -> Health:
@@ -42,12 +43,13 @@ class Health:
                    {int(code): msg for code, msg in h["error_messages"].items()}, tuple(h.get("executors", ())),
                    int(h["connected"]), int(h["refused"]),
                    tuple(h["connect_error"]) if h["connect_error"] else None,
-                   int(h.get("never_connected", 0)))
+                   int(h.get("never_connected", 0)), h.get("elsewhere"))
 
     @classmethod
     def merge(cls, healths: Iterable[Health]) -> Health:
         """The fleet's, from its processes': counts add up, the idlest is the least idle process."""
         fails, idle, fatal, connected, refused, connect_error, never = 0, float("inf"), None, 0, 0, None, 0
+        elsewhere: str | None = None
         messages: dict[int, str] = {}
         executors: set[str] = set()
         for h in healths:
@@ -61,8 +63,9 @@ class Health:
             refused += h.refused
             never += h.never_connected
             connect_error = connect_error or h.connect_error
+            elsewhere = elsewhere or h.elsewhere
         return cls(fails, 0.0 if idle == float("inf") else idle, fatal, messages, tuple(sorted(executors)),
-                   connected, refused, connect_error, never)
+                   connected, refused, connect_error, never, elsewhere)
 
 
 @dataclass(frozen=True, slots=True)

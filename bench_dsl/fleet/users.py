@@ -19,15 +19,15 @@ from typing import Any
 import asyncmy
 
 from bench_dsl import native
-from bench_dsl.core.dsn import Dsn, redact
+from bench_dsl.core.dsn import Dsn, ServerIdentity, redact
 from bench_dsl.core.mysql_errors import CONNECTION_LOST, LOST_CONNECTION, SCENARIO_ERRORS
 from bench_dsl.fleet import arrivals
 from bench_dsl.fleet.base import Health
 from bench_dsl.measure.arrivals import ArrivalStats
 from bench_dsl.measure.recorder import Recorder
 from bench_dsl.native import executor
-from bench_dsl.native.executor import ERROR, PREPARE, STOPPED, NativeUser
-from bench_dsl.server.connect import connect
+from bench_dsl.native.executor import ELSEWHERE, ERROR, PREPARE, STOPPED, NativeUser
+from bench_dsl.server.connect import OtherServer, connect, other_server
 from bench_dsl.workloads.base import IntendedRollback, Session, Workload, error_code
 
 # what the owner of a user decides after an error
@@ -107,6 +107,7 @@ class UserPool:
         self.connect_failures = 0
         self.connect_error: tuple[int, str] | None = None
         self.fatal: tuple[int, str, str] | None = None
+        self.elsewhere: str | None = None  # what a user that reached another server than the run's found
         self.error_messages: dict[int, str] = {}
         self.executors: set[str] = set()
         description = workload.statements() if native.raw_executor else None
@@ -159,7 +160,7 @@ class UserPool:
         return Health(self.connect_failures, time.monotonic() - self.last_progress, self.fatal,
                       dict(self.error_messages), tuple(sorted(self.executors)),
                       sum(u.live for u in running), sum(u.refused and not u.live for u in running), self.connect_error,
-                      sum(not u.ever_connected for u in running))
+                      sum(not u.ever_connected for u in running), self.elsewhere)
 
     async def resize(self, n: int, wait: bool = True, hold: bool = False) -> None:
         """`hold`: the new users connect (and prepare) but start no transaction before release().
@@ -244,6 +245,9 @@ class UserPool:
             while not u.stop:
                 async with self._connecting:
                     outcome, code, message = await nu.connect()
+                if outcome == ELSEWHERE:
+                    self._elsewhere(u, other_server(self.dsn, ServerIdentity.shown(message)))
+                    return False
                 if outcome == ERROR:
                     await self._not_connected(u, code, message, backoff)
                     backoff = min(backoff * 2, 2.0)
@@ -290,6 +294,13 @@ class UserPool:
         u.connected.set()
         await asyncio.sleep(backoff)
 
+    def _elsewhere(self, u: _User, why: str) -> None:
+        """A user connected to another server than the run's: it stops there, and the run with it
+        (engine/watch.py): what it would measure is not the server the result names."""
+        u.stop = True
+        if self.elsewhere is None:
+            self.elsewhere = redact(why)
+
     def _now_connected(self, u: _User) -> None:
         u.live, u.refused, u.ever_connected = True, False, True
         self.connect_failures = 0
@@ -308,6 +319,9 @@ class UserPool:
                         async with self._connecting:
                             conn = await asyncio.wait_for(connect(self.dsn, self.dsn.database, timeout=5),
                                                           CONNECT_TIMEOUT)
+                    except OtherServer as exc:
+                        self._elsewhere(u, str(exc))
+                        return
                     except Exception as exc:  # unmeasured: connecting is not part of a transaction
                         why = (f"no greeting or authentication in {CONNECT_TIMEOUT:g}s"
                                if isinstance(exc, asyncio.TimeoutError) else _message(exc))

@@ -1450,7 +1450,7 @@ static PyTypeObject ScheduleType = {
 /* User                                                                                            */
 
 /* what run() and connect() say */
-enum { OUT_OK = 0, OUT_STOPPED = 0, OUT_ERROR = 1, OUT_LOST = 2, OUT_DOUBT = 3, OUT_PREPARE = 4 };
+enum { OUT_OK = 0, OUT_STOPPED = 0, OUT_ERROR = 1, OUT_LOST = 2, OUT_DOUBT = 3, OUT_PREPARE = 4, OUT_ELSEWHERE = 5 };
 
 typedef struct {
     long long i;
@@ -1481,6 +1481,7 @@ typedef struct {
     long long tx, attempt, completed, t0;
     /* the connection's options */
     char *host, *user, *password, *database, *unix_socket, *ssl_mode, *ssl_ca, *ssl_cert, *ssl_key, *charset;
+    char *identity_sql, *identity; /* what the server must answer to identity_sql, its values tab-separated */
     unsigned int port, connect_timeout;
     int compress;
     Claim claim;             /* its place among the schedule's waiting users; last: the closed loop's
@@ -1540,7 +1541,8 @@ static void user_close(User *self) {
 }
 
 /* User(program, counts, seed, options, schedule=None): options is a dict of host, port, user, password,
- * database, unix_socket, ssl_mode, ssl_ca, ssl_cert, ssl_key, compress, connect_timeout. With a
+ * database, unix_socket, ssl_mode, ssl_ca, ssl_cert, ssl_key, compress, connect_timeout, and
+ * identity_sql with identity: the one-row answer every connection must get to it. With a
  * Schedule, each transaction starts at an arrival and its latency runs from the arrival's due time. */
 static int User_init(User *self, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"program", "counts", "seed", "options", "schedule", NULL};
@@ -1587,6 +1589,8 @@ static int User_init(User *self, PyObject *args, PyObject *kwds) {
         text_option(options, "ssl_mode", &self->ssl_mode) < 0 || text_option(options, "ssl_ca", &self->ssl_ca) < 0 ||
         text_option(options, "ssl_cert", &self->ssl_cert) < 0 || text_option(options, "ssl_key", &self->ssl_key) < 0 ||
         text_option(options, "charset", &self->charset) < 0 ||
+        text_option(options, "identity_sql", &self->identity_sql) < 0 ||
+        text_option(options, "identity", &self->identity) < 0 ||
         int_option(options, "port", &self->port, 3306) < 0 ||
         int_option(options, "connect_timeout", &self->connect_timeout, 10) < 0)
         return -1;
@@ -1621,7 +1625,8 @@ static void User_dealloc(User *self) {
     PyMem_RawFree(self->bound_ok);
     PyMem_RawFree(self->slots);
     char **texts[] = {&self->host, &self->user, &self->password, &self->database, &self->unix_socket,
-                      &self->ssl_mode, &self->ssl_ca, &self->ssl_cert, &self->ssl_key, &self->charset};
+                      &self->ssl_mode, &self->ssl_ca, &self->ssl_cert, &self->ssl_key, &self->charset,
+                      &self->identity_sql, &self->identity};
     for (size_t k = 0; k < sizeof(texts) / sizeof(texts[0]); k++) free_text(texts[k]);
     Py_CLEAR(self->program);
     Py_CLEAR(self->counts);
@@ -1657,7 +1662,42 @@ static void set_tls(User *self, MYSQL *m) {
     mysql_optionsv(m, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, verify_identity ? &yes : &no);
 }
 
-/* connect and prepare (no GIL). OUT_OK, OUT_ERROR (cannot connect) or OUT_PREPARE (a statement cannot be
+/* OUT_OK when the server answers identity_sql with `identity`; OUT_ELSEWHERE with what it answered
+ * in message; OUT_ERROR when it could not be asked (no GIL) */
+static int same_server(User *self, MYSQL *m, unsigned int *code, char *message) {
+    if (mysql_real_query(m, self->identity_sql, (unsigned long)strlen(self->identity_sql)) != 0) {
+        *code = mysql_errno(m);
+        keep(message, mysql_error(m));
+        return OUT_ERROR;
+    }
+    MYSQL_RES *res = mysql_store_result(m);
+    if (res == NULL) {
+        *code = mysql_errno(m);
+        keep(message, *code ? mysql_error(m) : "no answer to the server's identity");
+        return OUT_ERROR;
+    }
+    MYSQL_ROW row = mysql_fetch_row(res);
+    unsigned long *lengths = mysql_fetch_lengths(res);
+    unsigned int n = mysql_num_fields(res);
+    char found[4352]; /* a host name, a port and a data directory (PATH_MAX) */
+    size_t at = 0;
+    for (unsigned int k = 0; row != NULL && k < n; k++) { /* truncated to the buffer: a long answer differs */
+        if (k > 0 && at < sizeof(found) - 1) found[at++] = '\t';
+        size_t len = row[k] ? (size_t)lengths[k] : 0, room = sizeof(found) - 1 - at;
+        if (len > room) len = room;
+        if (len) memcpy(found + at, row[k], len);
+        at += len;
+    }
+    found[at] = 0;
+    mysql_free_result(res);
+    if (row != NULL && strcmp(found, self->identity) == 0) return OUT_OK;
+    *code = 0;
+    keep(message, found);
+    return OUT_ELSEWHERE;
+}
+
+/* connect and prepare (no GIL). OUT_OK, OUT_ERROR (cannot connect), OUT_ELSEWHERE (another server than
+ * `identity` answered) or OUT_PREPARE (a statement cannot be
  * prepared: the caller lets the driver meet it); code and message filled. */
 static int user_connect(User *self, unsigned int *code, char *message) {
     Program *p = self->program;
@@ -1668,6 +1708,11 @@ static int user_connect(User *self, unsigned int *code, char *message) {
     if (self->charset != NULL) mysql_optionsv(m, MYSQL_SET_CHARSET_NAME, self->charset);
     if (self->compress) mysql_optionsv(m, MYSQL_OPT_COMPRESS, NULL);
     set_tls(self, m);
+    /* The transport the address names, never the library's guess: libmariadb takes the host
+     * "localhost" for its default socket and drops the port, which once sent every user to another
+     * server than the one at localhost:PORT (issue 38). A socket only when the address gives one. */
+    unsigned int protocol = self->unix_socket ? MYSQL_PROTOCOL_SOCKET : MYSQL_PROTOCOL_TCP;
+    mysql_optionsv(m, MYSQL_OPT_PROTOCOL, &protocol);
     const char *host = self->unix_socket ? "localhost" : self->host;
     if (mysql_real_connect(m, host, self->user, self->password, self->database, self->port, self->unix_socket,
                            0) == NULL) {
@@ -1679,6 +1724,10 @@ static int user_connect(User *self, unsigned int *code, char *message) {
     pthread_mutex_lock(&self->mu);
     self->mysql = m;
     pthread_mutex_unlock(&self->mu);
+    if (self->identity_sql != NULL) {
+        int rc = same_server(self, m, code, message);
+        if (rc != OUT_OK) return rc;
+    }
     for (int k = 0; k < p->nsql; k++) {
         if (p->nparams[k] < 0) continue; /* never executed */
         MYSQL_STMT *st = mysql_stmt_init(m);
@@ -1823,7 +1872,7 @@ static PyObject *User_connect(User *self, PyObject *unused) {
     int outcome;
     Py_BEGIN_ALLOW_THREADS
     outcome = user_connect(self, &code, message);
-    if (outcome == OUT_ERROR) user_close(self);
+    if (outcome == OUT_ERROR || outcome == OUT_ELSEWHERE) user_close(self);
     Py_END_ALLOW_THREADS
     self->running = 0;
     return Py_BuildValue("(iIN)", outcome, code, PyUnicode_DecodeUTF8(message, (Py_ssize_t)strlen(message), "replace"));
@@ -2081,5 +2130,6 @@ PyMODINIT_FUNC PyInit__native(void) {
     PyModule_AddIntConstant(m, "LOST", OUT_LOST);
     PyModule_AddIntConstant(m, "DOUBT", OUT_DOUBT);
     PyModule_AddIntConstant(m, "PREPARE", OUT_PREPARE);
+    PyModule_AddIntConstant(m, "ELSEWHERE", OUT_ELSEWHERE);
     return m;
 }

@@ -16,11 +16,11 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from bench_dsl import native
-from bench_dsl.core.dsn import Dsn
+from bench_dsl.core.dsn import IDENTITY_SQL, Dsn
 from bench_dsl.language.statements import Transactions
 
-# what run() and connect() say
-STOPPED, ERROR, LOST, DOUBT, PREPARE = 0, 1, 2, 3, 4
+# what run() and connect() say (ELSEWHERE: connected to another server than the address must reach)
+STOPPED, ERROR, LOST, DOUBT, PREPARE, ELSEWHERE = 0, 1, 2, 3, 4, 5
 
 T = TypeVar("T")
 
@@ -60,8 +60,11 @@ def charset(description: Transactions) -> str | None:
 
 def options(dsn: Dsn, timeout: float, description: Transactions | None = None) -> dict[str, object]:
     """What _native.User connects with: the address, its TLS and compression options, the
-    character set the description's text needs."""
-    return {"charset": None if description is None else charset(description),
+    character set the description's text needs, and the server it must reach."""
+    reaches = dsn.reaches
+    return {"identity_sql": None if reaches is None else IDENTITY_SQL,
+            "identity": None if reaches is None else reaches.text(),
+            "charset": None if description is None else charset(description),
             "host": dsn.host, "port": dsn.port, "user": dsn.user, "password": dsn.password,
             "database": dsn.database, "unix_socket": dsn.socket, "connect_timeout": max(1, round(timeout)),
             "ssl_mode": dsn.ssl_mode, "ssl_ca": dsn.ssl_ca, "ssl_cert": dsn.ssl_cert, "ssl_key": dsn.ssl_key,

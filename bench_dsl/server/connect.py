@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import asyncmy
 
-from bench_dsl.core.dsn import Dsn, quote_identifier
+from bench_dsl.core.dsn import IDENTITY_SQL, Dsn, ServerIdentity, quote_identifier
 from bench_dsl.core.errors import TargetError
 from bench_dsl.core.tls import explain_failure, ssl_context
 
@@ -16,10 +16,40 @@ from bench_dsl.core.tls import explain_failure, ssl_context
 logging.getLogger("asyncmy").setLevel(logging.ERROR)
 
 
+class OtherServer(TargetError):
+    """A connection reached another server than the one the run measures (Dsn.reaches)."""
+
+
+def other_server(dsn: Dsn, found: str) -> str:
+    """What is said of a connection that reached another server: one wording, for asyncmy's
+    connections and the C executor's."""
+    return (f"{dsn.redacted()} reached the server {found}, not the one this run measures "
+            f"({dsn.reaches}): a connection must reach the server it names")
+
+
 async def connect(dsn: Dsn, database: str | None = None, autocommit: bool = True,
                   timeout: float = 10) -> asyncmy.Connection:
-    return await asyncmy.connect(**dsn.connect_args(), database=database, autocommit=autocommit,
+    """A connection to `dsn`; when the address says which server it must reach (`reaches`), one
+    that reached another raises OtherServer."""
+    conn = await asyncmy.connect(**dsn.connect_args(), database=database, autocommit=autocommit,
                                  connect_timeout=timeout, ssl=ssl_context(dsn))
+    if dsn.reaches is not None:
+        try:
+            async with conn.cursor() as cur:
+                found = await identify(cur)
+        except BaseException:
+            conn.close()
+            raise
+        if found != dsn.reaches:
+            conn.close()
+            raise OtherServer(other_server(dsn, str(found)))
+    return conn
+
+
+async def identify(cur: asyncmy.cursors.Cursor) -> ServerIdentity:
+    """The server at the other end of this connection, as it names itself."""
+    await cur.execute(IDENTITY_SQL)
+    return ServerIdentity.from_row(await cur.fetchone())
 
 
 async def connect_failure(dsn: Dsn, exc: BaseException) -> str:
@@ -45,7 +75,7 @@ async def connect_explained(dsn: Dsn, database: str | None = None, timeout: floa
     Connections that retry on their own (counters, replication probes) use `connect`."""
     try:
         return await connect(dsn, database, timeout=timeout)
-    except TargetError:
+    except TargetError:  # OtherServer says it all
         raise
     except Exception as exc:
         raise TargetError(f"cannot reach {dsn.redacted()}: {await connect_failure(dsn, exc)}") from None

@@ -123,6 +123,7 @@ class EmbeddedServer:
     role: str = "alone"
     server_id: int = 1
     socket_dir: Path | None = None  # the short directory of its socket, when its own was too deep
+    socket: str | None = None  # its socket's path, once started
     # how its data directory was made: "template" (a copy), "new template" (built, then copied),
     # "install" (in its own directory: MySQL, or no private cache to keep a template in)
     data_from: str = ""
@@ -152,7 +153,7 @@ class EmbeddedServer:
         self.log = self.basedir / "error.log"
         await asyncio.to_thread(self._install, mysqld, datadir)
         self.port = _free_port()
-        sock = self._socket_path()
+        sock = self.socket = self._socket_path()
         args = [mysqld, "--no-defaults", f"--datadir={datadir}", f"--socket={sock}", f"--port={self.port}",
                 "--bind-address=127.0.0.1", f"--pid-file={self.basedir / 'mysqld.pid'}",
                 f"--log-error={self.log}", "--skip-name-resolve",

@@ -10,11 +10,11 @@ from pathlib import Path
 import asyncmy
 import psutil
 
-from bench_dsl.core.dsn import Dsn
+from bench_dsl.core.dsn import Dsn, ServerIdentity
 from bench_dsl.core.errors import error_reason
 from bench_dsl.language.model import ServerSetting
 from bench_dsl.language.server_settings import reads_as
-from bench_dsl.server.connect import connect, session_tls
+from bench_dsl.server.connect import connect, identify, session_tls
 
 # The variables that decide how a MySQL server performs: recorded with every result.
 REPORTED_VARIABLES = (
@@ -35,6 +35,7 @@ class ServerFacts:
     variables: dict[str, str]
     pid: int | None
     local: bool
+    identity: ServerIdentity  # what every connection of the run must reach (Dsn.reaches)
     # the result's server.tls: the mode asked for, and the cipher and protocol the server reports for
     # one connection made as the run's are (null when it is not encrypted)
     tls: dict[str, str | None] = field(default_factory=dict)
@@ -47,13 +48,14 @@ async def facts(dsn: Dsn, embedded_pid: int | None) -> ServerFacts:
             names = ",".join(f"'{n}'" for n in REPORTED_VARIABLES)
             await cur.execute(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({names})")
             variables = {str(k): str(v) for k, v in await cur.fetchall()}
-            await cur.execute("SELECT @@pid_file, @@port")
-            pid_file, port = await cur.fetchone()
+            await cur.execute("SELECT @@pid_file")
+            (pid_file,) = await cur.fetchone()
+            identity = await identify(cur)
             tls = await session_tls(cur)
     finally:
         conn.close()
-    pid = embedded_pid if embedded_pid is not None else _local_pid(dsn, str(pid_file), int(port))
-    return ServerFacts(variables.get("version", "?"), variables, pid, pid is not None,
+    pid = embedded_pid if embedded_pid is not None else _local_pid(dsn, str(pid_file), identity.port)
+    return ServerFacts(variables.get("version", "?"), variables, pid, pid is not None, identity,
                        {"mode": dsn.ssl_mode, **tls})
 
 

@@ -14,7 +14,6 @@ import asyncmy
 from bench_dsl.core.dsn import Dsn
 from bench_dsl.language import model as m
 from bench_dsl.measure.metrics import Tick
-from bench_dsl.server.connect import connect
 from bench_dsl.server.counters import STATUS_DEFAULT, ServerCounters, unknown_status
 from bench_dsl.server.hostwatch import FIRST_TRIES, HostWatch, Reading
 from bench_dsl.server.replication import Heartbeat
@@ -62,14 +61,8 @@ class ServerSide:
         self.counters.status_names = STATUS_DEFAULT + tuple(n for n in named if n.lower() not in known)
 
         url = self.sc.monitor
-        if data_dir is None and server_pid is not None:  # a server of your own on this machine
-            conn = await connect(dsn, dsn.database)
-            try:
-                async with conn.cursor() as cur:
-                    await cur.execute("SELECT @@datadir")
-                    (data_dir,) = await cur.fetchone()
-            finally:
-                conn.close()
+        if data_dir is None and server_pid is not None and dsn.reaches is not None:  # a server of your own here
+            data_dir = dsn.reaches.datadir
         self.host = HostWatch(url, data_dir if server_pid is not None else None, lambda msg: self.log(msg, "warning"))
         disk_conditions = [c for c in self._conditions() if _disks(c)]
         # with a monitor, the server's CPU and disks come from it alone (fill), on this machine too
