@@ -94,7 +94,8 @@ async def run_study(sc: m.Scenario, opt: StudyOptions, err: Console) -> int:
     remote = None
     if target is not None:  # a static setting without --restart-cmd is refused before anything is written
         remote = RemoteSettings(target, {s.name for c in chosen for s in c.settings}, opt.restart_cmd,
-                                lambda text: say(f"study: {text}"), study=directory)
+                                lambda text: say(f"study: {text}"), fixed={s.name for s in sc.server_settings},
+                                study=directory)
         await remote.check()  # from here on the server is this study's, until remote.release()
         target = remote.dsn  # every run must reach the server whose settings were written down
     try:

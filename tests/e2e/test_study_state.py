@@ -1,6 +1,7 @@
 """What a study writes down about a server of your own before it changes its settings (issue 38):
 filed under the server's identity, not under the address that reached it; claimed by one study at
-a time; read only from a place no one else could have written."""
+a time; read only from a place no one else could have written; every setting a study changes
+recorded and set back, its fixed `server { }` ones too."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -23,7 +25,7 @@ from bench_dsl.core.errors import UsageError
 from bench_dsl.server.embedded import EmbeddedServer
 from bench_dsl.server.remote_settings import RemoteSettings
 
-from ..conftest import ROOT, run_sql
+from ..conftest import BENCH, ROOT, run_bench, run_sql
 
 NOBODY = pwd.getpwnam("nobody")
 
@@ -332,3 +334,50 @@ def test_a_value_the_server_refuses_says_where_it_stays_written_down(
     assert any(str(file) in t for t in said if "innodb_io_capacity" in t), said
     assert json.loads(file.read_text())["original"] == {"innodb_io_capacity": "many"}
     file.unlink()
+
+
+# ---- section 5: the study's fixed `server { }` settings ----------------------------------------
+
+FIXED = """scenario "fixed and varied" {
+  target env("BENCH_OWN_DSN")
+  server { innodb_flush_log_at_trx_commit = 2 }
+  workload sysbench oltp_point_select { tables = 1  table_size = 100 }
+  vary { innodb_io_capacity = [300, 3000] }
+  users 1
+  duration %s
+}"""
+
+
+@pytest.mark.slow
+def test_a_studys_fixed_server_settings_are_written_down_and_set_back(
+        own: EmbeddedServer, state: Path, tmp_path: Path) -> None:
+    dsn = _tcp(own)
+    _set(dsn, innodb_flush_log_at_trx_commit=1, innodb_io_capacity=200)
+    f = tmp_path / "fixed.bench"
+    f.write_text(FIXED % "1s")
+    env = {"BENCH_OWN_DSN": own.url(), "XDG_STATE_HOME": str(state)}
+    r = run_bench("run", str(f), "--headless", "-q", "--json", str(tmp_path / "whole"), env=env)
+    assert r.returncode == 0, r.stderr
+    said = " ".join(r.stderr.split())
+    assert "restored innodb_flush_log_at_trx_commit=1, innodb_io_capacity=200" in said, r.stderr
+    assert _value(dsn, "innodb_flush_log_at_trx_commit") == "1"
+
+    # killed while its second configuration runs: both were written down first
+    f.write_text(FIXED % "6s")
+    proc = subprocess.Popen([*BENCH, "run", str(f), "--headless", "-q", "--json", str(tmp_path / "killed")],
+                            cwd=ROOT, env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120  # a bound on a hang, not a timing: it is met in seconds
+        while _value(dsn, "innodb_io_capacity") != "3000":
+            assert proc.poll() is None and time.monotonic() < deadline, "the second configuration never ran"
+            time.sleep(0.2)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    [file] = _state_files(state)
+    assert json.loads(file.read_text())["original"] == {"innodb_flush_log_at_trx_commit": "1",
+                                                       "innodb_io_capacity": "200"}
+    s = RemoteSettings(dsn, [], None, lambda _: None)
+    asyncio.run(s.check())
+    _release(s)
+    assert _value(dsn, "innodb_flush_log_at_trx_commit") == "1" and _value(dsn, "innodb_io_capacity") == "200"
