@@ -443,9 +443,7 @@ class Claim:
 
     def write(self, doc: dict[str, Any]) -> None:
         """Written whole: a new temporary file (never one that was there) renamed over it."""
-        tmp = f".{self.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
-                     dir_fd=self.directory)
+        fd, tmp = _new_file(f".{self.name}", self.directory)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(json.dumps(doc, indent=1) + "\n")
@@ -586,8 +584,8 @@ def _absolute(path: Path) -> Path:
 def _write_private(path: Path, doc: dict[str, Any]) -> None:
     """Written whole (a new temporary file renamed over it), readable by this user only."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    fd, name = _new_file(str(path.with_name(f".{path.name}")), None)
+    tmp = Path(name)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(json.dumps(doc, indent=1) + "\n")
@@ -598,3 +596,17 @@ def _write_private(path: Path, doc: dict[str, Any]) -> None:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
+
+
+def _new_file(prefix: str, dir_fd: int | None) -> tuple[int, str]:
+    """A temporary file made here and now (O_EXCL): never one that was already there, which another
+    user may have put in a directory they can write (a study's directory may be one), and which
+    would then be renamed into place still theirs. A name taken is passed over for another."""
+    for _ in range(16):
+        name = f"{prefix}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+        try:
+            return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                           dir_fd=dir_fd), name
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free name for a temporary file", prefix)

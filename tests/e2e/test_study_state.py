@@ -274,6 +274,50 @@ def test_a_state_file_someone_else_could_have_written_is_refused_and_never_appli
     file.unlink()
 
 
+def test_a_state_directory_reached_through_a_link_or_one_any_user_may_replace_is_refused(
+        own: EmbeddedServer, state: Path, tmp_path: Path) -> None:
+    dsn = _tcp(own)
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o700)
+    state.mkdir(mode=0o700)
+    (state / "bench-dsl").symlink_to(mine)
+    for refused, why in ((state / "bench-dsl", "a symbolic link"), (state, "writable by every user")):
+        if refused == state:
+            (state / "bench-dsl").unlink()
+            state.chmod(0o777)  # no sticky bit: anyone may rename bench-dsl/ away and put theirs
+        s = RemoteSettings(dsn, ["innodb_io_capacity"], None, lambda _: None)
+        with pytest.raises(UsageError) as err:
+            asyncio.run(s.check())
+        text = " ".join(str(err.value).split())
+        assert f"{refused}: {why}" in text, text
+    state.chmod(0o1777)  # as /tmp: only the owner of bench-dsl/ may rename it
+    s = RemoteSettings(dsn, ["innodb_io_capacity"], None, lambda _: None)
+    asyncio.run(s.check())
+    _release(s)
+
+
+def test_a_temporary_file_planted_where_the_study_writes_is_never_written_through(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A study's directory may be one others can write in: a file they put at the temporary name
+    would be written and renamed into place, still theirs."""
+    from bench_dsl.server.remote_settings import STUDY_FILE, _write_private
+
+    study = tmp_path / "study"
+    study.mkdir()
+    study.chmod(0o777)
+    tokens = iter(["0000", "1111"])
+    monkeypatch.setattr("secrets.token_hex", lambda _: next(tokens))
+    planted = [study / f".{STUDY_FILE}.{os.getpid()}.tmp", study / f".{STUDY_FILE}.{os.getpid()}.0000.tmp"]
+    for p in planted:
+        p.write_text("theirs")
+        os.chown(p, NOBODY.pw_uid, NOBODY.pw_gid)
+    _write_private(study / STUDY_FILE, {"original": {"innodb_io_capacity": "200"}})
+    written = (study / STUDY_FILE).stat()
+    assert written.st_uid == os.geteuid() and written.st_mode & 0o777 == 0o600
+    assert json.loads((study / STUDY_FILE).read_text()) == {"original": {"innodb_io_capacity": "200"}}
+    assert [p.read_text() for p in planted] == ["theirs", "theirs"]
+
+
 def test_a_state_file_of_another_format_is_not_applied(own: EmbeddedServer, state: Path, tmp_path: Path) -> None:
     dsn = _tcp(own)
     _killed_study(dsn, tmp_path, "first", {"innodb_io_capacity": 3000})
