@@ -261,7 +261,10 @@ class RemoteSettings:
         """Set back what an earlier study left changed, or say what each setting was."""
         original: dict[str, str] = earlier["original"]
         where = f" ({earlier['study']})" if earlier.get("study") else ""
-        self.log(f"an earlier study{where} ended before it set the server's settings back ({self.state})")
+        addresses = earlier.get("addresses")
+        through = (f"; it reached the server through {', '.join(str(a) for a in addresses)}"
+                   if isinstance(addresses, list) and addresses else "")
+        self.log(f"an earlier study{where} ended before it set the server's settings back ({self.state}{through})")
         # the file's own list of static names is not asked: a forged one would block every study
         now, static, _ = await self._probe(list(original))
         changed = {n: v for n, v in original.items() if now.get(n) is not None and now[n] != v}
@@ -349,9 +352,9 @@ class UntrustedState(UsageError):
         super().__init__(
             f"{path}: {why}. bench-dsl reads the settings an earlier study left to set back only from where no other "
             "user could have written them (a planted file would set the server to values someone else chose), so "
-            "this study stops: nothing was changed on the server.\n  hint: if the place is yours, make it so "
-            f"(chown {_user(os.geteuid())}, chmod 700 for a directory, 600 for a file; remove a link or a file you "
-            "did not write, after reading it), or give XDG_STATE_HOME a directory of your own")
+            "this study stops: nothing was changed on the server.\n  hint: if that place is yours, make it yours "
+            f"alone (chown {_name(os.geteuid())}; chmod 700 for a directory, 600 for a file; a link or a file you did "
+            "not write: read it, then remove it), or give XDG_STATE_HOME a directory of your own")
 
 
 class Claim:
@@ -566,10 +569,15 @@ def _trusted(st: os.stat_result, path: Path, file: bool) -> None:
 
 
 def _user(uid: int) -> str:
+    name = _name(uid)
+    return f"{name} (uid {uid})" if name != str(uid) else f"uid {uid}"
+
+
+def _name(uid: int) -> str:
     try:
-        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+        return pwd.getpwuid(uid).pw_name
     except KeyError:
-        return f"uid {uid}"
+        return str(uid)
 
 
 def _identity_json(identity: ServerIdentity) -> dict[str, Any]:
