@@ -130,13 +130,13 @@ class RemoteSettings:
             return
         values, static, refused = await self._probe(self.names)
         for name in self.names:
-            what = "vary" if name in self.varied else "server {"
+            what = f"vary {name}" if name in self.varied else f"server {{ {name} }}"
             if name not in values:
                 if name in self.varied:
                     raise UsageError(f"vary {name}: the server at {self.dsn.redacted()} has no such variable")
                 continue  # the run says it was not applied: this study changes nothing there
             if name in refused:
-                raise UsageError(f"{what} {name}: cannot SET GLOBAL on {self.dsn.redacted()}: {refused[name]} "
+                raise UsageError(f"{what}: cannot SET GLOBAL on {self.dsn.redacted()}: {refused[name]} "
                                  "(the user needs SUPER or SYSTEM_VARIABLES_ADMIN)")
             # an earlier study's original when it left the value changed: the value now is not the server's own
             self.original[name] = self.inherited.get(name, values[name])
