@@ -394,8 +394,9 @@ class Claim:
                                      f"{identity}, here reached as {address}: run one study at a time against a "
                                      "server") from None
                 holder = {"pid": os.getpid(), "address": address, "study": str(study) if study else None}
-                os.ftruncate(lock, 0)
-                os.pwrite(lock, (json.dumps(holder) + "\n").encode(), 0)
+                with contextlib.suppress(OSError):  # a full disk: the claim holds, a second study names no one
+                    os.ftruncate(lock, 0)
+                    os.pwrite(lock, (json.dumps(holder) + "\n").encode(), 0)
             except BaseException:
                 os.close(lock)
                 raise
