@@ -1,40 +1,54 @@
 """A study's server settings on a server of your own: checked before anything runs (a static one
 cannot change under SET GLOBAL), set for each configuration, and restored when the study ends.
 
-A throwaway server needs none of this: each configuration gets a fresh one started with its
+A throwaway server needs none of this: each configuration gets a fresh server started with its
 settings. A static setting of a remote server changes only when the server restarts, so it needs
 `--restart-cmd`: a command bench-dsl runs with the configuration's settings in its environment
 (BENCH_SETTINGS="name=value ...", and BENCH_SETTING_<NAME>=value each) and that returns once the
 server is restarted with them.
 
-The values the server had are written down before the first configuration is set: in the study's
-directory and in a state file per server address (no user, no password) under $XDG_STATE_HOME
-(~/.local/state)/bench-dsl/servers/, removed once they are set back. A study killed before it set
-them back (SIGKILL, a power cut) leaves that file: the next study against the server sets them back
-first, or says which settings an earlier study left changed and what each one was."""
+Every setting a study changes (the varied ones and its fixed `server { }` ones) is written down
+before the first configuration is set: in the study's directory and in a state file per server
+(no user, no password) under $XDG_STATE_HOME (~/.local/state)/bench-dsl/servers/, removed once they
+are set back. The file is filed under the server's identity (its host name, port and data directory
+as the server reports them), not under the address that reached it: TCP and the socket lead to one
+file. A study claims the server with a lock on that file's neighbour for as long as it runs, so a
+second study against the same server, by any address, is refused. A study killed before it set
+them back (SIGKILL, a power cut) leaves the state file: the next study against the server sets them
+back first, or says which settings an earlier study left changed and what each one was.
+
+What a state file says is set on the server: it is read only from a place no other user could have
+written (the directories and the file owned by this user, writable by no one else, no link
+followed), and a study stops, changing nothing, when it is not."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import datetime as dt
+import errno
+import fcntl
 import hashlib
 import json
 import os
+import pwd
 import re
+import secrets
 import socket
+import stat
 import subprocess
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import asyncmy
 
-from bench_dsl.core.dsn import Dsn, redact
+from bench_dsl.core.dsn import Dsn, ServerIdentity, quote_identifier, redact
 from bench_dsl.core.errors import TargetError, UsageError, error_reason
 from bench_dsl.language import model as m
-from bench_dsl.server.connect import connect, connect_explained
+from bench_dsl.server.connect import connect, connect_explained, identify
 
 READ_ONLY = 1238  # ER_INCORRECT_GLOBAL_LOCAL_VAR: "Variable '%s' is a read only variable"
 RESTART_WAIT = 300.0  # seconds a restarted server may take to accept connections again
@@ -45,60 +59,126 @@ VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # a state file's names go in
 
 class RemoteSettings:
     def __init__(self, dsn: Dsn, names: Iterable[str], restart_cmd: str | None,
-                 log: Callable[[str], None]) -> None:
+                 log: Callable[[str], None], fixed: Iterable[str] = (), study: Path | None = None) -> None:
         self.dsn = dsn
-        self.names = sorted(set(names))
+        self.varied = set(names)
+        # the study's `server { }` settings: each configuration's run sets them too, so they are
+        # written down and set back as the varied ones are
+        self.names = sorted(self.varied | set(fixed))
         self.restart_cmd = restart_cmd
         self.log = log
+        self.study = _absolute(study) if study is not None else None
         self.original: dict[str, str] = {}
         self.static: set[str] = set()
         self.restarted_with: dict[str, str] | None = None
         self.touched = False  # a configuration ran: its settings are to be set back
-        self.state = state_path(dsn)
+        self.claim: Claim | None = None  # this study's hold on the server, from check() to release()
         self.copy: Path | None = None  # the study directory's copy, once written
         self.inherited: dict[str, str] = {}  # what an earlier study left changed and could not be set back
 
+    @property
+    def state(self) -> Path:
+        assert self.claim is not None
+        return self.claim.path
+
     async def check(self) -> None:
-        """Every varied name is a variable of the server; which are static; their values now.
-        Raises UsageError before anything runs when a static one has no --restart-cmd."""
-        earlier = self._earlier()
-        if earlier is not None:
-            await self._recover(earlier)
-        if not self.names:
-            return
+        """Which server the address reaches, claimed for this study; what an earlier study left
+        changed on it, set back; every name a variable of the server; which are static; their
+        values now. Raises UsageError before anything runs when another study holds the server,
+        when its state file is not to be trusted, or when a varied static one has no --restart-cmd.
+        From here on, every connection of the study must reach that same server."""
         conn = await connect_explained(self.dsn, self.dsn.database)
         try:
             async with conn.cursor() as cur:
-                for name in self.names:
-                    await cur.execute("SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES "
-                                      "WHERE VARIABLE_NAME = %s", (name.upper(),))
-                    row = await cur.fetchone()
-                    if row is None:
-                        raise UsageError(f"vary {name}: the server at {self.dsn.redacted()} has no such variable")
-                    # an earlier study's original when it left the value changed: the value now is not the server's own
-                    self.original[name] = self.inherited.get(name, str(row[0]))
-                    try:
-                        # setting a variable to its own value changes nothing, and tells a static
-                        # one (an error) from a dynamic one; the name is one the server just listed
-                        await cur.execute(f"SET GLOBAL {name} = @@GLOBAL.{name}")
-                    except asyncmy.errors.MySQLError as exc:
-                        if exc.args and exc.args[0] == READ_ONLY:
-                            self.static.add(name)
-                            continue
-                        raise UsageError(f"vary {name}: cannot SET GLOBAL on {self.dsn.redacted()}: "
-                                         f"{error_reason(exc)} (the user needs SUPER or "
-                                         "SYSTEM_VARIABLES_ADMIN)") from None
+                identity = await identify(cur)
         except asyncmy.errors.MySQLError as exc:
             raise TargetError(f"cannot reach {self.dsn.redacted()}: {error_reason(exc)}") from None
         finally:
             conn.close()
-        varied_static = self.static & set(self.names)  # not one an earlier study left: that one was said
+        self.dsn = replace(self.dsn, reaches=identity)
+        self.claim = Claim.take(identity, server_key(self.dsn), self.study)
+        try:
+            self._legacy()
+            earlier = self.claim.read(self.log)
+            if earlier is not None:
+                await self._recover(earlier)
+            await self._check_names()
+        except BaseException:
+            self.release()
+            raise
+
+    def _legacy(self) -> None:
+        """A file an earlier version of bench-dsl filed under this address's text: it does not say
+        which server it was written for (another one may have listened here since), so it is never
+        applied; it is named, for a person to read."""
+        key = server_key(self.dsn)
+        readable = re.sub(r"[^A-Za-z0-9._-]+", "-", key).strip("-.")[:60]
+        old = self.state.parent / f"{readable}-{hashlib.sha256(key.encode()).hexdigest()[:12]}.json"
+        if os.path.lexists(old):
+            self.log(f"{old}: written by an earlier version of bench-dsl for the address {key}, it does not say "
+                     "which server it was for, so it is not applied: read it, set back by hand what it names if "
+                     "this is that server, then remove it")
+
+    def release(self) -> None:
+        """The server is free for another study (the state file, if any, stays)."""
+        if self.claim is not None:
+            self.claim.release()
+            self.claim = None
+
+    async def _check_names(self) -> None:
+        if not self.names:
+            return
+        values, static, refused = await self._probe(self.names)
+        for name in self.names:
+            what = f"vary {name}" if name in self.varied else f"server {{ {name} }}"
+            if name not in values:
+                if name in self.varied:
+                    raise UsageError(f"vary {name}: the server at {self.dsn.redacted()} has no such variable")
+                continue  # the run says it was not applied: this study changes nothing there
+            if name in refused:
+                raise UsageError(f"{what}: cannot SET GLOBAL on {self.dsn.redacted()}: {refused[name]} "
+                                 "(the user needs SUPER or SYSTEM_VARIABLES_ADMIN)")
+            # an earlier study's original when it left the value changed: the value now is not the server's own
+            self.original[name] = self.inherited.get(name, values[name])
+        self.static |= static
+        varied_static = self.static & self.varied  # a fixed one is not applied, and said so by the run
         if varied_static and not self.restart_cmd:
             names = ", ".join(sorted(varied_static))
             raise UsageError(f"vary {names}: static on {self.dsn.redacted()} (it changes only when the server "
                              "restarts), so SET GLOBAL cannot apply it.\n  give --restart-cmd 'COMMAND': bench "
                              "runs it with BENCH_SETTINGS=\"name=value ...\" in its environment before each "
                              "configuration, and it returns once the server runs with them")
+
+    async def _probe(self, names: list[str]) -> tuple[dict[str, str], set[str], dict[str, str]]:
+        """Each name's value on the server, those it says are static, and those this user may not
+        set (with the server's reason). Names the server does not have are left out."""
+        values: dict[str, str] = {}
+        static: set[str] = set()
+        refused: dict[str, str] = {}
+        conn = await connect_explained(self.dsn, self.dsn.database)
+        try:
+            async with conn.cursor() as cur:
+                for name in names:
+                    await cur.execute("SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES "
+                                      "WHERE VARIABLE_NAME = %s", (name.upper(),))
+                    row = await cur.fetchone()
+                    if row is None:
+                        continue
+                    values[name] = str(row[0])
+                    try:
+                        # setting a variable to its own value changes nothing, and tells a static
+                        # one (an error) from a dynamic one: the server says which, not a file
+                        await cur.execute(f"SET GLOBAL {quote_identifier(name)} = @@GLOBAL.{quote_identifier(name)}")
+                    except asyncmy.errors.MySQLError as exc:
+                        if exc.args and exc.args[0] == READ_ONLY:
+                            static.add(name)
+                        else:
+                            refused[name] = error_reason(exc)
+        except asyncmy.errors.MySQLError as exc:
+            raise TargetError(f"cannot reach {self.dsn.redacted()}: {error_reason(exc)}") from None
+        finally:
+            conn.close()
+        return values, static, refused
 
     async def configure(self, conf: m.Configuration) -> None:
         """Before a configuration's run: restart the server when its static settings differ from
@@ -110,18 +190,23 @@ class RemoteSettings:
 
     def record(self, directory: Path) -> None:
         """The values the server has now (or had before an earlier study changed them), written
-        down before the first configuration is set: the state file of the server's address, and a
-        copy in the study's directory. A file that cannot be written is a warning."""
+        down before the first configuration is set: the server's state file, and a copy in the
+        study's directory. A file that cannot be written is a warning."""
+        directory = _absolute(directory)
         self.original.update({n: v for n, v in self.inherited.items() if n not in self.original})
         if not self.original:
             return
         doc = self._document(self.original, directory)
-        for path in (self.state, directory / STUDY_FILE):
-            try:
-                _write_private(path, doc)
-            except OSError as exc:
-                self.log(f"cannot write the server's settings down in {path}: {exc.strerror or exc}; a study "
-                         "killed before it sets them back leaves the next one unable to")
+        assert self.claim is not None
+        try:
+            self.claim.write(doc)
+        except OSError as exc:
+            self.log(f"cannot write the server's settings down in {self.state}: {exc.strerror or exc}; a study "
+                     "killed before it sets them back leaves the next one unable to")
+        try:
+            _write_private(directory / STUDY_FILE, doc)
+        except OSError as exc:
+            self.log(f"cannot write the server's settings down in {directory / STUDY_FILE}: {exc.strerror or exc}")
         self.copy = directory / STUDY_FILE
 
     async def restore(self) -> None:
@@ -142,6 +227,9 @@ class RemoteSettings:
             left |= {n: v for n, v in self.inherited.items() if n in self.static}
         if self.original:
             self._keep(left, self.copy.parent if self.copy is not None else None)
+            if left:
+                self.log(f"{', '.join(sorted(left))}: still written down in {self.state}; every study against this "
+                         "server tries to set them back until one can, or until that file is removed")
 
     async def _set_back(self, values: dict[str, str], changed: dict[str, str] | None = None) -> dict[str, str]:
         """SET GLOBAL each of `values`; those that could not be set, with the reason said."""
@@ -149,14 +237,14 @@ class RemoteSettings:
         done: list[str] = []
         try:
             conn = await connect(self.dsn, self.dsn.database)
-        except (asyncmy.errors.MySQLError, OSError) as exc:
+        except (asyncmy.errors.MySQLError, OSError, TargetError) as exc:
             self.log(f"could not restore {', '.join(sorted(values))}: {error_reason(exc)}")
             return dict(values)
         try:
             async with conn.cursor() as cur:
                 for name, value in sorted(values.items()):
                     try:
-                        await cur.execute(f"SET GLOBAL {name} = %s", (_typed(value),))
+                        await cur.execute(f"SET GLOBAL {quote_identifier(name)} = %s", (_typed(value),))
                         was = (changed or {}).get(name)
                         before = f" (it was {was})" if was is not None and was != value else ""
                         done.append(f"{name}={value}{before}")
@@ -169,34 +257,16 @@ class RemoteSettings:
             self.log("restored " + ", ".join(done))
         return left
 
-    def _earlier(self) -> dict[str, Any] | None:
-        """The state an earlier study left for this server (None: it set everything back). A study
-        that still runs against it is a UsageError: two studies would take each other's values."""
-        try:
-            doc = json.loads(self.state.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            self.log(f"{self.state}: unreadable ({exc}): what an earlier study may have left changed is unknown")
-            return None
-        original = doc.get("original") if isinstance(doc, dict) else None
-        if not isinstance(original, dict):
-            return None
-        pid = doc.get("pid")
-        if (isinstance(pid, int) and pid != os.getpid() and doc.get("machine") == socket.gethostname()
-                and _alive(pid)):
-            raise UsageError(f"another study (process {pid}, writing {doc.get('study')}) is changing the settings "
-                             f"of the server at {self.dsn.redacted()}: run one study at a time against a server")
-        doc["original"] = {str(k): str(v) for k, v in original.items() if VARIABLE.match(str(k))}
-        return doc
-
     async def _recover(self, earlier: dict[str, Any]) -> None:
         """Set back what an earlier study left changed, or say what each setting was."""
         original: dict[str, str] = earlier["original"]
-        static = {n for n in earlier.get("static") or [] if n in original}
         where = f" ({earlier['study']})" if earlier.get("study") else ""
-        self.log(f"an earlier study{where} ended before it set the server's settings back")
-        now = await self._values(list(original))
+        addresses = earlier.get("addresses")
+        through = (f"; it reached the server through {', '.join(str(a) for a in addresses)}"
+                   if isinstance(addresses, list) and addresses else "")
+        self.log(f"an earlier study{where} ended before it set the server's settings back ({self.state}{through})")
+        # the file's own list of static names is not asked: a forged one would block every study
+        now, static, _ = await self._probe(list(original))
         changed = {n: v for n, v in original.items() if now.get(n) is not None and now[n] != v}
         left = await self._set_back({n: v for n, v in changed.items() if n not in static}, now)
         statics = {n: v for n, v in changed.items() if n in static}
@@ -214,44 +284,40 @@ class RemoteSettings:
             self.log("an earlier study left the server changed: " + "; ".join(
                 f"{n} is {now.get(n)}, it was {v} before that study" for n, v in sorted(left.items()))
                      + ("" if not set(left) - static else "; SET GLOBAL name = value puts one back")
-                     + ("" if not set(left) & static else "; a static one needs --restart-cmd or a restart with it"))
+                     + ("" if not set(left) & static else "; a static one needs --restart-cmd or a restart with it")
+                     + f" (written down in {self.state})")
         self.inherited = left
         self.static |= set(left) & static
         self._keep(left, Path(earlier["study"]) if earlier.get("study") else None)
 
-    async def _values(self, names: list[str]) -> dict[str, str]:
-        if not names:
-            return {}
-        conn = await connect_explained(self.dsn, self.dsn.database)
-        try:
-            async with conn.cursor() as cur:
-                await cur.execute("SELECT VARIABLE_NAME, VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES "
-                                  "WHERE VARIABLE_NAME IN (" + ", ".join(["%s"] * len(names)) + ")",
-                                  tuple(n.upper() for n in names))
-                found = {str(k).lower(): str(v) for k, v in await cur.fetchall()}
-        except asyncmy.errors.MySQLError as exc:
-            raise TargetError(f"cannot reach {self.dsn.redacted()}: {error_reason(exc)}") from None
-        finally:
-            conn.close()
-        return {n: found[n.lower()] for n in names if n.lower() in found}
-
     def _keep(self, left: dict[str, str], directory: Path | None) -> None:
         """The state file holds what is still to be set back, or goes."""
-        paths = [self.state] + ([self.copy] if self.copy is not None else [])
-        for path in paths:
+        assert self.claim is not None
+        try:
+            if left:
+                self.claim.write(self._document(left, directory))
+            else:
+                self.claim.remove()
+        except OSError as exc:
+            self.log(f"{self.state}: {exc.strerror or exc}")
+        if self.copy is not None:
             try:
                 if left:
-                    _write_private(path, self._document(left, directory))
+                    _write_private(self.copy, self._document(left, directory))
                 else:
-                    path.unlink(missing_ok=True)
+                    self.copy.unlink(missing_ok=True)
             except OSError as exc:
-                self.log(f"{path}: {exc.strerror or exc}")
+                self.log(f"{self.copy}: {exc.strerror or exc}")
 
     def _document(self, original: dict[str, str], directory: Path | None) -> dict[str, Any]:
-        return {"format": STATE_FORMAT, "server": server_key(self.dsn), "study": str(directory) if directory else None,
+        assert self.claim is not None
+        return {"format": STATE_FORMAT, "server": _identity_json(self.claim.identity),
+                "addresses": self.claim.addresses, "study": str(directory) if directory else None,
                 "pid": os.getpid(), "machine": socket.gethostname(),
                 "written_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-                "original": dict(sorted(original.items())), "static": sorted(self.static & set(original))}
+                "original": dict(sorted(original.items())),
+                # what the server said when it was written, for a person reading the file: never read back
+                "static": sorted(self.static & set(original))}
 
     async def _restart(self, settings: dict[str, str]) -> None:
         assert self.restart_cmd is not None
@@ -269,12 +335,152 @@ class RemoteSettings:
                 conn = await connect(self.dsn, self.dsn.database)
                 conn.close()
                 break
+            except TargetError:  # another server answers at the address: waiting will not make it ours
+                raise
             except (asyncmy.errors.MySQLError, OSError) as exc:
                 if time.monotonic() > deadline:
                     raise TargetError(f"the server did not come back within {RESTART_WAIT:.0f}s after "
                                       f"--restart-cmd: {error_reason(exc)}") from None
                 await asyncio.sleep(0.5)
         self.restarted_with = settings
+
+
+class UntrustedState(UsageError):
+    """A state directory or file another user could have written: what it says is not set on a server."""
+
+    def __init__(self, path: Path, why: str) -> None:
+        super().__init__(
+            f"{path}: {why}. bench-dsl reads the settings an earlier study left to set back only from where no other "
+            "user could have written them (a planted file would set the server to values someone else chose), so "
+            "this study stops: nothing was changed on the server.\n  hint: if that place is yours, make it yours "
+            f"alone (chown {_name(os.geteuid())}; chmod 700 for a directory, 600 for a file; a link or a file you did "
+            "not write: read it, then remove it), or give XDG_STATE_HOME a directory of your own")
+
+
+class Claim:
+    """One study's hold on one server, through a lock on a file next to the server's state file:
+    held from the check to the end of the study, and let go by the system when the process dies,
+    however it dies. The directory is opened once and every file in it relative to it, never
+    through a link."""
+
+    def __init__(self, identity: ServerIdentity, address: str, directory: int, path: Path, lock: int) -> None:
+        self.identity = identity
+        self.directory = directory
+        self.path = path  # the state file, as it is shown
+        self.name = path.name
+        self.lock = lock
+        self.addresses = [address]  # the addresses that reached this server, shown to a person
+
+    @classmethod
+    def take(cls, identity: ServerIdentity, address: str, study: Path | None = None) -> Claim:
+        """The server claimed for this study, or a UsageError naming the study that holds it."""
+        directory, where = _state_directory()
+        name = state_name(identity)
+        lock_name = name.removesuffix(".json") + ".lock"
+        try:
+            try:
+                lock = os.open(lock_name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                               0o600, dir_fd=directory)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    raise UntrustedState(where / lock_name, "a symbolic link") from None
+                raise UsageError(f"cannot claim the server in {where / lock_name}: {exc.strerror}") from None
+            try:
+                _trusted(os.fstat(lock), where / lock_name, file=True)
+                try:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    raise UsageError(f"another study ({_holder(lock)}) is changing the settings of the server "
+                                     f"{identity}, here reached as {address}: run one study at a time against a "
+                                     "server") from None
+                holder = {"pid": os.getpid(), "address": address, "study": str(study) if study else None}
+                with contextlib.suppress(OSError):  # a full disk: the claim holds, a second study names no one
+                    os.ftruncate(lock, 0)
+                    os.pwrite(lock, (json.dumps(holder) + "\n").encode(), 0)
+            except BaseException:
+                os.close(lock)
+                raise
+        except BaseException:
+            os.close(directory)
+            raise
+        return cls(identity, address, directory, where / name, lock)
+
+    def read(self, log: Callable[[str], None]) -> dict[str, Any] | None:
+        """What an earlier study left to set back on this server (None: nothing). Raises
+        UntrustedState for a file another user could have written."""
+        try:
+            fd = os.open(self.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=self.directory)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise UntrustedState(self.path, "a symbolic link") from None
+            log(f"{self.path}: unreadable ({exc.strerror}): what an earlier study may have left changed is unknown")
+            return None
+        try:
+            _trusted(os.fstat(fd), self.path, file=True)
+            with os.fdopen(fd, "rb", closefd=False) as f:
+                raw = f.read(1 << 20)
+        finally:
+            os.close(fd)
+        try:
+            doc = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            log(f"{self.path}: unreadable ({exc}): what an earlier study may have left changed is unknown")
+            return None
+        if not isinstance(doc, dict) or doc.get("format") != STATE_FORMAT:
+            log(f"{self.path}: not a file of bench-dsl's (no format {STATE_FORMAT!r}): not read, and replaced")
+            return None
+        if doc.get("server") != _identity_json(self.identity):
+            log(f"{self.path}: written for another server ({doc.get('server')}): not read, and replaced")
+            return None
+        original = doc.get("original")
+        if not isinstance(original, dict):
+            return None
+        addresses = doc.get("addresses")
+        if isinstance(addresses, list):
+            self.addresses = list(dict.fromkeys([*(str(a) for a in addresses), *self.addresses]))
+        doc["original"] = {str(k): str(v) for k, v in original.items() if VARIABLE.match(str(k))}
+        if doc.get("study") is not None:
+            doc["study"] = str(doc["study"])
+        return doc
+
+    def write(self, doc: dict[str, Any]) -> None:
+        """Written whole: a new temporary file (never one that was there) renamed over it."""
+        fd, tmp = _new_file(f".{self.name}", self.directory)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(json.dumps(doc, indent=1) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.name, src_dir_fd=self.directory, dst_dir_fd=self.directory)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=self.directory)
+            raise
+
+    def remove(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.name, dir_fd=self.directory)
+
+    def release(self) -> None:
+        # the lock file stays: removing it while another study opens it would let two hold it
+        with contextlib.suppress(OSError):
+            os.ftruncate(self.lock, 0)
+        os.close(self.lock)
+        os.close(self.directory)
+
+
+def _holder(lock: int) -> str:
+    """The study holding a lock, as it wrote itself down in the lock file."""
+    try:
+        holder = json.loads(os.pread(lock, 4096, 0).decode("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        holder = None
+    if not isinstance(holder, dict):  # it has the lock and is still writing who it is
+        return "a process of this machine"
+    text = f"process {holder.get('pid')}, through {holder.get('address')}"
+    return text + (f", writing {holder['study']}" if holder.get("study") else "")
 
 
 def _typed(value: str) -> int | float | str:
@@ -288,22 +494,107 @@ def _typed(value: str) -> int | float | str:
 
 
 def server_key(dsn: Dsn) -> str:
-    """A server's address without who connects: host:port, or its socket."""
+    """A server's address without who connects: host:port, or its socket. Shown to a person: a
+    server's state is filed under its identity, whatever address reached it."""
     return f"socket:{dsn.socket}" if dsn.socket else f"{dsn.host}:{dsn.port}"
 
 
-def state_path(dsn: Dsn) -> Path:
+def state_name(identity: ServerIdentity) -> str:
+    readable = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{identity.hostname}-{identity.port}").strip("-.")[:60]
+    return f"{readable}-{hashlib.sha256(identity.text().encode()).hexdigest()[:12]}.json"
+
+
+def state_base() -> Path:
     base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    key = server_key(dsn)
-    readable = re.sub(r"[^A-Za-z0-9._-]+", "-", key).strip("-.")[:60]
-    return Path(base) / "bench-dsl" / "servers" / f"{readable}-{hashlib.sha256(key.encode()).hexdigest()[:12]}.json"
+    return _absolute(Path(base))
+
+
+def state_path(identity: ServerIdentity) -> Path:
+    """Where what a study changes on this server is written down."""
+    return state_base() / "bench-dsl" / "servers" / state_name(identity)
+
+
+def _state_directory() -> tuple[int, Path]:
+    """bench-dsl/servers/ under the state base, opened: made 0700 (its missing parents too), and
+    checked to be this user's alone. Raises UntrustedState when it is not."""
+    base = state_base()
+    try:
+        missing = [p for p in (base, *base.parents) if not os.path.lexists(p)]
+        for p in reversed(missing):
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(p, 0o700)
+        chain = [(p, os.stat(p)) for p in (base, *base.parents)]
+    except OSError as exc:
+        raise UsageError(f"cannot keep a server's settings under {base}: {exc.strerror or exc} (a study writes "
+                         "them down before it changes them)\n  hint: give XDG_STATE_HOME a directory of your own") \
+            from None
+    for p, st in chain:
+        # a directory others may write in and not sticky: they could put another in place of ours
+        if st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
+            raise UntrustedState(p, f"writable by every user (mode {stat.S_IMODE(st.st_mode):o})")
+        if st.st_uid not in (os.geteuid(), 0):
+            raise UntrustedState(p, f"owned by {_user(st.st_uid)}, not by {_user(os.geteuid())} or root")
+    fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    where = base
+    try:
+        for part in ("bench-dsl", "servers"):
+            where = where / part
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(part, 0o700, dir_fd=fd)
+            try:
+                sub = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise UntrustedState(where, "a symbolic link" if os.path.islink(where) else "not a directory") \
+                        from None
+                raise UsageError(f"cannot keep a server's settings in {where}: {exc.strerror}") from None
+            os.close(fd)
+            fd = sub
+            st = os.fstat(fd)
+            _trusted(st, where, file=False)
+            if stat.S_IMODE(st.st_mode) != 0o700:  # ours: an earlier version left it readable by others
+                os.fchmod(fd, 0o700)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, where
+
+
+def _trusted(st: os.stat_result, path: Path, file: bool) -> None:
+    if file and not stat.S_ISREG(st.st_mode):
+        raise UntrustedState(path, "not a regular file")
+    if st.st_uid != os.geteuid():
+        raise UntrustedState(path, f"owned by {_user(st.st_uid)}, not by {_user(os.geteuid())}")
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise UntrustedState(path, f"writable by other users (mode {stat.S_IMODE(st.st_mode):o})")
+
+
+def _user(uid: int) -> str:
+    name = _name(uid)
+    return f"{name} (uid {uid})" if name != str(uid) else f"uid {uid}"
+
+
+def _name(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+def _identity_json(identity: ServerIdentity) -> dict[str, Any]:
+    return {"hostname": identity.hostname, "port": identity.port, "datadir": identity.datadir}
+
+
+def _absolute(path: Path) -> Path:
+    """A path as it reads from anywhere: the study's directory is named to a later study, run elsewhere."""
+    return Path(os.path.abspath(path))
 
 
 def _write_private(path: Path, doc: dict[str, Any]) -> None:
-    """Written whole (a temporary file renamed over it), readable by this user only."""
+    """Written whole (a new temporary file renamed over it), readable by this user only."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    fd, name = _new_file(str(path.with_name(f".{path.name}")), None)
+    tmp = Path(name)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(json.dumps(doc, indent=1) + "\n")
@@ -316,11 +607,15 @@ def _write_private(path: Path, doc: dict[str, Any]) -> None:
         raise
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+def _new_file(prefix: str, dir_fd: int | None) -> tuple[int, str]:
+    """A temporary file made here and now (O_EXCL): never one that was already there, which another
+    user may have put in a directory they can write (a study's directory may be one), and which
+    would then be renamed into place still theirs. A name taken is passed over for another."""
+    for _ in range(16):
+        name = f"{prefix}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+        try:
+            return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                           dir_fd=dir_fd), name
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free name for a temporary file", prefix)

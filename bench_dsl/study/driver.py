@@ -90,16 +90,31 @@ async def run_study(sc: m.Scenario, opt: StudyOptions, err: Console) -> int:
     for d in sorted({c.server_dir for c in chosen if c.server_dir}):
         if not os.path.isdir(d) or not os.access(d, os.W_OK | os.X_OK):  # noqa: ASYNC240 (checked once, before any run)
             raise UsageError(f"server.dir {d}: not a directory this user can write in")
+    directory = output_directory(sc, opt.output)
     remote = None
     if target is not None:  # a static setting without --restart-cmd is refused before anything is written
         remote = RemoteSettings(target, {s.name for c in chosen for s in c.settings}, opt.restart_cmd,
-                                lambda text: say(f"study: {text}"))
-        await remote.check()
-    directory = output_directory(sc, opt.output)
+                                lambda text: say(f"study: {text}"), fixed={s.name for s in sc.server_settings},
+                                study=directory)
+        await remote.check()  # from here on the server is this study's, until remote.release()
+        target = remote.dsn  # every run must reach the server whose settings were written down
+    try:
+        return await _run_matrix(sc, opt, err, chosen, order, directory, target, remote)
+    finally:
+        if remote is not None:
+            remote.release()
+
+
+async def _run_matrix(sc: m.Scenario, opt: StudyOptions, err: Console, chosen: list[m.Configuration],
+                      order: list[tuple[m.Configuration, int]], directory: Path, target: Dsn | None,
+                      remote: RemoteSettings | None) -> int:
+    study = sc.study
+    assert study is not None
+    say = _sayer(err)
     study_id = uuid.uuid4().hex[:12]  # this `bench run`'s: its runs are repeats of each other, no one else's
     runs = [StudyRun(c, r, run_path(directory, c, r)) for c, r in order]
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        directory.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 (once, before any run)
     except OSError as exc:
         raise UsageError(f"cannot write the study to {directory}: {exc.strerror}") from None
     claim = _claim(directory / "summary.json")

@@ -15,7 +15,7 @@ import asyncmy
 import jsonschema
 import pytest
 
-from bench_dsl.core.dsn import parse_dsn
+from bench_dsl.core.dsn import ServerIdentity, parse_dsn
 from bench_dsl.core.errors import ScenarioError, UsageError
 from bench_dsl.server.connect import connect
 from bench_dsl.study.plan import scenario_for, select
@@ -153,6 +153,28 @@ async def _variable(url: str, name: str) -> str:
         conn.close()
 
 
+def _state_file(url: str, original: dict[str, str], static: list[str]) -> Path:
+    """The state file a killed study leaves for the server at `url`, written where a study looks."""
+    from bench_dsl.server.connect import identify
+    from bench_dsl.server.remote_settings import STATE_FORMAT, state_path
+
+    async def who() -> ServerIdentity:
+        conn = await connect(parse_dsn(url))
+        try:
+            async with conn.cursor() as cur:
+                return await identify(cur)
+        finally:
+            conn.close()
+
+    identity = asyncio.run(who())
+    state = state_path(identity)
+    state.parent.mkdir(parents=True, exist_ok=True)
+    state.write_text(json.dumps({"format": STATE_FORMAT, "study": "/old/study", "pid": 1 << 22, "static": static,
+                                 "server": {"hostname": identity.hostname, "port": identity.port,
+                                            "datadir": identity.datadir}, "original": original}))
+    return state
+
+
 @pytest.mark.slow
 def test_a_study_on_a_server_of_our_own_sets_and_restores_its_settings(dsn_url: str, tmp_path: Path) -> None:
     before = asyncio.run(_variable(dsn_url, "innodb_io_capacity"))
@@ -230,7 +252,6 @@ def test_restart_cmd_applies_a_static_setting_and_puts_it_back(tmp_path: Path, m
     import sys
 
     from bench_dsl.server.embedded import EmbeddedServer
-    from bench_dsl.server.remote_settings import state_path
 
     srv = EmbeddedServer(max_connections=50)
     asyncio.run(srv.start())
@@ -253,10 +274,7 @@ def test_restart_cmd_applies_a_static_setting_and_puts_it_back(tmp_path: Path, m
             time.sleep(0.2)
         state_home = tmp_path / "state"
         monkeypatch.setenv("XDG_STATE_HOME", str(state_home))
-        state = state_path(parse_dsn(srv.url()))
-        state.parent.mkdir(parents=True)
-        state.write_text(json.dumps({"study": "/old/study", "pid": 1 << 22, "static": ["innodb_log_buffer_size"],
-                                     "original": {"innodb_log_buffer_size": before}}))
+        state = _state_file(srv.url(), {"innodb_log_buffer_size": before}, ["innodb_log_buffer_size"])
         f = tmp_path / "static.bench"
         f.write_text("""scenario "static with a restart" {
   target env("BENCH_STATIC_DSN")
@@ -334,7 +352,7 @@ def test_a_killed_study_leaves_the_originals_written_down_and_the_next_study_set
         assert written["original"] == {"innodb_io_capacity": "250"} and written["study"] == str(first)
         assert st.S_IMODE(state.stat().st_mode) == 0o600
         dsn = parse_dsn(url)
-        assert written["server"] == (f"socket:{dsn.socket}" if dsn.socket else f"{dsn.host}:{dsn.port}")
+        assert written["server"]["port"] == dsn.port and written["addresses"] == [f"{dsn.host}:{dsn.port}"]
         assert dsn.password not in state.read_text() and f"{dsn.user}@" not in state.read_text()  # no secrets
         assert json.loads((first / "server-settings.json").read_text())["original"] == {"innodb_io_capacity": "250"}
 
@@ -357,15 +375,10 @@ def test_what_an_earlier_study_left_changed_and_cannot_be_set_back_is_named(
         dsn_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A static setting an earlier study changed with --restart-cmd, and this one has none: it says
     what the setting was and keeps it written down for a study that can set it back."""
-    from bench_dsl.server.remote_settings import state_path
-
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # for this test and the bench it runs
     now = asyncio.run(_variable(dsn_url, "innodb_log_buffer_size"))
     was = str(int(now) * 2)
-    state = state_path(parse_dsn(dsn_url))
-    state.parent.mkdir(parents=True)
-    state.write_text(json.dumps({"format": "bench-dsl-server-settings", "study": "/old/study", "pid": 1 << 22,
-                                 "original": {"innodb_log_buffer_size": was}, "static": ["innodb_log_buffer_size"]}))
+    state = _state_file(dsn_url, {"innodb_log_buffer_size": was}, ["innodb_log_buffer_size"])
     f = tmp_path / "s.bench"
     f.write_text(KILLED.replace("BENCH_OWN_DSN", "BENCH_DSN").replace("[300, 3000]", "[300]") % "1s")
     r = run_bench("run", str(f), "--headless", "-q", "--json", str(tmp_path / "s"))
@@ -377,26 +390,30 @@ def test_what_an_earlier_study_left_changed_and_cannot_be_set_back_is_named(
 
 
 def test_a_second_study_against_a_server_another_is_changing_is_refused(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The state file of a study still running (this very process stands in for it): a second study
-    would take the first one's values as the server's own. Refused before anything connects."""
+        dsn_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A study still running (this very process stands in for it, its claim held): a second study
+    would take the first one's values as the server's own. Refused before it changes anything."""
     import os
-    import socket
 
-    from bench_dsl.server.remote_settings import state_path
+    from bench_dsl.server.remote_settings import RemoteSettings
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    url = "mysql://u@127.0.0.1:1/db"
-    state = state_path(parse_dsn(url))
-    state.parent.mkdir(parents=True)
-    state.write_text(json.dumps({"study": "/first/study", "pid": os.getpid(),
-                                 "machine": socket.gethostname(), "original": {"innodb_io_capacity": "200"}}))
-    f = tmp_path / "s.bench"
-    f.write_text(KILLED.replace('env("BENCH_OWN_DSN")', f'"{url}"') % "1s")
-    r = run_bench("run", str(f), "--headless", "-q", "--json", str(tmp_path / "s"))
-    assert r.returncode == 2, r.stderr
-    assert _flat("another study (process") in _flat(r.stderr) and _flat("writing /first/study") in _flat(r.stderr)
-    assert json.loads(state.read_text())["original"] == {"innodb_io_capacity": "200"}  # left as it was
+    first = RemoteSettings(parse_dsn(dsn_url), ["innodb_io_capacity"], None, lambda _: None,
+                           study=Path("/first/study"))
+    asyncio.run(first.check())
+    try:
+        first.record(tmp_path / "first")
+        written = first.state.read_text()
+        f = tmp_path / "s.bench"
+        f.write_text(KILLED.replace("BENCH_OWN_DSN", "BENCH_DSN") % "1s")
+        r = run_bench("run", str(f), "--headless", "-q", "--json", str(tmp_path / "s"))
+        assert r.returncode == 2, r.stderr
+        dsn = parse_dsn(dsn_url)
+        assert _flat(f"another study (process {os.getpid()}, through {dsn.host}:{dsn.port}, writing /first/study)") \
+            in _flat(r.stderr), r.stderr
+        assert first.state.read_text() == written  # left as it was
+    finally:
+        first.release()
 
 
 # ---- one study per directory -------------------------------------------------------------------
