@@ -4,15 +4,26 @@ of a rate below 1 tps."""
 
 from __future__ import annotations
 
+import asyncio
 import io
+import itertools
+import time
+from typing import Any
 
+import pytest
 from rich.console import Console
 
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.judge import Judge
-from bench_dsl.engine.phases import Phase
+from bench_dsl.engine.phases import Phase, Plan
 from bench_dsl.engine.rows import IntervalRow, StepRow
+from bench_dsl.engine.scheduler import Scheduler, Ticked
+from bench_dsl.fleet import coordinator
+from bench_dsl.fleet.base import Health, WorkerFailed, WorkerLost, WorkerReport
+from bench_dsl.fleet.coordinator import WorkerFleet, WorkerHandle, due_between
+from bench_dsl.measure.arrivals import ArrivalStats
 from bench_dsl.measure.metrics import Aggregate
+from bench_dsl.measure.stalls import Quiet
 from bench_dsl.results import verdict
 from bench_dsl.results.sinks import ConsoleSink
 
@@ -49,3 +60,124 @@ def test_the_console_says_a_rate_below_one_a_second() -> None:
     ConsoleSink(Console(file=out, width=400, color_system=None)).emit(
         ev.Interval(IntervalRow(2.0, 0.0, "hold", 1, True, figures), None))
     assert " offered 0.5/s " in out.getvalue(), out.getvalue()
+
+
+# a lost worker's share of the rate --------------------------------------------------------------
+
+class _Clock:
+    """The coordinator's monotonic clock, moved by the test: due arrivals are counted on it."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+class _Fleet(WorkerFleet):
+    """Two workers answering from the test: each report offers, and starts, what `offered` says;
+    worker 2's reports fail once `dead`."""
+
+    def __init__(self, clock: _Clock) -> None:
+        self.clock = clock
+        self.offered = {0: 0, 1: 0}
+        self.dead = False
+        fake = type("Sc", (), {"seed": 1})()
+        super().__init__(fake, None, ("point",), 2, lambda text, level: None)  # type: ignore[arg-type]
+        self.procs = [WorkerHandle(0), WorkerHandle(1)]
+
+    def _send(self, p: Any, msg: dict[str, Any]) -> asyncio.Future[dict[str, Any]]:
+        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        if msg["op"] != "report":
+            fut.set_result({})
+        elif p.index == 1 and self.dead:
+            fut.set_exception(WorkerLost("worker 2 lost"))
+        else:
+            n = self.offered[p.index]
+            report = WorkerReport({}, Health(0, 0.0, None, {}, connected=4), 4, [Quiet((), None, self.clock.now)],
+                                  {}, ArrivalStats(offered=n, started=n))
+            fut.set_result(report.to_wire())
+        return fut
+
+
+def test_due_arrivals_of_a_timeline_add_up_over_its_pieces() -> None:
+    assert due_between(100.0, 0.5, 10.0, 11.0) == 100
+    assert sum(due_between(100.0, 0.5, 10.0 + k / 7, 10.0 + (k + 1) / 7) for k in range(7)) == 100
+    assert due_between(0.5, 0.0, 0.0, 2.0) == 1 and due_between(0.0, 0.0, 0.0, 2.0) == 0
+
+
+async def test_a_lost_workers_share_of_the_rate_is_offered_and_dropped_until_the_rate_is_regrouped(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """200 tps on 2 workers; worker 2 lost in the second from 101 to 102; the rate regrouped 2.4 s
+    later (Ray's time to call an actor dead): its 100 a second, due with no user to start them,
+    are offered and dropped in the loss's second and in the one after, then no more."""
+    clock = _Clock(100.0)
+    monkeypatch.setattr(coordinator, "time", clock)
+    fleet = _Fleet(clock)
+    await fleet.pace(200.0, False, 0)
+    fleet.offered = {0: 100, 1: 100}
+    clock.now = 101.0
+    whole = (await fleet.collect()).arrivals
+    assert whole is not None and (whole.offered, whole.dropped) == (200, 0)
+    fleet.dead, clock.now = True, 102.0
+    with pytest.raises(WorkerFailed) as lost:
+        await fleet.collect()
+    partial = lost.value.partial
+    assert partial is not None and partial.arrivals is not None
+    assert (partial.arrivals.offered, partial.arrivals.started, partial.arrivals.dropped) == (200, 100, 100)
+    assert fleet.lose() == ["worker 2 lost"]
+    clock.now = 104.4
+    await fleet.pace(200.0, False, 0)  # the regroup: worker 1 takes all of it from here
+    fleet.offered = {0: 360}  # 100 a second for 2.4 s, 200 for 0.6 s
+    clock.now = 105.0
+    after = (await fleet.collect()).arrivals
+    assert after is not None and (after.offered, after.dropped) == (360 + 240, 240)
+    fleet.offered = {0: 200}
+    clock.now = 106.0
+    last = (await fleet.collect()).arrivals
+    assert last is not None and (last.offered, last.dropped) == (200, 0)
+
+
+class _SlowLoss:
+    """A fleet of two whose third collect takes 0.5 s to find worker 2 lost (as Ray takes to call an
+    actor dead) after worker 1 answered at once; the run goes on with worker 1."""
+
+    def __init__(self) -> None:
+        self.collects = 0
+        self.workers = 2
+        self.active = 4
+
+    def _report(self) -> WorkerReport:
+        at = time.monotonic()
+        return WorkerReport({}, Health(0, 0.0, None, {}, connected=self.active), self.active, [Quiet((), at, at)])
+
+    async def collect(self) -> WorkerReport:
+        self.collects += 1
+        report = self._report()
+        if self.collects == 3:
+            await asyncio.sleep(0.5)
+            raise WorkerFailed("worker 2 lost", partial=report)
+        return report
+
+    def lose(self) -> list[str]:
+        self.workers, self.active = 1, 2
+        return ["worker 2 lost"]
+
+
+class _Steady(Scheduler):
+    async def enter(self, fleet: Any, ph: Phase) -> None:
+        pass
+
+
+async def test_the_ticks_around_a_slow_loss_follow_each_other() -> None:
+    """Each tick covers (t - seconds, t]: the loss's ends where worker 1's counts end, not 0.5 s
+    later when the collect gave up on worker 2, so that the next one does not overlap it."""
+    second = 0.1
+    t0 = time.monotonic()
+    sched = _Steady(Plan((Phase("hold", 1, 4, 4, 12.0, "step"),), 1), lambda: time.monotonic() - t0,
+                    lambda: False, second=second)
+    sched.on_worker_loss = "continue"
+    ticks = [m.tick for m in [m async for m in sched.run(_SlowLoss())] if isinstance(m, Ticked)]  # type: ignore[arg-type]
+    assert len(ticks) >= 4
+    for before, tick in itertools.pairwise(ticks):
+        assert tick.t - tick.seconds * second >= before.t - 0.002, [(k.t, k.seconds * second) for k in ticks]
