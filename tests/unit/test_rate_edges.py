@@ -181,3 +181,40 @@ async def test_the_ticks_around_a_slow_loss_follow_each_other() -> None:
     assert len(ticks) >= 4
     for before, tick in itertools.pairwise(ticks):
         assert tick.t - tick.seconds * second >= before.t - 0.002, [(k.t, k.seconds * second) for k in ticks]
+
+
+# bench replay of a rate ---------------------------------------------------------------------------
+
+def _rate_row(t: float, stalls: list[list[float]]) -> IntervalRow:
+    figures = {"seconds": 2.0, "users": 8, "count": 380, "tps": 190.0, "qps": 190.0, "errors": 0, "retries": 0,
+               "cpu": {}, "latency_ms": {"p50": 1.0, "p95": 2.0, "p99": 3.0}, "offered_tps": 200.0,
+               "achieved_tps": 190.0, "dropped": 20, "dropped_per_s": 10.0, "busy": 5.0, "queued_max": 3,
+               "service_ms": {"p99": 1.5}, "stalls": stalls,
+               "stall_s": max((b - a for a, b in stalls), default=0.0)}
+    return IntervalRow(t, t - 2.0, "hold", 1, True, figures)
+
+
+def test_a_replayed_rate_shows_the_open_loop_headline_and_the_steps_stall() -> None:
+    """The live ticks carried offered, achieved, dropped and busy, and the step's longest stall so
+    far: the replay's ticks, made from the interval rows, carry them too."""
+    from bench_dsl.results.replay import fill_in
+    from bench_dsl.tui import render
+    from bench_dsl.tui.state import LiveState
+
+    evs: list[tuple[float, ev.Event]] = [
+        (1.0, ev.Phase("hold", 1, 1, 8, 4.0, 8, 1.0)),
+        (3.0, ev.Interval(_rate_row(3.0, [[1.5, 3.0]]), None)),
+        (5.0, ev.Interval(_rate_row(5.0, [[3.0, 3.4]]), None)),
+    ]
+    ticks = [e for _, e in fill_in(evs) if isinstance(e, ev.Tick)]
+    last = ticks[-1].figures
+    assert {k: last.get(k) for k in ("offered_tps", "achieved_tps", "dropped_per_s", "busy")} == {
+        "offered_tps": 200.0, "achieved_tps": 190.0, "dropped_per_s": 10.0, "busy": 5.0}
+    assert last["stall_s"] == 1.9  # the stall across both intervals, as the live step so far joined it
+    st = LiveState()
+    for _, e in fill_in(evs):
+        st.apply(e)
+    out = io.StringIO()
+    Console(file=out, width=160, color_system=None).print(render.figures(st, 160))
+    headline = out.getvalue()
+    assert "offered" in headline and "dropped/s" in headline and "stall" in headline, headline
