@@ -56,6 +56,7 @@ class WorkerHandle:
         self.rate = 0.0
         self.offset = 0.0
         self.taken: float | None = None
+        self.waiting = 0  # its arrivals offered and not yet started at its last report: dropped if it is lost
 
     @property
     def name(self) -> str:
@@ -181,12 +182,11 @@ class WorkerFleet:
         except TimeoutError:
             raise WorkerFailed(f"the workers did not take a new rate in {REPLY_TIMEOUT:g}s") from None
 
-    def _merge(self, replies: list[dict[str, Any]], orphaned: int = 0) -> WorkerReport:
+    def _merge(self, replies: list[dict[str, Any]], orphaned: ArrivalStats | None = None) -> WorkerReport:
         """The workers' reports and the coordinator's own figures (it runs no users: no lag);
-        `orphaned`: arrivals due on lost workers' timelines, offered and dropped."""
+        `orphaned`: what lost workers' arrivals became (_orphaned_upto)."""
         mine = WorkerReport({}, Health(0, float("inf"), None, {}), 0, [], {"coordinator": own_figures(self.cpu, {})})
-        if orphaned:
-            mine.arrivals = ArrivalStats(offered=orphaned, dropped=orphaned)
+        mine.arrivals = orphaned
         report = WorkerReport.merge([mine, *(WorkerReport.from_wire(r) for r in replies)], self.names)
         self._last_health = report.health
         return report
@@ -195,6 +195,7 @@ class WorkerFleet:
         reply = await self._ask(p, {"op": "report"})
         # its counts end at its take (a cluster's worker's on this clock: RayFleet._call maps them)
         p.taken = float(reply["quiet"][0][2]) if reply.get("quiet") else time.monotonic()
+        p.waiting = int(reply["arrivals"]["waiting"]) if reply.get("arrivals") else 0
         return reply
 
     @staticmethod
@@ -207,13 +208,19 @@ class WorkerFleet:
         p.taken = upto
         return n
 
-    def _orphaned_upto(self, replies: list[dict[str, Any]], lost: list[Any]) -> int:
+    def _orphaned_upto(self, replies: list[dict[str, Any]], lost: list[Any]) -> ArrivalStats | None:
         """What lost workers' timelines left due up to where this collect's counts end (the earliest
-        answer's take, where the scheduler cuts the tick), with those left at the last regroup."""
+        answer's take, where the scheduler cuts the tick), with those left at the last regroup: offered
+        and dropped; and the arrivals the workers lost now held, offered before and never started:
+        dropped, no longer waiting (None: nothing of the kind)."""
         takes = [float(r["quiet"][0][2]) for r in replies if r.get("quiet")]
         upto = min(takes) if takes else time.monotonic()
-        n, self._orphaned = self._orphaned, 0
-        return n + sum(self._orphans(p, upto) for p in [*self.gone, *lost])
+        due, self._orphaned = self._orphaned, 0
+        due += sum(self._orphans(p, upto) for p in [*self.gone, *lost])
+        held = sum(p.waiting for p in lost)
+        if not due and not held:
+            return None
+        return ArrivalStats(offered=due, dropped=due + held, waiting_start=held)
 
     async def collect(self) -> WorkerReport:
         results = await asyncio.gather(*(self._report(p) for p in self.procs), return_exceptions=True)

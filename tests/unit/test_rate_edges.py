@@ -81,6 +81,7 @@ class _Fleet(WorkerFleet):
     def __init__(self, clock: _Clock) -> None:
         self.clock = clock
         self.offered = {0: 0, 1: 0}
+        self.waiting = {0: 0, 1: 0}
         self.dead = False
         fake = type("Sc", (), {"seed": 1})()
         super().__init__(fake, None, ("point",), 2, lambda text, level: None)  # type: ignore[arg-type]
@@ -95,7 +96,7 @@ class _Fleet(WorkerFleet):
         else:
             n = self.offered[p.index]
             report = WorkerReport({}, Health(0, 0.0, None, {}, connected=4), 4, [Quiet((), None, self.clock.now)],
-                                  {}, ArrivalStats(offered=n, started=n))
+                                  {}, ArrivalStats(offered=n, started=n, waiting=self.waiting[p.index]))
             fut.set_result(report.to_wire())
         return fut
 
@@ -116,15 +117,17 @@ async def test_a_lost_workers_share_of_the_rate_is_offered_and_dropped_until_the
     fleet = _Fleet(clock)
     await fleet.pace(200.0, False, 0)
     fleet.offered = {0: 100, 1: 100}
+    fleet.waiting = {0: 0, 1: 5}  # worker 2 ends its last report with 5 arrivals waiting for a user
     clock.now = 101.0
     whole = (await fleet.collect()).arrivals
-    assert whole is not None and (whole.offered, whole.dropped) == (200, 0)
+    assert whole is not None and (whole.offered, whole.dropped, whole.waiting) == (200, 0, 5)
     fleet.dead, clock.now = True, 102.0
     with pytest.raises(WorkerFailed) as lost:
         await fleet.collect()
     partial = lost.value.partial
     assert partial is not None and partial.arrivals is not None
-    assert (partial.arrivals.offered, partial.arrivals.started, partial.arrivals.dropped) == (200, 100, 100)
+    a = partial.arrivals
+    assert (a.offered, a.started, a.dropped, a.waiting_start - a.waiting) == (200, 100, 105, 5)
     assert fleet.lose() == ["worker 2 lost"]
     clock.now = 104.4
     await fleet.pace(200.0, False, 0)  # the regroup: worker 1 takes all of it from here
