@@ -17,7 +17,7 @@ from bench_dsl.engine import events as ev
 from bench_dsl.engine.judge import Judge
 from bench_dsl.engine.phases import Phase, Plan
 from bench_dsl.engine.rows import IntervalRow, StepRow
-from bench_dsl.engine.scheduler import Scheduler, Ticked
+from bench_dsl.engine.scheduler import Scheduler, Ticked, TickLost
 from bench_dsl.fleet import coordinator
 from bench_dsl.fleet.base import Health, WorkerFailed, WorkerLost, WorkerReport
 from bench_dsl.fleet.coordinator import WorkerFleet, WorkerHandle, due_between
@@ -221,3 +221,25 @@ def test_a_replayed_rate_shows_the_open_loop_headline_and_the_steps_stall() -> N
     Console(file=out, width=160, color_system=None).print(render.figures(st, 160))
     headline = out.getvalue()
     assert "offered" in headline and "dropped/s" in headline and "stall" in headline, headline
+
+
+async def test_the_tick_a_lost_worker_fails_the_run_in_keeps_its_arrivals() -> None:
+    """Without `on worker loss continue`: the survivors' last second, and the lost worker's share,
+    are measured with their arrival figures, or its completions stand against no offered arrival
+    (achieved 116.6%)."""
+
+    class _Lost(_SlowLoss):
+        def _report(self) -> WorkerReport:
+            report = super()._report()
+            report.arrivals = ArrivalStats(offered=200, started=100, dropped=100)
+            return report
+
+    t0 = time.monotonic()
+    sched = _Steady(Plan((Phase("hold", 1, 4, 4, 12.0, "step"),), 1), lambda: time.monotonic() - t0,
+                    lambda: False, second=0.1)
+    moments = []
+    with pytest.raises(WorkerFailed):
+        async for m in sched.run(_Lost()):  # type: ignore[arg-type]
+            moments.append(m)
+    (lost,) = [m for m in moments if isinstance(m, TickLost)]
+    assert lost.tick.arrivals is not None and lost.tick.arrivals.offered == 200
