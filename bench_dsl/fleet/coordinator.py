@@ -218,6 +218,8 @@ class WorkerFleet:
         due, self._orphaned = self._orphaned, 0
         due += sum(self._orphans(p, upto) for p in [*self.gone, *lost])
         held = sum(p.waiting for p in lost)
+        for p in lost:  # counted once: a worker is lost once
+            p.waiting = 0
         if not due and not held:
             return None
         return ArrivalStats(offered=due, dropped=due + held, waiting_start=held)
