@@ -375,6 +375,8 @@ class Judge:
             # no step is a measurement to have fired on: say why each was left out, not that nothing fired
             reason = "no step was a clean measurement: " + "; ".join(
                 f"step {s.step}: {s.incomplete_reason}" for s in steps if s.incomplete_reason)
+        elif stop_reason is None and self.open_loop and not self.stop:
+            reason = "no stop condition judged the rate: its steps met them all whatever they achieved"
         elif stop_reason is None:
             reason = "no stop condition fired up to the last step"
         elif stop_reason.kind == "connections_refused":

@@ -38,6 +38,7 @@ def test_a_rate_no_condition_judged_says_what_it_achieved_not_that_it_met_every_
     judge.step_end(Phase("hold", 1, 4, 4, 5.0, "step", 1e7, 1e7), Aggregate(("point",)))
     sat = judge.saturation(None, [_rate_step({"achieved_tps": 150000.0, "dropped_pct": 98.5})])
     assert (sat["rate_tps"], sat["stop_condition_count"], sat["achieved_tps"]) == (1e7, 0, 150000.0)
+    assert sat["reason"].startswith("no stop condition judged the rate")
     said = verdict.text(verdict.verdict_lines(sat, None)[0])
     assert "met every condition" not in said
     assert said == ("no stop condition judged the rate: 10,000,000 tps offered, 150,000 tps achieved "
