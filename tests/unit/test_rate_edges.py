@@ -1,6 +1,7 @@
 """An open-loop rate's figures at its edges, from synthetic rows and reports: what the verdict says
-of a rate no condition judged, the saturation reason when no step was clean, and the console's line
-of a rate below 1 tps."""
+of a rate no condition judged, the saturation reason when no step was clean, the console's line of a
+rate below 1 tps, a lost worker's share of the rate (the coordinator's arithmetic, on a clock the
+test moves), the ticks around a slow loss, and what `bench replay` shows of a rate."""
 
 from __future__ import annotations
 
