@@ -371,7 +371,13 @@ class Judge:
         complete = [s for s in steps if s.complete]
         # the server refusing more connections ends the climb as a fired condition does
         fired = stop_reason is not None and stop_reason.ends_climb
-        if stop_reason is None:
+        if stop_reason is None and not complete and steps:
+            # no step is a measurement to have fired on: say why each was left out, not that nothing fired
+            reason = "no step was a clean measurement: " + "; ".join(
+                f"step {s.step}: {s.incomplete_reason}" for s in steps if s.incomplete_reason)
+        elif stop_reason is None and self.open_loop and not self.stop:
+            reason = "no stop condition judged the rate: its steps met them all whatever they achieved"
+        elif stop_reason is None:
             reason = "no stop condition fired up to the last step"
         elif stop_reason.kind == "connections_refused":
             reason = (f"stopped by: the server refused connections at {stop_reason.users} users, "
@@ -390,7 +396,15 @@ class Judge:
                 "condition": stop_reason.condition if fired and stop_reason else None,
                 "reason": reason, "steps_completed": len(complete),
                 "limited_by": "client" if limited is not None else None,
-                **({"rate_tps": self.saturation_rate} if self.open_loop else {})}
+                **({"rate_tps": self.saturation_rate, **self._achieved(steps)} if self.open_loop else {})}
+
+    def _achieved(self, steps: list[StepRow]) -> dict[str, Any]:
+        """What the rate's point achieved, and how many stop conditions judged it: a rate that none
+        judged met them all whatever it achieved, and the verdict says so with these figures."""
+        at = next((s for s in reversed(steps) if s.complete and s.step == self.saturation_step), None)
+        figures = at.figures if at is not None else {}
+        return {"stop_condition_count": len(self.stop), "achieved_tps": figures.get("achieved_tps"),
+                "dropped_pct": figures.get("dropped_pct")}
 
     def client_limited(self, steps: list[StepRow]) -> str | None:
         """Why the climb's end is bench-dsl's own limit, if it is (bench_dsl.engine.client_limit)."""

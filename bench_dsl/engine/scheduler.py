@@ -166,19 +166,24 @@ class Scheduler:
             if self.holding:
                 held += now - last  # the phase's clock stands still while held
             users = fleet.active  # the load asked for; what ran is known after the collect
+            # a loss's tick is timed where its counts end, not when the collect gave up on the lost
+            # worker (a reply's timeout, Ray's seconds to call an actor dead), or it would overlap the next
+            lost_tick = False
             try:
                 report = await fleet.collect()
             except WorkerFailed as exc:
                 lost = fleet.lose() if self.on_worker_loss == "continue" and exc.partial is not None else []
                 if lost and exc.partial is not None:  # the others' second is this tick's, and the run goes on
                     report = exc.partial
+                    lost_tick = True
                     yield WorkersLost(lost, fleet.workers, fleet.active)
                     await self.regroup(fleet)
                 else:
                     if exc.partial is not None:  # the surviving workers' last second: measured, so kept
                         # (timed at `now`: they answered then, the failure may have taken a reply's timeout)
-                        yield TickLost(self._tick(now, last, ph, users, exc.partial.tx, at_elapsed=False), ph,
-                                       exc.partial, self.holding)
+                        tick = self._tick(now, last, ph, users, exc.partial.tx, at_elapsed=False)
+                        tick.arrivals = exc.partial.arrivals  # with the lost workers' share, offered and dropped
+                        yield TickLost(tick, ph, exc.partial, self.holding)
                     raise
             # the counts cover the time up to their collection, not up to `now`: a worker slow to
             # answer (a thousand users starting) would otherwise inflate this tick's rate
@@ -193,7 +198,7 @@ class Scheduler:
             # the coordinator's own clock reads, on a loaded machine, may lag them by a scheduling slice
             took = self._quiet_from if self._quiet_from is not None and self._quiet_from > last else got
             users = min(users, report.health.connected)
-            tick = self._tick(took, last, ph, users, report.tx)
+            tick = self._tick(took, last, ph, users, report.tx, at_elapsed=not lost_tick)
             tick.stalls = stalls
             tick.arrivals = report.arrivals
             last = took

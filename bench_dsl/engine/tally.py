@@ -60,6 +60,7 @@ class Tally:
         # the client's scheduling lag beside them (from the fleet's reports): the judge reads the step's
         self.lag_run, self.lag_step, self.lag_interval = LagWindow(), LagWindow(), LagWindow()
         self.interval_start = 0.0
+        self.tick_t = 0.0  # the last tick's end: where an interval's counts end (a loss's tick ends before its collect)
         self.step_started = 0.0
         self.steps: list[StepRow] = []  # what the judge's saturation point counts
         self.executors: set[str] = set()  # how the users sent statements, over the whole run
@@ -113,6 +114,7 @@ class Tally:
         tick.cpu = self.cpu.sample() | report.cpu()  # the server's and the host's, then the client's own
         self.server_side.fill(tick)
         self.interval_agg.add(tick)
+        self.tick_t = tick.t
         lag = report.lag()
         self.lag_interval.add(lag)
         if tick.measured:
@@ -169,14 +171,16 @@ class Tally:
         agg = self.interval_agg
         if agg.ticks == 0:
             return
-        row = IntervalRow(round(self.voice.elapsed(), 3), round(self.interval_start, 3), ph.kind, ph.step, ph.measured,
+        # timed by its ticks, whose counts end before the collect that took them: rows follow each other
+        end = self.tick_t
+        row = IntervalRow(round(end, 3), round(min(self.interval_start, end), 3), ph.kind, ph.step, ph.measured,
                           self._figures(agg, self.lag_interval))
         # for live displays: the step so far beside this interval (percentiles are not additive)
         so_far = self.step_agg.so_far() if ph.measured and self.step_agg.ticks else None
         self.voice.publish(ev.Interval(row, so_far))
         self.interval_agg = Aggregate(self.names, METRICS)
         self.lag_interval = LagWindow()
-        self.interval_start = self.voice.elapsed()
+        self.interval_start = end
         fired = self.judge.interval(ph, agg, self.step_agg, judging=not self.stop.stopping())
         if fired is not None:
             self._fire(fired, ph)

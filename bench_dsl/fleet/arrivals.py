@@ -168,12 +168,14 @@ class Schedule:
         self._followers.clear()
 
     def take(self) -> dict[str, Any]:
-        """Since the previous take: offered, started, dropped, queued_max, queued, busy, busy_max,
-        idle, and lag, service, queue_wait as {microseconds: count}; as _native.Schedule.take."""
+        """Since the previous take: offered, started, dropped, queued_max, queued, waiting (offered,
+        neither started nor dropped, now), busy, busy_max, idle, and lag, service, queue_wait as
+        {microseconds: count}; as _native.Schedule.take."""
         self._advance(time.monotonic_ns())
         queued = max(0, len(self._ring) - self._idle)
         out: dict[str, Any] = {"offered": self._offered, "started": self._started, "dropped": self._dropped,
-                               "queued_max": self._queued_max, "queued": queued, "busy": self._busy,
+                               "queued_max": self._queued_max, "queued": queued, "waiting": len(self._ring),
+                               "busy": self._busy,
                                "busy_max": self._busy_max, "idle": self._idle,
                                "lag": self._lag, "service": self._service, "queue_wait": self._wait}
         self._offered = self._started = self._dropped = 0

@@ -15,6 +15,7 @@ from typing import Any
 from bench_dsl.core.dsn import Dsn
 from bench_dsl.fleet.base import Health, WorkerFailed, WorkerReport, capacity_pct, own_figures
 from bench_dsl.language.model import Scenario
+from bench_dsl.measure.arrivals import ArrivalStats
 from bench_dsl.measure.cpu import OwnCpu
 
 REPLY_TIMEOUT = 10.0  # a worker that does not answer a report in this time is stuck or dead
@@ -31,6 +32,15 @@ def rate_shares(rate: float, queue: int, users: list[int]) -> list[tuple[float, 
     return [(rate * u / total, math.ceil(queue * u / total), sum(users[:i]) / total) for i, u in enumerate(users)]
 
 
+def due_between(rate: float, offset: float, a: float, b: float) -> int:
+    """How many arrivals of a timeline at `rate` per second, on the grid of its gap shifted by
+    `offset` gaps (as a schedule starts one: bench_dsl.fleet.arrivals.Schedule.set), fall due in
+    (a, b], monotonic seconds. Pieces of a span add up to the span's count: none is counted twice."""
+    if rate <= 0 or b <= a:
+        return 0
+    return max(0, math.floor(b * rate - offset) - math.floor(a * rate - offset))
+
+
 class WorkerHandle:
     """The coordinator's view of one worker: its number, the users it said it runs, whether it is
     gone (and why, once it was dropped)."""
@@ -40,6 +50,13 @@ class WorkerHandle:
         self.active = 0
         self.dead = False
         self.lost: str | None = None  # why, once a collect found it gone
+        # its share of an open-loop rate (arrivals per second, the offset of its timeline), and where
+        # its counts end (monotonic s: its last report's take): a lost worker's share goes on falling
+        # due from there, with no user to start it, until the rate is shared over the workers left
+        self.rate = 0.0
+        self.offset = 0.0
+        self.taken: float | None = None
+        self.waiting = 0  # its arrivals offered and not yet started at its last report: dropped if it is lost
 
     @property
     def name(self) -> str:
@@ -70,6 +87,9 @@ class WorkerFleet:
         self._last_health = Health(0, 0.0, None, {})
         self.cpu = OwnCpu()  # the coordinator's own: merging the reports, the screen, the sinks
         self.started: list[tuple[int, float]] = []  # (users, seconds until all of them were connected), per resize
+        # arrivals due on lost workers' timelines between a collect and the rate's regroup: the next
+        # collect's (offered and dropped)
+        self._orphaned = 0
 
     # what a kind of fleet adds -----------------------------------------------------------------
     def _send(self, p: Any, msg: dict[str, Any]) -> asyncio.Future[dict[str, Any]]:
@@ -146,36 +166,79 @@ class WorkerFleet:
     async def pace(self, rate: float, poisson: bool, queue: int) -> None:
         n = self.workers
         users = self.share(self._users) if self._users >= n else [1] * n
+        now = time.monotonic()
+        for p in self.gone:  # the rate is shared over the workers left from now: the lost ones' timelines end
+            self._orphaned += self._orphans(p, now)
+            p.rate = 0.0
+        shares = rate_shares(rate, queue, users)
+        for p, (r, _, o) in zip(self.procs, shares, strict=True):
+            p.rate, p.offset = r, o
+            if p.taken is None:
+                p.taken = now
         futs = [self._send(p, {"op": "pace", "rate": r, "poisson": poisson, "queue": q, "offset": o})
-                for p, (r, q, o) in zip(self.procs, rate_shares(rate, queue, users), strict=True)]
+                for p, (r, q, o) in zip(self.procs, shares, strict=True)]
         try:
             await asyncio.wait_for(asyncio.gather(*futs), REPLY_TIMEOUT)
         except TimeoutError:
             raise WorkerFailed(f"the workers did not take a new rate in {REPLY_TIMEOUT:g}s") from None
 
-    def _merge(self, replies: list[dict[str, Any]]) -> WorkerReport:
-        """The workers' reports and the coordinator's own figures (it runs no users: no lag)."""
+    def _merge(self, replies: list[dict[str, Any]], orphaned: ArrivalStats | None = None) -> WorkerReport:
+        """The workers' reports and the coordinator's own figures (it runs no users: no lag);
+        `orphaned`: what lost workers' arrivals became (_orphaned_upto)."""
         mine = WorkerReport({}, Health(0, float("inf"), None, {}), 0, [], {"coordinator": own_figures(self.cpu, {})})
+        mine.arrivals = orphaned
         report = WorkerReport.merge([mine, *(WorkerReport.from_wire(r) for r in replies)], self.names)
         self._last_health = report.health
         return report
 
     async def _report(self, p: Any) -> dict[str, Any]:
-        return await self._ask(p, {"op": "report"})
+        reply = await self._ask(p, {"op": "report"})
+        # its counts end at its take (a cluster's worker's on this clock: RayFleet._call maps them)
+        p.taken = float(reply["quiet"][0][2]) if reply.get("quiet") else time.monotonic()
+        p.waiting = int(reply["arrivals"]["waiting"]) if reply.get("arrivals") else 0
+        return reply
+
+    @staticmethod
+    def _orphans(p: Any, upto: float) -> int:
+        """The arrivals due on lost `p`'s timeline from where its counts end to `upto`, and its counts
+        then end there."""
+        if p.taken is None or upto <= p.taken:
+            return 0
+        n = due_between(p.rate, p.offset, p.taken, upto)
+        p.taken = upto
+        return n
+
+    def _orphaned_upto(self, replies: list[dict[str, Any]], lost: list[Any]) -> ArrivalStats | None:
+        """What lost workers' timelines left due up to where this collect's counts end (the earliest
+        answer's take, where the scheduler cuts the tick), with those left at the last regroup: offered
+        and dropped; and the arrivals the workers lost now held, offered before and never started:
+        dropped, no longer waiting (None: nothing of the kind)."""
+        takes = [float(r["quiet"][0][2]) for r in replies if r.get("quiet")]
+        upto = min(takes) if takes else time.monotonic()
+        due, self._orphaned = self._orphaned, 0
+        due += sum(self._orphans(p, upto) for p in [*self.gone, *lost])
+        held = sum(p.waiting for p in lost)
+        for p in lost:  # counted once: a worker is lost once
+            p.waiting = 0
+        if not due and not held:
+            return None
+        return ArrivalStats(offered=due, dropped=due + held, waiting_start=held)
 
     async def collect(self) -> WorkerReport:
         results = await asyncio.gather(*(self._report(p) for p in self.procs), return_exceptions=True)
         replies = [r for r in results if isinstance(r, dict)]
         failed = [(p, r) for p, r in zip(self.procs, results, strict=True) if isinstance(r, BaseException)]
         if not failed:
-            return self._merge(replies)
+            return self._merge(replies, self._orphaned_upto(replies, []))
         for p, exc in failed:
             if isinstance(exc, WorkerFailed):
                 p.lost = str(exc)
         first = failed[0][1]
         if isinstance(first, WorkerFailed):
-            # the others reset their counts when they answered: their interval goes with the failure
-            raise WorkerFailed(str(first), partial=self._merge(replies))
+            # the others reset their counts when they answered: their interval goes with the failure,
+            # with the lost workers' share of the rate, due and never started
+            orphaned = self._orphaned_upto(replies, [p for p, _ in failed])
+            raise WorkerFailed(str(first), partial=self._merge(replies, orphaned))
         raise first
 
     def lose(self) -> list[str]:

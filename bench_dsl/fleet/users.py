@@ -118,6 +118,7 @@ class UserPool:
         self.schedule: Any = None  # paced: the arrivals (a _native.Schedule, or an arrivals.Schedule)
         # what users on asyncmy await for each arrival: the Python schedule, or the C one polled
         self._claims: arrivals.Schedule | arrivals.NativeClaims | None = None
+        self._waiting = 0  # arrivals offered, neither started nor dropped, at the schedule's last take
         self._connecting = asyncio.Semaphore(max(4, CONNECTING // stride))
         allow_many_connections()
 
@@ -141,7 +142,11 @@ class UserPool:
 
     def arrivals(self) -> ArrivalStats | None:
         """The schedule's figures since the last call (None: the pool is not paced)."""
-        return None if self.schedule is None else ArrivalStats.from_take(self.schedule.take())
+        if self.schedule is None:
+            return None
+        out = ArrivalStats.from_take(self.schedule.take())
+        out.waiting_start, self._waiting = self._waiting, out.waiting  # where this take's span began
+        return out
 
     def _wake(self) -> None:
         """Halted users waiting for an arrival on asyncmy leave at once (the C ones wake themselves)."""

@@ -50,12 +50,17 @@ class ArrivalStats:
     service_us: int = 0
     queue_wait_us: int = 0
     samples: int = 0  # takes merged over time (what busy and idle are the mean of)
+    # arrivals offered and neither started nor dropped (waiting for a user), at the span's start and
+    # its end: offered = started + dropped + (waiting - waiting_start), and what waits at a run's end
+    # was never sent
+    waiting_start: int = 0
+    waiting: int = 0
 
     @classmethod
     def from_take(cls, d: dict[str, Any]) -> ArrivalStats:
         """From a schedule's take(): counts, and {microseconds: count} per latency."""
         out = cls(int(d["offered"]), int(d["started"]), int(d["dropped"]), int(d["queued_max"]),
-                  float(d["busy"]), int(d["busy_max"]), float(d["idle"]), samples=1)
+                  float(d["busy"]), int(d["busy_max"]), float(d["idle"]), samples=1, waiting=int(d["waiting"]))
         for name in _HISTOGRAMS:
             hist, total = getattr(out, name), 0
             for us, n in d[name].items():
@@ -78,12 +83,17 @@ class ArrivalStats:
                 getattr(self, name).add(theirs)
             setattr(self, name + "_us", getattr(self, name + "_us") + getattr(other, name + "_us"))
         if parallel:
+            self.waiting_start += other.waiting_start
+            self.waiting += other.waiting
             self.queued_max += other.queued_max
             self.busy_max += other.busy_max
             self.busy += other.busy
             self.idle += other.idle
             self.samples = max(self.samples, other.samples)
             return
+        if not self.samples:  # the first span of this one: where it began
+            self.waiting_start = other.waiting_start
+        self.waiting = other.waiting
         self.queued_max = max(self.queued_max, other.queued_max)
         self.busy_max = max(self.busy_max, other.busy_max)
         n = self.samples + other.samples
@@ -99,7 +109,13 @@ class ArrivalStats:
         return {
             "offered_tps": round(self.offered / secs, 1),
             "started_tps": round(self.started / secs, 1),
+            "offered": self.offered,
+            "started": self.started,
             "dropped": self.dropped,
+            # offered = started + dropped + queue_growth; waiting_at_end: those not yet started (at a
+            # run's end: never sent)
+            "queue_growth": self.waiting - self.waiting_start,
+            "waiting_at_end": self.waiting,
             "dropped_pct": round(100.0 * self.dropped / self.offered, 3) if self.offered else None,
             "dropped_per_s": round(self.dropped / secs, 2),
             "queued_max": self.queued_max,
@@ -116,7 +132,8 @@ class ArrivalStats:
     def to_wire(self) -> dict[str, object]:
         """JSON-safe: counts, and each histogram in HdrHistogram's compressed encoding (as TxStats')."""
         out: dict[str, object] = {k: getattr(self, k) for k in (
-            "offered", "started", "dropped", "queued_max", "busy", "busy_max", "idle", "samples")}
+            "offered", "started", "dropped", "queued_max", "busy", "busy_max", "idle", "samples", "waiting_start",
+            "waiting")}
         for name in _HISTOGRAMS:
             wire = self._stats(name).to_wire()
             out[name] = wire["hist"]
@@ -126,7 +143,8 @@ class ArrivalStats:
     @classmethod
     def from_wire(cls, d: dict[str, Any]) -> ArrivalStats:
         out = cls(int(d["offered"]), int(d["started"]), int(d["dropped"]), int(d["queued_max"]),
-                  float(d["busy"]), int(d["busy_max"]), float(d["idle"]), samples=int(d.get("samples", 1)))
+                  float(d["busy"]), int(d["busy_max"]), float(d["idle"]), samples=int(d.get("samples", 1)),
+                  waiting_start=int(d["waiting_start"]), waiting=int(d["waiting"]))
         for name in _HISTOGRAMS:
             st = TxStats.from_wire({"hist": d[name], "count": 0, "queries": 0, "retries": 0, "errors": {},
                                     "total_us": d[name + "_us"]})

@@ -1342,7 +1342,7 @@ static PyObject *Schedule_set(Schedule *self, PyObject *args, PyObject *kwds) {
 static PyObject *Schedule_take(Schedule *self, PyObject *unused) {
     if (!self->ready) { PyErr_SetString(PyExc_ValueError, "Schedule not initialised"); return NULL; }
     Samples lag, service, wait;
-    long long offered, started, dropped, queued_max, busy, busy_max, idle, queued;
+    long long offered, started, dropped, queued_max, busy, busy_max, idle, queued, waiting;
     pthread_mutex_lock(&self->mu);
     sched_advance(self, now_ns());
     lag = self->lag;
@@ -1359,6 +1359,7 @@ static PyObject *Schedule_take(Schedule *self, PyObject *unused) {
     busy_max = self->busy_max;
     idle = self->idle;
     queued = self->rlen - sched_free(self) > 0 ? self->rlen - sched_free(self) : 0;
+    waiting = self->rlen; /* offered, neither started nor dropped: offered = started + dropped + its growth */
     self->offered = self->started = self->dropped = 0;
     self->queued_max = queued;
     self->busy_max = self->busy;
@@ -1368,9 +1369,9 @@ static PyObject *Schedule_take(Schedule *self, PyObject *unused) {
     PyMem_RawFree(service.v);
     PyMem_RawFree(wait.v);
     if (dw == NULL) { Py_XDECREF(dl); Py_XDECREF(ds); return NULL; }
-    return Py_BuildValue("{sLsLsLsLsLsLsLsLsNsNsN}", "offered", offered, "started", started, "dropped", dropped,
-                         "queued_max", queued_max, "queued", queued, "busy", busy, "busy_max", busy_max,
-                         "idle", idle, "lag", dl, "service", ds, "queue_wait", dw);
+    return Py_BuildValue("{sLsLsLsLsLsLsLsLsLsNsNsN}", "offered", offered, "started", started, "dropped", dropped,
+                         "queued_max", queued_max, "queued", queued, "waiting", waiting, "busy", busy,
+                         "busy_max", busy_max, "idle", idle, "lag", dl, "service", ds, "queue_wait", dw);
 }
 
 /* For a user on asyncmy beside the C executor's (a statement the C executor could not prepare): it
@@ -1430,8 +1431,8 @@ static PyMethodDef Schedule_methods[] = {
      "set(rate, poisson=False, queue=0, offset=0.0): arrivals at `rate` per second from now on (0: none); "
      "queue: how many may wait for a user; offset in [0, 1): the phase of a start, in gaps"},
     {"take", (PyCFunction)Schedule_take, METH_NOARGS,
-     "take() -> dict since the previous take: offered, started, dropped, queued_max, queued, busy, "
-     "busy_max, idle, and lag, service, queue_wait as {microseconds: count}"},
+     "take() -> dict since the previous take: offered, started, dropped, queued_max, queued, waiting (offered, "
+     "neither started nor dropped, now), busy, busy_max, idle, and lag, service, queue_wait as {microseconds: count}"},
     {NULL}};
 
 static PyTypeObject ScheduleType = {

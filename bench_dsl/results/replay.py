@@ -11,7 +11,8 @@ stream written before every event went into it (six types). What they do not sto
 what they do, and differs from the live run so:
 
 - ticks: the live run sent one a second; the replay makes one a second from each report interval,
-  all with that interval's figures, so the throughput chart is flat within an interval. The phase's
+  all with that interval's figures (an open-loop rate's offered, achieved, dropped and busy among
+  them; a stall as the step's longest so far), so the throughput chart is flat within an interval. The phase's
   remaining seconds are the plan's (a hold the person lengthened with h counts down to 0 and waits).
 - the step so far beside each interval: counts, throughput and errors of the step's intervals so
   far; its percentiles only once the step has ended (per-interval histograms are not stored).
@@ -289,16 +290,37 @@ def _with_ticks(evs: list[Timed]) -> list[Timed]:
     """One tick a second of each interval, with the interval's figures."""
     out: list[Timed] = []
     ph: ev.Phase | None = None
+    stalls: list[tuple[float, float]] = []  # the step's so far, as its measured intervals recorded them
+    step: int | None = None
     for t, e in evs:
         if isinstance(e, ev.Phase):
             ph = e
         if isinstance(e, ev.Interval):
-            out += _ticks(e.row.to_json(), ph)
+            row = e.row.to_json()
+            if e.row.step != step:
+                stalls, step = [], e.row.step
+            if e.row.measured:
+                stalls += [(float(a), float(b)) for a, b in row.get("stalls") or ()]
+            out += _ticks(row, ph, _longest(stalls) if e.row.measured else None)
         out.append((t, e))
     return out
 
 
-def _ticks(row: Json, ph: ev.Phase | None) -> list[Timed]:
+def _longest(spans: list[tuple[float, float]]) -> float | None:
+    """The longest of a step's stalls, its intervals' pieces joined where they touch (as the live
+    tick's step so far joins its ticks'); None: none."""
+    longest, cur = None, None
+    for a, b in sorted(spans):
+        cur = (cur[0], max(cur[1], b)) if cur is not None and a <= cur[1] + 1e-3 else (a, b)
+        longest = max(longest or 0.0, cur[1] - cur[0])
+    return longest
+
+
+# what a live tick of an open-loop rate carries beside the rates (metrics.Tick.figures)
+_OPEN_LOOP = ("offered_tps", "achieved_tps", "dropped_per_s", "busy", "queued_max")
+
+
+def _ticks(row: Json, ph: ev.Phase | None, stall_s: float | None = None) -> list[Timed]:
     secs, end = float(row.get("seconds") or 0), float(row["t"])
     n = max(1, round(secs))
     per_s = 1 / (secs or 1)
@@ -309,6 +331,10 @@ def _ticks(row: Json, ph: ev.Phase | None) -> list[Timed]:
                                              "errors": round(int(tx.get("errors") or 0) / n)}
                                       for name, tx in (row.get("transactions") or {}).items()}}
     figures.update(side_figures(row, CLIENT_LAG_MS))
+    # an open-loop rate's headline: asked against done, arrivals dropped, the pool's busy users
+    figures.update({k: row[k] for k in _OPEN_LOOP if k in row})
+    if stall_s is not None:  # the live tick's: the step's longest stall so far
+        figures["stall_s"] = round(stall_s, 1)
     out: list[Timed] = []
     for k in range(1, n + 1):
         t = round(end - secs + k * secs / n, 3)

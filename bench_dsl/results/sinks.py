@@ -282,7 +282,7 @@ class ConsoleSink:
                 extra = ""
                 if "offered_tps" in d:  # an open-loop rate: asked, dropped, the pool's busy users, service time
                     serv = (d.get("service_ms") or {}).get("p99")
-                    extra += (f" offered {d['offered_tps']:.0f}/s dropped {d.get('dropped_per_s') or 0:.1f}/s"
+                    extra += (f" offered {d['offered_tps']:.1f}/s dropped {d.get('dropped_per_s') or 0:.1f}/s"
                               f" busy {d.get('busy') or 0:.0f} service p99 {_ms(serv).strip()}")
                 if st := d.get("statements"):  # sysbench's r/w/o, per second
                     extra += f" r/w/o {st['reads_per_s']:.0f}/{st['writes_per_s']:.0f}/{st['other_per_s']:.0f}"

@@ -62,6 +62,12 @@ def _head(sat: Json) -> Line:
         at_least = "at least " if sat.get("limited_by") == "client" else ""  # the server carries at least that
         return [(f"saturation point: {at_least}{said}", "good"),
                 (f" (step {step}, the last step that met every condition)", "dim")]
+    if point is not None and load == "rate" and sat.get("stop_condition_count") == 0:
+        # nothing judged the rate: what it achieved is the finding, never "met every condition"
+        achieved, dropped = sat.get("achieved_tps"), sat.get("dropped_pct")
+        got = f", {_n(achieved)} tps achieved" if achieved is not None else ""
+        lost = f" ({_n(dropped)}% dropped)" if dropped else ""
+        return [(f"no stop condition judged the rate: {said} offered{got}{lost}", "warn"), (f" (step {step})", "dim")]
     if point is not None:
         return [(f"no stop condition fired: {said} met every condition", "strong"), (f" (step {step})", "dim")]
     return [("no step was completed", "warn")]

@@ -65,3 +65,21 @@ def test_the_saturation_point_of_a_rate_ramp_is_a_rate(tmp_path: Path) -> None:
     assert doc["expect"] == [{"expect": "saturation >= 50 tps", "value": doc["saturation"]["rate_tps"],
                               "limit": 50.0, "unit": "tps", "passed": True}]
     assert doc["steps"][1]["dropped_pct"] < 5 and doc["steps"][1]["busy"] <= 4
+
+
+def test_every_arrival_is_started_dropped_or_still_waiting_in_every_row(tmp_path: Path) -> None:
+    # 2000 tps on four users of a 20 ms transaction (200 a second at most): the queue of 40 is full
+    # whenever a row ends, and at the run's end those 40 were never sent
+    doc = _run(tmp_path, """scenario "backlog" {
+      target env("BENCH_DSN")
+      workload custom { transaction t { query "SELECT SLEEP(0.02)" } }
+      rate 2000 tps
+      users max 4 queue 40
+      duration 3s
+      report every 1s
+    }""", "--workers", "2")
+    rows = [r for r in (*doc["intervals"], *doc["steps"], doc["summary"]) if "offered" in r]
+    assert len(rows) >= 4
+    for r in rows:
+        assert r["offered"] == r["started"] + r["dropped"] + r["queue_growth"], r
+    assert doc["summary"]["waiting_at_end"] > 0 and doc["summary"]["queue_growth"] > 0, doc["summary"]

@@ -408,3 +408,26 @@ def test_with_on_worker_loss_continue_the_run_goes_on_without_the_node(cluster: 
     assert sum(tx["count"] for t in ticks[-3:] for tx in t["transactions"].values()) > 0, ticks[-3:]
     hold = [i for i in doc["intervals"] if i["phase"] == "hold"]
     assert hold[-1]["count"] > 0 and sum(i["count"] for i in hold) == doc["summary"]["count"]
+
+
+def test_a_rate_is_whole_after_a_lost_node_while_ray_declares_it_dead(cluster: RayCluster, tmp_path: Path) -> None:
+    """200 tps on two actors, a node killed in the hold, on worker loss continue: while Ray takes
+    seconds to call its actor dead, that actor's half is due with no user to start it, and counts as
+    offered and dropped (the step offered 179.7 of 200 before); the loss's interval ends where the
+    survivor's counts end, so that the rows follow each other (they overlapped by 1.4 s)."""
+    ids = _two_live_nodes(cluster)
+    lost = ids[max(ids)]
+    f, out, lines = tmp_path / "paced-loss.bench", tmp_path / "p.json", tmp_path / "p.jsonl"
+    f.write_text(RATE.replace("rate 100 tps", "rate 200 tps").replace("duration 2s", "duration 10s")
+                 .replace("report every 1s", "report every 1s\n  on worker loss continue"))
+    _, stdout, stderr, code, _ = _lose_a_node_in_the_hold(cluster, f, out, lines, lost, 90)
+    assert code == 0, stderr[-3000:]
+    doc = _result(out)
+    assert doc["cluster"]["lost"], doc["cluster"]
+    (step,) = doc["steps"]
+    assert step["offered_tps"] == pytest.approx(200, rel=0.1), step
+    assert step["offered"] == step["started"] + step["dropped"] + step["queue_growth"], step
+    rows = doc["intervals"]
+    for before, row in zip(rows, rows[1:], strict=False):
+        assert before["t"] <= row["start_s"] <= row["t"], (before, row)
+        assert row["t"] - row["seconds"] >= before["t"] - 0.05, (before, row)

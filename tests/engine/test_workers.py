@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import signal
 import time
@@ -272,10 +273,20 @@ async def test_a_rate_stays_whole_on_the_workers_left_after_a_loss(dsn_url: str,
                          "no ticks after the loss")
     run.request_stop()  # what follows the loss is what this test is about: the rest of the hold is not needed
     await asyncio.wait_for(task, 30)
-    after = [e for e in sink.events[lost_at:] if isinstance(e, ev.Tick)][1:5]  # the loss's own tick aside
+    ticks = [e for e in sink.events[lost_at:] if isinstance(e, ev.Tick)]
+    after = ticks[1:5]  # the loss's own tick aside
     offered = sum(e.figures["offered_tps"] for e in after) / len(after)
     assert offered == pytest.approx(100, rel=0.1), [e.figures["offered_tps"] for e in after]
     assert all(e.users == 4 for e in after), [e.users for e in after]
+    # the loss's own tick (the first after it is said): worker 2's half was due too, and no user of it
+    # was left to start it
+    loss = sink.events.index(next(e for e in sink.events if isinstance(e, ev.WorkerLost)))
+    own = next(e for e in sink.events[loss:] if isinstance(e, ev.Tick))
+    assert own.figures["offered_tps"] == pytest.approx(100, rel=0.2), own.figures
+    assert own.figures["dropped_per_s"] >= 30, own.figures
+    rows = [e.row for e in sink.events if isinstance(e, ev.Interval)]
+    for before, row in itertools.pairwise(rows):
+        assert before.t <= row.start_s <= row.t, (before, row)
 
 
 class _Paced:

@@ -15,7 +15,8 @@ from bench_dsl.measure.arrivals import ArrivalStats
 def _take(offered: int, started: int, dropped: int, busy: int, lag: dict[int, int],
           service: dict[int, int], wait: dict[int, int] | None = None, queued_max: int = 0) -> dict[str, object]:
     return {"offered": offered, "started": started, "dropped": dropped, "queued_max": queued_max, "queued": 0,
-            "busy": busy, "busy_max": busy + 1, "idle": 2, "lag": lag, "service": service, "queue_wait": wait or {}}
+            "waiting": 0, "busy": busy, "busy_max": busy + 1, "idle": 2, "lag": lag, "service": service,
+            "queue_wait": wait or {}}
 
 
 def test_a_take_becomes_figures() -> None:
@@ -48,6 +49,23 @@ def test_merged_over_time_and_across_processes() -> None:
     assert both.lag.get_total_count() == 140
 
 
+def test_what_waits_at_a_spans_end_closes_its_sum() -> None:
+    """offered = started + dropped + queue_growth over a take, takes merged over time and processes
+    merged: 40 arrivals still waiting at the end are in a figure, not lost between them."""
+    first = ArrivalStats.from_take(_take(100, 60, 10, 4, {}, {}) | {"waiting": 30})
+    last = ArrivalStats.from_take(_take(100, 80, 10, 4, {}, {}) | {"waiting": 40})
+    last.waiting_start = 30  # the pool's previous take's (UserPool.arrivals)
+    run = ArrivalStats()
+    run.merge(first)
+    run.merge(last)
+    f = run.figures(2.0)
+    assert (f["offered"], f["started"], f["dropped"], f["queue_growth"], f["waiting_at_end"]) == (200, 140, 20, 40, 40)
+    other = ArrivalStats.from_take(_take(50, 50, 0, 1, {}, {}))
+    run.merge(other, parallel=True)
+    f = run.figures(2.0)
+    assert f["offered"] == f["started"] + f["dropped"] + f["queue_growth"]
+
+
 def test_the_wire_is_json_and_loses_nothing() -> None:
     a = ArrivalStats.from_take(_take(1000, 990, 10, 5, {7: 900, 40_000: 90}, {250: 990}, {30_000: 12},
                                      queued_max=4))
@@ -65,8 +83,8 @@ def test_both_schedules_take_the_same_keys(kind: str) -> None:
     s = native.compiled.Schedule(1) if kind == "c" else arrivals.Schedule(1)  # type: ignore[union-attr]
     s.set(1000.0, True, 3, 0.25)
     d = s.take()
-    assert set(d) == {"offered", "started", "dropped", "queued_max", "queued", "busy", "busy_max", "idle",
-                      "lag", "service", "queue_wait"}
+    assert set(d) == {"offered", "started", "dropped", "queued_max", "queued", "waiting", "busy", "busy_max",
+                      "idle", "lag", "service", "queue_wait"}
     assert ArrivalStats.from_take(d).started == 0
     for bad in ((-1.0, False, 0, 0.0), (10.0, False, -1, 0.0), (10.0, False, 0, 1.0)):
         with pytest.raises(ValueError):
