@@ -232,3 +232,54 @@ def test_a_run_whose_only_step_stalled_is_no_measured_point() -> None:
     cut = {"steps": [{"step": 1, "users": 4, "complete": False, "incomplete_reason": CUT_SHORT}], "summary": summary}
     assert measured_steps(stalled) == []
     assert measured_steps(cut) == [(None, summary)]
+
+
+# a step that is not clean is judged only by its stalls (issue 38) -----------------------------------
+FROZEN_STEP_2 = "ramp step { start 1 users step +1 users settle 1s hold 8s max 3 users }\n"
+
+
+async def test_a_frozen_step_is_not_judged_by_its_throughput_the_climb_goes_on(tmp_path: Path) -> None:
+    """Step 2 froze (no answer for about 6 of its 8 s): its throughput against step 1's is a
+    plateau, which blamed the load for the freeze. Not judged: the climb goes on, and step 3 is
+    compared with step 1, the last clean one."""
+    events, run = await _run(tmp_path, FROZEN_STEP_2 + "stop when { tps plateau 1%  p90 > 1s }",
+                             lambda users, k: users == 2 and 2 <= k <= 7)
+    doc = events.document.doc
+    assert doc["stop"] is None and run.exit_code == 0, doc["stop"]
+    s1, s2, s3 = doc["steps"]
+    assert not s2["complete"] and s1["complete"] and s3["complete"]
+    plateau = s2["conditions"][0]
+    assert plateau["condition"] == "tps plateau 1%" and not plateau["fired"] and plateau["value"] < plateau["previous"]
+    assert s3["conditions"][0]["previous"] == pytest.approx(s1["tps"], rel=0.01)  # step 1, not step 2
+    assert doc["saturation"]["users"] == 3 and doc["saturation"]["steps_completed"] == 2
+    assert any(w.startswith("s2: tps plateau 1%  (this step ") and w.endswith(
+        ": not judged, the step is not a clean measurement") for w in doc["warnings"]), doc["warnings"]
+    live = [s for c in events.of(ev.Conditions) for s in c.states if s.text == "tps plateau 1%"]
+    assert any(s.source == "step 2, not clean: not judged" and s.state == "over" for s in live)
+    assert all(s.state != "fired" for s in live)
+
+
+async def test_a_frozen_step_ends_the_climb_on_its_stall_not_on_its_throughput(tmp_path: Path) -> None:
+    events, run = await _run(tmp_path, FROZEN_STEP_2 + "stop when { tps plateau 1%  stall > 1s }",
+                             lambda users, k: users == 2 and 2 <= k <= 7)
+    doc = events.document.doc
+    assert doc["stop"]["condition"] == "stall > 1s" and doc["stop"]["step"] == 2
+    assert doc["saturation"]["users"] == 1 and doc["saturation"]["reason"] == "stopped by: stall > 1s"
+    assert [c["fired"] for c in doc["steps"][1]["conditions"]] == [False, True]
+
+
+def test_a_window_of_a_frozen_server_fires_only_a_stall_condition() -> None:
+    """`for D` conditions are judged over their window: one in which the server answered nothing
+    is no measurement of its throughput either; the stall condition fires."""
+    from bench_dsl.engine.judge import Judge
+    from bench_dsl.workloads.registry import load
+
+    text = ('scenario "t" { workload custom { transaction read { query "SELECT 1" } }\n'
+            "users 4  duration 10s\nstop when { tps < 50 for 3s  stall > 2s for 3s } }\n")
+    conditions = load("t.bench", text=text, env={}).stop
+    ticks = [Tick(k + 1.0, 1.0, "hold", 1, 4, {}, {}, stalls=[(float(k), k + 1.0)]) for k in range(3)]
+    judge = Judge(conditions, ("read",))
+    fired = [judge.tick(t) for t in ticks]
+    assert fired[:2] == [None, None] and fired[2] is not None and fired[2].condition.text == "stall > 2s for 3s"
+    judge = Judge(conditions[:1], ("read",))  # throughput alone: never fired by a freeze
+    assert [judge.tick(t) for t in ticks] == [None, None, None]
