@@ -29,8 +29,8 @@ NEAR = 0.8
 
 
 # A step is no clean measurement of the server under its users when its stalls (bench_dsl.measure.stalls:
-# a second or more in which no user finished a transaction) add up to more than this share of its
-# measured time, or when one of them lasts STALL_LONGEST_S or more: its closed-loop percentiles
+# a second or more in which some user was inside a transaction and none finished one) add up to more
+# than this share of its measured time, or when one of them lasts STALL_LONGEST_S or more: its closed-loop percentiles
 # hide the freeze (the users waited in a few transactions), and its throughput is half a measure.
 STALL_SHARE = 0.25
 STALL_LONGEST_S = 5.0
