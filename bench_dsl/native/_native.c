@@ -1260,9 +1260,9 @@ static int sched_leave_busy(Schedule *s, int *state, long long *service) {
 /* The user's next arrival, claimed and waited for (no GIL). 1 with *due and *send (ns) set; 0 when
  * `stop` was set first; -1 when out of memory. `c`: the user's claim; `state` and `service`: the
  * user's (its previous transaction's service time, counted here, under the mutex this takes anyway).
- * Two short holds of the mutex per arrival, the claim and the start, and one sleep between them. */
-/* `inside`: whether the user counts in `counts` as inside a transaction; it leaves before it sleeps
- * (an idle user is no sign of a stalled server), and sets *inside to 0 */
+ * Two short holds of the mutex per arrival, the claim and the start, and one sleep between them.
+ * `inside`: whether the user counts in `counts` as inside a transaction; it leaves before it sleeps
+ * (a user waiting for an arrival is no sign of a stalled server), and *inside becomes 0. */
 static int sched_claim(Schedule *s, Claim *c, const int *stop, int *state, long long *service, long long *due,
                        long long *send, Counts *counts, int *inside) {
     pthread_mutex_lock(&s->mu);
@@ -1934,6 +1934,7 @@ static PyObject *User_run(User *self, PyObject *args) {
     Counts *counts = self->counts;
     Schedule *sched = __atomic_load_n(&self->schedule, __ATOMIC_ACQUIRE);
     int slack = 0;
+    int inside = self->inside;
     Py_BEGIN_ALLOW_THREADS
     if (sched != NULL && retry) sched_resume(sched, &self->sched_state);
     for (;;) {
@@ -1953,14 +1954,14 @@ static PyObject *User_run(User *self, PyObject *args) {
                     slack = 1;
                 }
                 int got = sched_claim(sched, &self->claim, &self->stop, &self->sched_state, &self->service, &self->t0,
-                                      &self->send, counts, &self->inside);
+                                      &self->send, counts, &inside);
                 if (got < 0) { bad = "out of memory for an arrival's times"; break; }
                 if (got == 0) break;
             }
         }
-        if (!self->inside) {
+        if (!inside) {  /* a closed loop's user once per run(), an open loop's after a sleep */
             counts_enter(counts, retry ? now_ns() : sched != NULL ? self->send : self->t0);
-            self->inside = 1;
+            inside = 1;
         }
         retry = 0;
         long long statements;
@@ -1989,6 +1990,7 @@ static PyObject *User_run(User *self, PyObject *args) {
     if (sched != NULL && sched_leave(sched, &self->sched_state, &self->service) < 0) bad = "out of memory";
     /* stopped: it waits on nothing; after an error it stays inside, retrying or reconnecting (a
      * server that cannot be reached is waited on) */
+    self->inside = inside;
     if (outcome == OUT_STOPPED) user_leave(self);
     Py_END_ALLOW_THREADS
     self->running = 0;
