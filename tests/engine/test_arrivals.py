@@ -361,3 +361,37 @@ async def test_users_waiting_for_their_arrivals_are_no_stall_users_held_by_a_loc
     assert waiting.spans == () and waiting.total_s == 0, waiting
     frozen = Stalls.of(quiet_spans([held], locked, held.at))
     assert frozen.longest_s >= 1.0 and frozen.longest is not None and frozen.longest[1] == held.at, frozen
+
+
+class _Thinking(_Query):
+    """A session with a think time before each transaction, as TPC-C's terminals have."""
+
+    paced = True
+
+    async def pause(self, tx: int) -> None:
+        await asyncio.sleep(1.4)
+
+
+class _ThinkingWorkload(_Workload):
+    def session(self, rng: Any, user: int) -> _Query:
+        return _Thinking(self.sql)
+
+
+async def test_users_in_their_think_time_are_no_stall(server: tuple[Dsn, object]) -> None:
+    """Closed loop, paced (on asyncmy, as TPC-C's keying and think times are): two users each finish
+    a transaction every 1.4 s, and nothing completes in between while both think. No stall."""
+    from bench_dsl.measure.stalls import Stalls, quiet_spans
+
+    rec = Recorder(("t",))
+    pool = UserPool(server[0], _ThinkingWorkload("SELECT 1"), rec, 1)  # type: ignore[arg-type]
+    try:
+        await pool.resize(2)
+        rec.swap()
+        start = time.monotonic()
+        await asyncio.sleep(3.5)  # two think times and more, then the take
+        rec.swap()
+        quiet = rec.quiet()
+    finally:
+        await pool.stop_all(3.0)
+    thinking = Stalls.of(quiet_spans([quiet], start, quiet.at))
+    assert thinking.spans == () and thinking.total_s == 0, thinking
