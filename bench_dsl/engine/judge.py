@@ -29,8 +29,8 @@ NEAR = 0.8
 
 
 # A step is no clean measurement of the server under its users when its stalls (bench_dsl.measure.stalls:
-# a second or more in which no user finished a transaction) add up to more than this share of its
-# measured time, or when one of them lasts STALL_LONGEST_S or more: its closed-loop percentiles
+# a second or more in which some user was inside a transaction and none finished one) add up to more
+# than this share of its measured time, or when one of them lasts STALL_LONGEST_S or more: its closed-loop percentiles
 # hide the freeze (the users waited in a few transactions), and its throughput is half a measure.
 STALL_SHARE = 0.25
 STALL_LONGEST_S = 5.0
@@ -47,6 +47,8 @@ class Verdict:
     value: float | None
     fired: bool
     reference: float | None = None  # plateau / kink: the previous step's figure
+    # it would have fired, on figures that are no clean measurement (`unclean`): not judged, said
+    held_back: bool = False
 
     def to_json(self) -> dict[str, object]:
         c = self.condition
@@ -129,6 +131,16 @@ def state_of(c: Condition, value: float | None, before: float | None = None) -> 
     return "ok"
 
 
+def unclean(v: Verdict, why: str | None) -> Verdict:
+    """`v` on an aggregate that `stalled` says is no clean measurement (`why`): only a condition on
+    the stalls themselves is judged there. Any other figure of a frozen server (its throughput, a
+    plateau against the step before, its latency) would blame the load for the freeze: it is kept
+    as a value, and never fires."""
+    if why is None or v.condition.metric.name == "stall":
+        return v
+    return Verdict(v.condition, v.value, False, v.reference, held_back=v.fired)
+
+
 def stalled(agg: Aggregate) -> str | None:
     """Why a step (or a linear ramp's interval) is not a clean measurement, by its stalls; None
     when it is (or its stalls are not known). A stall no longer than twice the step's median
@@ -154,10 +166,12 @@ def stalled(agg: Aggregate) -> str | None:
 
 
 def step_warnings(verdicts: list[Verdict], stalled: str | None) -> list[str]:
-    """What a person must be told of a step's verdicts: that it is no clean measurement, and the
-    stops it could not judge (no figure in it: a monitor that failed), which could never fire."""
+    """What a person must be told of a step's verdicts: that it is no clean measurement (and the
+    conditions that would have fired on it, not judged), and the stops it could not judge (no
+    figure in it: a monitor that failed), which could never fire."""
     blind = "; ".join(v.condition.text for v in verdicts if v.value is None)
     return ([f"{stalled}: not a clean measured step, nor the saturation point"] if stalled else []) + \
+        [f"{v.describe()}: not judged, the step is not a clean measurement" for v in verdicts if v.held_back] + \
         ([f"{blind}: not judged, no figure in this step"] if blind else [])
 
 
@@ -245,7 +259,7 @@ class Judge:
         none fires once the run is stopping (`judging` False), their values are still shown."""
         fired = None
         for c, agg, full in self.windowed.windows(tick):
-            v = judge(c, agg)
+            v = unclean(judge(c, agg), stalled(agg) if full else None)
             seconds = round(agg.seconds)
             source = f"last {seconds}s" if full else f"last {seconds}s of {c.window:g}s"
             if full and v.fired and fired is None and judging:
@@ -264,12 +278,13 @@ class Judge:
             return None
         if ph.judge == "interval":
             fired = None
+            why = stalled(interval)
             for c in self.stop:
                 if c.window:
                     continue
                 if c.kind != "threshold":  # plateau and kink compare steps: a linear ramp has one
                     continue
-                v = judge(c, interval)
+                v = unclean(judge(c, interval), why)
                 if v.fired and fired is None and judging:
                     fired = v
                 if worse(v, self._worst.get(c.text)):
@@ -277,7 +292,7 @@ class Judge:
                 self._state(c, v.value, None, "last interval")
             if fired is not None:
                 self._fire(fired)
-            elif interval.all.count and judging and stalled(interval) is None:
+            elif interval.all.count and judging and why is None:
                 self.saturation_users = interval.users_max
                 self.saturation_step = ph.step
                 if ph.rate is not None:  # a linear rate: what the interval offered
@@ -293,14 +308,17 @@ class Judge:
     def step_end(self, ph: Phase, step: Aggregate) -> tuple[list[Verdict], Verdict | None, str | None]:
         """A step's hold ended whole: every condition's verdict (`conditions`), the one that fired,
         why the step is not a clean measurement (`stalled`), and the saturation point: a step that
-        is not clean is none, nor what the next step's plateau or kink compares with."""
+        is not clean is none, nor what the next step's plateau or kink compares with, nor judged but
+        by its stalls (`unclean`): the climb goes on past it, unless a stall condition ends it."""
         why = stalled(step)
         if ph.judge != "step":
             return self.conditions(step), None, why
-        verdicts = [judge(c, step, self.previous) for c in self.stop if not c.window]
+        verdicts = [unclean(judge(c, step, self.previous), why) for c in self.stop if not c.window]
         fired = next((v for v in verdicts if v.fired), None)
         for v in verdicts:
-            self._state(v.condition, v.value, v.reference, f"step {ph.step}", judged=True)
+            # held back: over its limit, said as such, not turned into "ok" as a judged one is
+            self._state(v.condition, v.value, v.reference,
+                        f"step {ph.step}" + (", not clean: not judged" if v.held_back else ""), judged=not v.held_back)
         if fired is not None:
             self._fire(fired)
         elif why is None:

@@ -215,9 +215,10 @@ class Scheduler:
         yield PhaseEnds(ph)
 
     def _stalls(self, report: WorkerReport) -> list[Span] | None:
-        """The spans without a completion since the last collect, in the run's elapsed seconds (each
-        second of the plan lasting `second`); None when the fleet does not say. They end where the
-        fleet's word ends (the earliest process's take): what came after is the next tick's."""
+        """The spans with a user inside a transaction and no completion since the last collect, in
+        the run's elapsed seconds (each second of the plan lasting `second`); None when the fleet
+        does not say. They end where the fleet's word ends (the earliest process's take): what came
+        after is the next tick's."""
         quiet = report.quiet
         if not quiet:
             self._quiet_from = None  # the fleet's word is lost: stalls and takes start afresh

@@ -34,6 +34,12 @@ class ClockMap:
         return t + self.offset
 
     def quiet_wire(self, quiet: list[Any]) -> list[Any]:
-        """A report's Quiet wire ([spans, last, at] each) on this clock."""
-        return [[[[self.to_local(a), self.to_local(b)] for a, b in spans],
-                 None if last is None else self.to_local(last), self.to_local(at)] for spans, last, at in quiet]
+        """A report's Quiet wire ([spans, last, at, idle, idle_from] each) on this clock."""
+        out = []
+        for spans, last, at, *rest in quiet:
+            idle, idle_from = rest if rest else ([], None)
+            out.append([[[self.to_local(a), self.to_local(b)] for a, b in spans],
+                        None if last is None else self.to_local(last), self.to_local(at),
+                        [[self.to_local(a), self.to_local(b)] for a, b in idle],
+                        None if idle_from is None else self.to_local(idle_from)])
+        return out

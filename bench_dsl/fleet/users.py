@@ -317,6 +317,10 @@ class UserPool:
         pick = _picker(u.rng, self.workload.weights)
         conn: asyncmy.Connection | None = None
         backoff = 0.1
+        rec = self.recorder
+        # counted as inside a transaction (bench_dsl.measure.stalls): from its first one until it
+        # waits for an arrival or pauses; retrying or reconnecting, it still waits on the server
+        inside = False
         try:
             while not u.stop:
                 if conn is None:
@@ -346,10 +350,15 @@ class UserPool:
                 claims = self._claims
                 if claims is not None:
                     # open loop: the arrival replaces a paced session's keying and think time
+                    if inside:
+                        rec.leave(time.monotonic_ns())
+                        inside = False
                     due = await claims.claim(lambda: u.stop)
                     if due is None:
                         break
                     send = time.monotonic_ns()
+                    rec.enter(send)
+                    inside = True
                     end: int | None = None
                     try:  # the response time runs from the due time
                         conn, end = await self._attempts(u, conn, i, due)
@@ -357,11 +366,20 @@ class UserPool:
                         claims.done(send, end)
                     continue
                 if u.session.paced:
+                    if inside:
+                        rec.leave(time.monotonic_ns())
+                        inside = False
                     await u.session.pause(i)  # keying and think time: not part of the response time
                     if u.stop:
                         break
-                conn, _ = await self._attempts(u, conn, i, time.monotonic_ns())
+                t0 = time.monotonic_ns()
+                if not inside:
+                    rec.enter(t0)
+                    inside = True
+                conn, _ = await self._attempts(u, conn, i, t0)
         finally:
+            if inside:
+                rec.leave(time.monotonic_ns())
             if conn is not None:
                 _close(conn)
 

@@ -127,7 +127,8 @@ class Tick:
     lag: float | None = None
     replicas: list[dict[str, Any]] | None = None
     host: Any = None  # hostwatch.HostSample: the server host's CPU and disks since the last reading
-    # spans of the tick (elapsed s) in which no user finished a transaction; None: not known
+    # spans of the tick (elapsed s) in which a user was inside a transaction and none finished one;
+    # None: not known
     stalls: list[Span] | None = None
     # an open-loop rate's schedule over the tick (bench_dsl.measure.arrivals.ArrivalStats, whose
     # module builds on this one); None: closed loop

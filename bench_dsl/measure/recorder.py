@@ -9,20 +9,40 @@ from collections import Counter
 
 from bench_dsl import native
 from bench_dsl.measure.metrics import HIGHEST_US, TxStats, new_histogram
-from bench_dsl.measure.stalls import Quiet
+from bench_dsl.measure.stalls import RESOLUTION_S, Quiet
+
+# Counts.quiet(): gaps, the latest completion, the take, idle spans, idle since (nanoseconds)
+Raw = tuple[list[tuple[int, int]], int | None, int, list[tuple[int, int]], int | None]
+QUIET_MIN_NS = round(RESOLUTION_S * 1e9)  # the C executor's
 
 
 class PyCounts:
     """What counts when the package was built without the C executor (_native.Counts otherwise):
     latencies counted by their exact microsecond value (a dict increment, ~0.1 us; hdrh's
     record_value is pure Python, ~2.4 us a call), and statements, per transaction type. No clock per
-    transaction: its quiet spans are known to a take's precision (did a take count any?)."""
+    transaction: its quiet spans are known to a take's precision (did a take count any?). Its idle
+    spans are exact: their times come from the users, which read the clock anyway."""
 
     def __init__(self, n: int) -> None:
         self._lat: list[dict[int, int]] = [{} for _ in range(n)]
         self._queries = [0] * n
         self._last: int | None = None
-        self._taken: tuple[list[tuple[int, int]], int | None, int] = ([], None, 0)
+        self._inflight = 0
+        self._idle_from = 0
+        self._idle: list[tuple[int, int]] = []
+        self._taken: Raw = ([], None, 0, [], 0)
+
+    def enter(self, t: int) -> None:
+        """A user starts waiting on the server at `t` (time.monotonic_ns)."""
+        if self._inflight == 0 and t - self._idle_from >= QUIET_MIN_NS:
+            self._idle.append((self._idle_from, t))
+        self._inflight += 1
+
+    def leave(self, t: int) -> None:
+        if self._inflight > 0:
+            self._inflight -= 1
+            if self._inflight == 0:
+                self._idle_from = t
 
     def ok(self, i: int, micros: int, queries: int) -> None:
         lat = self._lat[i]
@@ -34,14 +54,15 @@ class PyCounts:
         at = time.monotonic_ns()
         if any(self._lat):
             self._last = at
-        self._taken = ([], self._last, at)
+        self._taken = ([], self._last, at, self._idle, None if self._inflight else self._idle_from)
+        self._idle = []
         out = list(zip(self._lat, self._queries))
         self._lat = [{} for _ in self._lat]
         self._queries = [0] * len(self._queries)
         return out
 
-    def quiet(self) -> tuple[list[tuple[int, int]], int | None, int]:
-        return self._taken  # as _native.Counts.quiet: no gaps, the latest take that counted any, the take
+    def quiet(self) -> Raw:
+        return self._taken  # as _native.Counts.quiet: no gaps, the latest take that counted any, the take, ...
 
 
 def new_counts(n: int) -> PyCounts:
@@ -55,12 +76,16 @@ class Recorder:
     swap (once a second), one record_value per distinct value, which are far fewer than the
     transactions; the figures are the same as recording each value on its own."""
 
-    __slots__ = ("_errors", "_retries", "_rollbacks", "counts", "names", "ok")
+    __slots__ = ("_errors", "_retries", "_rollbacks", "counts", "enter", "leave", "names", "ok")
 
     def __init__(self, names: tuple[str, ...]) -> None:
         self.names = names
         self.counts = new_counts(len(names))
         self.ok = self.counts.ok  # ok(i, micros, statements): the C executor's threads count without calling it
+        # enter(t_ns) / leave(t_ns): a user on asyncmy starts or stops waiting on the server (the C
+        # executor's users tell their Counts themselves)
+        self.enter = self.counts.enter
+        self.leave = self.counts.leave
         self._reset()
 
     def _reset(self) -> None:

@@ -1,4 +1,4 @@
-"""Stalls: spans of a run in which users were running and none of them finished a transaction.
+"""Stalls: spans of a run in which users were inside transactions and none of them finished one.
 
 A closed loop hides them from its percentiles: while the server answers nothing, its users wait
 in the transactions they had sent, so a 10 s freeze among 700,000 fast transactions is 4 slow ones.
@@ -6,6 +6,14 @@ What shows them is time between completions. Each process that runs users keeps 
 its completions (the C executor's Counts, at no cost per transaction beyond a comparison), and
 the time of its latest; the coordinator intersects the processes' gaps over each tick (the whole
 fleet was quiet only where every process was) and the aggregates join the ticks' pieces.
+
+A gap is a stall only where some user waited on the server. An open loop's users wait for their
+arrivals between transactions (at 0.5 tps, two seconds of every two), TPC-C's for their keying and
+think times: that silence is the load's, not the server's. So each process also keeps the spans in
+which none of its users was inside a transaction (Counts' idle spans: a user enters at its first
+transaction and leaves when it sleeps for an arrival, pauses, or stops; retrying or reconnecting, it
+still waits on the server), and the coordinator takes out of the fleet's quiet the spans in which no
+process had a user inside.
 
 Times here are CLOCK_MONOTONIC seconds (time.monotonic, shared by the processes of one machine)
 until the scheduler moves a tick's stalls to the run's elapsed seconds."""
@@ -29,27 +37,37 @@ BREAK_S = 0.001
 @dataclass(frozen=True, slots=True)
 class Quiet:
     """One process's gaps between completions, taken with its counts: `spans` of at least
-    RESOLUTION_S, `last` its latest completion (None: none yet), `at` when they were taken."""
+    RESOLUTION_S, `last` its latest completion (None: none yet), `at` when they were taken; `idle`
+    the spans of at least RESOLUTION_S in which none of its users was inside a transaction, and
+    `idle_from` since when none was at the take (None: one was; 0: since ever). A process that says
+    nothing of its users' idleness had one inside all along."""
 
     spans: tuple[Span, ...]
     last: float | None
     at: float
+    idle: tuple[Span, ...] = ()
+    idle_from: float | None = None
 
     @classmethod
-    def from_counts(cls, raw: tuple[list[tuple[int, int]], int | None, int]) -> Quiet:
+    def from_counts(cls, raw: tuple[list[tuple[int, int]], int | None, int,
+                                    list[tuple[int, int]], int | None]) -> Quiet:
         """From Counts.quiet() (nanoseconds)."""
-        spans, last, at = raw
-        return cls(tuple((a / 1e9, b / 1e9) for a, b in spans), None if last is None else last / 1e9, at / 1e9)
+        spans, last, at, idle, idle_from = raw
+        return cls(tuple((a / 1e9, b / 1e9) for a, b in spans), None if last is None else last / 1e9, at / 1e9,
+                   tuple((a / 1e9, b / 1e9) for a, b in idle), None if idle_from is None else idle_from / 1e9)
 
     def to_wire(self) -> list[object]:
-        return [[list(s) for s in self.spans], self.last, self.at]
+        return [[list(s) for s in self.spans], self.last, self.at, [list(s) for s in self.idle], self.idle_from]
 
     @classmethod
     def from_wire(cls, w: list[object]) -> Quiet:
-        spans, last, at = w
-        assert isinstance(spans, list) and isinstance(at, (int, float))
+        spans, last, at, *rest = w
+        idle, idle_from = rest if rest else ([], None)
+        assert isinstance(spans, list) and isinstance(at, (int, float)) and isinstance(idle, list)
         assert last is None or isinstance(last, (int, float))
-        return cls(tuple((float(a), float(b)) for a, b in spans), None if last is None else float(last), float(at))
+        assert idle_from is None or isinstance(idle_from, (int, float))
+        return cls(tuple((float(a), float(b)) for a, b in spans), None if last is None else float(last), float(at),
+                   tuple((float(a), float(b)) for a, b in idle), None if idle_from is None else float(idle_from))
 
 
 def merged(spans: list[Span], gap: float = 1e-6) -> list[Span]:
@@ -92,10 +110,28 @@ def _intersect(xs: list[Span], ys: list[Span]) -> list[Span]:
     return out
 
 
+def _subtract(xs: list[Span], ys: list[Span]) -> list[Span]:
+    """xs without ys (both joined, in order)."""
+    out, j = [], 0
+    for a, b in xs:
+        while j < len(ys) and ys[j][1] <= a:
+            j += 1
+        k = j
+        while k < len(ys) and ys[k][0] < b:
+            if ys[k][0] > a:
+                out.append((a, ys[k][0]))
+            a = max(a, ys[k][1])
+            k += 1
+        if a < b:
+            out.append((a, b))
+    return out
+
+
 def quiet_spans(quiet: list[Quiet], start: float, end: float) -> list[Span]:
-    """The spans of [start, end] in which no process finished a transaction. A process still quiet
-    when it was asked is quiet up to `end` (the earliest process's take: the next tick goes on from
-    there). No process heard from: nothing is known, nothing is said."""
+    """The spans of [start, end] in which no process finished a transaction while some user was
+    inside one. A process still quiet when it was asked is quiet up to `end` (the earliest
+    process's take: the next tick goes on from there), and still idle, idle up to it. No process
+    heard from: nothing is known, nothing is said."""
     if not quiet or end <= start:
         return []
     common = [(start, end)]
@@ -104,8 +140,16 @@ def quiet_spans(quiet: list[Quiet], start: float, end: float) -> list[Span]:
         mine.append((start if q.last is None else max(q.last, start), end))
         common = _intersect(common, merged([s for s in mine if s[0] < s[1]]))
         if not common:
+            return []
+    idle = [(start, end)]
+    for q in quiet:
+        mine = [(max(a, start), min(b, end)) for a, b in q.idle]
+        if q.idle_from is not None:
+            mine.append((max(q.idle_from, start), end))
+        idle = _intersect(idle, merged([s for s in mine if s[0] < s[1]]))
+        if not idle:
             break
-    return common
+    return _subtract(common, idle)
 
 
 @dataclass(frozen=True, slots=True)

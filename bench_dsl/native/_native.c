@@ -60,7 +60,14 @@ typedef struct {
 /* Quiet spans: the gaps between two completions of the process's users at least QUIET_MIN_NS long
  * (what a stalled server leaves), at most QUIET_MAX of them between two takes (the longest kept).
  * Kept under the mutex the completion already takes: one subtraction and one comparison per
- * transaction, and its end time is the clock reading its latency needs anyway. */
+ * transaction, and its end time is the clock reading its latency needs anyway.
+ *
+ * Idle spans: those in which none of the process's users was inside a transaction (each waited for
+ * an arrival, or had not started): a gap is a stall only where some user waited on the server, so
+ * the coordinator takes them out of the gaps (bench_dsl/measure/stalls.py). A user enters when it
+ * starts its first transaction and leaves only when it goes to sleep for an arrival or stops: a
+ * closed loop enters once per run() and pays nothing per transaction; an open loop pays where its
+ * user sleeps anyway. */
 #define QUIET_MIN_NS 50000000LL
 #define QUIET_MAX 64
 
@@ -81,6 +88,13 @@ typedef struct {
     Span taken[QUIET_MAX];  /* what the last take() took: quiet() returns it */
     int ntaken;
     long long taken_last_ns, taken_at_ns;
+    int inflight;         /* users inside a transaction (entered, not left) */
+    long long idle_from;  /* since when none has been (0: since ever); meaningless while inflight > 0 */
+    Span idle[QUIET_MAX];
+    int nidle;
+    Span taken_idle[QUIET_MAX];
+    int ntaken_idle;
+    long long taken_idle_from;  /* at the last take: idle since then, or -1 (a user was inside) */
 } Counts;
 
 static PyTypeObject CountsType;
@@ -163,6 +177,24 @@ static int counts_add(Counts *self, long long i, long long us, long long q) {
     return rc;
 }
 
+/* [start, end) into spans (n of them), if QUIET_MIN_NS or longer; when full, the shortest gives way
+ * to a longer one. Under the mutex. */
+static void spans_keep(Span *spans, int *n, long long start, long long end) {
+    if (end - start < QUIET_MIN_NS) return;
+    int k = *n;
+    if (k == QUIET_MAX) {
+        int shortest = 0;
+        for (int j = 1; j < QUIET_MAX; j++)
+            if (spans[j].end - spans[j].start < spans[shortest].end - spans[shortest].start) shortest = j;
+        if (spans[shortest].end - spans[shortest].start >= end - start) return;
+        k = shortest;
+    } else {
+        (*n)++;
+    }
+    spans[k].start = start;
+    spans[k].end = end;
+}
+
 /* A completion at `end` (CLOCK_MONOTONIC ns): the gap since the one before it, if long enough, is a
  * quiet span. Under the mutex. Threads may take the mutex out of their completions' order: a
  * completion older than the latest only counts. */
@@ -170,20 +202,29 @@ static void counts_done_at(Counts *self, long long end) {
     long long last = self->last_ns;
     if (end <= last) return;
     self->last_ns = end;
-    if (last == 0 || end - last < QUIET_MIN_NS) return;
-    int k = self->nquiet;
-    if (k == QUIET_MAX) {  /* full: the shortest gives way to a longer one */
-        int shortest = 0;
-        for (int j = 1; j < QUIET_MAX; j++)
-            if (self->quiet[j].end - self->quiet[j].start < self->quiet[shortest].end - self->quiet[shortest].start)
-                shortest = j;
-        if (self->quiet[shortest].end - self->quiet[shortest].start >= end - last) return;
-        k = shortest;
-    } else {
-        self->nquiet++;
-    }
-    self->quiet[k].start = last;
-    self->quiet[k].end = end;
+    if (last == 0) return;
+    spans_keep(self->quiet, &self->nquiet, last, end);
+}
+
+/* A user starts waiting on the server at `t` (enter) or stops (leave). Under the mutex. */
+static void counts_enter_at(Counts *self, long long t) {
+    if (self->inflight++ == 0) spans_keep(self->idle, &self->nidle, self->idle_from, t);
+}
+
+static void counts_leave_at(Counts *self, long long t) {
+    if (self->inflight > 0 && --self->inflight == 0) self->idle_from = t;
+}
+
+static void counts_enter(Counts *self, long long t) {
+    pthread_mutex_lock(&self->mu);
+    counts_enter_at(self, t);
+    pthread_mutex_unlock(&self->mu);
+}
+
+static void counts_leave(Counts *self, long long t) {
+    pthread_mutex_lock(&self->mu);
+    counts_leave_at(self, t);
+    pthread_mutex_unlock(&self->mu);
 }
 
 /* What a thread without the GIL does instead of counts_add: the transaction waits in `pending`
@@ -218,6 +259,10 @@ static int counts_fold(Counts *self) {
     self->nquiet = 0;
     self->taken_last_ns = self->last_ns;
     self->taken_at_ns = now_ns();
+    memcpy(self->taken_idle, self->idle, (size_t)self->nidle * sizeof(Span));
+    self->ntaken_idle = self->nidle;
+    self->nidle = 0;
+    self->taken_idle_from = self->inflight > 0 ? -1 : self->idle_from;
     pthread_mutex_unlock(&self->mu);
     int rc = 0;
     for (Py_ssize_t j = 0; j < n && rc == 0; j++) rc = counts_add(self, p[j].tx, p[j].us, p[j].queries);
@@ -241,16 +286,44 @@ static PyObject *Counts_ok(Counts *self, PyObject *const *args, Py_ssize_t nargs
     Py_RETURN_NONE;
 }
 
-static PyObject *Counts_quiet(Counts *self, PyObject *unused) {
-    PyObject *spans = PyList_New(self->ntaken);
-    if (spans == NULL) return NULL;
-    for (int j = 0; j < self->ntaken; j++) {
-        PyObject *pair = Py_BuildValue("(LL)", self->taken[j].start, self->taken[j].end);
-        if (pair == NULL) { Py_DECREF(spans); return NULL; }
-        PyList_SET_ITEM(spans, j, pair);
+static PyObject *spans_list(const Span *spans, int n) {
+    PyObject *out = PyList_New(n);
+    if (out == NULL) return NULL;
+    for (int j = 0; j < n; j++) {
+        PyObject *pair = Py_BuildValue("(LL)", spans[j].start, spans[j].end);
+        if (pair == NULL) { Py_DECREF(out); return NULL; }
+        PyList_SET_ITEM(out, j, pair);
     }
-    if (self->taken_last_ns == 0) return Py_BuildValue("(NOL)", spans, Py_None, self->taken_at_ns);
-    return Py_BuildValue("(NLL)", spans, self->taken_last_ns, self->taken_at_ns);
+    return out;
+}
+
+static PyObject *Counts_quiet(Counts *self, PyObject *unused) {
+    PyObject *spans = spans_list(self->taken, self->ntaken);
+    if (spans == NULL) return NULL;
+    PyObject *idle = spans_list(self->taken_idle, self->ntaken_idle);
+    if (idle == NULL) { Py_DECREF(spans); return NULL; }
+    PyObject *last = self->taken_last_ns == 0 ? Py_NewRef(Py_None) : PyLong_FromLongLong(self->taken_last_ns);
+    PyObject *from = self->taken_idle_from < 0 ? Py_NewRef(Py_None) : PyLong_FromLongLong(self->taken_idle_from);
+    if (last == NULL || from == NULL) {
+        Py_DECREF(spans); Py_DECREF(idle); Py_XDECREF(last); Py_XDECREF(from);
+        return NULL;
+    }
+    return Py_BuildValue("(NNLNN)", spans, last, self->taken_at_ns, idle, from);
+}
+
+/* enter(t_ns) / leave(t_ns): a user on asyncmy starts waiting on the server, or stops */
+static PyObject *Counts_enter(Counts *self, PyObject *arg) {
+    long long t = PyLong_AsLongLong(arg);
+    if (t == -1 && PyErr_Occurred()) return NULL;
+    if (self->mu_ready) counts_enter(self, t);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Counts_leave(Counts *self, PyObject *arg) {
+    long long t = PyLong_AsLongLong(arg);
+    if (t == -1 && PyErr_Occurred()) return NULL;
+    if (self->mu_ready) counts_leave(self, t);
+    Py_RETURN_NONE;
 }
 
 static PyObject *Counts_take(Counts *self, PyObject *unused) {
@@ -277,7 +350,10 @@ static PyMethodDef Counts_methods[] = {
      "take() -> [(latencies {us: count}, statements)] per type, and start afresh"},
     {"quiet", (PyCFunction)Counts_quiet, METH_NOARGS,
      "quiet() -> ([(start_ns, end_ns)] gaps between completions taken by the last take(), the latest "
-     "completion's time or None, the take's time): CLOCK_MONOTONIC, as time.monotonic_ns()"},
+     "completion's time or None, the take's time, [(start_ns, end_ns)] spans in which no user was inside a "
+     "transaction, since when none was at the take or None): CLOCK_MONOTONIC, as time.monotonic_ns()"},
+    {"enter", (PyCFunction)Counts_enter, METH_O, "enter(t_ns): a user starts waiting on the server"},
+    {"leave", (PyCFunction)Counts_leave, METH_O, "leave(t_ns): a user no longer waits on the server"},
     {NULL}};
 
 static PyTypeObject CountsType = {
@@ -1184,9 +1260,11 @@ static int sched_leave_busy(Schedule *s, int *state, long long *service) {
 /* The user's next arrival, claimed and waited for (no GIL). 1 with *due and *send (ns) set; 0 when
  * `stop` was set first; -1 when out of memory. `c`: the user's claim; `state` and `service`: the
  * user's (its previous transaction's service time, counted here, under the mutex this takes anyway).
- * Two short holds of the mutex per arrival, the claim and the start, and one sleep between them. */
+ * Two short holds of the mutex per arrival, the claim and the start, and one sleep between them.
+ * `inside`: whether the user counts in `counts` as inside a transaction; it leaves before it sleeps
+ * (a user waiting for an arrival is no sign of a stalled server), and *inside becomes 0. */
 static int sched_claim(Schedule *s, Claim *c, const int *stop, int *state, long long *service, long long *due,
-                       long long *send) {
+                       long long *send, Counts *counts, int *inside) {
     pthread_mutex_lock(&s->mu);
     long long now = now_ns();
     sched_advance(s, now); /* with the free users there were until now */
@@ -1224,6 +1302,10 @@ static int sched_claim(Schedule *s, Claim *c, const int *stop, int *state, long 
         if (until - now > WAIT_MAX_NS) until = now + WAIT_MAX_NS;
         uint32_t seen = c->word;
         pthread_mutex_unlock(&s->mu);
+        if (*inside) {
+            counts_leave(counts, now);
+            *inside = 0;
+        }
         futex_sleep(&c->word, seen, until);
         pthread_mutex_lock(&s->mu);
         now = now_ns();
@@ -1487,7 +1569,13 @@ typedef struct {
     int compress;
     Claim claim;             /* its place among the schedule's waiting users; last: the closed loop's
                               * fields keep the offsets (and cache lines) they had without it */
+    int inside;              /* counted in counts as inside a transaction (bench_dsl/measure/stalls.py) */
 } User;
+
+static void user_leave(User *self) {
+    if (self->inside && self->counts != NULL) counts_leave(self->counts, now_ns());
+    self->inside = 0;
+}
 
 static PyTypeObject UserType;
 
@@ -1629,6 +1717,7 @@ static void User_dealloc(User *self) {
                       &self->ssl_mode, &self->ssl_ca, &self->ssl_cert, &self->ssl_key, &self->charset,
                       &self->identity_sql, &self->identity};
     for (size_t k = 0; k < sizeof(texts) / sizeof(texts[0]); k++) free_text(texts[k]);
+    user_leave(self);
     Py_CLEAR(self->program);
     Py_CLEAR(self->counts);
     Py_CLEAR(self->schedule);
@@ -1895,6 +1984,7 @@ static PyObject *User_run(User *self, PyObject *args) {
     Counts *counts = self->counts;
     Schedule *sched = __atomic_load_n(&self->schedule, __ATOMIC_ACQUIRE);
     int slack = 0;
+    int inside = self->inside;
     Py_BEGIN_ALLOW_THREADS
     if (sched != NULL && retry) sched_resume(sched, &self->sched_state);
     for (;;) {
@@ -1914,10 +2004,14 @@ static PyObject *User_run(User *self, PyObject *args) {
                     slack = 1;
                 }
                 int got = sched_claim(sched, &self->claim, &self->stop, &self->sched_state, &self->service, &self->t0,
-                                      &self->send);
+                                      &self->send, counts, &inside);
                 if (got < 0) { bad = "out of memory for an arrival's times"; break; }
                 if (got == 0) break;
             }
+        }
+        if (!inside) {  /* a closed loop's user once per run(), an open loop's after a sleep */
+            counts_enter(counts, retry ? now_ns() : sched != NULL ? self->send : self->t0);
+            inside = 1;
         }
         retry = 0;
         long long statements;
@@ -1944,6 +2038,10 @@ static PyObject *User_run(User *self, PyObject *args) {
         break;
     }
     if (sched != NULL && sched_leave(sched, &self->sched_state, &self->service) < 0) bad = "out of memory";
+    /* stopped: it waits on nothing; after an error it stays inside, retrying or reconnecting (a
+     * server that cannot be reached is waited on) */
+    self->inside = inside;
+    if (outcome == OUT_STOPPED) user_leave(self);
     Py_END_ALLOW_THREADS
     self->running = 0;
     if (bad != NULL) return PyErr_NoMemory();
@@ -1966,6 +2064,7 @@ static PyObject *User_interrupt(User *self, PyObject *unused) {
 
 static PyObject *User_close(User *self, PyObject *unused) {
     if (self->running) { PyErr_SetString(PyExc_RuntimeError, "close() while running"); return NULL; }
+    user_leave(self);
     if (self->program != NULL) {
         Py_BEGIN_ALLOW_THREADS
         user_close(self);

@@ -374,6 +374,35 @@ def test_a_server_frozen_for_seconds_of_a_step_leaves_it_unclean_and_no_saturati
     assert next(e for e in stream if e["type"] == "step")["incomplete_reason"] == step["incomplete_reason"]
 
 
+SLOW_RATE = """scenario "slow rate" {
+  target env("BENCH_DSN")
+  workload custom { transaction one { query "SELECT 1" } }
+  rate 0.5 tps
+  users max 2
+  warmup 1s  duration 8s  report every 1s
+  stop when { stall > 1s }
+}
+"""
+
+
+def test_a_rate_below_1_tps_is_no_frozen_server(dsn_url: str, tmp_path: Path) -> None:
+    """0.5 tps of a SELECT 1: nothing completes for 2 s at a time, while both users wait for their
+    next arrival. Issue 38: "the server answered nothing for 11.0 s in 6 stalls, 92%", `stall > 1s`
+    fired, and no saturation point. Idle users are no stall: a clean step, a point, no warning."""
+    f = tmp_path / "slow.bench"
+    f.write_text(SLOW_RATE)
+    out = tmp_path / "slow.json"
+    r = run_bench("run", str(f), "--headless", "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    doc = _result(out)
+    (step,) = doc["steps"]
+    assert doc["stop"] is None and step["complete"] and step["stall_s"] < 0.5 and step["stalls"] == [], step
+    assert doc["saturation"]["rate_tps"] == 0.5 and doc["saturation"]["steps_completed"] == 1
+    assert all(i["stall_s"] < 0.5 for i in doc["intervals"])
+    assert not any("answered nothing" in w for w in doc["warnings"]), doc["warnings"]
+    assert step["count"] >= 3 and "answered nothing" not in r.stderr
+
+
 def test_users_that_can_no_longer_connect_end_the_run_with_the_servers_words(server, dsn_url: str,
                                                                           tmp_path: Path) -> None:
     import asyncio

@@ -321,3 +321,77 @@ async def test_a_stalled_server_shows_in_response_times_not_one_per_user(executo
     assert abs(_slower_than_1s(open_loop) - expected) <= 0.15 * expected, (_slower_than_1s(open_loop), stopped)
     if closed_loop is not None:
         assert _slower_than_1s(closed_loop) <= 8
+
+
+async def test_users_waiting_for_their_arrivals_are_no_stall_users_held_by_a_lock_are(server: tuple[Dsn, object],
+                                                                                       executor: str) -> None:
+    """At 0.75 a second no transaction completes for 1.3 s at a time, while both users wait for
+    their arrivals: no stall (the run called 92% of a 0.5 tps step frozen, issue 38). A table
+    locked by the test holds the next arrival's user inside its transaction: a stall from its send
+    until the lock is released, as the users' processes say it (bench_dsl.measure.stalls)."""
+    from bench_dsl.measure.stalls import Stalls, quiet_spans
+    from bench_dsl.server.connect import connect
+    from tests.conftest import run_sql
+
+    dsn = server[0]
+    await run_sql(dsn, None, "CREATE DATABASE IF NOT EXISTS stall_lock",
+                  "CREATE OR REPLACE TABLE stall_lock.t (n INT)", "INSERT INTO stall_lock.t VALUES (1)")
+    pool, rec = await _pool(dsn, 2, "SELECT COUNT(*) FROM stall_lock.t")
+    lock = await connect(dsn, None)
+    try:
+        rec.swap()
+        start = time.monotonic()
+        pool.pace(0.75)
+        await asyncio.sleep(3.0)  # at least three arrivals, two gaps of 1.33 s between completions
+        rec.swap()
+        idle = rec.quiet()
+        waiting = Stalls.of(quiet_spans([idle], start, idle.at))
+        async with lock.cursor() as cur:
+            await cur.execute("LOCK TABLES stall_lock.t WRITE")
+            locked = time.monotonic()
+            await asyncio.sleep(3.0)  # an arrival is due within 1.33 s of the lock: held 1.6 s or more
+            rec.swap()
+            held = rec.quiet()
+            await cur.execute("UNLOCK TABLES")
+        pool.pace(0)
+    finally:
+        lock.close()
+        await pool.stop_all(2.0)
+    assert rec.swap()["t"].count >= 1  # the held transaction completed once the lock went
+    assert waiting.spans == () and waiting.total_s == 0, waiting
+    frozen = Stalls.of(quiet_spans([held], locked, held.at))
+    assert frozen.longest_s >= 1.0 and frozen.longest is not None and frozen.longest[1] == held.at, frozen
+
+
+class _Thinking(_Query):
+    """A session with a think time before each transaction, as TPC-C's terminals have."""
+
+    paced = True
+
+    async def pause(self, tx: int) -> None:
+        await asyncio.sleep(1.4)
+
+
+class _ThinkingWorkload(_Workload):
+    def session(self, rng: Any, user: int) -> _Query:
+        return _Thinking(self.sql)
+
+
+async def test_users_in_their_think_time_are_no_stall(server: tuple[Dsn, object]) -> None:
+    """Closed loop, paced (on asyncmy, as TPC-C's keying and think times are): two users each finish
+    a transaction every 1.4 s, and nothing completes in between while both think. No stall."""
+    from bench_dsl.measure.stalls import Stalls, quiet_spans
+
+    rec = Recorder(("t",))
+    pool = UserPool(server[0], _ThinkingWorkload("SELECT 1"), rec, 1)  # type: ignore[arg-type]
+    try:
+        await pool.resize(2)
+        rec.swap()
+        start = time.monotonic()
+        await asyncio.sleep(3.5)  # two think times and more, then the take
+        rec.swap()
+        quiet = rec.quiet()
+    finally:
+        await pool.stop_all(3.0)
+    thinking = Stalls.of(quiet_spans([quiet], start, quiet.at))
+    assert thinking.spans == () and thinking.total_s == 0, thinking

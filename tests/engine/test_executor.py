@@ -426,6 +426,29 @@ def test_the_c_counts_and_the_fallback_count_alike() -> None:
     assert c.take() == py.take() == [({}, 0)] * 3
 
 
+def test_the_c_counts_and_the_fallback_keep_the_same_idle_spans() -> None:
+    """The spans in which no user was inside a transaction (bench_dsl.measure.stalls), from the
+    users' enter and leave: of 50 ms or more, and since when none is inside at the take."""
+    from bench_dsl.measure.recorder import PyCounts
+
+    assert native.compiled is not None
+    ms = 1_000_000
+    c, py = native.compiled.Counts(1), PyCounts(1)
+    for counts in (c, py):
+        counts.take()
+        assert counts.quiet()[3:] == ([], 0)  # nobody ever inside: idle since ever
+        for name, t in [("enter", 100), ("enter", 110), ("leave", 120), ("leave", 130), ("enter", 160),
+                        ("leave", 200), ("enter", 400), ("leave", 500), ("leave", 510)]:
+            getattr(counts, name)(t * ms)
+        counts.take()
+    # 130-160 is under the resolution; a leave too many changes nothing
+    assert c.quiet()[3:] == py.quiet()[3:] == ([(0, 100 * ms), (200 * ms, 400 * ms)], 500 * ms)
+    for counts in (c, py):
+        counts.enter(600 * ms)
+        counts.take()
+    assert c.quiet()[3:] == py.quiet()[3:] == ([(500 * ms, 600 * ms)], None)  # one inside at the take
+
+
 async def test_text_beyond_ascii_is_sent_as_utf8mb4(db: Dsn) -> None:
     """ASCII-only workloads keep libmariadb's default character set, as sysbench does; a value or a
     statement beyond ASCII makes the connection utf8mb4, and the server stores what was meant."""

@@ -136,6 +136,11 @@ def test_a_workers_clock_is_read_on_the_coordinators() -> None:
     assert q.spans[0][0] == pytest.approx(10.5, abs=0.002) and q.at == pytest.approx(11.2, abs=0.002)
     assert q.last == pytest.approx(11.0, abs=0.002)
     assert clock.quiet_wire([Quiet((), None, 1005.0).to_wire()])[0][1] is None
+    # its users' idle spans too (bench_dsl.measure.stalls): on the worker's clock they made no sense here
+    (q,) = [Quiet.from_wire(w) for w in clock.quiet_wire([Quiet((), 1011.0, 1011.2, ((1010.2, 1010.4),),
+                                                                1011.1).to_wire()])]
+    assert q.idle[0][1] == pytest.approx(10.4, abs=0.002) and q.idle_from == pytest.approx(11.1, abs=0.002)
+    assert clock.quiet_wire([[[], None, 1005.0]])[0][3:] == [[], None]  # a report of before them
 
 
 class _Handles(WorkerFleet):

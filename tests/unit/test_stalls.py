@@ -33,6 +33,38 @@ def test_the_fleet_is_quiet_only_where_every_process_was() -> None:
     assert quiet_spans([], 0.0, 10.0) == []  # nobody said: nothing is known
 
 
+def test_users_waiting_for_their_arrivals_are_no_stall() -> None:
+    """0.5 tps of a 0.25 ms transaction: a completion every 2 s, and between two of them both users
+    waited for their next arrival but for the last 0.25 ms. The gaps alone (what a process that says
+    nothing of its users' idleness reports) made the whole step one stall after another."""
+    gaps = tuple((2.0 * k + 0.00025, 2.0 * (k + 1) + 0.00025) for k in range(5))
+    idle = tuple((2.0 * k + 0.00025, 2.0 * (k + 1)) for k in range(5))  # from a completion to the next send
+    assert Stalls.of(quiet_spans([Quiet(gaps, 10.00025, 10.5, idle, 10.00025)], 0.0, 10.5)).spans == ()
+    assert Stalls.of(quiet_spans([Quiet(gaps, 10.00025, 10.5)], 0.0, 10.5)).total_s > 9
+
+
+def test_a_user_inside_a_transaction_in_any_process_makes_the_fleet_s_quiet_a_stall() -> None:
+    """A process whose users are all idle holds no stall back (it finished nothing either), nor makes
+    one: the fleet stalls where no process finished anything and some user was inside."""
+    stuck = Quiet((), 1.0, 6.0, ((1.0, 1.5),), None)  # finished at 1.0, a user inside since 1.5
+    idle = Quiet((), None, 6.0, (), 0.0)  # none of its users inside, ever
+    assert quiet_spans([stuck, idle], 0.0, 6.0) == [(1.5, 6.0)]
+    left = Quiet((), 1.0, 6.0, (), 1.0)  # finished at 1.0, and no user inside since
+    assert quiet_spans([left, idle], 0.0, 6.0) == []
+    # idle for a while, inside again: the stall starts at its send, and ends at the next completion
+    back = Quiet(((1.0, 5.0),), 5.0, 6.0, ((1.0, 3.0),), 5.0)
+    assert quiet_spans([back], 0.0, 6.0) == [(3.0, pytest.approx(5.0 - BREAK_S))]
+
+
+def test_idle_spans_cross_the_wire_and_a_report_without_them_is_never_idle() -> None:
+    q = Quiet(((1.0, 2.0),), 2.0, 3.0, ((1.0, 1.5),), 2.0)
+    assert Quiet.from_wire(q.to_wire()) == q
+    old = Quiet.from_wire([[[1.0, 2.0]], 2.0, 3.0])  # a worker of before idle spans
+    assert old == Quiet(((1.0, 2.0),), 2.0, 3.0) and old.idle == () and old.idle_from is None
+    assert Quiet.from_counts(([(10**9, 2 * 10**9)], 2 * 10**9, 3 * 10**9, [(0, 10**9)], None)) == \
+        Quiet(((1.0, 2.0),), 2.0, 3.0, ((0.0, 1.0),), None)
+
+
 def test_gaps_either_side_of_a_completion_are_two_not_one_stall() -> None:
     """Two users sleeping 0.2 s in step leave gaps of 0.2 s end to end, each ended by a completion:
     joined, they made one stall of the whole step (a step of SELECT SLEEP(0.2) called frozen)."""
@@ -232,3 +264,54 @@ def test_a_run_whose_only_step_stalled_is_no_measured_point() -> None:
     cut = {"steps": [{"step": 1, "users": 4, "complete": False, "incomplete_reason": CUT_SHORT}], "summary": summary}
     assert measured_steps(stalled) == []
     assert measured_steps(cut) == [(None, summary)]
+
+
+# a step that is not clean is judged only by its stalls (issue 38) -----------------------------------
+FROZEN_STEP_2 = "ramp step { start 1 users step +1 users settle 1s hold 8s max 3 users }\n"
+
+
+async def test_a_frozen_step_is_not_judged_by_its_throughput_the_climb_goes_on(tmp_path: Path) -> None:
+    """Step 2 froze (no answer for about 6 of its 8 s): its throughput against step 1's is a
+    plateau, which blamed the load for the freeze. Not judged: the climb goes on, and step 3 is
+    compared with step 1, the last clean one."""
+    events, run = await _run(tmp_path, FROZEN_STEP_2 + "stop when { tps plateau 1%  p90 > 1s }",
+                             lambda users, k: users == 2 and 2 <= k <= 7)
+    doc = events.document.doc
+    assert doc["stop"] is None and run.exit_code == 0, doc["stop"]
+    s1, s2, s3 = doc["steps"]
+    assert not s2["complete"] and s1["complete"] and s3["complete"]
+    plateau = s2["conditions"][0]
+    assert plateau["condition"] == "tps plateau 1%" and not plateau["fired"] and plateau["value"] < plateau["previous"]
+    assert s3["conditions"][0]["previous"] == pytest.approx(s1["tps"], rel=0.01)  # step 1, not step 2
+    assert doc["saturation"]["users"] == 3 and doc["saturation"]["steps_completed"] == 2
+    assert any(w.startswith("s2: tps plateau 1%  (this step ") and w.endswith(
+        ": not judged, the step is not a clean measurement") for w in doc["warnings"]), doc["warnings"]
+    live = [s for c in events.of(ev.Conditions) for s in c.states if s.text == "tps plateau 1%"]
+    assert any(s.source == "step 2, not clean: not judged" and s.state == "over" for s in live)
+    assert all(s.state != "fired" for s in live)
+
+
+async def test_a_frozen_step_ends_the_climb_on_its_stall_not_on_its_throughput(tmp_path: Path) -> None:
+    events, _ = await _run(tmp_path, FROZEN_STEP_2 + "stop when { tps plateau 1%  stall > 1s }",
+                           lambda users, k: users == 2 and 2 <= k <= 7)
+    doc = events.document.doc
+    assert doc["stop"]["condition"] == "stall > 1s" and doc["stop"]["step"] == 2
+    assert doc["saturation"]["users"] == 1 and doc["saturation"]["reason"] == "stopped by: stall > 1s"
+    assert [c["fired"] for c in doc["steps"][1]["conditions"]] == [False, True]
+
+
+def test_a_window_of_a_frozen_server_fires_only_a_stall_condition() -> None:
+    """`for D` conditions are judged over their window: one in which the server answered nothing
+    is no measurement of its throughput either; the stall condition fires."""
+    from bench_dsl.engine.judge import Judge
+    from bench_dsl.workloads.registry import load
+
+    text = ('scenario "t" { workload custom { transaction read { query "SELECT 1" } }\n'
+            "users 4  duration 10s\nstop when { tps < 50 for 3s  stall > 2s for 3s } }\n")
+    conditions = load("t.bench", text=text, env={}).stop
+    ticks = [Tick(k + 1.0, 1.0, "hold", 1, 4, {}, {}, stalls=[(float(k), k + 1.0)]) for k in range(3)]
+    judge = Judge(conditions, ("read",))
+    fired = [judge.tick(t) for t in ticks]
+    assert fired[:2] == [None, None] and fired[2] is not None and fired[2].condition.text == "stall > 2s for 3s"
+    judge = Judge(conditions[:1], ("read",))  # throughput alone: never fired by a freeze
+    assert [judge.tick(t) for t in ticks] == [None, None, None]
