@@ -7,6 +7,7 @@ latency runs from the arrival's due time. This is the hot path: one pass of `_lo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import resource
 import time
@@ -300,11 +301,9 @@ class UserPool:
         await asyncio.sleep(backoff)
 
     def _elsewhere(self, u: _User, why: str) -> None:
-        """A user connected to another server than the run's: it stops there, and the run with it
-        (engine/watch.py): what it would measure is not the server the result names."""
+        """A user reached another server than the run's: it stops, and the run with it (engine/watch.py)."""
         u.stop = True
-        if self.elsewhere is None:
-            self.elsewhere = redact(why)
+        self.elsewhere = self.elsewhere or redact(why)
 
     def _now_connected(self, u: _User) -> None:
         u.live, u.refused, u.ever_connected = True, False, True
@@ -312,8 +311,7 @@ class UserPool:
         self.last_progress = time.monotonic()
 
     async def _run_driver(self, u: _User) -> None:
-        """The user's transactions through asyncmy: TPC-C, BENCH_RAWEXEC=0, or a build without the
-        C executor."""
+        """The user's transactions through asyncmy: TPC-C, BENCH_RAWEXEC=0, or a build without the C core."""
         pick = _picker(u.rng, self.workload.weights)
         conn: asyncmy.Connection | None = None
         backoff = 0.1
@@ -448,7 +446,5 @@ def _connected(conn: asyncmy.Connection) -> bool:
 
 
 def _close(conn: asyncmy.Connection) -> None:
-    try:
+    with contextlib.suppress(Exception):
         conn.close()
-    except Exception:
-        pass

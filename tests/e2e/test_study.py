@@ -156,7 +156,7 @@ async def _variable(url: str, name: str) -> str:
 def _state_file(url: str, original: dict[str, str], static: list[str]) -> Path:
     """The state file a killed study leaves for the server at `url`, written where a study looks."""
     from bench_dsl.server.connect import identify
-    from bench_dsl.server.remote_settings import STATE_FORMAT, state_path
+    from bench_dsl.server.settings_state import STATE_FORMAT, state_path
 
     async def who() -> ServerIdentity:
         conn = await connect(parse_dsn(url))

@@ -300,7 +300,8 @@ def test_a_temporary_file_planted_where_the_study_writes_is_never_written_throug
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A study's directory may be one others can write in: a file they put at the temporary name
     would be written and renamed into place, still theirs."""
-    from bench_dsl.server.remote_settings import STUDY_FILE, _write_private
+    from bench_dsl.server.remote_settings import STUDY_FILE
+    from bench_dsl.server.settings_state import write_private
 
     study = tmp_path / "study"
     study.mkdir()
@@ -311,7 +312,7 @@ def test_a_temporary_file_planted_where_the_study_writes_is_never_written_throug
     for p in planted:
         p.write_text("theirs")
         os.chown(p, NOBODY.pw_uid, NOBODY.pw_gid)
-    _write_private(study / STUDY_FILE, {"original": {"innodb_io_capacity": "200"}})
+    write_private(study / STUDY_FILE, {"original": {"innodb_io_capacity": "200"}})
     written = (study / STUDY_FILE).stat()
     assert written.st_uid == os.geteuid() and written.st_mode & 0o777 == 0o600
     assert json.loads((study / STUDY_FILE).read_text()) == {"original": {"innodb_io_capacity": "200"}}
