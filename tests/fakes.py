@@ -1,13 +1,16 @@
 """A fake fleet and CPU for tests of the scheduler and the judge: the run's own code from the plan
 to its events, in a fraction of a second per phase, without a server. The end-to-end tests run the
-same code against a real one."""
+same code against a real one. And a one-statement workload for tests of the users against a real
+server (QueryWorkload)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from bench_dsl.fleet.base import Health, ProcessFigures, WorkerReport
+from bench_dsl.language.statements import Execute, Step, Transaction, Transactions
 from bench_dsl.measure.metrics import TxStats, new_histogram
 from bench_dsl.measure.stalls import Quiet
 
@@ -119,3 +122,37 @@ class FakeCpu:
 
     def sample(self) -> dict[str, float | None]:
         return {"server": self.server(), "host": None}
+
+
+class Query:
+    """A session on asyncmy: one statement per transaction."""
+
+    paced = False
+
+    def __init__(self, sql: str) -> None:
+        self.sql = sql
+
+    async def run(self, conn: Any, tx: int) -> int:
+        async with conn.cursor() as cur:
+            await cur.execute(self.sql)
+            await cur.fetchall()
+        return 1
+
+    def forget(self) -> None:
+        pass
+
+
+class QueryWorkload:
+    """A workload of one transaction type `t`, one statement: on asyncmy through its sessions, on the
+    C executor through its description."""
+
+    names, weights, retries, retry_on = ("t",), (1.0,), (0,), (frozenset(),)
+
+    def __init__(self, sql: str) -> None:
+        self.sql = sql
+
+    def session(self, rng: Any, user: int) -> Query:
+        return Query(self.sql)
+
+    def statements(self) -> Transactions:
+        return Transactions((Transaction((Step(1, 1, (), (Execute((self.sql,), ()),)),), False),))

@@ -20,11 +20,11 @@ from bench_dsl import native
 from bench_dsl.core.dsn import Dsn
 from bench_dsl.fleet import arrivals
 from bench_dsl.fleet.users import UserPool
-from bench_dsl.language.statements import Execute, Step, Transaction, Transactions
 from bench_dsl.measure.arrivals import ArrivalStats
 from bench_dsl.measure.metrics import PERCENTILES, TxStats
 from bench_dsl.measure.recorder import Recorder
 from bench_dsl.server.embedded import EmbeddedServer
+from tests.fakes import Query, QueryWorkload
 
 # both, always: the set-up builds the C executor (scripts/setup.sh installs libmariadb's headers), and a
 # suite that skipped it would pass with the executor most runs use untested
@@ -32,37 +32,6 @@ EXECUTORS = ["c", "driver"]
 NOT_BUILT = "the C executor is not built: scripts/setup.sh builds it (make test runs it)"
 # users enough for 500 arrivals a second even when a loaded machine makes a SELECT 1 take 10 ms
 USERS = 32
-
-
-class _Query:
-    """A session on asyncmy: one statement per transaction."""
-
-    paced = False
-
-    def __init__(self, sql: str) -> None:
-        self.sql = sql
-
-    async def run(self, conn: Any, tx: int) -> int:
-        async with conn.cursor() as cur:
-            await cur.execute(self.sql)
-            await cur.fetchall()
-        return 1
-
-    def forget(self) -> None:
-        pass
-
-
-class _Workload:
-    names, weights, retries, retry_on = ("t",), (1.0,), (0,), (frozenset(),)
-
-    def __init__(self, sql: str) -> None:
-        self.sql = sql
-
-    def session(self, rng: Any, user: int) -> _Query:
-        return _Query(self.sql)
-
-    def statements(self) -> Transactions:
-        return Transactions((Transaction((Step(1, 1, (), (Execute((self.sql,), ()),)),), False),))
 
 
 @pytest.fixture(params=EXECUTORS)
@@ -75,7 +44,7 @@ def executor(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
 async def _pool(dsn: Dsn, users: int, sql: str = "SELECT 1") -> tuple[UserPool, Recorder]:
     """A paced pool (rate 0: its users connect, then wait) of `users` users."""
     rec = Recorder(("t",))
-    pool = UserPool(dsn, _Workload(sql), rec, 1)  # type: ignore[arg-type]
+    pool = UserPool(dsn, QueryWorkload(sql), rec, 1)  # type: ignore[arg-type]
     pool.pace(0)
     await pool.resize(users)
     assert pool.health().connected == users
@@ -251,7 +220,7 @@ def _interleaved(a: list[int], b: list[int], gap_ns: int) -> None:
 async def test_the_c_schedule_reaches_users_already_running_closed_loop(server: tuple[Dsn, object]) -> None:
     assert native.compiled is not None, NOT_BUILT
     rec = Recorder(("t",))
-    pool = UserPool(server[0], _Workload("SELECT 1"), rec, 1)  # type: ignore[arg-type]
+    pool = UserPool(server[0], QueryWorkload("SELECT 1"), rec, 1)  # type: ignore[arg-type]
     try:
         await pool.resize(2)
         await asyncio.sleep(0.3)
@@ -276,7 +245,7 @@ async def _frozen(srv: EmbeddedServer, dsn: Dsn, rate: float | None) -> tuple[Tx
     """8 users, at `rate` with room to queue everything (None: closed loop), while the server is
     stopped for 2 s: every transaction's latency, and how long the stop lasted."""
     rec = Recorder(("t",))
-    pool = UserPool(dsn, _Workload("SELECT 1"), rec, 1)  # type: ignore[arg-type]
+    pool = UserPool(dsn, QueryWorkload("SELECT 1"), rec, 1)  # type: ignore[arg-type]
     if rate is not None:
         pool.pace(0)
     await pool.resize(8)
@@ -363,7 +332,7 @@ async def test_users_waiting_for_their_arrivals_are_no_stall_users_held_by_a_loc
     assert frozen.longest_s >= 1.0 and frozen.longest is not None and frozen.longest[1] == held.at, frozen
 
 
-class _Thinking(_Query):
+class _Thinking(Query):
     """A session with a think time before each transaction, as TPC-C's terminals have."""
 
     paced = True
@@ -372,8 +341,8 @@ class _Thinking(_Query):
         await asyncio.sleep(1.4)
 
 
-class _ThinkingWorkload(_Workload):
-    def session(self, rng: Any, user: int) -> _Query:
+class _ThinkingWorkload(QueryWorkload):
+    def session(self, rng: Any, user: int) -> Query:
         return _Thinking(self.sql)
 
 

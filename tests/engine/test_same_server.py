@@ -15,7 +15,6 @@ import threading
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -23,13 +22,13 @@ import pytest
 from bench_dsl.core.dsn import Dsn, ServerIdentity
 from bench_dsl.engine.watch import TargetWatch
 from bench_dsl.fleet import users
-from bench_dsl.language.statements import Execute, Step, Transaction, Transactions
 from bench_dsl.measure.recorder import Recorder, new_counts
 from bench_dsl.native import executor
 from bench_dsl.native.executor import ELSEWHERE, NativeUser
 from bench_dsl.server.connect import OtherServer, connect, identify
 from bench_dsl.server.embedded import EmbeddedServer
 from tests.conftest import run_bench, run_sql
+from tests.fakes import QueryWorkload
 
 
 @pytest.fixture(scope="module")
@@ -66,8 +65,6 @@ async def _questions(dsn: Dsn) -> int:
         conn.close()
 
 
-def _select_1() -> Transactions:
-    return Transactions((Transaction((Step(1, 1, (), (Execute(("SELECT 1",), ()),)),), False),))
 
 
 @pytest.fixture
@@ -81,7 +78,7 @@ async def pinned(server: tuple[Dsn, object], other: EmbeddedServer) -> AsyncIter
 
 async def test_the_c_executor_refuses_another_server(pinned: tuple[Dsn, Dsn], other: EmbeddedServer) -> None:
     right, wrong = pinned
-    prog = executor.program(_select_1(), (1.0,))
+    prog = executor.program(QueryWorkload("SELECT 1").statements(), (1.0,))
     for dsn, expected in ((right, 0), (wrong, ELSEWHERE)):
         u = NativeUser(prog, new_counts(1), 1, executor.options(dsn, 5))
         try:
@@ -102,37 +99,12 @@ async def test_asyncmy_connections_refuse_another_server(pinned: tuple[Dsn, Dsn]
     assert wrong.password not in str(refused.value)
 
 
-class _Query:
-    """A session on asyncmy: SELECT 1 per transaction."""
-
-    paced = False
-
-    async def run(self, conn: Any, tx: int) -> int:
-        async with conn.cursor() as cur:
-            await cur.execute("SELECT 1")
-            await cur.fetchall()
-        return 1
-
-    def forget(self) -> None:
-        pass
-
-
-class _Workload:
-    names, weights, retries, retry_on = ("one",), (1.0,), (0,), (frozenset(),)
-
-    def session(self, rng: Any, user: int) -> _Query:
-        return _Query()
-
-    def statements(self) -> Transactions:
-        return _select_1()
-
-
 @pytest.mark.parametrize("raw", [True, False], ids=["c-executor", "asyncmy"])
 async def test_a_pool_whose_user_reached_another_server_stops_the_run(
         pinned: tuple[Dsn, Dsn], raw: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     _, wrong = pinned
     monkeypatch.setattr(users.native, "raw_executor", raw)
-    pool = users.UserPool(wrong, _Workload(), Recorder(("one",)), seed=1)  # type: ignore[arg-type]
+    pool = users.UserPool(wrong, QueryWorkload("SELECT 1"), Recorder(("t",)), seed=1)  # type: ignore[arg-type]
     await pool.resize(2)
     try:
         for _ in range(200):
