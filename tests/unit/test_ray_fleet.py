@@ -90,6 +90,30 @@ def test_without_ray_installed_workers_ray_is_refused_with_the_command_that_inst
     assert "Traceback" not in r.stderr
 
 
+@pytest.mark.parametrize(("init", "said", "hint"), [
+    pytest.param("", "workers ray needs Ray, and the ray that imports here is not Ray", "rename that folder",
+                 id="a-folder-named-ray"),
+    pytest.param("raise ImportError('libray.so: cannot open shared object file')",
+                 "workers ray needs Ray, and it does not import (ImportError: libray.so: cannot open shared object",
+                 "pip install 'bench-dsl[ray]', again", id="a-broken-ray"),
+])
+def test_a_ray_that_is_not_one_or_does_not_import_is_refused_before_the_run(
+        tmp_path: Path, init: str, said: str, hint: str) -> None:
+    """`check` trusted find_spec: a package named ray ahead of Ray on the path, or a Ray that fails to
+    import, passed it, and `run` failed later (exit 1)."""
+    (tmp_path / "ray").mkdir()
+    (tmp_path / "ray" / "__init__.py").write_text(init + "\n")  # on the path first: the command's directory
+    f = tmp_path / "c.bench"
+    f.write_text(SCENARIO.format(target='target "mysql://u@db.example:3306/d"', workers="workers ray"))
+    r = _bench(["check", str(f)], cwd=tmp_path)
+    flat = " ".join(r.stderr.split())
+    assert r.returncode == 2 and said in flat and hint in flat, r.stderr
+    assert f"{f}:4:" in r.stderr and "Traceback" not in r.stderr
+    r = _bench(["run", str(f), "--headless", "--json", str(tmp_path / "r.json")], cwd=tmp_path)
+    assert r.returncode == 2 and said in " ".join(r.stderr.split()), r.stderr
+    assert not (tmp_path / "r.json").exists()  # refused before anything ran
+
+
 def test_a_run_on_a_cluster_needs_a_target(tmp_path: Path) -> None:
     r = _bench(["run", "examples/cluster.bench", "--headless", "--json", str(tmp_path / "r.json")], env={})
     assert r.returncode == 2, r.stderr
