@@ -206,6 +206,26 @@ async def test_a_lost_worker_is_dropped_only_when_others_are_left() -> None:
     assert alone.lose() == [] and alone.workers == 1  # none would be left: the run fails
 
 
+def test_joining_asks_no_outside_address_for_this_machines_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ray resolves a local cluster address (127.0.0.1:6379) through node_ip_address_from_perspective
+    (a private name of ray._private.services), a UDP connect to 8.8.8.8 whose failure (no route out)
+    its C++ logger printed among bench's stderr lines. While joining, this machine's node's address
+    answers instead; after, Ray's own again."""
+    import ray._private.services as services
+
+    from bench_dsl.fleet import ray as ray_fleet
+
+    probe = services.node_ip_address_from_perspective
+    monkeypatch.setattr(ray_fleet, "_local_node_ip", lambda: "10.9.8.7")
+    with ray_fleet._no_ip_probe():
+        assert services.resolve_ip_for_localhost("127.0.0.1") == "10.9.8.7"  # what ray.init asks of the address
+        assert services.get_node_ip_address() == "10.9.8.7"
+    assert services.node_ip_address_from_perspective is probe
+    monkeypatch.setattr(ray_fleet, "_local_node_ip", lambda: None)  # no node here, or nodes that disagree
+    with ray_fleet._no_ip_probe():
+        assert services.node_ip_address_from_perspective is probe
+
+
 def test_rays_messages_go_to_the_runs_log_once_each() -> None:
     """Ray's error listener prints the cluster's errors with print_to_stdstream (a private function
     of ray._private.worker): the hook bench-dsl puts in its place must still be the one called."""
