@@ -146,8 +146,8 @@ def test_closing_the_terminal_at_the_verdict_ends_bench(tmux: Tmux, dsn_url: str
 # The terminal's session leader, as a shell is: it starts bench in the foreground and writes down
 # its exit status where a closed terminal cannot take it away. `forwarded`: a hangup reaches bench
 # (as an interactive shell passes it on to its jobs); `ignored`: bench inherits a SIGHUP ignored
-# (`trap '' HUP` in the shell that starts it); `never sent`: bench has the default action, but the
-# leader ignores the hangup and passes nothing on. In the last two, only the terminal tells.
+# (`trap '' HUP` in the shell that starts it), and the leader passes nothing on: only the terminal
+# tells. (The kernel signals a hangup to the session leader alone.)
 LEADER = """
 import os, signal, subprocess, sys
 mode, pid_file, rc_file, *command = sys.argv[1:]
@@ -188,7 +188,7 @@ def _closed_terminal(tmux: Tmux, dsn_url: str, tmp_path: Path, mode: str, scenar
     return int(rc.read_text()), json.loads(out.read_text())
 
 
-@pytest.mark.parametrize("mode", ["forwarded", "ignored", "never sent"])
+@pytest.mark.parametrize("mode", ["forwarded", "ignored"])
 def test_a_terminal_closed_at_the_verdict_ends_bench_with_the_results_status(
         tmux: Tmux, dsn_url: str, tmp_path: Path, mode: str) -> None:
     """Without a hangup, only the terminal says it is gone: bench waited at the verdict for ever."""
