@@ -203,8 +203,8 @@ class RayFleet(WorkerFleet):
         self._joined_s = time.monotonic() - t0
 
     async def start(self) -> None:
+        await self.reach()  # done already when the run joined before loading its data
         t0 = time.monotonic()
-        await self.reach()
         ray = self.ray
         cpus = [(nid, int(n["ray_cpus"])) for nid, n in self.nodes.items()]
         wanted = self.requested or sum(c for _, c in cpus)
