@@ -47,6 +47,9 @@ class FakeFleet:
     _last: float | None = None
     _quiet: list[Quiet] = field(default_factory=list)
 
+    async def reach(self) -> None:
+        pass
+
     async def start(self) -> None:
         pass
 

@@ -47,6 +47,8 @@ from .widgets import (
 )
 
 REFRESH_S = 0.25  # the screen looks for changes four times a second; it draws only what changed
+# how often it asks whether its terminal is still there (one ioctl): a hangup may come without a signal
+TERMINAL_LOOK_S = 0.5
 
 
 class Controls(Protocol):
@@ -208,6 +210,7 @@ class BenchApp(App[int]):
         self.refresh_s = refresh_s
         self.done = False
         self.leaving = False  # the person asked to stop: leave as soon as the run has ended
+        self.terminal_gone = False  # nobody is left to read the verdict or press a key
         self.exit_code: int | None = None
         self.run_task: asyncio.Task[int] | None = None  # set by run_app
         self._keys: tuple[bool, ...] = ()
@@ -224,6 +227,8 @@ class BenchApp(App[int]):
     def on_mount(self) -> None:
         self.push_screen(self.main)
         self.set_interval(self.refresh_s, self.pull)
+        if isinstance(self._driver, HangupSafeDriver):
+            self.set_interval(TERMINAL_LOOK_S, self.look_for_terminal)
         task = self.run_task
         if task is not None and task.done():  # it ended before the screen was up (an unreachable target)
             self.run_done(_code(task))
@@ -240,6 +245,18 @@ class BenchApp(App[int]):
             if keys != self._keys:
                 self._keys = keys
                 self.main.refresh_bindings()
+
+    def look_for_terminal(self) -> None:
+        """A terminal gone without a hangup signal (its session leader ignores SIGHUP, as after
+        `trap '' HUP`): the run, told to ignore hangups, goes on to its end, and then nobody is there
+        to press the key that ends the verdict."""
+        driver = self._driver
+        if self.terminal_gone or not isinstance(driver, HangupSafeDriver) or not driver.terminal_gone():
+            return
+        self.terminal_gone = True
+        driver.stop_input()
+        if self.done:
+            self.exit(self.exit_code)
 
     def keys_state(self) -> tuple[bool, ...]:
         """What decides which keys the footer offers (MainScreen.check_action)."""
@@ -270,7 +287,8 @@ class BenchApp(App[int]):
         self.done = True
         self.exit_code = exit_code
         status = self.state.finished.status if self.state.finished is not None else None
-        if self.leaving or not self.wait_for_key or (status == "interrupted" and self.LEAVE_WHEN_INTERRUPTED):
+        if (self.leaving or not self.wait_for_key or self.terminal_gone
+                or (status == "interrupted" and self.LEAVE_WHEN_INTERRUPTED)):
             self.exit(exit_code)
             return
         while len(self.screen_stack) > 2:  # a question about stopping no longer applies

@@ -188,9 +188,10 @@ def figures(st: LiveState, width: int) -> Lines:
     cell = max(width // len(items), 1)
     margin = " " * max((width - cell * len(items)) // 2, 0)
     labels, values = Text(margin), Text(margin)
+    room = max(cell - 2, 1)  # a figure too wide even alone is cut, never run into the next
     for label, value, style in items:
-        labels.append(label[:cell].center(cell), DIM)
-        values.append(value[:cell].center(cell), style)
+        labels.append(label[:room].center(cell), DIM)
+        values.append(value[:room].center(cell), style)
     return Lines([labels, values])
 
 
@@ -198,16 +199,24 @@ def figures(st: LiveState, width: int) -> Lines:
 # spaces): what another figure says too (tpm is tps a minute) or the table below shows, then what is
 # rarely the limit. A rate's open-loop figures made a 120-column headline cut its labels to 9 letters.
 _GIVEN_UP = ("tpm", "retries/s", "disk", "replica lag", "cpu client", "errors/s", "client lag")
+# Then, narrower still (a rate's figures at 80 columns, anything at 40): the labels ran together
+# ("offered achieveddropped/") and the values into one number. What the header or another figure
+# says too goes first (the users are in the phase line; a rate's tps is its achieved), a rate's
+# offered, achieved and dropped last.
+_NARROW_GIVEN_UP = ("p99 serv", "busy", "stall", "cpu server", "users", "p99 resp")
 
 
 def _fitting(items: list[tuple[str, str, str]], width: int) -> list[tuple[str, str, str]]:
     def fits(xs: list[tuple[str, str, str]]) -> bool:
         return width // len(xs) >= max(max(len(label), len(value)) for label, value, _ in xs) + 2
 
-    for name in _GIVEN_UP:
+    rate = any(label == "achieved" for label, _, _ in items)
+    for name in (*_GIVEN_UP, *(("tps",) if rate else ()), *_NARROW_GIVEN_UP):
         if fits(items) or len(items) <= 1:
             break
         items = [i for i in items if not i[0].startswith(name)]
+    while not fits(items) and len(items) > 1:  # the last ones that do not fit go from the right
+        items = items[:-1]
     return items
 
 

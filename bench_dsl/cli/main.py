@@ -17,6 +17,7 @@ from bench_dsl.cli.run import EPILOG
 from bench_dsl.core.dsn import redact
 from bench_dsl.core.errors import BenchError, ExitCode, ScenarioError
 from bench_dsl.core.printable import escaping, printable
+from bench_dsl.core.terminal import stderr
 
 COMMAND_MODULES: tuple[str, ...] = ("bench_dsl.cli.check", "bench_dsl.cli.run", "bench_dsl.cli.tools",
                                     "bench_dsl.cli.compare", "bench_dsl.cli.report", "bench_dsl.cli.replay")
@@ -34,7 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    err = escaping(Console(stderr=True, highlight=False))
+    # a terminal closed under a run takes its last lines, never its exit status (core/terminal.py)
+    err = escaping(Console(file=stderr(), highlight=False))
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

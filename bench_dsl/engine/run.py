@@ -29,7 +29,7 @@ from bench_dsl.engine.judge import Judge
 from bench_dsl.engine.phases import Plan
 from bench_dsl.engine.profiles.registry import profile_of
 from bench_dsl.engine.signals import StopSignals
-from bench_dsl.engine.stage import Stage
+from bench_dsl.engine.stage import FleetChoice, Stage
 from bench_dsl.engine.stopping import Stop, StopReason
 from bench_dsl.engine.tally import Tally
 from bench_dsl.engine.voice import Voice
@@ -241,6 +241,17 @@ class Run:
         if problem is not None:
             self.stop_reason = StopReason("scenario_error", message=problem)
             return
+        given = self.opt.workers is not None
+        cluster, requested = (self.opt.cluster, self.opt.workers) if given else (self.sc.cluster, self.sc.workers)
+        chosen: FleetChoice | None = None
+        if cluster is not None and not self.opt.prepare_only:
+            # joined before the data is loaded: a cluster that cannot run the users says so now, not
+            # after the load (which may take an hour); this machine's fleets have nothing to find
+            chosen = stage.fleet(target, requested, self.opt.isolate_users, cluster, self.opt.cluster_address)
+            self.fleet = chosen.fleet  # stopped in execute() whatever happens from here on
+            await chosen.fleet.reach()
+            if self.stop_reason:
+                return
         self._prepare_task = await stage.prepare(target.dsn, self.opt.force_prepare)
         failed = await stage.prepared(self._prepare_task)
         if failed is not None:
@@ -251,10 +262,9 @@ class Run:
             return
         if self.stop_reason:
             return
-        given = self.opt.workers is not None
-        cluster, requested = (self.opt.cluster, self.opt.workers) if given else (self.sc.cluster, self.sc.workers)
-        chosen = stage.fleet(target, requested, self.opt.isolate_users, cluster, self.opt.cluster_address)
-        self.fleet = chosen.fleet  # stopped in execute() whatever happens from here on
+        if chosen is None:
+            chosen = stage.fleet(target, requested, self.opt.isolate_users, cluster, self.opt.cluster_address)
+            self.fleet = chosen.fleet  # stopped in execute() whatever happens from here on
         await stage.start_fleet(chosen)
         # again: a fleet's engine may have put its own handlers in their place (Ray's core worker
         # installs a C++ one for SIGTERM that prints a stack and aborts, losing the run's last words)

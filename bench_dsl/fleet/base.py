@@ -203,6 +203,11 @@ class Fleet(Protocol):
         the others (`on worker loss continue`), and says why each was lost; [] when it cannot go on
         (no worker lost, or none left)."""
 
+    async def reach(self) -> None:
+        """Before the data is loaded: finds where the users will run (a cluster joined, its CPUs
+        counted), so that one that cannot run them fails the run before an hour of loading. Nothing
+        to find on this machine."""
+
     async def start(self) -> None: ...
 
     async def resize(self, n: int, wait: bool = True) -> None:

@@ -103,6 +103,9 @@ class WorkerFleet:
     async def _end(self) -> None:
         """After the stop's answers (or their timeout): the workers gone, whatever state they are in."""
 
+    async def reach(self) -> None:
+        """Where the workers will run, before the data is loaded (a cluster's kind joins it here)."""
+
     # the protocol ------------------------------------------------------------------------------
     @property
     def active(self) -> int:

@@ -39,6 +39,9 @@ class LocalFleet:
     def lose(self) -> list[str]:
         return []  # no worker to lose: the users run here
 
+    async def reach(self) -> None:
+        pass
+
     async def start(self) -> None:
         self.probe.start()
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import importlib
 import logging
 import math
@@ -20,7 +21,7 @@ import pickle
 import platform
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
@@ -96,6 +97,42 @@ def _has_local_node() -> bool:
                for proc in psutil.process_iter(["name", "pid"]))
 
 
+def _local_node_ip() -> str | None:
+    """The address the Ray node(s) of this machine registered with (their raylets' --node_ip_address),
+    when they agree: the one a driver on this machine must join them at."""
+    mine = _netns(os.getpid())
+    ips: set[str] = set()
+    for proc in psutil.process_iter(["name", "pid", "cmdline"]):
+        if proc.info["name"] != "raylet" or (mine is not None and _netns(proc.info["pid"]) not in (None, mine)):
+            continue
+        ips |= {a.partition("=")[2] for a in proc.info["cmdline"] or () if a.startswith("--node_ip_address=")}
+    return ips.pop() if len(ips) == 1 else None
+
+
+_PROBE = "node_ip_address_from_perspective"  # ray._private.services' name for its C++ probe
+
+
+@contextlib.contextmanager
+def _no_ip_probe() -> Iterator[None]:
+    """While joining: this machine's node's own address, where Ray would look for it. Given a local
+    address (RAY_ADDRESS=127.0.0.1:6379, or the node's file), Ray asks the network which address is
+    this machine's with a UDP connect to 8.8.8.8:53; where there is no route out (a lab without
+    internet, a container) it fails, and Ray's C++ logger writes a warning straight to the process's
+    stderr, in among bench's lines or over the live screen. The node's address is the answer Ray
+    would have to settle on anyway (a private name of Ray's, pinned by tests/unit/test_ray_fleet.py)."""
+    ip = _local_node_ip()
+    services = importlib.import_module("ray._private.services")
+    probe = getattr(services, _PROBE, None)
+    if ip is None or probe is None:
+        yield
+        return
+    setattr(services, _PROBE, lambda address=None: ip)
+    try:
+        yield
+    finally:
+        setattr(services, _PROBE, probe)
+
+
 def _netns(pid: int) -> str | None:
     try:
         return os.readlink(f"/proc/{pid}/ns/net")
@@ -117,7 +154,8 @@ def connect(address: str | None, say: Callable[[str], None]) -> ModuleType:
                            f"(on this machine: {LOCAL_NODE}, with the head's address)")
     _quiet_ray(ray, say)
     try:
-        ray.init(address=where, log_to_driver=False, configure_logging=False, namespace="bench-dsl")
+        with _no_ip_probe():
+            ray.init(address=where, log_to_driver=False, configure_logging=False, namespace="bench-dsl")
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise ClusterError(f"could not join the Ray cluster at {where}: {str(exc).splitlines()[0]}") from None
     return ray
@@ -140,13 +178,18 @@ class RayFleet(WorkerFleet):
         self.ray: Any = None
         self.nodes: dict[str, dict[str, Any]] = {}  # node id -> what the result lists of it
         self.ready_s: float | None = None
+        self._joined_s = 0.0  # how long joining the cluster took (reach)
 
     def _label(self, p: _Actor) -> str:
         return f"worker {p.index + 1} on node {p.node_id[:8]} ({p.host})"
 
-    async def start(self) -> None:
+    async def reach(self) -> None:
+        """The cluster joined and the nodes that offer CPUs found: before the run loads its data."""
+        if self.ray is not None:
+            return
         t0 = time.monotonic()
         loop = asyncio.get_running_loop()
+
         def say(text: str) -> None:  # from Ray's threads
             loop.call_soon_threadsafe(self.log, text, "warning")
 
@@ -157,7 +200,13 @@ class RayFleet(WorkerFleet):
         for n in alive:
             self.nodes[n["NodeID"]] = {"node_id": n["NodeID"], "host": n.get("NodeManagerHostname") or "?",
                                        "address": n.get("NodeManagerAddress"), "ray_cpus": int(n["Resources"]["CPU"])}
-        cpus = [(n["NodeID"], int(n["Resources"]["CPU"])) for n in alive]
+        self._joined_s = time.monotonic() - t0
+
+    async def start(self) -> None:
+        await self.reach()  # done already when the run joined before loading its data
+        t0 = time.monotonic()
+        ray = self.ray
+        cpus = [(nid, int(n["ray_cpus"])) for nid, n in self.nodes.items()]
         wanted = self.requested or sum(c for _, c in cpus)
         placement = place(min(wanted, max(1, self.max_users)), cpus)  # never an actor with no user to run
         self.count = len(placement)
@@ -179,7 +228,7 @@ class RayFleet(WorkerFleet):
                                          for p, s in zip(self.procs, setup, strict=True)))
         for p, r in zip(self.procs, replies, strict=True):
             self._check(p, r)
-        self.ready_s = round(time.monotonic() - t0, 3)
+        self.ready_s = round(self._joined_s + time.monotonic() - t0, 3)  # Ray's start-up, the joining included
         self.log(f"Ray: {self.count} actors ready in {self.ready_s:.1f}s (Ray's start-up: not measured)", "info")
 
     def _check(self, p: _Actor, r: dict[str, Any]) -> None:

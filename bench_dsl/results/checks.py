@@ -9,11 +9,15 @@ deeper than MAX_DEPTH. The first problem found is returned with its JSON path
 from __future__ import annotations
 
 import math
+import sys
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
 MAX_DEPTH = 64
+# JSON's integers have no bound and Python reads them whole: one past a float's range is no figure
+# either (it fails every float() that meets it, with OverflowError), as 1e400 is not
+FLOAT_MAX = sys.float_info.max
 
 STATUSES = ("running", "completed", "prepared", "interrupted", "target_failed", "scenario_error", "failed")
 PHASES = ("warmup", "settle", "hold", "ramp")
@@ -44,6 +48,16 @@ def check_result(doc: dict[str, Any]) -> Problem | None:
     return None
 
 
+def check_numbers(doc: Any) -> Problem | None:
+    """The first number of `doc` that is no figure (NaN, infinite, beyond a float), or a value nested
+    too deep; None."""
+    try:
+        _walk(doc)
+    except _Bad as bad:
+        return Problem(bad.where, bad.what)
+    return None
+
+
 def check_row(kind: str, row: dict[str, Any]) -> Problem | None:
     """The first problem of a step's or an interval's row (an event stream's line), or None."""
     try:
@@ -66,6 +80,9 @@ def _walk(doc: Any) -> None:
         for k, v in items:
             if isinstance(v, float) and not math.isfinite(v):
                 raise _Bad(_at(where, k), f"{_show(v)} is not a figure: a result holds finite numbers only")
+            if isinstance(v, int) and not -FLOAT_MAX <= v <= FLOAT_MAX:  # exact: an int is not made a float to compare
+                raise _Bad(_at(where, k), f"a number of {len(str(abs(v))):,} digits is not a figure: a result holds "
+                                          "numbers a float can hold only (up to about 1.8e308)")
             if isinstance(v, dict | list):
                 queue.append((v, depth + 1, _at(where, k)))
 

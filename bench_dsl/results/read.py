@@ -12,7 +12,8 @@ is checked against schema/result-v1.json as far as any reader relies on it (chec
 the fields, and every figure finite and, where it is a count, a rate, a duration or a latency, not
 negative. The checks are written out rather than run through jsonschema: a validator walking the
 whole schema reads about 650 report intervals a second, a day's run at a 1 s interval is 86,400 of
-them, and no JSON schema can say "finite" anyway (Python reads NaN and 1e400 as floats).
+them, and no JSON schema can say "finite" anyway (Python reads NaN and 1e400 as floats, and an integer of
+400 digits whole, which then fails the first float() that meets it).
 
 Anything wrong is one error type, BadResult, a UsageError (exit 2) whose text is "FILE: FIELD: what
 is wrong". In a directory, what cannot be a result (not JSON, cut short, another program's JSON, a
@@ -30,6 +31,7 @@ import json
 import os
 import re
 import stat
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -128,7 +130,22 @@ def parse_json(path: Path, data: bytes, line: int | None = None) -> Any:
         raise BadResult(path, what, where) from None
     except RecursionError:
         raise BadResult(path, f"JSON nested deeper than {MAX_DEPTH} levels: not a result", where) from None
+    except ValueError:  # Python reads no integer of more than sys.get_int_max_str_digits() digits
+        raise BadResult(path, _too_long(text), where) from None
     return doc
+
+
+def _too_long(text: str) -> str:
+    """Where the number is that Python refused to read (its error says neither where nor which)."""
+    limit = sys.get_int_max_str_digits() + 1
+    found = re.search(rf"(?<=[:\[,])\s*-?(\d{{{limit},}})(?=\s*[,\]}}])", text)
+    if found is None:
+        return "not JSON: a number Python cannot read"
+    start = found.start(1)
+    line = text.count("\n", 0, start) + 1
+    col = start - text.rfind("\n", 0, start)
+    return (f"not a result (line {line}, column {col}: a number of {len(found.group(1)):,} digits is not a figure: "
+            "a result holds numbers a float can hold only)")
 
 
 def result_of(path: Path, doc: Any, inode: tuple[int, int] | None = None) -> ResultFile:

@@ -25,7 +25,7 @@ from typing import Any
 
 from bench_dsl.core.errors import error_reason
 from bench_dsl.engine import events as ev
-from bench_dsl.results.checks import check_row
+from bench_dsl.results.checks import check_numbers, check_row
 from bench_dsl.results.read import BadResult, parse_json, read_bytes
 
 STREAM_VERSION = 1
@@ -56,8 +56,10 @@ def decode(obj: Any) -> ev.Event:
     kind = d.get("type")
     if kind in ("interval", "step"):  # checked before it becomes a row: a row's fields are typed
         problem = check_row(kind, {k: v for k, v in d.items() if k not in ("type", "step_so_far")})
-        if problem is not None:
-            raise ValueError(f"{problem.where}: {problem.what}")
+    else:  # any event's figures: a number beyond a float fails the float() that meets it
+        problem = check_numbers(d)
+    if problem is not None:
+        raise ValueError(f"{problem.where}: {problem.what}")
     return ev.from_json(d)
 
 

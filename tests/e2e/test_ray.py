@@ -36,6 +36,7 @@ from tests.ui.test_tui_app import replayed
 pytestmark = pytest.mark.slow
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
+CPP_LOG = re.compile(r"\[\d{4}-\d\d-\d\d [\d:,]+ [DIWEF] \d+ \d+\] \S+\.cc:\d+:")
 SCHEMA = json.loads(resources.files("bench_dsl.results.schema").joinpath("result-v1.json").read_text())
 
 # Users that wait on the server rather than keep both cores busy: the suite runs beside this module
@@ -86,7 +87,8 @@ def test_without_a_ray_node_it_can_reach_the_run_says_how_to_start_one(dsn_url: 
     the suite's clusters run in namespaces of their own, so none is reachable from here."""
     f = tmp_path / "c.bench"
     f.write_text(SLEEPER.format(duration="2s", extra="workers ray"))
-    r = subprocess.run([BENCH, "run", str(f), "--headless", "--json", str(tmp_path / "r.json")], capture_output=True,
+    r = subprocess.run([BENCH, "run", str(f), "--headless", "--json", str(tmp_path / "r.json"),
+                        "--jsonl", str(tmp_path / "r.jsonl")], capture_output=True,
                        text=True, timeout=120, cwd=tmp_path,
                        env={**os.environ, "BENCH_DSN": dsn_url, "RAY_ADDRESS": "127.0.0.1:6379"})
     assert r.returncode == ExitCode.FAILURE, r.stderr  # a run that could not start its users (ClusterError)
@@ -94,6 +96,10 @@ def test_without_a_ray_node_it_can_reach_the_run_says_how_to_start_one(dsn_url: 
     assert "Traceback" not in r.stderr and parse_dsn(dsn_url).password not in r.stderr
     doc = _result(tmp_path / "r.json")
     assert doc["status"] == "failed" and doc["stop"]["reason"] == "worker_failed" and not doc["intervals"]
+    # found out before the data is loaded, which may take an hour: no load began
+    assert not [e for e in _events(tmp_path / "r.jsonl") if e["type"] in ("prepare", "prepared")
+                or e.get("phase") == "prepare"], r.stderr
+    assert "prepared" not in r.stderr
 
 
 @pytest.fixture(scope="module")
@@ -143,6 +149,9 @@ def _quiet(out: str, err: str) -> None:
     assert not [ln for ln in lines if ln.startswith("(raylet)")], err[-3000:]
     assert "Connected to Ray cluster" not in err and "Started a local Ray instance" not in err, err[-3000:]
     assert "Traceback" not in err, err[-3000:]
+    # nor one of its C++ logger's, which writes to the process's stderr: "[2026-11-28 01:22:06,282 W 31973
+    # 31984] network_util.cc:330: Failed to determine local IP via external connectivity to: 8.8.8.8:53"
+    assert not [ln for ln in lines if CPP_LOG.match(ln)], err[-3000:]
 
 
 async def test_a_scenario_runs_on_both_nodes(cluster: RayCluster, tmp_path: Path) -> None:

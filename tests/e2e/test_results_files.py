@@ -90,6 +90,9 @@ CASES: dict[str, tuple[Any, str]] = {
     "tps-a-string": (lambda d: _steps(d, "tps", "fast"), "steps[0].tps: should be number, not a string ('fast')"),
     "users-a-number": (lambda d: _steps(d, "users", 1.5), "steps[0].users: should be integer, not a number (1.5)"),
     "tps-nan": (lambda d: _steps(d, "tps", float("nan")), "steps[0].tps: nan is not a figure"),
+    # Python reads it as an int, whole: the first float() that met it raised OverflowError (exit 1)
+    "tps-400-digits": (lambda d: _steps(d, "tps", 10**400), "steps[0].tps: a number of 401 digits is not a figure"),
+    "elapsed-400-digits": (lambda d: d.update(elapsed_s=-(10**400)), "elapsed_s: a number of 401 digits is not a"),
     "tps-negative": (lambda d: _steps(d, "tps", -3.0), "steps[0].tps: -3.0 is below 0: this figure cannot be negative"),
     "p95-negative": (lambda d: d["intervals"][2]["latency_ms"].update(p95=-1),
                      "intervals[2].latency_ms.p95: -1 is below 0"),
@@ -108,15 +111,22 @@ def test_a_damaged_result_is_exit_2_naming_the_file_and_the_field(case: str, tmp
     with pytest.raises(BadResult) as caught:
         read_result(bad)
     assert str(caught.value).startswith(f"{bad}: ") and says in str(caught.value)
-    for command in COMMANDS if case in ("tps-nan", "steps-negative") else ("compare",):
+    for command in COMMANDS if case in ("tps-nan", "steps-negative", "tps-400-digits", "elapsed-400-digits") \
+            else ("compare",):
         r = _bench(command, bad, good, tmp_path)
         assert r.returncode == 2 and says in " ".join(r.stderr.split()), (command, r.stderr)
         assert "Traceback" not in r.stderr and "internal error" not in r.stderr
 
 
+LONG = '{"format": "bench-dsl-result", "format_version": 1, "elapsed_s": '
+
+
 @pytest.mark.parametrize(("text", "says"), [
     pytest.param('{"format": "bench-dsl-result", "format_version": 1, "elapsed_s": 1e400}',
                  "elapsed_s: inf is not a figure", id="beyond-a-float"),
+    # past the 4,300 digits Python reads an integer of: json.loads raised a ValueError of its own
+    pytest.param(LONG + "9" * 5000 + "}", f"line 1, column {len(LONG) + 1}: a number of 5,000 digits is not a figure",
+                 id="beyond-int-digits"),
     pytest.param('{"format": "bench-dsl-result", "format_version": 1, "x": ' + "[" * 100_000 + "]" * 100_000 + "}",
                  "nested deeper than 64 levels", id="nested-100000-deep"),
     pytest.param('{"format": "bench-dsl-result", "format_version": 1, "x": ' + "[" * 100 + "]" * 100 + "}",
@@ -294,6 +304,21 @@ def test_a_stream_cut_in_its_last_line_is_replayed_up_to_it(tmp_path: Path) -> N
                     + b"".join(whole[3:]))
     r = run_bench("replay", str(bad), timeout=HANG_S)
     assert r.returncode == 2 and f"{bad}: line 4: not an event" in "".join(r.stderr.split("\n")), r.stderr
+
+
+def test_a_number_beyond_a_float_in_any_event_of_a_stream_is_exit_2_naming_the_line(tmp_path: Path) -> None:
+    path = _stream(tmp_path / "r.jsonl", _every_event())
+    lines = path.read_text().splitlines()
+    n = next(i for i, ln in enumerate(lines) if json.loads(ln)["type"] == "totals")
+    totals = json.loads(lines[n])
+    totals["elapsed_s"] = 10**400
+    lines[n] = json.dumps(totals)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(lines) + "\n")
+    r = run_bench("replay", str(bad), timeout=HANG_S)
+    flat = " ".join(r.stderr.split())
+    assert r.returncode == 2 and f"line {n + 1}: not an event (elapsed_s: a number of 401 digits is not a figure" \
+        in flat, r.stderr
 
 
 def test_outputs_get_one_permission_policy(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ states, the log, and the renderables as text. Fed by a recorded run (tests/fixtu
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
@@ -348,6 +349,34 @@ def test_figures_show_the_last_second() -> None:
     assert values.split()[:3] == ["16", f"{tick['tps']:.1f}", f"{tick['tpm']:,.0f}"]
     st.apply(ev.from_json({"type": "tick", **tick, "nopm": 1234.0}))
     assert "NOPM" in text_of(render.figures(st, 120)) and "1,234" in text_of(render.figures(st, 120))
+
+
+# a rate's tick and interval as the headline shows them: each label with the value it shows
+RATE_SHOWN = {"users": "16", "tps": "12,346", "tpm": "740,736", "offered": "20,000", "achieved": "12,346",
+              "dropped/s": "7654.4", "busy": "16/16", "p99 resp": "123 ms", "p99 serv": "4.56 ms", "errors/s": "0.0",
+              "retries/s": "0.0", "cpu server": "81%", "cpu client": "40%"}
+
+
+@pytest.mark.parametrize("width", [158, 118, 78, 58, 38, 28, 18])  # the figures' room at 160 ... 20 columns
+def test_a_rates_headline_keeps_its_labels_and_its_values_apart_at_any_width(width: int) -> None:
+    """At 80x24 the labels ran together (`offered achieveddropped/`), at 40x10 the numbers too: a figure
+    that does not fit whole is left out, the rate's own (offered, achieved, dropped) last."""
+    st = LiveState()
+    st.apply(ev.Tick(2.0, "hold", 1, 16, False, 1.0, {
+        "users": 16, "tps": 12345.6, "tpm": 740736.0, "cpu": {"server": 81.0, "client": 40.0}, "errors_per_s": 0.0,
+        "retries_per_s": 0.0, "offered_tps": 20000.0, "achieved_tps": 12345.6, "dropped_per_s": 7654.4, "busy": 16}))
+    lat = {"p50": 1.0, "p90": 2.0, "p99": 123.4}
+    st.apply(ev.Interval(IntervalRow(2.0, 1.0, "hold", 1, True, {
+        "seconds": 1.0, "users": 16, "tps": 12345.6, "count": 12345, "errors": 0, "latency_ms": lat,
+        "service_ms": {"p99": 4.56}, "transactions": {}})))
+    labels, values = (line.plain for line in render.figures(st, width).lines)
+    assert len(labels) <= width and len(values) <= width
+    shown = re.split(r"\s{2,}", labels.strip())
+    assert [RATE_SHOWN.get(label) for label in shown] == re.split(r"\s{2,}", values.strip()), (labels, values)
+    if width >= 38:
+        assert {"offered", "achieved", "dropped/s"} <= set(shown), labels
+    if width >= 118:
+        assert {"users", "tps", "busy", "p99 resp", "p99 serv", "cpu server"} <= set(shown), labels
 
 
 def test_a_boundary_label_never_runs_off_the_chart() -> None:

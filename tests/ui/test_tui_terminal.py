@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import ROOT
+from ..conftest import BENCH, ROOT
 
 # waits on a real terminal's screens, each for up to WAIT_S: a busy machine slows them, never fails them
 pytestmark = [pytest.mark.slow]
@@ -141,3 +141,77 @@ def test_closing_the_terminal_at_the_verdict_ends_bench(tmux: Tmux, dsn_url: str
         p.kill()
     assert not alive, "bench outlived its terminal"
     assert json.loads(out.read_text())["status"] == "completed"
+
+
+# The terminal's session leader, as a shell is: it starts bench in the foreground and writes down
+# its exit status where a closed terminal cannot take it away. `forwarded`: a hangup reaches bench
+# (as an interactive shell passes it on to its jobs); `ignored`: bench inherits a SIGHUP ignored
+# (`trap '' HUP` in the shell that starts it), and the leader passes nothing on: only the terminal
+# tells. (The kernel signals a hangup to the session leader alone.)
+LEADER = """
+import os, signal, subprocess, sys
+mode, pid_file, rc_file, *command = sys.argv[1:]
+signal.signal(signal.SIGHUP, signal.SIG_IGN)
+child = signal.SIG_IGN if mode == "ignored" else signal.SIG_DFL
+bench = subprocess.Popen(command, preexec_fn=lambda: signal.signal(signal.SIGHUP, child))
+with open(pid_file + ".tmp", "w") as f:
+    f.write(str(bench.pid))
+os.rename(pid_file + ".tmp", pid_file)
+if mode == "forwarded":
+    signal.signal(signal.SIGHUP, lambda *_: bench.send_signal(signal.SIGHUP))
+rc = bench.wait()
+with open(rc_file + ".tmp", "w") as f:
+    f.write(str(rc))
+os.rename(rc_file + ".tmp", rc_file)
+"""
+
+
+def _closed_terminal(tmux: Tmux, dsn_url: str, tmp_path: Path, mode: str, scenario: str,
+                     close_at: Callable[[str], bool]) -> tuple[int, dict[str, object]]:
+    """bench run in a pane led by LEADER (mode), the session killed once the screen shows `close_at`:
+    bench's exit status and its result."""
+    f, out, pid, rc = tmp_path / "closed.bench", tmp_path / "closed.json", tmp_path / "pid", tmp_path / "rc"
+    f.write_text(scenario)
+    (tmp_path / "leader.py").write_text(LEADER)
+    # several arguments: tmux runs the leader itself, no shell between it and the terminal
+    tmux("new-session", "-d", "-s", "ui", "-x", "120", "-y", "40", "-c", str(ROOT), "-e", f"BENCH_DSN={dsn_url}",
+         sys.executable, str(tmp_path / "leader.py"), mode, str(pid), str(rc),
+         *BENCH, "run", str(f), "--json", str(out))
+    tmux.wait_for("the moment to close the terminal", close_at)
+    tmux("kill-session", "-t", "ui")
+    deadline = time.monotonic() + WAIT_S  # leaving takes a few seconds on a loaded machine
+    while not rc.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if not rc.exists():  # an orphan must not outlive the test that found it
+        os.kill(int(pid.read_text()), 9)
+        raise AssertionError("bench outlived its terminal")
+    return int(rc.read_text()), json.loads(out.read_text())
+
+
+@pytest.mark.parametrize("mode", ["forwarded", "ignored"])
+def test_a_terminal_closed_at_the_verdict_ends_bench_with_the_results_status(
+        tmux: Tmux, dsn_url: str, tmp_path: Path, mode: str) -> None:
+    """Without a hangup, only the terminal says it is gone: bench waited at the verdict for ever."""
+    code, doc = _closed_terminal(tmux, dsn_url, tmp_path, mode, SCENARIO.replace("max 4 users", "max 1 users"),
+                                 lambda s: "press q or Enter to leave" in s)
+    assert doc["status"] == "completed"
+    assert code == doc["exit_code"] == 0
+
+
+def test_a_terminal_closed_during_the_run_ends_bench_with_the_results_status(
+        tmux: Tmux, dsn_url: str, tmp_path: Path) -> None:
+    """The hangup stops the run, which says 129; bench exited 1, failing to print on the gone terminal."""
+    code, doc = _closed_terminal(tmux, dsn_url, tmp_path, "forwarded",
+                                 SCENARIO.replace("max 4 users", "max 1 users").replace("hold 3s", "hold 300s"),
+                                 lambda s: "step 1/1 hold" in s)
+    assert doc["status"] == "interrupted"
+    assert code == doc["exit_code"] == 129
+
+
+def test_a_terminal_closed_and_no_hangup_lets_the_run_end_then_bench_leaves(
+        tmux: Tmux, dsn_url: str, tmp_path: Path) -> None:
+    """A hangup ignored keeps the run going to its end; with nobody to press a key, bench leaves then."""
+    code, doc = _closed_terminal(tmux, dsn_url, tmp_path, "ignored", SCENARIO.replace("max 4 users", "max 1 users"),
+                                 lambda s: "step 1/1" in s)
+    assert doc["status"] == "completed"
+    assert code == doc["exit_code"] == 0

@@ -90,6 +90,30 @@ def test_without_ray_installed_workers_ray_is_refused_with_the_command_that_inst
     assert "Traceback" not in r.stderr
 
 
+@pytest.mark.parametrize(("init", "said", "hint"), [
+    pytest.param("", "workers ray needs Ray, and the ray that imports here is not Ray", "rename that folder",
+                 id="a-folder-named-ray"),
+    pytest.param("raise ImportError('libray.so: cannot open shared object file')",
+                 "workers ray needs Ray, and it does not import (ImportError: libray.so: cannot open shared object",
+                 "pip install 'bench-dsl[ray]', again", id="a-broken-ray"),
+])
+def test_a_ray_that_is_not_one_or_does_not_import_is_refused_before_the_run(
+        tmp_path: Path, init: str, said: str, hint: str) -> None:
+    """`check` trusted find_spec: a package named ray ahead of Ray on the path, or a Ray that fails to
+    import, passed it, and `run` failed later (exit 1)."""
+    (tmp_path / "ray").mkdir()
+    (tmp_path / "ray" / "__init__.py").write_text(init + "\n")  # on the path first: the command's directory
+    f = tmp_path / "c.bench"
+    f.write_text(SCENARIO.format(target='target "mysql://u@db.example:3306/d"', workers="workers ray"))
+    r = _bench(["check", str(f)], cwd=tmp_path)
+    flat = " ".join(r.stderr.split())
+    assert r.returncode == 2 and said in flat and hint in flat, r.stderr
+    assert f"{f}:4:" in r.stderr and "Traceback" not in r.stderr
+    r = _bench(["run", str(f), "--headless", "--json", str(tmp_path / "r.json")], cwd=tmp_path)
+    assert r.returncode == 2 and said in " ".join(r.stderr.split()), r.stderr
+    assert not (tmp_path / "r.json").exists()  # refused before anything ran
+
+
 def test_a_run_on_a_cluster_needs_a_target(tmp_path: Path) -> None:
     r = _bench(["run", "examples/cluster.bench", "--headless", "--json", str(tmp_path / "r.json")], env={})
     assert r.returncode == 2, r.stderr
@@ -185,6 +209,26 @@ async def test_a_lost_worker_is_dropped_only_when_others_are_left() -> None:
     with pytest.raises(WorkerFailed):
         await alone.collect()
     assert alone.lose() == [] and alone.workers == 1  # none would be left: the run fails
+
+
+def test_joining_asks_no_outside_address_for_this_machines_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ray resolves a local cluster address (127.0.0.1:6379) through node_ip_address_from_perspective
+    (a private name of ray._private.services), a UDP connect to 8.8.8.8 whose failure (no route out)
+    its C++ logger printed among bench's stderr lines. While joining, this machine's node's address
+    answers instead; after, Ray's own again."""
+    import ray._private.services as services
+
+    from bench_dsl.fleet import ray as ray_fleet
+
+    probe = services.node_ip_address_from_perspective
+    monkeypatch.setattr(ray_fleet, "_local_node_ip", lambda: "10.9.8.7")
+    with ray_fleet._no_ip_probe():
+        assert services.resolve_ip_for_localhost("127.0.0.1") == "10.9.8.7"  # what ray.init asks of the address
+        assert services.get_node_ip_address() == "10.9.8.7"
+    assert services.node_ip_address_from_perspective is probe
+    monkeypatch.setattr(ray_fleet, "_local_node_ip", lambda: None)  # no node here, or nodes that disagree
+    with ray_fleet._no_ip_probe():
+        assert services.node_ip_address_from_perspective is probe
 
 
 def test_rays_messages_go_to_the_runs_log_once_each() -> None:
