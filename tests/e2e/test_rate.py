@@ -82,4 +82,6 @@ def test_every_arrival_is_started_dropped_or_still_waiting_in_every_row(tmp_path
     assert len(rows) >= 4
     for r in rows:
         assert r["offered"] == r["started"] + r["dropped"] + r["queue_growth"], r
-    assert doc["summary"]["waiting_at_end"] > 0 and doc["summary"]["queue_growth"] > 0, doc["summary"]
+    # (whether the queue grew over the summary depends on when it filled: already at the first tick's
+    # start on a loaded machine, where it grew by 0)
+    assert doc["summary"]["waiting_at_end"] > 0, doc["summary"]

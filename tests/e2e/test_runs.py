@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -9,6 +10,7 @@ import re
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 
@@ -16,6 +18,8 @@ import jsonschema
 import pytest
 
 from bench_dsl.engine.plan import plan
+from bench_dsl.server.embedded import EmbeddedServer
+from bench_dsl.server.replication import start_replicas
 from bench_dsl.workloads.registry import load
 
 from ..conftest import BENCH, ROOT, default_signals, loaded_by, run_bench
@@ -39,6 +43,24 @@ def _result(path: Path) -> dict:
     return doc
 
 
+@contextlib.contextmanager
+def _replicated() -> Iterator[dict[str, str]]:
+    """A throwaway primary and its replica, as BENCH_DSN and BENCH_REPLICA_DSN."""
+    primary = EmbeddedServer(role="primary", max_connections=100)
+    replicas: list[EmbeddedServer] = []
+
+    async def up() -> None:
+        await primary.start()
+        replicas.extend(await start_replicas(primary, 1, (), False, lambda _: None))
+
+    try:
+        asyncio.run(up())
+        yield {"BENCH_DSN": primary.url(), "BENCH_REPLICA_DSN": replicas[0].url()}
+    finally:
+        for s in [*replicas, primary]:
+            s.stop()
+
+
 def _defines(path: Path) -> list[str]:
     text = path.read_text()
     return [a for k, v in SMALL.items() if f"let {k} " in text or f"let {k}=" in text for a in ("-D", f"{k}={v}")]
@@ -58,11 +80,12 @@ def test_every_shipped_file_runs(path: Path, dsn_url: str, tmp_path: Path) -> No
         # a monitor is a real node_exporter on this machine: one that never answers is refused at the start
         # when a condition needs it (tests/engine/test_hostwatch.py)
         monitor = stack.enter_context(node_exporter())[1] if sc.monitor is not None else ""
+        # a replica is a real one, of a primary of its own (a server is refused as its own replica)
+        servers = stack.enter_context(_replicated()) if sc.replica_dsns else {}
         r = run_bench("run", str(path), "--headless", "--json", str(out), "--time-scale", f"{scale:.4f}",
                       "--max-steps", "2", *_defines(path), *study,
                       env={"BENCH_SSD_DIR": str(tmp_path), "BENCH_HDD_DIR": "/var/tmp",
-                           # the server is its own replica (no lag)
-                           "BENCH_REPLICA_DSN": dsn_url, "BENCH_MONITOR": monitor})
+                           "BENCH_MONITOR": monitor, **servers})
     assert r.returncode in (0, 3), r.stderr
     if sc.study is not None:
         (out,) = (tmp_path / "r").glob("c1-*/repeat-1.json")

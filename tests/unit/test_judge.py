@@ -145,8 +145,13 @@ async def test_a_for_window_fires_live_in_the_middle_of_a_step(tmp_path: Path) -
 async def test_a_linear_ramp_is_judged_per_interval(tmp_path: Path) -> None:
     sc = scenario(tmp_path, "ramp linear from 1 to 8 users over 8s  duration 8s\n"
                             "report every 1s\nstop when { tps < 5  p99(read) > 50ms }")
-    events, _, _ = await run_fake(sc, lambda users: {"read": (100.0 * users, 10.0 * users)})
-    doc = events.document.doc
+    for _ in range(3):
+        events, _, _ = await run_fake(sc, lambda users: {"read": (100.0 * users, 10.0 * users)})
+        doc = events.document.doc
+        # a second lasts 30 ms here: a machine that froze this process for a few tenths of a second ran
+        # the ramp past its 5th user between two ticks (seen once under load); such a run is run again
+        if doc["stop"] is not None or not any(i["seconds"] > 2 for i in doc["intervals"]):
+            break
     assert doc["stop"]["condition"] == "p99(read) > 50ms"
     ok = [i for i in doc["intervals"] if i["measured"] and i["latency_ms"]["p99"] <= 50]
     assert doc["saturation"]["users"] == ok[-1]["users"]
