@@ -13,7 +13,7 @@ import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from bench_dsl.core.dsn import Dsn, parse_dsn, redact
 from bench_dsl.core.errors import Diagnostic, ScenarioError, Span, normal_newlines
@@ -121,35 +121,43 @@ def _place(before: str) -> tuple[int, int]:
 
 
 def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str], study: bool = True, *,
-          workloads: Kinds) -> m.Scenario:
+          workloads: Kinds, parts: _Parts | None = None) -> m.Scenario:
     """The scenario of a parsed file. Each part is read in turn (the order in which the parts
     report is the order of the file once sorted); raises ScenarioError with every diagnostic.
-    A study's configurations that set a `let` are each checked as a whole too."""
+    A study's configurations that set a `let` are each checked as a whole too, taking the parts of
+    the file's own check that read none of the lets they set (`parts`)."""
     c = Checker(tree.file, tree.text, env, metrics_of(workloads))
+    parts = parts or _Parts()
     parameters = _lets(c, tree.lets, defines)
     sc = tree.scenario
     items = _Items(c, sc)
     given, target_from = _target(c, items.first("target"))
     seed, seed_given = _seed(c, items.first("seed"))
-    settings, server_dir, replicas = server.settings(c, items.all("server"), embedded=given is None)
+    settings, server_dir, replicas = parts.part(
+        c, "server", (items.all("server"), items.first("target")),
+        lambda: server.settings(c, items.all("server"), embedded=given is None))
     replica_dsns = server.replicas(c, items.all("replica"), embedded=given is None)
     monitor = server.monitor(c, items.first("monitor"))
-    workload, tx_names = _workload(c, sc, items.all("Workload"), workloads)
+    workload, tx_names = parts.part(c, "workload", items.all("Workload"),
+                                    lambda: _workload(c, sc, items.all("Workload"), workloads))
     # a target line whose env() is unset now may be set when the file runs: `bench run` says so then
     workers, cluster = placement.workers(c, items.first("workers"), targeted=items.first("target") is not None)
     on_worker_loss = placement.worker_loss(c, items.first("on worker loss"))
     warmup = ramp.warmup(c, items.first("warmup"))
     report_every = ramp.report_every(c, items.first("report"))
     users = _load(c, items, warmup, sc, workload, workloads.get(workload.kind) if workload else None)
-    stop = _conditions(c, items.all("stop"), tx_names, users, expect=False)
-    expect = _conditions(c, items.all("expect"), tx_names, users, expect=True)
+    stop = parts.part(c, "stop", items.all("stop"), lambda: _conditions(c, items.all("stop"), tx_names, users,
+                                                                       expect=False), also=(users, tx_names))
+    expect = parts.part(c, "expect", items.all("expect"), lambda: _conditions(c, items.all("expect"), tx_names, users,
+                                                                             expect=True), also=(users, tx_names))
     if not replicas and not replica_dsns:
         for cond in stop + expect:
             if cond.metric.name == "replication_lag":
                 c.error("replication_lag needs replicas", cond.span,
                         'server { replicas = 1 } (throwaway ones), or replica "mysql://user@host:3306/db"')
     output = _output(c, items.first("output"))
-    setup = _setup(c, items.all("setup"), workload, workloads)
+    setup = parts.part(c, "setup", items.all("setup"), lambda: _setup(c, items.all("setup"), workload, workloads),
+                       also=(workload.kind if workload else None,))
     plan = None
     if study:
         plan = vary.study(c, items.first("Vary"), items.first("repeat"), defines, settings,  # type: ignore[arg-type]
@@ -172,14 +180,46 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
         study=plan, server_dir=server_dir, replicas=replicas, replica_dsns=replica_dsns, monitor=monitor,
     )
     if plan is not None:
-        _check_configurations(tree, defines, env, plan, workloads)
+        _check_configurations(tree, defines, env, plan, workloads, parts, scenario.configured)
     return scenario
 
 
+class _Parts:
+    """What a file's own check made of its larger parts (the server block, the workload, the
+    conditions, setup), the $names each reads, and what it said: a configuration's check takes a
+    part as it is when the part reads no let the configuration sets (a study of 1,000 values of a
+    let checked the 1,000 settings of the server block again for each: 5 s)."""
+
+    def __init__(self, made: dict[str, tuple[frozenset[str], object, object, list[Diagnostic]]] | None = None,
+                 varied: frozenset[str] | None = None) -> None:
+        self.made = {} if made is None else made  # key -> (its $names, `also`, its value, its diagnostics)
+        self.varied = varied  # None: the file's own check, which records its parts
+
+    def part(self, c: Checker, key: str, nodes: object, make: Callable[[], _T], also: object = None) -> _T:
+        """`make()`, or what it made in the file's own check: `also` is what else it reads (the ramp
+        a condition is checked against), which must be the same."""
+        if self.varied is not None and key in self.made:
+            names, before_also, value, said = self.made[key]
+            if not names & self.varied and before_also == also:
+                for d in said:
+                    (c.error if d.severity == "error" else c.warning)(d.message, d.span, d.hint)
+                return value  # type: ignore[return-value]
+        start = len(c.diags)
+        value = make()
+        if self.varied is None:
+            self.made[key] = (frozenset(ast.names_read(nodes)), also, value, c.diags[start:])
+        return value
+
+
+_T = TypeVar("_T")
+
+
 def _check_configurations(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str],
-                          plan: m.Study, workloads: Kinds) -> None:
+                          plan: m.Study, workloads: Kinds, parts: _Parts,
+                          configured: dict[tuple[tuple[str, str], ...], m.Scenario]) -> None:
     """Each configuration that sets a `let` is a scenario of its own (`table_size = $rows` with a
-    value out of range): checked now, not found out after the first configurations have run."""
+    value out of range): checked now, not found out after the first configurations have run; the
+    scenarios kept for the plan and the run."""
     diags: list[Diagnostic] = []
     seen: set[tuple[str, object]] = set()
     checked: set[tuple[tuple[str, str], ...]] = set()  # a let crossed with settings: its values checked once
@@ -187,8 +227,11 @@ def _check_configurations(tree: ast.FileNode, defines: Mapping[str, str], env: M
         if not conf.lets or conf.lets in checked:
             continue
         checked.add(conf.lets)
+        given = {**defines, **dict(conf.lets)}
         try:
-            check(tree, {**defines, **dict(conf.lets)}, env, study=False, workloads=workloads)
+            configured[tuple(sorted(given.items()))] = check(
+                tree, given, env, study=False, workloads=workloads,
+                parts=_Parts(parts.made, _read_through_lets(tree.lets, {name for name, _ in conf.lets})))
         except ScenarioError as err:
             for d in err.diagnostics:
                 if d.severity == "error" and (d.message, d.span) not in seen:
@@ -196,6 +239,17 @@ def _check_configurations(tree: ast.FileNode, defines: Mapping[str, str], env: M
                     diags.append(Diagnostic(f"with {conf.label}: {d.message}", d.span, d.hint))
     if diags:
         raise ScenarioError(diags, tree.text)
+
+
+def _read_through_lets(lets: list[ast.Let], names: set[str]) -> frozenset[str]:
+    """`names`, and every let whose value reads one of them (`let b = $a` changes with $a)."""
+    read = {let.name: ast.names_read(let.value) for let in lets}
+    grew = True
+    while grew:
+        more = {name for name, reads in read.items() if reads & names} - names
+        names |= more
+        grew = bool(more)
+    return frozenset(names)
 
 
 def _lets(c: Checker, lets: list[ast.Let], defines: Mapping[str, str]) -> dict[str, object]:

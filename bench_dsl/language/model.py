@@ -327,6 +327,9 @@ class Scenario:
     # Findings that do not stop a run (a TPC-C mix below the minimums of clause 5.2.3), each
     # rendered like an error with severity "warning".
     warnings: tuple[Diagnostic, ...] = field(default_factory=tuple)
+    # a study's configurations that set a `let`, each as checked with the file (keyed by every -D and
+    # let value it was checked with): planned and run from here instead of being checked again
+    configured: dict[tuple[tuple[str, str], ...], Scenario] = field(default_factory=dict, compare=False, repr=False)
 
     def seeded(self) -> Scenario:
         """The scenario a run runs: with the file's seed, or one drawn now (recorded with the run,

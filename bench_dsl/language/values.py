@@ -87,9 +87,11 @@ class Checker:
         self.diags: list[Diagnostic] = []
         self.lets: dict[str, Value] = {}
         self.unset_lets: dict[str, str] = {}  # let name -> the unset variable of its env() without default
+        self.error_count = 0  # errors said so far: a part asks whether it added any without copying them all
 
     def error(self, message: str, span: Span | None, hint: str | None = None) -> None:
         self.diags.append(Diagnostic(message, span, hint))
+        self.error_count += 1
 
     def wrong(self, v: Quantity, message: str, hint: str | None = None) -> None:
         """An error about a value, saying where it came from when that was the environment."""

@@ -144,3 +144,33 @@ def test_a_value_of_90_kb_in_a_message_is_shown_by_its_ends() -> None:
     out = check(text.replace("{", "{\n  target $t", 1))
     assert out.code == 2 and "(89,812 characters)" in out.stderr and len(out.stderr) < 2_000, out.stderr[:3000]
     assert "Pw-Sekret" not in out.stderr
+
+
+def _scenario(body: str, lets: str = "", workload: str = 'workload custom { transaction read { query "SELECT 1" } }') -> str:
+    return f'{lets}\nscenario "t" {{\n  {workload}\n  {body}\n}}\n'
+
+
+LARGE_FILES = {  # what took seconds of CPU for a file within the limits (issue 38), each under 1 MiB
+    # each setting asked whether it had added an error by copying every error said so far: 12.6 s
+    "6,600 settings with bad values": (_scenario("users 1  duration 10s\n  server {\n" + "".join(
+        f'    innodb_buffer_pool_size = "big{i}"\n' for i in range(6_600)) + "  }"), 2),
+    # the same question, asked per transaction: 6.6 s
+    "4,900 transactions without a query": (_scenario("users 1  duration 10s", workload="workload custom {\n" + "".join(
+        f"    transaction t{i} {{ }}\n" for i in range(4_900)) + "  }"), 2),
+    # each form feed looked back to its line's start for a '#': 4.0 s
+    "900,000 form feeds on one line before an error": ("\f" * 900_000 + ' scenario "t" { users 1 } }', 2),
+    # each of the 1,000 configurations checked the 1,000 settings again: 5.3 s, and 10.5 s with --plan
+    "a valid study of 1,000 values of a let and 1,000 settings": (_scenario(
+        "users $u  duration 10s\n  vary { $u = [" + ", ".join(str(i) for i in range(1, 1_001)) + "] }\n  server {\n"
+        + "".join(f"    max_connections = {i}\n" for i in range(100, 1_100)) + "  }", lets="let u = 1"), 0),
+}
+
+
+@pytest.mark.parametrize("name", LARGE_FILES)
+def test_a_large_file_within_the_limits_checks_and_plans_in_well_under_2_s_of_cpu(name: str) -> None:
+    text, code = LARGE_FILES[name]
+    assert len(text.encode()) < 1 << 20
+    for plan in (False, True) if code == 0 else (False,):
+        out = check(text, plan=plan)
+        assert out.code == code, out.stderr[:2000]
+        assert out.seconds < 2.0, f"{out.seconds:.1f} s of CPU"

@@ -486,3 +486,21 @@ def test_a_let_crossed_with_settings_is_checked_once_per_value(monkeypatch: pyte
                    lets="let rows = 10", workload="workload sysbench oltp_read_only { table_size = $rows }")
     assert sc.study is not None and len(sc.study.configurations) == 600
     assert checks.count(False) == 2
+
+
+def test_a_configuration_takes_the_parts_that_read_none_of_its_lets_from_the_files_check() -> None:
+    """A configuration's check takes the parts of the file's own check that read none of the lets it
+    sets (issue 38: 1,000 settings checked again for each of 1,000 values): a part that reads one,
+    even through another let, is checked with the configuration's value."""
+    from bench_dsl.study.plan import scenario_for
+
+    sc = _scenario("users 1  duration 10s\nvary { $a = [1, 2] }\nserver { max_connections = $b  innodb_io_capacity = 300 }",
+                   lets="let a = 10\nlet b = $a")
+    assert sc.study is not None
+    confs = [scenario_for(sc, c, {}) for c in sc.study.configurations]
+    assert [[(s.name, s.value) for s in c.server_settings] for c in confs] == [
+        [("max_connections", 1), ("innodb_io_capacity", 300)], [("max_connections", 2), ("innodb_io_capacity", 300)]]
+    with pytest.raises(ScenarioError) as info:
+        _scenario("users 1  duration 10s\nvary { $a = [1%, 200%] }\nserver { innodb_io_capacity = 300 }\n"
+                  "stop when { error_rate > $b }", lets="let a = 10%\nlet b = $a")
+    assert "with $a=200%: error_rate" in info.value.render(), info.value.render()

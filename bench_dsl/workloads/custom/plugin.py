@@ -118,7 +118,7 @@ def validate(c: Checker, node: ast.Workload) -> CustomWorkload | None:
 
 
 def _transaction(c: Checker, tx: ast.Transaction) -> TransactionSpec | None:
-    before = len(c.errors())
+    before = c.error_count
     weight = c.number(tx.weight, f"weight of {tx.name}", minimum=0, allow_units=("%",)) if tx.weight else 1.0
     if weight is not None and weight <= 0:
         c.error("a weight must be larger than 0", span_of(tx.weight), "weight 1 or more (weights are relative)")
@@ -157,7 +157,7 @@ def _transaction(c: Checker, tx: ast.Transaction) -> TransactionSpec | None:
             queries.append(Query(st.sql, native, names, st.span))
     if not queries:
         c.error(f"transaction '{tx.name}' runs no query", tx.span, 'add: query "SELECT ..."')
-    if len(c.errors()) > before or weight is None:
+    if c.error_count > before or weight is None:
         return None
     return TransactionSpec(tx.name, float(weight), tuple(lets), tuple(queries), retries, retry_on, tx.span)
 

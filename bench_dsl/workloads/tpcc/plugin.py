@@ -65,7 +65,7 @@ _OPTIONS = ["warehouses", "keying_time", "procedures", "loader_connections", "re
 
 
 def validate(c: Checker, node: ast.Workload) -> TpccWorkload | None:
-    before = len(c.errors())
+    before = c.error_count
     if node.variant is not None:
         c.error("a tpcc workload has no test name", node.variant_span, "workload tpcc { warehouses = 10 }")
     if node.transactions:
@@ -97,7 +97,7 @@ def validate(c: Checker, node: ast.Workload) -> TpccWorkload | None:
         mix = _mix(c, node.mixes[0])
         if mix is not None:
             opts["mix"] = mix
-    if len(c.errors()) > before:
+    if c.error_count > before:
         return None
     return TpccWorkload(**opts)  # type: ignore[arg-type]
 
