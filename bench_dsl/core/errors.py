@@ -6,9 +6,11 @@ import bisect
 import enum
 import functools
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from bench_dsl.core.dsn import redact
+from bench_dsl.core.printable import printable
 
 
 class ExitCode(enum.IntEnum):
@@ -131,9 +133,21 @@ def _excerpt(line: str, s: Span) -> str:
     text = redact(head + shown + tail)  # a target line may hold a password
     if len(text) != len(head + shown + tail):  # the password hidden: carets past it would drift
         col = min(col, max(0, len(text) - len(tail) - 1 - len(head)))
+        shown = text[len(head):len(text) - len(tail)]
     width = max(1, min(width, len(shown) - col))
-    pad = "".join("\t" if ch == "\t" else " " for ch in head + shown[:col])
-    return f"  {s.line:>4} | {text}\n       | {pad}{'^' * width}"
+    # placed on the line as the terminal shows it: a control character written as its escape (\x1b,
+    # four columns), a wide (CJK) character two columns, a zero-width one none
+    before, under = printable(head + shown[:col]), printable(shown[col:col + width])
+    pad = "".join("\t" if ch == "\t" else " " * _columns(ch) for ch in before)
+    carets = "^" * max(1, sum(_columns(ch) for ch in under))
+    return f"  {s.line:>4} | {printable(text)}\n       | {pad}{carets}"
+
+
+def _columns(ch: str) -> int:
+    """The columns a terminal gives a character."""
+    if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf"):
+        return 0
+    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
 
 
 MAX_SHOWN = 50  # diagnostics printed of one file; the rest counted

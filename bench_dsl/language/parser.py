@@ -290,6 +290,20 @@ def _unquote(raw: str) -> str:
     return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), "\\" + m.group(1)), body)
 
 
+def written_at(raw: str, index: int) -> int:
+    """Where character `index` of a string's value stands in the string as written (`raw`, quotes
+    and all): _unquote's way back. A known escape (\\n) is one character of the value and two of the
+    file; an unknown one (\\q) is kept as written, two and two."""
+    if raw.startswith('"""'):
+        return 3 + index  # a """ string has no escapes: the value is the text
+    pos = 1
+    for _ in range(index):
+        if pos >= len(raw) - 1:
+            break
+        pos += 2 if raw[pos] == "\\" and raw[pos + 1] in _ESCAPES else 1
+    return pos
+
+
 @functools.lru_cache(maxsize=4)
 def parse(text: str, file: str = "<string>", units: Units = CORE_UNITS) -> ast.FileNode:
     """Parse a whole .bench file, `units` the throughputs' unit words (the core ones and the workload

@@ -504,3 +504,28 @@ def test_a_configuration_takes_the_parts_that_read_none_of_its_lets_from_the_fil
         _scenario("users 1  duration 10s\nvary { $a = [1%, 200%] }\nserver { innodb_io_capacity = 300 }\n"
                   "stop when { error_rate > $b }", lets="let a = 10%\nlet b = $a")
     assert "with $a=200%: error_rate" in info.value.render(), info.value.render()
+
+
+@pytest.mark.parametrize("quoted", [r'"\q\q\q\q :x"', r'"SELECT \q :x"', r'"\\ \n \" \q\\\q :x"', '"""SELECT \\q :x"""'])
+def test_an_undefined_parameter_is_pointed_at_whatever_the_escapes_before_it(quoted: str) -> None:
+    """An unknown escape (\\q) is kept as written, two characters in the value as in the file: the
+    caret walk took it for one (issue 38: an IndexError on four of them, the caret a column off per one)."""
+    out = _problems("users 1  duration 10s", workload=f"workload custom {{ transaction read {{ query {quoted} }} }}")
+    first, line, caret = out.splitlines()[:3]
+    assert "query parameter :x is not defined" in first
+    assert caret.index("^") - caret.index("|") == line.index(":x") - line.index("|") and caret.endswith(" ^^"), out
+
+
+@pytest.mark.parametrize("before", ["\x1b[2J", "\u202e\u2066", "\x7f\x85", "漢字カナ", "\u200b\u2060", "e\u0301", "\t漢\x01"])
+def test_the_caret_stands_under_the_mistake_on_the_line_as_the_terminal_shows_it(before: str) -> None:
+    """Control and bidirectional characters are shown escaped (\\x1b: four columns), a CJK character
+    takes two columns and a zero-width one none: the caret was placed counting one each, up to 9
+    columns off (issue 38)."""
+    from rich.cells import cell_len
+
+    out = _problems(f'output "{before}"  users 1  duration 10q')
+    line, caret = out.splitlines()[1:3]
+    assert "\x1b" not in line and "\u202e" not in line
+    shown, under = line.split("| ", 1)[1], caret.split("| ", 1)[1]
+    assert cell_len(under.replace("\t", " ")[:under.index("^")]) == cell_len(shown[:shown.index("10q")].replace("\t", " "))
+    assert under.endswith(" ^^^")

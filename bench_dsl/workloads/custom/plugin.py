@@ -13,6 +13,7 @@ from bench_dsl.core.errors import Span, span_at
 from bench_dsl.core.mysql_errors import RETRY_NAMES
 from bench_dsl.language import syntax as ast
 from bench_dsl.language.model import Fill, Generator, SetupSql
+from bench_dsl.language.parser import written_at
 from bench_dsl.language.values import Checker, name_span, offset, offset_end, span_of
 from bench_dsl.workloads.plugin import WorkloadPlugin, mix_share
 
@@ -70,13 +71,7 @@ def _inside_string(text: str, span: Span | None, index: int, length: int) -> Spa
         return None
     start = offset(text, span)
     raw = text[start:offset_end(text, span)]
-    if raw.startswith('"""'):
-        pos = 3 + index  # a """ string has no escapes: the value is the text
-    else:
-        pos = 1
-        for _ in range(index):
-            pos += 2 if raw[pos] == "\\" else 1  # an escape is two characters in the file, one in the value
-    return span_at(span.file, text, start + pos, length)
+    return span_at(span.file, text, start + written_at(raw, index), length)
 
 
 def native_sql(sql: str) -> tuple[str, tuple[str, ...]]:
