@@ -55,8 +55,8 @@ class Diagnostic:
             out = f"{s.file}:{s.line}:{s.col}: {self.severity}: {message}"
             if source is not None and (line := source_line(source, s.line)) is not None:
                 out += "\n" + _excerpt(line, s)
-        if self.hint:
-            out += f"\n  hint: {self.hint}"
+        if self.hint:  # it may quote the file's text as well: env("DSN", "mysql://u:pw@h/db")
+            out += f"\n  hint: {redact(self.hint)}"
         return out
 
 

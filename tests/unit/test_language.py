@@ -10,7 +10,7 @@ import pytest
 from bench_dsl.core.errors import ScenarioError
 from bench_dsl.language import model as m
 from bench_dsl.workloads.custom.plugin import CustomWorkload, native_sql
-from bench_dsl.workloads.registry import load
+from bench_dsl.workloads.registry import METRICS, load
 from bench_dsl.workloads.sysbench.plugin import SysbenchWorkload
 from bench_dsl.workloads.tpcc.plugin import TPCC_DEFAULT_MIX, TPCC_TRANSACTIONS, TpccWorkload
 
@@ -324,6 +324,15 @@ def test_a_diagnostic_on_a_target_line_hides_the_password() -> None:
     assert "s3cret" not in shown
 
 
+def test_a_hint_that_quotes_the_file_hides_the_password() -> None:
+    """The excerpt was redacted and the hint, which quotes the line to show it mended, was not (issue 38)."""
+    text = 'scenario "x" {\n  target env(FZ_DSN, "mysql://u:secretpw@h/db")\n  users 2  duration 5s\n}\n'
+    with pytest.raises(ScenarioError) as info:
+        load("pw.bench", text=text, env={})
+    shown = info.value.render()
+    assert 'hint: env("FZ_DSN", "mysql://u:***@h/db")' in shown and "secretpw" not in shown, shown
+
+
 def test_check_prints_warnings_and_still_passes(tmp_path: Path) -> None:
     f = tmp_path / "mix.bench"
     f.write_text('scenario "x" {\n  workload tpcc { warehouses = 1\n'
@@ -529,3 +538,14 @@ def test_the_caret_stands_under_the_mistake_on_the_line_as_the_terminal_shows_it
     shown, under = line.split("| ", 1)[1], caret.split("| ", 1)[1]
     assert cell_len(under.replace("\t", " ")[:under.index("^")]) == cell_len(shown[:shown.index("10q")].replace("\t", " "))
     assert under.endswith(" ^^^")
+
+
+@pytest.mark.parametrize("name", [d.name for d in METRICS if d.condition and d.arg == "none"])
+def test_a_metric_that_takes_no_name_says_so_when_given_one(name: str) -> None:
+    """`saturation(read)` printed `error: ` with an empty message and no hint (issue 38): a declaration
+    without words of its own for a wrong (arg) has the default ones."""
+    out = _problems(f"users 1  duration 10s\nexpect {{ {name}(new_order) >= 8 }}",
+                    workload='workload custom { transaction new_order { query "SELECT 1" } }')
+    first = out.splitlines()[0]
+    assert f"{name} " in first and "takes no (" in first, out
+    assert re.search(r"\n  hint: \S", out), out
