@@ -7,6 +7,7 @@ import enum
 import functools
 import re
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from bench_dsl.core.dsn import redact
@@ -164,16 +165,19 @@ class ScenarioError(BenchError):
 
     exit_code = ExitCode.BAD_SCENARIO
 
-    def __init__(self, diagnostics: list[Diagnostic], source: str | None) -> None:
+    def __init__(self, diagnostics: list[Diagnostic], source: str | None,
+                 others: Mapping[str, str] | None = None) -> None:
         self.diagnostics = diagnostics
         self.source = source
+        self.others = dict(others or {})  # the texts of spans in no file, by their name: "-D rows" -> its value
         super().__init__()
 
     def __str__(self) -> str:  # rendered when shown, once: not on raising (a long file's excerpts cost)
         return self.render()
 
     def render(self) -> str:
-        shown = [d.render(self.source) for d in self.diagnostics[:MAX_SHOWN]]
+        shown = [d.render(self.others.get(d.span.file, self.source) if d.span else self.source)
+                 for d in self.diagnostics[:MAX_SHOWN]]
         rest = len(self.diagnostics) - MAX_SHOWN
         if rest > 0:
             shown.append(f"... and {rest} more error{'s' if rest > 1 else ''} (fix these first)")

@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 
 from bench_dsl.core.dsn import Dsn, parse_dsn, redact
-from bench_dsl.core.errors import Diagnostic, ScenarioError, Span, normal_newlines
+from bench_dsl.core.errors import Diagnostic, ScenarioError, Span, normal_newlines, span_at
 from bench_dsl.language import model as m
 from bench_dsl.language import placement, ramp, rate, server, vary
 from bench_dsl.language import syntax as ast
 from bench_dsl.language.conditions import condition
 from bench_dsl.language.metrics import MetricDecl, Table
 from bench_dsl.language.parser import parse, parse_expr
-from bench_dsl.language.values import Checker, EnvText, plain, span_of
+from bench_dsl.language.values import Checker, EnvText, offset, offset_end, plain, span_of
 
 
 class WorkloadKind(Protocol):
@@ -164,12 +164,12 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
                                    embedded=given is None)
 
     # in the order of the file, as a person reads it and fixes it; -D problems (no place) first
-    c.diags.sort(key=lambda d: (d.span.line, d.span.col) if d.span else (0, 0))
+    c.diags.sort(key=lambda d: (d.span.line, d.span.col) if d.span and d.span.file == tree.file else (0, 0))
     errors = c.errors()
     if errors or workload is None or users is None:
         if not errors:
             c.error("the scenario is incomplete", sc.span, "a scenario needs a workload and users (or a ramp)")
-        raise ScenarioError(c.diags, tree.text)
+        raise ScenarioError(c.diags, tree.text, c.others)
     scenario = m.Scenario(
         name=sc.name, file=tree.file, text=tree.text, parameters=parameters, target=given.text if given else None,
         target_dsn=given.dsn if given else None, target_from=target_from,
@@ -223,6 +223,7 @@ def _check_configurations(tree: ast.FileNode, defines: Mapping[str, str], env: M
     diags: list[Diagnostic] = []
     seen: set[tuple[str, object]] = set()
     checked: set[tuple[tuple[str, str], ...]] = set()  # a let crossed with settings: its values checked once
+    others: dict[str, str] = {}
     for conf in plan.configurations:
         if not conf.lets or conf.lets in checked:
             continue
@@ -234,11 +235,29 @@ def _check_configurations(tree: ast.FileNode, defines: Mapping[str, str], env: M
                 parts=_Parts(parts.made, _read_through_lets(tree.lets, {name for name, _ in conf.lets})))
         except ScenarioError as err:
             for d in err.diagnostics:
-                if d.severity == "error" and (d.message, d.span) not in seen:
-                    seen.add((d.message, d.span))
-                    diags.append(Diagnostic(f"with {conf.label}: {d.message}", d.span, d.hint))
+                span = _in_vary(tree, dict(conf.lets), d.span)
+                if d.severity == "error" and (d.message, span) not in seen:
+                    seen.add((d.message, span))
+                    diags.append(Diagnostic(f"with {conf.label}: {d.message}", span, d.hint))
+            others.update(err.others)
     if diags:
-        raise ScenarioError(diags, tree.text)
+        raise ScenarioError(diags, tree.text, others)
+
+
+def _in_vary(tree: ast.FileNode, lets: Mapping[str, str], span: Span | None) -> Span | None:
+    """A span in a configuration's let value, given as -D would be: where the value stands in the
+    file's vary (`vary { $x = [$later] }` named a -D that was never given)."""
+    if span is None or (name := span.file.removeprefix("-D ")) not in lets:
+        return span
+    vary_node = next((it for it in tree.scenario.items if isinstance(it, ast.Vary)), None)
+    if vary_node is None:
+        return span
+    for line in vary_node.lines:
+        for e in line.values if line.key == f"${name}" else ():
+            at = span_of(e)
+            if at is not None and tree.text[offset(tree.text, at):offset_end(tree.text, at)] == lets[name]:
+                return span_at(tree.file, tree.text, offset(tree.text, at) + span.col - 1, span.end_col - span.col)
+    return span
 
 
 def _read_through_lets(lets: list[ast.Let], names: set[str]) -> frozenset[str]:
@@ -254,7 +273,7 @@ def _read_through_lets(lets: list[ast.Let], names: set[str]) -> frozenset[str]:
 
 def _lets(c: Checker, lets: list[ast.Let], defines: Mapping[str, str]) -> dict[str, object]:
     """Every `let`, with -D overrides, into c.lets; the values as the result's parameters show them."""
-    declared = {let.name for let in lets}
+    declared = c.declared = {let.name for let in lets}
     for name in defines:
         if name not in declared:
             close = difflib.get_close_matches(name, list(declared), n=1)
@@ -267,6 +286,7 @@ def _lets(c: Checker, lets: list[ast.Let], defines: Mapping[str, str]) -> dict[s
             c.error(f"{let.name} is declared twice", let.span, f"keep one 'let {let.name} = ...'")
         expr = let.value
         if let.name in defines:
+            c.others[f"-D {let.name}"] = normal_newlines(defines[let.name])  # what its spans point into
             try:
                 expr = parse_expr(defines[let.name], f"-D {let.name}", tuple(c.metrics.throughput_units()))
             except ScenarioError as err:

@@ -87,6 +87,8 @@ class Checker:
         self.diags: list[Diagnostic] = []
         self.lets: dict[str, Value] = {}
         self.unset_lets: dict[str, str] = {}  # let name -> the unset variable of its env() without default
+        self.others: dict[str, str] = {}  # the texts of values given with -D, by their spans' name ("-D rows")
+        self.declared: set[str] = set()  # every let of the file, also those not read yet
         self.error_count = 0  # errors said so far: a part asks whether it added any without copying them all
 
     def error(self, message: str, span: Span | None, hint: str | None = None) -> None:
@@ -105,8 +107,9 @@ class Checker:
         return list(dict.fromkeys(d for d in self.diags if d.severity == "error"))
 
     def source(self, span: Span | None) -> str:
-        """The text of the file that `span` covers, as written."""
-        return self.text[offset(self.text, span):offset_end(self.text, span)]
+        """The text of the file (or of a -D value) that `span` covers, as written."""
+        text = self.others.get(span.file, self.text) if span is not None else self.text
+        return text[offset(text, span):offset_end(text, span)]
 
     # values ------------------------------------------------------------------------------------
     def value(self, e: ast.Expr) -> Value:
@@ -122,7 +125,8 @@ class Checker:
             case ast.Var(name=n, span=s):
                 if n not in self.lets:
                     close = difflib.get_close_matches(n, list(self.lets), n=1)
-                    hint = f"did you mean ${close[0]}?" if close else f"declare it first: let {n} = ..."
+                    hint = (f"let {n} is declared further down: declare it before its use" if n in self.declared
+                            else f"did you mean ${close[0]}?" if close else f"declare it first: let {n} = ...")
                     self.error(f"${n} is not defined", s, hint)
                     return None
                 held = self.lets[n]

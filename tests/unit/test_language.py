@@ -549,3 +549,25 @@ def test_a_metric_that_takes_no_name_says_so_when_given_one(name: str) -> None:
     first = out.splitlines()[0]
     assert f"{name} " in first and "takes no (" in first, out
     assert re.search(r"\n  hint: \S", out), out
+
+
+def test_an_error_in_a_d_value_shows_the_value_not_the_file() -> None:
+    """An error in a -D value showed line 1 of the file under a caret, and a hint made of the file's
+    text at the value's columns (issue 38)."""
+    text = 'let x = 1\nscenario "t" {\n  workload custom { transaction read { query "SELECT 1" } }\n  users $x  duration 10s\n}\n'
+    with pytest.raises(ScenarioError) as info:
+        load("d.bench", {"x": "env(FOO, 12345)"}, text=text, env={})
+    assert info.value.render().splitlines() == [
+        "-D x:1:5: error: the name of an environment variable is written in double quotes",
+        "     1 | env(FOO, 12345)", "       |     ^^^", '  hint: env("FOO", 12345)']
+
+
+def test_a_varied_value_is_pointed_at_in_the_vary() -> None:
+    """`vary { $x = [$later] }` named a -D that was never given, at line 1 of the file (issue 38)."""
+    text = ('let x = 1\nscenario "t" {\n  workload custom { transaction read { query "SELECT 1" } }\n'
+            '  users $x  duration 10s\n  vary { $x = [2, $later] }\n}\nlet later = 2\n')
+    with pytest.raises(ScenarioError) as info:
+        load("v.bench", text=text, env={})
+    assert info.value.render().splitlines() == [
+        "v.bench:5:19: error: with $x=$later: $later is not defined", "     5 |   vary { $x = [2, $later] }",
+        "       |                   ^^^^^^", "  hint: let later is declared further down: declare it before its use"]
