@@ -64,9 +64,11 @@ class _ToSyntax(Transformer[Token, Any]):
         308 digits): never an infinite value, which no check bounds and no integer conversion takes."""
         v = float(written)
         if not math.isfinite(v):
-            self.problems.append(Diagnostic(f"{quoted(written)} is too large a number", self._s(token),
-                                            f"a number is at most {sys.float_info.max:.4g}; every value has a "
-                                            "far smaller bound of its own (docs/language.md)"))
+            # -10^400 is no "too large" number: said as the side it is beyond
+            beyond, bound = ("too large a number", "at most") if v > 0 else ("a number too far below 0", "at least -")
+            self.problems.append(Diagnostic(f"{quoted(written)} is {beyond}", self._s(token),
+                                            f"a number is {bound}{sys.float_info.max:.4g}; every value has a "
+                                            "far narrower bound of its own (docs/language.md)"))
             return 0.0
         return v
 

@@ -209,6 +209,10 @@ class Checker:
     def bounded(self, v: Quantity, value: float, what: str, *, integer: bool = False, minimum: float | None = None,
                 maximum: float | None = None, shown_as: str = "") -> float | None:
         """`value` (what `v` stands for, in its unit) within its bounds, or None with a diagnostic."""
+        if value < -MAX_NUMBER:  # -10^400 from the environment: below any bound, never "too large"
+            least = minimum if minimum is not None else -MAX_NUMBER
+            self.wrong(v, f"{what} must be at least {num(least)}{shown_as}", f"write {num(least)} or more")
+            return None
         if not math.isfinite(value) or (maximum is None and abs(value) > MAX_NUMBER):
             self.wrong(v, f"{what} is too large", f"at most {num(maximum if maximum is not None else MAX_NUMBER)}"
                        f"{shown_as}")

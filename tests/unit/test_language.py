@@ -571,3 +571,17 @@ def test_a_varied_value_is_pointed_at_in_the_vary() -> None:
     assert info.value.render().splitlines() == [
         "v.bench:5:19: error: with $x=$later: $later is not defined", "     5 |   vary { $x = [2, $later] }",
         "       |                   ^^^^^^", "  hint: let later is declared further down: declare it before its use"]
+
+
+def test_too_large_is_said_of_large_values_only() -> None:
+    """"Too large" was said of `rate 0 nopm` (0 x an infinite tps per nopm, when new_order's share is
+    next to none) and of a count of -10^400 (issue 38)."""
+    tiny = "0." + "0" * 319 + "1"
+    out = _problems("rate 0 nopm  users max 4  duration 10s", workload=(
+        f'workload custom {{ transaction new_order weight {tiny} {{ query "SELECT 1" }}  transaction b {{ query "SELECT 1" }} }}'))
+    assert "rate must be at least 1 tpm" in out and "too large" not in out, out
+    out = _problems("users 1  duration 10s", workload=f"workload sysbench oltp_read_only {{ tables = -{'9' * 400} }}")
+    assert "is a number too far below 0" in out and "too large" not in out, out
+    out = _problems("users 1  duration 10s", workload='workload sysbench oltp_read_only { tables = env("T", 1) }',
+                    env={"T": "-" + "9" * 400})
+    assert "tables must be at least 1" in out and "too large" not in out, out
