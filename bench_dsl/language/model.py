@@ -12,6 +12,7 @@ from typing import Literal, Protocol
 
 from bench_dsl.core.dsn import Dsn
 from bench_dsl.core.errors import Diagnostic, Span
+from bench_dsl.core.numbers import num
 from bench_dsl.language.metrics import CORE_TABLE, MetricDecl
 
 # Canonical units inside the model: durations and latencies in seconds, percentages as
@@ -210,7 +211,7 @@ class Metric:
 def _fmt_pct(p: float | None) -> str:
     if p is None:
         return "?"
-    return str(int(p)) if float(p).is_integer() else str(p)
+    return num(p)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from typing import Self
 
 from bench_dsl.core.dsn import redact
 from bench_dsl.core.errors import Diagnostic, Span, line_starts
+from bench_dsl.core.numbers import num
 from bench_dsl.language import model as m
 from bench_dsl.language import syntax as ast
 from bench_dsl.language.generators import GENERATORS
@@ -218,7 +219,10 @@ class Checker:
                        f"{shown_as}")
             return None
         if integer and not float(value).is_integer():
-            self.wrong(v, f"{what} must be a whole number", f"e.g. {num(round(value))}")
+            near = round(value)  # the whole number nearest, within the bounds: never "e.g. 0" where 1 is the least
+            near = max(near, math.ceil(minimum)) if minimum is not None else near
+            near = min(near, math.floor(maximum)) if maximum is not None else near
+            self.wrong(v, f"{what} must be a whole number", f"e.g. {num(near)}")
             return None
         if minimum is not None and value < minimum:
             self.wrong(v, f"{what} must be at least {num(minimum)}{shown_as}", f"write {num(minimum)} or more")
@@ -338,11 +342,6 @@ def shown(v: Value) -> str:
     if isinstance(v, ast.Call):
         return f"{v.name}()"
     return repr(redact(str(v)))
-
-
-def num(x: float) -> str:
-    """A number as a person writes it: 2, not 2.0."""
-    return str(int(x)) if float(x).is_integer() else str(x)
 
 
 def span_of(e: object) -> Span | None:

@@ -585,3 +585,32 @@ def test_too_large_is_said_of_large_values_only() -> None:
     out = _problems("users 1  duration 10s", workload='workload sysbench oltp_read_only { tables = env("T", 1) }',
                     env={"T": "-" + "9" * 400})
     assert "tables must be at least 1" in out and "too large" not in out, out
+
+
+def test_a_tpcc_share_is_at_most_100_percent() -> None:
+    """Two shares of 10^308% made a mix that "adds up to inf%" (issue 38)."""
+    big = "1" + "0" * 307
+    out = _problems("users 1  duration 10s", workload=f"workload tpcc {{ mix {{ new_order {big}%  payment {big}% }} }}")
+    assert "a share of the mix is at most 100%" in out and "inf" not in out, out
+
+
+def test_numbers_are_written_as_a_person_writes_them_in_messages_and_plans() -> None:
+    """`p1e-06`, `4.9999999999999996e-06s` in messages, `2.592e+06s` and `x1` for x1.0000001 in plans
+    (issue 38): one way to write a number, with ten significant digits and no exponent where digits read."""
+    from bench_dsl.engine.plan import plan
+    from bench_dsl.engine.plan_text import describe
+
+    out = _problems("users 1  duration 10s\nstop when { p0.000001 > 5  p99 > 1s for 0.0000049999999999999996s }")
+    assert "p0.000001 is a time" in out and "a 'for' window of 0.000005s" in out and "e-0" not in out, out
+    sc = _scenario("warmup 720h\nramp step { start 1 users  step x1.0000001  hold 1s  max 3 users }")
+    text = describe(sc, plan(sc))
+    assert "x1.0000001 users a step" in text and "2592000s" in text and "e+" not in text, text
+    sc = _scenario("rate step { start 1 tpm  step x1.0000001  hold 1s  max 1.000001 tpm }  users max 2")
+    steps = [line.split("hold", 1)[1].split(",")[0] for line in describe(sc, plan(sc)).splitlines() if " hold " in line]
+    assert len(steps) == len(set(steps)) >= 5, steps
+
+
+def test_a_whole_number_is_suggested_within_its_bounds() -> None:
+    """users 0.4 was told "e.g. 0", below the least of 1 (issue 38)."""
+    out = _problems("users 0.4  duration 10s")
+    assert "users must be a whole number" in out and "hint: e.g. 1" in out, out

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Literal
 
 from bench_dsl.core.errors import Span, span_at
 from bench_dsl.core.mysql_errors import RETRY_NAMES
+from bench_dsl.core.numbers import num
 from bench_dsl.language import syntax as ast
 from bench_dsl.language.model import Fill, Generator, SetupSql
 from bench_dsl.language.parser import written_at
@@ -158,7 +159,7 @@ def _transaction(c: Checker, tx: ast.Transaction) -> TransactionSpec | None:
 
 
 def plan_lines(spec: CustomWorkload) -> list[str]:
-    mix = ", ".join(f"{t.name} {t.weight:g}" for t in spec.transactions)
+    mix = ", ".join(f"{t.name} {num(t.weight)}" for t in spec.transactions)
     return [f"  workload: custom ({mix})"]
 
 
