@@ -614,3 +614,14 @@ def test_a_whole_number_is_suggested_within_its_bounds() -> None:
     """users 0.4 was told "e.g. 0", below the least of 1 (issue 38)."""
     out = _problems("users 0.4  duration 10s")
     assert "users must be a whole number" in out and "hint: e.g. 1" in out, out
+
+
+@pytest.mark.parametrize(("written", "meant"), [("usеrs 1  duration 10s", "users"), ("users 1  durаtion 10s", "duration"),
+                                                ("users 1  duration 10s  ѕeed 4", "seed")])
+def test_a_keyword_with_a_letter_of_another_script_is_named_as_such(written: str, meant: str) -> None:
+    """`usеrs` with a Cyrillic е was "unexpected 'us'", and the keywords suggested left out users (issue 38)."""
+    out = _problems(written)
+    word = next(w for w in written.split() if not w.isascii())
+    first, _, caret, hint = out.splitlines()[:4]
+    assert f"error: '{word}' holds" in first and "a letter drawn like a Latin one" in first, out
+    assert caret.endswith("^" * len(word)) and f"did you mean '{meant}'?" in hint, out
