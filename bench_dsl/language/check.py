@@ -145,7 +145,9 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
     on_worker_loss = placement.worker_loss(c, items.first("on worker loss"))
     warmup = ramp.warmup(c, items.first("warmup"))
     report_every = ramp.report_every(c, items.first("report"))
-    users = _load(c, items, warmup, sc, workload, workloads.get(workload.kind) if workload else None)
+    load = _load(c, items, warmup, sc, workload, workloads.get(workload.kind) if workload else None)
+    users = ramp.bounded_run(c, load, warmup, span_of(items.first("ramp") or items.first("rate")
+                                                      or items.first("duration")))
     stop = parts.part(c, "stop", items.all("stop"), lambda: _conditions(c, items.all("stop"), tx_names, users,
                                                                        expect=False), also=(users, tx_names))
     expect = parts.part(c, "expect", items.all("expect"), lambda: _conditions(c, items.all("expect"), tx_names, users,

@@ -29,7 +29,8 @@ SIZE_UNITS = {"K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
 # only fail later, out of memory): documented in docs/language.md.
 MAX_USERS = 100_000
 MAX_COUNT = 10**12  # rows, tables, warehouses
-MAX_SECONDS = 30 * 86400  # any duration
+MAX_SECONDS = 30 * 86400  # any duration, and a whole run
+MIN_SECONDS = 0.001  # any duration but 0 (a settle, a warmup): shorter is a slip of the unit
 MAX_NUMBER = 2**53 - 1  # any other number: beyond it a float no longer holds every whole number
 
 
@@ -265,6 +266,9 @@ class Checker:
         if secs < 0 or (secs == 0 and not allow_zero):
             self.wrong(v, f"{what} must be longer than 0", "e.g. 500ms, 10s, 2m")
             return None
+        if 0 < secs < MIN_SECONDS:  # 1e-320s was planned as a second: no phase is that short
+            self.wrong(v, f"{what} must be at least 1ms", "e.g. 500ms, 10s, 2m (phases last whole seconds)")
+            return None
         if not math.isfinite(secs) or secs > MAX_SECONDS:
             self.wrong(v, f"{what} is too long", f"at most {MAX_SECONDS // 86400} days ({MAX_SECONDS // 3600}h)")
             return None
@@ -281,9 +285,10 @@ class Checker:
                 self.wrong(v, "the value is too large a number",
                            "a server setting's number is at most 18446744073709551615 (2^64 - 1)")
                 return None
-            if v.unit in SIZE_UNITS:
-                return int(n)
-            return int(n) if v.unit is None and n.is_integer() else n
+            if v.unit in SIZE_UNITS or (v.unit is None and n.is_integer()):
+                # a float holds 2^64 - 1 as 2^64, one more than a server variable does; larger ones are refused
+                return 2**64 - 1 if n == 2.0**64 else int(n)
+            return n
         if isinstance(v, str):
             return v.upper() if v.lower() in ("on", "off", "true", "false") else v
         if isinstance(v, ast.Call):

@@ -600,11 +600,11 @@ def test_numbers_are_written_as_a_person_writes_them_in_messages_and_plans() -> 
     from bench_dsl.engine.plan import plan
     from bench_dsl.engine.plan_text import describe
 
-    out = _problems("users 1  duration 10s\nstop when { p0.000001 > 5  p99 > 1s for 0.0000049999999999999996s }")
-    assert "p0.000001 is a time" in out and "a 'for' window of 0.000005s" in out and "e-0" not in out, out
-    sc = _scenario("warmup 720h\nramp step { start 1 users  step x1.0000001  hold 1s  max 3 users }")
+    out = _problems("users 1  duration 10s\nstop when { p0.000001 > 5  p99 > 1s for 100.00000000000001ms }")
+    assert "p0.000001 is a time" in out and "a 'for' window of 0.1s" in out and "e-0" not in out, out
+    sc = _scenario("warmup 600h\nramp step { start 1 users  step x1.0000001  hold 1s  max 3 users }")
     text = describe(sc, plan(sc))
-    assert "x1.0000001 users a step" in text and "2592000s" in text and "e+" not in text, text
+    assert "x1.0000001 users a step" in text and "2160000s" in text and "e+" not in text, text
     sc = _scenario("rate step { start 1 tpm  step x1.0000001  hold 1s  max 1.000001 tpm }  users max 2")
     steps = [line.split("hold", 1)[1].split(",")[0] for line in describe(sc, plan(sc)).splitlines() if " hold " in line]
     assert len(steps) == len(set(steps)) >= 5, steps
@@ -625,3 +625,30 @@ def test_a_keyword_with_a_letter_of_another_script_is_named_as_such(written: str
     first, _, caret, hint = out.splitlines()[:4]
     assert f"error: '{word}' holds" in first and "a letter drawn like a Latin one" in first, out
     assert caret.endswith("^" * len(word)) and f"did you mean '{meant}'?" in hint, out
+
+
+@pytest.mark.parametrize(("body", "said"), [
+    ("users 1  duration 10s\nserver { innodb_buffer_pool_size = -1G }", "the server takes no negative size here"),
+    ("users 1  duration 10s\nserver { max_connections = -5 }", "the server takes no negative number here"),
+    ("users 1  duration 10s\nserver { innodb_io_capacity = 99999999999999999999999 }",
+     "the server's numbers are at most 18446744073709551615 (2^64 - 1)"),
+    ("rate 10 tps  users max 2  duration 10s\nstop when { p99 > 1s for 1h }",
+     "the window (3600s) is longer than the run (10s): it could never fire"),
+    ("rate step { start 10 tps  step +10 tps  hold 5s  max 30 tps }  users max 2\nstop when { p99 > 1s for 6s }",
+     "the window (6s) is longer than each step's hold (5s)"),
+    ("users 2  duration 10s\nexpect { saturation >= -5 users }", "saturation is a number of users: -5 can never be"),
+    ("rate 10 tps  users max 2  duration 10s\nexpect { saturation >= -5 tps }", "-5 tps can never be"),
+    ("ramp step { start 1 users  step +1 users  settle 720h  hold 720h  max 10000 users }",
+     "the run would last 600000 days; a run lasts at most 30 days"),
+    ("users 2  duration 0." + "0" * 319 + "1s", "duration must be at least 1ms"),
+])
+def test_values_no_run_can_have_are_refused(body: str, said: str) -> None:
+    """Each was accepted (issue 38): a server number past 64 bits or a negative size, a `for` window
+    longer than a rate run, a saturation point below 0, a plan of 1,643 years, a duration of 1e-320 s
+    planned as a second."""
+    assert said in _problems(body)
+
+
+def test_a_server_number_of_64_bits_is_taken() -> None:
+    sc = _scenario("users 1  duration 10s\nserver { max_connections = 18446744073709551615 }")
+    assert sc.server_settings[0].value == 2**64 - 1
