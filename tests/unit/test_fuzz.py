@@ -171,6 +171,11 @@ LARGE_FILES = {  # what took seconds of CPU for a file within the limits (issue 
     "a valid study of 1,000 values of a let and 1,000 settings": (_scenario(
         "users $u  duration 10s\n  vary { $u = [" + ", ".join(str(i) for i in range(1, 1_001)) + "] }\n  server {\n"
         + "".join(f"    max_connections = {i}\n" for i in range(100, 1_100)) + "  }", lets="let u = 1"), 0),
+    # the conditions were checked again for each configuration whose users differ: 13 s
+    "a valid study of 1,000 users and durations zipped, with 1,000 conditions": (_scenario(
+        "users $u  duration $d\n  vary { $u = [" + ", ".join(str(i) for i in range(1, 1_001)) + "]  $d = ["
+        + ", ".join(f"{i}s" for i in range(1, 1_001)) + "] } zip\n  stop when {\n"
+        + "".join(f"    p99 > {i}ms\n" for i in range(1, 1_001)) + "  }", lets="let u = 1\nlet d = 1s"), 0),
 }
 
 

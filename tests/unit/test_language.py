@@ -652,3 +652,11 @@ def test_values_no_run_can_have_are_refused(body: str, said: str) -> None:
 def test_a_server_number_of_64_bits_is_taken() -> None:
     sc = _scenario("users 1  duration 10s\nserver { max_connections = 18446744073709551615 }")
     assert sc.server_settings[0].value == 2**64 - 1
+
+
+def test_a_configuration_checks_its_conditions_again_when_what_they_read_of_the_load_changes() -> None:
+    """Conditions read the load's kind, and a `for` window the run's length: a configuration whose let
+    sets the users alone takes them as checked, one that shortens the run under a window does not."""
+    assert _scenario("users $u  duration 10s\nvary { $u = [1, 2] }\nstop when { p99 > 1s for 5s }", lets="let u = 1")
+    out = _problems("users 1  duration $d\nvary { $d = [20s, 5s] }\nstop when { p99 > 1s for 10s }", lets="let d = 20s")
+    assert "with $d=5s: the window (10s) is longer than the run (5s)" in out, out
