@@ -144,7 +144,8 @@ def value_problem(name: str, value: int | float | str, unit: str | None) -> tupl
         # no server variable holds more than 64 bits (as floats: 2^64 - 1 written reads as 2^64)
         if abs(float(value)) > float(MAX_SERVER_NUMBER):
             return f"the server's numbers are at most {MAX_SERVER_NUMBER} (2^64 - 1)", example
-        if value < 0 and (unit in _SIZE_UNITS or kind == "whole"):  # a count or a size: -1G, -5
+        # a count or a size: -1G, -5; -1 alone is a number some take (performance_schema_*_size: sized by the server)
+        if value < 0 and (unit in _SIZE_UNITS or (kind == "whole" and value != -1)):
             return f"the server takes no negative {'size' if sized else 'number'} here", example
     if kind is None or kind == "text":
         bad = None if number else (_CONTROL if kind == "text" else UNSAFE).search(str(value))
