@@ -13,17 +13,17 @@ import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Protocol
 
 from bench_dsl.core.dsn import Dsn, parse_dsn, redact
-from bench_dsl.core.errors import Diagnostic, ScenarioError, Span, normal_newlines, span_at
+from bench_dsl.core.errors import Diagnostic, ScenarioError, Span, normal_newlines
+from bench_dsl.language import configurations, placement, ramp, rate, server, vary
 from bench_dsl.language import model as m
-from bench_dsl.language import placement, ramp, rate, server, vary
 from bench_dsl.language import syntax as ast
 from bench_dsl.language.conditions import condition
 from bench_dsl.language.metrics import MetricDecl, Table
 from bench_dsl.language.parser import parse, parse_expr
-from bench_dsl.language.values import Checker, EnvText, offset, offset_end, plain, span_of
+from bench_dsl.language.values import Checker, EnvText, plain, span_of
 
 
 class WorkloadKind(Protocol):
@@ -121,13 +121,13 @@ def _place(before: str) -> tuple[int, int]:
 
 
 def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str], study: bool = True, *,
-          workloads: Kinds, parts: _Parts | None = None) -> m.Scenario:
+          workloads: Kinds, parts: configurations.Parts | None = None) -> m.Scenario:
     """The scenario of a parsed file. Each part is read in turn (the order in which the parts
     report is the order of the file once sorted); raises ScenarioError with every diagnostic.
     A study's configurations that set a `let` are each checked as a whole too, taking the parts of
     the file's own check that read none of the lets they set (`parts`)."""
     c = Checker(tree.file, tree.text, env, metrics_of(workloads))
-    parts = parts or _Parts()
+    parts = parts or configurations.Parts()
     parameters = _lets(c, tree.lets, defines)
     sc = tree.scenario
     items = _Items(c, sc)
@@ -150,10 +150,10 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
                                                       or items.first("duration")))
     stop = parts.part(c, "stop", items.all("stop"), lambda: _conditions(c, items.all("stop"), tx_names, users,
                                                                        expect=False),
-                      also=(_read_by_conditions(users, items.all("stop")), tx_names))
+                      also=(configurations.read_by_conditions(users, items.all("stop")), tx_names))
     expect = parts.part(c, "expect", items.all("expect"), lambda: _conditions(c, items.all("expect"), tx_names, users,
                                                                              expect=True),
-                        also=(_read_by_conditions(users, items.all("expect")), tx_names))
+                        also=(configurations.read_by_conditions(users, items.all("expect")), tx_names))
     if not replicas and not replica_dsns:
         for cond in stop + expect:
             if cond.metric.name == "replication_lag":
@@ -184,95 +184,10 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
         study=plan, server_dir=server_dir, replicas=replicas, replica_dsns=replica_dsns, monitor=monitor,
     )
     if plan is not None:
-        _check_configurations(tree, defines, env, plan, workloads, parts, scenario.configured)
+        configurations.check_all(
+            tree, defines, plan, lambda given, conf_parts: check(tree, given, env, study=False, workloads=workloads,
+                                                                 parts=conf_parts), parts, scenario.configured)
     return scenario
-
-
-class _Parts:
-    """What a file's own check made of its larger parts (the server block, the workload, the
-    conditions, setup), the $names each reads, and what it said: a configuration's check takes a
-    part as it is when the part reads no let the configuration sets (a study of 1,000 values of a
-    let checked the 1,000 settings of the server block again for each: 5 s)."""
-
-    def __init__(self, made: dict[str, tuple[frozenset[str], object, object, list[Diagnostic]]] | None = None,
-                 varied: frozenset[str] | None = None) -> None:
-        self.made = {} if made is None else made  # key -> (its $names, `also`, its value, its diagnostics)
-        self.varied = varied  # None: the file's own check, which records its parts
-
-    def part(self, c: Checker, key: str, nodes: object, make: Callable[[], _T], also: object = None) -> _T:
-        """`make()`, or what it made in the file's own check: `also` is what else it reads (the ramp
-        a condition is checked against), which must be the same."""
-        if self.varied is not None and key in self.made:
-            names, before_also, value, said = self.made[key]
-            if not names & self.varied and before_also == also:
-                for d in said:
-                    (c.error if d.severity == "error" else c.warning)(d.message, d.span, d.hint)
-                return value  # type: ignore[return-value]
-        start = len(c.diags)
-        value = make()
-        if self.varied is None:
-            self.made[key] = (frozenset(ast.names_read(nodes)), also, value, c.diags[start:])
-        return value
-
-
-_T = TypeVar("_T")
-
-
-def _check_configurations(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str],
-                          plan: m.Study, workloads: Kinds, parts: _Parts,
-                          configured: dict[tuple[tuple[str, str], ...], m.Scenario]) -> None:
-    """Each configuration that sets a `let` is a scenario of its own (`table_size = $rows` with a
-    value out of range): checked now, not found out after the first configurations have run; the
-    scenarios kept for the plan and the run."""
-    diags: list[Diagnostic] = []
-    seen: set[tuple[str, object]] = set()
-    checked: set[tuple[tuple[str, str], ...]] = set()  # a let crossed with settings: its values checked once
-    others: dict[str, str] = {}
-    for conf in plan.configurations:
-        if not conf.lets or conf.lets in checked:
-            continue
-        checked.add(conf.lets)
-        given = {**defines, **dict(conf.lets)}
-        try:
-            configured[tuple(sorted(given.items()))] = check(
-                tree, given, env, study=False, workloads=workloads,
-                parts=_Parts(parts.made, _read_through_lets(tree.lets, {name for name, _ in conf.lets})))
-        except ScenarioError as err:
-            for d in err.diagnostics:
-                span = _in_vary(tree, dict(conf.lets), d.span)
-                if d.severity == "error" and (d.message, span) not in seen:
-                    seen.add((d.message, span))
-                    diags.append(Diagnostic(f"with {conf.label}: {d.message}", span, d.hint))
-            others.update(err.others)
-    if diags:
-        raise ScenarioError(diags, tree.text, others)
-
-
-def _in_vary(tree: ast.FileNode, lets: Mapping[str, str], span: Span | None) -> Span | None:
-    """A span in a configuration's let value, given as -D would be: where the value stands in the
-    file's vary (`vary { $x = [$later] }` named a -D that was never given)."""
-    if span is None or (name := span.file.removeprefix("-D ")) not in lets:
-        return span
-    vary_node = next((it for it in tree.scenario.items if isinstance(it, ast.Vary)), None)
-    if vary_node is None:
-        return span
-    for line in vary_node.lines:
-        for e in line.values if line.key == f"${name}" else ():
-            at = span_of(e)
-            if at is not None and tree.text[offset(tree.text, at):offset_end(tree.text, at)] == lets[name]:
-                return span_at(tree.file, tree.text, offset(tree.text, at) + span.col - 1, span.end_col - span.col)
-    return span
-
-
-def _read_through_lets(lets: list[ast.Let], names: set[str]) -> frozenset[str]:
-    """`names`, and every let whose value reads one of them (`let b = $a` changes with $a)."""
-    read = {let.name: ast.names_read(let.value) for let in lets}
-    grew = True
-    while grew:
-        more = {name for name, reads in read.items() if reads & names} - names
-        names |= more
-        grew = bool(more)
-    return frozenset(names)
 
 
 def _lets(c: Checker, lets: list[ast.Let], defines: Mapping[str, str]) -> dict[str, object]:
@@ -447,18 +362,6 @@ def _conditions(c: Checker, blocks: list[object], tx_names: tuple[str, ...], ram
             if cond is not None:
                 out.append(cond)
     return tuple(out)
-
-
-def _read_by_conditions(load: m.Ramp | None, blocks: list[object]) -> object:
-    """What conditions read of the load (its kind; a step's hold or the run's length for a `for`
-    window; a rate's all): a configuration whose let sets the users alone takes the conditions as the
-    file's check found them (1,000 conditions checked again for each of 1,000 values: 13 s)."""
-    windowed = any(getattr(node, "window", None) is not None for blk in blocks for node in blk.entries)  # type: ignore[attr-defined]
-    if isinstance(load, m.StepRamp):
-        return "step", load.hold if windowed else None
-    if isinstance(load, (m.ConstantRamp, m.LinearRamp)):
-        return type(load).__name__, load.duration if windowed else None
-    return load
 
 
 def _output(c: Checker, item: ast.Item | None) -> str | None:
