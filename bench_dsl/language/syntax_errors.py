@@ -86,9 +86,9 @@ def _lookalike(text: str, pos: int, lark: Lark) -> tuple[int, str, tuple[str, st
         close = [latin] if latin in keywords else difflib.get_close_matches(latin, keywords, n=1, cutoff=0.8)
         mean = f"did you mean '{close[0]}'? " if close else ""
         return start, word, (f"{quoted(word)} holds {foreign!r} ({what}), a letter drawn like a Latin one",
-                             f"{mean}type the word again in Latin letters")
+                             f"{mean}type the word again in the letters a to z")
     return start, word, (f"{quoted(word)} holds {foreign!r} ({what})",
-                         "names are written in Latin letters, digits and _")
+                         "names are written in the letters a to z (A to Z), digits and _")
 
 
 def syntax_diagnostic(err: UnexpectedInput, file: str, text: str, units: Units, lark: Lark) -> Diagnostic:
