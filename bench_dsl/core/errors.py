@@ -6,9 +6,12 @@ import bisect
 import enum
 import functools
 import re
+import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from bench_dsl.core.dsn import redact
+from bench_dsl.core.printable import printable
 
 
 class ExitCode(enum.IntEnum):
@@ -53,8 +56,8 @@ class Diagnostic:
             out = f"{s.file}:{s.line}:{s.col}: {self.severity}: {message}"
             if source is not None and (line := source_line(source, s.line)) is not None:
                 out += "\n" + _excerpt(line, s)
-        if self.hint:
-            out += f"\n  hint: {self.hint}"
+        if self.hint:  # it may quote the file's text as well: env("DSN", "mysql://u:pw@h/db")
+            out += f"\n  hint: {redact(self.hint)}"
         return out
 
 
@@ -73,11 +76,14 @@ _OTHER_BREAK = re.compile(f"[{OTHER_BREAKS}]")
 
 def break_in_comment(text: str, pos: int | None) -> str | None:
     """The hint for a comment before `pos` that ran on past a character some programs show as a line
-    break. One pass: the part of a line already searched for a '#' is not searched again."""
-    searched = 0
+    break. One pass: the text already searched for a '#', or back for its line's start, is not searched
+    again (900,000 form feeds on one line took 4 s when each looked back to the line's start)."""
+    searched = line_start = 0
     for found in _OTHER_BREAK.finditer(text, 0, len(text) if pos is None else pos):
         b = found.start()
-        if text.find("#", max(searched, text.rfind("\n", 0, b) + 1), b) >= 0:
+        if (newline := text.rfind("\n", searched, b)) >= 0:
+            line_start = newline + 1
+        if text.find("#", max(searched, line_start), b) >= 0:
             return (f"U+{ord(found.group()):04X} in a comment (line {text.count(chr(10), 0, b) + 1}) ends no line: the "
                     "comment runs on to the next line break; end the file's lines with ordinary line breaks")
         searched = b
@@ -128,9 +134,21 @@ def _excerpt(line: str, s: Span) -> str:
     text = redact(head + shown + tail)  # a target line may hold a password
     if len(text) != len(head + shown + tail):  # the password hidden: carets past it would drift
         col = min(col, max(0, len(text) - len(tail) - 1 - len(head)))
+        shown = text[len(head):len(text) - len(tail)]
     width = max(1, min(width, len(shown) - col))
-    pad = "".join("\t" if ch == "\t" else " " for ch in head + shown[:col])
-    return f"  {s.line:>4} | {text}\n       | {pad}{'^' * width}"
+    # placed on the line as the terminal shows it: a control character written as its escape (\x1b,
+    # four columns), a wide (CJK) character two columns, a zero-width one none
+    before, under = printable(head + shown[:col]), printable(shown[col:col + width])
+    pad = "".join("\t" if ch == "\t" else " " * _columns(ch) for ch in before)
+    carets = "^" * max(1, sum(_columns(ch) for ch in under))
+    return f"  {s.line:>4} | {printable(text)}\n       | {pad}{carets}"
+
+
+def _columns(ch: str) -> int:
+    """The columns a terminal gives a character."""
+    if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf"):
+        return 0
+    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
 
 
 MAX_SHOWN = 50  # diagnostics printed of one file; the rest counted
@@ -147,16 +165,19 @@ class ScenarioError(BenchError):
 
     exit_code = ExitCode.BAD_SCENARIO
 
-    def __init__(self, diagnostics: list[Diagnostic], source: str | None) -> None:
+    def __init__(self, diagnostics: list[Diagnostic], source: str | None,
+                 others: Mapping[str, str] | None = None) -> None:
         self.diagnostics = diagnostics
         self.source = source
+        self.others = dict(others or {})  # the texts of spans in no file, by their name: "-D rows" -> its value
         super().__init__()
 
     def __str__(self) -> str:  # rendered when shown, once: not on raising (a long file's excerpts cost)
         return self.render()
 
     def render(self) -> str:
-        shown = [d.render(self.source) for d in self.diagnostics[:MAX_SHOWN]]
+        shown = [d.render(self.others.get(d.span.file, self.source) if d.span else self.source)
+                 for d in self.diagnostics[:MAX_SHOWN]]
         rest = len(self.diagnostics) - MAX_SHOWN
         if rest > 0:
             shown.append(f"... and {rest} more error{'s' if rest > 1 else ''} (fix these first)")

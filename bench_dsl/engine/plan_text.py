@@ -6,6 +6,7 @@ loads the workloads and their drivers."""
 from __future__ import annotations
 
 from bench_dsl.core.dsn import redact
+from bench_dsl.core.numbers import num
 from bench_dsl.engine.phases import Plan
 from bench_dsl.engine.profiles.registry import profile_of
 from bench_dsl.language import model as m
@@ -57,18 +58,18 @@ def describe(sc: m.Scenario, p: Plan) -> str:
         who = profile.load(ph)
         label = ph.kind if ph.step is None else f"step {ph.step}/{p.steps} {ph.kind}"
         note = "measured" if ph.measured else "not measured"
-        lines.append(f"  {clock(t)}  {label:<22} {who:<18} {ph.seconds:>6g}s  {note}")
+        lines.append(f"  {clock(t)}  {label:<22} {who:<18} {num(ph.seconds):>6}s  {note}")
         t += ph.seconds
     lines.append(f"  {clock(t)}  end (at the latest)")
     if sc.stop:
         lines.append("  stop when:")
         for c in sc.stop:
-            when = f"live, over a {c.window:g}s window" if c.window else (
+            when = f"live, over a {num(c.window)}s window" if c.window else (
                 "at each step's end" if c.kind != "threshold" else profile.judged(sc.ramp, p))
             lines.append(f"    {c.resolved:<36} ({when})")
     if sc.expect:
         lines.append("  expect:   " + "; ".join(c.resolved for c in sc.expect))
-    lines.append(f"  report every {sc.report_every:g}s" + (f'; output "{sc.output}"' if sc.output else ""))
+    lines.append(f"  report every {num(sc.report_every)}s" + (f'; output "{sc.output}"' if sc.output else ""))
     lines.extend(d.render(sc.text) for d in sc.warnings)
     return "\n".join(lines)
 

@@ -17,8 +17,8 @@ from typing import Protocol
 
 from bench_dsl.core.dsn import Dsn, parse_dsn, redact
 from bench_dsl.core.errors import Diagnostic, ScenarioError, Span, normal_newlines
+from bench_dsl.language import configurations, placement, ramp, rate, server, vary
 from bench_dsl.language import model as m
-from bench_dsl.language import placement, ramp, rate, server, vary
 from bench_dsl.language import syntax as ast
 from bench_dsl.language.conditions import condition
 from bench_dsl.language.metrics import MetricDecl, Table
@@ -121,47 +121,59 @@ def _place(before: str) -> tuple[int, int]:
 
 
 def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str], study: bool = True, *,
-          workloads: Kinds) -> m.Scenario:
+          workloads: Kinds, parts: configurations.Parts | None = None) -> m.Scenario:
     """The scenario of a parsed file. Each part is read in turn (the order in which the parts
     report is the order of the file once sorted); raises ScenarioError with every diagnostic.
-    A study's configurations that set a `let` are each checked as a whole too."""
+    A study's configurations that set a `let` are each checked as a whole too, taking the parts of
+    the file's own check that read none of the lets they set (`parts`)."""
     c = Checker(tree.file, tree.text, env, metrics_of(workloads))
+    parts = parts or configurations.Parts()
     parameters = _lets(c, tree.lets, defines)
     sc = tree.scenario
     items = _Items(c, sc)
     given, target_from = _target(c, items.first("target"))
     seed, seed_given = _seed(c, items.first("seed"))
-    settings, server_dir, replicas = server.settings(c, items.all("server"), embedded=given is None)
+    settings, server_dir, replicas = parts.part(
+        c, "server", (items.all("server"), items.first("target")),
+        lambda: server.settings(c, items.all("server"), embedded=given is None))
     replica_dsns = server.replicas(c, items.all("replica"), embedded=given is None)
     monitor = server.monitor(c, items.first("monitor"))
-    workload, tx_names = _workload(c, sc, items.all("Workload"), workloads)
+    workload, tx_names = parts.part(c, "workload", items.all("Workload"),
+                                    lambda: _workload(c, sc, items.all("Workload"), workloads))
     # a target line whose env() is unset now may be set when the file runs: `bench run` says so then
     workers, cluster = placement.workers(c, items.first("workers"), targeted=items.first("target") is not None)
     on_worker_loss = placement.worker_loss(c, items.first("on worker loss"))
     warmup = ramp.warmup(c, items.first("warmup"))
     report_every = ramp.report_every(c, items.first("report"))
-    users = _load(c, items, warmup, sc, workload, workloads.get(workload.kind) if workload else None)
-    stop = _conditions(c, items.all("stop"), tx_names, users, expect=False)
-    expect = _conditions(c, items.all("expect"), tx_names, users, expect=True)
+    load = _load(c, items, warmup, sc, workload, workloads.get(workload.kind) if workload else None)
+    users = ramp.bounded_run(c, load, warmup, span_of(items.first("ramp") or items.first("rate")
+                                                      or items.first("duration")))
+    stop = parts.part(c, "stop", items.all("stop"), lambda: _conditions(c, items.all("stop"), tx_names, users,
+                                                                       expect=False),
+                      also=(configurations.read_by_conditions(users, items.all("stop")), tx_names))
+    expect = parts.part(c, "expect", items.all("expect"), lambda: _conditions(c, items.all("expect"), tx_names, users,
+                                                                             expect=True),
+                        also=(configurations.read_by_conditions(users, items.all("expect")), tx_names))
     if not replicas and not replica_dsns:
         for cond in stop + expect:
             if cond.metric.name == "replication_lag":
                 c.error("replication_lag needs replicas", cond.span,
                         'server { replicas = 1 } (throwaway ones), or replica "mysql://user@host:3306/db"')
     output = _output(c, items.first("output"))
-    setup = _setup(c, items.all("setup"), workload, workloads)
+    setup = parts.part(c, "setup", items.all("setup"), lambda: _setup(c, items.all("setup"), workload, workloads),
+                       also=(workload.kind if workload else None,))
     plan = None
     if study:
         plan = vary.study(c, items.first("Vary"), items.first("repeat"), defines, settings,  # type: ignore[arg-type]
                                    embedded=given is None)
 
     # in the order of the file, as a person reads it and fixes it; -D problems (no place) first
-    c.diags.sort(key=lambda d: (d.span.line, d.span.col) if d.span else (0, 0))
+    c.diags.sort(key=lambda d: (d.span.line, d.span.col) if d.span and d.span.file == tree.file else (0, 0))
     errors = c.errors()
     if errors or workload is None or users is None:
         if not errors:
             c.error("the scenario is incomplete", sc.span, "a scenario needs a workload and users (or a ramp)")
-        raise ScenarioError(c.diags, tree.text)
+        raise ScenarioError(c.diags, tree.text, c.others)
     scenario = m.Scenario(
         name=sc.name, file=tree.file, text=tree.text, parameters=parameters, target=given.text if given else None,
         target_dsn=given.dsn if given else None, target_from=target_from,
@@ -172,35 +184,15 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
         study=plan, server_dir=server_dir, replicas=replicas, replica_dsns=replica_dsns, monitor=monitor,
     )
     if plan is not None:
-        _check_configurations(tree, defines, env, plan, workloads)
+        configurations.check_all(
+            tree, defines, plan, lambda given, conf_parts: check(tree, given, env, study=False, workloads=workloads,
+                                                                 parts=conf_parts), parts, scenario.configured)
     return scenario
-
-
-def _check_configurations(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str],
-                          plan: m.Study, workloads: Kinds) -> None:
-    """Each configuration that sets a `let` is a scenario of its own (`table_size = $rows` with a
-    value out of range): checked now, not found out after the first configurations have run."""
-    diags: list[Diagnostic] = []
-    seen: set[tuple[str, object]] = set()
-    checked: set[tuple[tuple[str, str], ...]] = set()  # a let crossed with settings: its values checked once
-    for conf in plan.configurations:
-        if not conf.lets or conf.lets in checked:
-            continue
-        checked.add(conf.lets)
-        try:
-            check(tree, {**defines, **dict(conf.lets)}, env, study=False, workloads=workloads)
-        except ScenarioError as err:
-            for d in err.diagnostics:
-                if d.severity == "error" and (d.message, d.span) not in seen:
-                    seen.add((d.message, d.span))
-                    diags.append(Diagnostic(f"with {conf.label}: {d.message}", d.span, d.hint))
-    if diags:
-        raise ScenarioError(diags, tree.text)
 
 
 def _lets(c: Checker, lets: list[ast.Let], defines: Mapping[str, str]) -> dict[str, object]:
     """Every `let`, with -D overrides, into c.lets; the values as the result's parameters show them."""
-    declared = {let.name for let in lets}
+    declared = c.declared = {let.name for let in lets}
     for name in defines:
         if name not in declared:
             close = difflib.get_close_matches(name, list(declared), n=1)
@@ -213,6 +205,7 @@ def _lets(c: Checker, lets: list[ast.Let], defines: Mapping[str, str]) -> dict[s
             c.error(f"{let.name} is declared twice", let.span, f"keep one 'let {let.name} = ...'")
         expr = let.value
         if let.name in defines:
+            c.others[f"-D {let.name}"] = normal_newlines(defines[let.name])  # what its spans point into
             try:
                 expr = parse_expr(defines[let.name], f"-D {let.name}", tuple(c.metrics.throughput_units()))
             except ScenarioError as err:

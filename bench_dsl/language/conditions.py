@@ -172,6 +172,9 @@ def _limit(c: Checker, d: MetricDecl, metric: m.Metric, v: Quantity,
     if v.unit not in (None, "users"):  # users
         c.wrong(v, f"{d.name} is a number of users", example)
         return None
+    if v.value < 0:  # saturation >= -5 users holds whatever the run does
+        c.wrong(v, f"{d.name} is a number of users: {num(v.value)} can never be", example)
+        return None
     return v.value, "users"
 
 
@@ -181,6 +184,10 @@ def _rate_point(c: Checker, v: Quantity, load: m.RateLoad) -> tuple[float, str] 
     per_tps = {"tps": 1.0, "tpm": 1 / 60, None: load.tps_per_unit, load.unit: load.tps_per_unit}
     if v.unit not in per_tps:
         c.wrong(v, f"this scenario runs a rate: its saturation point is a rate, not {v.unit}",
+                f"saturation >= {num(load.asked(load.start))} {load.unit}")
+        return None
+    if v.value < 0:  # saturation >= -5 tps holds whatever the run does
+        c.wrong(v, f"a saturation point is a rate: {num(v.value)} {v.unit or load.unit} can never be",
                 f"saturation >= {num(load.asked(load.start))} {load.unit}")
         return None
     return v.value * per_tps[v.unit], "tps"
@@ -210,6 +217,13 @@ def _window(c: Checker, e: ast.Expr, ramp: m.Ramp | None) -> float | None:
         c.error(f"a 'for' window of {num(window)}s is shorter than one sample: conditions are judged once a second",
                 span, "for 1s or longer")
         return None
+    if isinstance(ramp, m.RateLoad):  # a rate's steps and runs as the users' (it was left unbounded)
+        longest, what, longer = ((ramp.hold, "each step's hold", "hold") if ramp.shape == "step"
+                                 else (ramp.duration, "the run", "duration"))
+        if window > longest:
+            c.error(f"the window ({num(window)}s) is longer than {what} ({num(longest)}s): it could never fire",
+                    span, f"for {num(longest)}s at most, or a longer {longer}")
+            return None
     if isinstance(ramp, m.StepRamp) and window > ramp.hold:
         c.error(f"the window ({num(window)}s) is longer than each step's hold ({num(ramp.hold)}s): "
                 "it could never fire", span, "a sustained condition is judged within one step's hold: "

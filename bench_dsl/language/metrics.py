@@ -62,7 +62,8 @@ class MetricDecl:
     # --- what a condition writes ------------------------------------------------------------------
     arg: Arg = "transaction"
     sources: tuple[str, ...] = ()  # arg "source": the ones it takes
-    arg_error: tuple[str, str] = ("", "")  # (message, hint) for a missing or wrong (arg); str.format(name, arg)
+    # (message, hint) for a missing or wrong (arg); str.format(name, arg)
+    arg_error: tuple[str, str] = ("{name} takes no (name)", "write {name} without brackets")
     # a transaction the workload must have (nopm: new_order), and (message, hint) when it has not
     needs: str | None = None
     needs_error: tuple[str, str] = ("", "")
@@ -178,7 +179,9 @@ CORE: tuple[MetricDecl, ...] = (
     MetricDecl("busy", "share", "%", "percent", title="busy %", example="busy > 90%", arg="none", open_loop=True,
                higher_is_better=False, arg_error=("busy is the pool's: it takes no (name)", "busy > 90%")),
     MetricDecl("saturation", "users", "users", "users", title="saturation (users)", example="saturation >= 32 users",
-               arg="none", expect_only=True, higher_is_better=True, gated=True),
+               arg="none", expect_only=True, higher_is_better=True, gated=True,
+               arg_error=("saturation is the whole run's (the load at which it saturated): it takes no (name)",
+                          "saturation >= 32 users")),
     # figures of results only: the CPU each transaction cost (bench_dsl.results.fold.cpu_us_per_tx)
     MetricDecl("server_cpu_us_per_tx", "cost", "µs", "plain", title="server CPU µs/tx", condition=False,
                at=("cpu_us_per_tx", "server"),

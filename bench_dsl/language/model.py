@@ -12,6 +12,7 @@ from typing import Literal, Protocol
 
 from bench_dsl.core.dsn import Dsn
 from bench_dsl.core.errors import Diagnostic, Span
+from bench_dsl.core.numbers import num
 from bench_dsl.language.metrics import CORE_TABLE, MetricDecl
 
 # Canonical units inside the model: durations and latencies in seconds, percentages as
@@ -210,7 +211,7 @@ class Metric:
 def _fmt_pct(p: float | None) -> str:
     if p is None:
         return "?"
-    return str(int(p)) if float(p).is_integer() else str(p)
+    return num(p)
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,6 +328,9 @@ class Scenario:
     # Findings that do not stop a run (a TPC-C mix below the minimums of clause 5.2.3), each
     # rendered like an error with severity "warning".
     warnings: tuple[Diagnostic, ...] = field(default_factory=tuple)
+    # a study's configurations that set a `let`, each as checked with the file (keyed by every -D and
+    # let value it was checked with): planned and run from here instead of being checked again
+    configured: dict[tuple[tuple[str, str], ...], Scenario] = field(default_factory=dict, compare=False, repr=False)
 
     def seeded(self) -> Scenario:
         """The scenario a run runs: with the file's seed, or one drawn now (recorded with the run,

@@ -64,9 +64,11 @@ class _ToSyntax(Transformer[Token, Any]):
         308 digits): never an infinite value, which no check bounds and no integer conversion takes."""
         v = float(written)
         if not math.isfinite(v):
-            self.problems.append(Diagnostic(f"{quoted(written)} is too large a number", self._s(token),
-                                            f"a number is at most {sys.float_info.max:.4g}; every value has a "
-                                            "far smaller bound of its own (docs/language.md)"))
+            # -10^400 is no "too large" number: said as the side it is beyond
+            beyond, bound = ("too large a number", "at most") if v > 0 else ("a number too far below 0", "at least -")
+            self.problems.append(Diagnostic(f"{quoted(written)} is {beyond}", self._s(token),
+                                            f"a number is {bound}{sys.float_info.max:.4g}; every value has a "
+                                            "far narrower bound of its own (docs/language.md)"))
             return 0.0
         return v
 
@@ -288,6 +290,20 @@ def _unquote(raw: str) -> str:
         return raw[3:-3]
     body = raw[1:-1]
     return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), "\\" + m.group(1)), body)
+
+
+def written_at(raw: str, index: int) -> int:
+    """Where character `index` of a string's value stands in the string as written (`raw`, quotes
+    and all): _unquote's way back. A known escape (\\n) is one character of the value and two of the
+    file; an unknown one (\\q) is kept as written, two and two."""
+    if raw.startswith('"""'):
+        return 3 + index  # a """ string has no escapes: the value is the text
+    pos = 1
+    for _ in range(index):
+        if pos >= len(raw) - 1:
+            break
+        pos += 2 if raw[pos] == "\\" and raw[pos + 1] in _ESCAPES else 1
+    return pos
 
 
 @functools.lru_cache(maxsize=4)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from bench_dsl.core.errors import Span
 from bench_dsl.language import model as m
 from bench_dsl.language import syntax as ast
-from bench_dsl.language.values import Checker, num
+from bench_dsl.language.values import MAX_SECONDS, Checker, num
 
 MAX_STEPS = 10_000  # steps of a ramp; with a settle and a hold each, 20,000 phases to plan
 
@@ -134,3 +134,21 @@ def _step_ramp(c: Checker, node: ast.RampStep) -> m.StepRamp | None:
     return ramp
 
 
+
+
+def lasts(load: m.Ramp, warmup: float) -> float:
+    """The seconds a load's phases add up to, warmup included, as validation counts them (the
+    engine's plan rounds each phase to whole seconds): counted, never listed."""
+    if isinstance(load, (m.StepRamp, m.RateLoad)) and (not isinstance(load, m.RateLoad) or load.shape == "step"):
+        return warmup + load.step_count() * (load.settle + load.hold)
+    return warmup + load.duration
+
+
+def bounded_run(c: Checker, load: m.Ramp | None, warmup: float, span: Span | None) -> m.Ramp | None:
+    """`load`, or None when its run would last longer than any duration may (10,000 steps of 60
+    days' settle and hold planned 1,643 years)."""
+    if load is None or (seconds := lasts(load, warmup)) <= MAX_SECONDS:
+        return load
+    c.error(f"the run would last {num(round(seconds / 86400, 1))} days; a run lasts at most "
+            f"{MAX_SECONDS // 86400} days", span, "fewer steps, a shorter settle and hold, or a shorter duration")
+    return None

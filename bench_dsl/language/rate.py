@@ -94,7 +94,8 @@ class Units:
 
     def _bounded(self, v: Quantity, tps: float, what: str) -> float | None:
         # the least rate is one transaction a minute, said so: 1/60 tps reads 0.016666666666666666
-        if math.isfinite(tps) and tps < MIN_RATE:
+        # v.value first: 0 of a unit whose share is next to none is 0 x inf tps, no number at all
+        if v.value <= 0 or (math.isfinite(tps) and tps < MIN_RATE):
             self.c.wrong(v, f"{what} must be at least 1 tpm (one transaction a minute)",
                          "5000 tps, 300000 tpm; a rate of 0 is no load: leave the rate out")
             return None

@@ -44,14 +44,14 @@ def settings(c: Checker, blocks: list[object], embedded: bool) -> tuple[tuple[m.
             if embedded and (why := refusal(st.name)) is not None:
                 c.error(f"the throwaway server does not take {st.name}: {why[0]}", st.span, why[1])
                 continue
-            before = len(c.errors())
+            before = c.error_count
             val = value(c, st.name, st.value, embedded)
             if val is not None:
                 # as written (256M), or the resolved value of a $reference
                 text = (str(plain(c.lets.get(st.value.name))) if isinstance(st.value, ast.Var)
                         else c.source(st.value.span))
                 settings.append(m.ServerSetting(st.name, val, text, st.span))
-            elif len(c.errors()) == before and isinstance(st.value, ast.Call) and st.value.name == "env" \
+            elif c.error_count == before and isinstance(st.value, ast.Call) and st.value.name == "env" \
                     and c.unset_env(st.value):
                 c.error(f"{st.name}: the environment variable is not set and there is no default", st.value.span,
                         'give a default: env("NAME", "value")')

@@ -122,6 +122,7 @@ WHOLE_SUFFIXES = ("_size", "_instances", "_threads", "_capacity", "_capacity_max
 UNSAFE = re.compile(r"[\s;'\"`\\\x00-\x1f\x7f]")
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 _SIZE_UNITS = ("K", "M", "G", "T")
+MAX_SERVER_NUMBER = 2**64 - 1
 _DECIMAL_UNITS = ("%", "us", "ms", "s", "m", "h")
 
 
@@ -137,6 +138,15 @@ def value_problem(name: str, value: int | float | str, unit: str | None) -> tupl
     None for a plain number or a word), as (what it takes, a hint); None when it takes it."""
     kind = kind_of(name)
     number = not isinstance(value, str)
+    if not isinstance(value, str):
+        sized = unit in _SIZE_UNITS or "size" in name
+        example = f"{name} = 16M" if sized else f"{name} = 100"
+        # no server variable holds more than 64 bits (as floats: 2^64 - 1 written reads as 2^64)
+        if abs(float(value)) > float(MAX_SERVER_NUMBER):
+            return f"the server's numbers are at most {MAX_SERVER_NUMBER} (2^64 - 1)", example
+        # a count or a size: -1G, -5; -1 alone is a number some take (performance_schema_*_size: sized by the server)
+        if value < 0 and (unit in _SIZE_UNITS or (kind == "whole" and value != -1)):
+            return f"the server takes no negative {'size' if sized else 'number'} here", example
     if kind is None or kind == "text":
         bad = None if number else (_CONTROL if kind == "text" else UNSAFE).search(str(value))
         if bad is None:

@@ -246,3 +246,18 @@ class FileNode:
 def transactions_named(node: Workload) -> tuple[str, ...]:
     """The transactions a block writes out (or its test name): what a kind without a fixed set declares."""
     return tuple(t.name for t in node.transactions) or ((node.variant,) if node.variant else ())
+
+
+def names_read(node: object) -> set[str]:
+    """The $names a part of the tree reads, wherever they stand in it."""
+    names: set[str] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, Var):
+            names.add(n.name)
+        elif isinstance(n, (list, tuple)):
+            stack.extend(n)
+        elif hasattr(n, "__dataclass_fields__") and not isinstance(n, Span):
+            stack.extend(getattr(n, f) for f in n.__dataclass_fields__)
+    return names

@@ -59,9 +59,45 @@ def _keywords(expected: set[str], units: Units, lark: Lark) -> list[str]:
 _NUMBER_AND_WORD = re.compile(r"-?[0-9]+(?:\.[0-9]+)?([A-Za-z_][A-Za-z0-9_]*)")
 
 
+# Letters of other scripts drawn as Latin ones (Unicode's confusables for the letters of names): a
+# word pasted from a chat or a document may hold one, and reads as the keyword it is not
+_LOOKALIKES = str.maketrans(
+    "аеорсуххіјѕԁһӏԛԝАВЕКМНОРСТХІЈЅοαντικρυΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
+    "aeopcyxxijsdhlqwABEKMHOPCTXIJSoavtikpuABEZHIKMNOPTYX")
+_WORD_AT = re.compile(r"\w+")
+
+
+def _lookalike(text: str, pos: int, lark: Lark) -> tuple[int, str, tuple[str, str]] | None:
+    """(where, the word, its message and hint) for a word at `pos` that holds a letter of another
+    script: `users` with a Cyrillic e (U+0435) was "unexpected 'us'", its suggestions without users."""
+    start = pos
+    while start > 0 and text[start - 1].isalnum() and pos - start < 100:
+        start -= 1
+    found = _WORD_AT.match(text, start)
+    if found is None or found.group().isascii():
+        return None
+    word = found.group()[:200]
+    foreign = next(ch for ch in word if not ch.isascii())
+    latin = unicodedata.normalize("NFKC", word).translate(_LOOKALIKES)
+    keywords = sorted({t.pattern.value for t in lark.terminals
+                       if t.pattern.type == "str" and re.fullmatch(r"[a-z_]+", t.pattern.value)})
+    what = unicodedata.name(foreign, f"U+{ord(foreign):04X}")
+    if latin.isascii():
+        close = [latin] if latin in keywords else difflib.get_close_matches(latin, keywords, n=1, cutoff=0.8)
+        mean = f"did you mean '{close[0]}'? " if close else ""
+        return start, word, (f"{quoted(word)} holds {foreign!r} ({what}), a letter drawn like a Latin one",
+                             f"{mean}type the word again in the letters a to z")
+    return start, word, (f"{quoted(word)} holds {foreign!r} ({what})",
+                         "names are written in the letters a to z (A to Z), digits and _")
+
+
 def syntax_diagnostic(err: UnexpectedInput, file: str, text: str, units: Units, lark: Lark) -> Diagnostic:
     """`lark`: the parser that failed (what its terminals match names what it expected)."""
     line, col = max(err.line, 1), max(err.column, 1)
+    pos = err.token.start_pos if isinstance(err, UnexpectedToken) else getattr(err, "pos_in_stream", None)
+    if isinstance(pos, int) and (lookalike := _lookalike(text, pos, lark)) is not None:
+        start, word, said = lookalike
+        return Diagnostic(said[0], span_at(file, text, start, len(word)), said[1])
     if isinstance(err, UnexpectedToken):
         tok = err.token
         expected = set(err.expected)
@@ -185,15 +221,27 @@ def _word_after_number(text: str, pos: int, units: Units) -> tuple[int, str, str
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ATTACHED_UNITS = ("us", "ms", "s", "m", "h", "%", "K", "M", "G", "T", "x")
-_NUMBER_THEN_SPACE = re.compile(r"(-?[0-9]+(?:\.[0-9]+)?)[ \t]+$")
+_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
 
 
 def _spaced_unit(text: str, pos: int, word: str) -> str | None:
-    """The hint for `10 s` or `80 %`: a unit that is written against its number."""
-    before = _NUMBER_THEN_SPACE.search(text, 0, pos) if word in _ATTACHED_UNITS else None
-    if before is None:
+    """The hint for `10 s` or `80 %`: a unit that is written against its number. Scanned back from
+    `pos`, once over each character: a search from the file's start tried every digit of a number of
+    30,000 as its start (15 s)."""
+    if word not in _ATTACHED_UNITS:
         return None
-    return f"a unit is written against its number, without a space: {before.group(1)}{word}"
+    end = pos
+    while end > 0 and text[end - 1] in " \t":
+        end -= 1
+    start = end
+    while start > 0 and text[start - 1] in _NUMBER_CHARS:
+        start -= 1
+    start -= 1 if start > 0 and text[start - 1] == "-" else 0
+    number = text[start:end]
+    if end == pos or not _NUMBER.fullmatch(number):
+        return None
+    shown = number if len(number) <= SHOWN else f"{number[:SHOWN // 2]}...{number[-SHOWN // 4:]}"
+    return f"a unit is written against its number, without a space: {shown}{word}"
 
 
 def keyword_as_name(err: UnexpectedInput) -> bool:

@@ -15,6 +15,7 @@ from typing import Self
 
 from bench_dsl.core.dsn import redact
 from bench_dsl.core.errors import Diagnostic, Span, line_starts
+from bench_dsl.core.numbers import num
 from bench_dsl.language import model as m
 from bench_dsl.language import syntax as ast
 from bench_dsl.language.generators import GENERATORS
@@ -28,7 +29,8 @@ SIZE_UNITS = {"K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
 # only fail later, out of memory): documented in docs/language.md.
 MAX_USERS = 100_000
 MAX_COUNT = 10**12  # rows, tables, warehouses
-MAX_SECONDS = 30 * 86400  # any duration
+MAX_SECONDS = 30 * 86400  # any duration, and a whole run
+MIN_SECONDS = 0.001  # any duration but 0 (a settle, a warmup): shorter is a slip of the unit
 MAX_NUMBER = 2**53 - 1  # any other number: beyond it a float no longer holds every whole number
 
 
@@ -87,9 +89,13 @@ class Checker:
         self.diags: list[Diagnostic] = []
         self.lets: dict[str, Value] = {}
         self.unset_lets: dict[str, str] = {}  # let name -> the unset variable of its env() without default
+        self.others: dict[str, str] = {}  # the texts of values given with -D, by their spans' name ("-D rows")
+        self.declared: set[str] = set()  # every let of the file, also those not read yet
+        self.error_count = 0  # errors said so far: a part asks whether it added any without copying them all
 
     def error(self, message: str, span: Span | None, hint: str | None = None) -> None:
         self.diags.append(Diagnostic(message, span, hint))
+        self.error_count += 1
 
     def wrong(self, v: Quantity, message: str, hint: str | None = None) -> None:
         """An error about a value, saying where it came from when that was the environment."""
@@ -103,8 +109,9 @@ class Checker:
         return list(dict.fromkeys(d for d in self.diags if d.severity == "error"))
 
     def source(self, span: Span | None) -> str:
-        """The text of the file that `span` covers, as written."""
-        return self.text[offset(self.text, span):offset_end(self.text, span)]
+        """The text of the file (or of a -D value) that `span` covers, as written."""
+        text = self.others.get(span.file, self.text) if span is not None else self.text
+        return text[offset(text, span):offset_end(text, span)]
 
     # values ------------------------------------------------------------------------------------
     def value(self, e: ast.Expr) -> Value:
@@ -120,7 +127,8 @@ class Checker:
             case ast.Var(name=n, span=s):
                 if n not in self.lets:
                     close = difflib.get_close_matches(n, list(self.lets), n=1)
-                    hint = f"did you mean ${close[0]}?" if close else f"declare it first: let {n} = ..."
+                    hint = (f"let {n} is declared further down: declare it before its use" if n in self.declared
+                            else f"did you mean ${close[0]}?" if close else f"declare it first: let {n} = ...")
                     self.error(f"${n} is not defined", s, hint)
                     return None
                 held = self.lets[n]
@@ -203,12 +211,19 @@ class Checker:
     def bounded(self, v: Quantity, value: float, what: str, *, integer: bool = False, minimum: float | None = None,
                 maximum: float | None = None, shown_as: str = "") -> float | None:
         """`value` (what `v` stands for, in its unit) within its bounds, or None with a diagnostic."""
+        if value < -MAX_NUMBER:  # -10^400 from the environment: below any bound, never "too large"
+            least = minimum if minimum is not None else -MAX_NUMBER
+            self.wrong(v, f"{what} must be at least {num(least)}{shown_as}", f"write {num(least)} or more")
+            return None
         if not math.isfinite(value) or (maximum is None and abs(value) > MAX_NUMBER):
             self.wrong(v, f"{what} is too large", f"at most {num(maximum if maximum is not None else MAX_NUMBER)}"
                        f"{shown_as}")
             return None
         if integer and not float(value).is_integer():
-            self.wrong(v, f"{what} must be a whole number", f"e.g. {num(round(value))}")
+            near = round(value)  # the whole number nearest, within the bounds: never "e.g. 0" where 1 is the least
+            near = max(near, math.ceil(minimum)) if minimum is not None else near
+            near = min(near, math.floor(maximum)) if maximum is not None else near
+            self.wrong(v, f"{what} must be a whole number", f"e.g. {num(near)}")
             return None
         if minimum is not None and value < minimum:
             self.wrong(v, f"{what} must be at least {num(minimum)}{shown_as}", f"write {num(minimum)} or more")
@@ -251,6 +266,9 @@ class Checker:
         if secs < 0 or (secs == 0 and not allow_zero):
             self.wrong(v, f"{what} must be longer than 0", "e.g. 500ms, 10s, 2m")
             return None
+        if 0 < secs < MIN_SECONDS:  # 1e-320s was planned as a second: no phase is that short
+            self.wrong(v, f"{what} must be at least 1ms", "e.g. 500ms, 10s, 2m (phases last whole seconds)")
+            return None
         if not math.isfinite(secs) or secs > MAX_SECONDS:
             self.wrong(v, f"{what} is too long", f"at most {MAX_SECONDS // 86400} days ({MAX_SECONDS // 3600}h)")
             return None
@@ -267,9 +285,10 @@ class Checker:
                 self.wrong(v, "the value is too large a number",
                            "a server setting's number is at most 18446744073709551615 (2^64 - 1)")
                 return None
-            if v.unit in SIZE_UNITS:
-                return int(n)
-            return int(n) if v.unit is None and n.is_integer() else n
+            if v.unit in SIZE_UNITS or (v.unit is None and n.is_integer()):
+                # a float holds 2^64 - 1 as 2^64, one more than a server variable does; larger ones are refused
+                return 2**64 - 1 if n == 2.0**64 else int(n)
+            return n
         if isinstance(v, str):
             return v.upper() if v.lower() in ("on", "off", "true", "false") else v
         if isinstance(v, ast.Call):
@@ -328,11 +347,6 @@ def shown(v: Value) -> str:
     if isinstance(v, ast.Call):
         return f"{v.name}()"
     return repr(redact(str(v)))
-
-
-def num(x: float) -> str:
-    """A number as a person writes it: 2, not 2.0."""
-    return str(int(x)) if float(x).is_integer() else str(x)
 
 
 def span_of(e: object) -> Span | None:

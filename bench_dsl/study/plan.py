@@ -67,10 +67,12 @@ def scenario_for(sc: m.Scenario, conf: m.Configuration, defines: Mapping[str, st
     same keys."""
     base = sc
     if conf.lets:
-        base = load(sc.file, {**defines, **dict(conf.lets)}, text=sc.text, study=False)
+        given = {**defines, **dict(conf.lets)}
+        base = sc.configured.get(tuple(sorted(given.items()))) or load(sc.file, given, text=sc.text, study=False)
     settings = tuple(s for s in base.server_settings if s.name not in {v.name for v in conf.settings}) + conf.settings
     return dataclasses.replace(base, server_settings=settings, server_dir=conf.server_dir or base.server_dir,
-                               study=None, seed=sc.seed, seed_given=sc.seed_given)
+                               study=None, seed=sc.seed, seed_given=sc.seed_given,
+                               configured={})  # a run carries its own scenario, not the study's others
 
 
 def configuration_json(sc: m.Scenario, conf: m.Configuration, repeat: int, study_id: str) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from bench_dsl.core.errors import Diagnostic
 
 from ..conftest import ROOT
-from ..fuzzing import BREAKS, SEEDS, Tally, check, hostile, judge, mutate
+from ..fuzzing import BREAKS, SEEDS, STRATEGIES, Tally, carets_misplaced, check, fuzzed, hostile, judge, mutate
 
 TEXTS = [p.read_text() for p in SEEDS]
 
@@ -31,6 +31,7 @@ def _holds(tally: Tally, text: str) -> None:
     assert not tally.unplanned, f"accepted by check, not by --plan:\n{shown}"
     assert tally.no_hint == 0, f"a diagnostic without a hint on:\n{shown}"
     assert not tally.unplaced, f"an error without its place in the file on:\n{shown}"
+    assert not tally.misplaced, f"a caret not under its place on the line as shown on:\n{shown!r}"
 
 
 @given(st.sampled_from(TEXTS), st.integers(min_value=0, max_value=2**32), st.integers(min_value=1, max_value=6))
@@ -144,3 +145,65 @@ def test_a_value_of_90_kb_in_a_message_is_shown_by_its_ends() -> None:
     out = check(text.replace("{", "{\n  target $t", 1))
     assert out.code == 2 and "(89,812 characters)" in out.stderr and len(out.stderr) < 2_000, out.stderr[:3000]
     assert "Pw-Sekret" not in out.stderr
+
+
+CUSTOM = 'workload custom { transaction read { query "SELECT 1" } }'
+
+
+def _scenario(body: str, lets: str = "", workload: str = CUSTOM) -> str:
+    return f'{lets}\nscenario "t" {{\n  {workload}\n  {body}\n}}\n'
+
+
+LARGE_FILES = {  # what took seconds of CPU for a file within the limits (issue 38), each under 1 MiB
+    # each setting asked whether it had added an error by copying every error said so far: 12.6 s
+    "6,600 settings with bad values": (_scenario("users 1  duration 10s\n  server {\n" + "".join(
+        f'    innodb_buffer_pool_size = "big{i}"\n' for i in range(6_600)) + "  }"), 2),
+    # the same question, asked per transaction: 6.6 s
+    "4,900 transactions without a query": (_scenario("users 1  duration 10s", workload="workload custom {\n" + "".join(
+        f"    transaction t{i} {{ }}\n" for i in range(4_900)) + "  }"), 2),
+    # each form feed looked back to its line's start for a '#': 4.0 s
+    "900,000 form feeds on one line before an error": ("\f" * 900_000 + ' scenario "t" { users 1 } }', 2),
+    # the hint for `10 s` searched for the number from the file's start, from each of its digits: 15 s
+    "a number of 30,000 digits before a spaced unit": (_scenario(
+        "users 8\n  duration 10 s",
+        workload="workload sysbench oltp_point_select { tables = " + "1" * 30_000 + " }"), 2),
+    # each of the 1,000 configurations checked the 1,000 settings again: 5.3 s, and 10.5 s with --plan
+    "a valid study of 1,000 values of a let and 1,000 settings": (_scenario(
+        "users $u  duration 10s\n  vary { $u = [" + ", ".join(str(i) for i in range(1, 1_001)) + "] }\n  server {\n"
+        + "".join(f"    max_connections = {i}\n" for i in range(100, 1_100)) + "  }", lets="let u = 1"), 0),
+    # the conditions were checked again for each configuration whose users differ: 13 s
+    "a valid study of 1,000 users and durations zipped, with 1,000 conditions": (_scenario(
+        "users $u  duration $d\n  vary { $u = [" + ", ".join(str(i) for i in range(1, 1_001)) + "]  $d = ["
+        + ", ".join(f"{i}s" for i in range(1, 1_001)) + "] } zip\n  stop when {\n"
+        + "".join(f"    p99 > {i}ms\n" for i in range(1, 1_001)) + "  }", lets="let u = 1\nlet d = 1s"), 0),
+}
+
+
+@pytest.mark.parametrize("name", LARGE_FILES)
+def test_a_large_file_within_the_limits_checks_and_plans_in_well_under_2_s_of_cpu(name: str) -> None:
+    text, code = LARGE_FILES[name]
+    assert len(text.encode()) < 1 << 20
+    for plan in (False, True) if code == 0 else (False,):
+        out = check(text, plan=plan)
+        assert out.code == code, out.stderr[:2000]
+        assert out.seconds < 2.0, f"{out.seconds:.1f} s of CPU"
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES[2:])
+def test_the_strategies_of_a_second_fuzzer(strategy: str) -> None:
+    """Files generated from the grammar's rules, doc blocks spliced into each other, Unicode between
+    and into tokens (issue 38: an IndexError, carets up to 9 columns off in 2,686 cases): a few of each
+    here, `make fuzz` for minutes."""
+    rng = random.Random(38)
+    for _ in range(40):
+        text = fuzzed(rng, TEXTS, strategy)
+        tally = Tally()
+        judge(text, tally)
+        _holds(tally, text)
+
+
+def test_a_misplaced_caret_is_found() -> None:
+    text = 'scenario "t" {\n  output "\x1b[2J\u6f22"  users 1  duration 10q\n}\n'
+    out = check(text)
+    assert out.code == 2 and not carets_misplaced(text, out.stderr)
+    assert carets_misplaced(text, out.stderr.replace("^^^", " ^^^"))

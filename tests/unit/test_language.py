@@ -10,7 +10,7 @@ import pytest
 from bench_dsl.core.errors import ScenarioError
 from bench_dsl.language import model as m
 from bench_dsl.workloads.custom.plugin import CustomWorkload, native_sql
-from bench_dsl.workloads.registry import load
+from bench_dsl.workloads.registry import METRICS, load
 from bench_dsl.workloads.sysbench.plugin import SysbenchWorkload
 from bench_dsl.workloads.tpcc.plugin import TPCC_DEFAULT_MIX, TPCC_TRANSACTIONS, TpccWorkload
 
@@ -324,6 +324,15 @@ def test_a_diagnostic_on_a_target_line_hides_the_password() -> None:
     assert "s3cret" not in shown
 
 
+def test_a_hint_that_quotes_the_file_hides_the_password() -> None:
+    """The excerpt was redacted and the hint, which quotes the line to show it mended, was not (issue 38)."""
+    text = 'scenario "x" {\n  target env(FZ_DSN, "mysql://u:secretpw@h/db")\n  users 2  duration 5s\n}\n'
+    with pytest.raises(ScenarioError) as info:
+        load("pw.bench", text=text, env={})
+    shown = info.value.render()
+    assert 'hint: env("FZ_DSN", "mysql://u:***@h/db")' in shown and "secretpw" not in shown, shown
+
+
 def test_check_prints_warnings_and_still_passes(tmp_path: Path) -> None:
     f = tmp_path / "mix.bench"
     f.write_text('scenario "x" {\n  workload tpcc { warehouses = 1\n'
@@ -486,3 +495,168 @@ def test_a_let_crossed_with_settings_is_checked_once_per_value(monkeypatch: pyte
                    lets="let rows = 10", workload="workload sysbench oltp_read_only { table_size = $rows }")
     assert sc.study is not None and len(sc.study.configurations) == 600
     assert checks.count(False) == 2
+
+
+def test_a_configuration_takes_the_parts_that_read_none_of_its_lets_from_the_files_check() -> None:
+    """A configuration's check takes the parts of the file's own check that read none of the lets it
+    sets (issue 38: 1,000 settings checked again for each of 1,000 values): a part that reads one,
+    even through another let, is checked with the configuration's value."""
+    from bench_dsl.study.plan import scenario_for
+
+    sc = _scenario("users 1  duration 10s\nvary { $a = [1, 2] }\nserver { max_connections = $b  innodb_io_capacity = 300 }",
+                   lets="let a = 10\nlet b = $a")
+    assert sc.study is not None
+    confs = [scenario_for(sc, c, {}) for c in sc.study.configurations]
+    assert [[(s.name, s.value) for s in c.server_settings] for c in confs] == [
+        [("max_connections", 1), ("innodb_io_capacity", 300)], [("max_connections", 2), ("innodb_io_capacity", 300)]]
+    with pytest.raises(ScenarioError) as info:
+        _scenario("users 1  duration 10s\nvary { $a = [1%, 200%] }\nserver { innodb_io_capacity = 300 }\n"
+                  "stop when { error_rate > $b }", lets="let a = 10%\nlet b = $a")
+    assert "with $a=200%: error_rate" in info.value.render(), info.value.render()
+
+
+@pytest.mark.parametrize("quoted", [r'"\q\q\q\q :x"', r'"SELECT \q :x"', r'"\\ \n \" \q\\\q :x"', '"""SELECT \\q :x"""'])
+def test_an_undefined_parameter_is_pointed_at_whatever_the_escapes_before_it(quoted: str) -> None:
+    """An unknown escape (\\q) is kept as written, two characters in the value as in the file: the
+    caret walk took it for one (issue 38: an IndexError on four of them, the caret a column off per one)."""
+    out = _problems("users 1  duration 10s", workload=f"workload custom {{ transaction read {{ query {quoted} }} }}")
+    first, line, caret = out.splitlines()[:3]
+    assert "query parameter :x is not defined" in first
+    assert caret.index("^") - caret.index("|") == line.index(":x") - line.index("|") and caret.endswith(" ^^"), out
+
+
+@pytest.mark.parametrize("before", ["\x1b[2J", "\u202e\u2066", "\x7f\x85", "漢字カナ", "\u200b\u2060", "e\u0301", "\t漢\x01"])
+def test_the_caret_stands_under_the_mistake_on_the_line_as_the_terminal_shows_it(before: str) -> None:
+    """Control and bidirectional characters are shown escaped (\\x1b: four columns), a CJK character
+    takes two columns and a zero-width one none: the caret was placed counting one each, up to 9
+    columns off (issue 38)."""
+    from rich.cells import cell_len
+
+    out = _problems(f'output "{before}"  users 1  duration 10q')
+    line, caret = out.splitlines()[1:3]
+    assert "\x1b" not in line and "\u202e" not in line
+    shown, under = line.split("| ", 1)[1], caret.split("| ", 1)[1]
+    assert cell_len(under.replace("\t", " ")[:under.index("^")]) == cell_len(shown[:shown.index("10q")].replace("\t", " "))
+    assert under.endswith(" ^^^")
+
+
+@pytest.mark.parametrize("name", [d.name for d in METRICS if d.condition and d.arg == "none"])
+def test_a_metric_that_takes_no_name_says_so_when_given_one(name: str) -> None:
+    """`saturation(read)` printed `error: ` with an empty message and no hint (issue 38): a declaration
+    without words of its own for a wrong (arg) has the default ones."""
+    out = _problems(f"users 1  duration 10s\nexpect {{ {name}(new_order) >= 8 }}",
+                    workload='workload custom { transaction new_order { query "SELECT 1" } }')
+    first = out.splitlines()[0]
+    assert f"{name} " in first and "takes no (" in first, out
+    assert re.search(r"\n  hint: \S", out), out
+
+
+def test_an_error_in_a_d_value_shows_the_value_not_the_file() -> None:
+    """An error in a -D value showed line 1 of the file under a caret, and a hint made of the file's
+    text at the value's columns (issue 38)."""
+    text = 'let x = 1\nscenario "t" {\n  workload custom { transaction read { query "SELECT 1" } }\n  users $x  duration 10s\n}\n'
+    with pytest.raises(ScenarioError) as info:
+        load("d.bench", {"x": "env(FOO, 12345)"}, text=text, env={})
+    assert info.value.render().splitlines() == [
+        "-D x:1:5: error: the name of an environment variable is written in double quotes",
+        "     1 | env(FOO, 12345)", "       |     ^^^", '  hint: env("FOO", 12345)']
+
+
+def test_a_varied_value_is_pointed_at_in_the_vary() -> None:
+    """`vary { $x = [$later] }` named a -D that was never given, at line 1 of the file (issue 38)."""
+    text = ('let x = 1\nscenario "t" {\n  workload custom { transaction read { query "SELECT 1" } }\n'
+            '  users $x  duration 10s\n  vary { $x = [2, $later] }\n}\nlet later = 2\n')
+    with pytest.raises(ScenarioError) as info:
+        load("v.bench", text=text, env={})
+    assert info.value.render().splitlines() == [
+        "v.bench:5:19: error: with $x=$later: $later is not defined", "     5 |   vary { $x = [2, $later] }",
+        "       |                   ^^^^^^", "  hint: let later is declared further down: declare it before its use"]
+
+
+def test_too_large_is_said_of_large_values_only() -> None:
+    """"Too large" was said of `rate 0 nopm` (0 x an infinite tps per nopm, when new_order's share is
+    next to none) and of a count of -10^400 (issue 38)."""
+    tiny = "0." + "0" * 319 + "1"
+    out = _problems("rate 0 nopm  users max 4  duration 10s", workload=(
+        f'workload custom {{ transaction new_order weight {tiny} {{ query "SELECT 1" }}  transaction b {{ query "SELECT 1" }} }}'))
+    assert "rate must be at least 1 tpm" in out and "too large" not in out, out
+    out = _problems("users 1  duration 10s", workload=f"workload sysbench oltp_read_only {{ tables = -{'9' * 400} }}")
+    assert "is a number too far below 0" in out and "too large" not in out, out
+    out = _problems("users 1  duration 10s", workload='workload sysbench oltp_read_only { tables = env("T", 1) }',
+                    env={"T": "-" + "9" * 400})
+    assert "tables must be at least 1" in out and "too large" not in out, out
+
+
+def test_a_tpcc_share_is_at_most_100_percent() -> None:
+    """Two shares of 10^308% made a mix that "adds up to inf%" (issue 38)."""
+    big = "1" + "0" * 307
+    out = _problems("users 1  duration 10s", workload=f"workload tpcc {{ mix {{ new_order {big}%  payment {big}% }} }}")
+    assert "a share of the mix is at most 100%" in out and "inf" not in out, out
+
+
+def test_numbers_are_written_as_a_person_writes_them_in_messages_and_plans() -> None:
+    """`p1e-06`, `4.9999999999999996e-06s` in messages, `2.592e+06s` and `x1` for x1.0000001 in plans
+    (issue 38): one way to write a number, with ten significant digits and no exponent where digits read."""
+    from bench_dsl.engine.plan import plan
+    from bench_dsl.engine.plan_text import describe
+
+    out = _problems("users 1  duration 10s\nstop when { p0.000001 > 5  p99 > 1s for 100.00000000000001ms }")
+    assert "p0.000001 is a time" in out and "a 'for' window of 0.1s" in out and "e-0" not in out, out
+    sc = _scenario("warmup 600h\nramp step { start 1 users  step x1.0000001  hold 1s  max 3 users }")
+    text = describe(sc, plan(sc))
+    assert "x1.0000001 users a step" in text and "2160000s" in text and "e+" not in text, text
+    sc = _scenario("rate step { start 1 tpm  step x1.0000001  hold 1s  max 1.000001 tpm }  users max 2")
+    steps = [line.split("hold", 1)[1].split(",")[0] for line in describe(sc, plan(sc)).splitlines() if " hold " in line]
+    assert len(steps) == len(set(steps)) >= 5, steps
+
+
+def test_a_whole_number_is_suggested_within_its_bounds() -> None:
+    """users 0.4 was told "e.g. 0", below the least of 1 (issue 38)."""
+    out = _problems("users 0.4  duration 10s")
+    assert "users must be a whole number" in out and "hint: e.g. 1" in out, out
+
+
+@pytest.mark.parametrize(("written", "meant"), [("usеrs 1  duration 10s", "users"), ("users 1  durаtion 10s", "duration"),
+                                                ("users 1  duration 10s  ѕeed 4", "seed")])
+def test_a_keyword_with_a_letter_of_another_script_is_named_as_such(written: str, meant: str) -> None:
+    """`usеrs` with a Cyrillic е was "unexpected 'us'", and the keywords suggested left out users (issue 38)."""
+    out = _problems(written)
+    word = next(w for w in written.split() if not w.isascii())
+    first, _, caret, hint = out.splitlines()[:4]
+    assert f"error: '{word}' holds" in first and "a letter drawn like a Latin one" in first, out
+    assert caret.endswith("^" * len(word)) and f"did you mean '{meant}'?" in hint, out
+
+
+@pytest.mark.parametrize(("body", "said"), [
+    ("users 1  duration 10s\nserver { innodb_buffer_pool_size = -1G }", "the server takes no negative size here"),
+    ("users 1  duration 10s\nserver { max_connections = -5 }", "the server takes no negative number here"),
+    ("users 1  duration 10s\nserver { innodb_io_capacity = 99999999999999999999999 }",
+     "the server's numbers are at most 18446744073709551615 (2^64 - 1)"),
+    ("rate 10 tps  users max 2  duration 10s\nstop when { p99 > 1s for 1h }",
+     "the window (3600s) is longer than the run (10s): it could never fire"),
+    ("rate step { start 10 tps  step +10 tps  hold 5s  max 30 tps }  users max 2\nstop when { p99 > 1s for 6s }",
+     "the window (6s) is longer than each step's hold (5s)"),
+    ("users 2  duration 10s\nexpect { saturation >= -5 users }", "saturation is a number of users: -5 can never be"),
+    ("rate 10 tps  users max 2  duration 10s\nexpect { saturation >= -5 tps }", "-5 tps can never be"),
+    ("ramp step { start 1 users  step +1 users  settle 720h  hold 720h  max 10000 users }",
+     "the run would last 600000 days; a run lasts at most 30 days"),
+    ("users 2  duration 0." + "0" * 319 + "1s", "duration must be at least 1ms"),
+])
+def test_values_no_run_can_have_are_refused(body: str, said: str) -> None:
+    """Each was accepted (issue 38): a server number past 64 bits or a negative size, a `for` window
+    longer than a rate run, a saturation point below 0, a plan of 1,643 years, a duration of 1e-320 s
+    planned as a second."""
+    assert said in _problems(body)
+
+
+def test_a_server_number_of_64_bits_is_taken() -> None:
+    sc = _scenario("users 1  duration 10s\nserver { max_connections = 18446744073709551615 }")
+    assert sc.server_settings[0].value == 2**64 - 1
+
+
+def test_a_configuration_checks_its_conditions_again_when_what_they_read_of_the_load_changes() -> None:
+    """Conditions read the load's kind, and a `for` window the run's length: a configuration whose let
+    sets the users alone takes them as checked, one that shortens the run under a window does not."""
+    assert _scenario("users $u  duration 10s\nvary { $u = [1, 2] }\nstop when { p99 > 1s for 5s }", lets="let u = 1")
+    out = _problems("users 1  duration $d\nvary { $d = [20s, 5s] }\nstop when { p99 > 1s for 10s }", lets="let d = 20s")
+    assert "with $d=5s: the window (10s) is longer than the run (5s)" in out, out

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from bench_dsl.core.numbers import num
 from bench_dsl.engine.phases import Phase, Plan, whole
 from bench_dsl.engine.scheduler import Scheduler
 
@@ -44,7 +45,7 @@ class LoadProfile:
     def step_words(self, ramp: Any, plan: Plan, step: int) -> str:
         """What one step does, for the steps --plan does not list one by one."""
         phases = [ph for ph in plan.phases if ph.step == step]
-        return ", ".join(f"a {ph.seconds:g}s {ph.kind} ({'measured' if ph.measured else 'not measured'})"
+        return ", ".join(f"a {num(ph.seconds)}s {ph.kind} ({'measured' if ph.measured else 'not measured'})"
                          for ph in phases)
 
     def judged(self, ramp: Any, plan: Plan) -> str:

@@ -122,9 +122,9 @@ class RateProfile(LoadProfile):
                   + (f"up to {ramp.pool.queue} wait for a free user, more are dropped"
                      if ramp.pool.queue else "an arrival that finds none free is dropped"))
         if ramp.shape == "fixed":
-            what = f"{_rate(ramp, ramp.start)} for {ramp.duration:g}s"
+            what = f"{_rate(ramp, ramp.start)} for {num(ramp.duration)}s"
         elif ramp.shape == "linear":
-            what = f"{_rate(ramp, ramp.start, ramp.end)} over {ramp.over:g}s, {ramp.duration:g}s in all"
+            what = f"{_rate(ramp, ramp.start, ramp.end)} over {num(ramp.over)}s, {num(ramp.duration)}s in all"
         else:
             what = (f"{_rate(ramp, ramp.start)}, then {_more(ramp)} a step up to {_rate(ramp, ramp.end)} "
                     f"({ramp.step_count()} steps)")
@@ -162,7 +162,7 @@ class LinearRate(RateProfile):
 
 def _more(ramp: m.RateLoad) -> str:
     if ramp.add is None:
-        return f"x{ramp.mul:g}"
+        return f"x{num(ramp.mul or 1)}"
     return f"+{num(ramp.add)} tps" if ramp.unit == "tps" else f"+{_asked(ramp, ramp.add)} {ramp.unit}"
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench_dsl.core.numbers import num
 from bench_dsl.engine.phases import Phase, Plan, whole
 from bench_dsl.engine.profiles.base import LoadProfile, warmup_phase
 from bench_dsl.engine.scheduler import Scheduler
@@ -32,7 +33,7 @@ class ConstantUsers(LoadProfile):
                      Phase("hold", 1, ramp.users, ramp.users, whole(ramp.duration, time_scale), "step")), 1)
 
     def describe(self, ramp: m.ConstantRamp) -> str:
-        return f"{ramp.users} users for {ramp.duration:g}s (closed loop: each runs transactions back to back)"
+        return f"{ramp.users} users for {num(ramp.duration)}s (closed loop: each runs transactions back to back)"
 
 
 class StepUsers(LoadProfile):
@@ -81,12 +82,12 @@ class LinearUsers(LoadProfile):
         return Plan(tuple(phases), 1)
 
     def describe(self, ramp: m.LinearRamp) -> str:
-        return (f"{ramp.start} -> {ramp.end} users over {ramp.over:g}s, {ramp.duration:g}s in all "
+        return (f"{ramp.start} -> {ramp.end} users over {num(ramp.over)}s, {num(ramp.duration)}s in all "
                 "(closed loop: each runs transactions back to back)")
 
 
 def _more(ramp: m.StepRamp) -> str:
-    return f"+{ramp.add} users" if ramp.add is not None else f"x{ramp.mul:g} users"
+    return f"+{ramp.add} users" if ramp.add is not None else f"x{num(ramp.mul or 1)} users"
 
 
 USERS_PROFILES: tuple[LoadProfile, ...] = (ConstantUsers(), StepUsers(), LinearUsers())

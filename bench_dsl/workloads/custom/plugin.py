@@ -11,8 +11,10 @@ from typing import TYPE_CHECKING, Literal
 
 from bench_dsl.core.errors import Span, span_at
 from bench_dsl.core.mysql_errors import RETRY_NAMES
+from bench_dsl.core.numbers import num
 from bench_dsl.language import syntax as ast
 from bench_dsl.language.model import Fill, Generator, SetupSql
+from bench_dsl.language.parser import written_at
 from bench_dsl.language.values import Checker, name_span, offset, offset_end, span_of
 from bench_dsl.workloads.plugin import WorkloadPlugin, mix_share
 
@@ -70,13 +72,7 @@ def _inside_string(text: str, span: Span | None, index: int, length: int) -> Spa
         return None
     start = offset(text, span)
     raw = text[start:offset_end(text, span)]
-    if raw.startswith('"""'):
-        pos = 3 + index  # a """ string has no escapes: the value is the text
-    else:
-        pos = 1
-        for _ in range(index):
-            pos += 2 if raw[pos] == "\\" else 1  # an escape is two characters in the file, one in the value
-    return span_at(span.file, text, start + pos, length)
+    return span_at(span.file, text, start + written_at(raw, index), length)
 
 
 def native_sql(sql: str) -> tuple[str, tuple[str, ...]]:
@@ -118,7 +114,7 @@ def validate(c: Checker, node: ast.Workload) -> CustomWorkload | None:
 
 
 def _transaction(c: Checker, tx: ast.Transaction) -> TransactionSpec | None:
-    before = len(c.errors())
+    before = c.error_count
     weight = c.number(tx.weight, f"weight of {tx.name}", minimum=0, allow_units=("%",)) if tx.weight else 1.0
     if weight is not None and weight <= 0:
         c.error("a weight must be larger than 0", span_of(tx.weight), "weight 1 or more (weights are relative)")
@@ -157,13 +153,13 @@ def _transaction(c: Checker, tx: ast.Transaction) -> TransactionSpec | None:
             queries.append(Query(st.sql, native, names, st.span))
     if not queries:
         c.error(f"transaction '{tx.name}' runs no query", tx.span, 'add: query "SELECT ..."')
-    if len(c.errors()) > before or weight is None:
+    if c.error_count > before or weight is None:
         return None
     return TransactionSpec(tx.name, float(weight), tuple(lets), tuple(queries), retries, retry_on, tx.span)
 
 
 def plan_lines(spec: CustomWorkload) -> list[str]:
-    mix = ", ".join(f"{t.name} {t.weight:g}" for t in spec.transactions)
+    mix = ", ".join(f"{t.name} {num(t.weight)}" for t in spec.transactions)
     return [f"  workload: custom ({mix})"]
 
 

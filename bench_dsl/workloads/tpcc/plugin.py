@@ -65,7 +65,7 @@ _OPTIONS = ["warehouses", "keying_time", "procedures", "loader_connections", "re
 
 
 def validate(c: Checker, node: ast.Workload) -> TpccWorkload | None:
-    before = len(c.errors())
+    before = c.error_count
     if node.variant is not None:
         c.error("a tpcc workload has no test name", node.variant_span, "workload tpcc { warehouses = 10 }")
     if node.transactions:
@@ -97,7 +97,7 @@ def validate(c: Checker, node: ast.Workload) -> TpccWorkload | None:
         mix = _mix(c, node.mixes[0])
         if mix is not None:
             opts["mix"] = mix
-    if len(c.errors()) > before:
+    if c.error_count > before:
         return None
     return TpccWorkload(**opts)  # type: ignore[arg-type]
 
@@ -126,6 +126,11 @@ def _mix(c: Checker, node: ast.Mix) -> tuple[tuple[str, float], ...] | None:
             continue
         if v.value < 0:
             c.wrong(v, "a share of the mix cannot be negative", "shares are percentages of 0% or more")
+            ok = False
+            continue
+        if v.value > 100:  # two shares of 10^308% added up to "inf%"
+            c.wrong(v, f"a share of the mix is at most 100%, not {num(v.value)}%", "shares are percentages of the "
+                    "transactions run, adding up to 100%: new_order 45%  payment 43% ...")
             ok = False
             continue
         shares[entry.name] = v.value
@@ -157,7 +162,7 @@ def declared_transactions(node: ast.Workload) -> tuple[str, ...]:
 
 
 def plan_lines(spec: TpccWorkload) -> list[str]:
-    mix = ", ".join(f"{name} {share:g}%" for name, share in spec.mix)
+    mix = ", ".join(f"{name} {num(share)}%" for name, share in spec.mix)
     return [f"  workload: tpcc, {spec.warehouses} warehouse(s) ({mix})",
             f"            keying and think times {'on' if spec.keying_time else 'off'}, "
             f"{'stored procedures' if spec.procedures else 'statements from the client'}, "
