@@ -1,0 +1,280 @@
+"""`make bench`'s coordinator section (issue 39, 4): the coordinator toward a thousand workers,
+with no database and no worker process. The run's own code from the scheduler to the result
+document (bench_dsl.engine.run.Run.measure: the scheduler, WorkerFleet's collect and merge, the
+tally, the judge and its stop conditions, the document built from the events) drives a fleet of
+simulated workers: WorkerFleet with a transport of its own (`SimFleet._send`) that answers each
+'report' with a JSON line as a worker process writes it (WorkerReport.to_wire of HDR histograms
+recorded from several transaction types' latency spreads, its CPU, lag samples and quiet spans),
+after a round trip of its simulated node. Decoding that line (json.loads) is the coordinator's
+share of a call, as ProcessFleet's reader does; what Ray itself adds per call is not in it.
+
+At 10, 100 and 1,000 workers, each tick's coordinator CPU (time.process_time: the simulated
+workers' lines are built before the run, only their clock stamp is put in on delivery) is split
+into the calls (asking, the answers arriving and decoded), the merge (WorkerReport.from_wire and
+merge) and the tally (the tick folded into interval, step and run, the judge, the events and the
+document), and each tick's lateness: how long after the moment it was due its figures were
+merged and judged. The goal: 1,000 workers merged within a 1 s tick, on less than 25% of one core."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.compare import Log
+from bench.host import loadavg
+from bench_dsl.core.aio import run_loop
+
+WORKERS = (10, 100, 1000)
+TICKS = 20
+USERS_PER_WORKER = 8
+NODES = 8  # the simulated workers alternate over this many nodes, each with its own round trip
+VARIANTS = 3  # reports each simulated worker takes turns with, so that its histograms change from tick to tick
+GOAL_CPU_PCT = 25.0
+# transaction: (per worker per second, median latency µs, log-normal sigma): what a worker of
+# sysbench's oltp_read_write-like mix records in a second, spreads wide enough to fill many buckets
+MIX = {"point_select": (1500, 300, 0.6), "range": (200, 1500, 0.8), "update": (300, 4000, 1.0),
+       "insert": (100, 6000, 1.2)}
+STAMP = '"@at@"'  # where a report's clock reading goes: its worker's take, on delivery
+
+
+def scenario_text(users: int, ticks: int) -> str:
+    mix = " ".join(f'transaction {t} {{ query "SELECT 1" }}' for t in MIX)
+    # conditions the judge evaluates at every tick and that never fire here
+    return (f'scenario "coordinator" {{ seed 1  workload custom {{ {mix} }}\n'
+            f"users {users}  duration {ticks}s\n"
+            "stop when { p99 > 60s for 3s  error_rate > 90% for 3s  stall > 30s }\n}\n")
+
+
+def recorded_reports(workers: int, seed: int) -> tuple[list[list[str]], list[list[int]]]:
+    """Each worker's report lines, `VARIANTS` of them, as a worker process writes them (its name in
+    its figures, its histograms drawn from MIX, STAMP where its take's time goes), and the
+    transactions each line counts."""
+    from bench_dsl.fleet.base import Health, ProcessFigures, WorkerReport
+    from bench_dsl.measure.metrics import TxStats
+    from bench_dsl.measure.stalls import Quiet
+
+    rng = random.Random(seed)
+    shapes = []
+    for _ in range(8):  # recorded once, shared out: recording 1,000 workers' values takes minutes in Python
+        tx = {}
+        for name, (n, median_us, sigma) in MIX.items():
+            st = TxStats()
+            n = int(n * rng.uniform(0.8, 1.2))
+            total = 0
+            for _ in range(n):
+                v = max(1, int(rng.lognormvariate(0.0, sigma) * median_us))
+                st.hist.record_value(v)
+                total += v
+            st.count = st.queries = n
+            st.total_us = total
+            if rng.random() < 0.3:
+                st.errors[1213] = rng.randint(1, 3)
+            tx[name] = st
+        shapes.append({k: st.to_wire() for k, st in tx.items()})
+    out, counts = [], []
+    for i in range(workers):
+        name, node = f"worker {i + 1}", i % NODES
+        lines, counted = [], []
+        for v in range(VARIANTS):
+            figures = ProcessFigures(0.8, 1.0, {"loop": [rng.uniform(0, 2) for _ in range(4)],
+                                                "thread": [rng.uniform(0, 2) for _ in range(4)]},
+                                     f"node-{node}", 16, rng.uniform(30, 90))
+            health = Health(0, 0.0, None, {1213: "Deadlock found"}, ("libmariadb",), USERS_PER_WORKER)
+            wire = WorkerReport({}, health, USERS_PER_WORKER, [Quiet((), 0.0, 0.0)], {name: figures}).to_wire()
+            wire["tx"] = shapes[(i + v) % len(shapes)]
+            wire["quiet"] = [[[], "@at@", "@at@", [], None]]
+            lines.append(json.dumps({"op": "report", "id": 0, **wire}, separators=(",", ":")))
+            counted.append(sum(int(st["count"]) for st in wire["tx"].values()))
+        out.append(lines)
+        counts.append(counted)
+    return out, counts
+
+
+def _fleet_class() -> type:
+    from bench_dsl.fleet.coordinator import WorkerFleet, WorkerHandle
+
+    class SimFleet(WorkerFleet):
+        """WorkerFleet's collect and merge over workers simulated in this process: each answers a
+        report with its recorded line after its node's round trip; the CPU of each part of a tick
+        is noted."""
+
+        kind = "simulated"
+
+        def __init__(self, sc: Any, names: tuple[str, ...], lines: list[list[str]], counts: list[list[int]],
+                     rtt_s: list[float]) -> None:
+            super().__init__(sc, None, names, len(lines), lambda text, level: None)  # type: ignore[arg-type]
+            self.procs = [WorkerHandle(i) for i in range(len(lines))]
+            self.lines, self.counts, self.rtt_s = lines, counts, rtt_s
+            self.sent: list[int] = []  # the transactions each collect's answers counted
+            self.turn = 0
+            self.asked: list[float] = []  # monotonic, each collect's
+            self.collected: list[float] = []
+            self.cpu_calls: list[float] = []  # process CPU s, each collect's
+            self.cpu_merge: list[float] = []
+            self.cpu_tally: list[float] = []  # from a collect's end to the next one's start
+            self._merge_s = 0.0
+            self._ended: float | None = None
+
+        async def start(self) -> None:
+            pass
+
+        def _send(self, p: Any, msg: dict[str, Any]) -> asyncio.Future[dict[str, Any]]:
+            msg = self._next(msg)
+            loop = asyncio.get_running_loop()
+            fut: asyncio.Future[dict[str, Any]] = loop.create_future()
+            if msg["op"] in ("report", "stop"):
+                line = self.lines[p.index][self.turn % VARIANTS]
+                loop.call_later(self.rtt_s[p.index], self._deliver, p, fut, line)
+            else:
+                answer = {"op": msg["op"], "id": msg["id"]}
+                if msg["op"] == "users":
+                    answer["active"] = msg["n"]
+                fut.set_result(self._answered(p, answer))
+            return fut
+
+        def _deliver(self, p: Any, fut: asyncio.Future[dict[str, Any]], line: str) -> None:
+            if not fut.done():
+                fut.set_result(self._answered(p, json.loads(line.replace(STAMP, repr(time.monotonic())))))
+
+        def _merge(self, replies: list[dict[str, Any]], orphaned: Any = None) -> Any:
+            c0 = time.process_time()
+            try:
+                return super()._merge(replies, orphaned)
+            finally:
+                self._merge_s = time.process_time() - c0
+
+        async def collect(self) -> Any:
+            c0 = time.process_time()
+            if self._ended is not None:
+                self.cpu_tally.append(c0 - self._ended)
+            self.asked.append(time.monotonic())
+            self.turn += 1
+            self.sent.append(sum(c[self.turn % VARIANTS] for c in self.counts))
+            report = await super().collect()
+            self.collected.append(time.monotonic())
+            end = time.process_time()
+            self.cpu_calls.append(end - c0 - self._merge_s)
+            self.cpu_merge.append(self._merge_s)
+            self._ended = end
+            return report
+
+    return SimFleet
+
+
+class _Cpu:
+    """The server's CPU, which the coordinator would sample: nothing to see here."""
+
+    def sample(self) -> dict[str, float | None]:
+        return {"server": None, "host": None}
+
+
+async def one_size(workers: int, ticks: int, seed: int, second: float = 1.0) -> dict[str, Any]:
+    """`second`: how long a second of the plan lasts (a test's harness runs faster)."""
+    from bench_dsl.engine import events as ev
+    from bench_dsl.engine.plan import plan
+    from bench_dsl.engine.run import Run
+    from bench_dsl.results.document import ResultDocument
+    from bench_dsl.workloads.registry import load
+
+    lines, counts = recorded_reports(workers, seed)
+    rng = random.Random(seed)
+    node_rtt = [rng.uniform(0.0005, 0.004) for _ in range(NODES)]  # a LAN's round trips
+    rtt = [node_rtt[i % NODES] + rng.uniform(0, 0.002) for i in range(workers)]
+    with tempfile.TemporaryDirectory(prefix="bench-coordinator-") as tmp:
+        path = Path(tmp) / "coordinator.bench"
+        path.write_text(scenario_text(workers * USERS_PER_WORKER, ticks))
+        sc = load(str(path))
+    ticked: list[float] = []
+    doc = ResultDocument()
+
+    class Sink:
+        def emit(self, event: ev.Event) -> None:
+            if isinstance(event, ev.Tick):
+                ticked.append(time.monotonic())
+            doc.apply(event)
+
+        def close(self) -> None:
+            pass
+
+    run = Run(sc, plan(sc), [Sink()])
+    run.scheduler.second = second
+    fleet = _fleet_class()(run.sc, run.names, lines, counts, rtt)
+    run.publish(ev.Begin("bench", "now", {"name": sc.name}, {}))
+    wall0, cpu0 = time.monotonic(), time.process_time()
+    await run.measure(fleet, _Cpu())  # type: ignore[arg-type]
+    run.finish()
+    wall, cpu = time.monotonic() - wall0, time.process_time() - cpu0
+    # one phase: its clock starts as its first collect (before any tick) ends; tick k is due k
+    # seconds later (bench_dsl.engine.scheduler)
+    start, second = fleet.collected[0], run.scheduler.second
+    late = [t - (start + k * second) for k, t in enumerate(ticked, 1)]
+    asked_late = [t - (start + k * second) for k, t in enumerate(fleet.asked[1:len(ticked) + 1], 1)]
+    calls, merge, tally = fleet.cpu_calls[1:len(ticked) + 1], fleet.cpu_merge[1:len(ticked) + 1], fleet.cpu_tally
+    per_tick = [a + b + c for a, b, c in zip(calls, merge, tally, strict=False)]
+    summary = doc.doc.get("summary") or {}
+    return {
+        "workers": workers, "users": workers * USERS_PER_WORKER, "ticks": len(ticked),
+        # what the document counted, and what the ticks' answers did (the phase's first collect is
+        # before anything is measured, the stop's after)
+        "transactions": summary.get("count"), "sent": sum(fleet.sent[1:len(ticked) + 1]),
+        "status": doc.doc.get("status"),
+        "cpu_ms_per_tick": _ms(per_tick), "calls_ms": _ms(calls), "merge_ms": _ms(merge), "tally_ms": _ms(tally),
+        "cpu_pct_of_core": round(100 * statistics.median(per_tick) / second, 1) if per_tick else None,
+        "cpu_pct_whole_run": round(100 * cpu / wall, 1),
+        "tick_late_ms": _ms(late), "ask_late_ms": _ms(asked_late),
+        "reply_bytes": round(statistics.mean(len(s) for ls in lines for s in ls)),
+    }
+
+
+def _ms(values: list[float]) -> dict[str, float | None]:
+    if not values:
+        return {"median": None, "max": None}
+    return {"median": round(1000 * statistics.median(values), 2), "max": round(1000 * max(values), 2)}
+
+
+def coordinator_section(sizes: tuple[int, ...], ticks: int, seed: int, log: Log) -> dict[str, Any]:
+    rows = []
+    load = loadavg()
+    for n in sizes:
+        t0 = time.monotonic()
+        row = run_loop(one_size(n, ticks, seed))  # the loop `bench run` runs on
+        rows.append(row)
+        log(f"coordinator at {n} workers: {row['cpu_ms_per_tick']['median']} ms CPU a tick "
+            f"({row['cpu_pct_of_core']}% of a core: calls {row['calls_ms']['median']}, merge "
+            f"{row['merge_ms']['median']}, tally {row['tally_ms']['median']} ms), ticks late "
+            f"{row['tick_late_ms']['median']} ms (max {row['tick_late_ms']['max']}) [{time.monotonic() - t0:.0f}s]")
+    big = next((r for r in rows if r["workers"] == 1000), None)
+    met = None if big is None or big["cpu_pct_of_core"] is None else bool(
+        big["cpu_pct_of_core"] < GOAL_CPU_PCT and (big["tick_late_ms"]["max"] or 0) < 1000)
+    return {"settings": {"ticks": ticks, "users_per_worker": USERS_PER_WORKER, "nodes": NODES,
+                         "transactions": list(MIX), "seed": seed},
+            "loadavg": {"start": load, "end": loadavg()}, "rows": rows,
+            "goal": {"workers": 1000, "cpu_pct_of_core_below": GOAL_CPU_PCT, "late_ms_below": 1000, "met": met}}
+
+
+def coordinator_table(sec: dict[str, Any]) -> str:
+    st, goal = sec["settings"], sec["goal"]
+    mark = "-" if goal["met"] is None else ("met ✓" if goal["met"] else "not met ✗")
+    lines = [f"Simulated workers (no database), {st['ticks']} ticks of 1 s each, {len(st['transactions'])} "
+             f"transaction types' HDR histograms per report, {st['users_per_worker']} users per worker, "
+             f"{st['nodes']} nodes' round trips: the run's own scheduler, collect and merge, tally and judge. CPU: "
+             "the coordinator's process CPU per tick, median (max); late: how long after its due moment a tick "
+             "was merged and judged.\n",
+             "| workers | CPU ms / tick | % of a core | calls ms | merge ms | tally + judge ms | tick late ms | "
+             "report bytes |", "|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    for r in sec["rows"]:
+        c, late = r["cpu_ms_per_tick"], r["tick_late_ms"]
+        lines.append(f"| {r['workers']:,} | {c['median']} ({c['max']}) | {r['cpu_pct_of_core']} | "
+                     f"{r['calls_ms']['median']} | {r['merge_ms']['median']} | {r['tally_ms']['median']} | "
+                     f"{late['median']} ({late['max']}) | {r['reply_bytes']:,} |")
+    lines.append(f"\nGoal: 1,000 workers merged within a 1 s tick on less than {goal['cpu_pct_of_core_below']:g}% "
+                 f"of one core: **{mark}**. Load average {sec['loadavg']['start']} at the start, "
+                 f"{sec['loadavg']['end']} at the end: a tick's lateness is the machine's as much as the "
+                 "coordinator's, its CPU much less so.")
+    return "\n".join(lines)
