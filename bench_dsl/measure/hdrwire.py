@@ -15,7 +15,7 @@ import zlib
 from collections import Counter
 from typing import Any
 
-from hdrh.codec import PayloadHeader, ext_header_size, payload_header_size
+from hdrh.codec import ext_header_size, payload_header_size
 from hdrh.histogram import HdrHistogram
 from pyhdrh import add_array, decode
 
@@ -32,6 +32,10 @@ class HistogramSum:
         self.hist = hist
         self._scratch = (ctypes.c_int64 * hist.counts_len)()
         self._total = 0
+        # the lowest and highest counters added (their values are taken once, at close: both grow
+        # with the index), and the values of those added the slow way
+        self._lo = hist.counts_len
+        self._hi = -1
         self._min = sys.maxsize
         self._max = 0
         self._added = False
@@ -39,25 +43,24 @@ class HistogramSum:
     def add(self, encoded: str) -> None:
         h = self.hist
         raw = base64.b64decode(encoded)
-        if len(raw) < ext_header_size:
-            self._add_decoded(encoded)  # hdrh's decode says what is wrong with it
-            return
-        data = zlib.decompress(raw[ext_header_size:])
-        p = PayloadHeader.from_buffer_copy(data)
-        if (p.lowest_trackable_value, p.highest_trackable_value, p.significant_figures) != (
-                LOWEST_US, HIGHEST_US, SIGNIFICANT_DIGITS) or h.counts_len != len(self._scratch):
-            self._add_decoded(encoded)
+        data = zlib.decompress(raw[ext_header_size:]) if len(raw) >= ext_header_size else b""
+        # the payload's cookie, significant figures and range, as new_histogram's encode them
+        # (its length, bytes 4 to 8, is each one's own)
+        if data[:4] != _HEADER[:4] or data[8:payload_header_size] != _HEADER[4:] or h.counts_len != len(self._scratch):
+            self._add_decoded(encoded)  # hdrh's decode says what is wrong with one that is not
             return
         scratch = ctypes.addressof(self._scratch)
         got = decode(data, payload_header_size, scratch, h.counts_len, _WORD)  # writes its non-zero counters only
         total, lo, hi = got["total"], got["min_nonzero_index"], got["max_nonzero_index"]
+        self._added = True
+        self._total += total
+        if total == 0:  # hdrh's add of an empty histogram takes the min to 0 (HdrHistogram.get_min_value)
+            self._min = 0
         if hi >= 0:  # only what lies between its lowest and highest counters
             at = lo * _WORD
             add_array(ctypes.addressof(h.counts) + at, scratch + at, hi - lo + 1, _WORD)
             ctypes.memset(scratch + at, 0, (hi - lo + 1) * _WORD)
-        # what hdrh's decode sets, then its add takes (HdrHistogram.get_min_value, get_max_value)
-        self._note(total, 0 if total == 0 or lo <= 0 else h.get_lowest_equivalent_value(h.get_value_from_index(lo)),
-                   h.get_highest_equivalent_value(h.get_value_from_index(hi)) if hi >= 0 else 0)
+            self._lo, self._hi = min(self._lo, lo), max(self._hi, hi)
 
     def _add_decoded(self, encoded: str) -> None:
         """Another encoder's range: decoded and re-homed as TxStats.from_wire does."""
@@ -77,13 +80,29 @@ class HistogramSum:
         self._max = max(self._max, high)
 
     def close(self) -> HdrHistogram:
+        """The sum, with what hdrh's decode and add would have set (its get_min_value, get_max_value)."""
         h = self.hist
         if self._added:
+            low, high = self._min, self._max
+            if self._hi >= 0:
+                low = min(low, 0 if self._lo == 0 else h.get_lowest_equivalent_value(h.get_value_from_index(self._lo)))
+                high = max(high, h.get_highest_equivalent_value(h.get_value_from_index(self._hi)))
             h.total_count += self._total
-            h.min_value = min(h.min_value, self._min)
-            h.max_value = max(h.max_value, self._max)
+            h.min_value = min(h.min_value, low)
+            h.max_value = max(h.max_value, high)
             self._added, self._total, self._min, self._max = False, 0, sys.maxsize, 0
+            self._lo, self._hi = h.counts_len, -1
         return h
+
+
+def _header() -> bytes:
+    h = HdrHistogram(LOWEST_US, HIGHEST_US, SIGNIFICANT_DIGITS)
+    h.record_value(LOWEST_US)
+    data = zlib.decompress(base64.b64decode(h.encode())[ext_header_size:])
+    return data[:4] + data[8:payload_header_size]
+
+
+_HEADER = _header()
 
 
 class TxStatsSum:
