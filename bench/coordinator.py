@@ -223,7 +223,7 @@ async def one_size(workers: int, ticks: int, seed: int, second: float = 1.0) -> 
         # what the document counted, and what the ticks' answers did (the phase's first collect is
         # before anything is measured, the stop's after)
         "transactions": summary.get("count"), "sent": sum(fleet.sent[1:len(ticked) + 1]),
-        "status": doc.doc.get("status"),
+        "status": doc.doc.get("status"), "stop": doc.doc.get("stop"),
         "cpu_ms_per_tick": _ms(per_tick), "calls_ms": _ms(calls), "merge_ms": _ms(merge), "tally_ms": _ms(tally),
         "cpu_pct_of_core": round(100 * statistics.median(per_tick) / second, 1) if per_tick else None,
         "cpu_pct_whole_run": round(100 * cpu / wall, 1),
