@@ -117,6 +117,8 @@ def _fleet_class() -> type:
             self.collected: list[float] = []
             self.cpu_calls: list[float] = []  # process CPU s, each collect's
             self.cpu_merge: list[float] = []
+            self.cpu_decode: list[float] = []  # of the calls: the answers' JSON decoded
+            self._decode_s = 0.0
             self.cpu_tally: list[float] = []  # from a collect's end to the next one's start
             self._merge_s = 0.0
             self._ended: float | None = None
@@ -140,7 +142,10 @@ def _fleet_class() -> type:
 
         def _deliver(self, p: Any, fut: asyncio.Future[dict[str, Any]], line: str) -> None:
             if not fut.done():
-                fut.set_result(self._answered(p, json.loads(line.replace(STAMP, repr(time.monotonic())))))
+                c0 = time.process_time()
+                reply = json.loads(line.replace(STAMP, repr(time.monotonic())))
+                self._decode_s += time.process_time() - c0
+                fut.set_result(self._answered(p, reply))
 
         def _merge(self, replies: list[dict[str, Any]], orphaned: Any = None) -> Any:
             c0 = time.process_time()
@@ -155,12 +160,14 @@ def _fleet_class() -> type:
                 self.cpu_tally.append(c0 - self._ended)
             self.asked.append(time.monotonic())
             self.turn += 1
+            self._decode_s = 0.0
             self.sent.append(sum(c[self.turn % VARIANTS] for c in self.counts))
             report = await super().collect()
             self.collected.append(time.monotonic())
             end = time.process_time()
             self.cpu_calls.append(end - c0 - self._merge_s)
             self.cpu_merge.append(self._merge_s)
+            self.cpu_decode.append(self._decode_s)
             self._ended = end
             return report
 
@@ -225,6 +232,7 @@ async def one_size(workers: int, ticks: int, seed: int, second: float = 1.0) -> 
         "transactions": summary.get("count"), "sent": sum(fleet.sent[1:len(ticked) + 1]),
         "status": doc.doc.get("status"), "stop": doc.doc.get("stop"),
         "cpu_ms_per_tick": _ms(per_tick), "calls_ms": _ms(calls), "merge_ms": _ms(merge), "tally_ms": _ms(tally),
+        "decode_ms": _ms(fleet.cpu_decode[1:len(ticked) + 1]),
         "cpu_pct_of_core": round(100 * statistics.median(per_tick) / second, 1) if per_tick else None,
         "cpu_pct_whole_run": round(100 * cpu / wall, 1),
         "tick_late_ms": _ms(late), "ask_late_ms": _ms(asked_late),
@@ -266,12 +274,13 @@ def coordinator_table(sec: dict[str, Any]) -> str:
              f"{st['nodes']} nodes' round trips: the run's own scheduler, collect and merge, tally and judge. CPU: "
              "the coordinator's process CPU per tick, median (max); late: how long after its due moment a tick "
              "was merged and judged.\n",
-             "| workers | CPU ms / tick | % of a core | calls ms | merge ms | tally + judge ms | tick late ms | "
-             "report bytes |", "|--:|--:|--:|--:|--:|--:|--:|--:|"]
+             "| workers | CPU ms / tick | % of a core | calls ms (of which JSON) | merge ms | tally + judge ms | "
+             "tick late ms | report bytes |", "|--:|--:|--:|--:|--:|--:|--:|--:|"]
     for r in sec["rows"]:
         c, late = r["cpu_ms_per_tick"], r["tick_late_ms"]
         lines.append(f"| {r['workers']:,} | {c['median']} ({c['max']}) | {r['cpu_pct_of_core']} | "
-                     f"{r['calls_ms']['median']} | {r['merge_ms']['median']} | {r['tally_ms']['median']} | "
+                     f"{r['calls_ms']['median']} ({r['decode_ms']['median']}) | {r['merge_ms']['median']} | "
+                     f"{r['tally_ms']['median']} | "
                      f"{late['median']} ({late['max']}) | {r['reply_bytes']:,} |")
     lines.append(f"\nGoal: 1,000 workers merged within a 1 s tick on less than {goal['cpu_pct_of_core_below']:g}% "
                  f"of one core: **{mark}**. Load average {sec['loadavg']['start']} at the start, "
