@@ -278,12 +278,14 @@ def coordinator_section(sizes: tuple[int, ...], ticks: int, seed: int, log: Log,
         log(f"coordinator at {r['workers']} workers as before: {r['cpu_ms_per_tick']['median']} ms CPU a tick "
             f"(merge {r['merge_ms']['median']}, tally {r['tally_ms']['median']} ms)")
     big = next((r for r in rows if r["workers"] == 1000 and not r["before"]), None)
-    met = None if big is None or big["cpu_pct_of_core"] is None else bool(
-        big["cpu_pct_of_core"] < GOAL_CPU_PCT and (big["tick_late_ms"]["max"] or 0) < 1000)
+    cpu_met = None if big is None or big["cpu_pct_of_core"] is None else big["cpu_pct_of_core"] < GOAL_CPU_PCT
+    in_tick = None if big is None or big["tick_late_ms"]["max"] is None else big["tick_late_ms"]["max"] < 1000
+    met = None if cpu_met is None or in_tick is None else cpu_met and in_tick
     return {"settings": {"ticks": ticks, "users_per_worker": USERS_PER_WORKER, "nodes": NODES,
                          "transactions": list(MIX), "seed": seed},
             "loadavg": {"start": load, "end": loadavg()}, "rows": rows,
-            "goal": {"workers": 1000, "cpu_pct_of_core_below": GOAL_CPU_PCT, "late_ms_below": 1000, "met": met}}
+            "goal": {"workers": 1000, "cpu_pct_of_core_below": GOAL_CPU_PCT, "late_ms_below": 1000, "met": met,
+                     "cpu_met": cpu_met, "within_tick": in_tick}}
 
 
 def coordinator_table(sec: dict[str, Any]) -> str:
@@ -298,13 +300,18 @@ def coordinator_table(sec: dict[str, Any]) -> str:
              "tick late ms | report bytes |", "|--:|--:|--:|--:|--:|--:|--:|--:|"]
     for r in sec["rows"]:
         c, late = r["cpu_ms_per_tick"], r["tick_late_ms"]
-        workers = f"{r['workers']:,}" + (" as before issue 39" if r.get("before") else "")
+        workers = f"{r['workers']:,}" + (", merged as before" if r.get("before") else "")
         lines.append(f"| {workers} | {c['median']} ({c['max']}) | {r['cpu_pct_of_core']} | "
                      f"{r['calls_ms']['median']} ({r['decode_ms']['median']}) | {r['merge_ms']['median']} | "
                      f"{r['tally_ms']['median']} | "
                      f"{late['median']} ({late['max']}) | {r['reply_bytes']:,} |")
+    parts = "" if goal.get("cpu_met") is None else (
+        f" (CPU: {'met' if goal['cpu_met'] else 'not met'}; every tick merged within its second: "
+        f"{'yes' if goal['within_tick'] else 'no'})")
     lines.append(f"\nGoal: 1,000 workers merged within a 1 s tick on less than {goal['cpu_pct_of_core_below']:g}% "
-                 f"of one core: **{mark}**. Load average {sec['loadavg']['start']} at the start, "
+                 f"of one core: **{mark}**{parts}. The row merged as before: each report decoded into histograms "
+                 "of its own and merged, the collector's passes over the whole heap (gc.freeze undone). Load "
+                 f"average {sec['loadavg']['start']} at the start, "
                  f"{sec['loadavg']['end']} at the end: a tick's lateness is the machine's as much as the "
                  "coordinator's, its CPU much less so.")
     return "\n".join(lines)
