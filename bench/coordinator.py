@@ -11,9 +11,13 @@ share of a call, as ProcessFleet's reader does; what Ray itself adds per call is
 At 10, 100 and 1,000 workers, each tick's coordinator CPU (time.process_time: the simulated
 workers' lines are built before the run, only their clock stamp is put in on delivery) is split
 into the calls (asking, the answers arriving and decoded), the merge (WorkerReport.from_wire and
-merge) and the tally (the tick folded into interval, step and run, the judge, the events and the
-document), and each tick's lateness: how long after the moment it was due its figures were
-merged and judged. The goal: 1,000 workers merged within a 1 s tick, on less than 25% of one core."""
+merge_wire) and the tally (the tick folded into interval, step and run, the judge, the events and
+the document), and each tick's lateness: how long after the moment it was due its figures were
+merged and judged. The goal: 1,000 workers merged within a 1 s tick, on less than 25% of one core.
+
+What a Ray call costs the coordinator is measured apart (`ray_calls`, in a child process): a Ray
+node started for it on this machine, actors that answer a real report, and the driver's process
+CPU per call, Ray's own threads in it."""
 
 from __future__ import annotations
 
@@ -255,13 +259,75 @@ async def one_size(workers: int, ticks: int, seed: int, second: float = 1.0, bef
     }
 
 
+RAY_ACTORS = 16
+RAY_ROUNDS = 40
+
+
+def ray_calls(actors: int = RAY_ACTORS, rounds: int = RAY_ROUNDS) -> dict[str, Any]:
+    """The coordinator's CPU per Ray call: `actors` actors on a Ray node started here (and stopped
+    at the end), each answering `rounds` report asks with a recorded report, all asked at once as a
+    collect asks them. Runs in the process it is called in: call it in a child (main below)."""
+    import os
+
+    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    import ray
+
+    line = recorded_reports(1, 1)[0][0][0].replace(STAMP, "0.0")
+
+    class Answers:
+        def __init__(self, line: str) -> None:
+            self.line = line
+
+        async def ask(self, msg: dict[str, Any]) -> dict[str, Any]:
+            return {**json.loads(self.line), "id": msg["id"]}
+
+    t0 = time.monotonic()
+    ray.init(num_cpus=actors, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    try:
+        remote = ray.remote(Answers)
+        handles: list[Any] = [remote.options(num_cpus=1, max_concurrency=1000).remote(line) for _ in range(actors)]
+
+        async def asks() -> tuple[float, float, int]:
+            await asyncio.gather(*(h.ask.remote({"id": 0}) for h in handles))  # every actor up
+            c0, w0 = time.process_time(), time.monotonic()
+            for k in range(rounds):
+                await asyncio.gather(*(h.ask.remote({"id": k}) for h in handles))
+            return time.process_time() - c0, time.monotonic() - w0, rounds * actors
+
+        cpu, wall, n = asyncio.run(asks())
+        c0 = time.process_time()
+        time.sleep(1.0)
+        idle = time.process_time() - c0
+    finally:
+        ray.shutdown()
+    return {"actors": actors, "calls": n, "cpu_us_per_call": round(1e6 * (cpu - idle * wall) / n, 1),
+            "driver_idle_pct": round(100 * idle, 2), "seconds": round(time.monotonic() - t0, 1)}
+
+
+def ray_section(log: Log) -> dict[str, Any]:
+    """ray_calls in a child process, so that Ray's driver and its node end with it."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "bench.coordinator"], capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        why = (r.stderr.strip().splitlines() or ["?"])[-1]
+        log(f"coordinator: Ray's calls not measured: {why}")
+        return {"error": why}
+    out: dict[str, Any] = json.loads(r.stdout.strip().splitlines()[-1])
+    log(f"coordinator: a Ray call costs it {out['cpu_us_per_call']} µs of CPU ({out['actors']} actors, "
+        f"{out['calls']} calls)")
+    return out
+
+
 def _ms(values: list[float]) -> dict[str, float | None]:
     if not values:
         return {"median": None, "max": None}
     return {"median": round(1000 * statistics.median(values), 2), "max": round(1000 * max(values), 2)}
 
 
-def coordinator_section(sizes: tuple[int, ...], ticks: int, seed: int, log: Log, before: bool = True) -> dict[str, Any]:
+def coordinator_section(sizes: tuple[int, ...], ticks: int, seed: int, log: Log, before: bool = True,
+                        with_ray: bool = True) -> dict[str, Any]:
     rows = []
     load = loadavg()
     for n in sizes:
@@ -277,13 +343,14 @@ def coordinator_section(sizes: tuple[int, ...], ticks: int, seed: int, log: Log,
         r = rows[-1]
         log(f"coordinator at {r['workers']} workers as before: {r['cpu_ms_per_tick']['median']} ms CPU a tick "
             f"(merge {r['merge_ms']['median']}, tally {r['tally_ms']['median']} ms)")
+    ray = ray_section(log) if with_ray else {"skipped": "not asked"}
     big = next((r for r in rows if r["workers"] == 1000 and not r["before"]), None)
     cpu_met = None if big is None or big["cpu_pct_of_core"] is None else big["cpu_pct_of_core"] < GOAL_CPU_PCT
     in_tick = None if big is None or big["tick_late_ms"]["max"] is None else big["tick_late_ms"]["max"] < 1000
     met = None if cpu_met is None or in_tick is None else cpu_met and in_tick
     return {"settings": {"ticks": ticks, "users_per_worker": USERS_PER_WORKER, "nodes": NODES,
                          "transactions": list(MIX), "seed": seed},
-            "loadavg": {"start": load, "end": loadavg()}, "rows": rows,
+            "loadavg": {"start": load, "end": loadavg()}, "rows": rows, "ray_calls": ray,
             "goal": {"workers": 1000, "cpu_pct_of_core_below": GOAL_CPU_PCT, "late_ms_below": 1000, "met": met,
                      "cpu_met": cpu_met, "within_tick": in_tick}}
 
@@ -314,4 +381,16 @@ def coordinator_table(sec: dict[str, Any]) -> str:
                  f"average {sec['loadavg']['start']} at the start, "
                  f"{sec['loadavg']['end']} at the end: a tick's lateness is the machine's as much as the "
                  "coordinator's, its CPU much less so.")
+    ray = sec.get("ray_calls") or {}
+    if "cpu_us_per_call" in ray:
+        per = ray["cpu_us_per_call"]
+        lines.append(f"\nRay's calls, not in the table: {per:,} µs of the coordinator's CPU per call ({ray['actors']} "
+                     f"actors on a Ray node of this machine, {ray['calls']} report asks, its driver's idle "
+                     f"{ray['driver_idle_pct']}% taken out): a tick of 1,000 actors adds {per / 10:.0f}% of a core.")
+    elif ray:
+        lines.append(f"\nRay's calls: {ray.get('error') or ray.get('skipped')}.")
     return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(json.dumps(ray_calls()))
