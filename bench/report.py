@@ -222,11 +222,13 @@ def render(doc: dict[str, Any]) -> str:
         out.append(str(why))
     out.append("")
 
-    from bench.ray import ray_table  # bench/ray.py's section renders its own table
+    from bench.coordinator import coordinator_table  # as bench/ray.py's, each renders its own
+    from bench.ray import ray_table
 
     for key, title, table in (("rate", "Open-loop rate: schedule accuracy", rate_table),
                               ("omission", "Coordinated omission", omission_table),
-                              ("ray", "workers ray against workers auto (issue 31)", ray_table)):
+                              ("ray", "workers ray against workers auto (issue 31)", ray_table),
+                              ("coordinator", "The coordinator at 10 to 1,000 workers (issue 39)", coordinator_table)):
         if key in doc:
             out.append(f"## {title}\n")
             sec = doc[key]

@@ -5,7 +5,8 @@ bench-dsl run alternately (A B A B) for the same warm-up and measured time, and 
 reported as medians of the paired ratios. Then the engine's own costs: measurement overhead,
 embedded server start, memory per virtual user, TPC-C (when the workload exists), an open-loop rate
 beside sysbench --rate (bench/rate.py), a server stopped during an open and a closed loop (omission),
-the terminal UI's overhead (ui), and `workers ray` against `workers auto` (bench/ray.py). Writes
+the terminal UI's overhead (ui), `workers ray` against `workers auto` (bench/ray.py), and the
+coordinator at 10 to 1,000 simulated workers (bench/coordinator.py, no database). Writes
 bench/results/<time>.json and .md, and latest.json / latest.md beside them."""
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ import psutil
 from bench import procs
 from bench.clients import Target, bench_check, bench_env, bench_file, sysbench_workload
 from bench.compare import Settings, prepare, run_point, sql
+from bench.coordinator import TICKS as COORDINATOR_TICKS
+from bench.coordinator import WORKERS as COORDINATOR_WORKERS
+from bench.coordinator import coordinator_section
 from bench.host import loadavg, machine, tools
 from bench.omission import settings as omission_settings
 from bench.rate import RATES, rate_section
@@ -41,7 +45,8 @@ from bench.ray import ray_estimate_s, ray_section
 from bench.report import render
 
 ROOT = Path(__file__).resolve().parent.parent
-SECTIONS = ("overhead", "server-start", "compare", "tls", "memory", "tpcc", "rate", "omission", "ui", "ray")
+SECTIONS = ("overhead", "server-start", "compare", "tls", "memory", "tpcc", "rate", "omission", "ui", "ray",
+            "coordinator")
 QUICK_SECTIONS = ("overhead", "server-start", "compare", "memory")
 FORMAT = "bench-dsl-performance"
 
@@ -94,6 +99,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--omission", type=omission_settings, default={}, metavar="KEY=VALUE,...",
                    help="the omission section's settings: rate, users, closed_users, stall, stall_at, warmup, duration "
                         "(default rate=1000,stall=2,duration=10)")
+    p.add_argument("--coordinator-workers", type=_ints, default=list(COORDINATOR_WORKERS),
+                   help="the coordinator section's simulated workers "
+                        f"(default {','.join(map(str, COORDINATOR_WORKERS))})")
+    p.add_argument("--coordinator-ticks", type=int,
+                   help=f"its ticks at each size (default {COORDINATOR_TICKS}; quick 5)")
     return p
 
 
@@ -101,7 +111,8 @@ def _defaults(a: argparse.Namespace) -> argparse.Namespace:
     quick = a.quick
     for name, full, small in (("pairs", 5, 1), ("warmup", 2, 1), ("duration", 8, 2), ("users", [1, 4, 16, 64, 256], [4]),
                               ("rw_users", [4, 16, 64], []), ("floor_users", [1, 4], [4]), ("tables", 4, 1), ("table_size", 50_000, 10_000),
-                              ("memory_users", 1000, 50), ("rate_pairs", 2, 1)):
+                              ("memory_users", 1000, 50), ("rate_pairs", 2, 1),
+                              ("coordinator_ticks", COORDINATOR_TICKS, 5)):
         if getattr(a, name) is None:
             setattr(a, name, small if quick else full)
     a.sections = (tuple(s.strip() for s in a.sections.split(",") if s.strip()) if a.sections
@@ -176,6 +187,8 @@ class Harness:
         if "omission" in a.sections:
             n += 2 * (2 + a.omission.get("duration", 10) + 5)
         n += ray_estimate_s(a.pairs, a.warmup, a.duration) if "ray" in a.sections else 0
+        if "coordinator" in a.sections:
+            n += sum(a.coordinator_ticks + 2 + w / 200 for w in a.coordinator_workers) + a.coordinator_ticks + 45
         return n + 10
 
     # ----------------------------------------------------------------------------------------------
@@ -210,6 +223,8 @@ class Harness:
             self.section("omission", lambda: self._omission(env))
             self.section("ui", self._ui)
         self.section("ray", lambda: ray_section(self.settings, self.ncpu, self.workdir, self.log))  # its own server
+        self.section("coordinator", lambda: coordinator_section(tuple(a.coordinator_workers), a.coordinator_ticks,
+                                                                a.seed, self.log))  # no server
         self.doc["status"] = "completed"
         return 0
 

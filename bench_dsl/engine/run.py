@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import gc
 import os
 import signal
 import time
@@ -281,9 +282,17 @@ class Run:
         self.tally.begin(fleet, cpu)
         if not self.t0:
             self.t0 = time.monotonic()
-        async with contextlib.aclosing(self.scheduler.run(fleet)) as moments:
-            async for moment in moments:
-                await self.tally.take(moment)
+        # what the run holds by now (the scenario, the workload, the modules: most of the heap) is
+        # left out of the collector's passes, which the ticks' garbage starts every second: at 1,000
+        # workers those passes cost more than the tally
+        gc.collect()
+        gc.freeze()
+        try:
+            async with contextlib.aclosing(self.scheduler.run(fleet)) as moments:
+                async for moment in moments:
+                    await self.tally.take(moment)
+        finally:
+            gc.unfreeze()  # a study's next run frees this one's
 
     # the end -----------------------------------------------------------------------------------
     def finish(self) -> None:

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from bench_dsl.core.errors import BenchError
 from bench_dsl.measure.arrivals import ArrivalStats
 from bench_dsl.measure.cpu import OwnCpu, client_cpu
+from bench_dsl.measure.hdrwire import TxStatsSum
 from bench_dsl.measure.metrics import TxStats
 from bench_dsl.measure.schedlag import Samples
 from bench_dsl.measure.stalls import Quiet
@@ -113,8 +114,10 @@ class WorkerReport:
                 "arrivals": self.arrivals.to_wire() if self.arrivals is not None else None}
 
     @classmethod
-    def from_wire(cls, w: dict[str, Any]) -> WorkerReport:
-        return cls({name: TxStats.from_wire(st) for name, st in w["tx"].items()}, Health.from_wire(w["health"]),
+    def from_wire(cls, w: dict[str, Any], tx: bool = True) -> WorkerReport:
+        """`tx` False: without its transactions (merge_wire sums them)."""
+        return cls({name: TxStats.from_wire(st) for name, st in w["tx"].items()} if tx else {},
+                   Health.from_wire(w["health"]),
                    int(w.get("active", 0)), [Quiet.from_wire(q) for q in w.get("quiet", ())],
                    {name: ProcessFigures.from_wire(p) for name, p in w.get("processes", {}).items()},
                    ArrivalStats.from_wire(w["arrivals"]) if w.get("arrivals") is not None else None)
@@ -136,6 +139,25 @@ class WorkerReport:
         return cls(out, Health.merge(r.health for r in reports), sum(r.active for r in reports),
                    [q for r in reports for q in r.quiet],
                    {name: p for r in reports for name, p in r.processes.items()}, arrivals)
+
+    @classmethod
+    def merge_wire(cls, replies: Iterable[dict[str, Any]], names: Iterable[str], *others: WorkerReport) -> WorkerReport:
+        """merge() of `others` and of from_wire() of each reply, the same report, with the replies'
+        histograms summed as they are decoded (bench_dsl.measure.hdrwire): a coordinator's thousand
+        workers a second, where decoding each histogram on its own took most of a core."""
+        names = tuple(names)
+        sums = {n: TxStatsSum() for n in names}
+        reports = list(others)
+        for w in replies:
+            for name, st in w["tx"].items():
+                sums[name].add(st)
+            reports.append(cls.from_wire(w, tx=False))
+        merged = cls.merge(reports, names)
+        for name, s in sums.items():
+            st = s.close()
+            if st.count or st.error_count or st.retries:
+                merged.tx[name].merge(st)
+        return merged
 
     def lag(self) -> dict[str, Samples]:
         """The scheduling lag of each process that runs users (bench_dsl.measure.schedlag)."""

@@ -190,7 +190,7 @@ class WorkerFleet:
         `orphaned`: what lost workers' arrivals became (_orphaned_upto)."""
         mine = WorkerReport({}, Health(0, float("inf"), None, {}), 0, [], {"coordinator": own_figures(self.cpu, {})})
         mine.arrivals = orphaned
-        report = WorkerReport.merge([mine, *(WorkerReport.from_wire(r) for r in replies)], self.names)
+        report = WorkerReport.merge_wire(replies, self.names, mine)
         self._last_health = report.health
         return report
 

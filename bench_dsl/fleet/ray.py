@@ -26,13 +26,15 @@ from types import ModuleType
 from typing import Any
 
 import psutil
+from hdrh.histogram import HdrHistogram
 
 import bench_dsl
 from bench_dsl.core.dsn import Dsn
-from bench_dsl.fleet.base import ClusterError, WorkerFailed, WorkerLost
+from bench_dsl.fleet.base import ClusterError, WorkerFailed, WorkerLost, WorkerReport
 from bench_dsl.fleet.clocks import ClockMap
 from bench_dsl.fleet.coordinator import WorkerFleet, WorkerHandle
 from bench_dsl.language.model import Scenario
+from bench_dsl.measure.metrics import HIGHEST_US, new_histogram
 
 START_TIMEOUT = 60.0  # an actor placed, its process started, bench-dsl imported and the workload built
 INSTALL = "pip install 'bench-dsl[ray]'"
@@ -179,6 +181,10 @@ class RayFleet(WorkerFleet):
         self.nodes: dict[str, dict[str, Any]] = {}  # node id -> what the result lists of it
         self.ready_s: float | None = None
         self._joined_s = 0.0  # how long joining the cluster took (reach)
+        # how long after a tick's ask each node's reports came (µs), over the run: a node whose
+        # answers come late holds every tick back, and its own figures do not say so
+        self._asked: float | None = None
+        self._answers: dict[str, HdrHistogram] = {}
 
     def _label(self, p: _Actor) -> str:
         return f"worker {p.index + 1} on node {p.node_id[:8]} ({p.host})"
@@ -274,7 +280,23 @@ class RayFleet(WorkerFleet):
             reply["quiet"] = p.clock.quiet_wire(reply["quiet"])
         self._answered(p, reply)
         p.peak = max(p.peak, p.active)
+        if msg["op"] == "report" and self._asked is not None:
+            late_us = max(1, round(1e6 * (time.monotonic() - self._asked)))
+            self._answers.setdefault(p.node_id, new_histogram()).record_value(min(late_us, HIGHEST_US))
         return reply
+
+    async def collect(self) -> WorkerReport:
+        self._asked = time.monotonic()  # the tick's ask, from which every node's answers are timed
+        return await super().collect()
+
+    def answers_late(self, node_id: str) -> dict[str, float | int] | None:
+        """How long after a tick's ask the node's reports came, in ms over the run: p50, p99, max."""
+        h = self._answers.get(node_id)
+        if h is None or not h.get_total_count():
+            return None
+        return {"p50": round(h.get_value_at_percentile(50) / 1000, 3),
+                "p99": round(h.get_value_at_percentile(99) / 1000, 3),
+                "max": round(h.get_max_value() / 1000, 3), "answers": h.get_total_count()}
 
     def capacity_pct(self) -> float:
         """The coordinator's machine and every node's, each host's cores once; each worker at most a core."""
@@ -290,7 +312,8 @@ class RayFleet(WorkerFleet):
         for node in self.nodes.values():
             mine = [p for p in [*self.procs, *self.gone] if p.node_id == node["node_id"]]
             if mine:
-                nodes.append({**node, "workers": [p.name for p in mine], "users": sum(p.peak for p in mine)})
+                nodes.append({**node, "workers": [p.name for p in mine], "users": sum(p.peak for p in mine),
+                              "answers_late_ms": self.answers_late(node["node_id"])})
         return {"kind": "ray", "nodes": nodes, "actors_ready_s": self.ready_s,
                 "users_started": [{"users": n, "seconds": secs} for n, secs in self.started],
                 "lost": [{"worker": p.name, "node_id": p.node_id, "host": p.host, "reason": p.lost} for p in self.gone]}

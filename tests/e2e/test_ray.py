@@ -186,6 +186,8 @@ async def test_a_scenario_runs_on_both_nodes(cluster: RayCluster, tmp_path: Path
     for n in nodes:
         assert n["host"] and n["cores"] >= 1 and n["users"] > 0, n
         assert len(n["workers"]) == 1 and n["workers"][0].startswith("worker "), n
+        late = n["answers_late_ms"]  # how long after each tick's ask its worker's report came
+        assert late["answers"] >= len(steps) and 0 < late["p50"] <= late["p99"] <= late["max"], n
     assert sorted(w for n in nodes for w in n["workers"]) == ["worker 1", "worker 2"]
     for s in steps:  # each actor's own CPU, as a local worker's
         by_process = s["client_cpu_by_process"]

@@ -77,6 +77,26 @@ async def test_the_scheduler_walks_the_phases_sets_the_users_and_ticks_each_seco
     assert [s["tps"] for s in steps] == pytest.approx([100, 200, 400], rel=0.1)
 
 
+async def test_a_runs_measuring_leaves_nothing_frozen_from_the_collector_after_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run.measure freezes what the run holds (gc.freeze: the ticks' collections skip it) and
+    unfreezes it at its end, so that a study's next run frees this one's."""
+    import gc
+
+    sc = scenario(tmp_path, "users 2  duration 2s")
+    frozen = []
+    original = FakeFleet.collect
+
+    async def collect(self: FakeFleet) -> object:
+        frozen.append(gc.get_freeze_count())
+        return await original(self)
+
+    monkeypatch.setattr(FakeFleet, "collect", collect)
+    await run_fake(sc, flat_after(100))
+    assert frozen and all(n > 0 for n in frozen)
+    assert gc.get_freeze_count() == 0
+
+
 async def test_a_linear_ramp_moves_the_users_within_its_phase(tmp_path: Path) -> None:
     sc = scenario(tmp_path, "ramp linear from 1 to 9 users over 4s  duration 6s")
     _, fleet, _ = await run_fake(sc, flat_after(100))

@@ -299,3 +299,62 @@ def test_an_actor_lowers_its_niceness_where_it_may_and_says_what_it_has(monkeypa
 
     monkeypatch.setattr(os, "setpriority", allowed)
     assert ray_actor._unniced() == 0 and nice["now"] == 0
+
+
+class _Clock:
+    """The coordinator's monotonic clock: each node's actor moves it to when its answer comes."""
+
+    def __init__(self) -> None:
+        self.now = 500.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+async def test_each_nodes_answers_are_timed_from_the_ticks_ask_into_cluster_nodes(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two nodes, one answering 3 ms after each tick's ask, the other 40 ms and once 900 ms: each
+    node's lateness over the run is in the result's cluster.nodes, and the schema knows it."""
+    import json
+
+    import jsonschema
+
+    from bench_dsl.fleet import coordinator, ray
+    from bench_dsl.fleet.base import Health, WorkerReport
+    from bench_dsl.language.model import Scenario
+
+    clock = _Clock()
+    monkeypatch.setattr(ray, "time", clock)
+    monkeypatch.setattr(coordinator, "time", clock)
+    late = {"aaaa": [0.003] * 3, "bbbb": [0.040, 0.900, 0.040]}
+    ticks = 0
+
+    class Actor:
+        def __init__(self, node: str) -> None:
+            self.node = node
+            self.ask = types.SimpleNamespace(remote=self.remote)
+
+        async def remote(self, msg: dict[str, Any]) -> dict[str, Any]:
+            clock.now = asked + late[self.node][ticks]
+            return {"op": msg["op"], "id": msg["id"], **WorkerReport({}, Health(0, 0.0, None, {}), 2).to_wire()}
+
+    sc = Scenario.__new__(Scenario)
+    object.__setattr__(sc, "seed", 1)
+    fleet = RayFleet(sc, None, ("t",), 2, 4, None, lambda msg, level: None)  # type: ignore[arg-type]
+    fleet.ray = types.SimpleNamespace(exceptions=types.SimpleNamespace())
+    fleet.nodes = {n: {"node_id": n, "host": f"client-{n}", "address": "10.0.0.1", "ray_cpus": 1, "cores": 1}
+                   for n in late}
+    for i, n in enumerate(late):
+        p = _Actor(i, n, f"client-{n}")
+        p.actor = Actor(n)
+        fleet.procs.append(p)
+    for ticks in range(3):
+        asked = clock.now = 1000.0 + ticks
+        await fleet.collect()
+    nodes = {n["node_id"]: n for n in fleet.cluster()["nodes"]}
+    three = pytest.approx(3.0, rel=1e-3)  # to the histogram's 3 digits
+    assert nodes["aaaa"]["answers_late_ms"] == {"p50": three, "p99": three, "max": three, "answers": 3}
+    b = nodes["bbbb"]["answers_late_ms"]
+    assert b["p50"] == pytest.approx(40.0, rel=1e-3) and b["max"] == pytest.approx(900.0, rel=1e-3)
+    schema = json.loads((ROOT / "bench_dsl/results/schema/result-v1.json").read_text())
+    jsonschema.validate(fleet.cluster(), schema["properties"]["cluster"])

@@ -73,3 +73,20 @@ def test_a_window_merges_processes_and_says_each() -> None:
     by = out["client_lag_ms_by_process"]
     assert by["worker 1"]["loop"] == figures([1.0, 2.0, 3.0]) and by["worker 2"]["thread"] is None
     assert by["worker 2"]["loop"]["max"] == 30.0
+
+
+def test_a_windows_worst_p90_is_the_worst_of_its_recorded_figures_tick_after_tick() -> None:
+    """worst_p90 (each tick, for the live screen) keeps the samples sorted in place: the same as
+    worst_lag of the window's figures, whatever order the samples came in."""
+    import random
+
+    from bench_dsl.measure.schedlag import worst_lag
+
+    rng = random.Random(5)
+    w = LagWindow()
+    assert w.worst_p90() is None
+    for _ in range(30):
+        w.add({f"worker {i}": {"loop": [rng.expovariate(1.0) for _ in range(rng.randint(0, 4))],
+                               "thread": [rng.uniform(0, 3) for _ in range(rng.randint(0, 4))]} for i in range(5)})
+        worst = worst_lag(w.to_json().get("client_lag_ms_by_process"))  # type: ignore[arg-type]
+        assert w.worst_p90() == (worst[0] if worst else None)
