@@ -14,6 +14,7 @@ import pickle
 import sys
 from typing import Any
 
+from bench_dsl.core import priority
 from bench_dsl.fleet.base import WorkerLost
 from bench_dsl.fleet.coordinator import WorkerFleet, WorkerHandle
 
@@ -47,6 +48,10 @@ class ProcessFleet(WorkerFleet):
             p.reader = asyncio.create_task(self._read(p))
             p.stderr = asyncio.create_task(self._read_stderr(p))
             self.procs.append(p)
+        # the coordinator answers no one but reads every report in time: its threads rank with the
+        # workers' control threads, above every user's. After the workers started: they inherit the
+        # niceness of this thread at their start, and take their users' from it (priority.control_first)
+        priority.control_first()
         sc = self.sc
         setup = [base64.b64encode(pickle.dumps((sc.workload, sc.setup, sc.seed, self.dsn, p.index, self.count)))
                  .decode() for p in self.procs]

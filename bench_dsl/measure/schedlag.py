@@ -25,6 +25,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from bench_dsl.core import priority
+
 PERIOD = 0.25  # seconds between two wakeups of each probe: 8 wakeups a second per process in all
 PROBES = ("loop", "thread")
 
@@ -82,6 +84,8 @@ class LagProbe:
 
     def _sleeper(self) -> None:
         while True:
+            # at the users' niceness, set again each time: the worker sets it after this thread started
+            priority.as_user()
             start = time.monotonic()
             if self._stop.wait(self.period):
                 return
