@@ -27,6 +27,7 @@ from typing import Any
 import psutil
 
 import bench_dsl
+from bench_dsl.core import priority
 from bench_dsl.core.dsn import Dsn
 from bench_dsl.fleet.base import ClusterError, WorkerFailed, WorkerLost
 from bench_dsl.fleet.clocks import ClockMap
@@ -151,6 +152,7 @@ class RayFleet(WorkerFleet):
             loop.call_soon_threadsafe(self.log, text, "warning")
 
         self.ray = ray = await asyncio.to_thread(connect, self.address, say)
+        priority.control_first()  # this driver's threads, Ray's among them, above any user's on this machine
         alive = [n for n in await asyncio.to_thread(ray.nodes) if n.get("Alive") and n["Resources"].get("CPU", 0) >= 1]
         if not alive:
             raise ClusterError("the Ray cluster offers no CPU for workers: start its nodes with --num-cpus=N")
