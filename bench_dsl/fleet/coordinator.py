@@ -107,7 +107,7 @@ class WorkerFleet:
     async def _end(self) -> None:
         """After the stop's answers (or their timeout): the workers gone, whatever state they are in."""
 
-    def _alive(self, p: Any) -> bool:
+    async def _alive(self, p: Any) -> bool:
         """Whether `p`, silent past REPLY_TIMEOUT, is still at work (starved of CPU, not gone or stuck):
         its report is then late, not lost. No by default: the deadline stands."""
         return False
@@ -208,7 +208,7 @@ class WorkerFleet:
         try:
             reply = await asyncio.wait_for(asyncio.shield(p.report), REPLY_TIMEOUT)
         except TimeoutError:
-            if self._alive(p):
+            if await self._alive(p):
                 return None
             self._forget(p.report)
             p.report = None

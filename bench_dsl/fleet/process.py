@@ -95,27 +95,8 @@ class ProcessFleet(WorkerFleet):
             fut.set_exception(WorkerLost(f"worker process {p.index} exited"))
         return fut
 
-    def _alive(self, p: _Proc) -> bool:
-        """Its process is there, neither stopped nor exited, and one of its threads runs or waits for
-        a core: starved of CPU (its users' busy, the machine full), not stuck. A worker whose every
-        thread sleeps (a deadlock, a hang in bench-dsl) is not: its report's deadline stands."""
-        if p.dead or p.proc.returncode is not None:
-            return False
-        try:
-            tids = os.listdir(f"/proc/{p.proc.pid}/task")
-        except OSError:
-            return False
-        for tid in tids:
-            try:
-                with open(f"/proc/{p.proc.pid}/task/{tid}/stat") as f:
-                    state = f.read().rsplit(")", 1)[1].split()[0]
-            except (OSError, IndexError):
-                continue
-            if state in ("Z", "X", "T", "t"):
-                return False
-            if state == "R":
-                return True
-        return False
+    async def _alive(self, p: _Proc) -> bool:
+        return not p.dead and p.proc.returncode is None and starved(p.proc.pid)
 
     async def _end(self) -> None:
         for p in [*self.procs, *self.gone]:
@@ -132,3 +113,24 @@ class ProcessFleet(WorkerFleet):
                 if t is not None:
                     with contextlib.suppress(Exception):
                         await asyncio.wait_for(t, 2)
+
+
+def starved(pid: int) -> bool:
+    """Whether process `pid` is there, neither stopped nor exited, and one of its threads runs or
+    waits for a core: a worker short of CPU (its users busy, the machine full), not stuck. One whose
+    every thread sleeps (a deadlock, a hang in bench-dsl) is not: its report's deadline stands."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    runnable = False
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state in ("Z", "X", "T", "t"):
+            return False
+        runnable = runnable or state == "R"
+    return runnable

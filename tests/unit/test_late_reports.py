@@ -5,8 +5,10 @@ runnable threads, and the client-limit verdict names it; a worker that is gone s
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import signal
+import socket
 import sys
 from typing import Any
 
@@ -59,7 +61,7 @@ class _Fleet(WorkerFleet):
             fut.set_result(self._reply(p))
         return fut
 
-    def _alive(self, p: Any) -> bool:
+    async def _alive(self, p: Any) -> bool:
         return self.alive
 
 
@@ -120,7 +122,7 @@ async def test_a_worker_process_is_alive_when_one_of_its_threads_is_runnable(cod
         # past its print, the state it then keeps: the kernel's, which no event announces
         while _state(proc.pid) != state:  # noqa: ASYNC110
             await asyncio.sleep(0.01)
-        assert ProcessFleet.__new__(ProcessFleet)._alive(_Proc(0, proc)) is alive
+        assert await ProcessFleet.__new__(ProcessFleet)._alive(_Proc(0, proc)) is alive
     finally:
         proc.kill()
         await proc.wait()
@@ -129,3 +131,21 @@ async def test_a_worker_process_is_alive_when_one_of_its_threads_is_runnable(cod
 def _state(pid: int) -> str:
     with open(f"/proc/{pid}/stat") as f:
         return f.read().rsplit(")", 1)[1].split()[0]
+
+
+async def test_a_ray_actor_is_alive_while_ray_calls_its_node_alive() -> None:
+    """Ray's own heartbeat (the GCS's view of the node) for an actor on another machine; on this one,
+    its process's state as well."""
+    from bench_dsl.fleet.ray import RayFleet, _Actor
+
+    alive = {"n1": True, "n2": False}
+    fleet = RayFleet.__new__(RayFleet)
+    fleet.ray = type("Ray", (), {"nodes": staticmethod(lambda: [{"NodeID": k, "Alive": v} for k, v in alive.items()])})
+    elsewhere, lost = _Actor(0, "n1", "node1.example"), _Actor(1, "n2", "node2.example")
+    elsewhere.pid = lost.pid = 1
+    assert await fleet._alive(elsewhere) and not await fleet._alive(lost)
+    elsewhere.dead = True
+    assert not await fleet._alive(elsewhere)
+    here = _Actor(2, "n1", socket.gethostname())
+    here.pid = os.getpid()  # this process: its thread runs this test
+    assert await fleet._alive(here)
