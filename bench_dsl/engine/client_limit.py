@@ -26,9 +26,9 @@ CLIENT_LAG_SAMPLES = 20
 
 
 def why(step: dict[str, Any], capacity_pct: float | None, users: int) -> str | None:
-    """Why the step that ended the climb was bench-dsl's own limit, or None: the client used more
-    than CLIENT_SATURATED of the CPU its processes can use, or one of its processes waited for a
-    core longer than CLIENT_LAG_MS."""
+    """Why the step that ended the climb was bench-dsl's own limit, or None: a worker's report came
+    late (its machine short of CPU), the client used more than CLIENT_SATURATED of the CPU its
+    processes can use, or one of its processes waited for a core longer than CLIENT_LAG_MS."""
     return _late(step, users) or _cpu(step, capacity_pct, users) or _lag(step, users)
 
 
