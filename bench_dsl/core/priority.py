@@ -26,14 +26,22 @@ NICEST = 19
 _users_nice: int | None = None  # what the users' threads take; None: nothing set (this process runs no users)
 
 
-def control_first(users: int | None = None) -> int:
+def control_first(users: int | None = None, apart: bool = True) -> int:
     """Ranks this process's threads above its users' (those started later, through `as_user`):
     every thread it has now gets the control niceness where it may; returns the users' niceness.
     `users`: the niceness they should have (a Ray actor's: 0, not the 15 Ray starts it at); this
-    thread's by default, which a process inherits from `nice bench ...`."""
+    thread's by default, which a process inherits from `nice bench ...`. `apart` False: the users
+    run on the control thread's own event loop (asyncmy), which then ranks as users do: raised
+    above them, it would take the CPU of a server beside it (a second process cost TPC-C 20%)."""
     global _users_nice
     own = os.getpriority(os.PRIO_PROCESS, 0)  # this thread's
     users = own if users is None else users
+    if not apart:
+        if not _set_all(users):
+            _set_all(own)
+            users = own
+        _users_nice = users
+        return users
     control = max(-20, users - CONTROL_GAIN)
     if not _set_all(control):
         users = min(NICEST, own + CONTROL_GAIN)

@@ -78,11 +78,12 @@ class Worker:
         op, mid = msg["op"], msg["id"]
         if op == "start":
             spec, setup, seed, dsn, index, count = pickle.loads(base64.b64decode(msg["setup"]))
-            # before any user's thread starts: those inherit the niceness of the thread that starts them
-            priority.control_first(self.users_nice)
             workload = build_workload(spec, setup, seed)
             self.recorder = Recorder(workload.names)
             self.pool = UserPool(dsn, workload, self.recorder, seed, offset=index, stride=count)
+            # before any user's thread starts: those inherit the niceness of the thread that starts
+            # them. Users with no Program run on asyncmy, on this loop: no thread of their own
+            priority.control_first(self.users_nice, apart=self.pool.program is not None)
             self.name = f"worker {index + 1}"
             self.send({"op": "ready", "id": mid, "pid": os.getpid()})
             return

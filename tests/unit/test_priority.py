@@ -85,3 +85,22 @@ def test_a_ray_actor_at_nice_15_puts_its_users_at_0_or_as_far_above_its_control_
 
     monkeypatch.setattr(os, "setpriority", lambda which, who, value: nice.__setitem__(who, value))
     assert priority.control_first(0) == 0 and nice == {1: -priority.CONTROL_GAIN, 2: -priority.CONTROL_GAIN}
+
+
+def test_users_on_the_control_threads_loop_rank_as_it_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """asyncmy's users are coroutines of the loop that answers the coordinator: one niceness for both,
+    the users' (a Ray actor's 0 where it may be set, as before)."""
+    nice: dict[int, int] = {}
+    monkeypatch.setattr(priority, "_users_nice", None)
+    monkeypatch.setattr(os, "getpriority", lambda which, who: 15)
+    monkeypatch.setattr(os, "listdir", lambda path: ["1", "2"])
+    monkeypatch.setattr(os, "setpriority", lambda which, who, value: nice.__setitem__(who, value))
+    assert priority.control_first(0, apart=False) == 0 and nice == {1: 0, 2: 0}
+
+    def refused(which: int, who: int, value: int) -> None:
+        if value < 15:
+            raise PermissionError("not root")
+        nice[who] = value
+
+    monkeypatch.setattr(os, "setpriority", refused)
+    assert priority.control_first(0, apart=False) == 15 and nice == {1: 15, 2: 15}
