@@ -55,7 +55,7 @@ class _Fleet(WorkerFleet):
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         if msg["op"] == "report":
             self.asked[p.index] += 1
-        if msg["op"] == "report" and p.index == 1:
+        if msg["op"] in ("report", "pace") and p.index == 1:
             self.held = fut  # answered by the test
         else:
             fut.set_result(self._reply(p))
@@ -149,3 +149,17 @@ async def test_a_ray_actor_is_alive_while_ray_calls_its_node_alive() -> None:
     here = _Actor(2, "n1", socket.gethostname())
     here.pid = os.getpid()  # this process: its thread runs this test
     assert await fleet._alive(here)
+
+
+@pytest.mark.parametrize("alive", [True, False])
+async def test_a_new_rate_waits_for_no_live_worker_that_is_late(monkeypatch: pytest.MonkeyPatch, alive: bool) -> None:
+    """A starved worker takes a rate when it reads it; one that is gone fails the change, as before."""
+    monkeypatch.setattr(coordinator, "REPLY_TIMEOUT", 0.05)
+    fleet = _Fleet(_Clock(100.0), alive=alive)
+    fleet._users = 1500
+    if alive:
+        await fleet.pace(1000.0, False, 0)
+        assert [p.rate for p in fleet.procs] == [500.0, 500.0]
+    else:
+        with pytest.raises(WorkerFailed, match="did not take a new rate"):
+            await fleet.pace(1000.0, False, 0)
