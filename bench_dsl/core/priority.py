@@ -24,6 +24,7 @@ CONTROL_GAIN = 10  # nice levels between the control threads and the users': a w
 NICEST = 19
 
 _users_nice: int | None = None  # what the users' threads take; None: nothing set (this process runs no users)
+_before: int | None = None  # this process's niceness before control_first, for restore
 
 
 def control_first(users: int | None = None, apart: bool = True) -> int:
@@ -33,8 +34,10 @@ def control_first(users: int | None = None, apart: bool = True) -> int:
     thread's by default, which a process inherits from `nice bench ...`. `apart` False: the users
     run on the control thread's own event loop (asyncmy), which then ranks as users do: raised
     above them, it would take the CPU of a server beside it (a second process cost TPC-C 20%)."""
-    global _users_nice
-    own = os.getpriority(os.PRIO_PROCESS, 0)  # this thread's
+    global _users_nice, _before
+    # this thread's, as it was before a first call (a second one ranks as the first)
+    own = os.getpriority(os.PRIO_PROCESS, 0) if _before is None else _before
+    _before = own
     users = own if users is None else users
     if not apart:
         if not _set_all(users):
@@ -48,6 +51,16 @@ def control_first(users: int | None = None, apart: bool = True) -> int:
         _set_all(own)  # those it could lower and those it could not, at one niceness again
     _users_nice = users
     return users
+
+
+def restore() -> None:
+    """Every thread of this process back at its niceness before control_first: a coordinator that
+    goes on (the next run of a study) must not hand the control niceness to what it starts next, a
+    server among them (a child starts at its parent thread's niceness)."""
+    global _users_nice, _before
+    if _before is not None:
+        _set_all(_before)
+    _users_nice = _before = None
 
 
 def users_nice() -> int | None:

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from bench_dsl.core import priority
 from bench_dsl.core.dsn import Dsn
 from bench_dsl.fleet.base import Health, WorkerFailed, WorkerReport, capacity_pct, late_figures, own_figures
 from bench_dsl.language.model import Scenario
@@ -313,5 +314,8 @@ class WorkerFleet:
         # a late report answered before the stop: what it holds was measured too
         replies += [p.report.result() for p in live if p.report is not None and p.report.done()
                     and not p.report.cancelled() and p.report.exception() is None]
-        await self._end()
+        try:
+            await self._end()
+        finally:
+            priority.restore()  # the coordinator's threads (ProcessFleet.start, RayFleet.start)
         return self._merge(replies)

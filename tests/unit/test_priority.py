@@ -104,3 +104,20 @@ def test_users_on_the_control_threads_loop_rank_as_it_does(monkeypatch: pytest.M
 
     monkeypatch.setattr(os, "setpriority", refused)
     assert priority.control_first(0, apart=False) == 15 and nice == {1: 15, 2: 15}
+
+
+def test_a_coordinator_that_goes_on_is_back_at_its_niceness_once_its_fleet_stopped(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The next run of a study starts its server from this process: not at the control niceness."""
+    nice = {1: 0, 2: 0}
+    monkeypatch.setattr(priority, "_users_nice", None)
+    monkeypatch.setattr(priority, "_before", None)
+    monkeypatch.setattr(os, "getpriority", lambda which, who: nice[1])
+    monkeypatch.setattr(os, "listdir", lambda path: ["1", "2"])
+    monkeypatch.setattr(os, "setpriority", lambda which, who, value: nice.__setitem__(who, value))
+    priority.control_first()
+    assert nice == {1: -priority.CONTROL_GAIN, 2: -priority.CONTROL_GAIN}
+    priority.control_first()  # a second start before a stop ranks as the first
+    assert nice == {1: -priority.CONTROL_GAIN, 2: -priority.CONTROL_GAIN}
+    priority.restore()
+    assert nice == {1: 0, 2: 0} and priority.users_nice() is None
