@@ -26,10 +26,23 @@ CLIENT_LAG_SAMPLES = 20
 
 
 def why(step: dict[str, Any], capacity_pct: float | None, users: int) -> str | None:
-    """Why the step that ended the climb was bench-dsl's own limit, or None: the client used more
-    than CLIENT_SATURATED of the CPU its processes can use, or one of its processes waited for a
-    core longer than CLIENT_LAG_MS."""
-    return _cpu(step, capacity_pct, users) or _lag(step, users)
+    """Why the step that ended the climb was bench-dsl's own limit, or None: a worker's report came
+    late (its machine short of CPU), the client used more than CLIENT_SATURATED of the CPU its
+    processes can use, or one of its processes waited for a core longer than CLIENT_LAG_MS."""
+    return _late(step, users) or _cpu(step, capacity_pct, users) or _lag(step, users)
+
+
+def _late(step: dict[str, Any], users: int) -> str | None:
+    """A worker whose report came more than a tick late (schedlag.REPORT_LATE_S) was alive and short
+    of CPU: what the coordinator waited for, the users' machine could not give (issue 39)."""
+    late = step.get("client_reports_late") or {}
+    if not late:
+        return None
+    name, fig = max(late.items(), key=lambda kv: kv[1]["waited_s"])
+    runnable = fig.get("runnable_threads")
+    beside = f" while {runnable:,} threads were runnable" if runnable is not None else ""
+    return (f"the client machine was the limit: its {name} reported {fig['waited_s']:.1f} s late{beside}, "
+            f"so the server carries at least {users} users")
 
 
 def _lag(step: dict[str, Any], users: int) -> str | None:

@@ -115,13 +115,15 @@ class Tally:
         self.server_side.fill(tick)
         self.interval_agg.add(tick)
         self.tick_t = tick.t
-        lag = report.lag()
+        lag, waits = report.lag(), report.waits()
         self.lag_interval.add(lag)
+        self.lag_interval.add_waits(waits)
         if tick.measured:
             self.step_agg.add(tick)
             self.run_agg.add(tick)
-            self.lag_step.add(lag)
-            self.lag_run.add(lag)
+            for window in (self.lag_step, self.lag_run):
+                window.add(lag)
+                window.add_waits(waits)
             fired = self.judge.tick(tick, judging=not self.stop.stopping())
             if fired is not None:
                 self._fire(fired, ph)

@@ -80,6 +80,10 @@ class ProcessFigures:
     cores: int  # its host's
     # its whole host's CPU over the report, where only it can read it (a cluster node)
     host_cpu_pct: float | None = None
+    runnable_threads: int | None = None  # its host's threads runnable when it made the report (Linux)
+    # the seconds the coordinator waited for the report, from its ask (set by the coordinator): a
+    # starved worker's is late (issue 39), and one not in yet says how long it has been waited for
+    report_wait_s: float | None = None
 
     def to_wire(self) -> dict[str, Any]:
         return asdict(self)
@@ -88,7 +92,9 @@ class ProcessFigures:
     def from_wire(cls, w: dict[str, Any]) -> ProcessFigures:
         return cls(None if w["cpu_s"] is None else float(w["cpu_s"]), float(w["wall_s"]),
                    {p: [float(v) for v in vs] for p, vs in w["lag"].items()}, str(w["host"]), int(w["cores"]),
-                   None if w.get("host_cpu_pct") is None else float(w["host_cpu_pct"]))
+                   None if w.get("host_cpu_pct") is None else float(w["host_cpu_pct"]),
+                   None if w.get("runnable_threads") is None else int(w["runnable_threads"]),
+                   None if w.get("report_wait_s") is None else float(w["report_wait_s"]))
 
 
 @dataclass(slots=True)
@@ -163,6 +169,11 @@ class WorkerReport:
         """The scheduling lag of each process that runs users (bench_dsl.measure.schedlag)."""
         return {name: p.lag for name, p in self.processes.items() if p.lag}
 
+    def waits(self) -> dict[str, tuple[float, int | None]]:
+        """The seconds the coordinator waited for each worker's report, with its host's runnable threads."""
+        return {name: (p.report_wait_s, p.runnable_threads) for name, p in self.processes.items()
+                if p.report_wait_s is not None}
+
     def cpu(self) -> dict[str, float | None]:
         """bench-dsl's CPU over the report: "client" and "client:NAME" (bench_dsl.measure.cpu.client_cpu),
         and "client_host:HOST", the whole CPU of each host whose workers read it (a cluster's nodes)."""
@@ -175,7 +186,22 @@ def own_figures(cpu: OwnCpu, lag: Samples, host_cpu: Callable[[], float | None] 
     its host's CPU % since the previous call, for a host no other process of the run reads)."""
     cpu_s, wall_s = cpu.take()
     return ProcessFigures(cpu_s, wall_s, lag, socket.gethostname(), os.cpu_count() or 1,
-                          None if host_cpu is None else host_cpu())
+                          None if host_cpu is None else host_cpu(), runnable_threads())
+
+
+def late_figures(waited_s: float) -> ProcessFigures:
+    """What stands for a worker's figures in a collect its report missed (late): how long it has been
+    waited for, and this host's runnable threads (its own, for a fleet on this machine)."""
+    return ProcessFigures(None, 0.0, {}, socket.gethostname(), os.cpu_count() or 1, None, runnable_threads(), waited_s)
+
+
+def runnable_threads() -> int | None:
+    """The threads of this host that run or wait for a core now (/proc/loadavg's fourth field)."""
+    try:
+        with open("/proc/loadavg") as f:
+            return int(f.read().split()[3].split("/")[0])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 class WorkerFailed(BenchError):

@@ -12,13 +12,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from bench_dsl.core import priority
 from bench_dsl.core.dsn import Dsn
-from bench_dsl.fleet.base import Health, WorkerFailed, WorkerReport, capacity_pct, own_figures
+from bench_dsl.fleet.base import Health, WorkerFailed, WorkerReport, capacity_pct, late_figures, own_figures
 from bench_dsl.language.model import Scenario
 from bench_dsl.measure.arrivals import ArrivalStats
 from bench_dsl.measure.cpu import OwnCpu
 
-REPLY_TIMEOUT = 10.0  # a worker that does not answer a report in this time is stuck or dead
+REPLY_TIMEOUT = 10.0  # a worker that does not answer a report in this time is stuck or dead, unless alive (_alive)
 
 
 def rate_shares(rate: float, queue: int, users: list[int]) -> list[tuple[float, int, float]]:
@@ -57,6 +58,10 @@ class WorkerHandle:
         self.offset = 0.0
         self.taken: float | None = None
         self.waiting = 0  # its arrivals offered and not yet started at its last report: dropped if it is lost
+        # a report asked for and not answered within REPLY_TIMEOUT by a worker still alive: the next
+        # collect waits for that answer rather than asking again (when it was asked: its wait)
+        self.report: asyncio.Future[dict[str, Any]] | None = None
+        self.asked = 0.0
 
     @property
     def name(self) -> str:
@@ -105,6 +110,11 @@ class WorkerFleet:
 
     async def reach(self) -> None:
         """Where the workers will run, before the data is loaded (a cluster's kind joins it here)."""
+
+    async def _alive(self, p: Any) -> bool:
+        """Whether `p`, silent past REPLY_TIMEOUT, is still at work (starved of CPU, not gone or stuck):
+        its report is then late, not lost. No by default: the deadline stands."""
+        return False
 
     # the protocol ------------------------------------------------------------------------------
     @property
@@ -180,10 +190,13 @@ class WorkerFleet:
                 p.taken = now
         futs = [self._send(p, {"op": "pace", "rate": r, "poisson": poisson, "queue": q, "offset": o})
                 for p, (r, q, o) in zip(self.procs, shares, strict=True)]
-        try:
-            await asyncio.wait_for(asyncio.gather(*futs), REPLY_TIMEOUT)
-        except TimeoutError:
-            raise WorkerFailed(f"the workers did not take a new rate in {REPLY_TIMEOUT:g}s") from None
+        _, pending = await asyncio.wait(futs, timeout=REPLY_TIMEOUT)
+        for p, fut in zip(self.procs, futs, strict=True):
+            # a starved worker takes the rate late: its messages keep their order
+            if fut in pending and not await self._alive(p):
+                raise WorkerFailed(f"the workers did not take a new rate in {REPLY_TIMEOUT:g}s")
+            self._forget(fut)
+        await asyncio.gather(*(f for f in futs if f not in pending))  # a lost worker's error
 
     def _merge(self, replies: list[dict[str, Any]], orphaned: ArrivalStats | None = None) -> WorkerReport:
         """The workers' reports and the coordinator's own figures (it runs no users: no lag);
@@ -194,8 +207,26 @@ class WorkerFleet:
         self._last_health = report.health
         return report
 
-    async def _report(self, p: Any) -> dict[str, Any]:
-        reply = await self._ask(p, {"op": "report"})
+    async def _report(self, p: Any) -> dict[str, Any] | None:
+        """`p`'s report, or None when it is late: silent past REPLY_TIMEOUT but alive (a starved worker,
+        issue 39), whose answer the next collect takes (it holds what was measured since its last)."""
+        if p.report is None:
+            p.report, p.asked = self._send(p, {"op": "report"}), time.monotonic()
+        try:
+            reply = await asyncio.wait_for(asyncio.shield(p.report), REPLY_TIMEOUT)
+        except TimeoutError:
+            if await self._alive(p):
+                return None
+            self._forget(p.report)
+            p.report = None
+            raise WorkerFailed(f"{self._label(p)} did not answer 'report' in {REPLY_TIMEOUT:g}s") from None
+        except BaseException:
+            p.report = None
+            raise
+        p.report = None
+        fig = reply.get("processes", {}).get(p.name)
+        if fig is not None:
+            fig["report_wait_s"] = round(time.monotonic() - p.asked, 3)
         # its counts end at its take (a cluster's worker's on this clock: RayFleet._call maps them)
         p.taken = float(reply["quiet"][0][2]) if reply.get("quiet") else time.monotonic()
         p.waiting = int(reply["arrivals"]["waiting"]) if reply.get("arrivals") else 0
@@ -227,12 +258,27 @@ class WorkerFleet:
             return None
         return ArrivalStats(offered=due, dropped=due + held, waiting_start=held)
 
+    def _late(self, late: list[Any]) -> dict[str, Any] | None:
+        """A reply in place of late workers' reports: how long each has been waited for, and the
+        runnable threads of this host (theirs, for a fleet on this machine)."""
+        if not late:
+            return None
+        now = time.monotonic()
+        figures = {p.name: late_figures(round(now - p.asked, 3)) for p in late}
+        for p in late:
+            self.log(f"{self._label(p)} has not answered 'report' for {now - p.asked:.1f}s; it is alive, short of "
+                     f"CPU ({figures[p.name].runnable_threads} threads runnable): its report will come late", "warning")
+        return WorkerReport({}, Health(0, float("inf"), None, {}), processes=figures).to_wire()
+
     async def collect(self) -> WorkerReport:
         results = await asyncio.gather(*(self._report(p) for p in self.procs), return_exceptions=True)
+        late = self._late([p for p, r in zip(self.procs, results, strict=True) if r is None])
         replies = [r for r in results if isinstance(r, dict)]
+        takes = list(replies)  # where the counts end: a late worker's placeholder has none
+        replies += [late] if late is not None else []
         failed = [(p, r) for p, r in zip(self.procs, results, strict=True) if isinstance(r, BaseException)]
         if not failed:
-            return self._merge(replies, self._orphaned_upto(replies, []))
+            return self._merge(replies, self._orphaned_upto(takes, []))
         for p, exc in failed:
             if isinstance(exc, WorkerFailed):
                 p.lost = str(exc)
@@ -240,7 +286,7 @@ class WorkerFleet:
         if isinstance(first, WorkerFailed):
             # the others reset their counts when they answered: their interval goes with the failure,
             # with the lost workers' share of the rate, due and never started
-            orphaned = self._orphaned_upto(replies, [p for p, _ in failed])
+            orphaned = self._orphaned_upto(takes, [p for p, _ in failed])
             raise WorkerFailed(str(first), partial=self._merge(replies, orphaned))
         raise first
 
@@ -268,5 +314,11 @@ class WorkerFleet:
         results = await asyncio.gather(*(self._ask(p, {"op": "stop", "grace": grace}, timeout=grace + 5) for p in live),
                                        return_exceptions=True)
         replies = [r for r in results if isinstance(r, dict)]
-        await self._end()
+        # a late report answered before the stop: what it holds was measured too
+        replies += [p.report.result() for p in live if p.report is not None and p.report.done()
+                    and not p.report.cancelled() and p.report.exception() is None]
+        try:
+            await self._end()
+        finally:
+            priority.restore()  # the coordinator's threads (ProcessFleet.start, RayFleet.start)
         return self._merge(replies)

@@ -14,6 +14,7 @@ import pickle
 import sys
 from typing import Any
 
+from bench_dsl.core import priority
 from bench_dsl.fleet.base import WorkerLost
 from bench_dsl.fleet.coordinator import WorkerFleet, WorkerHandle
 
@@ -47,6 +48,10 @@ class ProcessFleet(WorkerFleet):
             p.reader = asyncio.create_task(self._read(p))
             p.stderr = asyncio.create_task(self._read_stderr(p))
             self.procs.append(p)
+        # the coordinator answers no one but reads every report in time: its threads rank with the
+        # workers' control threads, above every user's. After the workers started: they inherit the
+        # niceness of this thread at their start, and take their users' from it (priority.control_first)
+        priority.control_first()
         sc = self.sc
         setup = [base64.b64encode(pickle.dumps((sc.workload, sc.setup, sc.seed, self.dsn, p.index, self.count)))
                  .decode() for p in self.procs]
@@ -90,6 +95,9 @@ class ProcessFleet(WorkerFleet):
             fut.set_exception(WorkerLost(f"worker process {p.index} exited"))
         return fut
 
+    async def _alive(self, p: _Proc) -> bool:
+        return not p.dead and p.proc.returncode is None and starved(p.proc.pid)
+
     async def _end(self) -> None:
         for p in [*self.procs, *self.gone]:
             if p.proc.stdin is not None:
@@ -105,3 +113,24 @@ class ProcessFleet(WorkerFleet):
                 if t is not None:
                     with contextlib.suppress(Exception):
                         await asyncio.wait_for(t, 2)
+
+
+def starved(pid: int) -> bool:
+    """Whether process `pid` is there, neither stopped nor exited, and one of its threads runs or
+    waits for a core: a worker short of CPU (its users busy, the machine full), not stuck. One whose
+    every thread sleeps (a deadlock, a hang in bench-dsl) is not: its report's deadline stands."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    runnable = False
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state in ("Z", "X", "T", "t"):
+            return False
+        runnable = runnable or state == "R"
+    return runnable

@@ -29,10 +29,12 @@ import psutil
 from hdrh.histogram import HdrHistogram
 
 import bench_dsl
+from bench_dsl.core import priority
 from bench_dsl.core.dsn import Dsn
 from bench_dsl.fleet.base import ClusterError, WorkerFailed, WorkerLost, WorkerReport
 from bench_dsl.fleet.clocks import ClockMap
-from bench_dsl.fleet.coordinator import WorkerFleet, WorkerHandle
+from bench_dsl.fleet.coordinator import REPLY_TIMEOUT, WorkerFleet, WorkerHandle
+from bench_dsl.fleet.process import starved
 from bench_dsl.language.model import Scenario
 from bench_dsl.measure.metrics import HIGHEST_US, new_histogram
 
@@ -49,6 +51,7 @@ class _Actor(WorkerHandle):
         self.actor: Any = None
         self.clock = ClockMap()
         self.peak = 0  # the most users it ran at once
+        self.pid: int | None = None  # its process's, on its node
 
 
 def place(requested: int | None, nodes: list[tuple[str, int]]) -> list[tuple[str, float]]:
@@ -200,6 +203,7 @@ class RayFleet(WorkerFleet):
             loop.call_soon_threadsafe(self.log, text, "warning")
 
         self.ray = ray = await asyncio.to_thread(connect, self.address, say)
+        priority.control_first()  # this driver's threads, Ray's among them, above any user's on this machine
         alive = [n for n in await asyncio.to_thread(ray.nodes) if n.get("Alive") and n["Resources"].get("CPU", 0) >= 1]
         if not alive:
             raise ClusterError("the Ray cluster offers no CPU for workers: start its nodes with --num-cpus=N")
@@ -248,7 +252,7 @@ class RayFleet(WorkerFleet):
         if int(r.get("nice", 0)) > 0:  # Ray's default for its workers, which only root may lower
             self.log(f"{self._label(p)}: its users run at nice {r['nice']}, behind anything else on that "
                      "machine: start Ray's nodes with RAY_worker_niceness=0 in their environment", "warning")
-        p.host = str(r["host"])
+        p.host, p.pid = str(r["host"]), int(r["pid"]) if r.get("pid") is not None else None
         node = self.nodes[p.node_id]
         node.update(host=p.host, cores=int(r["cores"]))
         node.setdefault("workers", []).append(p.name)
@@ -297,6 +301,20 @@ class RayFleet(WorkerFleet):
         return {"p50": round(h.get_value_at_percentile(50) / 1000, 3),
                 "p99": round(h.get_value_at_percentile(99) / 1000, 3),
                 "max": round(h.get_max_value() / 1000, 3), "answers": h.get_total_count()}
+
+    async def _alive(self, p: _Actor) -> bool:
+        """Silent past the deadline, alive: Ray still calls its node alive (its raylet's health checks)
+        and, on this machine, its process is starved rather than stuck (process.starved). Ray says so
+        when its actor or node dies: its answer is then that error, at the next collect."""
+        if p.dead:
+            return False
+        try:
+            nodes = await asyncio.wait_for(asyncio.to_thread(self.ray.nodes), REPLY_TIMEOUT)
+        except Exception:  # the GCS itself does not answer: nothing to tell a late worker by
+            return False
+        if not any(n["NodeID"] == p.node_id and n.get("Alive") for n in nodes):
+            return False
+        return p.pid is None or p.host != socket.gethostname() or starved(p.pid)
 
     def capacity_pct(self) -> float:
         """The coordinator's machine and every node's, each host's cores once; each worker at most a core."""

@@ -16,6 +16,7 @@ from typing import Any
 import psutil
 
 import bench_dsl
+from bench_dsl.core import priority
 from bench_dsl.fleet.worker import Worker
 from bench_dsl.measure.schedlag import LagProbe
 
@@ -25,7 +26,6 @@ class WorkerActor:
         self.worker: Worker | None = None
         self.probe = LagProbe()
         self.replies: dict[int, asyncio.Future[dict[str, Any]]] = {}
-        self.nice = 0  # the users' threads' niceness
 
     def _reply(self, msg: dict[str, Any]) -> None:
         fut = self.replies.pop(msg["id"], None)
@@ -35,33 +35,21 @@ class WorkerActor:
     async def ask(self, msg: dict[str, Any]) -> dict[str, Any]:
         loop = asyncio.get_running_loop()
         if self.worker is None:
-            self.nice = _unniced()
             # on the loop Ray runs the calls on (not the process's main thread): the users' loop, whose lag it probes
             self.probe.start(loop)
             psutil.cpu_percent(None)  # the first reading is meaningless: prime it
             self.worker = Worker(self._reply, self.probe, host_cpu=lambda: psutil.cpu_percent(None))
+            # Ray starts its workers at nice 15 (its own daemons first): at 64 users beside a local
+            # server they made 10% fewer transactions than worker processes at nice 0 (make bench,
+            # section ray). Their control threads (this loop, Ray's own that carry the calls) rank
+            # above the users', which run at 0 where that may be set (priority.control_first)
+            self.worker.users_nice = 0
         fut = self.replies[msg["id"]] = loop.create_future()
         await self.worker.handle(msg)
         reply = await fut
         if msg["op"] == "start":
-            reply = reply | facts() | {"nice": self.nice}
+            reply = reply | facts() | {"nice": priority.users_nice()}
         return reply
-
-
-def _unniced() -> int:
-    """This thread at nice 0, if it may be: its niceness now. Ray starts its workers at nice 15 (its
-    own daemons first), and the users' threads, started from this one, inherit its niceness (on
-    Linux a thread's own): at 64 users beside a local server they made 10% fewer transactions than
-    worker processes at nice 0 (make bench, section ray). Lowering it takes root (or CAP_SYS_NICE);
-    the coordinator says how to start the nodes otherwise."""
-    nice = os.getpriority(os.PRIO_PROCESS, 0)
-    if nice > 0:
-        try:
-            os.setpriority(os.PRIO_PROCESS, 0, 0)
-            nice = 0
-        except PermissionError:
-            pass
-    return nice
 
 
 def facts() -> dict[str, Any]:

@@ -37,6 +37,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from bench_dsl.core import priority
 from bench_dsl.core.aio import run_loop
 from bench_dsl.fleet.base import WorkerReport, own_figures
 from bench_dsl.fleet.users import UserPool
@@ -61,6 +62,7 @@ class Worker:
         self.name = "worker"  # "worker N", as the coordinator's figures name its N-th process
         self.cpu = OwnCpu()
         self.finished = asyncio.Event()  # the stop answer is sent: the worker may exit
+        self.users_nice: int | None = None  # the niceness its users' threads should have (priority.control_first)
 
     def report(self, op: str, mid: int) -> dict[str, Any]:
         assert self.pool is not None and self.recorder is not None
@@ -79,6 +81,9 @@ class Worker:
             workload = build_workload(spec, setup, seed)
             self.recorder = Recorder(workload.names)
             self.pool = UserPool(dsn, workload, self.recorder, seed, offset=index, stride=count)
+            # before any user's thread starts: those inherit the niceness of the thread that starts
+            # them. Users with no Program run on asyncmy, on this loop: no thread of their own
+            priority.control_first(self.users_nice, apart=self.pool.program is not None)
             self.name = f"worker {index + 1}"
             self.send({"op": "ready", "id": mid, "pid": os.getpid()})
             return

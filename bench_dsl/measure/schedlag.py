@@ -25,7 +25,11 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from bench_dsl.core import priority
+
 PERIOD = 0.25  # seconds between two wakeups of each probe: 8 wakeups a second per process in all
+# a worker's report the coordinator waited for longer than this was late: a tick (issue 39, 2)
+REPORT_LATE_S = 1.0
 PROBES = ("loop", "thread")
 
 # what a process sends for one report: probe -> oversleeps in ms since the last take
@@ -82,6 +86,8 @@ class LagProbe:
 
     def _sleeper(self) -> None:
         while True:
+            # at the users' niceness, set again each time: the worker sets it after this thread started
+            priority.as_user()
             start = time.monotonic()
             if self._stop.wait(self.period):
                 return
@@ -106,6 +112,13 @@ class LagWindow:
 
     def __init__(self) -> None:
         self.by_process: dict[str, Samples] = {}
+        self.waits: dict[str, tuple[float, int | None]] = {}  # by worker: its longest report wait, runnable threads
+
+    def add_waits(self, waits: Mapping[str, tuple[float, int | None]]) -> None:
+        """How long the coordinator waited for each worker's report (WorkerReport.waits)."""
+        for name, (waited, runnable) in waits.items():
+            if name not in self.waits or waited > self.waits[name][0]:
+                self.waits[name] = (waited, runnable)
 
     def add(self, samples: Mapping[str, Samples]) -> None:
         for name, probes in samples.items():
@@ -134,10 +147,14 @@ class LagWindow:
 
     def to_json(self) -> dict[str, object]:
         """`client_lag_ms` (all processes together) and `client_lag_ms_by_process`; nothing when no
-        process measured anything (a fake fleet)."""
+        process measured anything (a fake fleet); `client_reports_late`, the workers whose reports
+        were late, when one was."""
+        late = {name: {"waited_s": round(waited, 1), "runnable_threads": runnable}
+                for name, (waited, runnable) in sorted(self.waits.items()) if waited > REPORT_LATE_S}
+        out: dict[str, object] = {"client_reports_late": late} if late else {}
         if not any(self.overall(p) for p in PROBES):
-            return {}
-        return {"client_lag_ms": {p: figures(self.overall(p)) for p in PROBES},
+            return out
+        return out | {"client_lag_ms": {p: figures(self.overall(p)) for p in PROBES},
                 "client_lag_ms_by_process": {name: {p: figures(probes[p]) for p in PROBES}
                                              for name, probes in sorted(self.by_process.items())}}
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from bench_dsl import native
+from bench_dsl.core import priority
 from bench_dsl.core.dsn import IDENTITY_SQL, Dsn
 from bench_dsl.language.statements import Transactions
 
@@ -159,6 +160,7 @@ class NativeUser:
         return await fut
 
     def _serve(self) -> None:
+        priority.as_user()  # below the thread that answers the coordinator (bench_dsl.core.priority)
         while (item := self._calls.get()) is not None:
             call, fut, loop = item
             try:

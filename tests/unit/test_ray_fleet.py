@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import platform
 import subprocess
 import sys
@@ -18,7 +17,6 @@ import pytest
 
 import bench_dsl
 from bench_dsl.core.errors import ScenarioError
-from bench_dsl.fleet import ray_actor
 from bench_dsl.fleet.base import WorkerFailed, WorkerLost
 from bench_dsl.fleet.clocks import ClockMap
 from bench_dsl.fleet.coordinator import WorkerFleet, WorkerHandle
@@ -282,23 +280,6 @@ def test_an_actor_whose_users_stay_niced_is_a_warning_that_says_how_to_start_the
     assert logged == []
     with pytest.raises(WorkerFailed, match="install the same on every node"):
         fleet._check(_Actor(2, "n1", "?"), facts | {"ray": "2.59.0", "nice": 0})
-
-
-def test_an_actor_lowers_its_niceness_where_it_may_and_says_what_it_has(monkeypatch: pytest.MonkeyPatch) -> None:
-    nice = {"now": 15}
-    monkeypatch.setattr(os, "getpriority", lambda which, who: nice["now"])
-
-    def refused(which: int, who: int, value: int) -> None:
-        raise PermissionError("not root")
-
-    monkeypatch.setattr(os, "setpriority", refused)
-    assert ray_actor._unniced() == 15  # not root: as Ray started it, and the coordinator warns
-
-    def allowed(which: int, who: int, value: int) -> None:
-        nice["now"] = value
-
-    monkeypatch.setattr(os, "setpriority", allowed)
-    assert ray_actor._unniced() == 0 and nice["now"] == 0
 
 
 class _Clock:
