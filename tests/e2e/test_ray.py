@@ -441,4 +441,7 @@ def test_a_rate_is_whole_after_a_lost_node_while_ray_declares_it_dead(cluster: R
     rows = doc["intervals"]
     for before, row in zip(rows, rows[1:], strict=False):
         assert before["t"] <= row["start_s"] <= row["t"], (before, row)
-        assert row["t"] - row["seconds"] >= before["t"] - 0.05, (before, row)
+        # the counts' span ends where a tick's earliest answer was taken, its row's t where the tick was
+        # merged: Ray's calls on a loaded machine put 65 ms between them (seen); the overlap this test
+        # is about was 1.4 s
+        assert row["t"] - row["seconds"] >= before["t"] - 0.25, (before, row)
