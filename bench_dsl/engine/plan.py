@@ -13,7 +13,7 @@ def plan(sc: m.Scenario, time_scale: float = 1.0, max_steps: int | None = None) 
     return profile_of(sc.ramp).plan(sc.ramp, sc.warmup, time_scale, max_steps)
 
 
-def planned_seconds(sc: m.Scenario, time_scale: float = 1.0, max_steps: int | None = None) -> float:
+def planned_seconds(sc: m.Scenario | m.Deferred, time_scale: float = 1.0, max_steps: int | None = None) -> float:
     """plan(sc, time_scale, max_steps).seconds, without building a phase per step: what a study's
     --plan adds up over a thousand configurations of a ramp of 10,000 steps."""
     return profile_of(sc.ramp).seconds(sc.ramp, sc.warmup, time_scale, max_steps)

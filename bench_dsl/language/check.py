@@ -6,6 +6,7 @@ giving up."""
 from __future__ import annotations
 
 import difflib
+import functools
 import itertools
 import os
 import re
@@ -139,7 +140,8 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
     replica_dsns = server.replicas(c, items.all("replica"), embedded=given is None)
     monitor = server.monitor(c, items.first("monitor"))
     workload, tx_names = parts.part(c, "workload", items.all("Workload"),
-                                    lambda: _workload(c, sc, items.all("Workload"), workloads))
+                                    lambda: _workload(c, sc, items.all("Workload"), workloads),
+                                    screen=not items.all("rate"))  # a rate reads the mix's weights
     # a target line whose env() is unset now may be set when the file runs: `bench run` says so then
     workers, cluster = placement.workers(c, items.first("workers"), targeted=items.first("target") is not None)
     on_worker_loss = placement.worker_loss(c, items.first("on worker loss"))
@@ -358,7 +360,8 @@ def _conditions(c: Checker, blocks: list[object], tx_names: tuple[str, ...], ram
     out: list[m.Condition] = []
     for blk in blocks:
         for node in blk.entries:  # type: ignore[attr-defined]
-            cond = condition(c, node, tx_names, ramp, expect=expect)
+            cond = c.place(("condition", expect), (node,),
+                           functools.partial(condition, node=node, txs=tx_names, ramp=ramp, expect=expect))
             if cond is not None:
                 out.append(cond)
     return tuple(out)
@@ -407,10 +410,11 @@ def _setup(c: Checker, blocks: list[object], workload: m.WorkloadSpec | None,
             if isinstance(node, ast.SetupSql):
                 setup.append(m.SetupSql(node.sql, node.span))
                 continue
-            rows = c.count(node.rows, "fill rows")
+            rows = c.place(("fill rows",), (node.rows,),
+                           functools.partial(Checker.count, e=node.rows, what="fill rows"))
             columns = []
             for st in node.columns:
-                g = c.generator(st.value, "fill")
+                g = c.place(("fill",), (st.value,), functools.partial(Checker.generator, e=st.value, where="fill"))
                 if g is not None:
                     columns.append((st.name, g))
             if not node.columns:

@@ -4,40 +4,151 @@ taken as they are."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import TypeVar
 
 from bench_dsl.core.errors import Diagnostic, ScenarioError, Span, span_at
 from bench_dsl.language import model as m
 from bench_dsl.language import syntax as ast
-from bench_dsl.language.values import Checker, offset, offset_end, span_of
+from bench_dsl.language.values import Checker, EnvText, Place, Quantity, offset, offset_end, span_of
 
 
 class Parts:
     """What a file's own check made of its larger parts (the server block, the workload, the
     conditions, setup), the $names each reads, and what it said: a configuration's check takes a
     part as it is when the part reads no let the configuration sets (a study of 1,000 values of a
-    let checked the 1,000 settings of the server block again for each: 5 s)."""
+    let checked the 1,000 settings of the server block again for each: 5 s), or when each place
+    that reads one (Checker.place) says nothing of the configuration's values, checked once per
+    distinct value and key (1,500 `weight $u` over 1,000 values: 15 s). A part taken so holds the
+    file's own values: the configuration's scenario is then built when a run asks for it (`stale`)."""
 
-    def __init__(self, made: dict[str, tuple[frozenset[str], object, object, list[Diagnostic]]] | None = None,
-                 varied: frozenset[str] | None = None) -> None:
-        self.made = {} if made is None else made  # key -> (its $names, `also`, its value, its diagnostics)
+    def __init__(self, made: dict[str, _Made] | None = None, varied: frozenset[str] | None = None,
+                 quiet: dict[object, bool] | None = None, screen: bool = True) -> None:
+        self.made = {} if made is None else made  # key -> (its $names, `also`, its value, its diagnostics, places)
         self.varied = varied  # None: the file's own check, which records its parts
+        self.quiet = {} if quiet is None else quiet  # (part, place group, values) -> said nothing; shared
+        self.screen = screen
+        self.stale = False
 
-    def part(self, c: Checker, key: str, nodes: object, make: Callable[[], _T], also: object = None) -> _T:
+    def part(self, c: Checker, key: str, nodes: object, make: Callable[[], _T], also: object = None,
+             screen: bool = True) -> _T:
         """`make()`, or what it made in the file's own check: `also` is what else it reads (the ramp
-        a condition is checked against), which must be the same."""
+        a condition is checked against), which must be the same; `screen`: whether what it made may
+        stand for a configuration's (not when another part reads its values: a rate, the workload's
+        weights)."""
         if self.varied is not None and key in self.made:
-            names, before_also, value, said = self.made[key]
-            if not names & self.varied and before_also == also:
+            names, before_also, value, said, places = self.made[key]
+            if before_also == also and (not names & self.varied or (
+                    screen and self.screen and self._quiet(c, key, places))):
+                self.stale |= bool(names & self.varied)
                 for d in said:
                     (c.error if d.severity == "error" else c.warning)(d.message, d.span, d.hint)
                 return value  # type: ignore[return-value]
+        if self.varied is not None:
+            return make()
         start = len(c.diags)
-        value = make()
-        if self.varied is None:
-            self.made[key] = (frozenset(ast.names_read(nodes)), also, value, c.diags[start:])
+        c.places = []
+        try:
+            value = make()
+        finally:
+            recorded, c.places = c.places, None
+        self.made[key] = (frozenset(ast.names_read(nodes)), also, value, c.diags[start:], _groups(nodes, recorded))
         return value
+
+    def _quiet(self, c: Checker, key: str, places: _Groups) -> bool:
+        """Whether every place of the part that reads a let this configuration sets says nothing of
+        its values: each distinct (key, values) is checked once, by the first place that has it."""
+        assert self.varied is not None
+        uncovered, groups = places
+        if uncovered & self.varied:
+            return False
+        for group, (place, names, quiet) in groups.items():
+            if not names & self.varied:
+                continue
+            values = _form(place.exprs, c.lets, c.unset_lets)
+            if not quiet or values is None:
+                return False
+            memo = (key, group, values)
+            if (ok := self.quiet.get(memo)) is None:
+                scratch = Checker(c.file, c.text, c.env, c.metrics)
+                scratch.lets, scratch.unset_lets = c.lets, c.unset_lets
+                scratch.declared, scratch.others = c.declared, dict(c.others)
+                place.check(scratch)
+                ok = self.quiet[memo] = not scratch.diags
+            if not ok:
+                return False
+        return True
+
+
+# the $names a part reads outside its places, and its places grouped by key and the form of what they read
+_Groups = tuple[frozenset[str], dict[object, tuple[Place, frozenset[str], bool]]]
+_Made = tuple[frozenset[str], object, object, list[Diagnostic], _Groups]
+
+
+def _groups(nodes: object, places: list[Place]) -> _Groups:
+    covered: set[int] = set()
+    groups: dict[object, tuple[Place, frozenset[str], bool]] = {}
+    for place in places:
+        covered.update(id(v) for v in _vars(place.exprs))
+        group = (place.key, _form(place.exprs, None, {}))
+        first = groups.get(group)
+        groups[group] = (first[0] if first else place, frozenset(ast.names_read(place.exprs)),
+                         place.quiet and (first is None or first[2]))
+    return frozenset(v.name for v in _vars(nodes) if id(v) not in covered), groups
+
+
+def _vars(node: object) -> list[ast.Var]:
+    found: list[ast.Var] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.Var):
+            found.append(n)
+        elif isinstance(n, (list, tuple)):
+            stack.extend(n)
+        elif hasattr(n, "__dataclass_fields__") and not isinstance(n, Span):
+            stack.extend(getattr(n, f) for f in n.__dataclass_fields__)
+    return found
+
+
+_UNKNOWN = object()
+
+
+def _form(node: object, lets: Mapping[str, object] | None, unset: Mapping[str, str], depth: int = 0) -> object:
+    """What a check of `node` can read of it: the tree without its places (spans), each $name as its
+    value (lets None: as its name); None when a value has no such form."""
+    if depth > 50:
+        return None
+    if isinstance(node, ast.Var):
+        if lets is None:
+            return ("$", node.name)
+        held = lets.get(node.name, _UNKNOWN)
+        if held is _UNKNOWN:
+            return None
+        if isinstance(held, Quantity):
+            shown: object = ("q", held.value, held.unit, held.origin)
+        elif isinstance(held, EnvText):
+            shown = ("env", str(held), held.variable)
+        elif isinstance(held, ast.Call):
+            shown = _form(held, lets, unset, depth + 1)
+            if shown is None:
+                return None
+        else:
+            shown = (type(held).__name__, held, unset.get(node.name))
+        return ("$", node.name, shown)
+    if isinstance(node, (list, tuple)):
+        parts = tuple(_form(n, lets, unset, depth + 1) for n in node)
+        return None if any(p is None and n is not None for p, n in zip(parts, node)) else parts
+    if isinstance(node, Span):
+        return ()
+    if hasattr(node, "__dataclass_fields__"):
+        fields = [f for f in node.__dataclass_fields__ if f != "span" and not f.endswith("_span")]
+        parts = tuple(_form(getattr(node, f), lets, unset, depth + 1) for f in fields)
+        if any(p is None and getattr(node, f) is not None for p, f in zip(parts, fields)):
+            return None
+        return (type(node).__name__, *parts)
+    return node
 
 
 _T = TypeVar("_T")
@@ -45,7 +156,7 @@ _T = TypeVar("_T")
 
 def check_all(tree: ast.FileNode, defines: Mapping[str, str], plan: m.Study,
               check: Callable[[dict[str, str], Parts], m.Scenario], parts: Parts,
-              configured: dict[tuple[tuple[str, str], ...], m.Scenario]) -> None:
+              configured: dict[tuple[tuple[str, str], ...], m.Scenario | m.Deferred]) -> None:
     """Each configuration that sets a `let` is a scenario of its own (`table_size = $rows` with a
     value out of range): checked now, not found out after the first configurations have run; the
     scenarios kept for the plan and the run."""
@@ -58,9 +169,13 @@ def check_all(tree: ast.FileNode, defines: Mapping[str, str], plan: m.Study,
             continue
         checked.add(conf.lets)
         given = {**defines, **dict(conf.lets)}
+        varied = read_through_lets(tree.lets, {name for name, _ in conf.lets})
+        conf_parts = Parts(parts.made, varied, parts.quiet)
         try:
-            configured[tuple(sorted(given.items()))] = check(
-                given, Parts(parts.made, read_through_lets(tree.lets, {name for name, _ in conf.lets})))
+            scenario = check(given, conf_parts)
+            whole = functools.partial(check, given, Parts(parts.made, varied, screen=False))
+            configured[tuple(sorted(given.items()))] = (
+                m.Deferred(whole, scenario.ramp, scenario.warmup) if conf_parts.stale else scenario)
         except ScenarioError as err:
             for d in err.diagnostics:
                 span = in_vary(tree, dict(conf.lets), d.span)

@@ -68,11 +68,19 @@ def scenario_for(sc: m.Scenario, conf: m.Configuration, defines: Mapping[str, st
     base = sc
     if conf.lets:
         given = {**defines, **dict(conf.lets)}
-        base = sc.configured.get(tuple(sorted(given.items()))) or load(sc.file, given, text=sc.text, study=False)
+        got = sc.configured.get(tuple(sorted(given.items())))
+        base = (got.build() if isinstance(got, m.Deferred) else got) or load(sc.file, given, text=sc.text, study=False)
     settings = tuple(s for s in base.server_settings if s.name not in {v.name for v in conf.settings}) + conf.settings
     return dataclasses.replace(base, server_settings=settings, server_dir=conf.server_dir or base.server_dir,
                                study=None, seed=sc.seed, seed_given=sc.seed_given,
                                configured={})  # a run carries its own scenario, not the study's others
+
+
+def _load_of(sc: m.Scenario, conf: m.Configuration, defines: Mapping[str, str]) -> m.Scenario | m.Deferred:
+    """What a configuration's plan reads (its load and warmup), without building a scenario that
+    was found valid without being built."""
+    got = sc.configured.get(tuple(sorted({**defines, **dict(conf.lets)}.items()))) if conf.lets else None
+    return got if isinstance(got, m.Deferred) else scenario_for(sc, conf, defines)
 
 
 def configuration_json(sc: m.Scenario, conf: m.Configuration, repeat: int, study_id: str) -> dict[str, Any]:
@@ -100,7 +108,7 @@ def describe(sc: m.Scenario, only: list[str], defines: Mapping[str, str], time_s
     study = sc.study
     assert study is not None
     chosen = select(study, only)
-    seconds = {c.id: planned_seconds(scenario_for(sc, c, defines), time_scale, max_steps) for c in chosen}
+    seconds = {c.id: planned_seconds(_load_of(sc, c, defines), time_scale, max_steps) for c in chosen}
     order = [(c, r) for c, r in study.order() if c.id in seconds]
     embedded = sc.target_dsn is None
     total = sum(seconds[c.id] for c, _ in order) + (SERVER_START_S * len(order) if embedded else 0)

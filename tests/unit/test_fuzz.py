@@ -176,6 +176,31 @@ LARGE_FILES = {  # what took seconds of CPU for a file within the limits (issue 
         "users $u  duration $d\n  vary { $u = [" + ", ".join(str(i) for i in range(1, 1_001)) + "]  $d = ["
         + ", ".join(f"{i}s" for i in range(1, 1_001)) + "] } zip\n  stop when {\n"
         + "".join(f"    p99 > {i}ms\n" for i in range(1, 1_001)) + "  }", lets="let u = 1\nlet d = 1s"), 0),
+    # 1,500 places read a let of 1,000 values: each configuration checked each place again, 14-30 s
+    **{f"a study of 1,000 values of a let read by 1,500 {what}": (_scenario(
+        f"users 1  duration {length}\n  vary {{ $u = [" + ", ".join(f"{i}{unit}" for i in range(1, 1_001)) + "] }"
+        + (f"\n  {block} {{\n" + f"    {entry}\n" * 1_500 + "  }" if block else ""), lets=f"let u = 1{unit}",
+        workload="workload custom {\n" + "".join(f'    transaction t{i} {entry} {{ query "SELECT 1" }}\n'
+                                                 for i in range(1_500)) + "  }" if not block else CUSTOM), 0)
+       for what, block, entry, unit, length in [
+           ("weights", "", "weight $u", "", "10s"), ("retries", "", "retry $u on deadlock", "", "10s"),
+           ("conditions' limits", "stop when", "p99 > $u", "ms", "10s"),
+           ("conditions' windows", "stop when", "p99 > 5ms for $u", "s", "2000s")]},
+    "a study of 1,000 values of a let read by 1,000 generators": (_scenario(
+        "users 1  duration 10s\n  vary { $u = [" + ", ".join(str(i) for i in range(1, 1_001)) + "] }", lets="let u = 1",
+        workload="workload custom {\n" + "".join(
+            f'    transaction t{i} {{ let x = uniform(0, $u) query "SELECT :x" }}\n'
+            for i in range(1_000)) + "  }"), 0),
+    "a study of 1,000 values of a let read by 800 fills": (_scenario(
+        "users 1  duration 10s\n  vary { $u = [" + ", ".join(str(i) for i in range(1, 1_001)) + "] }\n  setup {\n"
+        + "".join(f"    fill t{i} rows $u {{ id = sequence($u) }}\n" for i in range(800)) + "  }",
+        lets="let u = 1"), 0),
+    # the same, with configuration 737's value no weight: it is checked as a whole and said as before
+    "a study of 1,000 values of a let read by 1,500 weights, one of them 0": (_scenario(
+        "users 1  duration 10s\n  vary { $u = [" + ", ".join(str(i) if i != 737 else "0" for i in range(1, 1_001))
+        + "] }",
+        lets="let u = 1", workload="workload custom {\n" + "".join(
+            f'    transaction t{i} weight $u {{ query "SELECT 1" }}\n' for i in range(1_500)) + "  }"), 2),
 }
 
 

@@ -660,3 +660,81 @@ def test_a_configuration_checks_its_conditions_again_when_what_they_read_of_the_
     assert _scenario("users $u  duration 10s\nvary { $u = [1, 2] }\nstop when { p99 > 1s for 5s }", lets="let u = 1")
     out = _problems("users 1  duration $d\nvary { $d = [20s, 5s] }\nstop when { p99 > 1s for 10s }", lets="let d = 20s")
     assert "with $d=5s: the window (10s) is longer than the run (5s)" in out, out
+
+
+def _weights(bad: str, at: int = 737, places: int = 30) -> str:
+    values = ", ".join(bad if i == at else str(i) for i in range(1, 1_001))
+    return ('let u = 1\nscenario "t" {\n  workload custom {\n'
+            + "".join(f'    transaction t{i} weight $u {{ query "SELECT 1" }}\n' for i in range(places))
+            + f"  }}\n  users 1  duration 10s\n  vary {{ $u = [{values}] }}\n}}\n")
+
+
+def test_a_value_no_place_takes_in_configuration_737_of_1000_is_said_at_each_place() -> None:
+    """The places that read a let are checked once per distinct value for all configurations (1,500
+    `weight $u` over 1,000 values took 15 s): a value one of them refuses is still said, at every place,
+    for the configuration that gives it, and for no other."""
+    with pytest.raises(ScenarioError) as info:
+        load("t.bench", text=_weights("0"), env={})
+    said = [(d.message, d.span.line, d.span.col) for d in info.value.diagnostics if d.span is not None]
+    assert said == [("with $u=0: a weight must be larger than 0", 4 + i, 26 + len(str(i))) for i in range(30)]
+
+
+def _said_by_a_whole_check(text: str, monkeypatch: pytest.MonkeyPatch) -> tuple[list[object], list[object]]:
+    """The diagnostics of `text`, and those of a check that takes no part as it was for a configuration
+    that reads its lets (the check before places were checked once per value)."""
+    from bench_dsl.language import configurations
+
+    def said() -> list[object]:
+        try:
+            load("t.bench", text=text, env={})
+        except ScenarioError as err:
+            return [(d.message, d.span, d.hint, d.severity) for d in err.diagnostics]
+        return []
+
+    first = said()
+    monkeypatch.setattr(configurations.Parts, "_quiet", lambda self, c, key, places: False)
+    return first, said()
+
+
+def _study(block: str, first: str, unit: str, bad: str, length: str = "10s", lets: str = "") -> str:
+    values = ", ".join(bad if i == 7 else f"{i}{unit}" for i in range(1, 40))
+    return (f'let u = {first}\n{lets}scenario "t" {{\n  workload custom {{ transaction read {{ query "SELECT 1" }} }}\n'
+            f"  users 1  duration {length}\n  vary {{ $u = [{values}] }}\n{block}}}\n")
+
+
+@pytest.mark.parametrize("text", [
+    _weights("-1"), _weights("5ms"), _weights('"x"'), _weights("0", at=1),
+    _weights("-1").replace("weight $u", "retry $u on deadlock"),
+    _weights("1.5").replace("weight $u", "retry $u on deadlock"),
+    _weights("0").replace("weight $u", "weight $w").replace("let u = 1", "let u = 1\nlet w = $u"),
+    _weights("0").replace("weight $u", 'weight env("BENCH_UNSET_W", $u)'),
+    _weights("-5").replace("weight $u {", '{ let x = uniform(0, $u)').replace('"SELECT 1"', '"SELECT :x"'),
+    *(_study("  stop when {\n" + f"    {entry}\n" * 20 + "  }\n", first, unit, bad, length)
+      for entry, first, unit, bad, length in [("p99 > $u", "1ms", "ms", "5", "10s"),
+                                              ("error_rate > $u", "1%", "%", "200%", "10s"),
+                                              ("p99 > 5ms for $u", "1s", "s", "0.5s", "60s"),
+                                              ("p99 > 5ms for $u", "1s", "s", "61s", "60s")]),
+    _study("  setup {\n" + "".join(f"    fill t{i} rows $u {{ id = sequence($u) }}\n" for i in range(20)) + "  }\n",
+           "1", "", "0"),
+    'let u = 1\nlet d = 10s\nscenario "t" {\n  workload custom {\n'
+    + "".join(f'    transaction t{i} weight $u retry $u on deadlock {{ query "SELECT 1" }}\n' for i in range(20))
+    + "  }\n  users 1  duration 100s\n  vary { $u = [1, 0, 2.5]  $d = [1s, 10s, 200s] }\n  stop when {\n"
+    + "    p99 > 5ms for $d\n" * 20 + "  }\n}\n",
+])
+def test_a_study_says_what_a_whole_check_of_each_configuration_says(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Same messages, places and order as when every configuration checked every place again."""
+    first, whole = _said_by_a_whole_check(text, monkeypatch)
+    assert whole and first == whole
+
+
+def test_a_configuration_found_valid_place_by_place_runs_its_own_values() -> None:
+    """Its scenario is built when a run asks for it, with the configuration's values, not the file's;
+    its plan reads its own load."""
+    from bench_dsl.engine.plan import planned_seconds
+    from bench_dsl.study.plan import scenario_for
+
+    sc = load("t.bench", text=_weights("5000"), env={})
+    assert sc.study is not None
+    built = scenario_for(sc, sc.study.configurations[736], {})
+    assert isinstance(built.workload, CustomWorkload) and {t.weight for t in built.workload.transactions} == {5000.0}
+    assert isinstance(sc.configured[(("u", "5000"),)], m.Deferred) and planned_seconds(built) == 10

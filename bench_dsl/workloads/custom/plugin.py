@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -115,12 +116,11 @@ def validate(c: Checker, node: ast.Workload) -> CustomWorkload | None:
 
 def _transaction(c: Checker, tx: ast.Transaction) -> TransactionSpec | None:
     before = c.error_count
-    weight = c.number(tx.weight, f"weight of {tx.name}", minimum=0, allow_units=("%",)) if tx.weight else 1.0
-    if weight is not None and weight <= 0:
-        c.error("a weight must be larger than 0", span_of(tx.weight), "weight 1 or more (weights are relative)")
+    weight = c.place(("weight",), (tx.weight,), lambda k: _weight(k, tx)) if tx.weight else 1.0
     retries, retry_on = 0, frozenset[int]()
     if tx.retry is not None:
-        r = c.number(tx.retry.count, "retry", integer=True, minimum=0)
+        count = tx.retry.count
+        r = c.place(("retry",), (count,), lambda k: k.number(count, "retry", integer=True, minimum=0))
         retries = int(r or 0)
         codes = set()
         for w in tx.retry.on:
@@ -136,7 +136,7 @@ def _transaction(c: Checker, tx: ast.Transaction) -> TransactionSpec | None:
     defined: set[str] = set()
     for st in tx.body:
         if isinstance(st, ast.Let):
-            g = c.generator(st.value, "let")
+            g = c.place(("let",), (st.value,), functools.partial(Checker.generator, e=st.value, where="let"))
             if g is not None:
                 lets.append((st.name, g))
             defined.add(st.name)
@@ -156,6 +156,13 @@ def _transaction(c: Checker, tx: ast.Transaction) -> TransactionSpec | None:
     if c.error_count > before or weight is None:
         return None
     return TransactionSpec(tx.name, float(weight), tuple(lets), tuple(queries), retries, retry_on, tx.span)
+
+
+def _weight(c: Checker, tx: ast.Transaction) -> float | None:
+    weight = c.number(tx.weight, f"weight of {tx.name}", minimum=0, allow_units=("%",))
+    if weight is not None and weight <= 0:
+        c.error("a weight must be larger than 0", span_of(tx.weight), "weight 1 or more (weights are relative)")
+    return weight
 
 
 def plan_lines(spec: CustomWorkload) -> list[str]:
