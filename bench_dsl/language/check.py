@@ -140,14 +140,17 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
     replica_dsns = server.replicas(c, items.all("replica"), embedded=given is None)
     monitor = server.monitor(c, items.first("monitor"))
     workload, tx_names = parts.part(c, "workload", items.all("Workload"),
-                                    lambda: _workload(c, sc, items.all("Workload"), workloads),
-                                    screen=not items.all("rate"))  # a rate reads the mix's weights
+                                    lambda: _workload(c, sc, items.all("Workload"), workloads))
+    # the file's workload, its places quiet with this configuration's values: a rate that reads the
+    # mix (a rate in nopm: new_order's share of it) builds the configuration's own, said nothing of
+    own = ((lambda: _workload(configurations.aside(c), sc, items.all("Workload"), workloads)[0])
+           if "workload" in parts.reused else None)
     # a target line whose env() is unset now may be set when the file runs: `bench run` says so then
     workers, cluster = placement.workers(c, items.first("workers"), targeted=items.first("target") is not None)
     on_worker_loss = placement.worker_loss(c, items.first("on worker loss"))
     warmup = ramp.warmup(c, items.first("warmup"))
     report_every = ramp.report_every(c, items.first("report"))
-    load = _load(c, items, warmup, sc, workload, workloads.get(workload.kind) if workload else None)
+    load = _load(c, items, warmup, sc, workload, workloads.get(workload.kind) if workload else None, own)
     users = ramp.bounded_run(c, load, warmup, span_of(items.first("ramp") or items.first("rate")
                                                       or items.first("duration")))
     stop = parts.part(c, "stop", items.all("stop"), lambda: _conditions(c, items.all("stop"), tx_names, users,
@@ -226,7 +229,7 @@ def _lets(c: Checker, lets: list[ast.Let], defines: Mapping[str, str]) -> dict[s
 
 
 def _load(c: Checker, items: _Items, warmup: float, sc: ast.ScenarioNode, workload: m.WorkloadSpec | None,
-          kind: WorkloadKind | None) -> m.Ramp | None:
+          kind: WorkloadKind | None, own: Callable[[], m.WorkloadSpec | None] | None) -> m.Ramp | None:
     """The load: users (closed loop: `users`, `ramp`) or a rate (open loop: `rate`, `users max`)."""
     rate_node, pool, warmup_rate = items.first("rate"), items.first("users"), items.first("warmup rate")
     if rate_node is not None:
@@ -234,7 +237,7 @@ def _load(c: Checker, items: _Items, warmup: float, sc: ast.ScenarioNode, worklo
             c.error("give either a rate or a ramp of users, not both", span_of(closed),
                     "a rate (open loop: transactions due whatever the replies), or a ramp (closed loop)")
         return rate.load(c, rate_node, pool, items.first("duration"), warmup_rate, warmup,  # type: ignore[arg-type]
-                         workload, kind)
+                         workload, kind, own)
     if warmup_rate is not None:
         c.error("a warmup's rate needs the run's rate", span_of(warmup_rate), "add: rate 1000 tps")
     if isinstance(pool, ast.UsersPool):

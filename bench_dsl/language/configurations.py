@@ -30,18 +30,19 @@ class Parts:
         self.quiet = {} if quiet is None else quiet  # (part, place group, values) -> said nothing; shared
         self.screen = screen
         self.stale = False
+        self.reused: set[str] = set()
 
-    def part(self, c: Checker, key: str, nodes: object, make: Callable[[], _T], also: object = None,
-             screen: bool = True) -> _T:
+    def part(self, c: Checker, key: str, nodes: object, make: Callable[[], _T], also: object = None) -> _T:
         """`make()`, or what it made in the file's own check: `also` is what else it reads (the ramp
-        a condition is checked against), which must be the same; `screen`: whether what it made may
-        stand for a configuration's (not when another part reads its values: a rate, the workload's
-        weights)."""
+        a condition is checked against), which must be the same. A part taken so while its places
+        read the configuration's lets is in `reused`: what it made holds the file's values, and a
+        part that reads them (a rate, the workload's weights) asks for the configuration's own."""
         if self.varied is not None and key in self.made:
             names, before_also, value, said, places = self.made[key]
-            if before_also == also and (not names & self.varied or (
-                    screen and self.screen and self._quiet(c, key, places))):
-                self.stale |= bool(names & self.varied)
+            if before_also == also and (not names & self.varied or (self.screen and self._quiet(c, key, places))):
+                if names & self.varied:
+                    self.stale = True
+                    self.reused.add(key)
                 for d in said:
                     (c.error if d.severity == "error" else c.warning)(d.message, d.span, d.hint)
                 return value  # type: ignore[return-value]
@@ -71,14 +72,20 @@ class Parts:
                 return False
             memo = (key, group, values)
             if (ok := self.quiet.get(memo)) is None:
-                scratch = Checker(c.file, c.text, c.env, c.metrics)
-                scratch.lets, scratch.unset_lets = c.lets, c.unset_lets
-                scratch.declared, scratch.others = c.declared, dict(c.others)
+                scratch = aside(c)
                 place.check(scratch)
                 ok = self.quiet[memo] = not scratch.diags
             if not ok:
                 return False
         return True
+
+
+def aside(c: Checker) -> Checker:
+    """A checker with `c`'s lets whose diagnostics are its own."""
+    scratch = Checker(c.file, c.text, c.env, c.metrics)
+    scratch.lets, scratch.unset_lets = c.lets, c.unset_lets
+    scratch.declared, scratch.others = c.declared, dict(c.others)
+    return scratch
 
 
 # the $names a part reads outside its places, and its places grouped by key and the form of what they read

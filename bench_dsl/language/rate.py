@@ -49,8 +49,10 @@ class Units:
     throughput the workload declares), and what one of it is in transactions per second."""
 
     def __init__(self, c: Checker, spec: m.WorkloadSpec | None, kind: RatedKind | None,
-                 written: tuple[str, ast.Expr] | None = None) -> None:
+                 written: tuple[str, ast.Expr] | None = None,
+                 own: Callable[[], m.WorkloadSpec | None] | None = None) -> None:
         self.c, self.spec, self.kind = c, spec, kind
+        self.own = own  # the configuration's spec when `spec` is the file's (read for its mix alone)
         # the load's first throughput of some transactions (nopm) and where: a plain number is in
         # it too (`from 6000 to 12000 nopm`); None: tps
         self.written = written
@@ -78,6 +80,8 @@ class Units:
                     "workload counts, as TPC-C's nopm")
             return None
         assert isinstance(v, Quantity) and unit is not None
+        if self.own is not None:
+            self.spec, self.own = self.own(), None
         if self.spec is None or not self._one_unit(e, what, unit, unit):
             return None  # no spec: the workload's own errors are said, and what it counts is not known
         if self.counted <= 0:
@@ -179,13 +183,16 @@ def _written(c: Checker, *nodes: ast.Rate | None) -> tuple[str, ast.Expr] | None
 
 def load(c: Checker, node: ast.Rate, pool_node: ast.Item | ast.UsersPool | None, duration_item: ast.Item | None,
          warmup: ast.Rate | None, warmup_s: float, spec: m.WorkloadSpec | None,
-         kind: RatedKind | None) -> m.RateLoad | None:
+         kind: RatedKind | None, own: Callable[[], m.WorkloadSpec | None] | None = None) -> m.RateLoad | None:
     """The open-loop load of `node` served by `pool_node`, on the workload `spec` of `kind` (None:
-    the workload has errors); None after reporting why not."""
+    the workload has errors); None after reporting why not. `own`: the configuration's spec, built
+    when the rate reads it, when `spec` is the file's (a study's workload taken place by place)."""
     refuses = kind.refuses_rate if kind is not None and spec is not None else None
-    if refuses is not None and (refused := refuses(spec)) is not None:
+    if refuses is not None and own is not None:
+        spec, own = own(), None
+    if refuses is not None and spec is not None and (refused := refuses(spec)) is not None:
         c.error(refused[0], node.span, refused[1])
-    units = Units(c, spec, kind, _written(c, warmup, node))
+    units = Units(c, spec, kind, _written(c, warmup, node), own)
     built = _load(c, node, pool_node, duration_item, warmup, warmup_s, units)
     return units.model(built) if built is not None else None
 

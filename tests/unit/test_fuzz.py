@@ -195,6 +195,12 @@ LARGE_FILES = {  # what took seconds of CPU for a file within the limits (issue 
         "users 1  duration 10s\n  vary { $u = [" + ", ".join(str(i) for i in range(1, 1_001)) + "] }\n  setup {\n"
         + "".join(f"    fill t{i} rows $u {{ id = sequence($u) }}\n" for i in range(800)) + "  }",
         lets="let u = 1"), 0),
+    # a rate reads the mix's weights (a rate in nopm is a share of it): each configuration checked the
+    # workload again, 15 s
+    "a study of 1,000 values of a let read by 1,500 weights, with a rate": (_scenario(
+        "rate 1000 tps  users max 64  duration 10s\n  vary { $u = [" + ", ".join(str(i) for i in range(1, 1_001))
+        + "] }", lets="let u = 1", workload="workload custom {\n" + "".join(
+            f'    transaction t{i} weight $u {{ query "SELECT 1" }}\n' for i in range(1_500)) + "  }"), 0),
     # the same, with configuration 737's value no weight: it is checked as a whole and said as before
     "a study of 1,000 values of a let read by 1,500 weights, one of them 0": (_scenario(
         "users 1  duration 10s\n  vary { $u = [" + ", ".join(str(i) if i != 737 else "0" for i in range(1, 1_001))

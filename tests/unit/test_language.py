@@ -702,7 +702,17 @@ def _study(block: str, first: str, unit: str, bad: str, length: str = "10s", let
             f"  users 1  duration {length}\n  vary {{ $u = [{values}] }}\n{block}}}\n")
 
 
+def _rated(bad: str, rate: str = "1000 nopm") -> str:
+    """A rate in new orders reads new_order's share of the mix, which $u's weight sets."""
+    values = ", ".join(bad if i == 7 else str(i) for i in range(1, 40))
+    return ('let u = 1\nscenario "t" {\n  workload custom {\n    transaction new_order { query "SELECT 1" }\n'
+            + "".join(f'    transaction t{i} weight $u {{ query "SELECT 1" }}\n' for i in range(20))
+            + f"  }}\n  rate {rate}  users max 64  duration 10s\n  vary {{ $u = [{values}] }}\n}}\n")
+
+
 @pytest.mark.parametrize("text", [
+    _rated("1000000000000"), _rated("1000000000000", "1000 nopm\n  warmup 5s rate linear from 1 to 1000"),
+    _rated("-1", "1000 tps"),
     _weights("-1"), _weights("5ms"), _weights('"x"'), _weights("0", at=1),
     _weights("-1").replace("weight $u", "retry $u on deadlock"),
     _weights("1.5").replace("weight $u", "retry $u on deadlock"),
