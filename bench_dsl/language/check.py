@@ -155,10 +155,11 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
                                                       or items.first("duration")))
     stop = parts.part(c, "stop", items.all("stop"), lambda: _conditions(c, items.all("stop"), tx_names, users,
                                                                        expect=False),
-                      also=(configurations.read_by_conditions(users, items.all("stop")), tx_names))
+                      also=(configurations.read_by_conditions(c, parts, "stop", users, items.all("stop")), tx_names))
     expect = parts.part(c, "expect", items.all("expect"), lambda: _conditions(c, items.all("expect"), tx_names, users,
                                                                              expect=True),
-                        also=(configurations.read_by_conditions(users, items.all("expect")), tx_names))
+                        also=(configurations.read_by_conditions(c, parts, "expect", users, items.all("expect")),
+                              tx_names))
     if not replicas and not replica_dsns:
         for cond in stop + expect:
             if cond.metric.name == "replication_lag":

@@ -201,6 +201,10 @@ LARGE_FILES = {  # what took seconds of CPU for a file within the limits (issue 
         "rate 1000 tps  users max 64  duration 10s\n  vary { $u = [" + ", ".join(str(i) for i in range(1, 1_001))
         + "] }", lets="let u = 1", workload="workload custom {\n" + "".join(
             f'    transaction t{i} weight $u {{ query "SELECT 1" }}\n' for i in range(1_500)) + "  }"), 0),
+    # windows are checked against the run's length: each configuration checked the conditions again, 17 s
+    "a study of 1,000 durations with 1,500 conditions' windows": (_scenario(
+        "users 1  duration $d\n  vary { $d = [" + ", ".join(f"{i}s" for i in range(10, 1_010)) + "] }\n"
+        + "  stop when {\n" + "    p99 > 5ms for 5s\n" * 1_500 + "  }", lets="let d = 10s"), 0),
     # the same, with configuration 737's value no weight: it is checked as a whole and said as before
     "a study of 1,000 values of a let read by 1,500 weights, one of them 0": (_scenario(
         "users 1  duration 10s\n  vary { $u = [" + ", ".join(str(i) if i != 737 else "0" for i in range(1, 1_001))

@@ -710,7 +710,18 @@ def _rated(bad: str, rate: str = "1000 nopm") -> str:
             + f"  }}\n  rate {rate}  users max 64  duration 10s\n  vary {{ $u = [{values}] }}\n}}\n")
 
 
+def _lengths(bad: str, entry: str = "p99 > 5ms for 5s", load: str = "users 1  duration $d", lets: str = "") -> str:
+    """Windows that read no let, checked against a run's length (or a step's hold) that $d sets."""
+    values = ", ".join(bad if i == 17 else f"{i}s" for i in range(10, 49))
+    return (f'let d = 10s\n{lets}scenario "t" {{\n  workload custom {{ transaction read {{ query "SELECT 1" }} }}\n'
+            f"  {load}\n  vary {{ $d = [{values}] }}\n  stop when {{\n" + f"    {entry}\n" * 20 + "  }\n}\n")
+
+
 @pytest.mark.parametrize("text", [
+    _lengths("3s"), _lengths("5s", "p99 > 5ms for 6s"), _lengths("3s", "error_rate > 200% for 5s"),
+    _lengths("3s", "p99 > 5ms for $w", lets="let w = 5s\n"), _lengths("3s", "p99 > 5ms for 0.5s"),
+    _lengths("3s", load="ramp step { start 1 users  step +1  settle 1s  hold $d  max 3 users }"),
+    _lengths("3s", load="ramp linear { from 1 to 4 users over $d }"),
     _rated("1000000000000"), _rated("1000000000000", "1000 nopm\n  warmup 5s rate linear from 1 to 1000"),
     _rated("-1", "1000 tps"),
     _weights("-1"), _weights("5ms"), _weights('"x"'), _weights("0", at=1),
