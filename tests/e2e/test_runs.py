@@ -144,10 +144,16 @@ scenario "serialized" {{
 def test_tight_condition_finds_the_saturation_point(stop: str, kind: str, dsn_url: str, tmp_path: Path) -> None:
     f = tmp_path / "serial.bench"
     f.write_text(SERIAL.format(stop=stop))
-    out = tmp_path / "s.json"
-    r = run_bench("run", str(f), "--json", str(out))
-    assert r.returncode == 0, r.stderr
-    doc = _result(out)
+    for attempt in range(3):
+        out = tmp_path / f"s{attempt}.json"
+        r = run_bench("run", str(f), "--json", str(out))
+        assert r.returncode == 0, r.stderr
+        doc = _result(out)
+        # a step the machine froze in (3 s holds: a second of stalls is a quarter) is no clean
+        # measurement, and only a stall condition is judged on it: no plateau or kink fired (seen once
+        # in a fresh-clone CI). Such a run is run again
+        if doc["stop"] is not None or not any(s.get("incomplete_reason") for s in doc["steps"]):
+            break
     assert doc["stop"]["reason"] == "stop_condition" and doc["stop"]["condition"] == stop
     assert doc["saturation"] == {"users": 1, "step": 1, "saturated": True, "condition": stop,
                                  "reason": f"stopped by: {stop}", "steps_completed": 2, "limited_by": None}
