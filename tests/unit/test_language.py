@@ -740,6 +740,15 @@ def _lengths(bad: str, entry: str = "p99 > 5ms for 5s", load: str = "users 1  du
                                               ("error_rate > $u", "1%", "%", "200%", "10s"),
                                               ("p99 > 5ms for $u", "1s", "s", "0.5s", "60s"),
                                               ("p99 > 5ms for $u", "1s", "s", "61s", "60s")]),
+    # a server's settings are places; log_bin is read again with the replicas
+    *(_study("  server {\n" + f"    {entry}\n" * 20 + "  }\n", first, unit, bad)
+      for entry, first, unit, bad in [("max_connections = $u", "1", "", '"x"'),
+                                      ("innodb_buffer_pool_size = $u", "128M", "M", '"big"'),
+                                      ("innodb_flush_log_at_trx_commit = $u", "1", "", "7"),
+                                      ('max_connections = env("BENCH_UNSET_W", $u)', "1", "", '"x"')]),
+    'let u = ON\nscenario "t" {\n  workload custom { transaction read { query "SELECT 1" } }\n  users 1  duration 10s\n'
+    '  vary { $u = [ON, OFF] }\n  server {\n    replicas = 1\n    log_bin = $u\n' + "    max_connections = 10\n" * 5
+    + "  }\n}\n",
     _study("  setup {\n" + "".join(f"    fill t{i} rows $u {{ id = sequence($u) }}\n" for i in range(20)) + "  }\n",
            "1", "", "0"),
     'let u = 1\nlet d = 10s\nscenario "t" {\n  workload custom {\n'
