@@ -150,7 +150,9 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
     on_worker_loss = placement.worker_loss(c, items.first("on worker loss"))
     warmup = ramp.warmup(c, items.first("warmup"))
     report_every = ramp.report_every(c, items.first("report"))
-    load = _load(c, items, warmup, sc, workload, workloads.get(workload.kind) if workload else None, own)
+    kind = workloads.get(workload.kind) if workload else None
+    load = _load(c, items, warmup, sc, workload, kind, (own, configurations.own_share(
+        parts, c, kind, items.all("Workload"), workload)))
     users = ramp.bounded_run(c, load, warmup, span_of(items.first("ramp") or items.first("rate")
                                                       or items.first("duration")))
     stop = parts.part(c, "stop", items.all("stop"), lambda: _conditions(c, items.all("stop"), tx_names, users,
@@ -230,7 +232,8 @@ def _lets(c: Checker, lets: list[ast.Let], defines: Mapping[str, str]) -> dict[s
 
 
 def _load(c: Checker, items: _Items, warmup: float, sc: ast.ScenarioNode, workload: m.WorkloadSpec | None,
-          kind: WorkloadKind | None, own: Callable[[], m.WorkloadSpec | None] | None) -> m.Ramp | None:
+          kind: WorkloadKind | None, own: tuple[Callable[[], m.WorkloadSpec | None] | None,
+                                                Callable[[str | None, bool], float | None] | None]) -> m.Ramp | None:
     """The load: users (closed loop: `users`, `ramp`) or a rate (open loop: `rate`, `users max`)."""
     rate_node, pool, warmup_rate = items.first("rate"), items.first("users"), items.first("warmup rate")
     if rate_node is not None:
@@ -238,7 +241,7 @@ def _load(c: Checker, items: _Items, warmup: float, sc: ast.ScenarioNode, worklo
             c.error("give either a rate or a ramp of users, not both", span_of(closed),
                     "a rate (open loop: transactions due whatever the replies), or a ramp (closed loop)")
         return rate.load(c, rate_node, pool, items.first("duration"), warmup_rate, warmup,  # type: ignore[arg-type]
-                         workload, kind, own)
+                         workload, kind, *own)
     if warmup_rate is not None:
         c.error("a warmup's rate needs the run's rate", span_of(warmup_rate), "add: rate 1000 tps")
     if isinstance(pool, ast.UsersPool):

@@ -50,9 +50,11 @@ class Units:
 
     def __init__(self, c: Checker, spec: m.WorkloadSpec | None, kind: RatedKind | None,
                  written: tuple[str, ast.Expr] | None = None,
-                 own: Callable[[], m.WorkloadSpec | None] | None = None) -> None:
+                 own: Callable[[], m.WorkloadSpec | None] | None = None,
+                 own_share: Callable[[str | None, bool], float | None] | None = None) -> None:
         self.c, self.spec, self.kind = c, spec, kind
         self.own = own  # the configuration's spec when `spec` is the file's (read for its mix alone)
+        self.own_share = own_share  # or its share, from its places' values (its names are the file's)
         # the load's first throughput of some transactions (nopm) and where: a plain number is in
         # it too (`from 6000 to 12000 nopm`); None: tps
         self.written = written
@@ -80,7 +82,7 @@ class Units:
                     "workload counts, as TPC-C's nopm")
             return None
         assert isinstance(v, Quantity) and unit is not None
-        if self.own is not None:
+        if self.own is not None and self.own_share is None:
             self.spec, self.own = self.own(), None
         if self.spec is None or not self._one_unit(e, what, unit, unit):
             return None  # no spec: the workload's own errors are said, and what it counts is not known
@@ -124,7 +126,10 @@ class Units:
             self.c.error(f"a rate in {unit}: {needs_error[0]}", span_of(e), needs_error[1])
             return None
         share = self.kind.share if self.kind is not None else None
-        counted = share(self.spec, transaction, committed) if share is not None else None
+        if self.own_share is not None:
+            counted = self.own_share(transaction, committed)
+        else:
+            counted = share(self.spec, transaction, committed) if share is not None else None
         if counted is None and transaction in (None, *names) and len(names) == 1:
             counted = 1.0  # a workload of one transaction: every one counts
         if counted is None:
@@ -183,16 +188,18 @@ def _written(c: Checker, *nodes: ast.Rate | None) -> tuple[str, ast.Expr] | None
 
 def load(c: Checker, node: ast.Rate, pool_node: ast.Item | ast.UsersPool | None, duration_item: ast.Item | None,
          warmup: ast.Rate | None, warmup_s: float, spec: m.WorkloadSpec | None,
-         kind: RatedKind | None, own: Callable[[], m.WorkloadSpec | None] | None = None) -> m.RateLoad | None:
+         kind: RatedKind | None, own: Callable[[], m.WorkloadSpec | None] | None = None,
+         own_share: Callable[[str | None, bool], float | None] | None = None) -> m.RateLoad | None:
     """The open-loop load of `node` served by `pool_node`, on the workload `spec` of `kind` (None:
     the workload has errors); None after reporting why not. `own`: the configuration's spec, built
-    when the rate reads it, when `spec` is the file's (a study's workload taken place by place)."""
+    when the rate reads it, when `spec` is the file's (a study's workload taken place by place);
+    `own_share`: its share (WorkloadPlugin.share_at), which a rate reads instead when given."""
     refuses = kind.refuses_rate if kind is not None and spec is not None else None
     if refuses is not None and own is not None:
-        spec, own = own(), None
+        spec, own, own_share = own(), None, None
     if refuses is not None and spec is not None and (refused := refuses(spec)) is not None:
         c.error(refused[0], node.span, refused[1])
-    units = Units(c, spec, kind, _written(c, warmup, node), own)
+    units = Units(c, spec, kind, _written(c, warmup, node), own, own_share)
     built = _load(c, node, pool_node, duration_item, warmup, warmup_s, units)
     return units.model(built) if built is not None else None
 

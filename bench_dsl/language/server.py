@@ -3,6 +3,7 @@ server variables), `replica "mysql://..."` and `monitor "http://..."`."""
 
 from __future__ import annotations
 
+import functools
 import re
 
 from bench_dsl.core.dsn import Dsn, parse_dsn, redact
@@ -44,22 +45,31 @@ def settings(c: Checker, blocks: list[object], embedded: bool) -> tuple[tuple[m.
             if embedded and (why := refusal(st.name)) is not None:
                 c.error(f"the throwaway server does not take {st.name}: {why[0]}", st.span, why[1])
                 continue
-            before = c.error_count
-            val = value(c, st.name, st.value, embedded)
+            # a place (Checker.place): what is said rests on the name and the value alone; log_bin's
+            # value is read again below, with the replicas
+            val = (_setting(c, st, embedded) if st.name == "log_bin"
+                   else c.place(("server", st.name, embedded), (st.value,),
+                                functools.partial(_setting, st=st, embedded=embedded)))
             if val is not None:
                 # as written (256M), or the resolved value of a $reference
                 text = (str(plain(c.lets.get(st.value.name))) if isinstance(st.value, ast.Var)
                         else c.source(st.value.span))
                 settings.append(m.ServerSetting(st.name, val, text, st.span))
-            elif c.error_count == before and isinstance(st.value, ast.Call) and st.value.name == "env" \
-                    and c.unset_env(st.value):
-                c.error(f"{st.name}: the environment variable is not set and there is no default", st.value.span,
-                        'give a default: env("NAME", "value")')
     binlog = next((s for s in settings if s.name == "log_bin"), None)
     if replicas and binlog is not None and log_bin_off(binlog.value):
         c.error("log_bin = OFF: replicas read the primary's binary log", binlog.span,
                 "leave out log_bin: a server with replicas logs in any case")
     return tuple(settings), server_dir, replicas
+
+
+def _setting(c: Checker, st: ast.Setting, embedded: bool) -> int | float | str | None:
+    before = c.error_count
+    val = value(c, st.name, st.value, embedded)
+    if val is None and c.error_count == before and isinstance(st.value, ast.Call) and st.value.name == "env" \
+            and c.unset_env(st.value):
+        c.error(f"{st.name}: the environment variable is not set and there is no default", st.value.span,
+                'give a default: env("NAME", "value")')
+    return val
 
 
 def value(c: Checker, name: str, e: ast.Expr, embedded: bool) -> int | float | str | None:

@@ -52,6 +52,12 @@ class WorkloadPlugin(Generic[Spec]):
     # why a spec cannot run at an open-loop rate, as (message, hint); None: it can (TPC-C's keying
     # and think times pace closed-loop terminals, and an arrival schedule paces the transactions)
     refuses_rate: Callable[[Spec], tuple[str, str] | None] | None = None
+    # `share` for a study's configuration whose workload the language took place by place (its
+    # places quiet at the configuration's values, its transactions the file's spec's): (the file's
+    # spec, its block, what the place of an expression gives at the configuration's lets (a
+    # weight), transaction, committed), without building the configuration's spec; None: it is built
+    share_at: Callable[[Spec, ast.Workload, Callable[[ast.Expr], object], str | None, bool],
+                       float | None] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -201,6 +201,18 @@ LARGE_FILES = {  # what took seconds of CPU for a file within the limits (issue 
         "rate 1000 tps  users max 64  duration 10s\n  vary { $u = [" + ", ".join(str(i) for i in range(1, 1_001))
         + "] }", lets="let u = 1", workload="workload custom {\n" + "".join(
             f'    transaction t{i} weight $u {{ query "SELECT 1" }}\n' for i in range(1_500)) + "  }"), 0),
+    # a rate in nopm reads new_order's share of the mix: each configuration built its workload for it, 9.7 s
+    "a study of 1,000 values of a let read by 1,500 weights, with a rate in nopm": (_scenario(
+        "rate 1000 nopm  users max 64  duration 10s\n  vary { $u = [" + ", ".join(str(i) for i in range(1, 1_001))
+        + "] }", lets="let u = 1", workload="workload custom {\n" + "".join(
+            f'    transaction {"new_order" if i == 0 else f"t{i}"} weight $u {{ query "SELECT 1" }}\n'
+            for i in range(1_500)) + "  }"), 0),
+    # each configuration checked each setting that reads the let again: 3.3 s (a sysbench workload's
+    # options that read it: 0.3 s, guarded here)
+    "a study of 1,000 values of a let read by 500 settings and a sysbench workload's options": (_scenario(
+        "users 1  duration 10s\n  vary { $u = [" + ", ".join(str(i) for i in range(100, 1_100)) + "] }\n  server {\n"
+        + "    max_connections = $u\n    innodb_buffer_pool_size = $u\n" * 250 + "  }", lets="let u = 100",
+        workload="workload sysbench oltp_point_select { tables = $u  table_size = $u }"), 0),
     # windows are checked against the run's length: each configuration checked the conditions again, 17 s
     "a study of 1,000 durations with 1,500 conditions' windows": (_scenario(
         "users 1  duration $d\n  vary { $d = [" + ", ".join(f"{i}s" for i in range(10, 1_010)) + "] }\n"

@@ -702,11 +702,11 @@ def _study(block: str, first: str, unit: str, bad: str, length: str = "10s", let
             f"  users 1  duration {length}\n  vary {{ $u = [{values}] }}\n{block}}}\n")
 
 
-def _rated(bad: str, rate: str = "1000 nopm") -> str:
+def _rated(bad: str, rate: str = "1000 nopm", new: str = "", other: str = "$u", lets: str = "") -> str:
     """A rate in new orders reads new_order's share of the mix, which $u's weight sets."""
     values = ", ".join(bad if i == 7 else str(i) for i in range(1, 40))
-    return ('let u = 1\nscenario "t" {\n  workload custom {\n    transaction new_order { query "SELECT 1" }\n'
-            + "".join(f'    transaction t{i} weight $u {{ query "SELECT 1" }}\n' for i in range(20))
+    return (f'let u = 1\n{lets}scenario "t" {{\n  workload custom {{\n    transaction new_order {new} {{ query "SELECT 1" }}\n'
+            + "".join(f'    transaction t{i} weight {other} {{ query "SELECT 1" }}\n' for i in range(20))
             + f"  }}\n  rate {rate}  users max 64  duration 10s\n  vary {{ $u = [{values}] }}\n}}\n")
 
 
@@ -724,6 +724,11 @@ def _lengths(bad: str, entry: str = "p99 > 5ms for 5s", load: str = "users 1  du
     _lengths("3s", load="ramp linear { from 1 to 4 users over $d }"),
     _rated("1000000000000"), _rated("1000000000000", "1000 nopm\n  warmup 5s rate linear from 1 to 1000"),
     _rated("-1", "1000 tps"),
+    # the share from the places' values, not a built workload: new_order's own weight, through a let, in %
+    _rated("0.000000000001", new="weight $u", other="1"), _rated("100", "500000 nopm", new="weight 1", other="$u"),
+    _rated("0.000000000001", new="weight $w", other="1", lets="let w = $u\n"),
+    _rated("0.000000000001", new="weight $u", other='env("BENCH_UNSET_W", 5)'),
+    _rated("0.0000000001%", new="weight $u", other="1%").replace("str(i)", "f'{i}%'"),
     _weights("-1"), _weights("5ms"), _weights('"x"'), _weights("0", at=1),
     _weights("-1").replace("weight $u", "retry $u on deadlock"),
     _weights("1.5").replace("weight $u", "retry $u on deadlock"),
@@ -735,6 +740,15 @@ def _lengths(bad: str, entry: str = "p99 > 5ms for 5s", load: str = "users 1  du
                                               ("error_rate > $u", "1%", "%", "200%", "10s"),
                                               ("p99 > 5ms for $u", "1s", "s", "0.5s", "60s"),
                                               ("p99 > 5ms for $u", "1s", "s", "61s", "60s")]),
+    # a server's settings are places; log_bin is read again with the replicas
+    *(_study("  server {\n" + f"    {entry}\n" * 20 + "  }\n", first, unit, bad)
+      for entry, first, unit, bad in [("max_connections = $u", "1", "", '"x"'),
+                                      ("innodb_buffer_pool_size = $u", "128M", "M", '"big"'),
+                                      ("innodb_flush_log_at_trx_commit = $u", "1", "", "7"),
+                                      ('max_connections = env("BENCH_UNSET_W", $u)', "1", "", '"x"')]),
+    'let u = ON\nscenario "t" {\n  workload custom { transaction read { query "SELECT 1" } }\n  users 1  duration 10s\n'
+    '  vary { $u = [ON, OFF] }\n  server {\n    replicas = 1\n    log_bin = $u\n' + "    max_connections = 10\n" * 5
+    + "  }\n}\n",
     _study("  setup {\n" + "".join(f"    fill t{i} rows $u {{ id = sequence($u) }}\n" for i in range(20)) + "  }\n",
            "1", "", "0"),
     'let u = 1\nlet d = 10s\nscenario "t" {\n  workload custom {\n'

@@ -7,6 +7,7 @@ from __future__ import annotations
 import difflib
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -181,6 +182,14 @@ def share(spec: CustomWorkload, transaction: str | None, committed: bool) -> flo
     return mix_share({t.name: t.weight for t in spec.transactions}, transaction)
 
 
-PLUGIN = WorkloadPlugin("custom", validate, ast.transactions_named, plan_lines, build, takes_setup=True, share=share)
+def share_at(spec: CustomWorkload, node: ast.Workload, value: Callable[[ast.Expr], object], transaction: str | None,
+             committed: bool) -> float | None:
+    """`share` of the spec `node` makes with its weights at `value` (a study's configuration)."""
+    return mix_share({tx.name: float(value(tx.weight)) if tx.weight else 1.0  # type: ignore[arg-type]
+                      for tx in node.transactions}, transaction)
+
+
+PLUGIN = WorkloadPlugin("custom", validate, ast.transactions_named, plan_lines, build, takes_setup=True, share=share,
+                        share_at=share_at)
 
 
