@@ -29,6 +29,7 @@ from hypothesis import HealthCheck, settings
 from bench_dsl.core.dsn import Dsn, parse_dsn
 from bench_dsl.server.connect import connect
 from bench_dsl.server.embedded import EmbeddedServer
+from bench_dsl.server.replication import start_replicas
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = [sys.executable, "-m", "bench_dsl.cli.main"]
@@ -190,6 +191,24 @@ async def run_sql(dsn: Dsn, database: str | None, *statements: str) -> None:
                 await cur.execute(statement)
     finally:
         conn.close()
+
+
+@contextlib.contextmanager
+def primary_and_replica(max_connections: int = 100) -> Iterator[tuple[EmbeddedServer, EmbeddedServer]]:
+    """A throwaway primary and a replica attached to it, stopped at the end whatever happened."""
+    primary = EmbeddedServer(role="primary", max_connections=max_connections)
+    replicas: list[EmbeddedServer] = []
+
+    async def up() -> None:
+        await primary.start()
+        replicas.extend(await start_replicas(primary, 1, (), False, lambda _: None))
+
+    try:
+        asyncio.run(up())
+        yield primary, replicas[0]
+    finally:
+        for s in [*replicas, primary]:
+            s.stop()
 
 
 @contextlib.contextmanager

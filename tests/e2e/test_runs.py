@@ -10,7 +10,6 @@ import re
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 
@@ -19,10 +18,9 @@ import pytest
 
 from bench_dsl.engine.plan import plan
 from bench_dsl.server.embedded import EmbeddedServer
-from bench_dsl.server.replication import start_replicas
 from bench_dsl.workloads.registry import load
 
-from ..conftest import BENCH, ROOT, default_signals, loaded_by, run_bench
+from ..conftest import BENCH, ROOT, default_signals, loaded_by, primary_and_replica, run_bench
 from ..exporter import node_exporter
 
 pytestmark = pytest.mark.slow
@@ -41,24 +39,6 @@ def _result(path: Path) -> dict:
     doc = json.loads(path.read_text())
     jsonschema.validate(doc, SCHEMA)
     return doc
-
-
-@contextlib.contextmanager
-def _replicated() -> Iterator[dict[str, str]]:
-    """A throwaway primary and its replica, as BENCH_DSN and BENCH_REPLICA_DSN."""
-    primary = EmbeddedServer(role="primary", max_connections=100)
-    replicas: list[EmbeddedServer] = []
-
-    async def up() -> None:
-        await primary.start()
-        replicas.extend(await start_replicas(primary, 1, (), False, lambda _: None))
-
-    try:
-        asyncio.run(up())
-        yield {"BENCH_DSN": primary.url(), "BENCH_REPLICA_DSN": replicas[0].url()}
-    finally:
-        for s in [*replicas, primary]:
-            s.stop()
 
 
 def _defines(path: Path) -> list[str]:
@@ -81,7 +61,10 @@ def test_every_shipped_file_runs(path: Path, dsn_url: str, tmp_path: Path) -> No
         # when a condition needs it (tests/engine/test_hostwatch.py)
         monitor = stack.enter_context(node_exporter())[1] if sc.monitor is not None else ""
         # a replica is a real one, of a primary of its own (a server is refused as its own replica)
-        servers = stack.enter_context(_replicated()) if sc.replica_dsns else {}
+        servers = {}
+        if sc.replica_dsns:
+            primary, replica = stack.enter_context(primary_and_replica())
+            servers = {"BENCH_DSN": primary.url(), "BENCH_REPLICA_DSN": replica.url()}
         r = run_bench("run", str(path), "--headless", "--json", str(out), "--time-scale", f"{scale:.4f}",
                       "--max-steps", "2", *_defines(path), *study,
                       env={"BENCH_SSD_DIR": str(tmp_path), "BENCH_HDD_DIR": "/var/tmp",
@@ -225,9 +208,7 @@ def test_ctrl_c_writes_everything_measured(dsn_url: str, tmp_path: Path) -> None
 
 
 def test_lost_server_exits_4_and_keeps_the_data(tmp_path: Path) -> None:
-    import asyncio
 
-    from bench_dsl.server.embedded import EmbeddedServer
 
     srv = EmbeddedServer()
     asyncio.run(srv.start())
@@ -260,7 +241,6 @@ def test_unreachable_target_exits_4(tmp_path: Path) -> None:
 # the second written raw in the address, '@' and all, as people do: urlsplit reads it to the last '@'
 @pytest.mark.parametrize(("user", "password"), [("pwuser", "Very-Secret-42"), ("pwuser2", "Very@Secret-42")])
 def test_passwords_never_appear(server, dsn_url: str, tmp_path: Path, user: str, password: str) -> None:
-    import asyncio
 
     from bench_dsl.server.connect import connect
 
@@ -294,7 +274,6 @@ def test_users_the_server_refuses_end_the_climb_at_the_last_full_step(server, ds
     """A user allowed 4 connections, the run's own and 3 users (as max_connections caps every
     user): the step of 6 users never runs 6, so the run stops there and says why, and 2 users is
     the saturation point."""
-    import asyncio
 
     from bench_dsl.server.connect import connect
 

@@ -14,10 +14,8 @@ import pytest
 
 from bench_dsl.core.dsn import parse_dsn
 from bench_dsl.server.connect import connect
-from bench_dsl.server.embedded import EmbeddedServer
-from bench_dsl.server.replication import start_replicas
 
-from ..conftest import BENCH, ROOT, run_bench
+from ..conftest import BENCH, ROOT, primary_and_replica, run_bench
 
 pytestmark = pytest.mark.slow
 
@@ -43,15 +41,8 @@ async def _sql(url: str, statement: str) -> None:
 
 
 def test_a_stopped_sql_thread_shows_as_lag_and_ends_the_climb(tmp_path: Path) -> None:
-    primary = EmbeddedServer(role="primary", max_connections=50)
-    replicas: list[EmbeddedServer] = []
-
-    async def up() -> None:
-        await primary.start()
-        replicas.extend(await start_replicas(primary, 1, (), False, lambda _: None))
-
-    try:
-        asyncio.run(up())
+    with primary_and_replica(max_connections=50) as (primary, replica):
+        replicas = [replica]
         f = tmp_path / "lag.bench"
         f.write_text(LAGGING)
         out = tmp_path / "lag.json"
@@ -88,9 +79,6 @@ def test_a_stopped_sql_thread_shows_as_lag_and_ends_the_climb(tmp_path: Path) ->
         (replica,) = last["replication"]["replicas"]
         assert replica["sql_running"] == "No" and replica["seconds_behind_master"] is None
         assert doc["server"]["replicas"] == [f"mysql://root:***@127.0.0.1:{replicas[0].port}/benchdsl"]
-    finally:
-        for s in [*replicas, primary]:
-            s.stop()
 
 
 def test_embedded_replicas_are_started_attached_and_stopped(tmp_path: Path) -> None:
