@@ -184,8 +184,11 @@ async def test_the_ticks_around_a_slow_loss_follow_each_other() -> None:
     sched.on_worker_loss = "continue"
     ticks = [m.tick for m in [m async for m in sched.run(_SlowLoss())] if isinstance(m, Ticked)]  # type: ignore[arg-type]
     assert len(ticks) >= 4
+    # the loss's collect took 0.5 s: a tick ending there overlapped the next by that much. The ticks
+    # that catch up after it may be a few ms each, their t rounded to the ms (5 ms of overlap seen in
+    # a fresh-clone CI): far below the half second this is about
     for before, tick in itertools.pairwise(ticks):
-        assert tick.t - tick.seconds * second >= before.t - 0.002, [(k.t, k.seconds * second) for k in ticks]
+        assert tick.t - tick.seconds * second >= before.t - 0.05, [(k.t, k.seconds * second) for k in ticks]
 
 
 # bench replay of a rate ---------------------------------------------------------------------------
