@@ -269,7 +269,11 @@ def test_the_replay_keeps_the_runs_timing(live: Live) -> None:
     assert times == sorted(times)
     assert times[-1] == json.loads(live.json.read_text())["elapsed_s"]
     ticks = [e for _, e in evs if e.type == "tick"]
-    assert len(ticks) == len([e for _, e in evs if e.type == "interval"])  # one a second, one a 1s interval
+    intervals = [e for _, e in evs if e.type == "interval"]
+    # a tick at each 1 s interval's end; an interval a loaded machine stretched (1.3 s in a fresh-clone
+    # CI) may be drawn with one more
+    assert {t.t for t in ticks} >= {i.row.t for i in intervals}  # type: ignore[attr-defined]
+    assert len(intervals) <= len(ticks) <= len(intervals) + sum(i.row.figures["seconds"] > 1.2 for i in intervals)  # type: ignore[attr-defined]
 
 
 def test_conditions_are_in_the_judges_words_at_each_step_and_when_one_fires() -> None:
