@@ -31,7 +31,7 @@ from bench_dsl.results.report import data
 from bench_dsl.results.report.charts import figures
 from bench_dsl.results.summary import summarize
 
-from ..conftest import run_bench
+from ..conftest import froze, run_bench
 from ..fixtures.result import recorded_result
 
 SCHEMA = json.loads(resources.files("bench_dsl.results.schema").joinpath("summary-v1.json").read_text())
@@ -68,7 +68,7 @@ def study(dsn_url: str, tmp_path_factory: pytest.TempPathFactory) -> Study:
                       "--time-scale", "0.75", "--workers", "1", "--replace")
         assert r.returncode == 0, r.stderr
         study = Study(root, r.stderr)
-        if not any(not s["complete"] and s.get("stall_s", 0) > 0 for d in study.docs.values() for s in d["steps"]):
+        if not any(froze(d) for d in study.docs.values()):
             break
     return study
 

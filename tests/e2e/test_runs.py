@@ -20,7 +20,7 @@ from bench_dsl.engine.plan import plan
 from bench_dsl.server.embedded import EmbeddedServer
 from bench_dsl.workloads.registry import load
 
-from ..conftest import BENCH, ROOT, default_signals, loaded_by, primary_and_replica, run_bench
+from ..conftest import BENCH, ROOT, default_signals, loaded_by, primary_and_replica, run_bench, run_measured
 from ..exporter import node_exporter
 
 pytestmark = pytest.mark.slow
@@ -81,8 +81,8 @@ def test_every_shipped_file_runs(path: Path, dsn_url: str, tmp_path: Path) -> No
 
 def test_quickstart_measures_like_sysbench(dsn_url: str, tmp_path: Path) -> None:
     out, lines = tmp_path / "q.json", tmp_path / "q.jsonl"
-    r = run_bench("run", "examples/quickstart.bench", "--json", str(out), "--jsonl", str(lines),
-                  "--time-scale", "0.25")
+    r, _ = run_measured("run", "examples/quickstart.bench", "--json", str(out), "--jsonl", str(lines),
+                        "--time-scale", "0.25", out=out)
     assert r.returncode == 0, r.stderr
     doc = _result(out)
     tx = doc["summary"]["transactions"]["oltp_read_write"]
@@ -127,16 +127,12 @@ scenario "serialized" {{
 def test_tight_condition_finds_the_saturation_point(stop: str, kind: str, dsn_url: str, tmp_path: Path) -> None:
     f = tmp_path / "serial.bench"
     f.write_text(SERIAL.format(stop=stop))
-    for attempt in range(3):
-        out = tmp_path / f"s{attempt}.json"
-        r = run_bench("run", str(f), "--json", str(out))
-        assert r.returncode == 0, r.stderr
-        doc = _result(out)
-        # a step the machine froze in (3 s holds: a second of stalls is a quarter) is no clean
-        # measurement, and only a stall condition is judged on it: no plateau or kink fired (seen once
-        # in a fresh-clone CI). Such a run is run again
-        if doc["stop"] is not None or not any(s.get("incomplete_reason") for s in doc["steps"]):
-            break
+    # a step the machine froze in (3 s holds: a second of stalls is a quarter) is no clean measurement,
+    # and only a stall condition is judged on it: no plateau or kink fired (seen once in a fresh-clone CI)
+    out = tmp_path / "s.json"
+    r, _ = run_measured("run", str(f), "--json", str(out), out=out)
+    assert r.returncode == 0, r.stderr
+    doc = _result(out)
     assert doc["stop"]["reason"] == "stop_condition" and doc["stop"]["condition"] == stop
     assert doc["saturation"] == {"users": 1, "step": 1, "saturated": True, "condition": stop,
                                  "reason": f"stopped by: {stop}", "steps_completed": 2, "limited_by": None}
