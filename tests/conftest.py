@@ -29,6 +29,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from bench_dsl.core.dsn import Dsn, parse_dsn
+from bench_dsl.engine.judge import CUT_SHORT
 from bench_dsl.server.connect import connect
 from bench_dsl.server.embedded import EmbeddedServer
 from bench_dsl.server.replication import start_replicas
@@ -190,7 +191,7 @@ def froze(doc: dict[str, Any]) -> bool:
     processes, the machine itself froze for 1 to 2 s about once a suite (ticks that far apart, a
     SELECT 1 answered seconds late). A test that holds a clean step to figures runs such a run again
     (`run_measured`); what an unclean step does is tested on its own (tests/e2e/test_failures.py)."""
-    return any(not s["complete"] and s.get("incomplete_reason") and (s.get("stall_s") or 0) > 0
+    return any(not s["complete"] and s.get("incomplete_reason") not in (None, CUT_SHORT) and (s.get("stall_s") or 0) > 0
                for s in doc["steps"])
 
 

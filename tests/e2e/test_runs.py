@@ -147,15 +147,13 @@ def test_sustained_condition_ends_the_run_mid_step(dsn_url: str, tmp_path: Path)
     f = tmp_path / "live.bench"
     f.write_text(SERIAL.format(stop="p50(serial) > 40ms for 2s").replace("hold 3s", "hold 8s"))
     out = tmp_path / "l.json"
-    t = time.monotonic()
-    r = run_bench("run", str(f), "--json", str(out))
+    r, _ = run_measured("run", str(f), "--json", str(out), out=out)
     assert r.returncode == 0, r.stderr
     doc = _result(out)
     assert doc["stop"]["condition"] == "p50(serial) > 40ms for 2s"
     assert doc["stop"]["step"] == 2 and doc["stop"]["value"] > 40
     assert doc["saturation"]["users"] == 1
-    assert doc["steps"][-1]["complete"] is False  # the partial step is kept, marked as such
-    assert time.monotonic() - t < 30
+    assert doc["steps"][-1]["complete"] is False  # the partial step is kept, marked as such: cut mid-hold
 
 
 def test_expect_failure_sets_exit_status_3(dsn_url: str, tmp_path: Path) -> None:

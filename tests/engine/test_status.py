@@ -10,7 +10,7 @@ import pytest
 
 from bench_dsl.workloads.registry import load
 
-from ..conftest import run_bench
+from ..conftest import run_bench, run_measured
 
 pytestmark = pytest.mark.slow
 
@@ -34,9 +34,8 @@ def test_a_status_condition_fires_on_the_load_that_crosses_it(stop: str, dsn_url
     f = tmp_path / "s.bench"
     f.write_text(SLEEPERS.format(stop=stop))
     out = tmp_path / "s.json"
-    r = run_bench("run", str(f), "--headless", "--json", str(out))
+    r, doc = run_measured("run", str(f), "--headless", "--json", str(out), out=out)
     assert r.returncode == 0, r.stderr
-    doc = json.loads(out.read_text())
     # 2 users sleeping 0.2 s: 2 running, 10 selects/s; 8 users: 8 running, 40/s
     assert doc["stop"]["condition"] == stop and doc["stop"]["step"] == 2
     assert doc["saturation"]["users"] == 2
