@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
-from bench_dsl.core.dsn import Dsn, parse_dsn
+from bench_dsl.core.dsn import Dsn, parse_dsn, redact
 from bench_dsl.engine.judge import CUT_SHORT
 from bench_dsl.server.connect import connect
 from bench_dsl.server.embedded import EmbeddedServer
@@ -174,9 +174,26 @@ def server() -> Iterator[tuple[Dsn, EmbeddedServer | None]]:
         srv.stop()
 
 
+class SecretUrl(str):
+    """A server's address whose password a failing test's report does not show: pytest prints each
+    argument of a failing test with repr() (`dsn_url = 'mysql://root:...@...'`), and a CI log is
+    output like any other (bench_dsl.core.dsn.redact)."""
+
+    def __repr__(self) -> str:
+        return repr(redact(str(self)))
+
+
+def pytest_assertrepr_compare(op: str, left: object, right: object) -> list[str] | None:
+    """A failed comparison of a text holding an address is shown with its password redacted: pytest's
+    own explanation diffs the texts whole."""
+    if any(isinstance(x, str) and redact(x) != x for x in (left, right)):
+        return [f"{redact(repr(left))} {op} {redact(repr(right))}"]
+    return None
+
+
 @pytest.fixture(scope="session")
 def dsn_url(server: tuple[Dsn, EmbeddedServer | None]) -> str:
-    return os.environ["BENCH_DSN"]
+    return SecretUrl(os.environ["BENCH_DSN"])
 
 
 def run_bench(*args: str, env: dict[str, str] | None = None, timeout: float = 300,

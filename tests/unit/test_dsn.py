@@ -314,3 +314,15 @@ def test_redact_is_linear_in_its_text(unit: str) -> None:
     assert redact(short) == _PLAIN_REDACTION.sub(lambda m: f"{m[1]}{m[2]}:***@", short) != short
     small, large = cost(2_000), cost(20_000)
     assert large < 30 * small, (small, large)
+
+
+def test_the_suites_own_address_is_shown_without_its_password() -> None:
+    """A failing test's report shows its arguments and its comparisons: the session server's
+    address among them, never its password (tests/conftest.py)."""
+    from tests.conftest import SecretUrl, pytest_assertrepr_compare
+
+    url = SecretUrl("mysql://root:s3cret-pw@127.0.0.1:3306/benchdsl")
+    assert "s3cret" not in repr(url) and url == "mysql://root:s3cret-pw@127.0.0.1:3306/benchdsl"
+    explained = pytest_assertrepr_compare("==", str(url), "x")
+    assert explained is not None and "s3cret" not in " ".join(explained)
+    assert pytest_assertrepr_compare("==", "a", "b") is None
