@@ -13,8 +13,9 @@
  *
  * Types:
  *   Counts   latencies counted by their microsecond value, and statements, per transaction type
- *            (threads add to a pending list under a mutex; take() folds it, the GIL held); and the
- *            quiet spans between completions (a stalled server: see quiet()).
+ *            (threads append records to a queue; take() reads what they published, the GIL held,
+ *            and never waits for them); and the quiet spans between completions (a stalled
+ *            server: see quiet()).
  *   Program  a workload's transactions as data (bench_dsl/language/statements.py, flattened by executor.py):
  *            statements, the values drawn for them, and the weights of the types. Shared by the
  *            users of a process (so are its sequences).
@@ -51,50 +52,85 @@ static long long now_ns(void) {
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Counts                                                                                          */
+/*                                                                                                  */
+/* The users' threads (no GIL) are writers; take() is the one reader (the GIL held). A report must  */
+/* not wait for the users: with 1,500 user threads on 2 cores, a user preempted while holding a     */
+/* lock the report needs holds the report until the scheduler runs it again. So writers are         */
+/* serialized among themselves only (`w`, which the reader never takes), and everything a take      */
+/* needs reaches it through a queue of records the writers append and publish with a release store; */
+/* the reader reads what is published (acquire), and a record still being written at a take is     */
+/* counted at the next one, as a completion that raced the take always was. The GIL path (ok(), the */
+/* Python users) is a writer like the others.                                                      */
 
-typedef struct {
-    int32_t tx, queries;
-    int64_t us;
-} Pending;
+typedef struct { long long start, end; } Span;
 
 /* Quiet spans: the gaps between two completions of the process's users at least QUIET_MIN_NS long
  * (what a stalled server leaves), at most QUIET_MAX of them between two takes (the longest kept).
- * Kept under the mutex the completion already takes: one subtraction and one comparison per
- * transaction, and its end time is the clock reading its latency needs anyway.
+ * The reader finds them from the completions' end times in the writers' order: exactly what the
+ * writers would find, at no cost to them.
  *
  * Idle spans: those in which none of the process's users was inside a transaction (each waited for
  * an arrival, or had not started): a gap is a stall only where some user waited on the server, so
  * the coordinator takes them out of the gaps (bench_dsl/measure/stalls.py). A user enters when it
  * starts its first transaction and leaves only when it goes to sleep for an arrival or stops: a
  * closed loop enters once per run() and pays nothing per transaction; an open loop pays where its
- * user sleeps anyway. */
+ * user sleeps anyway. The writers count who is inside and record only the changes to and from none:
+ * the reader rebuilds the spans, and whether none is inside at the take, from what is published,
+ * never from two fields read apart. */
 #define QUIET_MIN_NS 50000000LL
 #define QUIET_MAX 64
 
-typedef struct { long long start, end; } Span;
+/* a record: a completion (tx >= 0: its type, statements, a = microseconds, b = its end in ns), or
+ * a change of who is inside (a = when) */
+enum { REC_IDLE_BEGIN = -1, REC_IDLE_END = -2 };
+typedef struct {
+    int32_t tx, queries;
+    int64_t a, b;
+} Rec;
+
+/* 48 KB a chunk: at 50,000 transactions a second, some 25 allocations a second */
+#define CHUNK_RECS 2048
+
+/* Writers write only into the tail chunk (under `w`) and publish `filled` (release); a chunk is
+ * full for good once `next` is set, so the reader may free it when it has read all of it. */
+typedef struct Chunk {
+    struct Chunk *next;
+    size_t filled;
+    Rec r[CHUNK_RECS];
+} Chunk;
 
 typedef struct {
     PyObject_HEAD
     Py_ssize_t n;
-    PyObject *lat;        /* list of n dicts: microseconds -> transactions */
-    long long *queries;   /* statements per transaction type */
-    pthread_mutex_t mu;   /* guards pending and the quiet spans: threads without the GIL add to them */
-    int mu_ready;
-    Pending *pending;
-    Py_ssize_t npending, cappending;
-    long long last_ns;    /* the latest completion (0: none yet); never reset */
+    PyObject *lat;        /* list of n dicts: microseconds -> transactions (the reader's) */
+    long long *queries;   /* statements per transaction type (the reader's) */
+    int ready;            /* w is initialised, head and tail allocated */
+    /* the writers', under w */
+    pthread_mutex_t w;
+    Chunk *tail;
+    int inflight;         /* users inside a transaction (entered, not left) */
+    /* the reader's, under the GIL */
+    Chunk *head;
+    size_t consumed;      /* records of head already read */
+    int draining;
+    long long last_ns;    /* the latest completion read (0: none yet); never reset */
     Span quiet[QUIET_MAX];
     int nquiet;
+    int idle_now;         /* none was inside, as of the records read */
+    long long idle_from;  /* since when (0: since ever) */
+    Span idle[QUIET_MAX];
+    int nidle;
     Span taken[QUIET_MAX];  /* what the last take() took: quiet() returns it */
     int ntaken;
     long long taken_last_ns, taken_at_ns;
-    int inflight;         /* users inside a transaction (entered, not left) */
-    long long idle_from;  /* since when none has been (0: since ever); meaningless while inflight > 0 */
-    Span idle[QUIET_MAX];
-    int nidle;
     Span taken_idle[QUIET_MAX];
     int ntaken_idle;
     long long taken_idle_from;  /* at the last take: idle since then, or -1 (a user was inside) */
+    /* the test-only held writer (Counts._hold_writer) */
+    pthread_t holder;
+    int holding;
+    uint32_t release;
+    Rec *held;
 } Counts;
 
 static PyTypeObject CountsType;
@@ -110,11 +146,36 @@ static PyObject *fresh_dicts(Py_ssize_t n) {
     return list;
 }
 
+static Chunk *chunk_new(void) {
+    Chunk *c = PyMem_RawMalloc(sizeof(Chunk));
+    if (c != NULL) {
+        c->next = NULL;
+        c->filled = 0;
+    }
+    return c;
+}
+
+static int counts_drain(Counts *self);
+
 static int Counts_init(Counts *self, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"n", NULL};
     Py_ssize_t n;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "n", kwlist, &n)) return -1;
     if (n < 1) { PyErr_SetString(PyExc_ValueError, "at least one transaction type"); return -1; }
+    if (!self->ready) {
+        Chunk *c = chunk_new();
+        if (c == NULL) { PyErr_NoMemory(); return -1; }
+        if (pthread_mutex_init(&self->w, NULL) != 0) {
+            PyMem_RawFree(c);
+            PyErr_SetString(PyExc_OSError, "pthread_mutex_init");
+            return -1;
+        }
+        self->head = self->tail = c;
+        self->idle_now = 1;
+        self->ready = 1;
+    } else if (counts_drain(self) < 0) { /* what was recorded before, into the counts dropped below */
+        PyErr_Clear();
+    }
     PyObject *lat = fresh_dicts(n);
     if (lat == NULL) return -1;
     long long *q = PyMem_Calloc((size_t)n, sizeof(long long));
@@ -123,13 +184,6 @@ static int Counts_init(Counts *self, PyObject *args, PyObject *kwds) {
     PyMem_Free(self->queries);
     self->queries = q;
     self->n = n;
-    if (!self->mu_ready) {
-        if (pthread_mutex_init(&self->mu, NULL) != 0) { PyErr_SetString(PyExc_OSError, "pthread_mutex_init"); return -1; }
-        self->mu_ready = 1;
-    }
-    pthread_mutex_lock(&self->mu);
-    self->npending = 0;
-    pthread_mutex_unlock(&self->mu);
     return 0;
 }
 
@@ -143,16 +197,23 @@ static int Counts_clear(Counts *self) {
     return 0;
 }
 
+static PyObject *Counts_release_writer(Counts *self, PyObject *unused);
+
 static void Counts_dealloc(Counts *self) {
     PyObject_GC_UnTrack(self);
+    if (self->holding) Py_XDECREF(Counts_release_writer(self, NULL));
     Counts_clear(self);
     PyMem_Free(self->queries);
-    PyMem_RawFree(self->pending);
-    if (self->mu_ready) pthread_mutex_destroy(&self->mu);
+    for (Chunk *c = self->head; c != NULL;) { /* no writer left: each user holds a reference */
+        Chunk *next = c->next;
+        PyMem_RawFree(c);
+        c = next;
+    }
+    if (self->ready) pthread_mutex_destroy(&self->w);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* lat[i][us] += 1; queries[i] += q. 0, or -1 with an exception set. */
+/* lat[i][us] += 1; queries[i] += q. The reader's. 0, or -1 with an exception set. */
 static int counts_add(Counts *self, long long i, long long us, long long q) {
     if (self->lat == NULL) { PyErr_SetString(PyExc_ValueError, "Counts not initialised"); return -1; }
     if (i < 0 || i >= self->n) { PyErr_SetString(PyExc_IndexError, "transaction type out of range"); return -1; }
@@ -178,7 +239,7 @@ static int counts_add(Counts *self, long long i, long long us, long long q) {
 }
 
 /* [start, end) into spans (n of them), if QUIET_MIN_NS or longer; when full, the shortest gives way
- * to a longer one. Under the mutex. */
+ * to a longer one. The reader's. */
 static void spans_keep(Span *spans, int *n, long long start, long long end) {
     if (end - start < QUIET_MIN_NS) return;
     int k = *n;
@@ -195,78 +256,133 @@ static void spans_keep(Span *spans, int *n, long long start, long long end) {
     spans[k].end = end;
 }
 
-/* A completion at `end` (CLOCK_MONOTONIC ns): the gap since the one before it, if long enough, is a
- * quiet span. Under the mutex. Threads may take the mutex out of their completions' order: a
- * completion older than the latest only counts. */
-static void counts_done_at(Counts *self, long long end) {
-    long long last = self->last_ns;
-    if (end <= last) return;
-    self->last_ns = end;
-    if (last == 0) return;
-    spans_keep(self->quiet, &self->nquiet, last, end);
+/* The slot of the next record, in the tail chunk (a new one linked when it is full); NULL when out
+ * of memory. Under w; the record counts once rec_publish() has run. */
+static Rec *rec_slot(Counts *self) {
+    Chunk *t = self->tail;
+    size_t k = __atomic_load_n(&t->filled, __ATOMIC_RELAXED); /* only writers store it, under w */
+    if (k == CHUNK_RECS) {
+        Chunk *c = chunk_new();
+        if (c == NULL) return NULL;
+        /* the last the writers touch of t: the reader may free it from then on */
+        __atomic_store_n(&t->next, c, __ATOMIC_RELEASE);
+        self->tail = t = c;
+        k = 0;
+    }
+    return &t->r[k];
 }
 
-/* A user starts waiting on the server at `t` (enter) or stops (leave). Under the mutex. */
-static void counts_enter_at(Counts *self, long long t) {
-    if (self->inflight++ == 0) spans_keep(self->idle, &self->nidle, self->idle_from, t);
+static void rec_publish(Counts *self) {
+    Chunk *t = self->tail;
+    __atomic_store_n(&t->filled, __atomic_load_n(&t->filled, __ATOMIC_RELAXED) + 1, __ATOMIC_RELEASE);
 }
 
-static void counts_leave_at(Counts *self, long long t) {
-    if (self->inflight > 0 && --self->inflight == 0) self->idle_from = t;
+/* One record, under w. 0, or -1 when out of memory (nothing set: no GIL needed). */
+static int counts_record(Counts *self, int32_t tx, int32_t queries, int64_t a, int64_t b) {
+    pthread_mutex_lock(&self->w);
+    Rec *r = rec_slot(self);
+    if (r != NULL) {
+        r->tx = tx;
+        r->queries = queries;
+        r->a = a;
+        r->b = b;
+        rec_publish(self);
+    }
+    pthread_mutex_unlock(&self->w);
+    return r != NULL ? 0 : -1;
 }
 
+/* A user starts waiting on the server at `t` (enter) or stops (leave): a record only when none was
+ * inside before, or none is after. Out of memory, the change is not recorded: the idle spans are
+ * then wrong until the next such change, and the process is about to fail anyway. */
 static void counts_enter(Counts *self, long long t) {
-    pthread_mutex_lock(&self->mu);
-    counts_enter_at(self, t);
-    pthread_mutex_unlock(&self->mu);
+    pthread_mutex_lock(&self->w);
+    if (self->inflight++ == 0) {
+        Rec *r = rec_slot(self);
+        if (r != NULL) {
+            r->tx = REC_IDLE_END;
+            r->a = t;
+            rec_publish(self);
+        }
+    }
+    pthread_mutex_unlock(&self->w);
 }
 
 static void counts_leave(Counts *self, long long t) {
-    pthread_mutex_lock(&self->mu);
-    counts_leave_at(self, t);
-    pthread_mutex_unlock(&self->mu);
-}
-
-/* What a thread without the GIL does instead of counts_add: the transaction waits in `pending`
- * until take() counts it. `end`: when it completed. 0, or -1 when out of memory (nothing set: no GIL). */
-static int counts_add_nogil(Counts *self, long long i, long long us, long long q, long long end) {
-    pthread_mutex_lock(&self->mu);
-    counts_done_at(self, end);
-    if (self->npending == self->cappending) {
-        Py_ssize_t cap = self->cappending ? 2 * self->cappending : 1024;
-        Pending *more = PyMem_RawRealloc(self->pending, (size_t)cap * sizeof(Pending));
-        if (more == NULL) { pthread_mutex_unlock(&self->mu); return -1; }
-        self->pending = more;
-        self->cappending = cap;
+    pthread_mutex_lock(&self->w);
+    if (self->inflight > 0 && --self->inflight == 0) {
+        Rec *r = rec_slot(self);
+        if (r != NULL) {
+            r->tx = REC_IDLE_BEGIN;
+            r->a = t;
+            rec_publish(self);
+        }
     }
-    Pending *r = &self->pending[self->npending++];
-    r->tx = (int32_t)i;
-    r->queries = (int32_t)q;
-    r->us = us;
-    pthread_mutex_unlock(&self->mu);
-    return 0;
+    pthread_mutex_unlock(&self->w);
 }
 
+/* A completed transaction (type i, us microseconds, q statements, completed at `end` ns), from a
+ * thread without the GIL: counted by the next take. 0, or -1 when out of memory (nothing set). */
+static int counts_add_nogil(Counts *self, long long i, long long us, long long q, long long end) {
+    return counts_record(self, (int32_t)i, (int32_t)q, us, end);
+}
+
+/* One record read: a completion at `end` makes the gap since the one before it, if long enough, a
+ * quiet span (a completion older than the latest, its thread having taken w late, only counts). */
+static int counts_read(Counts *self, const Rec *r) {
+    if (r->tx == REC_IDLE_END) {
+        if (self->idle_now) spans_keep(self->idle, &self->nidle, self->idle_from, r->a);
+        self->idle_now = 0;
+        return 0;
+    }
+    if (r->tx == REC_IDLE_BEGIN) {
+        self->idle_now = 1;
+        self->idle_from = r->a;
+        return 0;
+    }
+    long long last = self->last_ns;
+    if (r->b > last) {
+        self->last_ns = r->b;
+        if (last != 0) spans_keep(self->quiet, &self->nquiet, last, r->b);
+    }
+    return counts_add(self, r->tx, r->a, r->queries);
+}
+
+/* Everything published so far, read, and the chunks read to their end freed. Never waits for a
+ * writer. The GIL held; 0, or -1 with an exception set (the records read up to the failing one
+ * included are not read again). */
+static int counts_drain(Counts *self) {
+    if (!self->ready || self->draining) return 0; /* a take within a take (a finalizer): the outer reads */
+    self->draining = 1;
+    int rc = 0;
+    for (;;) {
+        Chunk *c = self->head;
+        size_t filled = __atomic_load_n(&c->filled, __ATOMIC_ACQUIRE);
+        while (self->consumed < filled && rc == 0) rc = counts_read(self, &c->r[self->consumed++]);
+        if (rc < 0 || filled < CHUNK_RECS) break;
+        Chunk *next = __atomic_load_n(&c->next, __ATOMIC_ACQUIRE);
+        if (next == NULL) break; /* still the writers' tail */
+        self->head = next;
+        self->consumed = 0;
+        PyMem_RawFree(c);
+    }
+    self->draining = 0;
+    return rc;
+}
+
+/* read what was published, and what take() and quiet() return set aside */
 static int counts_fold(Counts *self) {
-    if (!self->mu_ready) return 0;
-    pthread_mutex_lock(&self->mu);
-    Pending *p = self->pending;
-    Py_ssize_t n = self->npending;
-    self->pending = NULL;
-    self->npending = self->cappending = 0;
+    int rc = counts_drain(self);
+    /* after the reads: every completion read ended before this */
+    self->taken_at_ns = now_ns();
     memcpy(self->taken, self->quiet, (size_t)self->nquiet * sizeof(Span));
     self->ntaken = self->nquiet;
     self->nquiet = 0;
     self->taken_last_ns = self->last_ns;
-    self->taken_at_ns = now_ns();
     memcpy(self->taken_idle, self->idle, (size_t)self->nidle * sizeof(Span));
     self->ntaken_idle = self->nidle;
     self->nidle = 0;
-    self->taken_idle_from = self->inflight > 0 ? -1 : self->idle_from;
-    pthread_mutex_unlock(&self->mu);
-    int rc = 0;
-    for (Py_ssize_t j = 0; j < n && rc == 0; j++) rc = counts_add(self, p[j].tx, p[j].us, p[j].queries);
-    PyMem_RawFree(p);
+    self->taken_idle_from = self->idle_now ? self->idle_from : -1;
     return rc;
 }
 
@@ -276,13 +392,9 @@ static PyObject *Counts_ok(Counts *self, PyObject *const *args, Py_ssize_t nargs
     long long us = PyLong_AsLongLong(args[1]);
     long long q = PyLong_AsLongLong(args[2]);
     if (PyErr_Occurred()) return NULL;
-    if (counts_add(self, i, us, q) < 0) return NULL;
-    if (self->mu_ready) {
-        long long end = now_ns();
-        pthread_mutex_lock(&self->mu);
-        counts_done_at(self, end);
-        pthread_mutex_unlock(&self->mu);
-    }
+    if (!self->ready || self->lat == NULL) { PyErr_SetString(PyExc_ValueError, "Counts not initialised"); return NULL; }
+    if (i < 0 || i >= self->n) { PyErr_SetString(PyExc_IndexError, "transaction type out of range"); return NULL; }
+    if (counts_record(self, (int32_t)i, (int32_t)q, us, now_ns()) < 0) return PyErr_NoMemory();
     Py_RETURN_NONE;
 }
 
@@ -315,19 +427,19 @@ static PyObject *Counts_quiet(Counts *self, PyObject *unused) {
 static PyObject *Counts_enter(Counts *self, PyObject *arg) {
     long long t = PyLong_AsLongLong(arg);
     if (t == -1 && PyErr_Occurred()) return NULL;
-    if (self->mu_ready) counts_enter(self, t);
+    if (self->ready) counts_enter(self, t);
     Py_RETURN_NONE;
 }
 
 static PyObject *Counts_leave(Counts *self, PyObject *arg) {
     long long t = PyLong_AsLongLong(arg);
     if (t == -1 && PyErr_Occurred()) return NULL;
-    if (self->mu_ready) counts_leave(self, t);
+    if (self->ready) counts_leave(self, t);
     Py_RETURN_NONE;
 }
 
 static PyObject *Counts_take(Counts *self, PyObject *unused) {
-    if (self->lat == NULL) { PyErr_SetString(PyExc_ValueError, "Counts not initialised"); return NULL; }
+    if (!self->ready || self->lat == NULL) { PyErr_SetString(PyExc_ValueError, "Counts not initialised"); return NULL; }
     if (counts_fold(self) < 0) return NULL;
     PyObject *fresh = fresh_dicts(self->n);
     if (fresh == NULL) return NULL;
@@ -343,6 +455,125 @@ static PyObject *Counts_take(Counts *self, PyObject *unused) {
     return out;
 }
 
+/* The held writer's two halves (Counts._hold_writer): inside w with its completion written, then
+ * published and out. */
+static void counts_hold_begin(Counts *c, long long tx, long long us, long long q) {
+    pthread_mutex_lock(&c->w);
+    c->held = rec_slot(c);
+    if (c->held != NULL) *c->held = (Rec){(int32_t)tx, (int32_t)q, us, now_ns()};
+}
+
+static void counts_hold_end(Counts *c) {
+    if (c->held != NULL) rec_publish(c);
+    pthread_mutex_unlock(&c->w);
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Counts' test-only entry points (tests/engine/test_counts_lockfree.py): a writer held inside its */
+/* critical section, and many writers at once. Nothing in a run calls them.                        */
+
+typedef struct {
+    Counts *counts;
+    long long tx, us, queries;
+    uint32_t held;      /* set by the writer once it is inside */
+} Hold;
+
+static void word_wait(uint32_t *word) {
+    while (__atomic_load_n(word, __ATOMIC_ACQUIRE) == 0)
+        syscall(SYS_futex, word, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, 0, NULL, NULL, 0);
+}
+
+static void word_set(uint32_t *word) {
+    __atomic_store_n(word, 1, __ATOMIC_RELEASE);
+    syscall(SYS_futex, word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
+}
+
+static void *hold_main(void *arg) {
+    Hold *h = arg;
+    Counts *c = h->counts;
+    long long tx = h->tx, us = h->us, q = h->queries;
+    counts_hold_begin(c, tx, us, q);
+    word_set(&h->held); /* h is the caller's, gone once it saw this */
+    word_wait(&c->release);
+    counts_hold_end(c);
+    return NULL;
+}
+
+/* _hold_writer(i, micros, queries): a thread records one completion, and stays inside the writers'
+ * critical section, the record unpublished, until _release_writer(). Returns once it is inside. */
+static PyObject *Counts_hold_writer(Counts *self, PyObject *args) {
+    Hold h = {self, 0, 0, 0, 0};
+    if (!PyArg_ParseTuple(args, "LLL", &h.tx, &h.us, &h.queries)) return NULL;
+    if (self->lat == NULL || h.tx < 0 || h.tx >= self->n) { PyErr_SetString(PyExc_ValueError, "no such type"); return NULL; }
+    if (self->holding) { PyErr_SetString(PyExc_RuntimeError, "a writer is held already"); return NULL; }
+    self->release = 0;
+    if (pthread_create(&self->holder, NULL, hold_main, &h) != 0) { PyErr_SetString(PyExc_OSError, "pthread_create"); return NULL; }
+    self->holding = 1;
+    Py_BEGIN_ALLOW_THREADS
+    word_wait(&h.held);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+/* _release_writer(): the held writer publishes its completion and leaves; returns once it has */
+static PyObject *Counts_release_writer(Counts *self, PyObject *unused) {
+    if (!self->holding) Py_RETURN_NONE;
+    Py_BEGIN_ALLOW_THREADS
+    word_set(&self->release);
+    pthread_join(self->holder, NULL);
+    Py_END_ALLOW_THREADS
+    self->holding = 0;
+    Py_RETURN_NONE;
+}
+
+typedef struct {
+    Counts *counts;
+    long long first, each;
+    int failed;
+} Hammer;
+
+/* completion j of writer w: type (w + j) % n, (j % 1000) us, 1 + j % 3 statements */
+static void *hammer_main(void *arg) {
+    Hammer *h = arg;
+    Counts *c = h->counts;
+    counts_enter(c, now_ns());
+    for (long long j = 0; j < h->each && !h->failed; j++)
+        if (counts_add_nogil(c, (h->first + j) % c->n, j % 1000, 1 + j % 3, now_ns()) < 0) h->failed = 1;
+    counts_leave(c, now_ns());
+    return NULL;
+}
+
+/* _hammer(threads, each): `threads` threads without the GIL record `each` completions apiece, at
+ * once; returns when all have */
+static PyObject *Counts_hammer(Counts *self, PyObject *args) {
+    int threads;
+    long long each;
+    if (!PyArg_ParseTuple(args, "iL", &threads, &each)) return NULL;
+    if (self->lat == NULL || threads < 1 || threads > 1024 || each < 0) {
+        PyErr_SetString(PyExc_ValueError, "1 to 1024 threads, an initialised Counts");
+        return NULL;
+    }
+    Hammer *hs = PyMem_Calloc((size_t)threads, sizeof(Hammer));
+    pthread_t *ids = PyMem_Calloc((size_t)threads, sizeof(pthread_t));
+    if (hs == NULL || ids == NULL) { PyMem_Free(hs); PyMem_Free(ids); return PyErr_NoMemory(); }
+    int started = 0, failed = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (; started < threads; started++) {
+        hs[started] = (Hammer){self, started, each, 0};
+        if (pthread_create(&ids[started], NULL, hammer_main, &hs[started]) != 0) break;
+    }
+    for (int k = 0; k < started; k++) {
+        pthread_join(ids[k], NULL);
+        failed |= hs[k].failed;
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_Free(hs);
+    PyMem_Free(ids);
+    if (started < threads) { PyErr_SetString(PyExc_OSError, "pthread_create"); return NULL; }
+    if (failed) return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef Counts_methods[] = {
     {"ok", (PyCFunction)(void (*)(void))Counts_ok, METH_FASTCALL,
      "ok(i, micros, queries): one completed transaction of type i"},
@@ -354,6 +585,14 @@ static PyMethodDef Counts_methods[] = {
      "transaction, since when none was at the take or None): CLOCK_MONOTONIC, as time.monotonic_ns()"},
     {"enter", (PyCFunction)Counts_enter, METH_O, "enter(t_ns): a user starts waiting on the server"},
     {"leave", (PyCFunction)Counts_leave, METH_O, "leave(t_ns): a user no longer waits on the server"},
+    {"_hold_writer", (PyCFunction)Counts_hold_writer, METH_VARARGS,
+     "test only: _hold_writer(i, micros, queries): a thread stays inside the writers' critical section, "
+     "that completion written but not published, until _release_writer()"},
+    {"_release_writer", (PyCFunction)Counts_release_writer, METH_NOARGS,
+     "test only: the held writer publishes its completion and leaves; returns once it has"},
+    {"_hammer", (PyCFunction)Counts_hammer, METH_VARARGS,
+     "test only: _hammer(threads, each): threads without the GIL record `each` completions apiece at once "
+     "(j-th of thread w: type (w + j) % n, j % 1000 us, 1 + j % 3 statements); returns when all have"},
     {NULL}};
 
 static PyTypeObject CountsType = {
@@ -369,6 +608,7 @@ static PyTypeObject CountsType = {
     .tp_clear = (inquiry)Counts_clear,
     .tp_methods = Counts_methods,
 };
+
 
 /* ---------------------------------------------------------------------------------------------- */
 /* The generator: xoshiro256** (Blackman and Vigna), seeded through splitmix64. A user's values are */
