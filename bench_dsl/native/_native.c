@@ -1283,10 +1283,25 @@ static int pick_tx(const Program *p, Rng *r) {
 
 enum { S_OUT = 0, S_IDLE, S_BUSY };
 
+/* What take() reports, as the last critical section left it: published by each holder of the
+ * mutex as it lets go, so that a take never waits for a user holding it (preempted there, with 1,500
+ * users on 2 cores, it may not run again for a while). offered, started and dropped count from the
+ * start (the reader keeps what it reported); busy_max and queued_max since the take `epoch` (the
+ * writers restart them at their first section after a take); nrec: the samples written so far. */
 typedef struct {
-    long long *v;   /* microseconds */
-    Py_ssize_t n, cap;
-} Samples;
+    long long offered, started, dropped, busy, idle, queued, waiting, busy_max, queued_max, epoch, nrec;
+} SchedSnap;
+
+#define SNAP_FIELDS ((int)(sizeof(SchedSnap) / sizeof(long long)))
+
+/* two slots, written in turn: a reader retries only when a writer published twice meanwhile, never
+ * for one stopped halfway */
+typedef struct {
+    unsigned long long seq;   /* odd: being written */
+    SchedSnap v;
+} SnapSlot;
+
+enum { SAMPLE_LAG = 0, SAMPLE_SERVICE, SAMPLE_WAIT };
 
 /* A user waiting in its schedule (a member of its User, linked into the schedule's list while it waits). */
 typedef struct Claim {
@@ -1312,38 +1327,54 @@ typedef struct {
     Claim waiting;            /* the list's head: the users in sched_claim() */
     long long idle, claimed;  /* users waiting; those of them holding a claim */
     long long busy, busy_max;
-    long long offered, started, dropped, queued_max;
-    Samples lag, service, wait;
+    long long offered, started, dropped, queued_max;   /* from the start; the maxima since max_epoch */
+    long long max_epoch;
+    Chunk *wtail;             /* the samples (Rec: tx their kind, a microseconds): written under mu */
+    long long widx, nrec;     /* in wtail; in all */
+    unsigned long long npub;  /* snapshots published */
+    SnapSlot snap[2];
+    unsigned long long current;  /* the latest published */
+    long long takes;          /* the reader's: take() calls so far (writers read it for max_epoch) */
+    /* the reader's, under the GIL */
+    Chunk *rchunk;
+    long long ridx, rtotal;
+    SchedSnap told;           /* what the last take saw */
+    /* the test-only held user (Schedule._hold_user) */
+    pthread_t holder;
+    int holding;
+    uint32_t release;
 } Schedule;
 
 static PyTypeObject ScheduleType;
 
-static int samples_push(Samples *s, long long ns) {
-    if (s->n == s->cap) {
-        Py_ssize_t cap = s->cap ? 2 * s->cap : 1024;
-        long long *more = PyMem_RawRealloc(s->v, (size_t)cap * sizeof(long long));
-        if (more == NULL) return -1;
-        s->v = more;
-        s->cap = cap;
+/* a sample of `kind` (ns) for the next take; under mu. 0, or -1 when out of memory. Read once a
+ * snapshot counting it is published: no release store of its own. */
+static int samples_push(Schedule *s, int kind, long long ns) {
+    if (s->widx == CHUNK_RECS) {
+        Chunk *c = chunk_new();
+        if (c == NULL) return -1;
+        s->wtail->next = c;  /* the last the writers touch of wtail: the reader frees it past this */
+        s->wtail = c;
+        s->widx = 0;
     }
-    s->v[s->n++] = ns > 0 ? ns / 1000 : 0;
+    Rec *r = &s->wtail->r[s->widx++];
+    r->tx = kind;
+    r->a = ns > 0 ? ns / 1000 : 0;
+    s->nrec++;
     return 0;
 }
 
-/* {microseconds: count} of a taken list of samples (the GIL held), or NULL with an exception set */
-static PyObject *tally(const Samples *s) {
-    PyObject *d = PyDict_New();
-    for (Py_ssize_t j = 0; d != NULL && j < s->n; j++) {
-        PyObject *key = PyLong_FromLongLong(s->v[j]);
-        if (key == NULL) { Py_CLEAR(d); break; }
-        PyObject *old = PyDict_GetItemWithError(d, key); /* borrowed */
-        long long n = old != NULL ? PyLong_AsLongLong(old) + 1 : 1;
-        PyObject *val = PyErr_Occurred() ? NULL : PyLong_FromLongLong(n);
-        if (val == NULL || PyDict_SetItem(d, key, val) < 0) Py_CLEAR(d);
-        Py_DECREF(key);
-        Py_XDECREF(val);
-    }
-    return d;
+/* d[us] += 1 (the GIL held); 0, or -1 with an exception set */
+static int tally_one(PyObject *d, long long us) {
+    PyObject *key = PyLong_FromLongLong(us);
+    if (key == NULL) return -1;
+    PyObject *old = PyDict_GetItemWithError(d, key); /* borrowed */
+    long long n = old != NULL ? PyLong_AsLongLong(old) + 1 : 1;
+    PyObject *val = PyErr_Occurred() ? NULL : PyLong_FromLongLong(n);
+    int rc = val == NULL || PyDict_SetItem(d, key, val) < 0 ? -1 : 0;
+    Py_DECREF(key);
+    Py_XDECREF(val);
+    return rc;
 }
 
 static double sched_gap(Schedule *s) {
@@ -1387,6 +1418,57 @@ static long long ring_pop(Schedule *s, int *queued) {
     s->rlen--;
     *queued = due < 0;
     return due < 0 ? -due : due;
+}
+
+/* the first section after a take restarts the maxima from the state the take saw */
+static void sched_epoch(Schedule *s) {
+    long long e = __atomic_load_n(&s->takes, __ATOMIC_ACQUIRE);
+    if (e == s->max_epoch) return;
+    s->max_epoch = e;
+    s->busy_max = s->busy;
+    s->queued_max = s->rlen - sched_free(s) > 0 ? s->rlen - sched_free(s) : 0;
+}
+
+static void sched_lock(Schedule *s) {
+    pthread_mutex_lock(&s->mu);
+    sched_epoch(s);
+}
+
+/* the state as this section leaves it, for take(); under mu */
+static void sched_publish(Schedule *s) {
+    long long queued = s->rlen - sched_free(s);
+    SchedSnap v = {s->offered, s->started, s->dropped, s->busy, s->idle, queued > 0 ? queued : 0, s->rlen,
+                   s->busy_max, s->queued_max, s->max_epoch, s->nrec};
+    unsigned long long k = ++s->npub;
+    SnapSlot *slot = &s->snap[k & 1];
+    __atomic_store_n(&slot->seq, 2 * k - 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    const long long *from = (const long long *)&v;
+    long long *to = (long long *)&slot->v;
+    for (int j = 0; j < SNAP_FIELDS; j++) __atomic_store_n(&to[j], from[j], __ATOMIC_RELAXED);
+    __atomic_store_n(&slot->seq, 2 * k, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->current, k, __ATOMIC_RELEASE);
+}
+
+static void sched_unlock(Schedule *s) {
+    sched_publish(s);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* The latest published state (the reader's), without waiting: a slot found being rewritten means a
+ * newer one is published already. The samples it counts are visible from then on. */
+static void sched_snapshot(Schedule *s, SchedSnap *out) {
+    for (;;) {
+        unsigned long long k = __atomic_load_n(&s->current, __ATOMIC_ACQUIRE);
+        SnapSlot *slot = &s->snap[k & 1];
+        unsigned long long seq = __atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE);
+        if (seq != 2 * k) continue;
+        const long long *from = (const long long *)&slot->v;
+        long long *to = (long long *)out;
+        for (int j = 0; j < SNAP_FIELDS; j++) to[j] = __atomic_load_n(&from[j], __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&slot->seq, __ATOMIC_RELAXED) == seq) return;
+    }
 }
 
 /* What each unclaimed arrival whose grace ran out by `now` met: a free user or room in the queue
@@ -1490,7 +1572,7 @@ static int sched_leave_busy(Schedule *s, int *state, long long *service) {
     int rc = 0;
     if (*state == S_BUSY) {
         s->busy--;
-        if (*service >= 0) rc = samples_push(&s->service, *service);
+        if (*service >= 0) rc = samples_push(s, SAMPLE_SERVICE, *service);
     }
     *service = -1;
     *state = S_OUT;
@@ -1505,7 +1587,7 @@ static int sched_leave_busy(Schedule *s, int *state, long long *service) {
  * (a user waiting for an arrival is no sign of a stalled server), and *inside becomes 0. */
 static int sched_claim(Schedule *s, Claim *c, const int *stop, int *state, long long *service, long long *due,
                        long long *send, Counts *counts, int *inside) {
-    pthread_mutex_lock(&s->mu);
+    sched_lock(s);
     long long now = now_ns();
     sched_advance(s, now); /* with the free users there were until now */
     int rc = sched_leave_busy(s, state, service);
@@ -1541,13 +1623,13 @@ static int sched_claim(Schedule *s, Claim *c, const int *stop, int *state, long 
         long long until = c->held ? (long long)ceil(c->due) : now + WAIT_MAX_NS;
         if (until - now > WAIT_MAX_NS) until = now + WAIT_MAX_NS;
         uint32_t seen = c->word;
-        pthread_mutex_unlock(&s->mu);
+        sched_unlock(s);
         if (*inside) {
             counts_leave(counts, now);
             *inside = 0;
         }
         futex_sleep(&c->word, seen, until);
-        pthread_mutex_lock(&s->mu);
+        sched_lock(s);
         now = now_ns();
         sched_advance(s, now); /* its claim is earlier than anything this decides */
     }
@@ -1560,34 +1642,34 @@ static int sched_claim(Schedule *s, Claim *c, const int *stop, int *state, long 
         *state = S_BUSY;
         s->started++;
         if (++s->busy > s->busy_max) s->busy_max = s->busy;
-        rc = samples_push(&s->lag, now - *due);
-        if (rc == 0 && queued) rc = samples_push(&s->wait, now - *due);
+        rc = samples_push(s, SAMPLE_LAG, now - *due);
+        if (rc == 0 && queued) rc = samples_push(s, SAMPLE_WAIT, now - *due);
     }
-    pthread_mutex_unlock(&s->mu);
+    sched_unlock(s);
     return rc < 0 ? -1 : got;
 }
 
 /* the user is out of run(): no longer busy or idle. 0, or -1 when out of memory. */
 static int sched_leave(Schedule *s, int *state, long long *service) {
-    pthread_mutex_lock(&s->mu);
+    sched_lock(s);
     int rc = sched_leave_busy(s, state, service);
-    pthread_mutex_unlock(&s->mu);
+    sched_unlock(s);
     return rc;
 }
 
 /* back in run() to try again the transaction of the arrival it claimed */
 static void sched_resume(Schedule *s, int *state) {
-    pthread_mutex_lock(&s->mu);
+    sched_lock(s);
     *state = S_BUSY;
     if (++s->busy > s->busy_max) s->busy_max = s->busy;
-    pthread_mutex_unlock(&s->mu);
+    sched_unlock(s);
 }
 
 /* the user of `c`, if it waits for an arrival, rechecks its stop flag */
 static void sched_wake(Schedule *s, Claim *c) {
-    pthread_mutex_lock(&s->mu);
+    sched_lock(s);
     claim_wake(c);
-    pthread_mutex_unlock(&s->mu);
+    sched_unlock(s);
 }
 
 static int Schedule_init(Schedule *self, PyObject *args, PyObject *kwds) {
@@ -1597,7 +1679,14 @@ static int Schedule_init(Schedule *self, PyObject *args, PyObject *kwds) {
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "K|d", kwlist, &seed, &grace)) return -1;
     if (!(grace >= 0 && grace < 3600)) { PyErr_SetString(PyExc_ValueError, "grace: 0 to 3600 seconds"); return -1; }
     if (self->ready) { PyErr_SetString(PyExc_RuntimeError, "a Schedule is initialised once"); return -1; }
-    if (pthread_mutex_init(&self->mu, NULL) != 0) { PyErr_SetString(PyExc_OSError, "pthread_mutex_init"); return -1; }
+    Chunk *c = chunk_new();
+    if (c == NULL) { PyErr_NoMemory(); return -1; }
+    if (pthread_mutex_init(&self->mu, NULL) != 0) {
+        PyMem_RawFree(c);
+        PyErr_SetString(PyExc_OSError, "pthread_mutex_init");
+        return -1;
+    }
+    self->wtail = self->rchunk = c;
     self->waiting.next = self->waiting.prev = &self->waiting;
     self->ready = 1;
     rng_seed(&self->rng, (uint64_t)seed);
@@ -1605,12 +1694,17 @@ static int Schedule_init(Schedule *self, PyObject *args, PyObject *kwds) {
     return 0;
 }
 
+static PyObject *Schedule_release_user(Schedule *self, PyObject *unused);
+
 static void Schedule_dealloc(Schedule *self) {
+    if (self->holding) Py_XDECREF(Schedule_release_user(self, NULL));
     if (self->ready) pthread_mutex_destroy(&self->mu); /* no user waits: each holds a reference */
     PyMem_RawFree(self->ring);
-    PyMem_RawFree(self->lag.v);
-    PyMem_RawFree(self->service.v);
-    PyMem_RawFree(self->wait.v);
+    for (Chunk *c = self->rchunk; c != NULL;) {
+        Chunk *next = c->next;
+        PyMem_RawFree(c);
+        c = next;
+    }
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -1626,7 +1720,7 @@ static PyObject *Schedule_set(Schedule *self, PyObject *args, PyObject *kwds) {
     if (queue < 0) { PyErr_SetString(PyExc_ValueError, "queue: 0 or more"); return NULL; }
     if (!(offset >= 0 && offset < 1)) { PyErr_SetString(PyExc_ValueError, "offset: in [0, 1)"); return NULL; }
     Py_BEGIN_ALLOW_THREADS
-    pthread_mutex_lock(&self->mu);
+    sched_lock(self);
     long long now = now_ns();
     sched_advance(self, now);
     sched_take_back(self, now); /* the timeline from its first arrival not yet due, at the new pace */
@@ -1656,44 +1750,59 @@ static PyObject *Schedule_set(Schedule *self, PyObject *args, PyObject *kwds) {
     self->poisson = poisson;
     self->queue = queue;
     sched_wake_waiting(self); /* to claim again, at the new rate; or to take what a stop kept */
-    pthread_mutex_unlock(&self->mu);
+    sched_unlock(self);
     Py_END_ALLOW_THREADS
     Py_RETURN_NONE;
 }
 
+/* The samples the snapshot `v` counts, not yet read, into lag, service and wait (the GIL held);
+ * 0, or -1 with an exception set. Past a chunk's end, the writers linked the next before that
+ * snapshot was published. */
+static int sched_drain(Schedule *s, const SchedSnap *v, PyObject *d[3]) {
+    while (s->rtotal < v->nrec) {
+        if (s->ridx == CHUNK_RECS) {
+            Chunk *next = s->rchunk->next;
+            PyMem_RawFree(s->rchunk);
+            s->rchunk = next;
+            s->ridx = 0;
+        }
+        const Rec *r = &s->rchunk->r[s->ridx++];
+        s->rtotal++;
+        if (tally_one(d[r->tx], r->a) < 0) return -1;
+    }
+    return 0;
+}
+
 static PyObject *Schedule_take(Schedule *self, PyObject *unused) {
     if (!self->ready) { PyErr_SetString(PyExc_ValueError, "Schedule not initialised"); return NULL; }
-    Samples lag, service, wait;
-    long long offered, started, dropped, queued_max, busy, busy_max, idle, queued, waiting;
-    pthread_mutex_lock(&self->mu);
-    sched_advance(self, now_ns());
-    lag = self->lag;
-    service = self->service;
-    wait = self->wait;
-    memset(&self->lag, 0, sizeof(Samples));
-    memset(&self->service, 0, sizeof(Samples));
-    memset(&self->wait, 0, sizeof(Samples));
-    offered = self->offered;
-    started = self->started;
-    dropped = self->dropped;
-    queued_max = self->queued_max;
-    busy = self->busy;
-    busy_max = self->busy_max;
-    idle = self->idle;
-    queued = self->rlen - sched_free(self) > 0 ? self->rlen - sched_free(self) : 0;
-    waiting = self->rlen; /* offered, neither started nor dropped: offered = started + dropped + its growth */
-    self->offered = self->started = self->dropped = 0;
-    self->queued_max = queued;
-    self->busy_max = self->busy;
-    pthread_mutex_unlock(&self->mu);
-    PyObject *dl = tally(&lag), *ds = dl ? tally(&service) : NULL, *dw = ds ? tally(&wait) : NULL;
-    PyMem_RawFree(lag.v);
-    PyMem_RawFree(service.v);
-    PyMem_RawFree(wait.v);
-    if (dw == NULL) { Py_XDECREF(dl); Py_XDECREF(ds); return NULL; }
+    /* the arrivals due by now decided, unless a user holds the mutex: then they are at its next
+     * section (its own decides them) and counted by the next take; the take never waits for it */
+    if (pthread_mutex_trylock(&self->mu) == 0) {
+        sched_epoch(self);
+        sched_advance(self, now_ns());
+        sched_unlock(self);
+    }
+    SchedSnap v;
+    sched_snapshot(self, &v);
+    const SchedSnap *was = &self->told;
+    /* maxima since the last take: the writers' if one has run since, and at least what it saw then */
+    long long busy_max = v.epoch == self->takes ? v.busy_max : v.busy;
+    long long queued_max = v.epoch == self->takes ? v.queued_max : v.queued;
+    if (busy_max < was->busy) busy_max = was->busy;
+    if (queued_max < was->queued) queued_max = was->queued;
+    long long offered = v.offered - was->offered, started = v.started - was->started;
+    long long dropped = v.dropped - was->dropped;
+    self->told = v;
+    __atomic_store_n(&self->takes, self->takes + 1, __ATOMIC_RELEASE);
+    PyObject *d[3] = {PyDict_New(), PyDict_New(), PyDict_New()};
+    if (d[0] == NULL || d[1] == NULL || d[2] == NULL || sched_drain(self, &v, d) < 0) {
+        Py_XDECREF(d[0]); Py_XDECREF(d[1]); Py_XDECREF(d[2]);
+        return NULL;
+    }
     return Py_BuildValue("{sLsLsLsLsLsLsLsLsLsNsNsN}", "offered", offered, "started", started, "dropped", dropped,
-                         "queued_max", queued_max, "queued", queued, "waiting", waiting, "busy", busy,
-                         "busy_max", busy_max, "idle", idle, "lag", dl, "service", ds, "queue_wait", dw);
+                         "queued_max", queued_max, "queued", v.queued, "waiting", v.waiting, "busy", v.busy,
+                         "busy_max", busy_max, "idle", v.idle, "lag", d[SAMPLE_LAG], "service", d[SAMPLE_SERVICE],
+                         "queue_wait", d[SAMPLE_WAIT]);
 }
 
 /* For a user on asyncmy beside the C executor's (a statement the C executor could not prepare): it
@@ -1704,7 +1813,7 @@ static PyObject *Schedule_claim_nowait(Schedule *self, PyObject *unused) {
     if (!self->ready) { PyErr_SetString(PyExc_ValueError, "Schedule not initialised"); return NULL; }
     long long due = 0, now, next = -1;
     int got = 0, queued = 0, rc = 0;
-    pthread_mutex_lock(&self->mu);
+    sched_lock(self);
     now = now_ns();
     sched_advance(self, now);
     if (self->rlen > 0) {
@@ -1721,10 +1830,10 @@ static PyObject *Schedule_claim_nowait(Schedule *self, PyObject *unused) {
     if (got) {
         self->started++;
         if (++self->busy > self->busy_max) self->busy_max = self->busy;
-        rc = samples_push(&self->lag, now - due);
-        if (rc == 0 && queued) rc = samples_push(&self->wait, now - due);
+        rc = samples_push(self, SAMPLE_LAG, now - due);
+        if (rc == 0 && queued) rc = samples_push(self, SAMPLE_WAIT, now - due);
     }
-    pthread_mutex_unlock(&self->mu);
+    sched_unlock(self);
     if (rc < 0) return PyErr_NoMemory();
     if (got) return Py_BuildValue("(LL)", due, now);
     if (next < 0) return Py_BuildValue("(OO)", Py_None, Py_None);
@@ -1736,10 +1845,119 @@ static PyObject *Schedule_release(Schedule *self, PyObject *arg) {
     if (service == -1 && PyErr_Occurred()) return NULL;
     if (!self->ready) { PyErr_SetString(PyExc_ValueError, "Schedule not initialised"); return NULL; }
     int state = S_BUSY;
-    pthread_mutex_lock(&self->mu);
+    sched_lock(self);
     int rc = sched_leave_busy(self, &state, &service);
-    pthread_mutex_unlock(&self->mu);
+    sched_unlock(self);
     if (rc < 0) return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
+/* Schedule's test-only entry points (tests/unit/test_native_counts.py): a user held inside the    */
+/* mutex, and many users starting and finishing arrivals at once. Nothing in a run calls them.     */
+
+typedef struct {
+    Schedule *schedule;
+    uint32_t held;
+} HoldUser;
+
+/* one arrival started (its lag 5 us) and left unfinished, inside the mutex until released */
+static void *hold_user_main(void *arg) {
+    HoldUser *h = arg;
+    Schedule *s = h->schedule;
+    sched_lock(s);
+    s->offered++;
+    s->started++;
+    if (++s->busy > s->busy_max) s->busy_max = s->busy;
+    int rc = samples_push(s, SAMPLE_LAG, 5000);
+    word_set(&h->held); /* h is the caller's, gone once it saw this */
+    word_wait(&s->release);
+    sched_unlock(s);
+    return rc < 0 ? s : NULL;
+}
+
+/* _hold_user(): a thread starts an arrival inside the mutex and stays there until _release_user() */
+static PyObject *Schedule_hold_user(Schedule *self, PyObject *unused) {
+    if (!self->ready) { PyErr_SetString(PyExc_ValueError, "Schedule not initialised"); return NULL; }
+    if (self->holding) { PyErr_SetString(PyExc_RuntimeError, "a user is held already"); return NULL; }
+    HoldUser h = {self, 0};
+    self->release = 0;
+    if (pthread_create(&self->holder, NULL, hold_user_main, &h) != 0) {
+        PyErr_SetString(PyExc_OSError, "pthread_create");
+        return NULL;
+    }
+    self->holding = 1;
+    Py_BEGIN_ALLOW_THREADS
+    word_wait(&h.held);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+/* _release_user(): the held user leaves the mutex; returns once it has */
+static PyObject *Schedule_release_user(Schedule *self, PyObject *unused) {
+    if (!self->holding) Py_RETURN_NONE;
+    void *failed = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    word_set(&self->release);
+    pthread_join(self->holder, &failed);
+    Py_END_ALLOW_THREADS
+    self->holding = 0;
+    if (failed != NULL) return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
+typedef struct {
+    Schedule *schedule;
+    long long each;
+    int failed;
+} HammerUser;
+
+/* `each` arrivals, started and finished: the j-th's lag j % 1000 us, its service 1000 + j % 7 us */
+static void *hammer_user_main(void *arg) {
+    HammerUser *h = arg;
+    Schedule *s = h->schedule;
+    for (long long j = 0; j < h->each && !h->failed; j++) {
+        sched_lock(s);
+        s->offered++;
+        s->started++;
+        if (++s->busy > s->busy_max) s->busy_max = s->busy;
+        if (samples_push(s, SAMPLE_LAG, (j % 1000) * 1000) < 0) h->failed = 1;
+        sched_unlock(s);
+        int state = S_BUSY;
+        long long service = (1000 + j % 7) * 1000;
+        sched_lock(s);
+        if (sched_leave_busy(s, &state, &service) < 0) h->failed = 1;
+        sched_unlock(s);
+    }
+    return NULL;
+}
+
+/* _hammer(threads, each): threads without the GIL start and finish `each` arrivals apiece at once */
+static PyObject *Schedule_hammer(Schedule *self, PyObject *args) {
+    int threads;
+    long long each;
+    if (!PyArg_ParseTuple(args, "iL", &threads, &each)) return NULL;
+    if (!self->ready || threads < 1 || threads > 1024 || each < 0) {
+        PyErr_SetString(PyExc_ValueError, "1 to 1024 threads, an initialised Schedule");
+        return NULL;
+    }
+    HammerUser *hs = PyMem_Calloc((size_t)threads, sizeof(HammerUser));
+    pthread_t *ids = PyMem_Calloc((size_t)threads, sizeof(pthread_t));
+    if (hs == NULL || ids == NULL) { PyMem_Free(hs); PyMem_Free(ids); return PyErr_NoMemory(); }
+    int started = 0, failed = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (; started < threads; started++) {
+        hs[started] = (HammerUser){self, each, 0};
+        if (pthread_create(&ids[started], NULL, hammer_user_main, &hs[started]) != 0) break;
+    }
+    for (int k = 0; k < started; k++) {
+        pthread_join(ids[k], NULL);
+        failed |= hs[k].failed;
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_Free(hs);
+    PyMem_Free(ids);
+    if (started < threads) { PyErr_SetString(PyExc_OSError, "pthread_create"); return NULL; }
+    if (failed) return PyErr_NoMemory();
     Py_RETURN_NONE;
 }
 
@@ -1755,6 +1973,14 @@ static PyMethodDef Schedule_methods[] = {
     {"take", (PyCFunction)Schedule_take, METH_NOARGS,
      "take() -> dict since the previous take: offered, started, dropped, queued_max, queued, waiting (offered, "
      "neither started nor dropped, now), busy, busy_max, idle, and lag, service, queue_wait as {microseconds: count}"},
+    {"_hold_user", (PyCFunction)Schedule_hold_user, METH_NOARGS,
+     "test only: a thread starts an arrival (lag 5 us) inside the schedule's mutex and stays there until "
+     "_release_user()"},
+    {"_release_user", (PyCFunction)Schedule_release_user, METH_NOARGS,
+     "test only: the held user leaves the mutex; returns once it has"},
+    {"_hammer", (PyCFunction)Schedule_hammer, METH_VARARGS,
+     "test only: _hammer(threads, each): threads without the GIL start and finish `each` arrivals apiece at "
+     "once (the j-th: lag j % 1000 us, service 1000 + j % 7 us); returns when all have"},
     {NULL}};
 
 static PyTypeObject ScheduleType = {
