@@ -469,8 +469,8 @@ static void counts_hold_end(Counts *c) {
 }
 
 /* ---------------------------------------------------------------------------------------------- */
-/* Counts' test-only entry points (tests/engine/test_counts_lockfree.py): a writer held inside its */
-/* critical section, and many writers at once. Nothing in a run calls them.                        */
+/* Counts' test-only entry points (tests/unit/test_native_counts.py): a writer held inside its      */
+/* critical section, and many writers at once. Nothing in a run calls them.                         */
 
 typedef struct {
     Counts *counts;
@@ -1251,8 +1251,10 @@ static int pick_tx(const Program *p, Rng *r) {
 /* by an idle user, or, when none is free within the grace, queued (up to `queue`) or dropped.      */
 /*                                                                                                  */
 /* Nothing runs between two events: the timeline is advanced lazily, under the mutex, whenever a    */
-/* user claims or starts an arrival, a take() reads the counts or set() changes the rate. Between   */
-/* two such events the users' states are constant, so deciding then what each arrival met is exact. */
+/* user claims or starts an arrival, set() changes the rate, or take() finds the mutex free (held,  */
+/* a user holds it, and decides them itself: the take reports the state the mutex's last holder     */
+/* published, and never waits). Between two such events the users' states are constant, so          */
+/* deciding then what each arrival met is exact.                                                    */
 /*                                                                                                  */
 /* Each user claims the next arrival of the timeline as it becomes idle, then sleeps until that     */
 /* arrival's due time on a timer of its own (a futex wait with an absolute CLOCK_MONOTONIC          */
