@@ -13,8 +13,9 @@
  *
  * Types:
  *   Counts   latencies counted by their microsecond value, and statements, per transaction type
- *            (threads add to a pending list under a mutex; take() folds it, the GIL held); and the
- *            quiet spans between completions (a stalled server: see quiet()).
+ *            (threads append records to a queue; take() reads what they published, the GIL held,
+ *            and never waits for them); and the quiet spans between completions (a stalled
+ *            server: see quiet()).
  *   Program  a workload's transactions as data (bench_dsl/language/statements.py, flattened by executor.py):
  *            statements, the values drawn for them, and the weights of the types. Shared by the
  *            users of a process (so are its sequences).
@@ -51,50 +52,85 @@ static long long now_ns(void) {
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Counts                                                                                          */
+/*                                                                                                  */
+/* The users' threads (no GIL) are writers; take() is the one reader (the GIL held). A report must  */
+/* not wait for the users: with 1,500 user threads on 2 cores, a user preempted while holding a     */
+/* lock the report needs holds the report until the scheduler runs it again. So writers are         */
+/* serialized among themselves only (`w`, which the reader never takes), and everything a take      */
+/* needs reaches it through a queue of records the writers append and publish with a release store; */
+/* the reader reads what is published (acquire), and a record still being written at a take is     */
+/* counted at the next one, as a completion that raced the take always was. The GIL path (ok(), the */
+/* Python users) is a writer like the others.                                                      */
 
-typedef struct {
-    int32_t tx, queries;
-    int64_t us;
-} Pending;
+typedef struct { long long start, end; } Span;
 
 /* Quiet spans: the gaps between two completions of the process's users at least QUIET_MIN_NS long
  * (what a stalled server leaves), at most QUIET_MAX of them between two takes (the longest kept).
- * Kept under the mutex the completion already takes: one subtraction and one comparison per
- * transaction, and its end time is the clock reading its latency needs anyway.
+ * The reader finds them from the completions' end times in the writers' order: exactly what the
+ * writers would find, at no cost to them.
  *
  * Idle spans: those in which none of the process's users was inside a transaction (each waited for
  * an arrival, or had not started): a gap is a stall only where some user waited on the server, so
  * the coordinator takes them out of the gaps (bench_dsl/measure/stalls.py). A user enters when it
  * starts its first transaction and leaves only when it goes to sleep for an arrival or stops: a
  * closed loop enters once per run() and pays nothing per transaction; an open loop pays where its
- * user sleeps anyway. */
+ * user sleeps anyway. The writers count who is inside and record only the changes to and from none:
+ * the reader rebuilds the spans, and whether none is inside at the take, from what is published,
+ * never from two fields read apart. */
 #define QUIET_MIN_NS 50000000LL
 #define QUIET_MAX 64
 
-typedef struct { long long start, end; } Span;
+/* a record: a completion (tx >= 0: its type, statements, a = microseconds, b = its end in ns), or
+ * a change of who is inside (a = when) */
+enum { REC_IDLE_BEGIN = -1, REC_IDLE_END = -2 };
+typedef struct {
+    int32_t tx, queries;
+    int64_t a, b;
+} Rec;
+
+/* 48 KB a chunk: at 50,000 transactions a second, some 25 allocations a second */
+#define CHUNK_RECS 2048
+
+/* Writers write only into the tail chunk (under `w`) and publish `filled` (release); a chunk is
+ * full for good once `next` is set, so the reader may free it when it has read all of it. */
+typedef struct Chunk {
+    struct Chunk *next;
+    size_t filled;
+    Rec r[CHUNK_RECS];
+} Chunk;
 
 typedef struct {
     PyObject_HEAD
     Py_ssize_t n;
-    PyObject *lat;        /* list of n dicts: microseconds -> transactions */
-    long long *queries;   /* statements per transaction type */
-    pthread_mutex_t mu;   /* guards pending and the quiet spans: threads without the GIL add to them */
-    int mu_ready;
-    Pending *pending;
-    Py_ssize_t npending, cappending;
-    long long last_ns;    /* the latest completion (0: none yet); never reset */
+    PyObject *lat;        /* list of n dicts: microseconds -> transactions (the reader's) */
+    long long *queries;   /* statements per transaction type (the reader's) */
+    int ready;            /* w is initialised, head and tail allocated */
+    /* the writers', under w */
+    pthread_mutex_t w;
+    Chunk *tail;
+    int inflight;         /* users inside a transaction (entered, not left) */
+    /* the reader's, under the GIL */
+    Chunk *head;
+    size_t consumed;      /* records of head already read */
+    int draining;
+    long long last_ns;    /* the latest completion read (0: none yet); never reset */
     Span quiet[QUIET_MAX];
     int nquiet;
+    int idle_now;         /* none was inside, as of the records read */
+    long long idle_from;  /* since when (0: since ever) */
+    Span idle[QUIET_MAX];
+    int nidle;
     Span taken[QUIET_MAX];  /* what the last take() took: quiet() returns it */
     int ntaken;
     long long taken_last_ns, taken_at_ns;
-    int inflight;         /* users inside a transaction (entered, not left) */
-    long long idle_from;  /* since when none has been (0: since ever); meaningless while inflight > 0 */
-    Span idle[QUIET_MAX];
-    int nidle;
     Span taken_idle[QUIET_MAX];
     int ntaken_idle;
     long long taken_idle_from;  /* at the last take: idle since then, or -1 (a user was inside) */
+    /* the test-only held writer (Counts._hold_writer) */
+    pthread_t holder;
+    int holding;
+    uint32_t release;
+    Rec *held;
 } Counts;
 
 static PyTypeObject CountsType;
@@ -110,11 +146,36 @@ static PyObject *fresh_dicts(Py_ssize_t n) {
     return list;
 }
 
+static Chunk *chunk_new(void) {
+    Chunk *c = PyMem_RawMalloc(sizeof(Chunk));
+    if (c != NULL) {
+        c->next = NULL;
+        c->filled = 0;
+    }
+    return c;
+}
+
+static int counts_drain(Counts *self);
+
 static int Counts_init(Counts *self, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"n", NULL};
     Py_ssize_t n;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "n", kwlist, &n)) return -1;
     if (n < 1) { PyErr_SetString(PyExc_ValueError, "at least one transaction type"); return -1; }
+    if (!self->ready) {
+        Chunk *c = chunk_new();
+        if (c == NULL) { PyErr_NoMemory(); return -1; }
+        if (pthread_mutex_init(&self->w, NULL) != 0) {
+            PyMem_RawFree(c);
+            PyErr_SetString(PyExc_OSError, "pthread_mutex_init");
+            return -1;
+        }
+        self->head = self->tail = c;
+        self->idle_now = 1;
+        self->ready = 1;
+    } else if (counts_drain(self) < 0) { /* what was recorded before, into the counts dropped below */
+        PyErr_Clear();
+    }
     PyObject *lat = fresh_dicts(n);
     if (lat == NULL) return -1;
     long long *q = PyMem_Calloc((size_t)n, sizeof(long long));
@@ -123,13 +184,6 @@ static int Counts_init(Counts *self, PyObject *args, PyObject *kwds) {
     PyMem_Free(self->queries);
     self->queries = q;
     self->n = n;
-    if (!self->mu_ready) {
-        if (pthread_mutex_init(&self->mu, NULL) != 0) { PyErr_SetString(PyExc_OSError, "pthread_mutex_init"); return -1; }
-        self->mu_ready = 1;
-    }
-    pthread_mutex_lock(&self->mu);
-    self->npending = 0;
-    pthread_mutex_unlock(&self->mu);
     return 0;
 }
 
@@ -143,16 +197,23 @@ static int Counts_clear(Counts *self) {
     return 0;
 }
 
+static PyObject *Counts_release_writer(Counts *self, PyObject *unused);
+
 static void Counts_dealloc(Counts *self) {
     PyObject_GC_UnTrack(self);
+    if (self->holding) Py_XDECREF(Counts_release_writer(self, NULL));
     Counts_clear(self);
     PyMem_Free(self->queries);
-    PyMem_RawFree(self->pending);
-    if (self->mu_ready) pthread_mutex_destroy(&self->mu);
+    for (Chunk *c = self->head; c != NULL;) { /* no writer left: each user holds a reference */
+        Chunk *next = c->next;
+        PyMem_RawFree(c);
+        c = next;
+    }
+    if (self->ready) pthread_mutex_destroy(&self->w);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* lat[i][us] += 1; queries[i] += q. 0, or -1 with an exception set. */
+/* lat[i][us] += 1; queries[i] += q. The reader's. 0, or -1 with an exception set. */
 static int counts_add(Counts *self, long long i, long long us, long long q) {
     if (self->lat == NULL) { PyErr_SetString(PyExc_ValueError, "Counts not initialised"); return -1; }
     if (i < 0 || i >= self->n) { PyErr_SetString(PyExc_IndexError, "transaction type out of range"); return -1; }
@@ -178,7 +239,7 @@ static int counts_add(Counts *self, long long i, long long us, long long q) {
 }
 
 /* [start, end) into spans (n of them), if QUIET_MIN_NS or longer; when full, the shortest gives way
- * to a longer one. Under the mutex. */
+ * to a longer one. The reader's. */
 static void spans_keep(Span *spans, int *n, long long start, long long end) {
     if (end - start < QUIET_MIN_NS) return;
     int k = *n;
@@ -195,78 +256,133 @@ static void spans_keep(Span *spans, int *n, long long start, long long end) {
     spans[k].end = end;
 }
 
-/* A completion at `end` (CLOCK_MONOTONIC ns): the gap since the one before it, if long enough, is a
- * quiet span. Under the mutex. Threads may take the mutex out of their completions' order: a
- * completion older than the latest only counts. */
-static void counts_done_at(Counts *self, long long end) {
-    long long last = self->last_ns;
-    if (end <= last) return;
-    self->last_ns = end;
-    if (last == 0) return;
-    spans_keep(self->quiet, &self->nquiet, last, end);
+/* The slot of the next record, in the tail chunk (a new one linked when it is full); NULL when out
+ * of memory. Under w; the record counts once rec_publish() has run. */
+static Rec *rec_slot(Counts *self) {
+    Chunk *t = self->tail;
+    size_t k = __atomic_load_n(&t->filled, __ATOMIC_RELAXED); /* only writers store it, under w */
+    if (k == CHUNK_RECS) {
+        Chunk *c = chunk_new();
+        if (c == NULL) return NULL;
+        /* the last the writers touch of t: the reader may free it from then on */
+        __atomic_store_n(&t->next, c, __ATOMIC_RELEASE);
+        self->tail = t = c;
+        k = 0;
+    }
+    return &t->r[k];
 }
 
-/* A user starts waiting on the server at `t` (enter) or stops (leave). Under the mutex. */
-static void counts_enter_at(Counts *self, long long t) {
-    if (self->inflight++ == 0) spans_keep(self->idle, &self->nidle, self->idle_from, t);
+static void rec_publish(Counts *self) {
+    Chunk *t = self->tail;
+    __atomic_store_n(&t->filled, __atomic_load_n(&t->filled, __ATOMIC_RELAXED) + 1, __ATOMIC_RELEASE);
 }
 
-static void counts_leave_at(Counts *self, long long t) {
-    if (self->inflight > 0 && --self->inflight == 0) self->idle_from = t;
+/* One record, under w. 0, or -1 when out of memory (nothing set: no GIL needed). */
+static int counts_record(Counts *self, int32_t tx, int32_t queries, int64_t a, int64_t b) {
+    pthread_mutex_lock(&self->w);
+    Rec *r = rec_slot(self);
+    if (r != NULL) {
+        r->tx = tx;
+        r->queries = queries;
+        r->a = a;
+        r->b = b;
+        rec_publish(self);
+    }
+    pthread_mutex_unlock(&self->w);
+    return r != NULL ? 0 : -1;
 }
 
+/* A user starts waiting on the server at `t` (enter) or stops (leave): a record only when none was
+ * inside before, or none is after. Out of memory, the change is not recorded: the idle spans are
+ * then wrong until the next such change, and the process is about to fail anyway. */
 static void counts_enter(Counts *self, long long t) {
-    pthread_mutex_lock(&self->mu);
-    counts_enter_at(self, t);
-    pthread_mutex_unlock(&self->mu);
+    pthread_mutex_lock(&self->w);
+    if (self->inflight++ == 0) {
+        Rec *r = rec_slot(self);
+        if (r != NULL) {
+            r->tx = REC_IDLE_END;
+            r->a = t;
+            rec_publish(self);
+        }
+    }
+    pthread_mutex_unlock(&self->w);
 }
 
 static void counts_leave(Counts *self, long long t) {
-    pthread_mutex_lock(&self->mu);
-    counts_leave_at(self, t);
-    pthread_mutex_unlock(&self->mu);
-}
-
-/* What a thread without the GIL does instead of counts_add: the transaction waits in `pending`
- * until take() counts it. `end`: when it completed. 0, or -1 when out of memory (nothing set: no GIL). */
-static int counts_add_nogil(Counts *self, long long i, long long us, long long q, long long end) {
-    pthread_mutex_lock(&self->mu);
-    counts_done_at(self, end);
-    if (self->npending == self->cappending) {
-        Py_ssize_t cap = self->cappending ? 2 * self->cappending : 1024;
-        Pending *more = PyMem_RawRealloc(self->pending, (size_t)cap * sizeof(Pending));
-        if (more == NULL) { pthread_mutex_unlock(&self->mu); return -1; }
-        self->pending = more;
-        self->cappending = cap;
+    pthread_mutex_lock(&self->w);
+    if (self->inflight > 0 && --self->inflight == 0) {
+        Rec *r = rec_slot(self);
+        if (r != NULL) {
+            r->tx = REC_IDLE_BEGIN;
+            r->a = t;
+            rec_publish(self);
+        }
     }
-    Pending *r = &self->pending[self->npending++];
-    r->tx = (int32_t)i;
-    r->queries = (int32_t)q;
-    r->us = us;
-    pthread_mutex_unlock(&self->mu);
-    return 0;
+    pthread_mutex_unlock(&self->w);
 }
 
+/* A completed transaction (type i, us microseconds, q statements, completed at `end` ns), from a
+ * thread without the GIL: counted by the next take. 0, or -1 when out of memory (nothing set). */
+static int counts_add_nogil(Counts *self, long long i, long long us, long long q, long long end) {
+    return counts_record(self, (int32_t)i, (int32_t)q, us, end);
+}
+
+/* One record read: a completion at `end` makes the gap since the one before it, if long enough, a
+ * quiet span (a completion older than the latest, its thread having taken w late, only counts). */
+static int counts_read(Counts *self, const Rec *r) {
+    if (r->tx == REC_IDLE_END) {
+        if (self->idle_now) spans_keep(self->idle, &self->nidle, self->idle_from, r->a);
+        self->idle_now = 0;
+        return 0;
+    }
+    if (r->tx == REC_IDLE_BEGIN) {
+        self->idle_now = 1;
+        self->idle_from = r->a;
+        return 0;
+    }
+    long long last = self->last_ns;
+    if (r->b > last) {
+        self->last_ns = r->b;
+        if (last != 0) spans_keep(self->quiet, &self->nquiet, last, r->b);
+    }
+    return counts_add(self, r->tx, r->a, r->queries);
+}
+
+/* Everything published so far, read, and the chunks read to their end freed. Never waits for a
+ * writer. The GIL held; 0, or -1 with an exception set (the records read up to the failing one
+ * included are not read again). */
+static int counts_drain(Counts *self) {
+    if (!self->ready || self->draining) return 0; /* a take within a take (a finalizer): the outer reads */
+    self->draining = 1;
+    int rc = 0;
+    for (;;) {
+        Chunk *c = self->head;
+        size_t filled = __atomic_load_n(&c->filled, __ATOMIC_ACQUIRE);
+        while (self->consumed < filled && rc == 0) rc = counts_read(self, &c->r[self->consumed++]);
+        if (rc < 0 || filled < CHUNK_RECS) break;
+        Chunk *next = __atomic_load_n(&c->next, __ATOMIC_ACQUIRE);
+        if (next == NULL) break; /* still the writers' tail */
+        self->head = next;
+        self->consumed = 0;
+        PyMem_RawFree(c);
+    }
+    self->draining = 0;
+    return rc;
+}
+
+/* read what was published, and what take() and quiet() return set aside */
 static int counts_fold(Counts *self) {
-    if (!self->mu_ready) return 0;
-    pthread_mutex_lock(&self->mu);
-    Pending *p = self->pending;
-    Py_ssize_t n = self->npending;
-    self->pending = NULL;
-    self->npending = self->cappending = 0;
+    int rc = counts_drain(self);
+    /* after the reads: every completion read ended before this */
+    self->taken_at_ns = now_ns();
     memcpy(self->taken, self->quiet, (size_t)self->nquiet * sizeof(Span));
     self->ntaken = self->nquiet;
     self->nquiet = 0;
     self->taken_last_ns = self->last_ns;
-    self->taken_at_ns = now_ns();
     memcpy(self->taken_idle, self->idle, (size_t)self->nidle * sizeof(Span));
     self->ntaken_idle = self->nidle;
     self->nidle = 0;
-    self->taken_idle_from = self->inflight > 0 ? -1 : self->idle_from;
-    pthread_mutex_unlock(&self->mu);
-    int rc = 0;
-    for (Py_ssize_t j = 0; j < n && rc == 0; j++) rc = counts_add(self, p[j].tx, p[j].us, p[j].queries);
-    PyMem_RawFree(p);
+    self->taken_idle_from = self->idle_now ? self->idle_from : -1;
     return rc;
 }
 
@@ -276,13 +392,9 @@ static PyObject *Counts_ok(Counts *self, PyObject *const *args, Py_ssize_t nargs
     long long us = PyLong_AsLongLong(args[1]);
     long long q = PyLong_AsLongLong(args[2]);
     if (PyErr_Occurred()) return NULL;
-    if (counts_add(self, i, us, q) < 0) return NULL;
-    if (self->mu_ready) {
-        long long end = now_ns();
-        pthread_mutex_lock(&self->mu);
-        counts_done_at(self, end);
-        pthread_mutex_unlock(&self->mu);
-    }
+    if (!self->ready || self->lat == NULL) { PyErr_SetString(PyExc_ValueError, "Counts not initialised"); return NULL; }
+    if (i < 0 || i >= self->n) { PyErr_SetString(PyExc_IndexError, "transaction type out of range"); return NULL; }
+    if (counts_record(self, (int32_t)i, (int32_t)q, us, now_ns()) < 0) return PyErr_NoMemory();
     Py_RETURN_NONE;
 }
 
@@ -315,19 +427,19 @@ static PyObject *Counts_quiet(Counts *self, PyObject *unused) {
 static PyObject *Counts_enter(Counts *self, PyObject *arg) {
     long long t = PyLong_AsLongLong(arg);
     if (t == -1 && PyErr_Occurred()) return NULL;
-    if (self->mu_ready) counts_enter(self, t);
+    if (self->ready) counts_enter(self, t);
     Py_RETURN_NONE;
 }
 
 static PyObject *Counts_leave(Counts *self, PyObject *arg) {
     long long t = PyLong_AsLongLong(arg);
     if (t == -1 && PyErr_Occurred()) return NULL;
-    if (self->mu_ready) counts_leave(self, t);
+    if (self->ready) counts_leave(self, t);
     Py_RETURN_NONE;
 }
 
 static PyObject *Counts_take(Counts *self, PyObject *unused) {
-    if (self->lat == NULL) { PyErr_SetString(PyExc_ValueError, "Counts not initialised"); return NULL; }
+    if (!self->ready || self->lat == NULL) { PyErr_SetString(PyExc_ValueError, "Counts not initialised"); return NULL; }
     if (counts_fold(self) < 0) return NULL;
     PyObject *fresh = fresh_dicts(self->n);
     if (fresh == NULL) return NULL;
@@ -343,6 +455,125 @@ static PyObject *Counts_take(Counts *self, PyObject *unused) {
     return out;
 }
 
+/* The held writer's two halves (Counts._hold_writer): inside w with its completion written, then
+ * published and out. */
+static void counts_hold_begin(Counts *c, long long tx, long long us, long long q) {
+    pthread_mutex_lock(&c->w);
+    c->held = rec_slot(c);
+    if (c->held != NULL) *c->held = (Rec){(int32_t)tx, (int32_t)q, us, now_ns()};
+}
+
+static void counts_hold_end(Counts *c) {
+    if (c->held != NULL) rec_publish(c);
+    pthread_mutex_unlock(&c->w);
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Counts' test-only entry points (tests/unit/test_native_counts.py): a writer held inside its      */
+/* critical section, and many writers at once. Nothing in a run calls them.                         */
+
+typedef struct {
+    Counts *counts;
+    long long tx, us, queries;
+    uint32_t held;      /* set by the writer once it is inside */
+} Hold;
+
+static void word_wait(uint32_t *word) {
+    while (__atomic_load_n(word, __ATOMIC_ACQUIRE) == 0)
+        syscall(SYS_futex, word, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, 0, NULL, NULL, 0);
+}
+
+static void word_set(uint32_t *word) {
+    __atomic_store_n(word, 1, __ATOMIC_RELEASE);
+    syscall(SYS_futex, word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
+}
+
+static void *hold_main(void *arg) {
+    Hold *h = arg;
+    Counts *c = h->counts;
+    long long tx = h->tx, us = h->us, q = h->queries;
+    counts_hold_begin(c, tx, us, q);
+    word_set(&h->held); /* h is the caller's, gone once it saw this */
+    word_wait(&c->release);
+    counts_hold_end(c);
+    return NULL;
+}
+
+/* _hold_writer(i, micros, queries): a thread records one completion, and stays inside the writers'
+ * critical section, the record unpublished, until _release_writer(). Returns once it is inside. */
+static PyObject *Counts_hold_writer(Counts *self, PyObject *args) {
+    Hold h = {self, 0, 0, 0, 0};
+    if (!PyArg_ParseTuple(args, "LLL", &h.tx, &h.us, &h.queries)) return NULL;
+    if (self->lat == NULL || h.tx < 0 || h.tx >= self->n) { PyErr_SetString(PyExc_ValueError, "no such type"); return NULL; }
+    if (self->holding) { PyErr_SetString(PyExc_RuntimeError, "a writer is held already"); return NULL; }
+    self->release = 0;
+    if (pthread_create(&self->holder, NULL, hold_main, &h) != 0) { PyErr_SetString(PyExc_OSError, "pthread_create"); return NULL; }
+    self->holding = 1;
+    Py_BEGIN_ALLOW_THREADS
+    word_wait(&h.held);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+/* _release_writer(): the held writer publishes its completion and leaves; returns once it has */
+static PyObject *Counts_release_writer(Counts *self, PyObject *unused) {
+    if (!self->holding) Py_RETURN_NONE;
+    Py_BEGIN_ALLOW_THREADS
+    word_set(&self->release);
+    pthread_join(self->holder, NULL);
+    Py_END_ALLOW_THREADS
+    self->holding = 0;
+    Py_RETURN_NONE;
+}
+
+typedef struct {
+    Counts *counts;
+    long long first, each;
+    int failed;
+} Hammer;
+
+/* completion j of writer w: type (w + j) % n, (j % 1000) us, 1 + j % 3 statements */
+static void *hammer_main(void *arg) {
+    Hammer *h = arg;
+    Counts *c = h->counts;
+    counts_enter(c, now_ns());
+    for (long long j = 0; j < h->each && !h->failed; j++)
+        if (counts_add_nogil(c, (h->first + j) % c->n, j % 1000, 1 + j % 3, now_ns()) < 0) h->failed = 1;
+    counts_leave(c, now_ns());
+    return NULL;
+}
+
+/* _hammer(threads, each): `threads` threads without the GIL record `each` completions apiece, at
+ * once; returns when all have */
+static PyObject *Counts_hammer(Counts *self, PyObject *args) {
+    int threads;
+    long long each;
+    if (!PyArg_ParseTuple(args, "iL", &threads, &each)) return NULL;
+    if (self->lat == NULL || threads < 1 || threads > 1024 || each < 0) {
+        PyErr_SetString(PyExc_ValueError, "1 to 1024 threads, an initialised Counts");
+        return NULL;
+    }
+    Hammer *hs = PyMem_Calloc((size_t)threads, sizeof(Hammer));
+    pthread_t *ids = PyMem_Calloc((size_t)threads, sizeof(pthread_t));
+    if (hs == NULL || ids == NULL) { PyMem_Free(hs); PyMem_Free(ids); return PyErr_NoMemory(); }
+    int started = 0, failed = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (; started < threads; started++) {
+        hs[started] = (Hammer){self, started, each, 0};
+        if (pthread_create(&ids[started], NULL, hammer_main, &hs[started]) != 0) break;
+    }
+    for (int k = 0; k < started; k++) {
+        pthread_join(ids[k], NULL);
+        failed |= hs[k].failed;
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_Free(hs);
+    PyMem_Free(ids);
+    if (started < threads) { PyErr_SetString(PyExc_OSError, "pthread_create"); return NULL; }
+    if (failed) return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef Counts_methods[] = {
     {"ok", (PyCFunction)(void (*)(void))Counts_ok, METH_FASTCALL,
      "ok(i, micros, queries): one completed transaction of type i"},
@@ -354,6 +585,14 @@ static PyMethodDef Counts_methods[] = {
      "transaction, since when none was at the take or None): CLOCK_MONOTONIC, as time.monotonic_ns()"},
     {"enter", (PyCFunction)Counts_enter, METH_O, "enter(t_ns): a user starts waiting on the server"},
     {"leave", (PyCFunction)Counts_leave, METH_O, "leave(t_ns): a user no longer waits on the server"},
+    {"_hold_writer", (PyCFunction)Counts_hold_writer, METH_VARARGS,
+     "test only: _hold_writer(i, micros, queries): a thread stays inside the writers' critical section, "
+     "that completion written but not published, until _release_writer()"},
+    {"_release_writer", (PyCFunction)Counts_release_writer, METH_NOARGS,
+     "test only: the held writer publishes its completion and leaves; returns once it has"},
+    {"_hammer", (PyCFunction)Counts_hammer, METH_VARARGS,
+     "test only: _hammer(threads, each): threads without the GIL record `each` completions apiece at once "
+     "(j-th of thread w: type (w + j) % n, j % 1000 us, 1 + j % 3 statements); returns when all have"},
     {NULL}};
 
 static PyTypeObject CountsType = {
@@ -369,6 +608,7 @@ static PyTypeObject CountsType = {
     .tp_clear = (inquiry)Counts_clear,
     .tp_methods = Counts_methods,
 };
+
 
 /* ---------------------------------------------------------------------------------------------- */
 /* The generator: xoshiro256** (Blackman and Vigna), seeded through splitmix64. A user's values are */
@@ -1011,8 +1251,10 @@ static int pick_tx(const Program *p, Rng *r) {
 /* by an idle user, or, when none is free within the grace, queued (up to `queue`) or dropped.      */
 /*                                                                                                  */
 /* Nothing runs between two events: the timeline is advanced lazily, under the mutex, whenever a    */
-/* user claims or starts an arrival, a take() reads the counts or set() changes the rate. Between   */
-/* two such events the users' states are constant, so deciding then what each arrival met is exact. */
+/* user claims or starts an arrival, set() changes the rate, or take() finds the mutex free (held,  */
+/* a user holds it, and decides them itself: the take reports the state the mutex's last holder     */
+/* published, and never waits). Between two such events the users' states are constant, so          */
+/* deciding then what each arrival met is exact.                                                    */
 /*                                                                                                  */
 /* Each user claims the next arrival of the timeline as it becomes idle, then sleeps until that     */
 /* arrival's due time on a timer of its own (a futex wait with an absolute CLOCK_MONOTONIC          */
@@ -1043,10 +1285,25 @@ static int pick_tx(const Program *p, Rng *r) {
 
 enum { S_OUT = 0, S_IDLE, S_BUSY };
 
+/* What take() reports, as the last critical section left it: published by each holder of the
+ * mutex as it lets go, so that a take never waits for a user holding it (preempted there, with 1,500
+ * users on 2 cores, it may not run again for a while). offered, started and dropped count from the
+ * start (the reader keeps what it reported); busy_max and queued_max since the take `epoch` (the
+ * writers restart them at their first section after a take); nrec: the samples written so far. */
 typedef struct {
-    long long *v;   /* microseconds */
-    Py_ssize_t n, cap;
-} Samples;
+    long long offered, started, dropped, busy, idle, queued, waiting, busy_max, queued_max, epoch, nrec;
+} SchedSnap;
+
+#define SNAP_FIELDS ((int)(sizeof(SchedSnap) / sizeof(long long)))
+
+/* two slots, written in turn: a reader retries only when a writer published twice meanwhile, never
+ * for one stopped halfway */
+typedef struct {
+    unsigned long long seq;   /* odd: being written */
+    SchedSnap v;
+} SnapSlot;
+
+enum { SAMPLE_LAG = 0, SAMPLE_SERVICE, SAMPLE_WAIT };
 
 /* A user waiting in its schedule (a member of its User, linked into the schedule's list while it waits). */
 typedef struct Claim {
@@ -1072,38 +1329,54 @@ typedef struct {
     Claim waiting;            /* the list's head: the users in sched_claim() */
     long long idle, claimed;  /* users waiting; those of them holding a claim */
     long long busy, busy_max;
-    long long offered, started, dropped, queued_max;
-    Samples lag, service, wait;
+    long long offered, started, dropped, queued_max;   /* from the start; the maxima since max_epoch */
+    long long max_epoch;
+    Chunk *wtail;             /* the samples (Rec: tx their kind, a microseconds): written under mu */
+    long long widx, nrec;     /* in wtail; in all */
+    unsigned long long npub;  /* snapshots published */
+    SnapSlot snap[2];
+    unsigned long long current;  /* the latest published */
+    long long takes;          /* the reader's: take() calls so far (writers read it for max_epoch) */
+    /* the reader's, under the GIL */
+    Chunk *rchunk;
+    long long ridx, rtotal;
+    SchedSnap told;           /* what the last take saw */
+    /* the test-only held user (Schedule._hold_user) */
+    pthread_t holder;
+    int holding;
+    uint32_t release;
 } Schedule;
 
 static PyTypeObject ScheduleType;
 
-static int samples_push(Samples *s, long long ns) {
-    if (s->n == s->cap) {
-        Py_ssize_t cap = s->cap ? 2 * s->cap : 1024;
-        long long *more = PyMem_RawRealloc(s->v, (size_t)cap * sizeof(long long));
-        if (more == NULL) return -1;
-        s->v = more;
-        s->cap = cap;
+/* a sample of `kind` (ns) for the next take; under mu. 0, or -1 when out of memory. Read once a
+ * snapshot counting it is published: no release store of its own. */
+static int samples_push(Schedule *s, int kind, long long ns) {
+    if (s->widx == CHUNK_RECS) {
+        Chunk *c = chunk_new();
+        if (c == NULL) return -1;
+        s->wtail->next = c;  /* the last the writers touch of wtail: the reader frees it past this */
+        s->wtail = c;
+        s->widx = 0;
     }
-    s->v[s->n++] = ns > 0 ? ns / 1000 : 0;
+    Rec *r = &s->wtail->r[s->widx++];
+    r->tx = kind;
+    r->a = ns > 0 ? ns / 1000 : 0;
+    s->nrec++;
     return 0;
 }
 
-/* {microseconds: count} of a taken list of samples (the GIL held), or NULL with an exception set */
-static PyObject *tally(const Samples *s) {
-    PyObject *d = PyDict_New();
-    for (Py_ssize_t j = 0; d != NULL && j < s->n; j++) {
-        PyObject *key = PyLong_FromLongLong(s->v[j]);
-        if (key == NULL) { Py_CLEAR(d); break; }
-        PyObject *old = PyDict_GetItemWithError(d, key); /* borrowed */
-        long long n = old != NULL ? PyLong_AsLongLong(old) + 1 : 1;
-        PyObject *val = PyErr_Occurred() ? NULL : PyLong_FromLongLong(n);
-        if (val == NULL || PyDict_SetItem(d, key, val) < 0) Py_CLEAR(d);
-        Py_DECREF(key);
-        Py_XDECREF(val);
-    }
-    return d;
+/* d[us] += 1 (the GIL held); 0, or -1 with an exception set */
+static int tally_one(PyObject *d, long long us) {
+    PyObject *key = PyLong_FromLongLong(us);
+    if (key == NULL) return -1;
+    PyObject *old = PyDict_GetItemWithError(d, key); /* borrowed */
+    long long n = old != NULL ? PyLong_AsLongLong(old) + 1 : 1;
+    PyObject *val = PyErr_Occurred() ? NULL : PyLong_FromLongLong(n);
+    int rc = val == NULL || PyDict_SetItem(d, key, val) < 0 ? -1 : 0;
+    Py_DECREF(key);
+    Py_XDECREF(val);
+    return rc;
 }
 
 static double sched_gap(Schedule *s) {
@@ -1147,6 +1420,57 @@ static long long ring_pop(Schedule *s, int *queued) {
     s->rlen--;
     *queued = due < 0;
     return due < 0 ? -due : due;
+}
+
+/* the first section after a take restarts the maxima from the state the take saw */
+static void sched_epoch(Schedule *s) {
+    long long e = __atomic_load_n(&s->takes, __ATOMIC_ACQUIRE);
+    if (e == s->max_epoch) return;
+    s->max_epoch = e;
+    s->busy_max = s->busy;
+    s->queued_max = s->rlen - sched_free(s) > 0 ? s->rlen - sched_free(s) : 0;
+}
+
+static void sched_lock(Schedule *s) {
+    pthread_mutex_lock(&s->mu);
+    sched_epoch(s);
+}
+
+/* the state as this section leaves it, for take(); under mu */
+static void sched_publish(Schedule *s) {
+    long long queued = s->rlen - sched_free(s);
+    SchedSnap v = {s->offered, s->started, s->dropped, s->busy, s->idle, queued > 0 ? queued : 0, s->rlen,
+                   s->busy_max, s->queued_max, s->max_epoch, s->nrec};
+    unsigned long long k = ++s->npub;
+    SnapSlot *slot = &s->snap[k & 1];
+    __atomic_store_n(&slot->seq, 2 * k - 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    const long long *from = (const long long *)&v;
+    long long *to = (long long *)&slot->v;
+    for (int j = 0; j < SNAP_FIELDS; j++) __atomic_store_n(&to[j], from[j], __ATOMIC_RELAXED);
+    __atomic_store_n(&slot->seq, 2 * k, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->current, k, __ATOMIC_RELEASE);
+}
+
+static void sched_unlock(Schedule *s) {
+    sched_publish(s);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* The latest published state (the reader's), without waiting: a slot found being rewritten means a
+ * newer one is published already. The samples it counts are visible from then on. */
+static void sched_snapshot(Schedule *s, SchedSnap *out) {
+    for (;;) {
+        unsigned long long k = __atomic_load_n(&s->current, __ATOMIC_ACQUIRE);
+        SnapSlot *slot = &s->snap[k & 1];
+        unsigned long long seq = __atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE);
+        if (seq != 2 * k) continue;
+        const long long *from = (const long long *)&slot->v;
+        long long *to = (long long *)out;
+        for (int j = 0; j < SNAP_FIELDS; j++) to[j] = __atomic_load_n(&from[j], __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&slot->seq, __ATOMIC_RELAXED) == seq) return;
+    }
 }
 
 /* What each unclaimed arrival whose grace ran out by `now` met: a free user or room in the queue
@@ -1250,7 +1574,7 @@ static int sched_leave_busy(Schedule *s, int *state, long long *service) {
     int rc = 0;
     if (*state == S_BUSY) {
         s->busy--;
-        if (*service >= 0) rc = samples_push(&s->service, *service);
+        if (*service >= 0) rc = samples_push(s, SAMPLE_SERVICE, *service);
     }
     *service = -1;
     *state = S_OUT;
@@ -1265,7 +1589,7 @@ static int sched_leave_busy(Schedule *s, int *state, long long *service) {
  * (a user waiting for an arrival is no sign of a stalled server), and *inside becomes 0. */
 static int sched_claim(Schedule *s, Claim *c, const int *stop, int *state, long long *service, long long *due,
                        long long *send, Counts *counts, int *inside) {
-    pthread_mutex_lock(&s->mu);
+    sched_lock(s);
     long long now = now_ns();
     sched_advance(s, now); /* with the free users there were until now */
     int rc = sched_leave_busy(s, state, service);
@@ -1301,13 +1625,13 @@ static int sched_claim(Schedule *s, Claim *c, const int *stop, int *state, long 
         long long until = c->held ? (long long)ceil(c->due) : now + WAIT_MAX_NS;
         if (until - now > WAIT_MAX_NS) until = now + WAIT_MAX_NS;
         uint32_t seen = c->word;
-        pthread_mutex_unlock(&s->mu);
+        sched_unlock(s);
         if (*inside) {
             counts_leave(counts, now);
             *inside = 0;
         }
         futex_sleep(&c->word, seen, until);
-        pthread_mutex_lock(&s->mu);
+        sched_lock(s);
         now = now_ns();
         sched_advance(s, now); /* its claim is earlier than anything this decides */
     }
@@ -1320,34 +1644,34 @@ static int sched_claim(Schedule *s, Claim *c, const int *stop, int *state, long 
         *state = S_BUSY;
         s->started++;
         if (++s->busy > s->busy_max) s->busy_max = s->busy;
-        rc = samples_push(&s->lag, now - *due);
-        if (rc == 0 && queued) rc = samples_push(&s->wait, now - *due);
+        rc = samples_push(s, SAMPLE_LAG, now - *due);
+        if (rc == 0 && queued) rc = samples_push(s, SAMPLE_WAIT, now - *due);
     }
-    pthread_mutex_unlock(&s->mu);
+    sched_unlock(s);
     return rc < 0 ? -1 : got;
 }
 
 /* the user is out of run(): no longer busy or idle. 0, or -1 when out of memory. */
 static int sched_leave(Schedule *s, int *state, long long *service) {
-    pthread_mutex_lock(&s->mu);
+    sched_lock(s);
     int rc = sched_leave_busy(s, state, service);
-    pthread_mutex_unlock(&s->mu);
+    sched_unlock(s);
     return rc;
 }
 
 /* back in run() to try again the transaction of the arrival it claimed */
 static void sched_resume(Schedule *s, int *state) {
-    pthread_mutex_lock(&s->mu);
+    sched_lock(s);
     *state = S_BUSY;
     if (++s->busy > s->busy_max) s->busy_max = s->busy;
-    pthread_mutex_unlock(&s->mu);
+    sched_unlock(s);
 }
 
 /* the user of `c`, if it waits for an arrival, rechecks its stop flag */
 static void sched_wake(Schedule *s, Claim *c) {
-    pthread_mutex_lock(&s->mu);
+    sched_lock(s);
     claim_wake(c);
-    pthread_mutex_unlock(&s->mu);
+    sched_unlock(s);
 }
 
 static int Schedule_init(Schedule *self, PyObject *args, PyObject *kwds) {
@@ -1357,7 +1681,14 @@ static int Schedule_init(Schedule *self, PyObject *args, PyObject *kwds) {
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "K|d", kwlist, &seed, &grace)) return -1;
     if (!(grace >= 0 && grace < 3600)) { PyErr_SetString(PyExc_ValueError, "grace: 0 to 3600 seconds"); return -1; }
     if (self->ready) { PyErr_SetString(PyExc_RuntimeError, "a Schedule is initialised once"); return -1; }
-    if (pthread_mutex_init(&self->mu, NULL) != 0) { PyErr_SetString(PyExc_OSError, "pthread_mutex_init"); return -1; }
+    Chunk *c = chunk_new();
+    if (c == NULL) { PyErr_NoMemory(); return -1; }
+    if (pthread_mutex_init(&self->mu, NULL) != 0) {
+        PyMem_RawFree(c);
+        PyErr_SetString(PyExc_OSError, "pthread_mutex_init");
+        return -1;
+    }
+    self->wtail = self->rchunk = c;
     self->waiting.next = self->waiting.prev = &self->waiting;
     self->ready = 1;
     rng_seed(&self->rng, (uint64_t)seed);
@@ -1365,12 +1696,17 @@ static int Schedule_init(Schedule *self, PyObject *args, PyObject *kwds) {
     return 0;
 }
 
+static PyObject *Schedule_release_user(Schedule *self, PyObject *unused);
+
 static void Schedule_dealloc(Schedule *self) {
+    if (self->holding) Py_XDECREF(Schedule_release_user(self, NULL));
     if (self->ready) pthread_mutex_destroy(&self->mu); /* no user waits: each holds a reference */
     PyMem_RawFree(self->ring);
-    PyMem_RawFree(self->lag.v);
-    PyMem_RawFree(self->service.v);
-    PyMem_RawFree(self->wait.v);
+    for (Chunk *c = self->rchunk; c != NULL;) {
+        Chunk *next = c->next;
+        PyMem_RawFree(c);
+        c = next;
+    }
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -1386,7 +1722,7 @@ static PyObject *Schedule_set(Schedule *self, PyObject *args, PyObject *kwds) {
     if (queue < 0) { PyErr_SetString(PyExc_ValueError, "queue: 0 or more"); return NULL; }
     if (!(offset >= 0 && offset < 1)) { PyErr_SetString(PyExc_ValueError, "offset: in [0, 1)"); return NULL; }
     Py_BEGIN_ALLOW_THREADS
-    pthread_mutex_lock(&self->mu);
+    sched_lock(self);
     long long now = now_ns();
     sched_advance(self, now);
     sched_take_back(self, now); /* the timeline from its first arrival not yet due, at the new pace */
@@ -1416,44 +1752,59 @@ static PyObject *Schedule_set(Schedule *self, PyObject *args, PyObject *kwds) {
     self->poisson = poisson;
     self->queue = queue;
     sched_wake_waiting(self); /* to claim again, at the new rate; or to take what a stop kept */
-    pthread_mutex_unlock(&self->mu);
+    sched_unlock(self);
     Py_END_ALLOW_THREADS
     Py_RETURN_NONE;
 }
 
+/* The samples the snapshot `v` counts, not yet read, into lag, service and wait (the GIL held);
+ * 0, or -1 with an exception set. Past a chunk's end, the writers linked the next before that
+ * snapshot was published. */
+static int sched_drain(Schedule *s, const SchedSnap *v, PyObject *d[3]) {
+    while (s->rtotal < v->nrec) {
+        if (s->ridx == CHUNK_RECS) {
+            Chunk *next = s->rchunk->next;
+            PyMem_RawFree(s->rchunk);
+            s->rchunk = next;
+            s->ridx = 0;
+        }
+        const Rec *r = &s->rchunk->r[s->ridx++];
+        s->rtotal++;
+        if (tally_one(d[r->tx], r->a) < 0) return -1;
+    }
+    return 0;
+}
+
 static PyObject *Schedule_take(Schedule *self, PyObject *unused) {
     if (!self->ready) { PyErr_SetString(PyExc_ValueError, "Schedule not initialised"); return NULL; }
-    Samples lag, service, wait;
-    long long offered, started, dropped, queued_max, busy, busy_max, idle, queued, waiting;
-    pthread_mutex_lock(&self->mu);
-    sched_advance(self, now_ns());
-    lag = self->lag;
-    service = self->service;
-    wait = self->wait;
-    memset(&self->lag, 0, sizeof(Samples));
-    memset(&self->service, 0, sizeof(Samples));
-    memset(&self->wait, 0, sizeof(Samples));
-    offered = self->offered;
-    started = self->started;
-    dropped = self->dropped;
-    queued_max = self->queued_max;
-    busy = self->busy;
-    busy_max = self->busy_max;
-    idle = self->idle;
-    queued = self->rlen - sched_free(self) > 0 ? self->rlen - sched_free(self) : 0;
-    waiting = self->rlen; /* offered, neither started nor dropped: offered = started + dropped + its growth */
-    self->offered = self->started = self->dropped = 0;
-    self->queued_max = queued;
-    self->busy_max = self->busy;
-    pthread_mutex_unlock(&self->mu);
-    PyObject *dl = tally(&lag), *ds = dl ? tally(&service) : NULL, *dw = ds ? tally(&wait) : NULL;
-    PyMem_RawFree(lag.v);
-    PyMem_RawFree(service.v);
-    PyMem_RawFree(wait.v);
-    if (dw == NULL) { Py_XDECREF(dl); Py_XDECREF(ds); return NULL; }
+    /* the arrivals due by now decided, unless a user holds the mutex: then they are at its next
+     * section (its own decides them) and counted by the next take; the take never waits for it */
+    if (pthread_mutex_trylock(&self->mu) == 0) {
+        sched_epoch(self);
+        sched_advance(self, now_ns());
+        sched_unlock(self);
+    }
+    SchedSnap v;
+    sched_snapshot(self, &v);
+    const SchedSnap *was = &self->told;
+    /* maxima since the last take: the writers' if one has run since, and at least what it saw then */
+    long long busy_max = v.epoch == self->takes ? v.busy_max : v.busy;
+    long long queued_max = v.epoch == self->takes ? v.queued_max : v.queued;
+    if (busy_max < was->busy) busy_max = was->busy;
+    if (queued_max < was->queued) queued_max = was->queued;
+    long long offered = v.offered - was->offered, started = v.started - was->started;
+    long long dropped = v.dropped - was->dropped;
+    self->told = v;
+    __atomic_store_n(&self->takes, self->takes + 1, __ATOMIC_RELEASE);
+    PyObject *d[3] = {PyDict_New(), PyDict_New(), PyDict_New()};
+    if (d[0] == NULL || d[1] == NULL || d[2] == NULL || sched_drain(self, &v, d) < 0) {
+        Py_XDECREF(d[0]); Py_XDECREF(d[1]); Py_XDECREF(d[2]);
+        return NULL;
+    }
     return Py_BuildValue("{sLsLsLsLsLsLsLsLsLsNsNsN}", "offered", offered, "started", started, "dropped", dropped,
-                         "queued_max", queued_max, "queued", queued, "waiting", waiting, "busy", busy,
-                         "busy_max", busy_max, "idle", idle, "lag", dl, "service", ds, "queue_wait", dw);
+                         "queued_max", queued_max, "queued", v.queued, "waiting", v.waiting, "busy", v.busy,
+                         "busy_max", busy_max, "idle", v.idle, "lag", d[SAMPLE_LAG], "service", d[SAMPLE_SERVICE],
+                         "queue_wait", d[SAMPLE_WAIT]);
 }
 
 /* For a user on asyncmy beside the C executor's (a statement the C executor could not prepare): it
@@ -1464,7 +1815,7 @@ static PyObject *Schedule_claim_nowait(Schedule *self, PyObject *unused) {
     if (!self->ready) { PyErr_SetString(PyExc_ValueError, "Schedule not initialised"); return NULL; }
     long long due = 0, now, next = -1;
     int got = 0, queued = 0, rc = 0;
-    pthread_mutex_lock(&self->mu);
+    sched_lock(self);
     now = now_ns();
     sched_advance(self, now);
     if (self->rlen > 0) {
@@ -1481,10 +1832,10 @@ static PyObject *Schedule_claim_nowait(Schedule *self, PyObject *unused) {
     if (got) {
         self->started++;
         if (++self->busy > self->busy_max) self->busy_max = self->busy;
-        rc = samples_push(&self->lag, now - due);
-        if (rc == 0 && queued) rc = samples_push(&self->wait, now - due);
+        rc = samples_push(self, SAMPLE_LAG, now - due);
+        if (rc == 0 && queued) rc = samples_push(self, SAMPLE_WAIT, now - due);
     }
-    pthread_mutex_unlock(&self->mu);
+    sched_unlock(self);
     if (rc < 0) return PyErr_NoMemory();
     if (got) return Py_BuildValue("(LL)", due, now);
     if (next < 0) return Py_BuildValue("(OO)", Py_None, Py_None);
@@ -1496,10 +1847,119 @@ static PyObject *Schedule_release(Schedule *self, PyObject *arg) {
     if (service == -1 && PyErr_Occurred()) return NULL;
     if (!self->ready) { PyErr_SetString(PyExc_ValueError, "Schedule not initialised"); return NULL; }
     int state = S_BUSY;
-    pthread_mutex_lock(&self->mu);
+    sched_lock(self);
     int rc = sched_leave_busy(self, &state, &service);
-    pthread_mutex_unlock(&self->mu);
+    sched_unlock(self);
     if (rc < 0) return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
+/* Schedule's test-only entry points (tests/unit/test_native_counts.py): a user held inside the    */
+/* mutex, and many users starting and finishing arrivals at once. Nothing in a run calls them.     */
+
+typedef struct {
+    Schedule *schedule;
+    uint32_t held;
+} HoldUser;
+
+/* one arrival started (its lag 5 us) and left unfinished, inside the mutex until released */
+static void *hold_user_main(void *arg) {
+    HoldUser *h = arg;
+    Schedule *s = h->schedule;
+    sched_lock(s);
+    s->offered++;
+    s->started++;
+    if (++s->busy > s->busy_max) s->busy_max = s->busy;
+    int rc = samples_push(s, SAMPLE_LAG, 5000);
+    word_set(&h->held); /* h is the caller's, gone once it saw this */
+    word_wait(&s->release);
+    sched_unlock(s);
+    return rc < 0 ? s : NULL;
+}
+
+/* _hold_user(): a thread starts an arrival inside the mutex and stays there until _release_user() */
+static PyObject *Schedule_hold_user(Schedule *self, PyObject *unused) {
+    if (!self->ready) { PyErr_SetString(PyExc_ValueError, "Schedule not initialised"); return NULL; }
+    if (self->holding) { PyErr_SetString(PyExc_RuntimeError, "a user is held already"); return NULL; }
+    HoldUser h = {self, 0};
+    self->release = 0;
+    if (pthread_create(&self->holder, NULL, hold_user_main, &h) != 0) {
+        PyErr_SetString(PyExc_OSError, "pthread_create");
+        return NULL;
+    }
+    self->holding = 1;
+    Py_BEGIN_ALLOW_THREADS
+    word_wait(&h.held);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+/* _release_user(): the held user leaves the mutex; returns once it has */
+static PyObject *Schedule_release_user(Schedule *self, PyObject *unused) {
+    if (!self->holding) Py_RETURN_NONE;
+    void *failed = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    word_set(&self->release);
+    pthread_join(self->holder, &failed);
+    Py_END_ALLOW_THREADS
+    self->holding = 0;
+    if (failed != NULL) return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
+typedef struct {
+    Schedule *schedule;
+    long long each;
+    int failed;
+} HammerUser;
+
+/* `each` arrivals, started and finished: the j-th's lag j % 1000 us, its service 1000 + j % 7 us */
+static void *hammer_user_main(void *arg) {
+    HammerUser *h = arg;
+    Schedule *s = h->schedule;
+    for (long long j = 0; j < h->each && !h->failed; j++) {
+        sched_lock(s);
+        s->offered++;
+        s->started++;
+        if (++s->busy > s->busy_max) s->busy_max = s->busy;
+        if (samples_push(s, SAMPLE_LAG, (j % 1000) * 1000) < 0) h->failed = 1;
+        sched_unlock(s);
+        int state = S_BUSY;
+        long long service = (1000 + j % 7) * 1000;
+        sched_lock(s);
+        if (sched_leave_busy(s, &state, &service) < 0) h->failed = 1;
+        sched_unlock(s);
+    }
+    return NULL;
+}
+
+/* _hammer(threads, each): threads without the GIL start and finish `each` arrivals apiece at once */
+static PyObject *Schedule_hammer(Schedule *self, PyObject *args) {
+    int threads;
+    long long each;
+    if (!PyArg_ParseTuple(args, "iL", &threads, &each)) return NULL;
+    if (!self->ready || threads < 1 || threads > 1024 || each < 0) {
+        PyErr_SetString(PyExc_ValueError, "1 to 1024 threads, an initialised Schedule");
+        return NULL;
+    }
+    HammerUser *hs = PyMem_Calloc((size_t)threads, sizeof(HammerUser));
+    pthread_t *ids = PyMem_Calloc((size_t)threads, sizeof(pthread_t));
+    if (hs == NULL || ids == NULL) { PyMem_Free(hs); PyMem_Free(ids); return PyErr_NoMemory(); }
+    int started = 0, failed = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (; started < threads; started++) {
+        hs[started] = (HammerUser){self, each, 0};
+        if (pthread_create(&ids[started], NULL, hammer_user_main, &hs[started]) != 0) break;
+    }
+    for (int k = 0; k < started; k++) {
+        pthread_join(ids[k], NULL);
+        failed |= hs[k].failed;
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_Free(hs);
+    PyMem_Free(ids);
+    if (started < threads) { PyErr_SetString(PyExc_OSError, "pthread_create"); return NULL; }
+    if (failed) return PyErr_NoMemory();
     Py_RETURN_NONE;
 }
 
@@ -1515,6 +1975,14 @@ static PyMethodDef Schedule_methods[] = {
     {"take", (PyCFunction)Schedule_take, METH_NOARGS,
      "take() -> dict since the previous take: offered, started, dropped, queued_max, queued, waiting (offered, "
      "neither started nor dropped, now), busy, busy_max, idle, and lag, service, queue_wait as {microseconds: count}"},
+    {"_hold_user", (PyCFunction)Schedule_hold_user, METH_NOARGS,
+     "test only: a thread starts an arrival (lag 5 us) inside the schedule's mutex and stays there until "
+     "_release_user()"},
+    {"_release_user", (PyCFunction)Schedule_release_user, METH_NOARGS,
+     "test only: the held user leaves the mutex; returns once it has"},
+    {"_hammer", (PyCFunction)Schedule_hammer, METH_VARARGS,
+     "test only: _hammer(threads, each): threads without the GIL start and finish `each` arrivals apiece at "
+     "once (the j-th: lag j % 1000 us, service 1000 + j % 7 us); returns when all have"},
     {NULL}};
 
 static PyTypeObject ScheduleType = {
