@@ -11,6 +11,7 @@ from typing import ClassVar
 import pytest
 
 from bench_dsl.engine import events as ev
+from bench_dsl.engine.kinds import load
 from bench_dsl.engine.phases import Phase, Plan, whole
 from bench_dsl.engine.plan import plan, planned_seconds
 from bench_dsl.engine.plan_text import describe
@@ -20,7 +21,6 @@ from bench_dsl.engine.profiles.users import UsersScheduler
 from bench_dsl.engine.run import Run
 from bench_dsl.language.model import Scenario
 from bench_dsl.results.document import ResultDocument
-from bench_dsl.workloads.registry import load
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

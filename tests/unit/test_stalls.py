@@ -226,7 +226,7 @@ async def test_compare_shows_every_condition_where_each_configuration_s_climb_en
 
 def test_stall_is_a_duration_of_the_whole_run() -> None:
     from bench_dsl.core.errors import ScenarioError
-    from bench_dsl.workloads.registry import load
+    from bench_dsl.engine.kinds import load
 
     def scenario_text(stop: str) -> str:
         return ('scenario "t" { workload custom { transaction read { query "SELECT 1" } }\n'
@@ -304,7 +304,7 @@ def test_a_window_of_a_frozen_server_fires_only_a_stall_condition() -> None:
     """`for D` conditions are judged over their window: one in which the server answered nothing
     is no measurement of its throughput either; the stall condition fires."""
     from bench_dsl.engine.judge import Judge
-    from bench_dsl.workloads.registry import load
+    from bench_dsl.engine.kinds import load
 
     text = ('scenario "t" { workload custom { transaction read { query "SELECT 1" } }\n'
             "users 4  duration 10s\nstop when { tps < 50 for 3s  stall > 2s for 3s } }\n")
