@@ -69,9 +69,9 @@ class Run:
         self.opt = options or Options()
         self.workload = make_workload(sc)
         self.names = self.workload.names
-        self.judge = Judge(sc.stop, self.names, open_loop=isinstance(sc.ramp, m.RateLoad))
-        self.stop = Stop()
         profile = profile_of(sc.ramp)
+        self.judge = Judge(sc.stop, self.names, profile.axis, profile.point)
+        self.stop = Stop()
         self.scheduler = profile.scheduler(plan, self.voice.elapsed, self.stop.stopping, load=sc.ramp)
         self.scheduler.on_worker_loss = sc.on_worker_loss
         self.status = "running"
