@@ -18,7 +18,7 @@ from bench_dsl.core.aio import run_loop
 from bench_dsl.core.errors import BenchError, ExitCode, UsageError
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.events import Sink
-from bench_dsl.language.placement import CLUSTERS, cluster_problem
+from bench_dsl.fleet.registry import NAMED
 from bench_dsl.results.sinks import (
     ConsoleSink,
     JsonLinesSink,
@@ -77,35 +77,51 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--repeat", type=int, metavar="N", help="run each configuration N times, interleaved (overrides "
                    "the file's repeat; a file without vary becomes a study of one configuration)")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress lines, only the verdict")
-    r.add_argument("--workers", type=_workers, metavar="N|auto|ray|ray:N",
+    names = "|".join(f"{n}|{n}:N" for n in NAMED)
+    r.add_argument("--workers", type=_workers, metavar=f"N|auto|{names}",
                    help="processes that run the virtual users (overrides the file's `workers`; auto: one per core; "
-                        "TPC-C: half of them when the server runs on this machine); ray: actors on a Ray cluster, "
-                        "one per CPU it offers, or N (docs/cluster.md)")
-    r.add_argument("--ray-address", metavar="HOST:PORT",
-                   help="with workers ray: the cluster's head (default: RAY_ADDRESS, else the Ray node on this "
-                        "machine)")
+                        "TPC-C: half of them when the server runs on this machine); or a fleet by name, as many "
+                        "workers as it offers, or N: " + "; ".join(k.usage for k in NAMED.values()))
+    for kind in NAMED.values():  # each named fleet's own options, as it declares them
+        for o in kind.options:
+            r.add_argument(o.flag, dest=_dest(kind.name, o.key), metavar=o.metavar, help=o.help)
 
     pr = sub.add_parser("prepare", help="create and load the scenario's data only",
                         description="Create and load the data a scenario needs, then stop.")
     run_opts(pr)
     pr.set_defaults(handler=prepare)
     pr.set_defaults(time_scale=1.0, max_steps=None, quiet=False, json=None, jsonl=None, headless=False, workers=None,
-                    ray_address=None)
+                    **{_dest(k.name, o.key): None for k in NAMED.values() for o in k.options})
+
+
+def _dest(kind: str, key: str) -> str:
+    return f"fleet_{kind}_{key}"
+
+
+def _fleet_options(args: argparse.Namespace, kind: str | None) -> dict[str, str]:
+    """The options of the named fleet `kind` given on the command line, by their keys."""
+    if kind is None:
+        return {}
+    given = {o.key: getattr(args, _dest(kind, o.key), None) for o in NAMED[kind].options}
+    return {k: v for k, v in given.items() if v is not None}
 
 
 def prepare(args: argparse.Namespace, err: Console) -> int:
     return run(args, err, prepare_only=True)
 
 
+_NAMED_WORDS = "".join(f", {n} or {n}:N" for n in NAMED)
+
+
 def _workers(text: str) -> tuple[str | None, int]:
-    """(cluster, processes): (None, 0) for auto here, ("ray", 0) for one per CPU the cluster offers."""
+    """(named fleet, processes): (None, 0) for auto here, (NAME, 0) for as many as the named fleet offers."""
     cluster, sep, count = text.partition(":")
-    if cluster in CLUSTERS:
+    if cluster in NAMED:
         text = count if sep else "auto"
         if sep and text == "auto":
             raise argparse.ArgumentTypeError(f"expected {cluster} or {cluster}:N, not {cluster}:auto")
     elif sep:
-        raise argparse.ArgumentTypeError(f"expected a number of processes, auto, ray or ray:N, not {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a number of processes, auto{_NAMED_WORDS}, not {text!r}")
     else:
         cluster = ""
     if text == "auto":
@@ -113,19 +129,19 @@ def _workers(text: str) -> tuple[str | None, int]:
     try:
         n = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of processes, auto, ray or ray:N, not {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a number of processes, auto{_NAMED_WORDS}, not {text!r}") from None
     if n < 1:
         raise argparse.ArgumentTypeError("at least 1 process")
     return cluster or None, n
 
 
 def run(args: argparse.Namespace, err: Console, prepare_only: bool = False) -> int:
+    from bench_dsl.engine.kinds import load
     from bench_dsl.engine.outcome import expand_output
     from bench_dsl.engine.plan import plan
     from bench_dsl.engine.run import Options, Run
     from bench_dsl.language import model as m
     from bench_dsl.language import vary
-    from bench_dsl.workloads.registry import load
 
     values = defines(args.defines)
     sc = load(args.file, values).seeded()  # the run's seed: {seed} in an output path is it
@@ -141,7 +157,7 @@ def run(args: argparse.Namespace, err: Console, prepare_only: bool = False) -> i
     cluster = args.workers[0] if args.workers is not None else sc.cluster
     if cluster is not None:
         targeted = sc.target is not None or args.target is not None
-        if (why := cluster_problem(cluster, targeted)) is not None:
+        if (why := NAMED[cluster].problem(targeted)) is not None:
             hint = why[1]
             if sc.target_from and not targeted:  # the file's target is an unset env()
                 hint = (f"{sc.target_from.removeprefix('env ')} is not set: set it to a server every node of the "
@@ -159,7 +175,7 @@ def run(args: argparse.Namespace, err: Console, prepare_only: bool = False) -> i
 
         opt = study.StudyOptions(values, args.only, args.time_scale, args.max_steps, target(args.target),
                                  args.workers, args.keep_server, args.force_prepare, args.restart_cmd, args.quiet,
-                                 args.json, replace=args.replace, cluster_address=args.ray_address)
+                                 args.json, replace=args.replace, fleet_options=_fleet_options(args, cluster))
         return int(run_loop(study.run_study(sc, opt, err)))
     if sc.study is not None and any(c.lets for c in sc.study.configurations):
         raise UsageError(f"{args.file} varies the data ($variables): each configuration loads its own when it runs")
@@ -197,7 +213,7 @@ def run(args: argparse.Namespace, err: Console, prepare_only: bool = False) -> i
     opts = Options(time_scale=args.time_scale, max_steps=args.max_steps,
                    keep_server=args.keep_server, force_prepare=args.force_prepare, prepare_only=prepare_only,
                    target=target_dsn, workers=args.workers[1] if args.workers else None,
-                   cluster=args.workers[0] if args.workers else None, cluster_address=args.ray_address,
+                   cluster=args.workers[0] if args.workers else None, fleet_options=_fleet_options(args, cluster),
                    isolate_users=use_ui)
     try:
         run = Run(sc, p, list(sinks), opts)

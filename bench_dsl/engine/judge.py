@@ -10,10 +10,11 @@ hands to displays and documents is in the unit the file used for the limit (late
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bench_dsl.core.axis import LoadAxis
 from bench_dsl.engine import client_limit
 from bench_dsl.engine.events import ConditionSpec, ConditionState, kink_ratio, plateau_gain
 from bench_dsl.engine.phases import Phase
@@ -218,21 +219,19 @@ class WindowedConditions:
 
 class Judge:
     """Judges a run's stop conditions as its figures come, keeps every condition's state for
-    displays, and the saturation point: the users of the last judged step that met every condition
-    (for a linear ramp, the users of the last measured interval that did)."""
+    displays, and the saturation point: the load of the last judged step that met every condition
+    (a linear ramp's: of the last measured interval that did), on the load profile's axis."""
 
-    def __init__(self, stop: tuple[Condition, ...], names: tuple[str, ...], open_loop: bool = False) -> None:
-        self.stop = stop
-        self.names = names
-        self.windowed = WindowedConditions(stop, names)
+    def __init__(self, stop: tuple[Condition, ...], names: tuple[str, ...], axis: LoadAxis,
+                 point: Callable[[Phase, Aggregate | None], float | None]) -> None:
+        self.stop, self.names, self.windowed = stop, names, WindowedConditions(stop, names)
         self.previous: Aggregate | None = None  # the last judged step: plateau and kink compare with it
         self.previous_step: int | None = None  # its number, which displays show beside the comparison
+        # the saturation point on the load profile's axis (`point`: where a phase, or an interval of
+        # it, stood on it), and the users that ran there: the same on a users axis, a rate's pool
+        self.axis, self.point = axis, point
+        self.saturation_point: float | None = None
         self.saturation_users: int | None = None
-        # an open-loop rate's run: the saturation point is the highest rate, in transactions per
-        # second, of a step that met every condition (known from the start: a run whose first
-        # interval fired is still a rate's, saturated below its first rate)
-        self.open_loop = open_loop
-        self.saturation_rate: float | None = None
         # % of the machine the client's processes can use (workers + the coordinator, at most every
         # core); None: not known (a fake fleet)
         self.client_capacity_pct: float | None = None
@@ -295,8 +294,7 @@ class Judge:
             elif interval.all.count and judging and why is None:
                 self.saturation_users = interval.users_max
                 self.saturation_step = ph.step
-                if ph.rate is not None:  # a linear rate: what the interval offered
-                    self.saturation_rate = interval.open_loop_figures().get("offered_tps")  # type: ignore[assignment]
+                self.saturation_point = self.point(ph, interval)
             return fired
         for c in self.stop:
             if c.window or step.ticks == 0:
@@ -324,7 +322,7 @@ class Judge:
         elif why is None:
             self.saturation_users = ph.users
             self.saturation_step = ph.step
-            self.saturation_rate = ph.rate
+            self.saturation_point = self.point(ph, None)
         if why is None:
             self.previous, self.previous_step = step, ph.step
         return self.conditions(step, verdicts), fired, why
@@ -381,8 +379,8 @@ class Judge:
     def verdict(self, stop_reason: StopReason | None, steps: list[StepRow], expect: Sequence[Condition],
                 run: Aggregate) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """The run's end, judged once: the saturation point, and each `expect` against the run."""
-        point = self.saturation_rate if self.open_loop else self.saturation_users
-        return self.saturation(stop_reason, steps), expectations(expect, point, run, self.client_limited(steps))
+        return (self.saturation(stop_reason, steps),
+                expectations(expect, self.saturation_point, run, self.client_limited(steps)))
 
     def saturation(self, stop_reason: StopReason | None, steps: list[StepRow]) -> dict[str, Any]:
         """The result's saturation point: who stopped the climb, and where it stood."""
@@ -393,8 +391,8 @@ class Judge:
             # no step is a measurement to have fired on: say why each was left out, not that nothing fired
             reason = "no step was a clean measurement: " + "; ".join(
                 f"step {s.step}: {s.incomplete_reason}" for s in steps if s.incomplete_reason)
-        elif stop_reason is None and self.open_loop and not self.stop:
-            reason = "no stop condition judged the rate: its steps met them all whatever they achieved"
+        elif stop_reason is None and self.axis.unjudged is not None and not self.stop:
+            reason = self.axis.unjudged
         elif stop_reason is None:
             reason = "no stop condition fired up to the last step"
         elif stop_reason.kind == "connections_refused":
@@ -414,15 +412,16 @@ class Judge:
                 "condition": stop_reason.condition if fired and stop_reason else None,
                 "reason": reason, "steps_completed": len(complete),
                 "limited_by": "client" if limited is not None else None,
-                **({"rate_tps": self.saturation_rate, **self._achieved(steps)} if self.open_loop else {})}
+                "axis": self.axis.name, self.axis.key: self.saturation_point, **self._at_point(steps)}
 
-    def _achieved(self, steps: list[StepRow]) -> dict[str, Any]:
-        """What the rate's point achieved, and how many stop conditions judged it: a rate that none
-        judged met them all whatever it achieved, and the verdict says so with these figures."""
+    def _at_point(self, steps: list[StepRow]) -> dict[str, Any]:
+        """What the axis says of its point beside it (a rate's: what it achieved), and, where a point
+        that no stop condition judged says nothing (a rate's), how many judged it: the verdict then
+        says so with those figures."""
         at = next((s for s in reversed(steps) if s.complete and s.step == self.saturation_step), None)
         figures = at.figures if at is not None else {}
-        return {"stop_condition_count": len(self.stop), "achieved_tps": figures.get("achieved_tps"),
-                "dropped_pct": figures.get("dropped_pct")}
+        out: dict[str, Any] = {"stop_condition_count": len(self.stop)} if self.axis.unjudged is not None else {}
+        return out | {k: figures.get(k) for k in self.axis.point_figures}
 
     def client_limited(self, steps: list[StepRow]) -> str | None:
         """Why the climb's end is bench-dsl's own limit, if it is (bench_dsl.engine.client_limit)."""

@@ -18,6 +18,7 @@ import psutil
 
 from bench_dsl.core.errors import ExitCode
 from bench_dsl.engine.phases import Plan
+from bench_dsl.engine.profiles.registry import profile_of
 from bench_dsl.engine.stopping import StopReason
 from bench_dsl.language import model as m
 
@@ -55,8 +56,8 @@ def scenario_json(sc: m.Scenario, workload: dict[str, object], names: tuple[str,
             "seed": sc.seed, "workload": workload | {"transactions": list(names), "digest": workload_digest(sc)},
             "stop": [c.text for c in sc.stop], "expect": [c.text for c in sc.expect],
             "plan": plan_json(plan, time_scale, max_steps),
-            # an open-loop rate as asked (its unit: tps, or the workload's nopm) and as scheduled (tps)
-            **({"rate": sc.ramp.to_json()} if isinstance(sc.ramp, m.RateLoad) else {})}
+            # what its load is measured in (bench_dsl.core.axis), and what it asked beyond the phases
+            "load_axis": profile_of(sc.ramp).axis.name, **profile_of(sc.ramp).asked(sc.ramp)}
 
 
 def workload_digest(sc: m.Scenario) -> str:

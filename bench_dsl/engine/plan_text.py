@@ -9,6 +9,7 @@ from bench_dsl.core.dsn import redact
 from bench_dsl.core.numbers import num
 from bench_dsl.engine.phases import Plan
 from bench_dsl.engine.profiles.registry import profile_of
+from bench_dsl.fleet.registry import NAMED
 from bench_dsl.language import model as m
 from bench_dsl.workloads.registry import plan_lines
 
@@ -32,10 +33,9 @@ def describe(sc: m.Scenario, p: Plan) -> str:
         lines.append(f"  replica:  {d.redacted()} (lag measured by a heartbeat)")
     if sc.monitor:
         lines.append(f"  monitor:  {redact(sc.monitor)} (the server host's CPU and disks, from its node_exporter)")
-    if sc.cluster is not None:  # where: RAY_ADDRESS or --ray-address, known when the run joins it
-        lines.append(f"  workers:  {sc.cluster}: " + (f"{sc.workers} actor(s)" if sc.workers
-                                                         else "one actor per CPU the cluster offers")
-                     + f" (on worker loss: {sc.on_worker_loss})")
+    if sc.cluster is not None:  # where it runs (a cluster's address) is known when the run joins it
+        lines.append(f"  workers:  {sc.cluster}: {NAMED[sc.cluster].planned(sc.workers)}"
+                     f" (on worker loss: {sc.on_worker_loss})")
     else:
         lines.append("  workers:  " + (f"{sc.workers} process(es)" if sc.workers else "auto (one process per core)")
                      + (" (on worker loss: continue)" if sc.on_worker_loss == "continue" else ""))

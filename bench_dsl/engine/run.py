@@ -18,7 +18,8 @@ import os
 import signal
 import time
 import traceback
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from bench_dsl import __version__
@@ -51,8 +52,8 @@ class Options:
     prepare_only: bool = False
     target: Dsn | None = None  # --target overrides the file
     workers: int | None = None  # --workers overrides the file (0: auto), with `cluster`; None: the file's setting
-    cluster: str | None = None  # with workers: "ray" (a Ray cluster's actors), None: this machine
-    cluster_address: str | None = None  # --ray-address: the cluster's (else RAY_ADDRESS)
+    cluster: str | None = None  # with workers: a named fleet's (bench_dsl.fleet.registry.NAMED), None: this machine
+    fleet_options: Mapping[str, str] = field(default_factory=dict)  # its own options given (FleetOption.key)
     # Users never share the event loop of a live screen: with one worker, it is still a process
     isolate_users: bool = False
     configuration: dict[str, Any] | None = None  # a study's run: which configuration and repeat
@@ -68,9 +69,9 @@ class Run:
         self.opt = options or Options()
         self.workload = make_workload(sc)
         self.names = self.workload.names
-        self.judge = Judge(sc.stop, self.names, open_loop=isinstance(sc.ramp, m.RateLoad))
-        self.stop = Stop()
         profile = profile_of(sc.ramp)
+        self.judge = Judge(sc.stop, self.names, profile.axis, profile.point)
+        self.stop = Stop()
         self.scheduler = profile.scheduler(plan, self.voice.elapsed, self.stop.stopping, load=sc.ramp)
         self.scheduler.on_worker_loss = sc.on_worker_loss
         self.status = "running"
@@ -248,7 +249,7 @@ class Run:
         if cluster is not None and not self.opt.prepare_only:
             # joined before the data is loaded: a cluster that cannot run the users says so now, not
             # after the load (which may take an hour); this machine's fleets have nothing to find
-            chosen = stage.fleet(target, requested, self.opt.isolate_users, cluster, self.opt.cluster_address)
+            chosen = stage.fleet(target, requested, self.opt.isolate_users, cluster, self.opt.fleet_options)
             self.fleet = chosen.fleet  # stopped in execute() whatever happens from here on
             await chosen.fleet.reach()
             if self.stop_reason:
@@ -264,7 +265,7 @@ class Run:
         if self.stop_reason:
             return
         if chosen is None:
-            chosen = stage.fleet(target, requested, self.opt.isolate_users, cluster, self.opt.cluster_address)
+            chosen = stage.fleet(target, requested, self.opt.isolate_users, cluster, self.opt.fleet_options)
             self.fleet = chosen.fleet  # stopped in execute() whatever happens from here on
         await stage.start_fleet(chosen)
         # again: a fleet's engine may have put its own handlers in their place (Ray's core worker

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 import asyncmy
@@ -21,8 +21,9 @@ from bench_dsl.engine.outcome import plan_json
 from bench_dsl.engine.phases import Plan
 from bench_dsl.engine.stopping import StopReason
 from bench_dsl.engine.voice import Voice
+from bench_dsl.fleet import registry
 from bench_dsl.fleet.base import Fleet, worker_count
-from bench_dsl.fleet.registry import FleetSetup, make_fleet
+from bench_dsl.fleet.kinds import FleetSetup
 from bench_dsl.language import model as m
 from bench_dsl.server.connect import connect_explained, ensure_database, identify
 from bench_dsl.server.embedded import EmbeddedServer
@@ -173,25 +174,24 @@ class Stage:
         self.publish(ev.Prepare(done, total, round(rate, 1), None if eta is None else round(eta, 1),
                                 round(self.voice.elapsed(), 3)))
 
-    def fleet(self, target: Target, requested: int | None, isolate_users: bool, cluster: str | None = None,
-              address: str | None = None) -> FleetChoice:
-        """Where the users run: this process, worker processes (`workers`, or auto), or actors on a
-        cluster (`workers ray`: how many is known once it started)."""
+    def fleet(self, target: Target, requested: int | None, isolate_users: bool, named: str | None = None,
+              options: Mapping[str, str] | None = None) -> FleetChoice:
+        """Where the users run: this process, worker processes (`workers`, or auto), or the workers of
+        the fleet the scenario names (`workers ray`: how many is known once it started)."""
         if native.problem is not None:
             self.log(native.problem, "warning")
-        log = self.log
-        if cluster is not None:
-            fleet = make_fleet(cluster, FleetSetup(self.sc, target.dsn, self.workload, requested or 0, log,
-                                                   self.plan.max_users, address))
-            return FleetChoice(fleet, cluster, "")
+        if named is not None:
+            kind = registry.pick(named, requested or 0, isolate_users)
+            return FleetChoice(kind.build(FleetSetup(self.sc, target.dsn, self.workload, requested or 0, self.log,
+                                                     self.plan.max_users, options or {})), kind.name, "")
         local = target.server_pid is not None
         light = self.workload.raw and native.raw_executor
         workers = worker_count(requested, self.plan.max_users, server_local=local, light=light)
-        kind = "local" if workers == 1 and not isolate_users else "process"
-        fleet = make_fleet(kind, FleetSetup(self.sc, target.dsn, self.workload, workers, log))
+        kind = registry.pick(None, workers, isolate_users)
+        fleet = kind.build(FleetSetup(self.sc, target.dsn, self.workload, workers, self.log))
         why = "" if requested else (" (workers auto: half the cores, the server runs here)"
                                     if local and not light else " (workers auto: one per core)")
-        return FleetChoice(fleet, kind, why)
+        return FleetChoice(fleet, kind.name, why)
 
     async def start_fleet(self, chosen: FleetChoice) -> None:
         """Starts the users' processes (or a cluster's actors) and says where they run."""

@@ -1,47 +1,54 @@
-"""Every kind of fleet, by name, and what one is built from. A new kind (workers on a cluster) is a
-module implementing bench_dsl.fleet.base.Fleet, whose workers send WorkerReports, and one line
-here; the engine picks a kind by name (bench_dsl.engine.stage) and never imports one. Apart from
-base.py, which loads no driver: every kind here does. `ray` is imported only when it is used: Ray
-is an extra (bench-dsl[ray]) and takes a second to load."""
+"""Every kind of fleet, by name (bench_dsl.fleet.kinds says what a kind declares). A new kind (workers
+on a cluster) is a module implementing bench_dsl.fleet.base.Fleet, whose workers send WorkerReports,
+with its FleetKind, and one line here; the language, the CLI and the engine read the kinds and never
+name one. A kind's module loads its driver only when the kind builds a fleet: Ray is an extra
+(bench-dsl[ray]) and takes a second to load."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from bench_dsl.core.dsn import Dsn
-from bench_dsl.fleet.base import Fleet
-from bench_dsl.fleet.local import LocalFleet
-from bench_dsl.fleet.process import ProcessFleet
-from bench_dsl.language.model import Scenario
-from bench_dsl.workloads.base import Workload
+from bench_dsl.fleet import ray_kind
+from bench_dsl.fleet.kinds import FleetKind, FleetSetup
+
+if TYPE_CHECKING:
+    from bench_dsl.fleet.base import Fleet
 
 
-@dataclass(frozen=True, slots=True)
-class FleetSetup:
-    """What any fleet is built from."""
+# this machine's: the users in this process, or in worker processes. Their modules load the drivers
+# (asyncmy, the C executor): imported when a run builds one, never to check a scenario
+def _local(s: FleetSetup) -> Fleet:
+    from bench_dsl.fleet.local import LocalFleet
 
-    sc: Scenario  # seeded: each user's seed comes from the run's
-    dsn: Dsn
-    workload: Workload  # built, for a fleet that runs users in this process; others build their own
-    workers: int  # processes that run users (a cluster's: as asked, 0 for one per CPU it offers)
-    log: Callable[[str, str], None]  # (message, level)
-    max_users: int = 1  # the most users the plan runs: a cluster places no more workers than that
-    address: str | None = None  # a cluster's (ray: else RAY_ADDRESS, else the node on this machine)
+    return LocalFleet(s.dsn, s.workload, s.sc.seed)  # type: ignore[arg-type]
 
 
-def _ray(s: FleetSetup) -> Fleet:
-    from bench_dsl.fleet.ray import RayFleet
+def _process(s: FleetSetup) -> Fleet:
+    from bench_dsl.fleet.process import ProcessFleet
 
-    return RayFleet(s.sc, s.dsn, s.workload.names, s.workers or None, s.max_users, s.address, s.log)
+    return ProcessFleet(s.sc, s.dsn, s.workload.names, s.workers, s.log)
 
 
-FLEETS: dict[str, Callable[[FleetSetup], Fleet]] = {
-    "local": lambda s: LocalFleet(s.dsn, s.workload, s.sc.seed),  # type: ignore[arg-type]
-    "process": lambda s: ProcessFleet(s.sc, s.dsn, s.workload.names, s.workers, s.log),
-    "ray": _ray,
-}
+LOCAL = FleetKind("local", _local)
+PROCESS = FleetKind("process", _process)
+
+KINDS: dict[str, FleetKind] = {k.name: k for k in (
+    LOCAL,
+    PROCESS,
+    ray_kind.KIND,
+)}
+
+# those a scenario names (`workers NAME [N]`), in the order messages list them
+NAMED: dict[str, FleetKind] = {name: k for name, k in KINDS.items() if k.named}
+
+
+def pick(named: str | None, workers: int, isolate_users: bool) -> FleetKind:
+    """The kind that runs a scenario's users: the one it names, else this machine's for `workers`
+    processes (one runs in this process, unless the users must be kept apart from it: the live screen)."""
+    if named is not None:
+        return NAMED[named]
+    return LOCAL if workers == 1 and not isolate_users else PROCESS
 
 
 def make_fleet(kind: str, setup: FleetSetup) -> Fleet:
-    return FLEETS[kind](setup)
+    return KINDS[kind].build(setup)

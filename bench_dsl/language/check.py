@@ -58,7 +58,7 @@ Kinds = Mapping[str, WorkloadKind]
 
 
 def load(path: str | Path, defines: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None,
-         text: str | None = None, study: bool = True, *, workloads: Kinds) -> m.Scenario:
+         text: str | None = None, study: bool = True, *, workloads: Kinds, fleets: placement.Fleets) -> m.Scenario:
     """Read, parse and validate a .bench file. Raises ScenarioError with every diagnostic.
     study=False: one configuration's scenario (its `vary` values given as `defines`)."""
     path = str(path)
@@ -66,7 +66,7 @@ def load(path: str | Path, defines: Mapping[str, str] | None = None, env: Mappin
         text = read_source(path)
     try:
         tree = parse(text, path, tuple(metrics_of(workloads).throughput_units()))
-        return check(tree, defines or {}, os.environ if env is None else env, study, workloads=workloads)
+        return check(tree, defines or {}, os.environ if env is None else env, study, workloads=workloads, fleets=fleets)
     except RecursionError:  # env(env(env(...))) thousands deep: no scenario needs it
         raise ScenarioError([Diagnostic("expressions are nested too deeply", Span(path, 1, 1, 1, 2),
                                         "a scenario's values are a call or two deep: env(\"NAME\", default)")],
@@ -122,7 +122,7 @@ def _place(before: str) -> tuple[int, int]:
 
 
 def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str], study: bool = True, *,
-          workloads: Kinds, parts: configurations.Parts | None = None) -> m.Scenario:
+          workloads: Kinds, fleets: placement.Fleets, parts: configurations.Parts | None = None) -> m.Scenario:
     """The scenario of a parsed file. Each part is read in turn (the order in which the parts
     report is the order of the file once sorted); raises ScenarioError with every diagnostic.
     A study's configurations that set a `let` are each checked as a whole too, taking the parts of
@@ -146,7 +146,7 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
     own = ((lambda: _workload(configurations.aside(c), sc, items.all("Workload"), workloads)[0])
            if "workload" in parts.reused else None)
     # a target line whose env() is unset now may be set when the file runs: `bench run` says so then
-    workers, cluster = placement.workers(c, items.first("workers"), targeted=items.first("target") is not None)
+    workers, cluster = placement.workers(c, items.first("workers"), items.first("target") is not None, fleets)
     on_worker_loss = placement.worker_loss(c, items.first("on worker loss"))
     warmup = ramp.warmup(c, items.first("warmup"))
     report_every = ramp.report_every(c, items.first("report"))
@@ -193,8 +193,9 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
     )
     if plan is not None:
         configurations.check_all(
-            tree, defines, plan, lambda given, conf_parts: check(tree, given, env, study=False, workloads=workloads,
-                                                                 parts=conf_parts), parts, scenario.configured)
+            tree, defines, plan,
+            lambda given, conf_parts: check(tree, given, env, study=False, workloads=workloads, fleets=fleets,
+                                            parts=conf_parts), parts, scenario.configured)
     return scenario
 
 

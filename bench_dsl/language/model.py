@@ -317,7 +317,7 @@ class Scenario:
     output: str | None
     setup: tuple[Fill | SetupSql, ...] = field(default_factory=tuple)
     workers: int | None = None  # processes that run the virtual users; None: auto, one per core
-    cluster: str | None = None  # "ray": the workers are actors on a Ray cluster; None: processes on this machine
+    cluster: str | None = None  # a fleet by name (bench_dsl.fleet.registry.NAMED, e.g. ray); None: processes here
     on_worker_loss: str = "fail"  # a lost worker ends the run ("fail"), or the run goes on without it ("continue")
     target_dsn: Dsn | None = None  # `target`, parsed once, by validation
     study: Study | None = None  # `vary` / `repeat`: several configurations, each a run of its own

@@ -24,9 +24,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from bench_dsl.core.axis import LoadAxis
+from bench_dsl.core.axis import number as axis_number
 from bench_dsl.core.errors import UsageError
-from bench_dsl.results import fold
-from bench_dsl.results.fold import AXES, LoadAxis, one_axis
+from bench_dsl.engine.profiles.registry import AXES, DEFAULT_AXIS
+from bench_dsl.results.fold import one_axis
 from bench_dsl.results.summary import same_workload
 from bench_dsl.workloads import registry
 
@@ -370,8 +372,9 @@ def to_markdown(table: dict[str, Any]) -> str:
                 note = f"**{note}**"
             cells.append(value + (f"<br>{note}" if note else ""))
         lines.append("| " + " | ".join(_md_escape(x) for x in [row_name(row), *cells]) + " |")
-    points = ", ".join(fold.number(p) for p in compared(table)) + (" tps" if table.get("axis") == "rate" else "")
-    lines += ["", f"{'Rates' if table.get('axis') == 'rate' else 'Users'} compared: {points or 'none in common'}. "
+    ax = AXES.get(str(table.get("axis")), DEFAULT_AXIS)
+    points = ", ".join(axis_number(p) for p in compared(table)) + ("" if ax.whole else f" {ax.unit}")
+    lines += ["", f"{ax.plural.capitalize()} compared: {points or 'none in common'}. "
               f"Values are medians over the repeats [min-max]. Noise rule: {table['noise_rule']}."]
     for c in confs:
         files = ", ".join(c["files"]) or "-"

@@ -41,10 +41,11 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from bench_dsl.core.errors import UsageError
 from bench_dsl.engine.judge import CUT_SHORT
+from bench_dsl.engine.profiles.registry import AXES, DEFAULT_AXIS, axis_of
 from bench_dsl.language.metrics import Measures, MetricDecl
 from bench_dsl.results.read import ResultFile
 from bench_dsl.workloads import registry
@@ -58,45 +59,12 @@ SHORT_INTERVAL = 0.5
 REPEATS_FOR_NOISE = 3
 
 
-Axis = Literal["users", "rate"]
-
-
-@dataclass(frozen=True, slots=True)
-class LoadAxis:
-    """What a result's load is measured in, and the words every reader says it with."""
-
-    name: Axis
-    key: str  # the field of a step row, a by_users entry and a saturation that holds it
-    unit: str  # after a number: "8 users", "8000 tps"
-    title: str  # a chart's x axis
-    heading: str  # a chart's title: "Throughput against users"
-    loop: str  # the kind of load, in a sentence
-
-    def words(self, value: float | None) -> str:
-        return "-" if value is None else f"{number(value)} {self.unit}"
-
-
-def number(v: float) -> str:
-    """A point of an axis as written: 8, 4000 (not 4e+03 nor 4,000.0), 12.5."""
-    return f"{v:.0f}" if float(v).is_integer() else f"{v:g}"
-
-
-AXES: dict[Axis, LoadAxis] = {
-    "users": LoadAxis("users", "users", "users", "users (concurrent connections)", "users",
-                      "closed-loop (users: how many users the server carries)"),
-    "rate": LoadAxis("rate", "rate_tps", "tps", "offered rate (transactions/s)", "offered rate",
-                     "open-loop (a rate: what rate of transactions the server holds)"),
-}
+Axis = str  # a load axis' name (bench_dsl.engine.profiles.registry.AXES)
 
 
 def load_axis(doc: dict[str, Any]) -> Axis:
-    """"rate" for an open-loop result, "users" for a closed-loop one: the judge says a rate's
-    saturation point as saturation.rate_tps, each rate step has its rate_tps, and every figure of
-    an open-loop run carries what was offered (offered_tps), even one stopped before its first step."""
-    if "rate_tps" in (doc.get("saturation") or {}):
-        return "rate"
-    rows = [*(doc.get("steps") or []), doc.get("summary") or {}, *(doc.get("intervals") or [])]
-    return "rate" if any("rate_tps" in r or "offered_tps" in r for r in rows if isinstance(r, dict)) else "users"
+    """The name of the load axis a result is on (bench_dsl.engine.profiles.registry.axis_of)."""
+    return axis_of(doc).name
 
 
 def one_axis(labelled: Iterable[tuple[str, str]]) -> Axis:
@@ -105,20 +73,20 @@ def one_axis(labelled: Iterable[tuple[str, str]]) -> Axis:
     pairs = list(labelled)
     axes = {a for _, a in pairs}
     if len(axes) <= 1:
-        return "rate" if axes == {"rate"} else "users"
-    lines = [f"  {label}: {AXES['rate' if a == 'rate' else 'users'].loop}" for label, a in pairs]
-    raise UsageError("these results answer different questions: some ran users, some a rate, and a users "
-                     "count is not a rate: their figures do not compare\n" + "\n".join(lines)
-                     + "\n  hint: compare or report the users results and the rate results apart")
+        return next(iter(axes), DEFAULT_AXIS.name)
+    named = [AXES[a] for a in AXES if a in axes]
+    lines = [f"  {label}: {AXES[a].loop}" for label, a in pairs]
+    raise UsageError(f"these results answer different questions: their loads are measured in "
+                     f"{' and in '.join(ax.unit for ax in named)}, which do not convert: their figures do not "
+                     "compare\n" + "\n".join(lines)
+                     + "\n  hint: compare or report the results of each load apart "
+                     f"({', '.join(a.name for a in named)})")
 
 
 def at(row: dict[str, Any], axis: Axis) -> float | None:
     """Where on the axis a step row (or a summary counted as one) was measured: its users count, or
     the rate its step asked (a summary without one, a linear rate's: the rate it offered)."""
-    if axis == "users":
-        return None if row.get("users") is None else int(row["users"])
-    v = row.get("rate_tps", row.get("offered_tps"))
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    return AXES[axis].at(row)
 
 
 def _rate_asked(doc: dict[str, Any]) -> float | None:

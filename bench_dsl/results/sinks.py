@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.markup import escape as esc  # scenario text may hold [brackets]: never read them as styles
 
 from bench_dsl.engine import events as ev
+from bench_dsl.engine.profiles.registry import DEFAULT_AXIS, axis_of
 from bench_dsl.measure.stalls import STALL_SHOWN_S
 from bench_dsl.results.document import ResultDocument
 from bench_dsl.results.files import NotAnOutput, check_kind, write_atomically
@@ -264,9 +265,12 @@ class ConsoleSink:
     def __init__(self, console: Console | None = None) -> None:
         self.c = console or Console(stderr=True, highlight=False)
         self.c.soft_wrap = True  # one line per interval, as sysbench: never folded
+        self.axis = DEFAULT_AXIS  # the run's load axis, once it begins: its words for an interval's load
 
     def emit(self, event: ev.Event) -> None:
         match event:
+            case ev.Begin():
+                self.axis = axis_of({"scenario": event.scenario})
             case ev.Started():
                 self.c.print(f"[bold]{esc(event.scenario)}[/] on {esc(event.target)} ({esc(event.server_version)})")
             case ev.Log():
@@ -280,10 +284,7 @@ class ConsoleSink:
                 phase = ev.phase_label(row.phase, row.step, short=True)
                 secs = d["seconds"] or 1
                 extra = ""
-                if "offered_tps" in d:  # an open-loop rate: asked, dropped, the pool's busy users, service time
-                    serv = (d.get("service_ms") or {}).get("p99")
-                    extra += (f" offered {d['offered_tps']:.1f}/s dropped {d.get('dropped_per_s') or 0:.1f}/s"
-                              f" busy {d.get('busy') or 0:.0f} service p99 {_ms(serv).strip()}")
+                extra += self.axis.row_words(d)  # the load's own figures (a rate's: offered, dropped, busy)
                 if st := d.get("statements"):  # sysbench's r/w/o, per second
                     extra += f" r/w/o {st['reads_per_s']:.0f}/{st['writes_per_s']:.0f}/{st['other_per_s']:.0f}"
                 if (d.get("stall_s") or 0) >= STALL_SHOWN_S:

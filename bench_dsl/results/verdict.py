@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench_dsl.engine.profiles.registry import axis_of
 from bench_dsl.engine.stopping import StopReason
 
 Json = dict[str, Any]
@@ -53,21 +54,22 @@ def verdict_lines(saturation: Json | None, stop: StopReason | None) -> list[Line
 
 def _head(sat: Json) -> Line:
     step = sat.get("step")
-    # an open-loop rate's point is a rate (rate_tps), a closed loop's a number of users
-    point, load = (sat.get("rate_tps"), "rate") if "rate_tps" in sat else (sat.get("users"), "users")
-    said = f"{_n(point)} tps" if load == "rate" else f"{point} users"
+    ax = axis_of({"saturation": sat})  # the point on the run's load axis: users, or an offered rate
+    point = ax.at(sat)
+    said = f"{_n(point)} {ax.unit}"
     if sat.get("saturated"):
         if point is None:
-            return [(f"saturated below the first step's {load}", "bad")]
+            return [(f"saturated below the first step's {ax.name}", "bad")]
         at_least = "at least " if sat.get("limited_by") == "client" else ""  # the server carries at least that
         return [(f"saturation point: {at_least}{said}", "good"),
                 (f" (step {step}, the last step that met every condition)", "dim")]
-    if point is not None and load == "rate" and sat.get("stop_condition_count") == 0:
-        # nothing judged the rate: what it achieved is the finding, never "met every condition"
+    if point is not None and ax.unjudged is not None and sat.get("stop_condition_count") == 0:
+        # nothing judged the point: what it achieved is the finding, never "met every condition"
         achieved, dropped = sat.get("achieved_tps"), sat.get("dropped_pct")
         got = f", {_n(achieved)} tps achieved" if achieved is not None else ""
         lost = f" ({_n(dropped)}% dropped)" if dropped else ""
-        return [(f"no stop condition judged the rate: {said} offered{got}{lost}", "warn"), (f" (step {step})", "dim")]
+        return [(f"no stop condition judged the {ax.name}: {said} offered{got}{lost}", "warn"),
+                (f" (step {step})", "dim")]
     if point is not None:
         return [(f"no stop condition fired: {said} met every condition", "strong"), (f" (step {step})", "dim")]
     return [("no step was completed", "warn")]

@@ -61,7 +61,7 @@ class StudyOptions:
     quiet: bool = False
     output: str | None = None  # --json: the study's directory
     replace: bool = False  # --replace: an earlier study's results in that directory are removed first
-    cluster_address: str | None = None  # --ray-address
+    fleet_options: Mapping[str, str] = field(default_factory=dict)  # the named fleet's own options given
 
 
 @dataclass
@@ -204,7 +204,7 @@ async def _run_one(sc: m.Scenario, r: StudyRun, opt: StudyOptions, target: Dsn |
     options = Options(time_scale=opt.time_scale, max_steps=opt.max_steps, keep_server=opt.keep_server,
                       force_prepare=opt.force_prepare, target=target,
                       workers=opt.workers[1] if opt.workers else None, cluster=opt.workers[0] if opt.workers else None,
-                      cluster_address=opt.cluster_address,
+                      fleet_options=opt.fleet_options,
                       configuration=configuration_json(sc, r.configuration, r.repeat, study_id))
     try:
         run = Run(conf_sc, p, list(sinks), options)

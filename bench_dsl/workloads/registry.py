@@ -5,8 +5,6 @@ what checking a scenario needs, and loads the driver only when `build` is called
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench_dsl.language.metrics import Table
@@ -45,12 +43,3 @@ def build_workload(spec: WorkloadSpec, setup: tuple[Fill | SetupSql, ...], seed:
 def plan_lines(spec: WorkloadSpec) -> list[str]:
     """The "  workload: ..." lines `bench check --plan` prints for this workload."""
     return PLUGINS[spec.kind].plan_lines(spec)
-
-
-def load(path: str | Path, defines: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None,
-         text: str | None = None, study: bool = True) -> Scenario:
-    """Read, parse and validate a .bench file with every workload kind known (bench_dsl.language.check.load,
-    given the plugins). Raises ScenarioError with every diagnostic."""
-    from bench_dsl.language import check  # the parser and lark: not for a worker, which reads no file
-
-    return check.load(path, defines, env, text, study, workloads=PLUGINS)

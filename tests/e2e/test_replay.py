@@ -23,6 +23,7 @@ from textual.pilot import Pilot
 from bench_dsl.cli import main as cli
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.events import Event
+from bench_dsl.engine.kinds import load as load_scenario
 from bench_dsl.engine.plan import plan
 from bench_dsl.engine.rows import StepRow
 from bench_dsl.engine.run import Run
@@ -34,7 +35,6 @@ from bench_dsl.results.sinks import ConsoleSink, JsonLinesSink, JsonResultSink
 from bench_dsl.tui.app import attach_ui, run_app, start_run
 from bench_dsl.tui.replay_app import ReplayApp, attach_replay
 from bench_dsl.tui.state import LiveState
-from bench_dsl.workloads.registry import load as load_scenario
 
 from ..conftest import BENCH, ROOT
 from ..fixtures.replay import screen_text, settled

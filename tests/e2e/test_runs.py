@@ -16,9 +16,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from bench_dsl.engine.kinds import load
 from bench_dsl.engine.plan import plan
 from bench_dsl.server.embedded import EmbeddedServer
-from bench_dsl.workloads.registry import load
 
 from ..conftest import BENCH, ROOT, default_signals, loaded_by, primary_and_replica, run_bench, run_measured
 from ..exporter import node_exporter
@@ -135,7 +135,8 @@ def test_tight_condition_finds_the_saturation_point(stop: str, kind: str, dsn_ur
     doc = _result(out)
     assert doc["stop"]["reason"] == "stop_condition" and doc["stop"]["condition"] == stop
     assert doc["saturation"] == {"users": 1, "step": 1, "saturated": True, "condition": stop,
-                                 "reason": f"stopped by: {stop}", "steps_completed": 2, "limited_by": None}
+                                 "reason": f"stopped by: {stop}", "steps_completed": 2, "limited_by": None,
+                                 "axis": "users"}
     step1, step2 = doc["steps"]
     assert (step1["users"], step2["users"]) == (1, 4)
     fired = step2["conditions"][0]

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bench_dsl.core.dsn import parse_dsn
+from bench_dsl.engine.kinds import load
 from bench_dsl.engine.plan import plan
 from bench_dsl.engine.stage import Stage, Target
 from bench_dsl.engine.voice import Voice
@@ -20,7 +21,7 @@ from bench_dsl.fleet.process import ProcessFleet
 from bench_dsl.measure.metrics import TxStats, new_histogram
 from bench_dsl.measure.recorder import Recorder
 from bench_dsl.measure.stalls import Quiet
-from bench_dsl.workloads.registry import load, make_workload
+from bench_dsl.workloads.registry import make_workload
 
 SCENARIO = """
 scenario "fleet" {

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from bench_dsl.core.errors import ScenarioError, TargetError
+from bench_dsl.engine.kinds import load
 from bench_dsl.language import model as m
 from bench_dsl.server.connect import connect
 from bench_dsl.server.embedded import EmbeddedServer
 from bench_dsl.server.facts import apply_settings
-from bench_dsl.workloads.registry import load
 
 from ..conftest import ROOT, run_bench
 

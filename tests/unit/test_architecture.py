@@ -78,7 +78,8 @@ def test_only_the_judge_judges() -> None:
 
 def test_the_live_screen_and_the_sinks_take_only_events_from_the_engine() -> None:
     """They read what the engine says (bench_dsl.engine.events, and the stop reason its events
-    carry: bench_dsl.engine.stopping), never its workings."""
+    carry: bench_dsl.engine.stopping), and what the load profiles declare of their axes (their
+    words: bench_dsl.engine.profiles.registry), never the engine's workings."""
     import ast
 
     for f in [*sorted((ROOT / "tui").glob("*.py")), *sorted((ROOT / "bench_dsl" / "results").glob("sinks.py")),
@@ -88,6 +89,7 @@ def test_the_live_screen_and_the_sinks_take_only_events_from_the_engine() -> Non
                      [a.name for a in node.names] if isinstance(node, ast.Import) else [])
             for name in names:
                 if name.startswith("bench_dsl.engine"):
-                    assert name in ("bench_dsl.engine.events", "bench_dsl.engine.stopping") or (
+                    assert name in ("bench_dsl.engine.events", "bench_dsl.engine.stopping",
+                                    "bench_dsl.engine.profiles.registry") or (
                         name == "bench_dsl.engine" and all(
                         a.name == "events" for a in node.names)), f"{f.relative_to(ROOT)} imports {name}"  # type: ignore[union-attr]

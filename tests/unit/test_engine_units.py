@@ -10,6 +10,7 @@ from collections import Counter
 import pytest
 
 from bench_dsl.engine.judge import WindowedConditions, judge
+from bench_dsl.engine.kinds import load
 from bench_dsl.engine.phases import Phase
 from bench_dsl.engine.plan import plan
 from bench_dsl.engine.rows import IntervalRow
@@ -17,7 +18,6 @@ from bench_dsl.language import model as m
 from bench_dsl.language.generators import compile_value, nurand, special, zipf
 from bench_dsl.measure.metrics import HIGHEST_US, Aggregate, Tick, TxStats, new_histogram
 from bench_dsl.measure.recorder import Recorder
-from bench_dsl.workloads.registry import load
 
 from ..conftest import ROOT
 
@@ -155,6 +155,18 @@ def test_engine_and_model_import_without_textual() -> None:
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert "clean" in r.stdout
+
+
+def test_a_scenario_is_read_with_every_kind_known_and_no_driver_loaded() -> None:
+    """`bench check` reads a file with every workload and fleet kind (bench_dsl.engine.kinds): the
+    fleets' declarations come without their drivers (asyncmy, the C executor, Ray)."""
+    code = ("import sys\nfrom bench_dsl.engine.kinds import load\n"
+            "sc = load('examples/cluster.bench', env={'BENCH_DSN': 'mysql://u@db.example/d'})\n"
+            "bad = [m for m in ('asyncmy', 'bench_dsl.native._native', 'ray', 'bench_dsl.fleet.local', "
+            "'bench_dsl.fleet.ray') if m in sys.modules]\n"
+            "assert sc.cluster == 'ray' and not bad, bad\nprint('clean')")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0 and "clean" in r.stdout, r.stderr
 
 
 def test_recorder_counts_exactly_what_a_histogram_would() -> None:
@@ -305,8 +317,8 @@ def test_a_checkpoint_that_cannot_be_written_is_said_at_once_and_so_is_its_recov
 
 
 def test_the_workload_digest_tells_workloads_apart_by_what_they_run() -> None:
+    from bench_dsl.engine.kinds import load
     from bench_dsl.engine.outcome import workload_digest
-    from bench_dsl.workloads.registry import load
 
     def custom(sql: str, where: str = "") -> str:
         return f'{where}scenario "c" {{ workload custom {{ transaction t {{ query "{sql}" }} }} users 1 duration 1s }}'

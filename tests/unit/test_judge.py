@@ -8,16 +8,16 @@ from pathlib import Path
 import pytest
 
 from bench_dsl.engine import events as ev
-from bench_dsl.engine.judge import Judge, spec, state_of
+from bench_dsl.engine.judge import spec, state_of
+from bench_dsl.engine.kinds import load
 from bench_dsl.engine.plan import plan
 from bench_dsl.engine.run import Run
 from bench_dsl.language.model import Condition, Scenario
 from bench_dsl.measure.metrics import Aggregate, Tick
 from bench_dsl.results.document import ResultDocument
 from bench_dsl.tui.live_conditions import show_limit, show_value
-from bench_dsl.workloads.registry import load
 
-from ..fakes import FakeCpu, FakeFleet, Model
+from ..fakes import FakeCpu, FakeFleet, Model, judge_of
 
 SECOND = 0.03  # how long a second of the plan lasts here
 
@@ -305,7 +305,7 @@ def test_states_ok_near_over(tmp_path: Path) -> None:
 def test_values_are_given_in_the_files_units(tmp_path: Path) -> None:
     cs = conditions(tmp_path, "p90(locked) > 200ms", "p99.9 > 1s", "avg(locked) > 50ms", "tps < 10", "tpm < 600",
                     "qps < 5", "error_rate > 1%", "cpu(server) > 80%")
-    judge = Judge(tuple(cs.values()), ("locked",))
+    judge = judge_of(tuple(cs.values()), ("locked",))
     fleet = FakeFleet(lambda users: {"locked": (40.0, 12.5)}, errors={"locked": {1062: 1}})
     import asyncio
 

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from bench_dsl.core.errors import ScenarioError
+from bench_dsl.engine.kinds import load
 from bench_dsl.language import model as m
 from bench_dsl.workloads.custom.plugin import CustomWorkload, native_sql
-from bench_dsl.workloads.registry import METRICS, load
+from bench_dsl.workloads.registry import METRICS
 from bench_dsl.workloads.sysbench.plugin import SysbenchWorkload
 from bench_dsl.workloads.tpcc.plugin import TPCC_DEFAULT_MIX, TPCC_TRANSACTIONS, TpccWorkload
 

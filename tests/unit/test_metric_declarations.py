@@ -63,7 +63,7 @@ def _kinds() -> dict[str, Any]:
 def _load(conditions: str, kinds: Any) -> Any:
     text = (f'scenario "s" {{\n{CUSTOM}\nramp step {{ start 1 user  step +1 user  settle 1s  hold 5s  max 4 users }}\n'
             f'stop when {{ {conditions} }}\n}}\n')
-    return check.load("t.bench", text=text, env={}, workloads=kinds)
+    return check.load("t.bench", text=text, env={}, workloads=kinds, fleets={})
 
 
 def test_a_metric_declared_by_a_plugin_is_nameable_in_a_condition() -> None:
@@ -79,7 +79,7 @@ def test_a_metric_declared_by_a_plugin_is_nameable_in_a_condition() -> None:
         _load("spm < 600", registry.PLUGINS)
     # the env() value of a limit reads the declared unit word too
     text = (f'scenario "s" {{\n{CUSTOM}\nusers 2\nduration 10s\nstop when {{ spm < env("L") }}\n}}\n')
-    env_sc = check.load("t.bench", text=text, env={"L": "600 spm"}, workloads=_kinds())
+    env_sc = check.load("t.bench", text=text, env={"L": "600 spm"}, workloads=_kinds(), fleets={})
     assert (env_sc.stop[0].limit, env_sc.stop[0].unit) == (600.0, "spm")
 
 

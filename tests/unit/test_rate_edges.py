@@ -15,7 +15,6 @@ import pytest
 from rich.console import Console
 
 from bench_dsl.engine import events as ev
-from bench_dsl.engine.judge import Judge
 from bench_dsl.engine.phases import Phase, Plan
 from bench_dsl.engine.rows import IntervalRow, StepRow
 from bench_dsl.engine.scheduler import Scheduler, Ticked, TickLost
@@ -27,6 +26,7 @@ from bench_dsl.measure.metrics import Aggregate
 from bench_dsl.measure.stalls import Quiet
 from bench_dsl.results import verdict
 from bench_dsl.results.sinks import ConsoleSink
+from tests.fakes import judge_of
 
 
 def _rate_step(figures: dict[str, object], why: str | None = None) -> StepRow:
@@ -35,7 +35,7 @@ def _rate_step(figures: dict[str, object], why: str | None = None) -> StepRow:
 
 def test_a_rate_no_condition_judged_says_what_it_achieved_not_that_it_met_every_condition() -> None:
     """`rate 10000000 tps`, users max 4, no stop condition: 98.5% dropped is the finding."""
-    judge = Judge((), ("point",), open_loop=True)
+    judge = judge_of((), ("point",), "rate_step")
     judge.step_end(Phase("hold", 1, 4, 4, 5.0, "step", 1e7, 1e7), Aggregate(("point",)))
     sat = judge.saturation(None, [_rate_step({"achieved_tps": 150000.0, "dropped_pct": 98.5})])
     assert (sat["rate_tps"], sat["stop_condition_count"], sat["achieved_tps"]) == (1e7, 0, 150000.0)
@@ -47,7 +47,7 @@ def test_a_rate_no_condition_judged_says_what_it_achieved_not_that_it_met_every_
 
 
 def test_when_the_only_step_stalled_the_reason_says_so_not_that_no_condition_fired() -> None:
-    judge = Judge((), ("point",), open_loop=True)
+    judge = judge_of((), ("point",), "rate_step")
     stalled = "the server answered nothing for 11.0 s in 6 stalls"
     sat = judge.saturation(None, [_rate_step({}, stalled)])
     assert "no stop condition fired" not in sat["reason"]
@@ -59,8 +59,9 @@ def test_the_console_says_a_rate_below_one_a_second() -> None:
                "latency_ms": {"p50": 0.3, "p95": 0.3, "p99": 0.3}, "offered_tps": 0.5, "dropped_per_s": 0.0,
                "busy": 0.0, "service_ms": {"p99": 0.2}}
     out = io.StringIO()
-    ConsoleSink(Console(file=out, width=400, color_system=None)).emit(
-        ev.Interval(IntervalRow(2.0, 0.0, "hold", 1, True, figures), None))
+    sink = ConsoleSink(Console(file=out, width=400, color_system=None))
+    sink.emit(ev.Begin("test", "now", {"name": "rate", "load_axis": "rate"}, {}))
+    sink.emit(ev.Interval(IntervalRow(2.0, 0.0, "hold", 1, True, figures), None))
     assert " offered 0.5/s " in out.getvalue(), out.getvalue()
 
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 
 from bench_dsl.core.errors import ScenarioError
+from bench_dsl.engine.kinds import load
 from bench_dsl.engine.plan import plan
 from bench_dsl.engine.plan_text import describe
 from bench_dsl.engine.profiles.registry import profile_of
 from bench_dsl.language import model as m
 from bench_dsl.workloads.plugin import mix_share
-from bench_dsl.workloads.registry import load
 
 # committed new orders are 45% of the transactions, less the 1% of them rolled back on purpose
 NEW_ORDERS = 0.45 * 0.99

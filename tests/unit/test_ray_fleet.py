@@ -17,12 +17,12 @@ import pytest
 
 import bench_dsl
 from bench_dsl.core.errors import ScenarioError
+from bench_dsl.engine.kinds import load
 from bench_dsl.fleet.base import WorkerFailed, WorkerLost
 from bench_dsl.fleet.clocks import ClockMap
 from bench_dsl.fleet.coordinator import WorkerFleet, WorkerHandle
 from bench_dsl.fleet.ray import RayFleet, _Actor, place
 from bench_dsl.measure.stalls import Quiet
-from bench_dsl.workloads.registry import load
 from tests.conftest import ROOT
 
 SCENARIO = """

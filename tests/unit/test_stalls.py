@@ -226,7 +226,7 @@ async def test_compare_shows_every_condition_where_each_configuration_s_climb_en
 
 def test_stall_is_a_duration_of_the_whole_run() -> None:
     from bench_dsl.core.errors import ScenarioError
-    from bench_dsl.workloads.registry import load
+    from bench_dsl.engine.kinds import load
 
     def scenario_text(stop: str) -> str:
         return ('scenario "t" { workload custom { transaction read { query "SELECT 1" } }\n'
@@ -303,15 +303,15 @@ async def test_a_frozen_step_ends_the_climb_on_its_stall_not_on_its_throughput(t
 def test_a_window_of_a_frozen_server_fires_only_a_stall_condition() -> None:
     """`for D` conditions are judged over their window: one in which the server answered nothing
     is no measurement of its throughput either; the stall condition fires."""
-    from bench_dsl.engine.judge import Judge
-    from bench_dsl.workloads.registry import load
+    from bench_dsl.engine.kinds import load
+    from tests.fakes import judge_of
 
     text = ('scenario "t" { workload custom { transaction read { query "SELECT 1" } }\n'
             "users 4  duration 10s\nstop when { tps < 50 for 3s  stall > 2s for 3s } }\n")
     conditions = load("t.bench", text=text, env={}).stop
     ticks = [Tick(k + 1.0, 1.0, "hold", 1, 4, {}, {}, stalls=[(float(k), k + 1.0)]) for k in range(3)]
-    judge = Judge(conditions, ("read",))
+    judge = judge_of(conditions, ("read",))
     fired = [judge.tick(t) for t in ticks]
     assert fired[:2] == [None, None] and fired[2] is not None and fired[2].condition.text == "stall > 2s for 3s"
-    judge = Judge(conditions[:1], ("read",))  # throughput alone: never fired by a freeze
+    judge = judge_of(conditions[:1], ("read",))  # throughput alone: never fired by a freeze
     assert [judge.tick(t) for t in ticks] == [None, None, None]

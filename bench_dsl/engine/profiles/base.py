@@ -12,14 +12,27 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from bench_dsl.core.axis import LoadAxis
 from bench_dsl.core.numbers import num
 from bench_dsl.engine.phases import Phase, Plan, whole
 from bench_dsl.engine.scheduler import Scheduler
+from bench_dsl.measure.metrics import Aggregate
 
 
 class LoadProfile:
     kind: ClassVar[str]  # the model's ramp kind this profile plans
     scheduler: ClassVar[type[Scheduler]]
+    axis: ClassVar[LoadAxis]  # what its load is measured in: its saturation point's, every reader's x
+
+    def point(self, ph: Phase, interval: Aggregate | None = None) -> float | None:
+        """Where on its axis a phase was measured: at a step's end (`interval` None), or over one
+        interval of a phase whose load moves (a linear ramp's)."""
+        raise NotImplementedError
+
+    def asked(self, ramp: Any) -> dict[str, Any]:
+        """What the load asked, for the result's "scenario" beside the plan's phases ({} : nothing
+        the phases do not say)."""
+        return {}
 
     def plan(self, ramp: Any, warmup: float, time_scale: float, max_steps: int | None) -> Plan:
         """The phases of a run (time_scale shrinks every duration; max_steps caps the steps)."""

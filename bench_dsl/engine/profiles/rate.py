@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 from typing import Any
 
+from bench_dsl.core.axis import LoadAxis
 from bench_dsl.engine.phases import Phase, Plan, whole
 from bench_dsl.engine.profiles.base import LoadProfile
 from bench_dsl.engine.scheduler import Scheduler
 from bench_dsl.fleet.base import Fleet
 from bench_dsl.language import model as m
 from bench_dsl.language.values import num
+from bench_dsl.measure.metrics import Aggregate
 
 # the longest the warmup's backlog is waited for (a server that stalls the warmup's transactions
 # for longer is a finding of the first step's)
@@ -69,8 +72,36 @@ class RateScheduler(Scheduler):
             await self._pace(fleet, ph.rate + (ph.rate_end - ph.rate) * done)
 
 
+def _row_words(d: Mapping[str, Any]) -> str:
+    """An interval's open-loop figures in a console line: asked, dropped, the pool's busy users, the
+    service time (the response time, from the due moment, is the line's latency)."""
+    if d.get("offered_tps") is None:
+        return ""
+    serv = (d.get("service_ms") or {}).get("p99")
+    return (f" offered {d['offered_tps']:.1f}/s dropped {d.get('dropped_per_s') or 0:.1f}/s"
+            f" busy {d.get('busy') or 0:.0f} service p99 {'-' if serv is None else f'{serv:.2f}'}")
+
+
+# the offered rate: a step's asked (rate_tps), an interval's or a summary's what was offered
+RATE = LoadAxis("rate", "rate_tps", "tps", "offered rate (transactions/s)", "offered rate",
+                "open-loop (a rate: what rate of transactions the server holds)", "rates", offered="offered_tps",
+                unjudged="no stop condition judged the rate: its steps met them all whatever they achieved",
+                point_figures=("achieved_tps", "dropped_pct"), row_words=_row_words, asked="offered_tps")
+
+
 class RateProfile(LoadProfile):
     scheduler = RateScheduler
+    axis = RATE
+
+    def point(self, ph: Phase, interval: Aggregate | None = None) -> float | None:
+        if interval is None or ph.rate is None:
+            return ph.rate
+        offered = interval.open_loop_figures().get("offered_tps")  # a moving rate: what the interval offered
+        return float(offered) if isinstance(offered, (int, float)) else None
+
+    def asked(self, ramp: m.RateLoad) -> dict[str, Any]:
+        # as asked (its unit: tps, or the workload's nopm) and as scheduled (tps)
+        return {"rate": ramp.to_json()}
 
     def plan(self, ramp: m.RateLoad, warmup: float, time_scale: float, max_steps: int | None) -> Plan:
         pool = ramp.pool.users

@@ -4,13 +4,36 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench_dsl.core.axis import LoadAxis
 from bench_dsl.engine.profiles.base import LoadProfile
 from bench_dsl.engine.profiles.rate import RATE_PROFILES
 from bench_dsl.engine.profiles.users import USERS_PROFILES
 
 PROFILES: dict[str, LoadProfile] = {p.kind: p for p in (*USERS_PROFILES, *RATE_PROFILES)}
 
+# every load axis a result may be on, by its name; the first profile's is a result's that names none
+AXES: dict[str, LoadAxis] = {p.axis.name: p.axis for p in PROFILES.values()}
+DEFAULT_AXIS = next(iter(AXES.values()))
+
 
 def profile_of(ramp: Any) -> LoadProfile:
     """The profile of a scenario's ramp (any model object with a `kind` a profile is registered for)."""
     return PROFILES[ramp.kind].bound(ramp)
+
+
+def axis_of(doc: Any) -> LoadAxis:
+    """The load axis of a result document (or of its saturation alone): as its saturation or its
+    scenario names it; in one written before they did, the axis whose own key (a step's rate_tps) or
+    offered figure (every open-loop row's offered_tps) its rows carry, else the default (users)."""
+    if not isinstance(doc, dict):
+        return DEFAULT_AXIS
+    sat = doc["saturation"] if isinstance(doc.get("saturation"), dict) else {}
+    named = sat.get("axis") or (doc.get("scenario") or {}).get("load_axis")
+    if named in AXES:
+        return AXES[named]
+    rows = [sat, *(doc.get("steps") or []), doc.get("summary") or {}, *(doc.get("intervals") or [])]
+    for ax in AXES.values():
+        if ax is not DEFAULT_AXIS and any(isinstance(r, dict) and (ax.key in r or (ax.offered or ax.key) in r)
+                                          for r in rows):
+            return ax
+    return DEFAULT_AXIS

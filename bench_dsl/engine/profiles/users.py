@@ -5,12 +5,26 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench_dsl.core.axis import LoadAxis
 from bench_dsl.core.numbers import num
 from bench_dsl.engine.phases import Phase, Plan, whole
 from bench_dsl.engine.profiles.base import LoadProfile, warmup_phase
 from bench_dsl.engine.scheduler import Scheduler
 from bench_dsl.fleet.base import Fleet
 from bench_dsl.language import model as m
+from bench_dsl.measure.metrics import Aggregate
+
+USERS = LoadAxis("users", "users", "users", "users (concurrent connections)", "users",
+                 "closed-loop (users: how many users the server carries)", "users", whole=True)
+
+
+class OnUsers(LoadProfile):
+    """A profile whose load is a number of users: its point is the users a phase ran."""
+
+    axis = USERS
+
+    def point(self, ph: Phase, interval: Aggregate | None = None) -> float | None:
+        return ph.users if interval is None else interval.users_max
 
 
 class UsersScheduler(Scheduler):
@@ -24,7 +38,7 @@ class UsersScheduler(Scheduler):
             await fleet.resize(round(ph.users + (ph.users_end - ph.users) * done), wait=False)
 
 
-class ConstantUsers(LoadProfile):
+class ConstantUsers(OnUsers):
     kind = "constant"
     scheduler = UsersScheduler
 
@@ -36,7 +50,7 @@ class ConstantUsers(LoadProfile):
         return f"{ramp.users} users for {num(ramp.duration)}s (closed loop: each runs transactions back to back)"
 
 
-class StepUsers(LoadProfile):
+class StepUsers(OnUsers):
     kind = "step"
     scheduler = UsersScheduler
 
@@ -68,7 +82,7 @@ class StepUsers(LoadProfile):
         return "at each step's end"
 
 
-class LinearUsers(LoadProfile):
+class LinearUsers(OnUsers):
     kind = "linear"
     scheduler = UsersScheduler
 

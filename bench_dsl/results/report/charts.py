@@ -19,8 +19,10 @@ from typing import Any
 
 import altair as alt
 
+from bench_dsl.core.axis import LoadAxis
+from bench_dsl.engine.profiles.registry import AXES
 from bench_dsl.engine.stopping import StopReason
-from bench_dsl.results.fold import AXES, Configuration, LoadAxis, load_axis
+from bench_dsl.results.fold import Configuration, load_axis
 from bench_dsl.results.report import data
 
 # what .properties() gives back, by altair's own type hints

@@ -21,9 +21,11 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
+from bench_dsl.core.axis import LoadAxis
+from bench_dsl.engine.profiles.registry import AXES
 from bench_dsl.engine.stopping import StopReason
 from bench_dsl.measure.metrics import new_histogram
-from bench_dsl.results.fold import AXES, Configuration, LoadAxis, at, load_axis, measured_steps, one_axis
+from bench_dsl.results.fold import Configuration, at, load_axis, measured_steps, one_axis
 
 Row = dict[str, Any]
 Figure = tuple[str, ...]  # where a figure is in a fold.by_users entry
