@@ -526,16 +526,41 @@ static PyObject *Counts_release_writer(Counts *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+/* A test's writer threads (Counts._hammer, Schedule._hammer): thread k of them runs `main` on its
+ * own Hammer, `first` k, over `each` items, and sets `failed` when out of memory. */
 typedef struct {
-    Counts *counts;
+    void *target;
     long long first, each;
     int failed;
 } Hammer;
 
+/* `threads` threads without the GIL, at once, each its Hammer; returns when all have */
+static PyObject *hammer_run(void *(*main)(void *), void *target, int threads, long long each) {
+    Hammer *hs = PyMem_Calloc((size_t)threads, sizeof(Hammer));
+    pthread_t *ids = PyMem_Calloc((size_t)threads, sizeof(pthread_t));
+    if (hs == NULL || ids == NULL) { PyMem_Free(hs); PyMem_Free(ids); return PyErr_NoMemory(); }
+    int started = 0, failed = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (; started < threads; started++) {
+        hs[started] = (Hammer){target, started, each, 0};
+        if (pthread_create(&ids[started], NULL, main, &hs[started]) != 0) break;
+    }
+    for (int k = 0; k < started; k++) {
+        pthread_join(ids[k], NULL);
+        failed |= hs[k].failed;
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_Free(hs);
+    PyMem_Free(ids);
+    if (started < threads) { PyErr_SetString(PyExc_OSError, "pthread_create"); return NULL; }
+    if (failed) return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
 /* completion j of writer w: type (w + j) % n, (j % 1000) us, 1 + j % 3 statements */
 static void *hammer_main(void *arg) {
     Hammer *h = arg;
-    Counts *c = h->counts;
+    Counts *c = h->target;
     counts_enter(c, now_ns());
     for (long long j = 0; j < h->each && !h->failed; j++)
         if (counts_add_nogil(c, (h->first + j) % c->n, j % 1000, 1 + j % 3, now_ns()) < 0) h->failed = 1;
@@ -553,25 +578,7 @@ static PyObject *Counts_hammer(Counts *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "1 to 1024 threads, an initialised Counts");
         return NULL;
     }
-    Hammer *hs = PyMem_Calloc((size_t)threads, sizeof(Hammer));
-    pthread_t *ids = PyMem_Calloc((size_t)threads, sizeof(pthread_t));
-    if (hs == NULL || ids == NULL) { PyMem_Free(hs); PyMem_Free(ids); return PyErr_NoMemory(); }
-    int started = 0, failed = 0;
-    Py_BEGIN_ALLOW_THREADS
-    for (; started < threads; started++) {
-        hs[started] = (Hammer){self, started, each, 0};
-        if (pthread_create(&ids[started], NULL, hammer_main, &hs[started]) != 0) break;
-    }
-    for (int k = 0; k < started; k++) {
-        pthread_join(ids[k], NULL);
-        failed |= hs[k].failed;
-    }
-    Py_END_ALLOW_THREADS
-    PyMem_Free(hs);
-    PyMem_Free(ids);
-    if (started < threads) { PyErr_SetString(PyExc_OSError, "pthread_create"); return NULL; }
-    if (failed) return PyErr_NoMemory();
-    Py_RETURN_NONE;
+    return hammer_run(hammer_main, self, threads, each);
 }
 
 static PyMethodDef Counts_methods[] = {
@@ -1907,16 +1914,10 @@ static PyObject *Schedule_release_user(Schedule *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
-typedef struct {
-    Schedule *schedule;
-    long long each;
-    int failed;
-} HammerUser;
-
 /* `each` arrivals, started and finished: the j-th's lag j % 1000 us, its service 1000 + j % 7 us */
 static void *hammer_user_main(void *arg) {
-    HammerUser *h = arg;
-    Schedule *s = h->schedule;
+    Hammer *h = arg;
+    Schedule *s = h->target;
     for (long long j = 0; j < h->each && !h->failed; j++) {
         sched_lock(s);
         s->offered++;
@@ -1942,25 +1943,7 @@ static PyObject *Schedule_hammer(Schedule *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "1 to 1024 threads, an initialised Schedule");
         return NULL;
     }
-    HammerUser *hs = PyMem_Calloc((size_t)threads, sizeof(HammerUser));
-    pthread_t *ids = PyMem_Calloc((size_t)threads, sizeof(pthread_t));
-    if (hs == NULL || ids == NULL) { PyMem_Free(hs); PyMem_Free(ids); return PyErr_NoMemory(); }
-    int started = 0, failed = 0;
-    Py_BEGIN_ALLOW_THREADS
-    for (; started < threads; started++) {
-        hs[started] = (HammerUser){self, each, 0};
-        if (pthread_create(&ids[started], NULL, hammer_user_main, &hs[started]) != 0) break;
-    }
-    for (int k = 0; k < started; k++) {
-        pthread_join(ids[k], NULL);
-        failed |= hs[k].failed;
-    }
-    Py_END_ALLOW_THREADS
-    PyMem_Free(hs);
-    PyMem_Free(ids);
-    if (started < threads) { PyErr_SetString(PyExc_OSError, "pthread_create"); return NULL; }
-    if (failed) return PyErr_NoMemory();
-    Py_RETURN_NONE;
+    return hammer_run(hammer_user_main, self, threads, each);
 }
 
 static PyMethodDef Schedule_methods[] = {

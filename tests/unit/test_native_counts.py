@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
 
@@ -37,10 +38,16 @@ print("ok")
 def test_a_take_does_not_wait_for_a_writer_inside_its_critical_section() -> None:
     """A writer held inside (its completion written, not yet published): take() and quiet() return
     without it, and the next take counts the completion once released."""
+    _returns(_HELD, "take() waited for the writer held inside its critical section")
+
+
+def _returns(code: str, waited: str) -> None:
+    """`code` run in a process of its own, which prints ok: one that waits forever on a lock another
+    thread holds, with the GIL held, would hang this test's process with it; a minute is a hang's."""
     try:
-        r = subprocess.run([sys.executable, "-c", _HELD], capture_output=True, text=True, timeout=60)
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     except subprocess.TimeoutExpired:
-        pytest.fail("take() waited for the writer held inside its critical section")
+        pytest.fail(waited)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
 
 
@@ -52,28 +59,13 @@ def test_writers_at_once_count_each_completion_once() -> None:
     threads, each = 16, 50_000
     got: list[Counter[int]] = [Counter() for _ in range(3)]
     statements = [0, 0, 0]
-    failed: list[BaseException] = []
 
     def fold() -> None:
         for i, (lat, q) in enumerate(counts.take()):
             got[i].update(lat)
             statements[i] += q
 
-    def hammer() -> None:
-        try:
-            counts._hammer(threads, each)
-        except BaseException as e:  # reported by the test's thread
-            failed.append(e)
-
-    writer = threading.Thread(target=hammer)
-    writer.start()
-    takes = 0
-    while writer.is_alive():
-        fold()
-        takes += 1
-    writer.join()
-    fold()
-    assert not failed, failed
+    takes = _taking(lambda: counts._hammer(threads, each), fold)
     want: list[Counter[int]] = [Counter() for _ in range(3)]
     want_q = [0, 0, 0]
     for w in range(threads):
@@ -104,11 +96,7 @@ print("ok")
 def test_a_schedule_take_does_not_wait_for_a_user_inside_its_mutex() -> None:
     """A user held inside the schedule's mutex, an arrival started: take() returns the schedule as
     it was before (nothing of a half-done section), and the next take counts the arrival once."""
-    try:
-        r = subprocess.run([sys.executable, "-c", _HELD_USER], capture_output=True, text=True, timeout=60)
-    except subprocess.TimeoutExpired:
-        pytest.fail("Schedule.take() waited for the user held inside the schedule's mutex")
-    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+    _returns(_HELD_USER, "Schedule.take() waited for the user held inside the schedule's mutex")
 
 
 def test_users_at_once_count_each_arrival_once() -> None:
@@ -120,7 +108,6 @@ def test_users_at_once_count_each_arrival_once() -> None:
     sums: Counter[str] = Counter()
     lag: Counter[int] = Counter()
     service: Counter[int] = Counter()
-    failed: list[BaseException] = []
     last: dict[str, object] = {}
 
     def fold() -> None:
@@ -131,20 +118,31 @@ def test_users_at_once_count_each_arrival_once() -> None:
         assert d["queue_wait"] == {} and 0 <= d["busy"] <= d["busy_max"] <= threads
         last.update(d)
 
-    def hammer() -> None:
-        try:
-            schedule._hammer(threads, each)
-        except BaseException as e:  # reported by the test's thread
-            failed.append(e)
-
-    users = threading.Thread(target=hammer)
-    users.start()
-    while users.is_alive():
-        fold()
-    users.join()
-    fold()
-    assert not failed, failed
+    _taking(lambda: schedule._hammer(threads, each), fold)
     n = threads * each
     assert sums == Counter(offered=n, started=n) and last["busy"] == 0
     assert lag == Counter({us: k * threads for us, k in Counter(j % 1000 for j in range(each)).items()})
     assert service == Counter({1000 + r: k * threads for r, k in Counter(j % 7 for j in range(each)).items()})
+
+
+def _taking(hammer: Callable[[], None], take: Callable[[], None]) -> int:
+    """`hammer` (its threads, without the GIL) in a thread of its own, while this one runs `take` as
+    fast as it can, and once more after: how many takes ran. An error of the hammer's is raised here."""
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            hammer()
+        except BaseException as e:  # reported by the test's thread
+            failed.append(e)
+
+    writers = threading.Thread(target=run)
+    writers.start()
+    takes = 0
+    while writers.is_alive():
+        take()
+        takes += 1
+    writers.join()
+    take()
+    assert not failed, failed
+    return takes + 1
