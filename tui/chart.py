@@ -13,6 +13,8 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.style import Style
 from rich.text import Text
 
+from bench_dsl.core.axis import number
+
 from .lines import Lines
 from .state import Boundary, Point, StepPoint
 
@@ -291,12 +293,12 @@ class UsersChart:
     width: int
     height: int
     p90_limit_ms: float | None = None
-    saturation: int | None = None
-    next_users: int | None = None  # the step in progress: the axis makes room for it
+    saturation: float | None = None  # on the load axis
+    next_users: float | None = None  # the step in progress, on the load axis: the axis makes room for it
     log_scale: bool = False
 
     def lines(self) -> list[Text]:
-        pts = [p for p in self.points if p.users > 0]
+        pts = [p for p in self.points if _x(p) > 0]
         if not pts or self.width < 16 or self.height < 3:
             return [Text("a point per step, once the first step has been measured", LABEL)]
         rows = self.height - 1
@@ -306,7 +308,7 @@ class UsersChart:
         left, right = _y_labels(tps_top, rows), _y_labels(lat_top, rows)
         frame = Frame(self.width, self.height, left, right)
         cv = Canvas(frame.cols, frame.rows)
-        users = [p.users for p in pts] + ([self.next_users] if self.next_users else [])
+        users = [_x(p) for p in pts] + ([self.next_users] if self.next_users else [])
         u0, u1 = min(users), max(users)
         log = self.log_scale and u0 > 0
 
@@ -337,8 +339,8 @@ class UsersChart:
             at = x // 2 + 1 if x // 2 + 1 + len(text) <= cv.cols else max(x // 2 - len(text), 0)
             cv.label(at, 0, text, SAT)
         for series, y_of, style, marker in (
-                ([(p.users, p.p90_ms) for p in pts if p.p90_ms is not None], y_lat, P90, "◆"),
-                ([(p.users, p.tps) for p in pts], y_tps, TPS, "●")):
+                ([(_x(p), p.p90_ms) for p in pts if p.p90_ms is not None], y_lat, P90, "◆"),
+                ([(_x(p), p.tps) for p in pts], y_tps, TPS, "●")):
             prev: tuple[int, int] | None = None
             for u, v in series:
                 x, y = x_of(u), y_of(v)
@@ -356,16 +358,21 @@ class UsersChart:
                 if col is not None:
                     cv.label(col, row, text, LIMIT)
                     break
-        xl = _place(cv.cols, [(x_of(u) // 2, str(u)) for u in sorted({p.users for p in pts})])
+        xl = _place(cv.cols, [(x_of(u) // 2, number(u)) for u in sorted({_x(p) for p in pts})])
         return frame.compose(cv, left, right, xl, left_style=Style(color="cyan"), right_style=Style(color="magenta"))
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         yield Lines(self.lines())
 
 
-def doubling(users: Sequence[int]) -> bool:
+def doubling(users: Sequence[float]) -> bool:
     """Do the steps multiply the users (1 2 4 8 ...)? Then a log scale spaces them evenly."""
     if len(users) < 3 or users[0] <= 0:
         return False
     ratios = [b / a for a, b in itertools.pairwise(users)]
     return min(ratios) >= 1.5 and max(ratios) / min(ratios) < 1.5
+
+
+def _x(p: StepPoint) -> float:
+    """A step's point on the run's load axis: its users, or the rate it offered."""
+    return p.x if p.x is not None else p.users

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench_dsl.engine import events as ev
+from bench_dsl.engine.profiles.registry import DEFAULT_AXIS, axis_of
 from bench_dsl.engine.stopping import StopReason
 
 from .live_conditions import ConditionBoard
@@ -52,6 +53,7 @@ class StepPoint:
     tps: float
     p90_ms: float | None
     complete: bool
+    x: float | None = None  # where on the run's load axis (users, an offered rate); None: at its users
 
 
 @dataclass(slots=True)
@@ -140,6 +142,7 @@ class LiveState:
         self.series: list[Point] = []
         self.boundaries: list[Boundary] = []
         self.step_points: list[StepPoint] = []
+        self.axis = DEFAULT_AXIS  # the run's load axis, once it begins
         self.board = ConditionBoard()
         self.linear = False  # a linear ramp: its users chart has a point per interval, not per step
         self.fired: StopReason | None = None
@@ -155,6 +158,13 @@ class LiveState:
     def take_changes(self) -> set[str]:
         out, self.changed = self.changed, set()
         return out
+
+    @property
+    def saturation_point(self) -> float | None:
+        """saturation_users' point on the run's load axis (a rate's: the offered rate)."""
+        if self.finished is not None:
+            return self.axis.at(self.finished.saturation or {})
+        return self.axis.at(self.saturation) if self.saturation and self.saturation.get("saturated") else None
 
     @property
     def saturation_users(self) -> int | None:
@@ -205,6 +215,8 @@ class LiveState:
                 self._on_control(event)
             case ev.ErrorMessages():
                 self._on_error_messages(event)
+            case ev.Begin():  # the load axis its charts are drawn against: users, or an offered rate
+                self.axis = axis_of({"scenario": event.scenario})
             case ev.Finished():
                 self.finished = event
                 self.phase = "finished"
@@ -264,7 +276,7 @@ class LiveState:
         if self.linear and d.get("measured"):
             lat = _p90(d, self.p90_tx)
             self.step_points.append(StepPoint(d.get("step") or 0, int(d.get("users") or 0),
-                                              float(d.get("tps") or 0.0), lat, True))
+                                              float(d.get("tps") or 0.0), lat, True, self.axis.at(d)))
             self.changed.add(USERS_CHART)
         self.changed |= {TX}
 
@@ -274,7 +286,7 @@ class LiveState:
         if not self.linear:
             self.step_points.append(StepPoint(int(d.get("step") or 0), int(d.get("users") or 0),
                                               float(d.get("tps") or 0.0), _p90(d, self.p90_tx),
-                                              bool(d.get("complete"))))
+                                              bool(d.get("complete")), self.axis.at(d)))
         self.changed |= {USERS_CHART, TX}
 
     def _on_control(self, e: ev.Control) -> None:

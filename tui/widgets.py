@@ -104,15 +104,19 @@ class UsersChartPanel(StatePanel):
 
     def retitle(self) -> None:
         p90 = f"p90({self.state.p90_tx})" if self.state.p90_tx else "p90"
-        self.title(f"tps and {p90} by users", f"[cyan]●[/] tps  [magenta]◆[/] {p90} ms  [green]│[/] saturation")
+        # against the run's load axis: users, or the rate offered (each step's throughput then what it achieved)
+        self.title(f"tps and {p90} by {self.state.axis.heading}",
+                   f"[cyan]●[/] tps  [magenta]◆[/] {p90} ms  [green]│[/] saturation")
 
     def render(self) -> RenderableType:
         st, size = self.state, self.content_size
+        whole = st.axis.whole  # a users axis: the plan's users, and the step in progress, are its points
         step_users = sorted({p["users"] for p in st.plan.get("phases") or [] if p.get("step") is not None})
-        running = st.finished is None and st.phase in ("settle", "hold", "ramp")
+        points = step_users if whole else sorted({p.x for p in st.step_points if p.x})
+        running = st.finished is None and st.phase in ("settle", "hold", "ramp") and whole
         return UsersChart(st.step_points, size.width, size.height, p90_limit_ms=st.p90_limit_ms,
-                          saturation=st.saturation_users, next_users=st.phase_users if running else None,
-                          log_scale=doubling(step_users))
+                          saturation=st.saturation_point, next_users=st.phase_users if running else None,
+                          log_scale=doubling(points))
 
 
 class TxPanel(StatePanel):

@@ -37,6 +37,11 @@ class LoadAxis:
     # the figure a live chart plots against this axis beside throughput: what the load asked (None: the point)
     asked: str | None = None
     whole: bool = False  # its points are whole numbers (users): read and written as integers
+    # the report's words: what its saturation point is, and what a latency against it runs from
+    point_meaning: str = ""
+    latency_from: str = ""  # "" : from the send; a rate's: ", from the moment each was due"
+    # a log scale only for points that multiply (x2 steps) where they as often climb by +N (rates)
+    log_if_multiplying: bool = False
 
     def words(self, value: float | None) -> str:
         return "-" if value is None else f"{number(value)} {self.unit}"

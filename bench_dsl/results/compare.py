@@ -152,7 +152,7 @@ def _row(metric: str, key: str, point: float | None, unit: str, confs: list[dict
 def axis_of(confs: list[dict[str, Any]]) -> LoadAxis:
     """The load axis of a summary's configurations (a summary written before it said one: users);
     a UsageError when they are not all on one."""
-    return AXES[one_axis((c["label"], c.get("axis") or "users") for c in confs)]
+    return AXES[one_axis((c["label"], c.get("axis") or DEFAULT_AXIS.name) for c in confs)]
 
 
 def common_points(confs: list[dict[str, Any]], key: str = "users") -> list[Any]:
@@ -164,7 +164,12 @@ def common_points(confs: list[dict[str, Any]], key: str = "users") -> list[Any]:
 
 def compared(table: dict[str, Any]) -> list[Any]:
     """The points a comparison compared at: its users counts, or its offered rates."""
-    return table["rates_compared"] if table.get("axis") == "rate" else table["users_compared"]
+    return table[_compared_key(AXES.get(str(table.get("axis")), DEFAULT_AXIS))]
+
+
+def _compared_key(ax: LoadAxis) -> str:
+    """Where a comparison lists its points: users_compared, rates_compared."""
+    return f"{ax.plural}_compared"
 
 
 def compare(summary: dict[str, Any], gates: list[Gate] | None = None, force: bool = False) -> dict[str, Any]:
@@ -206,7 +211,7 @@ def compare(summary: dict[str, Any], gates: list[Gate] | None = None, force: boo
                             "repeats": len(c["statuses"]), "statuses": c["statuses"],
                             "settings_applied": not c.get("settings_not_applied")} for c in confs],
         "axis": ax.name,
-        ("rates_compared" if ax.name == "rate" else "users_compared"): points,
+        _compared_key(ax): points,
         "noise_rule": NOISE_RULE,
         "rows": rows,
         "gates": [judge_gate(g, confs) for g in gates or []],

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_dsl import __version__
+from bench_dsl.engine.profiles.registry import AXES, axis_of
 from bench_dsl.results.fold import Configuration, group
 from bench_dsl.results.read import ResultFile
 
@@ -77,7 +78,7 @@ def _configuration(n: int, c: Configuration, base: Path | None) -> dict[str, Any
     sat = [d.get("saturation") or {} for d in docs]
     conditions = [s.get("condition") for s in sat]
     fired = Counter(x for x in conditions if x is not None)
-    rate = {"rate_tps": c.saturation_of("rate_tps")} if c.axis == "rate" else {}
+    ax = AXES[c.axis]
     return {
         "id": str(conf.get("id") or f"c{n + 1}"),
         "label": c.label,
@@ -91,8 +92,8 @@ def _configuration(n: int, c: Configuration, base: Path | None) -> dict[str, Any
         "statuses": [d.get("status") for d in docs],
         "exit_codes": [d.get("exit_code") for d in docs],
         "saturation": {
-            "users": c.saturation_of("users"),
-            **rate,  # the point of a rate's climb, in tps
+            "users": c.saturation_of("users"),  # on a users axis its point; on another (a rate's), the pool
+            ax.key: c.saturation_of(ax.key),
             "saturated": [s.get("saturated") for s in sat],
             # the condition that ended most repeats (None: none fired in most of them), then all of them
             "condition": Counter(conditions).most_common(1)[0][0] if conditions else None,
@@ -125,6 +126,6 @@ def _last_verdicts(doc: dict[str, Any]) -> dict[str, Any] | None:
     if not (steps := doc.get("steps")):
         return None
     last, keep = steps[-1], ("condition", "value", "limit", "unit", "fired", "window_s")
-    rate = {"rate_tps": last.get("rate_tps")} if "rate_tps" in last else {}
-    return {"step": last.get("step"), "users": last.get("users"), **rate,
+    key = axis_of(doc).key
+    return {"step": last.get("step"), "users": last.get("users"), **({key: last.get(key)} if key in last else {}),
             "conditions": [{k: v.get(k) for k in keep} for v in last.get("conditions") or []]}

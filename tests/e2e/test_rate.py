@@ -24,17 +24,28 @@ def _run(tmp_path: Path, text: str, *args: str) -> dict:
     return doc
 
 
+# a probe thread that sleeps 250 ms at a time woke this late: bench-dsl's own processes waited for a
+# core (the suite's other processes, a machine with busy loops on it), and the rate it kept says so
+STARVED_MS = 20.0
+
+
 def test_a_steady_rate_is_measured_from_its_due_times(tmp_path: Path) -> None:
-    doc = _run(tmp_path, """scenario "steady" {
-      target env("BENCH_DSN")
-      workload custom { transaction t { query "SELECT 1" } }
-      warmup 1s rate linear from 50 to 300 tps
-      rate 300 tps
-      users max 8
-      duration 4s
-      report every 1s
-    }""")
-    (step,) = doc["steps"]
+    for _ in range(3):
+        doc = _run(tmp_path, """scenario "steady" {
+          target env("BENCH_DSN")
+          workload custom { transaction t { query "SELECT 1" } }
+          warmup 1s rate linear from 50 to 300 tps
+          rate 300 tps
+          users max 8
+          duration 4s
+          report every 1s
+        }""")
+        (step,) = doc["steps"]
+        # 8 users of SELECT 1 keep 300 tps with room to spare, unless the client itself starved: 7.7%
+        # dropped once, in a full suite beside four busy loops. Such a run is run again
+        lag = ((step.get("client_lag_ms") or {}).get("thread") or {}).get("p99")
+        if (step["dropped_pct"] or 0) < 2 or lag is None or lag < STARVED_MS:
+            break
     assert step["rate_tps"] == 300 and step["users"] == 8 and step["complete"]
     assert 270 <= step["offered_tps"] <= 330 and 270 <= step["achieved_tps"] <= 330, step
     assert step["dropped_pct"] is not None and step["dropped_pct"] < 2

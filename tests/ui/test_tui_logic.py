@@ -435,3 +435,22 @@ def test_the_headline_shows_the_client_s_scheduling_lag_yellow_over_its_bound() 
         values = lines.lines[1]
         styles = {str(s.style) for s in values.spans if f"{p90:.1f} ms" in values.plain[s.start:s.end]}
         assert ("bold yellow" in styles) == yellow, styles
+
+
+def test_a_rates_steps_are_drawn_at_the_rates_they_offered() -> None:
+    """The chart against the load plotted a rate run's pool: every step at its 8 users, on one x. On
+    the rate's axis each step stands at the rate it offered, with what it achieved above it (issue 40)."""
+    from bench_dsl.engine.rows import StepRow
+
+    st = LiveState()
+    st.apply(ev.Begin("test", "now", {"name": "rates", "load_axis": "rate"}, {}))
+    phases = [{"kind": "hold", "step": n, "users": 8, "users_end": 8, "seconds": 3.0} for n in (1, 2, 3)]
+    st.apply(ev.Started("rates", "t", "v", True, {"steps": 3, "phases": phases}, ["t"], [], ()))
+    for n, (rate, achieved) in enumerate(((100.0, 99.5), (200.0, 198.0), (400.0, 260.0)), 1):
+        st.apply(ev.Step(StepRow(n, 8, True, None, 3.0 * n, {"tps": achieved, "users": 8,
+                                                            "latency_ms": {"p90": 2.0 * n}}, None, [], {}, rate)))
+    assert [(p.x, p.users, p.tps) for p in st.step_points] == [(100.0, 8, 99.5), (200.0, 8, 198.0), (400.0, 8, 260.0)]
+    st.apply(ev.Saturation({"users": 8, "step": 2, "saturated": True, "axis": "rate", "rate_tps": 200.0}))
+    assert st.saturation_point == 200.0 and st.saturation_users == 8
+    drawn = text_of(UsersChart(st.step_points, 60, 12, saturation=st.saturation_point))
+    assert all(label in drawn for label in ("100", "200", "400"))

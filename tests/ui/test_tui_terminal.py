@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -38,16 +39,23 @@ class Tmux:
     """A private tmux server (its own socket), so a person's sessions are never touched."""
 
     def __init__(self, tmp: Path) -> None:
-        self.socket = f"bench-dsl-test-{os.getpid()}"
+        # one server a test: the one before may still be going away (kill-server does not wait), and
+        # a new session on a server that is exiting failed (exit status 1) under a loaded machine
+        self.socket = f"bench-dsl-test-{os.getpid()}-{secrets.token_hex(4)}"
         self.tmp = tmp
 
     def __call__(self, *args: str) -> str:
         # The environment of os.environ, given explicitly: GNU readline, once loaded in this process
         # without a terminal, sets COLUMNS=80 LINES=24 in the C environment that children inherit by
-        # default, and the app in the pane would believe them rather than its 120x40 terminal.
+        # default, and the app in the pane would believe them rather than its 120x40 terminal. The
+        # server started by the first command keeps this environment for its panes: the server's
+        # address (BENCH_DSN) reaches bench from there, never through a command line (`ps` shows
+        # those to every user, and a failed command's report would print its password).
         env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-        return subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True, check=True,
-                              timeout=10, env=env).stdout
+        r = subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True, timeout=30, env=env)
+        if r.returncode != 0:
+            raise AssertionError(f"tmux {args[0]} failed (exit status {r.returncode}): {r.stderr.strip()}")
+        return r.stdout
 
     def screen(self) -> str:
         return self("capture-pane", "-p", "-t", "ui")
@@ -90,7 +98,7 @@ def test_the_screen_of_a_real_run(tmux: Tmux, dsn_url: str, tmp_path: Path) -> N
     f = tmp_path / "ui.bench"
     f.write_text(SCENARIO)
     out, rc = tmp_path / "ui.json", tmp_path / "rc"
-    command = (f"cd {ROOT} && BENCH_DSN='{dsn_url}' {sys.executable} -m bench_dsl.cli.main run {f} --json {out}; "
+    command = (f"cd {ROOT} && {sys.executable} -m bench_dsl.cli.main run {f} --json {out}; "
                f"echo $? > {rc}; sleep 120")
     tmux("new-session", "-d", "-s", "ui", "-x", "120", "-y", "40", command)
 
@@ -128,7 +136,7 @@ def test_closing_the_terminal_at_the_verdict_ends_bench(tmux: Tmux, dsn_url: str
     f = tmp_path / "closed.bench"
     f.write_text(SCENARIO.replace("max 4 users", "max 1 users"))
     out = tmp_path / "closed.json"
-    command = f"cd {ROOT} && BENCH_DSN='{dsn_url}' {sys.executable} -m bench_dsl.cli.main run {f} --json {out}"
+    command = f"cd {ROOT} && {sys.executable} -m bench_dsl.cli.main run {f} --json {out}"
     tmux("new-session", "-d", "-s", "ui", "-x", "120", "-y", "40", command)
     tmux.wait_for("the verdict", lambda s: "press q or Enter to leave" in s)
     bench = [p for p in psutil.process_iter(["cmdline"]) if str(f) in " ".join(p.info["cmdline"] or [])]
@@ -174,7 +182,7 @@ def _closed_terminal(tmux: Tmux, dsn_url: str, tmp_path: Path, mode: str, scenar
     f.write_text(scenario)
     (tmp_path / "leader.py").write_text(LEADER)
     # several arguments: tmux runs the leader itself, no shell between it and the terminal
-    tmux("new-session", "-d", "-s", "ui", "-x", "120", "-y", "40", "-c", str(ROOT), "-e", f"BENCH_DSN={dsn_url}",
+    tmux("new-session", "-d", "-s", "ui", "-x", "120", "-y", "40", "-c", str(ROOT),
          sys.executable, str(tmp_path / "leader.py"), mode, str(pid), str(rc),
          *BENCH, "run", str(f), "--json", str(out))
     tmux.wait_for("the moment to close the terminal", close_at)

@@ -86,7 +86,9 @@ def _row_words(d: Mapping[str, Any]) -> str:
 RATE = LoadAxis("rate", "rate_tps", "tps", "offered rate (transactions/s)", "offered rate",
                 "open-loop (a rate: what rate of transactions the server holds)", "rates", offered="offered_tps",
                 unjudged="no stop condition judged the rate: its steps met them all whatever they achieved",
-                point_figures=("achieved_tps", "dropped_pct"), row_words=_row_words, asked="offered_tps")
+                point_figures=("achieved_tps", "dropped_pct"), row_words=_row_words, asked="offered_tps",
+                point_meaning="the highest offered rate whose step met every stop condition",
+                latency_from=", from the moment each was due", log_if_multiplying=True)
 
 
 class RateProfile(LoadProfile):

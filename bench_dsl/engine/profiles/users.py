@@ -15,7 +15,8 @@ from bench_dsl.language import model as m
 from bench_dsl.measure.metrics import Aggregate
 
 USERS = LoadAxis("users", "users", "users", "users (concurrent connections)", "users",
-                 "closed-loop (users: how many users the server carries)", "users", whole=True)
+                 "closed-loop (users: how many users the server carries)", "users", whole=True,
+                 point_meaning="the users of the last step that met every stop condition")
 
 
 class OnUsers(LoadProfile):

@@ -20,9 +20,9 @@ from typing import Any
 import altair as alt
 
 from bench_dsl.core.axis import LoadAxis
-from bench_dsl.engine.profiles.registry import AXES
+from bench_dsl.engine.profiles.registry import DEFAULT_AXIS, axis_of
 from bench_dsl.engine.stopping import StopReason
-from bench_dsl.results.fold import Configuration, load_axis
+from bench_dsl.results.fold import Configuration
 from bench_dsl.results.report import data
 
 # what .properties() gives back, by altair's own type hints
@@ -58,8 +58,7 @@ def figures(configs: list[Configuration]) -> list[Figure]:
     single = all(len(c.results) == 1 for c in configs)
     spread = "" if single else " Points are the median over the repeats; bars span their min to max."
     ax = data.axis(configs)
-    point = ("the users of the last step that met every stop condition" if ax.name == "users" else
-             "the highest offered rate whose step met every stop condition")
+    point = ax.point_meaning
     out: list[Figure] = []
     if data.by_users(configs, data.tps):
         out.append(Figure(
@@ -71,7 +70,7 @@ def figures(configs: list[Configuration]) -> list[Figure]:
         out.append(Figure(
             f"latency-vs-{ax.name}", f"p90 and p99 latency against {ax.heading}",
             "Latency percentiles of all transactions in each step's measured window (log scale)"
-            + ("" if ax.name == "users" else ", from the moment each was due") + "." + spread,
+            + ax.latency_from + "." + spread,
             latency_vs_users(configs)))
     if any(data.timeline(c.docs[0], c.label)[0] for c in configs):
         out.append(Figure(
@@ -112,24 +111,24 @@ def _colour_by(configs: Sequence[Configuration]) -> alt.Color:
     return alt.Color("configuration:N", scale=_colour(configs), legend=_legend())
 
 
-def _users_x(rows: list[data.Row], ax: LoadAxis = AXES["users"]) -> alt.X:
+def _users_x(rows: list[data.Row], ax: LoadAxis = DEFAULT_AXIS) -> alt.X:
     """The x axis of a chart against the load: users counts, or offered rates (tps)."""
-    users = sorted({float(r[ax.key]) if ax.name == "rate" else int(r[ax.key]) for r in rows}) or [1]
+    users = sorted({int(r[ax.key]) if ax.whole else float(r[ax.key]) for r in rows}) or [1]
     # steps that double (x2) bunch up at the left of a linear axis; a log axis spaces them evenly
     log = users[0] > 0 and users[-1] / users[0] >= 8
-    if log and ax.name == "rate":
+    if log and ax.log_if_multiplying:
         # a rate climbs by +N tps as often as by xN (examples/rate-saturation.bench): a log axis
         # only for rates that multiply, else it crowds the high rates where the saturation point is
         log = statistics.median(b / a for a, b in itertools.pairwise(users)) >= 1.5
     scale = alt.Scale(type="log", base=2, nice=False, padding=12) if log else alt.Scale(zero=False, nice=False,
                                                                                           padding=12)
-    axis = alt.Axis(title=ax.title + (", log scale" if log else ""), format="d" if ax.name == "users" else "~g",
+    axis = alt.Axis(title=ax.title + (", log scale" if log else ""), format="d" if ax.whole else "~g",
                     values=users if len(users) <= 16 else alt.Undefined, grid=True)
     return alt.X(f"{ax.key}:Q", scale=scale, axis=axis)
 
 
 def _x_tip(ax: LoadAxis) -> alt.Tooltip:
-    return alt.Tooltip("users:Q") if ax.name == "users" else alt.Tooltip(f"{ax.key}:Q", title="offered tps")
+    return alt.Tooltip(f"{ax.key}:Q", title=ax.key if ax.whole else f"{ax.heading} ({ax.unit})")
 
 
 # No legend for the dashes: the subtitles say which is which (a legend of lines that carry points
@@ -195,7 +194,8 @@ def latency_vs_users(configs: list[Configuration]) -> Panel:
                          scale=alt.Scale(domain=["p90", "p99"], range=[[1, 0], [6, 3]]))
     layers = _by_users_layers(rows, configs, "latency (ms, log scale)", alt.Scale(type="log"), dash)
     ax = data.axis(configs)
-    subtitle = "solid: p90, dashed: p99" + ("" if ax.name == "users" else "; response time, from when each was due")
+    said = ax.latency_from.removeprefix(",")
+    subtitle = "solid: p90, dashed: p99" + (f"; response time{said}" if said else "")
     return alt.layer(*layers).properties(
         width=WIDTH, height=HEIGHT,
         title=alt.TitleParams(f"p90 and p99 latency against {ax.heading}", subtitle=subtitle))
@@ -226,8 +226,9 @@ def timeline(configs: list[Configuration]) -> alt.ConcatChart:
         x = alt.X("t:Q", title="time since the run started (s)", scale=alt.Scale(nice=False, zero=False))
         tips = [alt.Tooltip("t:Q", title="t (s)", format=".1f"), alt.Tooltip("users:Q"), alt.Tooltip("phase:N"),
                 alt.Tooltip("tps:Q", format=",.1f"), alt.Tooltip("p95:Q", title="p95 (ms)", format=",.2f")]
-        if load_axis(c.docs[0]) == "rate":  # what was offered beside what ran
-            tips.insert(3, alt.Tooltip("offered_tps:Q", title="offered tps", format=",.1f"))
+        ax = axis_of(c.docs[0])
+        if ax.asked is not None:  # what the load asked beside what ran (a rate's offered)
+            tips.insert(3, alt.Tooltip(f"{ax.asked}:Q", title=f"{ax.heading} ({ax.unit})", format=",.1f"))
         tps_line = base.mark_line(color=TPS_COLOUR, strokeWidth=2, point=alt.OverlayMarkDef(size=14,
                                                                                             color=TPS_COLOUR)).encode(
             x=x, y=alt.Y("tps:Q", title="throughput (transactions/s)",
@@ -262,7 +263,7 @@ def timeline(configs: list[Configuration]) -> alt.ConcatChart:
 
 def _run_subtitle(doc: dict[str, Any]) -> str:
     stop = StopReason.from_json(doc.get("stop"))
-    sat, ax = doc.get("saturation") or {}, AXES[load_axis(doc)]
+    sat, ax = doc.get("saturation") or {}, axis_of(doc)
     said = "no stop condition fired: every planned step ran" if stop is None else (
         f"stopped by {stop.condition}" if stop.condition else f"ended: {stop.kind}")
     point = f"saturation point {ax.words(sat[ax.key])}" if sat.get(ax.key) is not None else "no saturation point"

@@ -22,10 +22,10 @@ from typing import Any
 from hdrh.histogram import HdrHistogram
 
 from bench_dsl.core.axis import LoadAxis
-from bench_dsl.engine.profiles.registry import AXES
+from bench_dsl.engine.profiles.registry import AXES, axis_of
 from bench_dsl.engine.stopping import StopReason
 from bench_dsl.measure.metrics import new_histogram
-from bench_dsl.results.fold import Configuration, at, load_axis, measured_steps, one_axis
+from bench_dsl.results.fold import Configuration, at, measured_steps, one_axis
 
 Row = dict[str, Any]
 Figure = tuple[str, ...]  # where a figure is in a fold.by_users entry
@@ -118,7 +118,7 @@ def timeline(doc: dict[str, Any], label: str) -> tuple[list[Row], list[Row], lis
     the stop condition fired."""
     points: list[Row] = []
     starts: dict[int, tuple[float, int]] = {}
-    rate = load_axis(doc) == "rate"
+    ax = axis_of(doc)
     for i in doc.get("intervals") or []:
         t = _num(i.get("t"))
         if t is None:
@@ -126,14 +126,13 @@ def timeline(doc: dict[str, Any], label: str) -> tuple[list[Row], list[Row], lis
         p95 = _num((i.get("latency_ms") or {}).get("p95"))
         points.append({"configuration": label, "t": t, "tps": _num(i.get("tps")), "p95": p95,
                        "users": i.get("users"), "phase": i.get("phase") or "",
-                       **({"offered_tps": _num(i.get("offered_tps"))} if rate else {})})
+                       **({ax.asked: _num(i.get(ax.asked))} if ax.asked is not None else {})})
         step, start = i.get("step"), _num(i.get("start_s"))
         if isinstance(step, int) and start is not None and (step not in starts or start < starts[step][0]):
             starts[step] = (start, int(i.get("users") or 0))
-    # a rate's step is the rate it asked (its row's), not the pool's users, the same at every step
-    asked = {s.get("step"): _num(s.get("rate_tps")) for s in doc.get("steps") or []} if rate else {}
-    bounds = [{"configuration": label, "t": t,
-               "label": f"{u} users" if not rate else AXES["rate"].words(asked.get(n))}
+    # a step's point is its row's (a rate's, the rate it asked, not the pool's users, the same at every step)
+    asked = {s.get("step"): ax.at(s) for s in doc.get("steps") or []}
+    bounds = [{"configuration": label, "t": t, "label": ax.words(asked.get(n) if asked.get(n) is not None else u)}
               for n, (t, u) in sorted(starts.items())]
     stops: list[Row] = []
     stop = StopReason.from_json(doc.get("stop"))
@@ -146,7 +145,7 @@ def measured_windows(doc: dict[str, Any]) -> list[Row]:
     """Each step's measured window (what its figures and the stop conditions judged), on the
     timeline's clock."""
     rows: list[Row] = []
-    ax = AXES[load_axis(doc)]
+    ax = axis_of(doc)
     for n, s in measured_steps(doc):
         if n is None:
             continue  # a run's summary, not a step: no window of its own
