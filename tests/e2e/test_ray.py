@@ -277,6 +277,26 @@ def test_a_rate_is_split_over_the_actors(cluster: RayCluster, tmp_path: Path) ->
     assert abs(summary["achieved_tps"] - 100) <= 5 and summary["dropped"] == 0, summary
 
 
+def test_a_tick_asks_each_node_once_whatever_its_actors(cluster: RayCluster, tmp_path: Path) -> None:
+    """Four actors on the two nodes: each collect (a tick) makes one report call per node, to its
+    relay, which asks its two actors; every worker's report still comes, each tick."""
+    f, out, lines = tmp_path / "four.bench", tmp_path / "r.json", tmp_path / "r.jsonl"
+    f.write_text(SLEEPER.format(duration="3s", extra="workers ray 4"))
+    r = cluster.bench("run", str(f), "--headless", "--json", str(out), "--jsonl", str(lines), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    _quiet(r.stdout, r.stderr)
+    doc = _result(out)
+    nodes, calls = doc["cluster"]["nodes"], doc["cluster"]["calls"]
+    assert doc["workers"] == 4 and len(nodes) == 2 and all(len(n["workers"]) == 2 for n in nodes), nodes
+    ticks = [e for e in _events(lines) if e["type"] == "tick"]
+    assert calls["collects"] >= len(ticks) >= 3, (calls, len(ticks))
+    assert calls["report_calls"] == 2 * calls["collects"] and calls["reports"] == 4 * calls["collects"], calls
+    for t in (t for t in ticks if t["phase"] == "hold"):  # each tick merged all four workers' reports
+        assert t["users"] == 4, t
+    hold = [i for i in doc["intervals"] if i["phase"] == "hold"]
+    assert hold and sum(i["count"] for i in hold) == doc["summary"]["count"] > 0
+
+
 @pytest.mark.alone  # loading its 400,000 rows and 32 users at full speed: both cores, which the suite's other tests would miss
 def test_the_cluster_example_runs_as_written(cluster: RayCluster, tmp_path: Path) -> None:
     """examples/cluster.bench, the issue's example, unchanged: its own data (4 tables of 100,000
