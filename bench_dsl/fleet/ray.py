@@ -371,7 +371,9 @@ class RayFleet(WorkerFleet):
         p.peak = max(p.peak, p.active)
         if msg["op"] == "report" and self._asked is not None:
             late_us = max(1, round(1e6 * (time.monotonic() - self._asked)))
-            self._answers.setdefault(p.node_id, new_histogram()).record_value(min(late_us, HIGHEST_US))
+            if p.node_id not in self._answers:  # not setdefault: a new histogram is 0.1 ms of CPU, each answer
+                self._answers[p.node_id] = new_histogram()
+            self._answers[p.node_id].record_value(min(late_us, HIGHEST_US))
         return reply
 
     async def collect(self) -> WorkerReport:
