@@ -345,11 +345,11 @@ def ray_calls(rows: tuple[tuple[int, int], ...] = RAY_ROWS, rounds: int = RAY_RO
         ray.get([h.ask.remote({"op": "report", "id": 0}) for h in handles])  # every actor up
 
         async def raw(relay: Any, n: int, op: str) -> float:
-            msgs = {i: {"op": op, "id": 0} for i in range(n)}
-            await relay.ask.remote(msgs)
+            msgs = pickle.dumps({i: {"op": op, "id": 0} for i in range(n)})
+            pickle.loads(await relay.ask.remote(msgs))
             c0, w0 = time.process_time(), time.monotonic()
             for _ in range(rounds):
-                await relay.ask.remote(msgs)
+                pickle.loads(await relay.ask.remote(msgs))
             return (time.process_time() - c0 - idle * (time.monotonic() - w0)) / rounds
 
         async def ticks(fleet: Any) -> float:

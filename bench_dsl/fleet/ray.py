@@ -313,7 +313,8 @@ class RayFleet(WorkerFleet):
         batch = self._batches.pop(key)
         self.calls[key[1]] += 1
         sent = time.monotonic()
-        ref = self.relays[key[0]].ask.remote({p.index: msg for p, msg, _ in batch})
+        ref = self.relays[key[0]].ask.remote(pickle.dumps({p.index: msg for p, msg, _ in batch},
+                                                          protocol=pickle.HIGHEST_PROTOCOL))
         task = asyncio.ensure_future(self._relayed(batch, ref, sent))
         self._relaying.add(task)  # the loop holds its tasks weakly
         task.add_done_callback(self._relaying.discard)
@@ -321,7 +322,7 @@ class RayFleet(WorkerFleet):
     async def _relayed(self, batch: list[tuple[_Actor, dict[str, Any], asyncio.Future[Any]]], ref: Any,
                        sent: float) -> None:
         try:
-            replies: dict[int, list[Any]] = await ref
+            replies: dict[int, list[Any]] = pickle.loads(await ref)
         except self.ray.exceptions.RayError as exc:  # the relay: its node is gone, and its workers with it
             replies = {p.index: fault(exc) for p, _, _ in batch}
         except BaseException as exc:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pickle
 import platform
 import socket
 from typing import Any
@@ -70,13 +71,18 @@ class RelayActor:
     async def ready(self) -> int:
         return os.getpid()
 
-    async def ask(self, msgs: dict[int, dict[str, Any]]) -> dict[int, list[Any]]:
+    async def ask(self, wire: bytes) -> bytes:
+        """`wire`: the messages, pickled; the answer too. Ray's own serializer calls back into Python
+        for every object of an argument or a result (its hooks for the references they may hold):
+        a node's reports, some 30 objects each, cost the coordinator's process more that way than
+        pickled by the C pickler in one piece."""
+        msgs: dict[int, dict[str, Any]] = pickle.loads(wire)
         # every call submitted before the first await: each worker gets its messages in the order
         # the coordinator sent them, as when it called the actor itself
         refs = [self.actors[i].ask.remote(msg) for i, msg in msgs.items()]
         results = await asyncio.gather(*refs, return_exceptions=True)
-        return {i: fault(r) if isinstance(r, BaseException) else ["ok", r]
-                for i, r in zip(msgs, results, strict=True)}
+        return pickle.dumps({i: fault(r) if isinstance(r, BaseException) else ["ok", r]
+                             for i, r in zip(msgs, results, strict=True)}, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def reason(exc: BaseException) -> str:

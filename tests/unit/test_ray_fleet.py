@@ -346,6 +346,8 @@ async def test_a_tick_is_one_call_per_node_and_a_lost_actor_is_still_its_worker_
     two reports. An actor the relay found dead is that worker lost, in the words of a direct call,
     its node's other worker unaffected; a relay whose call fails (its node gone) loses its node's
     workers, each by name."""
+    import pickle
+
     import ray.exceptions as errors
 
     from bench_dsl.fleet.base import Health, WorkerReport
@@ -361,13 +363,14 @@ async def test_a_tick_is_one_call_per_node_and_a_lost_actor_is_still_its_worker_
             self.node = node
             self.ask = types.SimpleNamespace(remote=self.remote)
 
-        async def remote(self, msgs: dict[int, dict[str, Any]]) -> dict[int, list[Any]]:
+        async def remote(self, wire: bytes) -> bytes:  # pickled both ways, as RelayActor.ask
+            msgs = pickle.loads(wire)
             calls.append((self.node, sorted(msgs)))
             if self.node in gone:
                 raise errors.ActorDiedError()
             report = WorkerReport({}, Health(0, 0.0, None, {}), 2).to_wire()
-            return {i: fault(errors.ActorDiedError()) if i in dead else ["ok", {"op": m["op"], "id": m["id"], **report}]
-                    for i, m in msgs.items()}
+            return pickle.dumps({i: fault(errors.ActorDiedError()) if i in dead
+                                 else ["ok", {"op": m["op"], "id": m["id"], **report}] for i, m in msgs.items()})
 
     sc = Scenario.__new__(Scenario)
     object.__setattr__(sc, "seed", 1)
