@@ -364,7 +364,8 @@ class RayFleet(WorkerFleet):
 
     def _took(self, p: _Actor, msg: dict[str, Any], sent: float, reply: dict[str, Any]) -> dict[str, Any]:
         """`p`'s reply to `msg`, asked at `sent`: its times on this clock, its figures noted. Through a
-        relay, the round trip is its node's whole batch's: a bound on the clock's error as good."""
+        relay, the round trip is its node's whole batch's: still a bound on the clock's error, a looser
+        one when a node's actors answer apart (the clock keeps its shortest recent round trip)."""
         if reply.get("quiet"):  # its clock's times, on the coordinator's (the scheduler cuts ticks on it)
             p.clock.observe(sent, time.monotonic(), float(reply["quiet"][0][2]))
             reply["quiet"] = p.clock.quiet_wire(reply["quiet"])
