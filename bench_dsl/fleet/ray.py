@@ -325,10 +325,10 @@ class RayFleet(WorkerFleet):
             replies: dict[int, list[Any]] = pickle.loads(await ref)
         except self.ray.exceptions.RayError as exc:  # the relay: its node is gone, and its workers with it
             replies = {p.index: fault(exc) for p, _, _ in batch}
-        except BaseException as exc:
+        except BaseException as exc:  # cancelled (the run ends), or not Ray's: its workers' waits end too
             for _, _, fut in batch:
                 if not fut.done():
-                    fut.set_exception(exc)
+                    fut.cancel() if isinstance(exc, asyncio.CancelledError) else fut.set_exception(exc)
             raise
         for p, msg, fut in batch:
             if fut.done():  # no longer waited for (an _ask's timeout)
