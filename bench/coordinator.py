@@ -15,9 +15,11 @@ merge_wire) and the tally (the tick folded into interval, step and run, the judg
 the document), and each tick's lateness: how long after the moment it was due its figures were
 merged and judged. The goal: 1,000 workers merged within a 1 s tick, on less than 25% of one core.
 
-What a Ray call costs the coordinator is measured apart (`ray_calls`, in a child process): a Ray
-node started for it on this machine, actors that answer a real report, and the driver's process
-CPU per call, Ray's own threads in it."""
+What a Ray fleet's calls cost the coordinator is measured apart (`ray_calls`, in a child process):
+a Ray cluster of two nodes started for it on this machine, actors that answer a recorded report,
+RayFleet's own collect, and the driver's process CPU per tick, Ray's own threads in it: each actor
+called (the way before relays) or one call per node to its relay, as a function of actors and
+nodes, extrapolated to 1,000 actors."""
 
 from __future__ import annotations
 
@@ -259,49 +261,157 @@ async def one_size(workers: int, ticks: int, seed: int, second: float = 1.0, bef
     }
 
 
-RAY_ACTORS = 16
+RAY_ACTORS = 32  # started once, on RAY_NODES nodes of this machine; each row asks a subset of them
+RAY_NODES = 2
+RAY_ROWS = ((8, 1), (8, 2), (16, 2), (32, 1), (32, 2), (32, 4))  # (actors, relays): the new way's rows
 RAY_ROUNDS = 40
+RAY_PASSES = 2
 
 
-def ray_calls(actors: int = RAY_ACTORS, rounds: int = RAY_ROUNDS) -> dict[str, Any]:
-    """The coordinator's CPU per Ray call: `actors` actors on a Ray node started here (and stopped
-    at the end), each answering `rounds` report asks with a recorded report, all asked at once as a
-    collect asks them. Runs in the process it is called in: call it in a child (main below)."""
+def _ray_fleet(ray: Any, handles: list[Any], node_of: list[str], relays: int) -> Any:
+    """RayFleet's own collect over `handles` (each answers a report with a recorded one), its merge
+    left out (the table measures it): through `relays` relay actors (bench_dsl.fleet.ray_actor's,
+    each on the node of the first actor it carries), or 0: each actor called, the way before relays."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from bench_dsl.fleet.ray import RayFleet, _Actor
+    from bench_dsl.fleet.ray_actor import RelayActor
+    from bench_dsl.language.model import Scenario
+
+    class Calls(RayFleet):
+        def _merge(self, replies: list[dict[str, Any]], orphaned: Any = None) -> Any:
+            return None
+
+    sc = Scenario.__new__(Scenario)
+    object.__setattr__(sc, "seed", 1)
+    fleet = Calls(sc, None, tuple(MIX), len(handles), len(handles), None, lambda text, level: None)  # type: ignore[arg-type]
+    fleet.ray = ray
+    # a relay's group stands for a node: the coordinator's cost is per call, wherever the relay runs
+    groups = [f"group-{i % relays}" if relays else node_of[i] for i in range(len(handles))]
+    for i, (h, g) in enumerate(zip(handles, groups, strict=True)):
+        p = _Actor(i, g, "localhost")
+        p.actor = h
+        fleet.procs.append(p)
+    remote = ray.remote(RelayActor)
+    for g in dict.fromkeys(groups) if relays else ():
+        first = groups.index(g)
+        fleet.relays[g] = remote.options(
+            num_cpus=0, max_concurrency=1000,
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node_of[first], soft=False)).remote(
+            {i: h for i, h in enumerate(handles) if groups[i] == g})
+    return fleet
+
+
+def ray_calls(rows: tuple[tuple[int, int], ...] = RAY_ROWS, rounds: int = RAY_ROUNDS) -> dict[str, Any]:
+    """The coordinator's CPU per tick of a Ray fleet: RAY_ACTORS actors on a Ray cluster of RAY_NODES
+    nodes started here (and stopped at the end), each answering a report with a recorded one; each
+    row's `rounds` collects through RayFleet's own code (time.process_time, its merge left out,
+    Ray's threads in it, the driver's idle CPU taken out), each actor called (the old way) or one
+    relay call per node (the new). Runs in the process it is called in: call it in a child (main)."""
     import os
+    import pickle
 
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
     import ray
+    from ray.cluster_utils import Cluster
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    line = recorded_reports(1, 1)[0][0][0].replace(STAMP, "0.0")
+    actors = max(n for n, _ in rows)
+    lines = [ls[0] for ls in recorded_reports(actors, 1)[0]]
 
     class Answers:
         def __init__(self, line: str) -> None:
             self.line = line
 
         async def ask(self, msg: dict[str, Any]) -> dict[str, Any]:
-            return {**json.loads(self.line), "id": msg["id"]}
+            if msg["op"] == "go":  # an answer with nothing in it: the payload's share, by difference
+                return {"op": "go", "id": msg["id"]}
+            return {**json.loads(self.line.replace(STAMP, repr(time.monotonic()))), "op": msg["op"], "id": msg["id"]}
 
     t0 = time.monotonic()
-    ray.init(num_cpus=actors, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    store = 80 * 1024 * 1024  # Ray's floor is 75 MiB: nothing big goes through it
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "object_store_memory": store,
+                                                            "include_dashboard": False})
     try:
+        for _ in range(RAY_NODES - 1):
+            cluster.add_node(num_cpus=1, object_store_memory=store)
+        ray.init(address=cluster.address, log_to_driver=False, configure_logging=False)
+        nodes = [n["NodeID"] for n in ray.nodes() if n.get("Alive")]
         remote = ray.remote(Answers)
-        handles: list[Any] = [remote.options(num_cpus=1, max_concurrency=1000).remote(line) for _ in range(actors)]
+        node_of = [nodes[i % len(nodes)] for i in range(actors)]
+        handles: list[Any] = [remote.options(num_cpus=0, max_concurrency=1000,
+                                             scheduling_strategy=NodeAffinitySchedulingStrategy(node_of[i], soft=False))
+                              .remote(lines[i]) for i in range(actors)]
+        ray.get([h.ask.remote({"op": "report", "id": 0}) for h in handles])  # every actor up
 
-        async def asks() -> tuple[float, float, int]:
-            await asyncio.gather(*(h.ask.remote({"id": 0}) for h in handles))  # every actor up
+        async def raw(relay: Any, n: int, op: str) -> float:
+            msgs = pickle.dumps({i: {"op": op, "id": 0} for i in range(n)})
+            pickle.loads(await relay.ask.remote(msgs))
             c0, w0 = time.process_time(), time.monotonic()
-            for k in range(rounds):
-                await asyncio.gather(*(h.ask.remote({"id": k}) for h in handles))
-            return time.process_time() - c0, time.monotonic() - w0, rounds * actors
+            for _ in range(rounds):
+                pickle.loads(await relay.ask.remote(msgs))
+            return (time.process_time() - c0 - idle * (time.monotonic() - w0)) / rounds
 
-        cpu, wall, n = asyncio.run(asks())
+        async def ticks(fleet: Any) -> float:
+            for _ in range(3):  # the relays up, Ray's paths warm
+                await fleet.collect()
+            passes = []
+            for _ in range(RAY_PASSES):
+                c0, w0 = time.process_time(), time.monotonic()
+                for _ in range(rounds):
+                    await fleet.collect()
+                passes.append((time.process_time() - c0 - idle * (time.monotonic() - w0)) / rounds)
+            return min(passes)  # what the machine's other work added to this process's CPU is least there
+
         c0 = time.process_time()
         time.sleep(1.0)
-        idle = time.process_time() - c0
+        idle = time.process_time() - c0  # Ray's threads in the driver, a second of nothing asked
+        out, payload = [], {}
+        for n, relays in sorted({(n, 0) for n, _ in rows} | set(rows)):
+            fleet = _ray_fleet(ray, handles[:n], node_of[:n], relays)
+            cpu = asyncio.run(ticks(fleet))
+            out.append({"actors": n, "relays": relays, "cpu_ms_per_tick": round(1e3 * cpu, 3),
+                        "calls_per_tick": round(sum(fleet.calls.values()) / fleet.collects, 2)})
+            if relays == 1 and n == actors:  # the relay's call alone, with the reports and without
+                relay = next(iter(fleet.relays.values()))
+                payload = {op: asyncio.run(raw(relay, n, op)) for op in ("report", "go")}
+            for r in fleet.relays.values():
+                ray.kill(r)
+        reply = ray.get(handles[0].ask.remote({"op": "report", "id": 0}))
     finally:
         ray.shutdown()
-    return {"actors": actors, "calls": n, "cpu_us_per_call": round(1e6 * (cpu - idle * wall) / n, 1),
+        cluster.shutdown()
+    blob = pickle.dumps(reply, protocol=5)
+    d0 = time.process_time()
+    for _ in range(1000):  # the payload's share: what Ray's deserializing a report costs, apart
+        pickle.loads(blob)
+    decode_us = (time.process_time() - d0) * 1e3
+    return {"actors": actors, "nodes": RAY_NODES, "rounds": rounds, "rows": out, "fit": _fit(out),
+            "decode_us_per_report": round(decode_us, 1), "reply_bytes": len(blob),
+            "relay_call_ms": {op: round(1e3 * v, 3) for op, v in payload.items()},
+            "payload_us_per_report": round(1e6 * (payload["report"] - payload["go"]) / actors, 1) if payload else None,
             "driver_idle_pct": round(100 * idle, 2), "seconds": round(time.monotonic() - t0, 1)}
+
+
+def _fit(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """CPU per tick as a function of actors and nodes (relays), least squares: the old way a cost per
+    actor (µs); the new a cost per node and one per actor."""
+    old = [r for r in rows if not r["relays"]]
+    per_actor_old = sum(r["cpu_ms_per_tick"] for r in old) / sum(r["actors"] for r in old)
+    new = [(r["relays"], r["actors"], r["cpu_ms_per_tick"]) for r in rows if r["relays"]]
+    skk, snn, skn = (sum(k * k for k, _, _ in new), sum(n * n for _, n, _ in new), sum(k * n for k, n, _ in new))
+    sky, sny = sum(k * y for k, _, y in new), sum(n * y for _, n, y in new)
+    det = skk * snn - skn * skn
+    per_node, per_actor = (sky * snn - sny * skn) / det, (skk * sny - skn * sky) / det
+    return {"old_us_per_actor": round(1e3 * per_actor_old, 1), "new_us_per_node": round(1e3 * per_node, 1),
+            "new_us_per_actor": round(1e3 * per_actor, 1)}
+
+
+def ray_tick_ms(fit: dict[str, float], actors: int, nodes: int | None = None) -> float:
+    """The fit's coordinator CPU per tick (ms) for `actors` actors, on `nodes` nodes (None: the old way)."""
+    if nodes is None:
+        return actors * fit["old_us_per_actor"] / 1e3
+    return (nodes * fit["new_us_per_node"] + actors * fit["new_us_per_actor"]) / 1e3
 
 
 def ray_section(log: Log) -> dict[str, Any]:
@@ -309,14 +419,17 @@ def ray_section(log: Log) -> dict[str, Any]:
     import subprocess
     import sys
 
-    r = subprocess.run([sys.executable, "-m", "bench.coordinator"], capture_output=True, text=True, timeout=300)
+    r = subprocess.run([sys.executable, "-m", "bench.coordinator"], capture_output=True, text=True, timeout=600)
     if r.returncode != 0:
         why = (r.stderr.strip().splitlines() or ["?"])[-1]
         log(f"coordinator: Ray's calls not measured: {why}")
         return {"error": why}
-    out: dict[str, Any] = json.loads(r.stdout.strip().splitlines()[-1])
-    log(f"coordinator: a Ray call costs it {out['cpu_us_per_call']} µs of CPU ({out['actors']} actors, "
-        f"{out['calls']} calls)")
+    # Ray's raylets print their warnings to the driver's stdout too: the result is the line that is JSON
+    out: dict[str, Any] = json.loads(next(ln for ln in reversed(r.stdout.splitlines()) if ln.startswith('{"actors"')))
+    fit = out["fit"]
+    log(f"coordinator: a Ray fleet's tick costs it {fit['old_us_per_actor']} µs of CPU per actor each called, "
+        f"{fit['new_us_per_node']} µs per node + {fit['new_us_per_actor']} µs per actor through relays: "
+        f"1,000 actors on 32 nodes {ray_tick_ms(fit, 1000):.0f} -> {ray_tick_ms(fit, 1000, 32):.0f} ms a tick")
     return out
 
 
@@ -343,8 +456,14 @@ def coordinator_section(sizes: tuple[int, ...], ticks: int, seed: int, log: Log,
         r = rows[-1]
         log(f"coordinator at {r['workers']} workers as before: {r['cpu_ms_per_tick']['median']} ms CPU a tick "
             f"(merge {r['merge_ms']['median']}, tally {r['tally_ms']['median']} ms)")
-    ray = ray_section(log) if with_ray else {"skipped": "not asked"}
+    ray: dict[str, Any] = ray_section(log) if with_ray else {"skipped": "not asked"}
     big = next((r for r in rows if r["workers"] == 1000 and not r["before"]), None)
+    if "fit" in ray and big is not None and big["merge_ms"]["median"] is not None:
+        # a Ray fleet of 1,000 actors: its calls (the fit), the table's merge, tally and judge
+        rest = big["merge_ms"]["median"] + big["tally_ms"]["median"]
+        ray["at_1000"] = {str(k): {"calls_ms": round(ray_tick_ms(ray["fit"], 1000, k), 1),
+                                   "cpu_pct_of_core": round((ray_tick_ms(ray["fit"], 1000, k) + rest) / 10, 1)}
+                          for k in (None, 8, 32, 125)}
     cpu_met = None if big is None or big["cpu_pct_of_core"] is None else big["cpu_pct_of_core"] < GOAL_CPU_PCT
     in_tick = None if big is None or big["tick_late_ms"]["max"] is None else big["tick_late_ms"]["max"] < 1000
     met = None if cpu_met is None or in_tick is None else cpu_met and in_tick
@@ -382,13 +501,40 @@ def coordinator_table(sec: dict[str, Any]) -> str:
                  f"{sec['loadavg']['end']} at the end: a tick's lateness is the machine's as much as the "
                  "coordinator's, its CPU much less so.")
     ray = sec.get("ray_calls") or {}
-    if "cpu_us_per_call" in ray:
-        per = ray["cpu_us_per_call"]
-        lines.append(f"\nRay's calls, not in the table: {per:,} µs of the coordinator's CPU per call ({ray['actors']} "
-                     f"actors on a Ray node of this machine, {ray['calls']} report asks, its driver's idle "
-                     f"{ray['driver_idle_pct']}% taken out): a tick of 1,000 actors adds {per / 10:.0f}% of a core.")
+    if "fit" in ray:
+        lines.append(ray_table(ray))
     elif ray:
         lines.append(f"\nRay's calls: {ray.get('error') or ray.get('skipped')}.")
+    return "\n".join(lines)
+
+
+def ray_table(ray: dict[str, Any]) -> str:
+    fit = ray["fit"]
+    lines = [f"\nRay's calls, not in the table above: the coordinator's CPU per tick of RayFleet's collect (its merge "
+             f"left out) over actors answering a recorded report, on a Ray cluster of {ray['nodes']} nodes of this "
+             f"machine, {ray['rounds']} ticks a row, the driver's idle CPU ({ray['driver_idle_pct']}% of a core) "
+             "taken out. Each actor called (before), or one call per node to its relay (after; a relay stands "
+             "for a node: the coordinator's cost is per call, wherever it runs).\n",
+             "| actors | relays (nodes) | calls a tick | CPU ms / tick | µs / actor |", "|--:|--:|--:|--:|--:|"]
+    for r in ray["rows"]:
+        lines.append(f"| {r['actors']} | {r['relays'] or 'none: each actor called'} | {r['calls_per_tick']:g} | "
+                     f"{r['cpu_ms_per_tick']} | {1e3 * r['cpu_ms_per_tick'] / r['actors']:.0f} |")
+    at = {k: ray_tick_ms(fit, 1000, k) for k in (8, 32, 125)}
+    lines.append(f"\nFitted: before, **{fit['old_us_per_actor']:g} µs per actor** a tick; after, "
+                 f"**{fit['new_us_per_node']:g} µs per node + {fit['new_us_per_actor']:g} µs per actor** "
+                 f"(the reports' way through Ray: {ray['payload_us_per_report']:g} µs each, by the difference of "
+                 f"a relay call with them and without; a report of {ray['reply_bytes']:,} bytes unpickled: "
+                 f"{ray['decode_us_per_report']:g} µs). "
+                 "At 1,000 actors: "
+                 + ", ".join(f"{k} nodes {ms:.0f} ms ({ms / 10:.1f}% of a core)" for k, ms in at.items())
+                 + f", against {ray_tick_ms(fit, 1000):.0f} ms ({ray_tick_ms(fit, 1000) / 10:.1f}%) each actor called.")
+    if "at_1000" in ray:
+        whole = ray["at_1000"]
+        lines.append("With the merge, tally and judge of the table's 1,000 workers, a Ray fleet of 1,000 actors takes "
+                     + ", ".join(f"{v['cpu_pct_of_core']}% of a core on {k} nodes"
+                                 for k, v in whole.items() if k != "None")
+                     + f" (goal: less than {GOAL_CPU_PCT:g}%), against {whole['None']['cpu_pct_of_core']}% each actor "
+                     "called.")
     return "\n".join(lines)
 
 

@@ -188,7 +188,7 @@ class Harness:
             n += 2 * (2 + a.omission.get("duration", 10) + 5)
         n += ray_estimate_s(a.pairs, a.warmup, a.duration) if "ray" in a.sections else 0
         if "coordinator" in a.sections:
-            n += sum(a.coordinator_ticks + 2 + w / 200 for w in a.coordinator_workers) + a.coordinator_ticks + 45
+            n += sum(a.coordinator_ticks + 2 + w / 200 for w in a.coordinator_workers) + a.coordinator_ticks + 75
         return n + 10
 
     # ----------------------------------------------------------------------------------------------

@@ -1,7 +1,9 @@
 """Users on a Ray cluster (the `ray` fleet: `workers ray`): one actor per worker, each running the
 same Worker as a worker process (bench_dsl.fleet.ray_actor), placed on the cluster's nodes and
-pinned there. Ray's calls carry the protocol's messages (bench_dsl.fleet.coordinator): one per
-phase change and one report a tick per actor, never one per transaction. The coordinator is this
+pinned there. Ray's calls carry the protocol's messages (bench_dsl.fleet.coordinator), never one
+per transaction: the messages of a moment (a tick's reports, a step's users) go to each node's relay
+actor in one call, which forwards them to its node's actors (ray_actor.RelayActor), so the
+coordinator's cost per tick grows with the nodes, not the actors. The coordinator is this
 process, a Ray driver: it needs a Ray node on its own machine (`ray start --address=HEAD:6379
 --num-cpus=0`), and bench-dsl installed on every node (its C core is built against each node's
 libmariadb). docs/cluster.md says how to set one up and what is measured where.
@@ -21,9 +23,10 @@ import pickle
 import platform
 import socket
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from types import ModuleType
-from typing import Any
+from typing import Any, NoReturn
 
 import psutil
 from hdrh.histogram import HdrHistogram
@@ -35,6 +38,7 @@ from bench_dsl.fleet.base import ClusterError, WorkerFailed, WorkerLost, WorkerR
 from bench_dsl.fleet.clocks import ClockMap
 from bench_dsl.fleet.coordinator import REPLY_TIMEOUT, WorkerFleet, WorkerHandle
 from bench_dsl.fleet.process import starved
+from bench_dsl.fleet.ray_actor import fault
 from bench_dsl.language.model import Scenario
 from bench_dsl.measure.metrics import HIGHEST_US, new_histogram
 
@@ -166,11 +170,6 @@ def connect(address: str | None, say: Callable[[str], None]) -> ModuleType:
     return ray
 
 
-def _reason(exc: BaseException) -> str:
-    first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
-    return f"{type(exc).__name__}: {first[:200]}" if first else type(exc).__name__
-
-
 class RayFleet(WorkerFleet):
     kind = "ray"
 
@@ -188,6 +187,12 @@ class RayFleet(WorkerFleet):
         # answers come late holds every tick back, and its own figures do not say so
         self._asked: float | None = None
         self._answers: dict[str, HdrHistogram] = {}
+        self.relays: dict[str, Any] = {}  # node id -> its relay actor, once its workers started
+        self._batches: dict[tuple[str, str], list[tuple[_Actor, dict[str, Any], asyncio.Future[Any]]]] = {}
+        self._relaying: set[asyncio.Future[None]] = set()
+        self.collects = 0
+        self.calls: Counter[str] = Counter()  # the coordinator's Ray calls, by message kind
+        self.messages: Counter[str] = Counter()  # the messages they carried
 
     def _label(self, p: _Actor) -> str:
         return f"worker {p.index + 1} on node {p.node_id[:8]} ({p.host})"
@@ -231,6 +236,7 @@ class RayFleet(WorkerFleet):
                 num_cpus=num_cpus, max_restarts=0, max_task_retries=0, max_concurrency=1000,
                 scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False)).remote()
             self.procs.append(p)
+        relays = self._place_relays()  # their processes start beside the actors'
         sc = self.sc
         setup = [base64.b64encode(pickle.dumps((sc.workload, sc.setup, sc.seed, self.dsn, p.index, self.count)))
                  .decode() for p in self.procs]
@@ -238,6 +244,7 @@ class RayFleet(WorkerFleet):
                                          for p, s in zip(self.procs, setup, strict=True)))
         for p, r in zip(self.procs, replies, strict=True):
             self._check(p, r)
+        await self._relays_ready(relays)
         self.ready_s = round(self._joined_s + time.monotonic() - t0, 3)  # Ray's start-up, the joining included
         self.log(f"Ray: {self.count} actors ready in {self.ready_s:.1f}s (Ray's start-up: not measured)", "info")
 
@@ -257,28 +264,108 @@ class RayFleet(WorkerFleet):
         node.update(host=p.host, cores=int(r["cores"]))
         node.setdefault("workers", []).append(p.name)
 
+    def _place_relays(self) -> dict[str, Any]:
+        """One relay actor per node with workers, on that node, holding no CPU (it only forwards)."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        from bench_dsl.fleet.ray_actor import RelayActor
+
+        relay_class = self.ray.remote(RelayActor)
+        relays = {}
+        for node_id in dict.fromkeys(p.node_id for p in self.procs):
+            relays[node_id] = relay_class.options(
+                num_cpus=0, max_restarts=0, max_task_retries=0, max_concurrency=1000,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False)).remote(
+                {p.index: p.actor for p in self.procs if p.node_id == node_id})
+        self.relays = relays
+        return relays
+
+    async def _relays_ready(self, relays: dict[str, Any]) -> None:
+        for node_id, relay in relays.items():
+            try:
+                await asyncio.wait_for(relay.ready.remote(), START_TIMEOUT)
+            except (TimeoutError, self.ray.exceptions.RayError) as exc:
+                why = "did not start" if isinstance(exc, TimeoutError) else fault(exc)[1]
+                raise WorkerFailed(f"the relay on node {node_id[:8]} ({self.nodes[node_id]['host']}) failed: "
+                                   f"{why}") from None
+
     def _send(self, p: _Actor, msg: dict[str, Any]) -> asyncio.Future[dict[str, Any]]:
         msg = self._next(msg)
-        return asyncio.ensure_future(self._call(p, msg))
+        self.messages[msg["op"]] += 1
+        relay = None if msg["op"] == "start" else self.relays.get(p.node_id)
+        if relay is None:  # the start: each actor's own call, whose answer says what it runs
+            return asyncio.ensure_future(self._call(p, msg))
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[dict[str, Any]] = loop.create_future()
+        if p.dead:
+            fut.set_exception(WorkerLost(f"{self._label(p)} lost"))
+            return fut
+        # the messages of one kind sent to a node's workers in this pass of the loop (a collect's, a
+        # resize's): one call to its relay, made once the pass is over
+        key = (p.node_id, msg["op"])
+        if key not in self._batches:
+            self._batches[key] = []
+            loop.call_soon(self._relay, key)
+        self._batches[key].append((p, msg, fut))
+        return fut
+
+    def _relay(self, key: tuple[str, str]) -> None:
+        batch = self._batches.pop(key)
+        self.calls[key[1]] += 1
+        sent = time.monotonic()
+        ref = self.relays[key[0]].ask.remote(pickle.dumps({p.index: msg for p, msg, _ in batch},
+                                                          protocol=pickle.HIGHEST_PROTOCOL))
+        task = asyncio.ensure_future(self._relayed(batch, ref, sent))
+        self._relaying.add(task)  # the loop holds its tasks weakly
+        task.add_done_callback(self._relaying.discard)
+
+    async def _relayed(self, batch: list[tuple[_Actor, dict[str, Any], asyncio.Future[Any]]], ref: Any,
+                       sent: float) -> None:
+        try:
+            replies: dict[int, list[Any]] = pickle.loads(await ref)
+        except self.ray.exceptions.RayError as exc:  # the relay: its node is gone, and its workers with it
+            replies = {p.index: fault(exc) for p, _, _ in batch}
+        except BaseException as exc:  # cancelled (the run ends), or not Ray's: its workers' waits end too
+            for _, _, fut in batch:
+                if not fut.done():
+                    fut.cancel() if isinstance(exc, asyncio.CancelledError) else fut.set_exception(exc)
+            raise
+        for p, msg, fut in batch:
+            if fut.done():  # no longer waited for (an _ask's timeout)
+                continue
+            kind, reply = replies[p.index]
+            try:
+                if kind != "ok":
+                    self._raise(p, kind, reply)
+                fut.set_result(self._took(p, msg, sent, reply))
+            except WorkerFailed as exc:
+                fut.set_exception(exc)
+
+    def _raise(self, p: _Actor, kind: str, why: str) -> NoReturn:
+        """The fault of a call to `p` (ray_actor.fault), as the run reports it."""
+        if kind == "lost":  # its process, or its node, is gone
+            p.dead = True
+            raise WorkerLost(f"{self._label(p)} lost: its process or its node is gone ({why})") from None
+        if kind == "missing":
+            raise ClusterError(f"bench-dsl is not installed on node {p.node_id[:8]} ({p.host}): "
+                               f"{INSTALL} there") from None
+        raise WorkerFailed(f"{self._label(p)} failed: {why}") from None
 
     async def _call(self, p: _Actor, msg: dict[str, Any]) -> dict[str, Any]:
         if p.dead:
             raise WorkerLost(f"{self._label(p)} lost")
-        errors = self.ray.exceptions
+        self.calls[msg["op"]] += 1
         sent = time.monotonic()
         try:
             reply: dict[str, Any] = await p.actor.ask.remote(msg)
-        except errors.RayActorError as exc:  # its process, or its node, is gone
-            p.dead = True
-            raise WorkerLost(f"{self._label(p)} lost: its process or its node is gone ({type(exc).__name__})") from None
-        except errors.RayTaskError as exc:
-            cause = exc.cause if exc.cause is not None else exc
-            if isinstance(cause, ModuleNotFoundError) and "bench_dsl" in str(cause):
-                raise ClusterError(f"bench-dsl is not installed on node {p.node_id[:8]} ({p.host}): "
-                                   f"{INSTALL} there") from None
-            raise WorkerFailed(f"{self._label(p)} failed: {_reason(cause)}") from None
-        except errors.RayError as exc:
-            raise WorkerFailed(f"{self._label(p)} failed: {_reason(exc)}") from None
+        except self.ray.exceptions.RayError as exc:
+            self._raise(p, *fault(exc))
+        return self._took(p, msg, sent, reply)
+
+    def _took(self, p: _Actor, msg: dict[str, Any], sent: float, reply: dict[str, Any]) -> dict[str, Any]:
+        """`p`'s reply to `msg`, asked at `sent`: its times on this clock, its figures noted. Through a
+        relay, the round trip is its node's whole batch's: still a bound on the clock's error, a looser
+        one when a node's actors answer apart (the clock keeps its shortest recent round trip)."""
         if reply.get("quiet"):  # its clock's times, on the coordinator's (the scheduler cuts ticks on it)
             p.clock.observe(sent, time.monotonic(), float(reply["quiet"][0][2]))
             reply["quiet"] = p.clock.quiet_wire(reply["quiet"])
@@ -286,10 +373,13 @@ class RayFleet(WorkerFleet):
         p.peak = max(p.peak, p.active)
         if msg["op"] == "report" and self._asked is not None:
             late_us = max(1, round(1e6 * (time.monotonic() - self._asked)))
-            self._answers.setdefault(p.node_id, new_histogram()).record_value(min(late_us, HIGHEST_US))
+            if p.node_id not in self._answers:  # not setdefault: a new histogram is 0.1 ms of CPU, each answer
+                self._answers[p.node_id] = new_histogram()
+            self._answers[p.node_id].record_value(min(late_us, HIGHEST_US))
         return reply
 
     async def collect(self) -> WorkerReport:
+        self.collects += 1
         self._asked = time.monotonic()  # the tick's ask, from which every node's answers are timed
         return await super().collect()
 
@@ -334,12 +424,16 @@ class RayFleet(WorkerFleet):
                               "answers_late_ms": self.answers_late(node["node_id"])})
         return {"kind": "ray", "nodes": nodes, "actors_ready_s": self.ready_s,
                 "users_started": [{"users": n, "seconds": secs} for n, secs in self.started],
-                "lost": [{"worker": p.name, "node_id": p.node_id, "host": p.host, "reason": p.lost} for p in self.gone]}
+                "lost": [{"worker": p.name, "node_id": p.node_id, "host": p.host, "reason": p.lost} for p in self.gone],
+                "calls": {"collects": self.collects, "report_calls": self.calls["report"],
+                          "reports": self.messages["report"], "calls": sum(self.calls.values()),
+                          "messages": sum(self.messages.values())}}
 
     async def _end(self) -> None:
         if self.ray is None:
             return
         ray, actors = self.ray, [p.actor for p in [*self.procs, *self.gone] if p.actor is not None]
+        actors += self.relays.values()
 
         def end() -> None:
             for a in actors:

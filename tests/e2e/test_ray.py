@@ -277,6 +277,26 @@ def test_a_rate_is_split_over_the_actors(cluster: RayCluster, tmp_path: Path) ->
     assert abs(summary["achieved_tps"] - 100) <= 5 and summary["dropped"] == 0, summary
 
 
+def test_a_tick_asks_each_node_once_whatever_its_actors(cluster: RayCluster, tmp_path: Path) -> None:
+    """Four actors on the two nodes: each collect (a tick) makes one report call per node, to its
+    relay, which asks its two actors; every worker's report still comes, each tick."""
+    f, out, lines = tmp_path / "four.bench", tmp_path / "r.json", tmp_path / "r.jsonl"
+    f.write_text(SLEEPER.format(duration="3s", extra="workers ray 4"))
+    r = cluster.bench("run", str(f), "--headless", "--json", str(out), "--jsonl", str(lines), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    _quiet(r.stdout, r.stderr)
+    doc = _result(out)
+    nodes, calls = doc["cluster"]["nodes"], doc["cluster"]["calls"]
+    assert doc["workers"] == 4 and len(nodes) == 2 and all(len(n["workers"]) == 2 for n in nodes), nodes
+    ticks = [e for e in _events(lines) if e["type"] == "tick"]
+    assert calls["collects"] >= len(ticks) >= 3, (calls, len(ticks))
+    assert calls["report_calls"] == 2 * calls["collects"] and calls["reports"] == 4 * calls["collects"], calls
+    for t in (t for t in ticks if t["phase"] == "hold"):  # each tick merged all four workers' reports
+        assert t["users"] == 4, t
+    hold = [i for i in doc["intervals"] if i["phase"] == "hold"]
+    assert hold and sum(i["count"] for i in hold) == doc["summary"]["count"] > 0
+
+
 @pytest.mark.alone  # loading its 400,000 rows and 32 users at full speed: both cores, which the suite's other tests would miss
 def test_the_cluster_example_runs_as_written(cluster: RayCluster, tmp_path: Path) -> None:
     """examples/cluster.bench, the issue's example, unchanged: its own data (4 tables of 100,000
@@ -355,6 +375,39 @@ def test_a_terminated_run_on_the_cluster_writes_what_was_measured(cluster: RayCl
     while _actors() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not _actors(), [p.info["cmdline"] for p in _actors()]
+
+
+def test_an_actor_killed_is_its_worker_lost_and_its_node_goes_on(cluster: RayCluster, tmp_path: Path) -> None:
+    """Four actors on the two nodes, one's process killed in the hold, on worker loss continue: its
+    relay answers for it that it is gone, so the run names that worker lost in the words of a direct
+    call, and goes on with the other three, its node's other actor among them."""
+    f, out, lines = tmp_path / "killed.bench", tmp_path / "k.json", tmp_path / "k.jsonl"
+    f.write_text(SLEEPER.format(duration="10s", extra="workers ray 4\n  on worker loss continue"))
+    proc = cluster.popen([BENCH, "run", str(f), "--headless", "--json", str(out), "--jsonl", str(lines)], cwd=tmp_path)
+    try:
+        _until_hold(lines, proc)
+        actors = _actors()
+        assert len(actors) == 4, [p.info["cmdline"] for p in actors]
+        actors[0].kill()
+        stdout, stderr = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, stderr[-3000:]
+    _quiet(stdout, stderr)
+    doc = _result(out)
+    assert doc["status"] == "completed", doc["stop"]
+    (lost,) = doc["cluster"]["lost"]
+    assert re.fullmatch(r"worker \d on node [0-9a-f]{8} \(.+\) lost: its process or its node is gone \(\w+\)",
+                        lost["reason"]), lost
+    node = next(n for n in doc["cluster"]["nodes"] if n["node_id"] == lost["node_id"])
+    assert len(node["workers"]) == 2 and lost["worker"] in node["workers"], node
+    # a user each: the three left, the killed one's node-mate among them, answer every tick after it
+    ticks = [e for e in _events(lines) if e["type"] == "tick" and e["phase"] == "hold"]
+    assert ticks[0]["users"] == 4 and [t["users"] for t in ticks[-3:]] == [3, 3, 3], [t["users"] for t in ticks]
+    hold = [i for i in doc["intervals"] if i["phase"] == "hold"]
+    assert hold[-1]["count"] > 0 and sum(i["count"] for i in hold) == doc["summary"]["count"]
 
 
 def _lose_a_node_in_the_hold(cluster: RayCluster, f: Path, out: Path, lines: Path, node_id: str, timeout: float,

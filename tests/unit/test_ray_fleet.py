@@ -339,3 +339,61 @@ async def test_each_nodes_answers_are_timed_from_the_ticks_ask_into_cluster_node
     assert b["p50"] == pytest.approx(40.0, rel=1e-3) and b["max"] == pytest.approx(900.0, rel=1e-3)
     schema = json.loads((ROOT / "bench_dsl/results/schema/result-v1.json").read_text())
     jsonschema.validate(fleet.cluster(), schema["properties"]["cluster"])
+
+
+async def test_a_tick_is_one_call_per_node_and_a_lost_actor_is_still_its_worker_lost() -> None:
+    """Four workers on two nodes: a collect makes one call to each node's relay, carrying that node's
+    two reports. An actor the relay found dead is that worker lost, in the words of a direct call,
+    its node's other worker unaffected; a relay whose call fails (its node gone) loses its node's
+    workers, each by name."""
+    import pickle
+
+    import ray.exceptions as errors
+
+    from bench_dsl.fleet.base import Health, WorkerReport
+    from bench_dsl.fleet.ray_actor import fault
+    from bench_dsl.language.model import Scenario
+
+    calls: list[tuple[str, list[int]]] = []
+    dead: set[int] = set()
+    gone: set[str] = set()
+
+    class Relay:
+        def __init__(self, node: str) -> None:
+            self.node = node
+            self.ask = types.SimpleNamespace(remote=self.remote)
+
+        async def remote(self, wire: bytes) -> bytes:  # pickled both ways, as RelayActor.ask
+            msgs = pickle.loads(wire)
+            calls.append((self.node, sorted(msgs)))
+            if self.node in gone:
+                raise errors.ActorDiedError()
+            report = WorkerReport({}, Health(0, 0.0, None, {}), 2).to_wire()
+            return pickle.dumps({i: fault(errors.ActorDiedError()) if i in dead
+                                 else ["ok", {"op": m["op"], "id": m["id"], **report}] for i, m in msgs.items()})
+
+    sc = Scenario.__new__(Scenario)
+    object.__setattr__(sc, "seed", 1)
+    fleet = RayFleet(sc, None, ("t",), 4, 8, None, lambda msg, level: None)  # type: ignore[arg-type]
+    fleet.ray = types.SimpleNamespace(exceptions=errors)
+    fleet.nodes = {n: {"node_id": n, "host": f"h-{n[:1]}", "address": None, "ray_cpus": 2, "cores": 2}
+                   for n in ("aaaa1111", "bbbb2222")}
+    fleet.procs = [_Actor(i, n, fleet.nodes[n]["host"]) for i, n in enumerate(["aaaa1111", "bbbb2222"] * 2)]
+    fleet.relays = {n: Relay(n) for n in fleet.nodes}
+    assert (await fleet.collect()).active == 8
+    assert sorted(calls) == [("aaaa1111", [0, 2]), ("bbbb2222", [1, 3])]
+    assert fleet.cluster()["calls"] == {"collects": 1, "report_calls": 2, "reports": 4, "calls": 2, "messages": 4}
+    dead.add(1)  # worker 2's actor, on node bbbb
+    with pytest.raises(WorkerFailed, match=r"^worker 2 on node bbbb2222 \(h-b\) lost: its process or its node "
+                                         r"is gone \(ActorDiedError\)$") as e:
+        await fleet.collect()
+    assert e.value.partial is not None and e.value.partial.active == 6  # worker 4, on the same node, answered
+    assert fleet.lose() == ["worker 2 on node bbbb2222 (h-b) lost: its process or its node is gone (ActorDiedError)"]
+    calls.clear()
+    gone.add("bbbb2222")
+    with pytest.raises(WorkerFailed) as e:
+        await fleet.collect()
+    assert e.value.partial is not None and e.value.partial.active == 4
+    assert sorted(calls) == [("aaaa1111", [0, 2]), ("bbbb2222", [3])]
+    assert fleet.lose() == ["worker 4 on node bbbb2222 (h-b) lost: its process or its node is gone (ActorDiedError)"]
+    assert [p.name for p in fleet.procs] == ["worker 1", "worker 3"]
