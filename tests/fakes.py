@@ -1,14 +1,18 @@
-"""A fake fleet and CPU for tests of the scheduler and the judge: the run's own code from the plan
-to its events, in a fraction of a second per phase, without a server. The end-to-end tests run the
-same code against a real one. And a one-statement workload for tests of the users against a real
-server (QueryWorkload)."""
+"""A virtual clock, a fake fleet and CPU for tests of the scheduler and the judge: the run's own code
+from the plan to its events, in a few milliseconds per phase, without a server, and the same at every
+run whatever else the machine does. The end-to-end tests run the same code against a real one. And
+a one-statement workload for tests of the users against a real server (QueryWorkload)."""
 
 from __future__ import annotations
 
+import asyncio
+import heapq
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench_dsl.core.clock import MONOTONIC, Clock
 from bench_dsl.engine.judge import Judge
 from bench_dsl.engine.profiles.registry import PROFILES
 from bench_dsl.fleet.base import Health, ProcessFigures, WorkerReport
@@ -19,6 +23,70 @@ from bench_dsl.measure.stalls import Quiet
 
 # users -> {transaction: (transactions per second, latency in ms)}: what a fake server gives
 Model = Callable[[int], dict[str, tuple[float, float]]]
+
+
+class VirtualClock:
+    """A clock that moves only when every task of the loop waits: then it jumps to the earliest
+    moment a task sleeps until, and wakes that task. A run on it takes no wall-clock time between
+    its ticks, and what it measures does not depend on how busy the machine is: the same figures
+    at every run. (Tasks waiting on something else, a real timer or a socket, do not hold it back:
+    a test on it waits on nothing but the clock.)"""
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self.t = start  # not 0: a run's t0 of 0 means "not begun"
+        self._due: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._order = itertools.count()  # sleepers due at the same moment wake in the order they slept
+        self._looking = False
+
+    def now(self) -> float:
+        return self.t
+
+    async def sleep_until(self, t: float, wake: asyncio.Event | None = None) -> None:
+        if t <= self.t:
+            return  # as the machine's clock: nothing to wait for, no turn given to the loop
+        loop = asyncio.get_running_loop()
+        due: asyncio.Future[None] = loop.create_future()
+        heapq.heappush(self._due, (t, next(self._order), due))
+        self._look(loop)
+        try:
+            if wake is None:
+                await due
+            else:
+                woken = asyncio.ensure_future(wake.wait())
+                try:
+                    await asyncio.wait((due, woken), return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    woken.cancel()
+        finally:
+            if not due.done():
+                due.cancel()  # woken early (or cancelled): its entry is skipped when it comes up
+
+    async def sleep(self, seconds: float) -> None:
+        await self.sleep_until(self.t + seconds)
+
+    def _look(self, loop: asyncio.AbstractEventLoop) -> None:
+        if not self._looking:
+            self._looking = True
+            loop.call_soon(self._advance, loop)
+
+    def _advance(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._looking = False
+        # another task ready to run has not reached its wait yet: look again once it has had its turn
+        # (asyncio's loop says what is ready in `_ready`; a loop that does not is given one turn)
+        if getattr(loop, "_ready", None):
+            self._look(loop)
+            return
+        while self._due and self._due[0][2].done():
+            heapq.heappop(self._due)
+        if not self._due:
+            return
+        self.t = max(self.t, self._due[0][0])
+        while self._due and self._due[0][0] <= self.t:
+            due = heapq.heappop(self._due)[2]
+            if not due.done():
+                due.set_result(None)
+        if self._due:
+            self._look(loop)
 
 
 @dataclass
@@ -39,6 +107,8 @@ class FakeFleet:
     delays: list[float] = field(default_factory=list)
     # each collect's scheduling lag, by process: bench_dsl.measure.schedlag's samples (none: not measured)
     lags: Callable[[], dict[str, dict[str, list[float]]]] = dict
+    # what the counts and the fleet's word on its users' completions are timed on: the run's
+    clock: Clock = MONOTONIC
     # each collect's CPU by process, % of one core, on a machine of `cores` (none: not measured)
     cpu: Callable[[], dict[str, float]] = dict
     cores: int = 1
@@ -75,19 +145,17 @@ class FakeFleet:
         self._since_resize = -1
 
     async def collect(self) -> WorkerReport:
-        import asyncio
-        import time
-
+        clock = self.clock
         span = 1.0  # seconds of the plan these counts cover
         if self.second is not None:
             if self.delays:
-                await asyncio.sleep(self.delays.pop(0) * self.second)
-            now = time.monotonic()
+                await clock.sleep_until(clock.now() + self.delays.pop(0) * self.second)
+            now = clock.now()
             span = 0.0 if self._swapped is None else (now - self._swapped) / self.second
             self._swapped = now
         self._since_resize += 1
         frozen = self.frozen(self.active, self._since_resize)
-        at = time.monotonic()
+        at = clock.now()
         if not frozen:
             self._last = at
         self._quiet = [Quiet((), self._last, at)]

@@ -16,13 +16,13 @@ import dataclasses
 import gc
 import os
 import signal
-import time
 import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from bench_dsl import __version__
+from bench_dsl.core.clock import MONOTONIC, Clock
 from bench_dsl.core.dsn import Dsn
 from bench_dsl.core.errors import ExitCode, TargetError
 from bench_dsl.engine import events as ev
@@ -60,11 +60,13 @@ class Options:
 
 
 class Run:
-    def __init__(self, sc: m.Scenario, plan: Plan, sinks: list[ev.Sink], options: Options | None = None) -> None:
+    def __init__(self, sc: m.Scenario, plan: Plan, sinks: list[ev.Sink], options: Options | None = None,
+                 clock: Clock = MONOTONIC) -> None:
         sc = sc.seeded()
         self.sc = sc
         self.plan = plan
-        self.voice = Voice(sinks)
+        self.clock = clock  # what the run is timed on: the machine's, or a test's virtual one
+        self.voice = Voice(sinks, clock)
         self.bus = self.voice.bus
         self.opt = options or Options()
         self.workload = make_workload(sc)
@@ -72,7 +74,7 @@ class Run:
         profile = profile_of(sc.ramp)
         self.judge = Judge(sc.stop, self.names, profile.axis, profile.point)
         self.stop = Stop()
-        self.scheduler = profile.scheduler(plan, self.voice.elapsed, self.stop.stopping, load=sc.ramp)
+        self.scheduler = profile.scheduler(plan, self.voice.elapsed, self.stop.stopping, load=sc.ramp, clock=clock)
         self.scheduler.on_worker_loss = sc.on_worker_loss
         self.status = "running"
         self.exit_code = ExitCode.OK
@@ -80,7 +82,7 @@ class Run:
         self.stage = Stage(sc, plan, self.workload, self.voice)
         self.fleet: Fleet | None = None
         self.server_side = ServerSide(sc, self.workload.server_counters, self.voice.log)
-        self.watch = TargetWatch(self.voice.scrub, None)
+        self.watch = TargetWatch(self.voice.scrub, None, clock)
         self.tally = Tally(plan, sc.report_every, self.workload, profile, self.judge, self.voice, self.server_side,
                            self.watch, self.stop)
         self._prepare_task: asyncio.Task[dict[str, object]] | None = None
@@ -95,7 +97,7 @@ class Run:
 
     @property
     def t0(self) -> float:
-        """When the run began (monotonic); 0 before it does."""
+        """When the run began (on its clock); 0 before it does."""
         return self.voice.t0
 
     @t0.setter
@@ -169,7 +171,7 @@ class Run:
     async def execute(self) -> int:
         self.signals = signals = StopSignals(self.interrupt)
         signals.install()
-        self.t0 = time.monotonic()
+        self.t0 = self.clock.now()
         # the target as validation (or the command line) parsed it; its password known before the
         # scenario is quoted
         given = self.opt.target or self.sc.target_dsn
@@ -282,7 +284,7 @@ class Run:
         self.fleet = fleet
         self.tally.begin(fleet, cpu)
         if not self.t0:
-            self.t0 = time.monotonic()
+            self.t0 = self.clock.now()
         # what the run holds by now (the scenario, the workload, the modules: most of the heap) is
         # left out of the collector's passes, which the ticks' garbage starts every second: at 1,000
         # workers those passes cost more than the tally

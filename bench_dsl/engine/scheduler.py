@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from bench_dsl.core.clock import MONOTONIC, Clock
 from bench_dsl.engine.phases import Phase, Plan
 from bench_dsl.fleet.base import Fleet, WorkerFailed, WorkerReport
 from bench_dsl.measure.metrics import Tick, TxStats
@@ -80,11 +80,12 @@ Moment = PhaseBegins | LastTick | Ticked | TickLost | WorkersLost | PhaseEnds
 class Scheduler:
     """A plan's phases on a fleet. Subclassed by each load profile (`enter`, `steer`)."""
 
-    def __init__(self, plan: Plan, clock: Callable[[], float], stopping: Callable[[], bool],
-                 second: float = 1.0, load: Any = None) -> None:
+    def __init__(self, plan: Plan, elapsed: Callable[[], float], stopping: Callable[[], bool],
+                 second: float = 1.0, load: Any = None, clock: Clock = MONOTONIC) -> None:
         self.plan = plan
         self.load = load  # the scenario's load as the model has it (its profile's own settings)
-        self.clock = clock  # the run's elapsed seconds: what ticks are timed in
+        self.elapsed = elapsed  # the run's elapsed seconds: what ticks are timed in
+        self.clock = clock  # what the phases are timed and waited on (a test's is virtual)
         self.stopping = stopping  # True once the run must stop: the phase ends at the next tick
         self.second = second  # how long a second of the plan lasts: shorter in tests of a fake fleet
         self.holding = False
@@ -92,7 +93,7 @@ class Scheduler:
         self._skip_step: int | None = None  # `n` during a settle skips that step's hold too
         self._wake = asyncio.Event()
         self._step: int | None = None  # the step whose figures are being gathered
-        self._origin = (0.0, 0.0)  # (monotonic, the run's elapsed) at the start: stalls' clock
+        self._origin = (0.0, 0.0)  # (the clock, the run's elapsed) at the start: stalls' clock
         # where the fleet's word on its completions ended at the last collect: the next tick's stalls
         # start there (not at the coordinator's own clock, which a late tick would turn into a stall)
         self._quiet_from: float | None = None
@@ -128,7 +129,7 @@ class Scheduler:
 
     # the clock ---------------------------------------------------------------------------------
     async def run(self, fleet: Fleet) -> AsyncGenerator[Moment, None]:
-        self._origin = (time.monotonic(), self.clock())
+        self._origin = (self.clock.now(), self.elapsed())
         for ph in self.plan.phases:
             if self.stopping():  # also a stop that came while the workers started
                 break
@@ -145,7 +146,8 @@ class Scheduler:
             self._step = ph.step
         yield PhaseBegins(ph, new_step)
         self._stalls(await fleet.collect())  # connecting, and all before this moment, is not measured
-        start = time.monotonic()
+        clock = self.clock
+        start = clock.now()
         second = self.second
         end = start + ph.seconds * second
         last = self._quiet_from or start  # where the counts of the phase's first tick begin
@@ -154,13 +156,8 @@ class Scheduler:
         while True:
             at = min(start + k * second, end + held) if not self.holding else start + k * second
             self._wake.clear()
-            delay = at - time.monotonic()
-            if delay > 0:
-                try:
-                    await asyncio.wait_for(self._wake.wait(), delay)
-                except TimeoutError:
-                    pass
-            now = time.monotonic()
+            await clock.sleep_until(at, self._wake)
+            now = clock.now()
             if not self.stopping() and now < at - 1e-3:
                 continue  # woken early without a reason
             if self.holding:
@@ -187,7 +184,7 @@ class Scheduler:
                     raise
             # the counts cover the time up to their collection, not up to `now`: a worker slow to
             # answer (a thousand users starting) would otherwise inflate this tick's rate
-            got = time.monotonic()
+            got = clock.now()
             final = not self.holding and now >= end + held - 1e-3  # the phase's last tick
             if ph.measured and final:
                 yield LastTick(ph)
@@ -233,5 +230,5 @@ class Scheduler:
 
     def _tick(self, now: float, last: float, ph: Phase, users: int, stats: dict[str, TxStats],
               at_elapsed: bool = True) -> Tick:
-        t = self.clock() if at_elapsed else self.clock() - (time.monotonic() - now)
+        t = self.elapsed() if at_elapsed else self.elapsed() - (self.clock.now() - now)
         return Tick(round(t, 3), (now - last) / self.second, ph.kind, ph.step, users, stats, {})

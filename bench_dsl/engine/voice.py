@@ -4,21 +4,22 @@ stage and the tally, instead of a callable for each."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
+from bench_dsl.core.clock import MONOTONIC, Clock
 from bench_dsl.core.dsn import redact
 from bench_dsl.engine import events as ev
 
 
 class Voice:
-    def __init__(self, sinks: Sequence[ev.Sink]) -> None:
-        self.t0 = 0.0  # when the run began (monotonic); 0: not yet
+    def __init__(self, sinks: Sequence[ev.Sink], clock: Clock = MONOTONIC) -> None:
+        self.clock = clock  # the run's (a test's is virtual)
+        self.t0 = 0.0  # when the run began (on `clock`); 0: not yet
         self.bus = ev.Bus(sinks, clock=self.elapsed)
         self.secrets: list[str] = []  # passwords: never quoted in any output
 
     def elapsed(self) -> float:
-        return time.monotonic() - self.t0 if self.t0 else 0.0
+        return self.clock.now() - self.t0 if self.t0 else 0.0
 
     def publish(self, event: ev.Event) -> None:
         self.bus.publish(event)

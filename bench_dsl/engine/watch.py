@@ -3,9 +3,9 @@ cannot run as written. Reads the fleet's health once a tick; says why the run mu
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
+from bench_dsl.core.clock import MONOTONIC, Clock
 from bench_dsl.engine.stopping import StopReason
 from bench_dsl.fleet.base import Health, WorkerFailed
 
@@ -20,8 +20,10 @@ CONNECT_GRACE = 5.0
 
 
 class TargetWatch:
-    def __init__(self, scrub: Callable[[str], str], server_alive: Callable[[], bool] | None) -> None:
+    def __init__(self, scrub: Callable[[str], str], server_alive: Callable[[], bool] | None,
+                 clock: Clock = MONOTONIC) -> None:
         self.scrub = scrub
+        self.clock = clock  # the run's: how long users have been refused is timed on it
         self.server_alive = server_alive  # the throwaway server's process, when there is one
         self._refused_since: float | None = None  # since when some users could not connect
         # seconds the server has answered nothing on bench-dsl's own connection (ServerCounters.ping)
@@ -32,7 +34,7 @@ class TargetWatch:
         """`ending`: the last tick of a measured phase, whose users must all have run for it to count;
         `hold_end`: of a hold, whose users must all have had a connection (a ramp's are still arriving).
         Raises WorkerFailed when a user failed in bench-dsl's own code (not the server's)."""
-        now = time.monotonic()
+        now = self.clock.now()
         # users that cannot connect: some while others run (the step is not the one asked for), or all
         if not health.refused:
             self._refused_since = None

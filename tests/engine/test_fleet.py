@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -106,8 +107,13 @@ async def test_each_process_reports_its_own_cpu_lag_and_host(dsn_url: str, tmp_p
     try:
         await fleet.resize(4)
         await fleet.collect()
-        await asyncio.sleep(1.0)
-        r = await fleet.collect()
+        deadline = time.monotonic() + 60  # a hung test's: a busy machine's report has it all a collect later
+        while True:
+            await asyncio.sleep(1.0)  # each report a second long at least (longer on a busy machine)
+            r = await fleet.collect()
+            if r.tx["t"].count > 0 and set(r.lag()) == {"worker 1", "worker 2"}:
+                break
+            assert time.monotonic() < deadline, "no report with the users' transactions and lag"
     finally:
         await fleet.stop()
     assert r.tx["t"].count > 0 and r.health.connected == 4
@@ -128,8 +134,13 @@ async def test_a_local_fleet_reports_the_coordinator(dsn_url: str, tmp_path: Pat
     await fleet.start()
     try:
         await fleet.resize(2)
-        await asyncio.sleep(0.6)
-        r = await fleet.collect()
+        deadline = time.monotonic() + 60
+        while True:
+            await asyncio.sleep(0.6)
+            r = await fleet.collect()
+            if r.tx["t"].count > 0 and r.lag():  # a busy machine's first may have neither yet
+                break
+            assert time.monotonic() < deadline, "no report with the users' transactions and lag"
     finally:
         await fleet.stop()
     assert r.tx["t"].count > 0 and set(r.processes) == {"coordinator"}

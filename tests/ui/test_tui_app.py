@@ -5,7 +5,8 @@ screen in its phases (text, as a person reads it: `pytest --snapshot-update` rew
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -24,6 +25,16 @@ from ..fixtures.replay import FakeControls, FakeRun, events, scenario, screen_te
 
 BIG, SMALL = (120, 40), (80, 24)
 RESULTS = Path("results/four-locks.json")
+# a wait for the screen longer than this is a hung test, never a slow machine's (each wait ends as
+# soon as what it waits for is there)
+HUNG_S = 60.0
+
+
+async def until(what: str, done: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + HUNG_S
+    while not done():
+        assert time.monotonic() < deadline, f"hung: {what}"
+        await asyncio.sleep(0.01)
 
 
 @asynccontextmanager
@@ -144,11 +155,7 @@ async def test_the_screen_redraws_by_itself() -> None:
         assert "step 2/6 hold" in screen_text(app)
         for e in upto(evs, hold_of_step(3))[len(head):]:
             sink.emit(e)
-        for _ in range(100):  # the timer runs four times a second; give a busy machine 10 s
-            if "step 3/6 hold" in screen_text(app):
-                break
-            await pilot.pause(0.1)
-        assert "step 3/6 hold" in screen_text(app)
+        await until("the timer's redraw", lambda: "step 3/6 hold" in screen_text(app))
 
 
 def test_the_sink_never_breaks_the_run() -> None:
@@ -173,8 +180,7 @@ async def test_ctrl_c_waits_for_the_run_to_save_before_leaving() -> None:
     run = FakeRun(upto(events(), hold_of_step(3)), scenario(), exit_code=130, until_stopped=True)
     app = attach_ui(run, wait_for_key=True)
     task = asyncio.create_task(run_app(app, run, headless=True, size=BIG))
-    while not (app.is_running and app.state.step == 3):  # the replay has reached step 3
-        await asyncio.sleep(0.01)
+    await until("the replay at step 3", lambda: app.is_running and app.state.step == 3)
     await Pilot(app).press("ctrl+c")
     assert await task == 130
     assert run.calls == ["stop"] and run.finished_writing
@@ -184,8 +190,7 @@ async def test_a_screen_that_goes_away_still_lets_the_run_save() -> None:
     run = FakeRun(upto(events(), hold_of_step(3)), scenario(), exit_code=130, until_stopped=True)
     app = attach_ui(run, wait_for_key=True)
     task = asyncio.create_task(run_app(app, run, headless=True, size=BIG))
-    while not app.is_running:
-        await asyncio.sleep(0.01)
+    await until("the app running", lambda: app.is_running)
     app.exit()  # as when the terminal closes or the UI fails
     assert await task == 130
     assert run.calls == ["stop"] and run.finished_writing

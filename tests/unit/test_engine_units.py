@@ -206,7 +206,7 @@ def test_result_checkpoints_encode_each_interval_once_and_read_back_whole(tmp_pa
                                                                   "note": "\x00intervals\x00" if i == 3 else None})))
         sink.emit(ev.Totals(None, None, None, float(i)))
         if i % 10 == 9:  # let the writer catch up: what it wrote must read back as the document
-            deadline = time.monotonic() + 5
+            deadline = time.monotonic() + 60  # a hung writer's; a busy machine's ends when it has written
             while time.monotonic() < deadline and not (
                     path.exists() and len(json.loads(path.read_text())["intervals"]) == i + 1):
                 time.sleep(0.01)

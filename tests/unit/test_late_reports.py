@@ -10,6 +10,7 @@ import re
 import signal
 import socket
 import sys
+import time
 from typing import Any
 
 import pytest
@@ -119,8 +120,11 @@ async def test_a_worker_process_is_alive_when_one_of_its_threads_is_runnable(cod
         assert proc.stdout is not None and await proc.stdout.readline() == b"ready\n"
         if stop:
             proc.send_signal(signal.SIGSTOP)
-        # past its print, the state it then keeps: the kernel's, which no event announces
-        while _state(proc.pid) != state:  # noqa: ASYNC110
+        # past its print, the state it then keeps: the kernel's, which no event announces (60 s: a hung
+        # test's, never a busy machine's)
+        deadline = time.monotonic() + 60
+        while _state(proc.pid) != state:
+            assert time.monotonic() < deadline, f"the process never reached state {state}"
             await asyncio.sleep(0.01)
         assert await ProcessFleet.__new__(ProcessFleet)._alive(_Proc(0, proc)) is alive
     finally:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import io
 import itertools
-import time
 from typing import Any
 
 import pytest
@@ -27,6 +26,8 @@ from bench_dsl.measure.stalls import Quiet
 from bench_dsl.results import verdict
 from bench_dsl.results.sinks import ConsoleSink
 from tests.fakes import judge_of
+
+from ..fakes import VirtualClock
 
 
 def _rate_step(figures: dict[str, object], why: str | None = None) -> StepRow:
@@ -148,20 +149,21 @@ class _SlowLoss:
     """A fleet of two whose third collect takes 0.5 s to find worker 2 lost (as Ray takes to call an
     actor dead) after worker 1 answered at once; the run goes on with worker 1."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: VirtualClock) -> None:
+        self.clock = clock
         self.collects = 0
         self.workers = 2
         self.active = 4
 
     def _report(self) -> WorkerReport:
-        at = time.monotonic()
+        at = self.clock.now()
         return WorkerReport({}, Health(0, 0.0, None, {}, connected=self.active), self.active, [Quiet((), at, at)])
 
     async def collect(self) -> WorkerReport:
         self.collects += 1
         report = self._report()
         if self.collects == 3:
-            await asyncio.sleep(0.5)
+            await self.clock.sleep(0.5)
             raise WorkerFailed("worker 2 lost", partial=report)
         return report
 
@@ -175,21 +177,26 @@ class _Steady(Scheduler):
         pass
 
 
+def _steady(clock: VirtualClock) -> _Steady:
+    """A 12 s hold of 4 users on `clock`, a second of it lasting 0.1 s."""
+    t0 = clock.now()
+    return _Steady(Plan((Phase("hold", 1, 4, 4, 12.0, "step"),), 1), lambda: clock.now() - t0, lambda: False,
+                   second=0.1, clock=clock)
+
+
 async def test_the_ticks_around_a_slow_loss_follow_each_other() -> None:
     """Each tick covers (t - seconds, t]: the loss's ends where worker 1's counts end, not 0.5 s
     later when the collect gave up on worker 2, so that the next one does not overlap it."""
-    second = 0.1
-    t0 = time.monotonic()
-    sched = _Steady(Plan((Phase("hold", 1, 4, 4, 12.0, "step"),), 1), lambda: time.monotonic() - t0,
-                    lambda: False, second=second)
+    clock = VirtualClock()
+    sched = _steady(clock)
     sched.on_worker_loss = "continue"
-    ticks = [m.tick for m in [m async for m in sched.run(_SlowLoss())] if isinstance(m, Ticked)]  # type: ignore[arg-type]
+    ticks = [m.tick for m in [m async for m in sched.run(_SlowLoss(clock))] if isinstance(m, Ticked)]  # type: ignore[arg-type]
     assert len(ticks) >= 4
-    # the loss's collect took 0.5 s: a tick ending there overlapped the next by that much. The ticks
-    # that catch up after it may be a few ms each, their t rounded to the ms (5 ms of overlap seen in
-    # a fresh-clone CI): far below the half second this is about
+    # the loss's collect took 0.5 s: a tick ending there overlapped the next by that much (t is rounded
+    # to the ms)
     for before, tick in itertools.pairwise(ticks):
-        assert tick.t - tick.seconds * second >= before.t - 0.05, [(k.t, k.seconds * second) for k in ticks]
+        assert tick.t - tick.seconds * sched.second == pytest.approx(before.t, abs=1e-3), \
+            [(k.t, k.seconds * sched.second) for k in ticks]
 
 
 # bench replay of a rate ---------------------------------------------------------------------------
@@ -240,12 +247,11 @@ async def test_the_tick_a_lost_worker_fails_the_run_in_keeps_its_arrivals() -> N
             report.arrivals = ArrivalStats(offered=200, started=100, dropped=100)
             return report
 
-    t0 = time.monotonic()
-    sched = _Steady(Plan((Phase("hold", 1, 4, 4, 12.0, "step"),), 1), lambda: time.monotonic() - t0,
-                    lambda: False, second=0.1)
+    clock = VirtualClock()
+    sched = _steady(clock)
     moments = []
     with pytest.raises(WorkerFailed):
-        async for m in sched.run(_Lost()):  # type: ignore[arg-type]
+        async for m in sched.run(_Lost(clock)):  # type: ignore[arg-type]
             moments.append(m)
     (lost,) = [m for m in moments if isinstance(m, TickLost)]
     assert lost.tick.arrivals is not None and lost.tick.arrivals.offered == 200

@@ -4,8 +4,6 @@ users (`rate N tps`, `rate step { }`, `rate linear from A to B`), and their sche
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -58,14 +56,14 @@ class RateScheduler(Scheduler):
         what the first step measures is its own load, not the warmup's left over. What the drain
         completes is collected here, and so never counted."""
         await self._pace(fleet, 0.0)
-        deadline = time.monotonic() + DRAIN_S
-        while time.monotonic() < deadline and not self.stopping():
+        deadline = self.clock.now() + DRAIN_S
+        while self.clock.now() < deadline and not self.stopping():
             arrivals = (await fleet.collect()).arrivals
             # drained: nothing in flight, nothing waiting, and nothing started since the last look (an
             # arrival already due when the rate went to 0 is started by an idle user, never queued)
             if arrivals is None or (arrivals.busy == 0 and arrivals.queued_max == 0 and arrivals.started == 0):
                 return
-            await asyncio.sleep(0.02)
+            await self.clock.sleep_until(self.clock.now() + 0.02)
 
     async def steer(self, fleet: Fleet, ph: Phase, done: float) -> None:
         if ph.rate is not None and ph.rate_end is not None and ph.rate_end != ph.rate:
