@@ -204,9 +204,9 @@ async def one_size(workers: int, ticks: int, seed: int, second: float = 1.0, bef
     coordinator as it was before issue 39 (each report decoded, then merged; the collector's
     passes over the whole heap), for a reference in the same run."""
     from bench_dsl.engine import events as ev
-    from bench_dsl.engine.kinds import load
     from bench_dsl.engine.plan import plan
     from bench_dsl.engine.run import Run
+    from bench_dsl.engine.scenario_file import load
     from bench_dsl.results.document import ResultDocument
 
     lines, counts = recorded_reports(workers, seed)

@@ -25,9 +25,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace, err: Console) -> int:
     from bench_dsl.core.errors import ExitCode, ScenarioError, UsageError
     from bench_dsl.core.printable import printable
-    from bench_dsl.engine.kinds import load
     from bench_dsl.engine.plan import plan
     from bench_dsl.engine.plan_text import describe
+    from bench_dsl.engine.scenario_file import load
 
     status = 0
     values = defines(args.defines)

@@ -38,7 +38,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _handler(kind: str, tool: DataTool):  # type: ignore[no-untyped-def]
     def run(args: argparse.Namespace, err: Console) -> int:
-        from bench_dsl.engine.kinds import load
+        from bench_dsl.engine.scenario_file import load
 
         dsn = target(args.target)
         if args.file is not None:

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from bench_dsl.core.errors import UsageError
-from bench_dsl.engine.kinds import load
 from bench_dsl.engine.outcome import expand_output, safe_name
 from bench_dsl.engine.plan import planned_seconds
 from bench_dsl.engine.plan_text import clock
+from bench_dsl.engine.scenario_file import load
 from bench_dsl.language import model as m
 
 DEFAULT_STUDY_OUTPUT = "results/{scenario}-{time}/"

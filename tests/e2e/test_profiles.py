@@ -11,7 +11,6 @@ from typing import ClassVar
 import pytest
 
 from bench_dsl.engine import events as ev
-from bench_dsl.engine.kinds import load
 from bench_dsl.engine.phases import Phase, Plan, whole
 from bench_dsl.engine.plan import plan, planned_seconds
 from bench_dsl.engine.plan_text import describe
@@ -19,6 +18,7 @@ from bench_dsl.engine.profiles import registry
 from bench_dsl.engine.profiles.base import warmup_phase
 from bench_dsl.engine.profiles.users import OnUsers, UsersScheduler
 from bench_dsl.engine.run import Run
+from bench_dsl.engine.scenario_file import load
 from bench_dsl.language.model import Scenario
 from bench_dsl.results.document import ResultDocument
 

@@ -23,10 +23,10 @@ from textual.pilot import Pilot
 from bench_dsl.cli import main as cli
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.events import Event
-from bench_dsl.engine.kinds import load as load_scenario
 from bench_dsl.engine.plan import plan
 from bench_dsl.engine.rows import StepRow
 from bench_dsl.engine.run import Run
+from bench_dsl.engine.scenario_file import load as load_scenario
 from bench_dsl.engine.stopping import StopReason
 from bench_dsl.results.document import ResultDocument
 from bench_dsl.results.player import Player

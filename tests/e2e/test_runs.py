@@ -16,8 +16,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from bench_dsl.engine.kinds import load
 from bench_dsl.engine.plan import plan
+from bench_dsl.engine.scenario_file import load
 from bench_dsl.server.embedded import EmbeddedServer
 
 from ..conftest import BENCH, ROOT, default_signals, loaded_by, primary_and_replica, run_bench, run_measured

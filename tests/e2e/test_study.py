@@ -17,7 +17,7 @@ import pytest
 
 from bench_dsl.core.dsn import ServerIdentity, parse_dsn
 from bench_dsl.core.errors import ScenarioError, UsageError
-from bench_dsl.engine.kinds import load
+from bench_dsl.engine.scenario_file import load
 from bench_dsl.server.connect import connect
 from bench_dsl.study.plan import scenario_for, select
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from bench_dsl.core.dsn import parse_dsn
-from bench_dsl.engine.kinds import load
 from bench_dsl.engine.plan import plan
+from bench_dsl.engine.scenario_file import load
 from bench_dsl.engine.stage import Stage, Target
 from bench_dsl.engine.voice import Voice
 from bench_dsl.fleet.base import Health, ProcessFigures, WorkerReport

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench_dsl.core.errors import ScenarioError, TargetError
-from bench_dsl.engine.kinds import load
+from bench_dsl.engine.scenario_file import load
 from bench_dsl.language import model as m
 from bench_dsl.server.connect import connect
 from bench_dsl.server.embedded import EmbeddedServer

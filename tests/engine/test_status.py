@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench_dsl.engine.kinds import load
+from bench_dsl.engine.scenario_file import load
 
 from ..conftest import run_bench, run_measured
 

@@ -89,9 +89,9 @@ async def test_the_judge_says_what_a_plateau_and_a_kink_compared(tmp_path: Path)
     the run's own figures, and the step it compared with; the JSON stream keeps them."""
     import asyncio
 
-    from bench_dsl.engine.kinds import load
     from bench_dsl.engine.plan import plan
     from bench_dsl.engine.run import Run
+    from bench_dsl.engine.scenario_file import load
 
     from ..fakes import FakeCpu, FakeFleet
 

@@ -10,10 +10,10 @@ from collections import Counter
 import pytest
 
 from bench_dsl.engine.judge import WindowedConditions, judge
-from bench_dsl.engine.kinds import load
 from bench_dsl.engine.phases import Phase
 from bench_dsl.engine.plan import plan
 from bench_dsl.engine.rows import IntervalRow
+from bench_dsl.engine.scenario_file import load
 from bench_dsl.language import model as m
 from bench_dsl.language.generators import compile_value, nurand, special, zipf
 from bench_dsl.measure.metrics import HIGHEST_US, Aggregate, Tick, TxStats, new_histogram
@@ -158,9 +158,9 @@ def test_engine_and_model_import_without_textual() -> None:
 
 
 def test_a_scenario_is_read_with_every_kind_known_and_no_driver_loaded() -> None:
-    """`bench check` reads a file with every workload and fleet kind (bench_dsl.engine.kinds): the
+    """`bench check` reads a file with every workload and fleet kind (bench_dsl.engine.scenario_file): the
     fleets' declarations come without their drivers (asyncmy, the C executor, Ray)."""
-    code = ("import sys\nfrom bench_dsl.engine.kinds import load\n"
+    code = ("import sys\nfrom bench_dsl.engine.scenario_file import load\n"
             "sc = load('examples/cluster.bench', env={'BENCH_DSN': 'mysql://u@db.example/d'})\n"
             "bad = [m for m in ('asyncmy', 'bench_dsl.native._native', 'ray', 'bench_dsl.fleet.local', "
             "'bench_dsl.fleet.ray') if m in sys.modules]\n"
@@ -317,8 +317,8 @@ def test_a_checkpoint_that_cannot_be_written_is_said_at_once_and_so_is_its_recov
 
 
 def test_the_workload_digest_tells_workloads_apart_by_what_they_run() -> None:
-    from bench_dsl.engine.kinds import load
     from bench_dsl.engine.outcome import workload_digest
+    from bench_dsl.engine.scenario_file import load
 
     def custom(sql: str, where: str = "") -> str:
         return f'{where}scenario "c" {{ workload custom {{ transaction t {{ query "{sql}" }} }} users 1 duration 1s }}'

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bench_dsl.core.errors import ScenarioError
-from bench_dsl.engine.kinds import load
+from bench_dsl.engine.scenario_file import load
 from bench_dsl.language import model as m
 from bench_dsl.workloads.custom.plugin import CustomWorkload, native_sql
 from bench_dsl.workloads.registry import METRICS

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from bench_dsl.core.errors import ScenarioError
-from bench_dsl.engine.kinds import load
 from bench_dsl.engine.plan import plan
 from bench_dsl.engine.plan_text import describe
+from bench_dsl.engine.scenario_file import load
 from bench_dsl.language import model as m
 
 from ..conftest import ROOT

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from bench_dsl.core.errors import ScenarioError
-from bench_dsl.engine.kinds import load
 from bench_dsl.engine.plan import plan
 from bench_dsl.engine.plan_text import describe
 from bench_dsl.engine.profiles.registry import profile_of
+from bench_dsl.engine.scenario_file import load
 from bench_dsl.language import model as m
 from bench_dsl.workloads.plugin import mix_share
 

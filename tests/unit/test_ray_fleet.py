@@ -17,7 +17,7 @@ import pytest
 
 import bench_dsl
 from bench_dsl.core.errors import ScenarioError
-from bench_dsl.engine.kinds import load
+from bench_dsl.engine.scenario_file import load
 from bench_dsl.fleet.base import WorkerFailed, WorkerLost
 from bench_dsl.fleet.clocks import ClockMap
 from bench_dsl.fleet.coordinator import WorkerFleet, WorkerHandle

@@ -220,7 +220,7 @@ async def test_compare_shows_every_condition_where_each_configuration_s_climb_en
 
 def test_stall_is_a_duration_of_the_whole_run() -> None:
     from bench_dsl.core.errors import ScenarioError
-    from bench_dsl.engine.kinds import load
+    from bench_dsl.engine.scenario_file import load
 
     def scenario_text(stop: str) -> str:
         return ('scenario "t" { workload custom { transaction read { query "SELECT 1" } }\n'
@@ -297,7 +297,7 @@ async def test_a_frozen_step_ends_the_climb_on_its_stall_not_on_its_throughput(t
 def test_a_window_of_a_frozen_server_fires_only_a_stall_condition() -> None:
     """`for D` conditions are judged over their window: one in which the server answered nothing
     is no measurement of its throughput either; the stall condition fires."""
-    from bench_dsl.engine.kinds import load
+    from bench_dsl.engine.scenario_file import load
     from tests.fakes import judge_of
 
     text = ('scenario "t" { workload custom { transaction read { query "SELECT 1" } }\n'
