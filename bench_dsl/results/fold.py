@@ -317,8 +317,9 @@ def by_users(docs: list[dict[str, Any]], axis: Axis = "users") -> list[dict[str,
         def of(get: Any, hits: list[tuple[dict[str, Any], Hit]] = hits) -> dict[str, Any] | None:
             return stat([None if h is None else get(h[1]) for _, h in hits])
 
-        point: dict[str, Any] = {"users": u} if axis == "users" else {
-            "rate_tps": u, "users": max(int(h[1]["users"]) for _, h in hits if h is not None)}
+        # the point under its axis' key; on an axis other than users (a rate's), the pool's users beside it
+        point: dict[str, Any] = {AXES[axis].key: u}
+        point.setdefault("users", max(int(h[1]["users"]) for _, h in hits if h is not None))
         entry: dict[str, Any] = {
             **point,
             "repeats_measured": sum(1 for _, h in hits if h is not None),
