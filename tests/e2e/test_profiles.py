@@ -21,6 +21,7 @@ from bench_dsl.engine.run import Run
 from bench_dsl.engine.scenario_file import load
 from bench_dsl.language.model import Scenario
 from bench_dsl.results.document import ResultDocument
+from tests.conftest import froze
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -83,21 +84,27 @@ def test_an_unknown_ramp_kind_has_no_profile(tmp_path: Path) -> None:
 @pytest.mark.slow
 async def test_a_profile_defined_in_a_test_runs_end_to_end(sawtooth: None, dsn_url: str, tmp_path: Path) -> None:
     sc = scenario(tmp_path, SawtoothRamp(2, 5, 2, 2.0))
-    events: list[ev.Event] = []
-    document = ResultDocument()
+    # a step in which the machine froze (2 s holds) is rightly no clean measurement (conftest.froze):
+    # such a run is run again, at most twice (a fresh-clone CI once had step 3 stalled)
+    for _ in range(3):
+        events: list[ev.Event] = []
+        document = ResultDocument()
 
-    class Sink:
-        def emit(self, event: ev.Event) -> None:
-            events.append(event)
-            document.apply(event)
+        class Sink:
+            def emit(self, event: ev.Event, events: list[ev.Event] = events,
+                     document: ResultDocument = document) -> None:
+                events.append(event)
+                document.apply(event)
 
-        def close(self) -> None:
-            pass
+            def close(self) -> None:
+                pass
 
-    run = Run(sc, plan(sc), [Sink()])
-    assert type(run.scheduler) is UsersScheduler  # the profile's, found by the ramp's kind
-    assert await run.execute() == 0
-    doc = document.doc
+        run = Run(sc, plan(sc), [Sink()])
+        assert type(run.scheduler) is UsersScheduler  # the profile's, found by the ramp's kind
+        assert await run.execute() == 0
+        doc = document.doc
+        if not froze(doc):
+            break
     assert doc["status"] == "completed"
     asked = [2, 5, 2, 5]
     assert [(e.phase, e.users) for e in events if isinstance(e, ev.Phase) and e.phase != "prepare"] == \
