@@ -32,6 +32,14 @@ def why(step: dict[str, Any], capacity_pct: float | None, users: int) -> str | N
     return _late(step, users) or _cpu(step, capacity_pct, users) or _lag(step, users)
 
 
+def no_thread(message: str, connected: int | None, users: int | None) -> str:
+    """A user's thread could not start (bench_dsl.core.threads): the client machine's limit on
+    threads, whatever its CPU did."""
+    carries = f", so the server carries at least {users} users" if users is not None else ""
+    at = f" beyond {connected:,} connected users" if connected is not None else ""
+    return f"the client machine was the limit: it could not start a thread for another user{at}: {message}{carries}"
+
+
 def _late(step: dict[str, Any], users: int) -> str | None:
     """A worker whose report came more than a tick late (schedlag.REPORT_LATE_S) was alive and short
     of CPU: what the coordinator waited for, the users' machine could not give (issue 39)."""

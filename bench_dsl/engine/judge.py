@@ -380,7 +380,7 @@ class Judge:
                 run: Aggregate) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """The run's end, judged once: the saturation point, and each `expect` against the run."""
         return (self.saturation(stop_reason, steps),
-                expectations(expect, self.saturation_point, run, self.client_limited(steps)))
+                expectations(expect, self.saturation_point, run, self.client_limited(steps, stop_reason)))
 
     def saturation(self, stop_reason: StopReason | None, steps: list[StepRow]) -> dict[str, Any]:
         """The result's saturation point: who stopped the climb, and where it stood."""
@@ -395,17 +395,11 @@ class Judge:
             reason = self.axis.unjudged
         elif stop_reason is None:
             reason = "no stop condition fired up to the last step"
-        elif stop_reason.kind == "connections_refused":
-            reason = (f"stopped by: the server refused connections at {stop_reason.users} users, "
-                      f"{stop_reason.connected} connected: {stop_reason.message}")
-        elif stop_reason.kind == "users_not_connected":
-            reason = (f"stopped by: only {stop_reason.connected} of {stop_reason.users} users had a "
-                      "connection at the end of the step")
         elif fired:
-            reason = f"stopped by: {stop_reason.condition}"
+            reason = f"stopped by: {stop_reason.ended_by}"
         else:
             reason = f"run ended early ({stop_reason.kind})"
-        limited = self.client_limited(steps)
+        limited = self.client_limited(steps, stop_reason)
         if limited is not None:
             reason += f"; {limited}"
         return {"users": self.saturation_users, "step": self.saturation_step, "saturated": fired,
@@ -423,8 +417,10 @@ class Judge:
         out: dict[str, Any] = {"stop_condition_count": len(self.stop)} if self.axis.unjudged is not None else {}
         return out | {k: figures.get(k) for k in self.axis.point_figures}
 
-    def client_limited(self, steps: list[StepRow]) -> str | None:
+    def client_limited(self, steps: list[StepRow], stop_reason: StopReason | None = None) -> str | None:
         """Why the climb's end is bench-dsl's own limit, if it is (bench_dsl.engine.client_limit)."""
+        if stop_reason is not None and stop_reason.kind == "client_limit":
+            return client_limit.no_thread(stop_reason.message or "", stop_reason.connected, self.saturation_users)
         if not steps or self.saturation_users is None:
             return None
         return client_limit.why(steps[-1].figures, self.client_capacity_pct, self.saturation_users)

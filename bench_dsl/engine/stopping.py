@@ -19,13 +19,14 @@ from bench_dsl.core.errors import ExitCode
 
 Json = dict[str, Any]
 
-StopKind = Literal["stop_condition", "connections_refused", "users_not_connected", "interrupted", "target_failed",
-                   "scenario_error", "worker_failed", "internal_error"]
-KINDS: tuple[StopKind, ...] = ("stop_condition", "connections_refused", "users_not_connected", "interrupted",
-                               "target_failed", "scenario_error", "worker_failed", "internal_error")
+StopKind = Literal["stop_condition", "connections_refused", "users_not_connected", "client_limit", "interrupted",
+                   "target_failed", "scenario_error", "worker_failed", "internal_error"]
+KINDS: tuple[StopKind, ...] = ("stop_condition", "connections_refused", "users_not_connected", "client_limit",
+                               "interrupted", "target_failed", "scenario_error", "worker_failed", "internal_error")
 # what ends the climb as a fired condition does: the step at hand is not the one asked for, so the
-# last complete step is the saturation point
-CLIMB_ENDERS: tuple[StopKind, ...] = ("stop_condition", "connections_refused", "users_not_connected")
+# last complete step is the saturation point (client_limit: the client machine could not start
+# more users, so that point is bench-dsl's limit, saturation.limited_by = "client")
+CLIMB_ENDERS: tuple[StopKind, ...] = ("stop_condition", "connections_refused", "users_not_connected", "client_limit")
 
 # the keys each kind's JSON always holds (null when not known), in the order the result writes them;
 # any other field is written when it has a value
@@ -34,6 +35,7 @@ _KEYS: dict[str, tuple[str, ...]] = {
                        "step", "users", "at_s"),
     "connections_refused": ("condition", "code", "message", "users", "connected", "step", "at_s"),
     "users_not_connected": ("condition", "users", "connected", "step", "at_s", "message"),
+    "client_limit": ("condition", "users", "connected", "step", "at_s", "message"),
     "scenario_error": ("code", "message", "transaction"),
     "target_failed": ("message",),
     "interrupted": ("signal",),
@@ -85,6 +87,19 @@ class StopReason:
     @property
     def ends_climb(self) -> bool:
         return self.kind in CLIMB_ENDERS
+
+    @property
+    def ended_by(self) -> str:
+        """What ended the climb, in the saturation point's reason (a kind of CLIMB_ENDERS)."""
+        match self.kind:
+            case "connections_refused":
+                return (f"the server refused connections at {self.users} users, {self.connected} connected: "
+                        f"{self.message}")
+            case "users_not_connected":
+                return f"only {self.connected} of {self.users} users had a connection at the end of the step"
+            case "client_limit":
+                return f"the client machine could not start more users at {self.users}"
+        return str(self.condition)
 
     @property
     def level(self) -> str:

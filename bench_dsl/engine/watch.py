@@ -57,6 +57,11 @@ class TargetWatch:
             return self._lost(f"no user could connect ({code}) {message}", health)
         if refused_long:
             return self._refused(health, asked, step, at_s)
+        if health.no_thread is not None:  # before "not connected": the users that could not start never will
+            return StopReason("client_limit", condition="client limit", users=asked, connected=health.connected,
+                              step=step, at_s=round(at_s, 3), message=health.no_thread,
+                              said=f"the client machine could not start more users ({health.connected} of {asked} "
+                                   f"connected): a user's thread could not start: {health.no_thread}")
         if hold_end and health.never_connected:
             # none refused, yet some never had a connection: still starting when the step was to be
             # judged (thousands of users starting on a busy client); the step is not the one asked

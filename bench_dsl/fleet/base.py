@@ -37,6 +37,7 @@ class Health:
     connect_error: tuple[int, str] | None = None  # (code, message) of the latest failed connect
     never_connected: int = 0  # users still waiting for their first connection (not reconnecting ones)
     elsewhere: str | None = None  # a user reached another server than the run's: what it found there
+    no_thread: str | None = None  # a user's thread could not start (bench_dsl.core.threads): the limit's words
 
     @classmethod
     def from_wire(cls, h: dict[str, Any]) -> Health:
@@ -44,13 +45,14 @@ class Health:
                    {int(code): msg for code, msg in h["error_messages"].items()}, tuple(h.get("executors", ())),
                    int(h["connected"]), int(h["refused"]),
                    tuple(h["connect_error"]) if h["connect_error"] else None,
-                   int(h.get("never_connected", 0)), h.get("elsewhere"))
+                   int(h.get("never_connected", 0)), h.get("elsewhere"), h.get("no_thread"))
 
     @classmethod
     def merge(cls, healths: Iterable[Health]) -> Health:
         """The fleet's, from its processes': counts add up, the idlest is the least idle process."""
         fails, idle, fatal, connected, refused, connect_error, never = 0, float("inf"), None, 0, 0, None, 0
         elsewhere: str | None = None
+        no_thread: str | None = None
         messages: dict[int, str] = {}
         executors: set[str] = set()
         for h in healths:
@@ -65,8 +67,9 @@ class Health:
             never += h.never_connected
             connect_error = connect_error or h.connect_error
             elsewhere = elsewhere or h.elsewhere
+            no_thread = no_thread or h.no_thread
         return cls(fails, 0.0 if idle == float("inf") else idle, fatal, messages, tuple(sorted(executors)),
-                   connected, refused, connect_error, never, elsewhere)
+                   connected, refused, connect_error, never, elsewhere, no_thread)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-import resource
 import time
 from bisect import bisect_right
 from collections.abc import Callable
@@ -20,6 +19,7 @@ from typing import Any
 import asyncmy
 
 from bench_dsl import native
+from bench_dsl.core import limits
 from bench_dsl.core.dsn import Dsn, ServerIdentity, redact
 from bench_dsl.core.mysql_errors import CONNECTION_LOST, LOST_CONNECTION, SCENARIO_ERRORS
 from bench_dsl.fleet import arrivals
@@ -52,20 +52,6 @@ def _picker(rng: random.Random, weights: tuple[float, ...]) -> Callable[[], int]
     total = cum[-1]
     last = len(cum) - 1
     return lambda: min(bisect_right(cum, rng.random() * total), last)
-
-
-def allow_many_connections() -> None:
-    """Raise this process's soft limit of open descriptors to its hard limit. Each user holds a
-    socket (and on the thread executor a second descriptor of it): Debian's usual soft limit of
-    1,024 would end a run of a few hundred users per process in EMFILE. The hard limit is the
-    machine's own word and stays."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    want = 1 << 20 if hard == resource.RLIM_INFINITY else hard  # Linux refuses more than fs.nr_open
-    if soft != resource.RLIM_INFINITY and soft < want:
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
-        except (ValueError, OSError):
-            pass  # a stricter kernel or container: the soft limit stands, and EMFILE says so if reached
 
 
 @dataclass
@@ -109,6 +95,7 @@ class UserPool:
         self.connect_error: tuple[int, str] | None = None
         self.fatal: tuple[int, str, str] | None = None
         self.elsewhere: str | None = None  # what a user that reached another server than the run's found
+        self.no_thread: str | None = None  # a user's thread could not start: the client's limit, in its words
         self.error_messages: dict[int, str] = {}
         self.executors: set[str] = set()
         description = workload.statements() if native.raw_executor else None
@@ -121,7 +108,7 @@ class UserPool:
         self._claims: arrivals.Schedule | arrivals.NativeClaims | None = None
         self._waiting = 0  # arrivals offered, neither started nor dropped, at the schedule's last take
         self._connecting = asyncio.Semaphore(max(4, CONNECTING // stride))
-        allow_many_connections()
+        limits.allow_many_connections()
 
     def pace(self, rate: float, poisson: bool = False, queue: int = 0, offset: float = 0.0) -> None:
         """Open loop from now on: `rate` transactions per second offered to this pool's users
@@ -166,7 +153,7 @@ class UserPool:
         return Health(self.connect_failures, time.monotonic() - self.last_progress, self.fatal,
                       dict(self.error_messages), tuple(sorted(self.executors)),
                       sum(u.live for u in running), sum(u.refused and not u.live for u in running), self.connect_error,
-                      sum(not u.ever_connected for u in running), self.elsewhere)
+                      sum(not u.ever_connected for u in running), self.elsewhere, self.no_thread)
 
     async def resize(self, n: int, wait: bool = True, hold: bool = False) -> None:
         """`hold`: the new users connect (and prepare) but start no transaction before release().
@@ -231,6 +218,9 @@ class UserPool:
                 await self._run_driver(u)
         except asyncio.CancelledError:
             raise
+        except limits.NoThread as exc:  # the client machine is out of threads: the climb ends here (engine/watch.py)
+            # not halted: it still counts among the users asked for, which the stop names
+            self.no_thread = self.no_thread or str(exc)
         except Exception as exc:
             # not a MySQL error (a defect in a workload or in bench-dsl): the run must hear of it,
             # not go on counting a user that no longer exists

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from bench_dsl import native
-from bench_dsl.core import priority
+from bench_dsl.core import limits, priority
 from bench_dsl.core.dsn import IDENTITY_SQL, Dsn
 from bench_dsl.language.statements import Transactions
 
@@ -152,10 +152,12 @@ class NativeUser:
         if self._thread is None:
             self._thread = threading.Thread(target=self._serve, name="bench-user", daemon=True)
             try:
-                await loop.run_in_executor(None, self._thread.start)  # its wait off the event loop
-            except BaseException:
+                await loop.run_in_executor(None, limits.start, self._thread)  # its wait off the event loop
+            except BaseException as exc:
                 with self._lock:
                     self._busy = False
+                if (short := limits.short(exc)) is not None:
+                    raise short from exc
                 raise
         return await fut
 

@@ -204,7 +204,8 @@ def _fired_warning(warnings: list[str], fired: StopReason | None) -> int:
         return warnings.index(fired.said) if fired.said in warnings else len(warnings)
     mark = {"stop_condition": f"stop condition fired: {fired.condition}",
             "connections_refused": "the server refused connections",
-            "users_not_connected": f"had no connection yet at the end of step {fired.step}"}.get(fired.kind, "\0")
+            "users_not_connected": f"had no connection yet at the end of step {fired.step}",
+            "client_limit": "the client machine could not start more users"}.get(fired.kind, "\0")
     for i, w in enumerate(warnings):
         if w.startswith(mark) or (fired.kind == "users_not_connected" and mark in w):
             return i

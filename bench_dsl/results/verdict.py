@@ -96,6 +96,10 @@ def _ended(stop: StopReason | None) -> Line:
         return [("ended by ", "dim"), ("users still connecting", "bad"),
                 (f": {stop.connected} of {stop.users} users had a connection at the step's end", "plain"),
                 (f", step {stop.step}", "dim")]
+    if stop.kind == "client_limit":
+        return [("ended by ", "dim"), ("the client machine's limit on threads", "bad"),
+                (f": {stop.connected} of {stop.users} users had a connection, {stop.message}", "plain"),
+                (f", step {stop.step}", "dim")]
     if stop.kind == "interrupted":
         return [("ended: stopped on request; everything measured up to then is saved", "note")]
     message = [(f": {stop.message}", "error")] if stop.message else []

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from bench_dsl import native
+from bench_dsl.core import limits
 from bench_dsl.core.dsn import Dsn
 from bench_dsl.fleet import users
 from bench_dsl.language.statements import Draw, Execute, Step, Transaction, Transactions
@@ -338,7 +339,7 @@ def test_the_open_descriptors_limit_is_raised_to_the_hard_limit() -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     try:
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(256, hard), hard))
-        users.allow_many_connections()
+        limits.allow_many_connections()
         now, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
         assert now == (hard if hard != resource.RLIM_INFINITY else 1 << 20)
     finally:
