@@ -45,6 +45,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
+from bench_dsl.core.figures import Figures
 from bench_dsl.engine.rows import IntervalRow, StepRow
 from bench_dsl.engine.stopping import StopReason
 
@@ -73,6 +74,12 @@ class Begin(Event):
     scenario: Json  # name, file, text and parameters (passwords removed), seed, workload, plan
     machine: Json
     configuration: Json | None = None  # which configuration of a study (`vary`/`repeat`), if one
+    figures: Figures = field(default_factory=Figures)  # every figure the run measures (core.figures)
+
+    def to_json(self) -> Json:
+        return {"type": self.type, "tool_version": self.tool_version, "started_at": self.started_at,
+                "scenario": self.scenario, "machine": self.machine, "configuration": self.configuration,
+                "figures": self.figures.to_json()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +208,7 @@ class Tick(Event):
     users: int  # the users that had a connection
     holding: bool
     remaining_s: float | None  # None while held
-    figures: Json  # tps, tpm, qps, errors_per_s, retries_per_s, cpu, transactions[, nopm]
+    figures: Json  # tps, tpm, qps, errors_per_s, retries_per_s, cpu, transactions, a workload's rates (declared)
 
     def to_json(self) -> Json:
         return {"type": self.type, "t": self.t, "phase": self.phase, "step": self.step, "users": self.users,
@@ -388,6 +395,8 @@ def from_json(d: Json) -> Event:
     if kind is Started:
         specs = tuple(ConditionSpec(**s, latency=is_latency(s["metric"])) for s in d.pop("condition_specs", []))
         return Started(**d, condition_specs=specs)
+    if kind is Begin:
+        return Begin(**d | {"figures": Figures.from_json(d.get("figures"))})
     if kind is Conditions:
         return Conditions(d["t"], tuple(ConditionState(**s) for s in d["states"]))
     if kind is ErrorMessages:

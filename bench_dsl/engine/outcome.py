@@ -17,10 +17,13 @@ from typing import Any
 import psutil
 
 from bench_dsl.core.errors import ExitCode
+from bench_dsl.core.figures import Figure, Figures
 from bench_dsl.engine.phases import Plan
 from bench_dsl.engine.profiles.registry import profile_of
 from bench_dsl.engine.stopping import StopReason
 from bench_dsl.language import model as m
+from bench_dsl.measure.figures import client_figures
+from bench_dsl.workloads.registry import METRICS
 
 
 def machine_info() -> dict[str, object]:
@@ -58,6 +61,13 @@ def scenario_json(sc: m.Scenario, workload: dict[str, object], names: tuple[str,
             "plan": plan_json(plan, time_scale, max_steps),
             # what its load is measured in (bench_dsl.core.axis), and what it asked beyond the phases
             "load_axis": profile_of(sc.ramp).axis.name, **profile_of(sc.ramp).asked(sc.ramp)}
+
+
+def figures(sc: m.Scenario, server: tuple[Figure, ...]) -> Figures:
+    """Every figure the run measures, by its owners' declarations: the client's counts, each
+    throughput (a workload kind's own as the workload's), what its load profile adds, and what the
+    server counts over a step (`server`: bench_dsl.server.counters, a workload's counters among them)."""
+    return Figures([*client_figures(METRICS), *profile_of(sc.ramp).figures, *server])
 
 
 def workload_digest(sc: m.Scenario) -> str:

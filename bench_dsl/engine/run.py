@@ -40,7 +40,7 @@ from bench_dsl.fleet.base import ClusterError, Fleet, WorkerFailed, WorkerLost
 from bench_dsl.language import model as m
 from bench_dsl.measure.cpu import CpuSampler
 from bench_dsl.server.side import ServerSide
-from bench_dsl.workloads.registry import make_workload
+from bench_dsl.workloads.registry import PLUGINS, make_workload
 
 
 @dataclass
@@ -81,7 +81,8 @@ class Run:
         self._interrupts = 0
         self.stage = Stage(sc, plan, self.workload, self.voice)
         self.fleet: Fleet | None = None
-        self.server_side = ServerSide(sc, self.workload.server_counters, self.voice.log)
+        self.server_side = ServerSide(sc, self.workload.server_counters, self.voice.log,
+                                      PLUGINS[sc.workload.kind].counted)
         self.watch = TargetWatch(self.voice.scrub, None, clock)
         self.tally = Tally(plan, sc.report_every, self.workload, profile, self.judge, self.voice, self.server_side,
                            self.watch, self.stop)
@@ -180,7 +181,8 @@ class Run:
                 self.voice.secret(d.password)
         self.publish(ev.Begin(__version__, outcome.now(), outcome.scenario_json(
             self.sc, self.workload.description(), self.names, self.plan, self.opt.time_scale, self.opt.max_steps,
-            self._scrub), outcome.machine_info(), self.opt.configuration))
+            self._scrub), outcome.machine_info(), self.opt.configuration,
+            outcome.figures(self.sc, self.server_side.counters.figures())))
         try:
             await self._execute(given)
         except TargetError as exc:

@@ -193,9 +193,8 @@ class Tally:
         if agg.ticks == 0:
             return
         figures = self._figures(agg, self.lag_step)
-        if server is not None and "nopm" in server and figures.get("nopm"):
-            server["nopm_client_vs_server_pct"] = round(100.0 * (figures["nopm"] - server["nopm"])
-                                                        / server["nopm"], 2) if server["nopm"] else None
+        if server is not None:
+            server = self.server_side.counters.compared(server, figures)
         row = StepRow(ph.step or 0, ph.users if ph.kind == "hold" else agg.users_max or 0, why is None, why,
                       round(self.step_started, 3), figures, server, [v.to_json() for v in verdicts], agg.histograms(),
                       ph.rate)

@@ -24,9 +24,43 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
+from bench_dsl.core.figures import Figure
 from bench_dsl.measure.metrics import HIGHEST_US, TxStats, new_histogram
 
 _HISTOGRAMS = ("lag", "service", "queue_wait")
+
+
+def _f(name: str, unit: str, kind: str, merge: str, description: str, **kw: Any) -> Figure:
+    return Figure(name, unit, kind, merge, "client", "figures", f"open-loop rate: {description}", **kw)  # type: ignore[arg-type]
+
+
+TICK = ("tick",)  # Figure.live: a live tick carries it (the screen's headline of a rate run)
+
+# An open-loop rate's figures (core.figures), in every row and the summary of a `rate` run; each
+# latency (lag_ms, service_ms, queue_wait_ms) an object of percentiles beside them
+FIGURES = (
+    _f("offered_tps", "tps", "rate", "recompute", "arrivals due per second", live=TICK),
+    _f("started_tps", "tps", "rate", "recompute", "arrivals a user sent, per second"),
+    _f("achieved_tps", "tps", "rate", "recompute", "transactions completed per second", digits=3, live=TICK),
+    _f("achieved_pct", "%", "ratio", "recompute", "achieved_tps as % of offered_tps (over 100 while a backlog "
+       "is served)", digits=3, nullable=True),
+    _f("offered", "", "count", "sum", "arrivals due: offered = started + dropped + queue_growth", integer=True),
+    _f("started", "", "count", "sum", "arrivals a user sent", integer=True),
+    _f("dropped", "", "count", "sum", "arrivals that found no free user and no room to queue: counted, never "
+       "sent", integer=True),
+    _f("queue_growth", "", "count", "sum", "arrivals waiting for a user at the end less those at the start "
+       "(negative while a backlog is served)", integer=True, signed=True),
+    _f("waiting_at_end", "", "gauge", "max", "arrivals due and waiting for a user at the end; the summary's: "
+       "still queued when the run ended, never sent", integer=True),
+    _f("dropped_pct", "%", "ratio", "recompute", "dropped, % of the arrivals", digits=3, nullable=True),
+    _f("dropped_per_s", "/s", "rate", "recompute", "arrivals dropped per second", digits=2, live=TICK),
+    _f("queued_max", "", "gauge", "max", "the most arrivals waiting for a user at once", integer=True, live=TICK),
+    _f("busy", "users", "gauge", "recompute", "users inside a transaction, on average", live=TICK),
+    _f("busy_max", "users", "gauge", "max", "the most users inside a transaction at once", integer=True),
+    _f("idle", "users", "gauge", "recompute", "users waiting for an arrival, on average"),
+    _f("busy_pct", "%", "ratio", "recompute", "the pool's users inside a transaction (busy, on average), % of "
+       "the pool", nullable=True),
+)
 
 
 @dataclass(slots=True)
@@ -124,6 +158,12 @@ class ArrivalStats:
             "idle": round(self.idle, 1),
             **{name + "_ms": self._stats(name).latency_ms() for name in _HISTOGRAMS},
         }
+
+    def tick_figures(self, seconds: float) -> dict[str, Any]:
+        """What a live tick carries of the schedule (its FIGURES that say "tick"; achieved_tps is the
+        tick's completions, which the tick counts)."""
+        a = self.figures(seconds)
+        return {f.name: a[f.name] for f in FIGURES if "tick" in f.live and f.name in a}
 
     def _stats(self, name: str) -> TxStats:
         hist: HdrHistogram = getattr(self, name)

@@ -12,6 +12,7 @@ from hdrh.histogram import HdrHistogram
 
 from bench_dsl.language.metrics import CORE_TABLE, MetricDecl, Table
 from bench_dsl.language.model import Metric
+from bench_dsl.measure.figures import client_figures
 from bench_dsl.measure.stalls import Span, Stalls, join
 
 LOWEST_US = 1
@@ -155,8 +156,7 @@ class Tick:
         out |= {d.name: round(n * d.per / secs, 1) for d, n in rates.items() if d.transaction is not None}
         if self.arrivals is not None:
             done = whole[0]
-            a = self.arrivals.figures(secs)
-            out |= {k: a[k] for k in ("offered_tps", "dropped_per_s", "busy", "queued_max")}
+            out |= self.arrivals.tick_figures(secs)
             out["achieved_tps"] = round(done / secs, 1)
         if self.lag is not None:
             out["lag_s"] = round(self.lag, 2)
@@ -385,9 +385,8 @@ class Aggregate:
     def so_far(self) -> dict[str, object]:
         """The summary's figures a live display shows of a step still running."""
         s = self.summary()
-        rates = (d.name for d in self.metrics.measuring("throughput"))
-        out: dict[str, object] = {k: s[k] for k in ("seconds", "users", "count", *rates, "errors", "retries",
-                                                    "latency_ms", "cpu", "stall_s") if k in s}
+        live = (f.name for f in client_figures(self.metrics) if "step" in f.live)
+        out: dict[str, object] = {k: s[k] for k in (*live, "latency_ms", "cpu") if k in s}
         return out | {"transactions": {n: {k: t[k] for k in ("count", "tps", "errors", "latency_ms")}
                                        for n, t in s["transactions"].items()}}  # type: ignore[attr-defined]
 

@@ -11,8 +11,15 @@ from __future__ import annotations
 import math
 import sys
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+
+from bench_dsl.core.figures import Figure, Figures
+from bench_dsl.language.metrics import CORE_TABLE
+from bench_dsl.measure import arrivals
+from bench_dsl.measure.figures import client_figures
+from bench_dsl.server.figures import SECONDS, TPM
 
 MAX_DEPTH = 64
 # JSON's integers have no bound and Python reads them whole: one past a float's range is no figure
@@ -22,6 +29,9 @@ FLOAT_MAX = sys.float_info.max
 STATUSES = ("running", "completed", "prepared", "interrupted", "target_failed", "scenario_error", "failed")
 PHASES = ("warmup", "settle", "hold", "ramp")
 LATENCIES = ("min", "avg", "p50", "p90", "p95", "p99", "p99_9", "max")
+# What any run's rows may hold, by the owners' declarations; a result adds its workload's own
+# (its "figures", which the run wrote from the same declarations)
+CORE_FIGURES = Figures([*client_figures(CORE_TABLE), *arrivals.FIGURES, SECONDS, *TPM.figures()])
 _NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false", dict: "an object",
           list: "a list", type(None): "null"}
 
@@ -62,7 +72,7 @@ def check_row(kind: str, row: dict[str, Any]) -> Problem | None:
     """The first problem of a step's or an interval's row (an event stream's line), or None."""
     try:
         _walk(row)
-        (_step if kind == "step" else _interval)(row, kind)
+        (_step if kind == "step" else _interval)(row, kind, CORE_FIGURES)
     except _Bad as bad:
         return Problem(bad.where, bad.what)
     return None
@@ -161,10 +171,14 @@ def _document(doc: dict[str, Any]) -> None:
             _field(server, key, "server", "string", "null", required=key == "target")
         _field(server, "settings", "server", "array")
     _field(doc, "prepare", "", "object", "null", required=False)
+    # the figures the run declared it measures (a workload's own among them), beside the core's
+    figures = CORE_FIGURES + Figures.from_json(_field(doc, "figures", "", "object", required=False))
     for i, row in enumerate(_field(doc, "steps", "", "array")):
-        _step(row, f"steps[{i}]")
+        _step(row, f"steps[{i}]", figures)
+        if (server := row.get("server")) is not None:
+            _declared(_object(server, f"steps[{i}].server"), f"steps[{i}].server", figures.at("server"))
     for i, row in enumerate(_field(doc, "intervals", "", "array")):
-        _interval(row, f"intervals[{i}]")
+        _interval(row, f"intervals[{i}]", figures)
     stop = _field(doc, "stop", "", "object", "null")
     if stop is not None:
         _field(stop, "reason", "stop", "string")
@@ -182,7 +196,7 @@ def _document(doc: dict[str, Any]) -> None:
         _object(e, f"expect[{i}]")
     summary = _field(doc, "summary", "", "object", "null")
     if summary is not None:
-        _figures(summary, "summary", ("integer", "null"))
+        _figures(summary, "summary", figures, nullable=("users",))
     for i, e in enumerate(_field(doc, "errors", "", "array")):
         _object(e, f"errors[{i}]")
         _field(e, "code", f"errors[{i}]", "integer")
@@ -214,33 +228,34 @@ def _configuration(doc: dict[str, Any]) -> None:
     _field(conf, "study_id", "configuration", "string", required=False)
 
 
-def _tx(row: Any, where: str) -> None:
+def _tx(row: Any, where: str, figures: Figures) -> None:
     _object(row, where)
-    for key in ("count", "errors", "retries"):
-        _field(row, key, where, "integer", minimum=0)
-    for key in ("tps", "tpm", "qps"):
-        _field(row, key, where, "number", minimum=0)
+    _declared(row, where, figures.at("tx"))
     lat = _field(row, "latency_ms", where, "object")
     for key in LATENCIES:
         _field(lat, key, f"{where}.latency_ms", "number", "null", minimum=0)
     _field(row, "errors_by_code", where, "object")
 
 
-def _figures(row: Any, where: str, users: tuple[str, ...] = ("integer",)) -> None:
-    _tx(row, where)
-    _field(row, "seconds", where, "number", minimum=0)
-    _field(row, "users", where, *users, minimum=0)  # the summary of a run that measured nothing: null
+def _declared(row: dict[str, Any], where: str, figures: Iterable[Figure], nullable: tuple[str, ...] = ()) -> None:
+    """Each figure declared for this place (core.figures): of its type, never below 0 unless signed."""
+    for f in figures:
+        kinds = (*f.json_types, "null") if f.name in nullable else f.json_types
+        _field(row, f.name, where, *kinds, required=f.required, minimum=None if f.signed else 0)
+
+
+def _figures(row: Any, where: str, figures: Figures, nullable: tuple[str, ...] = ()) -> None:
+    _tx(row, where, figures)
+    _declared(row, where, figures.at("figures"), nullable)  # the summary of a run that measured nothing: users null
     cpu = _field(row, "cpu", where, "object")
     for key in cpu:
         _field(cpu, key, f"{where}.cpu", "number", "null", minimum=0)
-    for key in ("nopm", "stall_s", "stall_total_s"):
-        _field(row, key, where, "number", required=False, minimum=0)
     for name, tx in _field(row, "transactions", where, "object").items():
-        _tx(tx, f"{where}.transactions.{name}")
+        _tx(tx, f"{where}.transactions.{name}", figures)
 
 
-def _step(row: Any, where: str) -> None:
-    _figures(row, where)
+def _step(row: Any, where: str, figures: Figures) -> None:
+    _figures(row, where, figures)
     _field(row, "step", where, "integer", minimum=0)
     _field(row, "complete", where, "boolean")
     _field(row, "incomplete_reason", where, "string", required=False)
@@ -263,8 +278,8 @@ def _verdict(v: dict[str, Any], where: str) -> None:
     _field(v, "resolved", where, "string", required=False)
 
 
-def _interval(row: Any, where: str) -> None:
-    _figures(row, where)
+def _interval(row: Any, where: str, figures: Figures) -> None:
+    _figures(row, where, figures)
     _field(row, "t", where, "number", minimum=0)
     _field(row, "start_s", where, "number", minimum=0)
     if _field(row, "phase", where, "string") not in PHASES:

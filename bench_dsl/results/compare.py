@@ -199,7 +199,7 @@ def compare(summary: dict[str, Any], gates: list[Gate] | None = None, force: boo
         for metric, d in registry.METRICS.shown("compared").items():
             stats = [_dig(e, d.path) for e in entries]
             if all(s is None for s in stats):
-                continue  # nopm of a workload that has none
+                continue  # a workload's own figure, of a workload that has none
             if metric == "error_rate_pct" and all(s is None or s["max"] == 0 for s in stats):
                 continue  # no errors anywhere: a row of zeros says nothing
             rows.append(_row(metric, ax.key, u, d.row_unit, confs, stats, d.higher_is_better))

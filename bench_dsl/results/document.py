@@ -29,6 +29,8 @@ class ResultDocument:
             case ev.Begin():
                 self.doc = _head(event.tool_version, event.started_at, event.scenario, event.machine,
                                  event.configuration)
+                if event.figures:  # a run's always; a replayed result's written before it had them, not
+                    self.doc["figures"] = event.figures.to_json()
             case ev.Started():
                 d["server"] = event.server
             case ev.Prepared():

@@ -290,7 +290,7 @@ def measured_steps(doc: dict[str, Any]) -> list[tuple[int | None, dict[str, Any]
 
 
 def _throughput(doc: dict[str, Any], step_no: int | None, row: dict[str, Any], name: str) -> float | None:
-    # a step has it; a run measured from its summary may have it in its workload's report (TPC-C's nopm)
+    # a step has it; a run measured from its summary may have it in its workload's report (TPC-C's new orders a minute)
     if (v := figure(row, name)) is None and step_no is None:
         return (doc.get("workload_report") or {}).get(name)
     return v

@@ -32,6 +32,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from bench_dsl.core.figures import Figures
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.client_limit import CLIENT_LAG_MS
 from bench_dsl.engine.judge import state_of
@@ -40,6 +41,7 @@ from bench_dsl.engine.stopping import StopReason
 from bench_dsl.language import model as m
 from bench_dsl.measure.schedlag import worst_lag
 from bench_dsl.measure.stalls import STALL_SHOWN_S
+from bench_dsl.results.checks import CORE_FIGURES
 from bench_dsl.results.read import RESULT_FORMAT, BadResult, parse_json, read_bytes, result_of
 from bench_dsl.results.stream import read_stream
 
@@ -100,12 +102,14 @@ def timed(evs: Iterable[ev.Event]) -> list[Timed]:
 def document_events(doc: Json) -> list[Timed]:
     """The events a run's sinks got, as far as its result document keeps them (see the module)."""
     sc, intervals, step_rows = doc["scenario"], list(doc["intervals"]), {r["step"]: r for r in doc["steps"]}
+    figures = catalog(Figures.from_json(doc.get("figures")))
     plan = sc.get("plan") or {}
     steps = int(plan.get("steps") or 0)
     start = float(intervals[0]["start_s"]) if intervals else 0.0
     end = float(doc.get("elapsed_s") or 0.0)
     out: list[Timed] = [(0.0, ev.Begin((doc.get("tool") or {}).get("version") or "", doc.get("started_at") or "",
-                                       sc, doc.get("machine") or {}))]
+                                       sc, doc.get("machine") or {}, doc.get("configuration"),
+                                       Figures.from_json(doc.get("figures"))))]
     server = doc.get("server")
     if server:  # none when the target could not be reached: the screen never showed one either
         out.append((0.0, ev.Started(sc["name"], server.get("target") or "", server.get("version") or "",
@@ -149,7 +153,7 @@ def document_events(doc: Json) -> list[Timed]:
         if row.get("measured"):
             step_rows_so_far.append(row)
             ended = i == last_of_step.get(row["step"]) and row["step"] in step_rows
-            so_far = _so_far(step_rows[row["step"]]) if ended else _so_far_of(step_rows_so_far)
+            so_far = _so_far(step_rows[row["step"]], figures) if ended else _so_far_of(step_rows_so_far)
         out.append((t, ev.Interval(IntervalRow.from_json(row), so_far)))
         codes = {int(c) for tx in (row.get("transactions") or {}).values() for c in tx.get("errors_by_code") or {}}
         if codes - seen:
@@ -227,12 +231,16 @@ def phase_line(ph: ev.Phase) -> str:
     return f"{label}: {users} users" + (f" for {ph.seconds:g}s" if ph.seconds is not None else "")
 
 
-_SO_FAR = ("seconds", "users", "count", "tps", "tpm", "qps", "nopm", "errors", "retries", "latency_ms", "cpu")
+def catalog(doc_figures: Figures) -> Figures:
+    """The figures a result declares; the core's for one written before results declared them."""
+    return doc_figures or CORE_FIGURES
 
 
-def _so_far(step: Json) -> Json:
-    """A step's figures as a live display shows the step so far (metrics.Aggregate.so_far's keys)."""
-    return {k: step[k] for k in _SO_FAR if k in step} | {
+def _so_far(step: Json, figures: Figures) -> Json:
+    """A step's figures as a live display shows the step so far (metrics.Aggregate.so_far's: the
+    figures declared live for a step)."""
+    live = (f.name for f in figures if "step" in f.live and f.place in ("tx", "figures"))
+    return {k: step[k] for k in (*live, "latency_ms", "cpu") if k in step} | {
         "transactions": {n: {k: t.get(k) for k in ("count", "tps", "errors", "latency_ms")}
                          for n, t in (step.get("transactions") or {}).items()}}
 
@@ -293,7 +301,10 @@ def _with_ticks(evs: list[Timed]) -> list[Timed]:
     ph: ev.Phase | None = None
     stalls: list[tuple[float, float]] = []  # the step's so far, as its measured intervals recorded them
     step: int | None = None
+    declared = CORE_FIGURES
     for t, e in evs:
+        if isinstance(e, ev.Begin):
+            declared = catalog(e.figures)
         if isinstance(e, ev.Phase):
             ph = e
         if isinstance(e, ev.Interval):
@@ -302,7 +313,7 @@ def _with_ticks(evs: list[Timed]) -> list[Timed]:
                 stalls, step = [], e.row.step
             if e.row.measured:
                 stalls += [(float(a), float(b)) for a, b in row.get("stalls") or ()]
-            out += _ticks(row, ph, _longest(stalls) if e.row.measured else None)
+            out += _ticks(row, ph, declared, _longest(stalls) if e.row.measured else None)
         out.append((t, e))
     return out
 
@@ -317,23 +328,20 @@ def _longest(spans: list[tuple[float, float]]) -> float | None:
     return longest
 
 
-# what a live tick of an open-loop rate carries beside the rates (metrics.Tick.figures)
-_OPEN_LOOP = ("offered_tps", "achieved_tps", "dropped_per_s", "busy", "queued_max")
-
-
-def _ticks(row: Json, ph: ev.Phase | None, stall_s: float | None = None) -> list[Timed]:
+def _ticks(row: Json, ph: ev.Phase | None, declared: Figures, stall_s: float | None = None) -> list[Timed]:
     secs, end = float(row.get("seconds") or 0), float(row["t"])
     n = max(1, round(secs))
     per_s = 1 / (secs or 1)
-    figures: Json = {"tps": row.get("tps"), "tpm": row.get("tpm"), "qps": row.get("qps"),
+    figures: Json = {**{f.name: row.get(f.name) for f in declared.at("tx") if "tick" in f.live},
                      "errors_per_s": round(float(row.get("errors") or 0) * per_s, 2),
                      "retries_per_s": round(float(row.get("retries") or 0) * per_s, 2), "cpu": row.get("cpu") or {},
                      "transactions": {name: {"count": round(int(tx.get("count") or 0) / n), "tps": tx.get("tps"),
                                              "errors": round(int(tx.get("errors") or 0) / n)}
                                       for name, tx in (row.get("transactions") or {}).items()}}
+    # what a tick carries beside: a workload's rates of one transaction (TPC-C's new orders a minute), an open-loop
+    # rate's headline (asked against done, arrivals dropped, the pool's busy users)
+    figures.update({f.name: row[f.name] for f in declared.at("figures") if "tick" in f.live and f.name in row})
     figures.update(side_figures(row, CLIENT_LAG_MS))
-    # an open-loop rate's headline: asked against done, arrivals dropped, the pool's busy users
-    figures.update({k: row[k] for k in _OPEN_LOOP if k in row})
     if stall_s is not None:  # the live tick's: the step's longest stall so far
         figures["stall_s"] = round(stall_s, 1)
     out: list[Timed] = []
@@ -388,10 +396,10 @@ def _judged(c: ev.ConditionSpec | None, value: float | None, previous: float | N
 
 
 def side_figures(row: dict[str, Any], lag_bound_ms: float) -> dict[str, Any]:
-    """What a live tick carried beside the rates, rebuilt from an interval row (bench replay): NOPM,
-    a stall, replica lag, the busiest disk, and the worst process's scheduling lag with the judge's bound
-    (the interval's figures, not the second's)."""
-    out: dict[str, Any] = {"nopm": row["nopm"]} if "nopm" in row else {}
+    """What a live tick carried beside its declared figures, rebuilt from an interval row (bench
+    replay): a stall, replica lag, the busiest disk, and the worst process's scheduling lag with the
+    judge's bound (the interval's figures, not the second's)."""
+    out: dict[str, Any] = {}
     if (row.get("stall_s") or 0) >= STALL_SHOWN_S:  # the interval's (the live tick showed the step's so far)
         out["stall_s"] = row["stall_s"]
     if (rep := row.get("replication")) and rep.get("lag_s") is not None:

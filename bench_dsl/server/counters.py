@@ -17,8 +17,10 @@ from typing import Any
 import asyncmy
 
 from bench_dsl.core.dsn import Dsn
+from bench_dsl.core.figures import Counted, Figure
 from bench_dsl.measure.metrics import StatusSample
 from bench_dsl.server.connect import connect
+from bench_dsl.server.figures import SECONDS, TPM
 
 # What every interval and step records of SHOW GLOBAL STATUS (docs/language.md lists them): what
 # the rows, the disk, the redo log, the locks and the statements did. A name the server does not
@@ -55,8 +57,9 @@ Reading = tuple[float, dict[str, int]]  # (monotonic time, counters)
 
 class ServerCounters:
     def __init__(self, workload_counters: Callable[[asyncmy.Connection], Awaitable[dict[str, int]]],
-                 warn: Callable[[str], None]) -> None:
+                 warn: Callable[[str], None], counted: tuple[Counted, ...] = ()) -> None:
         self.workload_counters = workload_counters
+        self.counted = (TPM, *counted)  # the step figures: the core's, then the workload's
         self.warn = warn
         self.ctl: asyncmy.Connection | None = None
         self.step_start: Reading | None = None
@@ -199,11 +202,26 @@ class ServerCounters:
         if before is None or after is None or after[0] <= before[0]:
             return None
         minutes = (after[0] - before[0]) / 60
-        out: dict[str, Any] = {"seconds": round(after[0] - before[0], 3)}
-        for key, name in (("commits_rollbacks", "tpm"), ("new_orders", "nopm")):
-            if key in after[1] and key in before[1]:
-                out[name] = round((after[1][key] - before[1][key]) / minutes, 1)
+        out: dict[str, Any] = {SECONDS.name: round(after[0] - before[0], 3)}
+        for c in self.counted:
+            if c.counter in after[1] and c.counter in before[1]:
+                out[c.figure.name] = round((after[1][c.counter] - before[1][c.counter]) / minutes, c.figure.digits)
         return out
+
+    def compared(self, server: dict[str, Any], client: dict[str, Any]) -> dict[str, Any]:
+        """A step's server figures with, for each that has a client's figure of the same thing, how
+        far apart the two are (% of the server's; null when the server counted none)."""
+        out = dict(server)
+        for c in self.counted:
+            mine, theirs = server.get(c.figure.name), client.get(c.client) if c.client else None
+            if mine is not None and theirs:
+                out[f"{c.figure.name}_client_vs_server_pct"] = (round(100.0 * (theirs - mine) / mine, 2)
+                                                                 if mine else None)
+        return out
+
+    def figures(self) -> tuple[Figure, ...]:
+        """What a step's "server" holds (core.figures)."""
+        return (SECONDS, *(f for c in self.counted for f in c.figures()))
 
 
 def _numeric(v: object) -> bool:

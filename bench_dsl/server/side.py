@@ -12,6 +12,7 @@ from typing import Any
 import asyncmy
 
 from bench_dsl.core.dsn import Dsn
+from bench_dsl.core.figures import Counted
 from bench_dsl.language import model as m
 from bench_dsl.measure.metrics import Tick
 from bench_dsl.server.counters import STATUS_DEFAULT, ServerCounters, unknown_status
@@ -37,9 +38,9 @@ def _missing(reading: Reading, needs: list[m.Condition]) -> tuple[str, str] | No
 
 class ServerSide:
     def __init__(self, sc: m.Scenario, workload_counters: Callable[[asyncmy.Connection], Awaitable[dict[str, int]]],
-                 log: Callable[..., None]) -> None:
+                 log: Callable[..., None], counted: tuple[Counted, ...] = ()) -> None:
         self.sc = sc
-        self.counters = ServerCounters(workload_counters, lambda msg: log(msg, "warning"))
+        self.counters = ServerCounters(workload_counters, lambda msg: log(msg, "warning"), counted)
         self.log = log
         self.heartbeat: Heartbeat | None = None
         self.host: HostWatch | None = None

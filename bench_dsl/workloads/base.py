@@ -129,7 +129,8 @@ class Workload(abc.ABC):
 
     async def server_counters(self, conn: asyncmy.Connection) -> dict[str, int]:
         """Counters read from the server at each step boundary, whose deltas the run reports beside
-        the client's own figures (TPC-C: the sum of d_next_o_id, i.e. new orders as HammerDB counts)."""
+        the client's own figures (TPC-C: the sum of d_next_o_id, i.e. new orders as HammerDB counts),
+        as its kind declares them (WorkloadPlugin.counted)."""
         return {}
 
     def rates(self, tps: float) -> dict[str, float] | None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from bench_dsl.core.dsn import Dsn
+from bench_dsl.core.figures import Counted
 from bench_dsl.language import syntax as ast
 from bench_dsl.language.metrics import MetricDecl
 from bench_dsl.language.model import Fill, SetupSql, WorkloadSpec
@@ -43,6 +44,9 @@ class WorkloadPlugin(Generic[Spec]):
     # grammar's units, the result and compare know them whatever the workload (a custom workload
     # with the transaction they need has them too); registry.METRICS holds them all
     metrics: tuple[MetricDecl, ...] = ()
+    # step figures the server counts (core.figures.Counted), from the counters its workload's
+    # server_counters reads: TPC-C's nopm as HammerDB counts it, beside the client's
+    counted: tuple[Counted, ...] = ()
     # What turns a rate written in one of its throughputs (`rate 20000 nopm`) into the rate of all
     # its transactions, which is what is scheduled: (spec, transaction, committed) -> the share of
     # the transactions its users run that are `transaction` (None: any) and, when `committed`, commit

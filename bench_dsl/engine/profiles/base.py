@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from bench_dsl.core.axis import LoadAxis
+from bench_dsl.core.figures import Figure
 from bench_dsl.core.numbers import num
 from bench_dsl.engine.phases import Phase, Plan, whole
 from bench_dsl.engine.scheduler import Scheduler
@@ -23,6 +24,7 @@ class LoadProfile:
     kind: ClassVar[str]  # the model's ramp kind this profile plans
     scheduler: ClassVar[type[Scheduler]]
     axis: ClassVar[LoadAxis]  # what its load is measured in: its saturation point's, every reader's x
+    figures: ClassVar[tuple[Figure, ...]] = ()  # what its load adds to each row (core.figures)
 
     def point(self, ph: Phase, interval: Aggregate | None = None) -> float | None:
         """Where on its axis a phase was measured: at a step's end (`interval` None), or over one
@@ -44,7 +46,7 @@ class LoadProfile:
 
     def bound(self, ramp: Any) -> LoadProfile:
         """This profile with its words bound to `ramp` where they say more than its phases hold (a
-        rate asked in nopm); itself when they do not."""
+        rate asked in a workload's own unit); itself when they do not."""
         return self
 
     def describe(self, ramp: Any) -> str:

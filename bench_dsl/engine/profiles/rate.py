@@ -14,6 +14,7 @@ from bench_dsl.engine.scheduler import Scheduler
 from bench_dsl.fleet.base import Fleet
 from bench_dsl.language import model as m
 from bench_dsl.language.values import num
+from bench_dsl.measure import arrivals
 from bench_dsl.measure.metrics import Aggregate
 
 # the longest the warmup's backlog is waited for (a server that stalls the warmup's transactions
@@ -92,6 +93,7 @@ RATE = LoadAxis("rate", "rate_tps", "tps", "offered rate (transactions/s)", "off
 class RateProfile(LoadProfile):
     scheduler = RateScheduler
     axis = RATE
+    figures = arrivals.FIGURES  # the schedule's: offered, dropped, the pool's busy users, ...
 
     def point(self, ph: Phase, interval: Aggregate | None = None) -> float | None:
         if interval is None or ph.rate is None:
@@ -100,7 +102,7 @@ class RateProfile(LoadProfile):
         return float(offered) if isinstance(offered, (int, float)) else None
 
     def asked(self, ramp: m.RateLoad) -> dict[str, Any]:
-        # as asked (its unit: tps, or the workload's nopm) and as scheduled (tps)
+        # as asked (its unit: tps, or a throughput the workload declares) and as scheduled (tps)
         return {"rate": ramp.to_json()}
 
     def plan(self, ramp: m.RateLoad, warmup: float, time_scale: float, max_steps: int | None) -> Plan:
@@ -137,7 +139,7 @@ class RateProfile(LoadProfile):
         return (whole(warmup, time_scale) if warmup > 0 else 0.0) + settles + n * whole(ramp.hold, time_scale)
 
     # the load this profile's words are of (bound): a rate asked in a throughput of the workload's
-    # own (nopm) is said in it beside the tps scheduled
+    # own (TPC-C's new orders a minute) is said in it beside the tps scheduled
     ramp: m.RateLoad | None = None
 
     def bound(self, ramp: m.RateLoad) -> LoadProfile:
@@ -198,7 +200,7 @@ def _more(ramp: m.RateLoad) -> str:
 
 
 def _tps(rate: float) -> str:
-    """A rate scheduled, to a tenth of a transaction a second (a rate converted from nopm has more)."""
+    """A rate scheduled, to a tenth of a transaction a second (a rate converted from a workload's own unit has more)."""
     return num(round(rate, 1 if rate >= 10 else 3))
 
 
@@ -208,7 +210,7 @@ def _asked(ramp: m.RateLoad, tps: float) -> str:
 
 def _rate(ramp: m.RateLoad, tps: float, end: float | None = None) -> str:
     """A rate (from tps to end) in the unit asked and, when that is not tps, in the tps scheduled:
-    "20000 nopm (748.2 tps)"."""
+    "20000 <the workload's unit> (748.2 tps)"."""
     if ramp.unit == "tps":
         return f"{num(tps)} tps" if end is None else f"{num(tps)} -> {num(end)} tps"
     if end is None:

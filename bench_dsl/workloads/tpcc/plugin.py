@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Literal
 from bench_dsl.core.aio import run_loop
 from bench_dsl.core.dsn import Dsn
 from bench_dsl.core.errors import ExitCode
+from bench_dsl.core.figures import Counted, Figure
 from bench_dsl.language import syntax as ast
 from bench_dsl.language.metrics import MetricDecl
 from bench_dsl.language.model import Fill, SetupSql
@@ -235,5 +236,11 @@ NOPM = MetricDecl("nopm", "throughput", "nopm", "own", title="NOPM", example="{l
                   counts="committed", per=60.0, transaction="new_order", live=True, higher_is_better=True,
                   summarized=True, compared=True, gated=True, compare_unit="new orders/min")
 
+# HammerDB's NOPM as the server counts it: every committed new order moved its district's d_next_o_id
+# on by one (Tpcc.server_counters reads the sum as "new_orders"); each step compares the client's with it
+SERVER_NOPM = Counted(Figure("nopm", "nopm", "rate", "recompute", "workload", "server",
+                             "delta of SUM(d_next_o_id), as HammerDB", title="server NOPM"), "new_orders",
+                      client=NOPM.name)
+
 PLUGIN = WorkloadPlugin("tpcc", validate, declared_transactions, plan_lines, build, tools=(CHECK,), metrics=(NOPM,),
-                        share=share, refuses_rate=refuses_rate)
+                        counted=(SERVER_NOPM,), share=share, refuses_rate=refuses_rate)
