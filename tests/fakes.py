@@ -1,14 +1,17 @@
 """A virtual clock, a fake fleet and CPU for tests of the scheduler and the judge: the run's own code
 from the plan to its events, in a few milliseconds per phase, without a server, and the same at every
 run whatever else the machine does. The end-to-end tests run the same code against a real one. And
-a one-statement workload for tests of the users against a real server (QueryWorkload)."""
+a one-statement workload for tests of the users against a real server (QueryWorkload), and the wait
+for a condition of the tests that meet something real (wait_until)."""
 
 from __future__ import annotations
 
 import asyncio
 import heapq
+import inspect
 import itertools
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +26,26 @@ from bench_dsl.measure.stalls import Quiet
 
 # users -> {transaction: (transactions per second, latency in ms)}: what a fake server gives
 Model = Callable[[int], dict[str, tuple[float, float]]]
+
+# how long a wait for a condition may take before the test is called hung: never reached by a slow
+# machine, only by a defect (each wait ends as soon as its condition holds)
+HUNG_S = 60.0
+
+
+async def wait_until(what: str, done: Callable[[], bool | Awaitable[bool]], within: float = HUNG_S) -> None:
+    """Until `done()` holds (polled every 10 ms; it may be a coroutine function, as a look at the
+    server is), or fail as hung, saying `what` was waited for, after `within` seconds. For a test that
+    waits for something to happen: never a fixed sleep, long enough on one machine and not on a
+    loaded one, and never a poll without end."""
+    deadline = time.monotonic() + within
+    while True:
+        ok = done()
+        if inspect.isawaitable(ok):
+            ok = await ok
+        if ok:
+            return
+        assert time.monotonic() < deadline, f"hung: {what} (not within {within:g} s)"
+        await asyncio.sleep(0.01)
 
 
 class VirtualClock:

@@ -24,7 +24,7 @@ from bench_dsl.measure.arrivals import ArrivalStats
 from bench_dsl.measure.metrics import PERCENTILES, TxStats
 from bench_dsl.measure.recorder import Recorder
 from bench_dsl.server.embedded import EmbeddedServer
-from tests.fakes import Query, QueryWorkload
+from tests.fakes import HUNG_S, Query, QueryWorkload, wait_until
 
 # both, always: the set-up builds the C executor (scripts/setup.sh installs libmariadb's headers), and a
 # suite that skipped it would pass with the executor most runs use untested
@@ -32,17 +32,9 @@ EXECUTORS = ["c", "driver"]
 NOT_BUILT = "the C executor is not built: scripts/setup.sh builds it (make test runs it)"
 # users enough for 500 arrivals a second even when a loaded machine makes a SELECT 1 take 10 ms
 USERS = 32
-# how long a wait for a condition may take before the test is called hung: never reached by a slow
-# machine, only by a defect (each wait ends as soon as its condition holds)
-HUNG_S = 60.0
-
-
-async def _until(what: str, done: Any) -> None:
-    """Until `done()` holds (polled every 10 ms), or fail as hung after HUNG_S."""
-    deadline = time.monotonic() + HUNG_S
-    while not done():
-        assert time.monotonic() < deadline, f"hung: {what}"
-        await asyncio.sleep(0.01)
+# A wait for something to happen is wait_until (tests/fakes.py), never a fixed sleep. The sleeps left
+# here are the load a test measures, or a stall it makes: how long they really lasted is read from the
+# clock around them, and the counts are held to that.
 
 
 async def _drained(pool: UserPool, into: ArrivalStats | None = None) -> ArrivalStats:
@@ -57,7 +49,7 @@ async def _drained(pool: UserPool, into: ArrivalStats | None = None) -> ArrivalS
         out.merge(take)
         return take.busy == 0 and take.waiting == 0 and take.started == 0
 
-    await _until("the arrivals in flight to complete", drained)
+    await wait_until("the arrivals in flight to complete", drained)
     return out
 
 
@@ -171,7 +163,7 @@ async def test_users_waiting_for_an_arrival_stop_at_once(server: tuple[Dsn, obje
         take = pool.arrivals()
         return take is not None and take.idle == 4 and take.busy == 0
 
-    await _until("every user waiting for an arrival", all_waiting)
+    await wait_until("every user waiting for an arrival", all_waiting)
     # a user that waited for the next arrival instead (20 s away, or due now and served) would still
     # be at it when the grace ran out, and be cancelled: none is, however long the stop took
     await pool.stop_all(10.0)
@@ -185,12 +177,12 @@ async def test_a_new_rate_applies_from_the_moment_it_is_set(server: tuple[Dsn, o
         t0 = time.monotonic()
         pool.pace(200)
         t0b = time.monotonic()
-        await asyncio.sleep(1.0)
+        await asyncio.sleep(1.0)  # the load measured: t0..t1 says how long it really lasted
         t1 = time.monotonic()
         low = pool.arrivals()
         pool.pace(600)
         t1b = time.monotonic()
-        await asyncio.sleep(1.0)
+        await asyncio.sleep(1.0)  # the load measured: t1..t2 says how long it really lasted
         t2 = time.monotonic()
         high = pool.arrivals()
         t2b = time.monotonic()
@@ -273,14 +265,14 @@ async def test_the_c_schedule_reaches_users_already_running_closed_loop(server: 
     pool = UserPool(server[0], QueryWorkload("SELECT 1"), rec, 1)  # type: ignore[arg-type]
     try:
         await pool.resize(2)
-        await _until("the users running closed loop", lambda: rec.swap()["t"].count > 0)
+        await wait_until("the users running closed loop", lambda: rec.swap()["t"].count > 0)
         pool.pace(100)
 
         def reached() -> bool:
             take = pool.arrivals()
             return take is not None and take.started > 0
 
-        await _until("an arrival started", reached)
+        await wait_until("an arrival started", reached)
         rec.swap()
         pool.arrivals()
         start = time.monotonic()
@@ -321,7 +313,7 @@ async def _frozen(srv: EmbeddedServer, dsn: Dsn, rate: float | None) -> tuple[Tx
         finally:
             os.kill(pid, signal.SIGCONT)
             stopped = time.monotonic() - stopped
-        await asyncio.sleep(1.0)  # answers again, for a while
+        await asyncio.sleep(1.0)  # answers again, for a while (not a wait: the drain or the stop below waits)
         if rate is not None:
             pool.pace(0)
             await _drained(pool)  # every arrival of the stall answered and recorded
@@ -386,14 +378,14 @@ async def test_users_waiting_for_their_arrivals_are_no_stall_users_held_by_a_loc
         rec.swap()
         start = time.monotonic()
         pool.pace(0.75)
-        await _until("three arrivals served", served(3))  # two gaps of 1.33 s between completions
+        await wait_until("three arrivals served", served(3))  # two gaps of 1.33 s between completions
         served_tx = rec.swap()["t"]
         idle = rec.quiet()
         waiting = Stalls.of(quiet_spans([idle], start, idle.at))
         async with lock.cursor() as cur:
             await cur.execute("LOCK TABLES stall_lock.t WRITE")
             locked = time.monotonic()
-            await _until("an arrival's user held by the lock", held_by_the_lock)
+            await wait_until("an arrival's user held by the lock", held_by_the_lock)
             await asyncio.sleep(1.2)  # the stall measured: held this long at least, longer on a slow machine
             rec.swap()
             held = rec.quiet()
@@ -421,7 +413,7 @@ class _Thinking(Query):
     completed = 0  # by every session
 
     async def pause(self, tx: int) -> None:
-        await asyncio.sleep(1.4)
+        await asyncio.sleep(1.4)  # the think time under test (the test waits for completions, not for this)
 
     async def run(self, conn: Any, tx: int) -> int:
         out = await super().run(conn, tx)
@@ -448,7 +440,7 @@ async def test_users_in_their_think_time_are_no_stall(server: tuple[Dsn, object]
         start = time.monotonic()
         first = _Thinking.completed
         # each user through two think times at least (counted, not timed), then the take
-        await _until("two think times of each user", lambda: _Thinking.completed >= first + 4)
+        await wait_until("two think times of each user", lambda: _Thinking.completed >= first + 4)
         ran = rec.swap()["t"]
         quiet = rec.quiet()
     finally:

@@ -24,6 +24,7 @@ from bench_dsl.native import executor
 from bench_dsl.native.executor import ERROR, LOST, PREPARE, STOPPED, NativeUser
 from bench_dsl.server.connect import connect, ensure_database
 from tests.conftest import run_bench, run_sql
+from tests.fakes import HUNG_S, wait_until
 
 
 @pytest.fixture
@@ -50,6 +51,12 @@ async def _scalar(dsn: Dsn, sql: str) -> object:
             return row[0] if row else None
     finally:
         conn.close()
+
+
+async def _in_sleep(dsn: Dsn, ident: int) -> bool:
+    """Whether connection `ident` is inside its SELECT SLEEP, as the server sees it."""
+    return bool(await _scalar(dsn, "SELECT COUNT(*) FROM information_schema.PROCESSLIST "
+                                   f"WHERE ID = {ident} AND INFO LIKE 'SELECT SLEEP%'"))
 
 
 def _one(sql: str, *draws: Draw, params: tuple[tuple[int, int], ...] = ((0, 0),), explicit: bool = False,
@@ -183,13 +190,14 @@ async def test_a_procedure_with_results_keeps_the_loop_in_step(db: Dsn) -> None:
 
 
 async def test_a_killed_connection_is_reported_lost(db: Dsn) -> None:
+    # SELECT SLEEP(0.05): statements the KILL mostly lands inside (the server's time, under test; no wait)
     tx = Transactions((_one("SELECT SLEEP(?)", Draw("const", (0.05,))),))
     u = _user(db, tx)
     try:
         assert (await u.connect())[0] == 0
         ident = int(u.core.query_value("SELECT CONNECTION_ID()"))
         running = asyncio.ensure_future(u.run(False))
-        await asyncio.sleep(0.3)
+        await wait_until("the user's transactions running", lambda: u.completed > 0)
         conn = await connect(db, None)
         try:
             async with conn.cursor() as cur:
@@ -211,15 +219,15 @@ async def test_closing_while_running_wakes_the_thread_and_closes(db: Dsn) -> Non
     assert (await u.connect())[0] == 0
     ident = int(u.core.query_value("SELECT CONNECTION_ID()"))
     task = asyncio.ensure_future(u.run(False))
-    await asyncio.sleep(0.3)
+    # the SELECT SLEEP(30) is what is under test: a statement the user is inside when it is cancelled
+    await wait_until("the user inside its SELECT SLEEP(30)", lambda: _in_sleep(db, ident))
     task.cancel()
     u.close()
-    for _ in range(100):
-        if not await _scalar(db, f"SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = {ident}"):
-            break
-        await asyncio.sleep(0.1)
-    else:
-        pytest.fail("the connection is still open")
+
+    async def gone() -> bool:
+        return not await _scalar(db, f"SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = {ident}")
+
+    await wait_until("the server to see the cancelled user's connection go", gone)
 
 
 async def test_a_statement_that_cannot_be_prepared_is_left_to_the_driver(db: Dsn) -> None:
@@ -232,29 +240,30 @@ async def test_a_statement_that_cannot_be_prepared_is_left_to_the_driver(db: Dsn
 
 
 async def test_users_run_while_the_gil_is_held(db: Dsn) -> None:
-    """The loop needs no GIL: transactions complete while this thread holds it (a busy loop in
-    Python that never releases it would hold it for its whole switch interval otherwise: the
-    interval is raised so that it does)."""
+    """The loop needs no GIL: transactions complete while this thread holds it. A busy loop in Python
+    that never releases it holds it until another thread has asked for it for a whole switch interval:
+    the interval is raised above the loop's deadline, so that no thread is given it meanwhile. The loop
+    ends as soon as 20 transactions completed (counted, not timed: a loaded machine only takes longer)."""
     import sys
 
     u = _user(db, Transactions((_one("SELECT c FROM ex_t WHERE id = ?", Draw("uniform", (1, 6000))),)))
     assert (await u.connect())[0] == 0
     running = asyncio.ensure_future(u.run(False))
-    await asyncio.sleep(0.3)
+    await wait_until("the user's transactions running", lambda: u.core.completed > 0)
     old = sys.getswitchinterval()
-    sys.setswitchinterval(5.0)
+    sys.setswitchinterval(2 * HUNG_S)
     try:
         before = u.core.completed
-        end = time.monotonic() + 1.0
-        while time.monotonic() < end:
-            pass
+        deadline = time.monotonic() + HUNG_S  # reached only when the user needs the GIL: the test fails
+        while u.core.completed - before < 20 and time.monotonic() < deadline:
+            pass  # the GIL held: this loop is what is under test, not a wait to replace
         during = u.core.completed - before
     finally:
         sys.setswitchinterval(old)
         u.stop = True
     assert (await running)[0] == STOPPED
     u.close()
-    assert during > 20
+    assert during >= 20, f"{during} transactions in {HUNG_S:g} s while this thread held the GIL"
 
 
 async def test_the_same_seed_draws_the_same_values(db: Dsn) -> None:
@@ -488,16 +497,29 @@ async def test_a_user_closed_right_after_its_run_is_closed_once(db: Dsn, monkeyp
             closed.append(threading.current_thread().name)
 
     told = executor._call_soon
+    missed: list[str] = []
 
     def told_then_held_up(*args: object) -> None:
         told(*args)  # type: ignore[arg-type]
-        time.sleep(0.05)
+        # held up until the caller has acted on the answer (sent its next call, or closed the user): the
+        # race met at every run, not only when a fixed pause outlasted the caller. (A poll of its own,
+        # on the user's thread: a failure raised here would end the thread and leave the caller hung.)
+        deadline = time.monotonic() + HUNG_S
+        while u._calls.empty() and not u._closing:
+            if time.monotonic() > deadline:
+                missed.append(f"the caller did not act on the thread's answer within {HUNG_S:g} s")
+                return
+            time.sleep(0.001)
 
     monkeypatch.setattr(executor, "_call_soon", told_then_held_up)
     u = _user(db, Transactions((_one("SELECT 1", params=()),)))
     u.core = Core()
     assert (await u.run(False))[0] == STOPPED
     assert (await u.run(False))[0] == STOPPED  # sent while the thread is held up after the first
-    u.close()
-    await asyncio.sleep(0.3)  # the thread, had it a close of its own to do, has done it
+    u.close()  # while the thread is held up after the second
+    thread = u._thread
+    assert thread is not None
+    # once the thread has ended, it has done any close of its own it had to do
+    await wait_until("the user's thread to end", lambda: not thread.is_alive())
+    assert not missed, missed
     assert len(closed) == 1, closed

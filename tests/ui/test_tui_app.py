@@ -5,8 +5,7 @@ screen in its phases (text, as a person reads it: `pytest --snapshot-update` rew
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -21,20 +20,27 @@ from bench_dsl.results.sinks import JsonResultSink
 from bench_dsl.tui.app import BenchApp, ConfirmStop, HelpScreen, UiSink, attach_ui, run_app
 from bench_dsl.tui.state import LiveState
 
+from ..fakes import wait_until
 from ..fixtures.replay import FakeControls, FakeRun, events, scenario, screen_text, settled, upto
 
 BIG, SMALL = (120, 40), (80, 24)
 RESULTS = Path("results/four-locks.json")
-# a wait for the screen longer than this is a hung test, never a slow machine's (each wait ends as
-# soon as what it waits for is there)
-HUNG_S = 60.0
+# Pilot's press() and pause() return once the process looks idle (its CPU time against the wall
+# clock's): on a loaded machine, possibly before a key was handled. So what a key does is waited for
+# (wait_until, with a deadline), and that a key did nothing is read once a later key's effect is seen
+# (keys are handled in order): the help screen, opened by `?` whatever the run's phase.
 
 
-async def until(what: str, done: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + HUNG_S
-    while not done():
-        assert time.monotonic() < deadline, f"hung: {what}"
-        await asyncio.sleep(0.01)
+async def keys_handled(app: BenchApp, pilot: Pilot[int]) -> None:
+    """Until every key pressed so far has been handled: `?` opens the help, then it is closed."""
+    await pilot.press("question_mark")
+    await wait_until("the help screen opened by ?", lambda: isinstance(app.screen, HelpScreen))
+    await pilot.press("escape")
+    await wait_until("the help screen closed by escape", lambda: not isinstance(app.screen, HelpScreen))
+
+
+async def left(app: BenchApp) -> None:
+    await wait_until("the app to leave", lambda: not app.is_running)
 
 
 @asynccontextmanager
@@ -68,6 +74,7 @@ def hold_of_step(step: int, tick: int = 1):  # type: ignore[no-untyped-def]
 async def test_n_and_h_reach_the_run() -> None:
     async with replayed(upto(events(), hold_of_step(2))) as (app, pilot, controls, _):
         await pilot.press("n", "h", "h")
+        await wait_until("the three keys to reach the run", lambda: len(controls.calls) >= 3)
         assert controls.calls == ["next", "hold", "hold"]
 
 
@@ -75,42 +82,47 @@ async def test_n_and_h_wait_until_users_run() -> None:
     evs = upto(events(), lambda e: isinstance(e, ev.Phase) and e.phase == "prepare")
     async with replayed(evs) as (app, pilot, controls, _):
         await pilot.press("n", "h")
+        await keys_handled(app, pilot)
         assert controls.calls == []
 
 
 async def test_q_asks_first_then_stops_and_leaves_once_saved() -> None:
     async with replayed(upto(events(), hold_of_step(2))) as (app, pilot, controls, _):
         await pilot.press("q")
-        assert isinstance(app.screen, ConfirmStop)
+        await wait_until("the question q asks", lambda: isinstance(app.screen, ConfirmStop))
         await pilot.press("n")  # "no": go on
-        assert not isinstance(app.screen, ConfirmStop) and controls.calls == []
+        await wait_until("the question answered no", lambda: not isinstance(app.screen, ConfirmStop))
+        assert controls.calls == []
         await pilot.press("q", "y")
+        await wait_until("the stop to reach the run", lambda: bool(controls.calls))
         assert controls.calls == ["stop"]
         assert app.is_running  # still there: the run is writing its results
-        assert "stopping: saving what was measured" in screen_text(app)
+        await wait_until("the screen saying it saves",
+                         lambda: "stopping: saving what was measured" in screen_text(app))
         app.run_done(130)
-        await pilot.pause()
-        assert not app.is_running
+        await left(app)
     assert app.return_value == 130
 
 
 async def test_ctrl_c_stops_at_once() -> None:
     async with replayed(upto(events(), hold_of_step(2))) as (app, pilot, controls, _):
         await pilot.press("ctrl+c")
+        await wait_until("the stop to reach the run", lambda: bool(controls.calls))
         assert controls.calls == ["stop"] and app.is_running
         app.run_done(130)
-        await pilot.pause()
+        await left(app)
     assert app.return_value == 130
 
 
 async def test_help_opens_and_closes() -> None:
     async with replayed(upto(events(), hold_of_step(2))) as (app, pilot, controls, _):
         await pilot.press("question_mark")
-        assert isinstance(app.screen, HelpScreen)
-        assert "hold at the current users" in screen_text(app)
+        await wait_until("the help screen", lambda: isinstance(app.screen, HelpScreen))
+        await wait_until("the help's text", lambda: "hold at the current users" in screen_text(app))
         await pilot.press("n")  # the run's keys do not reach through the help
         await pilot.press("escape")
-        assert not isinstance(app.screen, HelpScreen) and controls.calls == []
+        await wait_until("the help screen closed", lambda: not isinstance(app.screen, HelpScreen))
+        assert controls.calls == []  # the n before the escape was handled: keys are handled in order
 
 
 async def test_the_verdict_stays_until_a_key() -> None:
@@ -121,30 +133,30 @@ async def test_the_verdict_stays_until_a_key() -> None:
         text = screen_text(app)
         assert "Saturation point: 16 users" in text and str(RESULTS) in text and "q quit" in text
         await pilot.press("n", "h")  # nothing left to control
+        await keys_handled(app, pilot)
         assert controls.calls == [] and app.is_running
         await pilot.press("enter")
-        assert not app.is_running
+        await left(app)
     assert app.return_value == 0
 
 
 async def test_a_stop_question_left_open_gives_way_to_the_verdict() -> None:
     async with replayed(upto(events(), lambda e: e.type == "fired")) as (app, pilot, controls, sink):
         await pilot.press("q")
-        assert isinstance(app.screen, ConfirmStop)
+        await wait_until("the question q asks", lambda: isinstance(app.screen, ConfirmStop))
         for e in events()[len(upto(events(), lambda e: e.type == "fired")):]:
             sink.emit(e)
         app.run_done(0)
-        await pilot.pause()
-        assert not isinstance(app.screen, ConfirmStop) and app.is_running
+        await wait_until("the question to give way", lambda: not isinstance(app.screen, ConfirmStop))
+        assert app.is_running
         await pilot.press("q")  # after the verdict, q leaves without asking
-        assert not app.is_running
+        await left(app)
 
 
 async def test_without_a_key_to_wait_for_it_leaves_when_the_run_ends() -> None:
     async with replayed(events(), wait_for_key=False) as (app, pilot, controls, _):
         app.run_done(0)
-        await pilot.pause()
-        assert not app.is_running
+        await left(app)
 
 
 async def test_the_screen_redraws_by_itself() -> None:
@@ -155,7 +167,7 @@ async def test_the_screen_redraws_by_itself() -> None:
         assert "step 2/6 hold" in screen_text(app)
         for e in upto(evs, hold_of_step(3))[len(head):]:
             sink.emit(e)
-        await until("the timer's redraw", lambda: "step 3/6 hold" in screen_text(app))
+        await wait_until("the timer's redraw", lambda: "step 3/6 hold" in screen_text(app))
 
 
 def test_the_sink_never_breaks_the_run() -> None:
@@ -180,7 +192,7 @@ async def test_ctrl_c_waits_for_the_run_to_save_before_leaving() -> None:
     run = FakeRun(upto(events(), hold_of_step(3)), scenario(), exit_code=130, until_stopped=True)
     app = attach_ui(run, wait_for_key=True)
     task = asyncio.create_task(run_app(app, run, headless=True, size=BIG))
-    await until("the replay at step 3", lambda: app.is_running and app.state.step == 3)
+    await wait_until("the replay at step 3", lambda: app.is_running and app.state.step == 3)
     await Pilot(app).press("ctrl+c")
     assert await task == 130
     assert run.calls == ["stop"] and run.finished_writing
@@ -190,7 +202,7 @@ async def test_a_screen_that_goes_away_still_lets_the_run_save() -> None:
     run = FakeRun(upto(events(), hold_of_step(3)), scenario(), exit_code=130, until_stopped=True)
     app = attach_ui(run, wait_for_key=True)
     task = asyncio.create_task(run_app(app, run, headless=True, size=BIG))
-    await until("the app running", lambda: app.is_running)
+    await wait_until("the app running", lambda: app.is_running)
     app.exit()  # as when the terminal closes or the UI fails
     assert await task == 130
     assert run.calls == ["stop"] and run.finished_writing
@@ -201,9 +213,8 @@ async def test_a_run_that_ends_before_the_screen_is_up_is_not_waited_for() -> No
     app = attach_ui(run, wait_for_key=False)
     app.run_task = asyncio.create_task(run.execute())
     await app.run_task  # ended before the app started, as with an unreachable target
-    async with app.run_test(size=BIG) as pilot:
-        await pilot.pause()
-        assert not app.is_running
+    async with app.run_test(size=BIG):
+        await left(app)
     assert app.return_value == 4
 
 
