@@ -1,6 +1,7 @@
-"""What pyproject.toml cannot say: the C executor (bench_dsl/native/_native.c) built against libmariadb,
-with the flags `mariadb_config` gives (Debian: libmariadb-dev). Without it the package still builds
-and installs, and every statement goes through asyncmy (bench_dsl/native/__init__.py warns at run time)."""
+"""What pyproject.toml cannot say: the C executor (bench_dsl/native/src/, one extension module built
+from several units) built against libmariadb, with the flags `mariadb_config` gives (Debian:
+libmariadb-dev). Without it the package still builds and installs, and every statement goes through
+asyncmy (bench_dsl/native/__init__.py warns at run time)."""
 
 import os
 import shlex
@@ -26,13 +27,21 @@ def _mariadb_flags() -> tuple[list[str], list[str]] | None:
     return shlex.split(cflags), shlex.split(libs)
 
 
+# The C executor's units (src/module.c says what each owns) and its private headers: the headers are
+# `depends`, so that a change to one rebuilds the module and the sdist carries them.
+NATIVE = "bench_dsl/native/src"
+SOURCES = [f"{NATIVE}/{name}.c" for name in ("module", "counts", "counts_type", "draws", "program", "schedule",
+                                              "schedule_type", "connection", "statements", "user", "testing")]
+HEADERS = [f"{NATIVE}/{name}.h" for name in ("native", "counts", "rng", "draws", "program", "schedule", "user",
+                                              "testing")]
+
 flags = _mariadb_flags()
 if flags is None:
     print("bench-dsl: mariadb_config not found (apt install libmariadb-dev): building without the fast "
           "executor; statements will go through asyncmy", file=sys.stderr)
     extensions = []
 else:
-    extensions = [Extension("bench_dsl.native._native", ["bench_dsl/native/_native.c"], extra_compile_args=flags[0],
+    extensions = [Extension("bench_dsl.native._native", SOURCES, depends=HEADERS, extra_compile_args=flags[0],
                             extra_link_args=flags[1])]
 
 setup(ext_modules=extensions)

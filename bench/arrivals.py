@@ -1,10 +1,10 @@
 """Open-loop schedule accuracy, and the closed-loop speed beside it, on `SELECT 1` against a
-throwaway server (the C executor's users, bench_dsl/native/_native.c's Schedule):
+throwaway server (the C executor's users, bench_dsl/native/src/schedule.c's Schedule):
 
 - at each rate asked (default 1,000, 10,000 and 50,000 a second): arrivals offered, transactions
   started and completed per second, dropped, and the lag (send minus due) at p50 / p99;
 - closed loop: transactions per second of the same users without a schedule, alternated between
-  this tree and another one (`--against DIR`, e.g. a checkout before a change of _native.c), to
+  this tree and another one (`--against DIR`, e.g. a checkout before a change of the C executor), to
   show that a change left the closed loop's hot path as fast as it was;
 - the client's cost (`--cost`, with `--against`): the process's CPU and its threads' voluntary
   context switches (each one a sleep, so a wakeup) per completed transaction, open loop at each

@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 stamp=.venv-min/.installed
-if [ -f "$stamp" ] && [ ! pyproject.toml -nt "$stamp" ] && [ ! bench_dsl/native/_native.c -nt "$stamp" ] && [ ! setup.py -nt "$stamp" ]; then
+if [ -f "$stamp" ] && [ ! pyproject.toml -nt "$stamp" ] && [ ! setup.py -nt "$stamp" ] \
+   && [ -z "$(find bench_dsl/native/src -newer "$stamp" -print -quit)" ]; then
   exit 0
 fi
 if [ ! -x .venv-min/bin/python ]; then

@@ -35,7 +35,7 @@ fi
 if ! command -v openssl >/dev/null 2>&1; then
   need_apt+=(openssl)  # the TLS test makes a CA and a server certificate
 fi
-# the C executor (bench_dsl/native/_native.c) is compiled against libmariadb when the package is installed
+# the C executor (bench_dsl/native/src/) is compiled against libmariadb when the package is installed
 if ! command -v mariadb_config >/dev/null 2>&1; then
   need_apt+=(libmariadb-dev)
 fi
@@ -60,7 +60,9 @@ fi
 # packages (Ray's among them) in parallel: 17 s against pip's 50 s here, a third of `make test`'s
 # set-up on a fresh clone. --compile-bytecode as pip does: PYTHONDONTWRITEBYTECODE would otherwise
 # have every process compile what it imports.
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ bench_dsl/native/_native.c -nt "$stamp" ] || [ setup.py -nt "$stamp" ]; then
+# (any of its units or headers newer than the stamp, or one added or removed: the directory's own time)
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ] \
+   || [ -n "$(find bench_dsl/native/src -newer "$stamp" -print -quit)" ]; then
   .venv/bin/python -m pip install -q 'uv>=0.13' >&2
   .venv/bin/uv pip install -q --python .venv/bin/python --compile-bytecode -e '.[test,ray]' >&2
   touch "$stamp"

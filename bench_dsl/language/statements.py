@@ -1,7 +1,7 @@
 """What a workload's transactions are when they are nothing but prepared statements whose results
 are never read: the statements, the values each execution is given and what they are drawn from,
 and whether BEGIN ... COMMIT surrounds them. Workloads describe their transactions with these
-(Session.statements); the C executor (bench_dsl/native/executor.py, _native.c) prepares the statements
+(Session.statements); the C executor (bench_dsl/native/executor.py, src/) prepares the statements
 and runs the transactions on a thread per user, drawing every value itself. Neither side imports
 the other: this module is all they share.
 

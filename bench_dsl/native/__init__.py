@@ -1,7 +1,7 @@
 """Which way statements are sent, chosen by BENCH_RAWEXEC:
 
 - unset or `1`: workloads that describe their statements (sysbench's tests, custom) run on the C
-  executor (_native.c, executor.py): a thread per user over libmariadb's prepared statements
+  executor (src/*.c, executor.py): a thread per user over libmariadb's prepared statements
   (`"executor": "libmariadb"` in the result); the others (TPC-C) through asyncmy;
 - `0`: every statement through asyncmy (`"driver"`), to compare with.
 

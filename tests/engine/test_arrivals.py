@@ -1,4 +1,4 @@
-"""Open-loop arrivals (bench_dsl/native/_native.c's Schedule, bench_dsl/fleet/arrivals.py) against a
+"""Open-loop arrivals (bench_dsl/native/src/schedule.c's Schedule, bench_dsl/fleet/arrivals.py) against a
 real server, on both executors: the rate offered is the rate asked, each transaction's response time
 runs from its due time, arrivals that find no free user are dropped or queued and counted, waiting
 users stop at once, a rate changes while the run goes on, and processes' timelines interleave.

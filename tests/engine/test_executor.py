@@ -1,4 +1,4 @@
-"""The C executor (bench_dsl/native/_native.c, executor.py) against a real server: what it counts is what
+"""The C executor (bench_dsl/native/src/, executor.py) against a real server: what it counts is what
 the server did, failures inside a transaction are rolled back, results of any size and procedures'
 many results are read, a killed connection is reported, the GIL is not needed to run, and values
 are reproducible from the seed."""

@@ -1,4 +1,4 @@
-"""The C executor's Counts (bench_dsl/native/_native.c) without a server: a take never waits for the
+"""The C executor's Counts (bench_dsl/native/src/counts.c) without a server: a take never waits for the
 users' threads (one held inside the writers' critical section, as a user preempted there is, does
 not hold up a report), and writers recording at once while takes run lose and double nothing."""
 

@@ -1,0 +1,62 @@
+/* ---------------------------------------------------------------------------------------------- */
+/* Program: a workload's transactions as data, the description of what the users send (program.c    */
+/* reads it from Python; statements.c prepares and executes it).                                    */
+
+#ifndef BD_PROGRAM_H
+#define BD_PROGRAM_H
+
+#include "native.h"
+#include "draws.h"
+#include "rng.h"
+
+typedef struct {
+    int draw;                /* the slot it takes */
+    long long plus;          /* added to an integer (sysbench's ranges: lo + range_size - 1) */
+} Param;
+
+typedef struct {
+    int *stmt;               /* the statement per table */
+    Param *params;
+    int nparams;
+} Exec;
+
+typedef struct {
+    int count, tables;
+    int *draws;              /* drawn anew for each repetition, in order */
+    int ndraws;
+    Exec *execs;
+    int nexecs;
+} Step;
+
+typedef struct {
+    int explicit_;           /* BEGIN before, COMMIT after */
+    Step *steps;
+    int nsteps;
+} Tx;
+
+typedef struct {
+    PyObject_HEAD
+    char **sql;
+    unsigned long *sqllen;
+    int nsql;
+    int *nparams;            /* per statement, as its executions give them (checked when prepared) */
+    Draw *draws;
+    int ndraws;
+    long long *sequences;    /* per draw: the next value of a sequence, shared by the process's users */
+    Tx *txs;
+    int ntx;
+    double *cum;             /* running sum of the weights */
+} Program;
+
+BD_INTERNAL extern PyTypeObject bd_ProgramType;
+
+/* the type of the next transaction, by the weights */
+static inline int pick_tx(const Program *p, Rng *r) {
+    if (p->ntx == 1) return 0;
+    double x = rng_double(r) * p->cum[p->ntx - 1];
+    for (int t = 0; t < p->ntx; t++)
+        if (x < p->cum[t]) return t;
+    return p->ntx - 1;
+}
+
+#endif

@@ -1,0 +1,148 @@
+/* The user's statements over its connection: the program's statements prepared, their values bound
+ * (as sysbench binds them) and executed, and one transaction of them. */
+
+#include "user.h"
+
+/* prepare the program's statements on the connection just made (no GIL). OUT_OK, OUT_ERROR (the
+ * connection failed) or OUT_PREPARE (a statement cannot be prepared: the caller lets the driver meet
+ * it); code and message filled. */
+int bd_statements_prepare(User *self, unsigned int *code, char *message) {
+    Program *p = self->program;
+    MYSQL *m = self->mysql;
+    for (int k = 0; k < p->nsql; k++) {
+        if (p->nparams[k] < 0) continue; /* never executed */
+        MYSQL_STMT *st = mysql_stmt_init(m);
+        if (st == NULL) {
+            *code = CR_OUT_OF_MEMORY;
+            bd_keep(message, "out of memory for a statement");
+            return OUT_ERROR;
+        }
+        self->stmts[k] = st;
+        if (mysql_stmt_prepare(st, p->sql[k], p->sqllen[k]) != 0) {
+            *code = mysql_stmt_errno(st);
+            bd_keep(message, mysql_stmt_error(st));
+            return bd_lost(*code) ? OUT_ERROR : OUT_PREPARE;
+        }
+        if ((int)mysql_stmt_param_count(st) != p->nparams[k]) {
+            *code = 0;
+            snprintf(message, MESSAGE_MAX, "the statement takes %lu values, the workload gives %d: %.200s",
+                     mysql_stmt_param_count(st), p->nparams[k], p->sql[k]);
+            return OUT_PREPARE;
+        }
+    }
+    return OUT_OK;
+}
+
+/* one execution of statement si with its parameters from the slots (no GIL); 0, or the error code */
+static unsigned int execute(User *self, int si, const Exec *e) {
+    MYSQL_STMT *st = self->stmts[si];
+    MYSQL_BIND *b = self->binds[si];
+    Bound *bd = self->bound[si];
+    int rebind = !self->bound_ok[si];
+    for (int k = 0; k < e->nparams; k++) {
+        const Slot *s = &self->slots[e->params[k].draw];
+        Bound *x = &bd[k];
+        const void *buffer = NULL;
+        int type = MYSQL_TYPE_NULL;
+        switch (s->t) {
+        case V_INT: {
+            long long v = s->i + e->params[k].plus;
+            if (v >= INT32_MIN && v <= INT32_MAX) {
+                /* a key as sysbench binds it (MYSQL_TYPE_LONG): 4 bytes, not 8 */
+                x->i32 = (int32_t)v;
+                buffer = &x->i32;
+                type = MYSQL_TYPE_LONG;
+            } else {
+                x->i = v;
+                buffer = &x->i;
+                type = MYSQL_TYPE_LONGLONG;
+            }
+            break;
+        }
+        case V_REAL: x->d = s->d + (double)e->params[k].plus; buffer = &x->d; type = MYSQL_TYPE_DOUBLE; break;
+        case V_TEXT: x->len = (unsigned long)s->len; buffer = s->buf; type = MYSQL_TYPE_STRING; break;
+        default: break;
+        }
+        if (type != x->type || buffer != x->buffer) {
+            rebind = 1;
+            x->type = type;
+            x->buffer = buffer;
+            memset(&b[k], 0, sizeof(MYSQL_BIND));
+            b[k].buffer = (void *)buffer;
+            b[k].buffer_type = (enum enum_field_types)type;
+            if (type == MYSQL_TYPE_STRING) {
+                b[k].length = &x->len;
+                b[k].buffer_length = s->cap;
+            }
+        }
+    }
+    if (rebind) {
+        if (mysql_stmt_bind_param(st, b) != 0) return mysql_stmt_errno(st);
+        self->bound_ok[si] = 1;
+    }
+    if (mysql_stmt_execute(st) != 0) return mysql_stmt_errno(st);
+    for (;;) { /* every result, read to its end */
+        if (mysql_stmt_field_count(st) > 0) {
+            /* Rows are never looked at: free_result reads them off the wire and drops each packet
+             * where store_result would copy it into a result set first (rows of the range selects
+             * are most of what an OLTP client reads). It clears the connection's error before it
+             * reads, so an error packet in the middle of the rows, or a lost connection, is then
+             * the connection's error, not the statement's. */
+            mysql_stmt_free_result(st);
+            unsigned int err = mysql_errno(self->mysql);
+            if (err != 0) return err;
+        }
+        if (!mysql_stmt_more_results(st)) break;
+        int rc = mysql_stmt_next_result(st);
+        if (rc > 0) return mysql_stmt_errno(st);
+        if (rc < 0) break;
+    }
+    return 0;
+}
+
+unsigned int bd_simple_query(MYSQL *m, const char *q, unsigned long n) {
+    return mysql_real_query(m, q, n) != 0 ? mysql_errno(m) : 0;
+}
+
+/* One transaction, drawn and sent (no GIL). 0, or the error code with its message in message;
+ * *statements counts what was sent. */
+unsigned int bd_transaction(User *self, char *message, long long *statements) {
+    Program *p = self->program;
+    const Tx *tx = &p->txs[self->tx];
+    MYSQL *m = self->mysql;
+    unsigned int code = 0;
+    *statements = 0;
+    if (tx->explicit_) {
+        if ((code = bd_simple_query(m, "BEGIN", 5)) != 0) { bd_keep(message, mysql_error(m)); return code; }
+        (*statements)++;
+    }
+    for (int s = 0; s < tx->nsteps; s++) {
+        const Step *st = &tx->steps[s];
+        int table = st->tables > 1 ? (int)rng_below(&self->rng, (uint64_t)st->tables) : 0;
+        for (int rep = 0; rep < st->count; rep++) {
+            for (int d = 0; d < st->ndraws; d++) {
+                int k = st->draws[d];
+                if (bd_draw_value(&p->draws[k], &self->rng, &p->sequences[k], &self->slots[k]) < 0) {
+                    bd_keep(message, "out of memory for a value");
+                    return CR_OUT_OF_MEMORY;
+                }
+            }
+            for (int e = 0; e < st->nexecs; e++) {
+                const Exec *ex = &st->execs[e];
+                int si = ex->stmt[table];
+                code = execute(self, si, ex);
+                if (code != 0) {
+                    MYSQL_STMT *failed = self->stmts[si];
+                    bd_keep(message, mysql_stmt_errno(failed) ? mysql_stmt_error(failed) : mysql_error(m));
+                    return code;
+                }
+                (*statements)++;
+            }
+        }
+    }
+    if (tx->explicit_) {
+        if ((code = bd_simple_query(m, "COMMIT", 6)) != 0) { bd_keep(message, mysql_error(m)); return code; }
+        (*statements)++;
+    }
+    return 0;
+}
