@@ -68,7 +68,9 @@ class Figure:
         return f"{number} {self.unit}".rstrip() if self.unit not in ("%",) else f"{number}%"
 
     def to_json(self) -> dict[str, Any]:
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items() if k != "name"}
+        # its name and place are the catalog's keys (Figures.to_json)
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()
+                if k not in ("name", "place")}
 
     @classmethod
     def from_json(cls, name: str, d: dict[str, Any]) -> Figure | None:

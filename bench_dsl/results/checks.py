@@ -8,11 +8,13 @@ deeper than MAX_DEPTH. The first problem found is returned with its JSON path
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
+from importlib import resources
 from typing import Any
 
 from bench_dsl.core.figures import Figure, Figures
@@ -26,9 +28,12 @@ MAX_DEPTH = 64
 # either (it fails every float() that meets it, with OverflowError), as 1e400 is not
 FLOAT_MAX = sys.float_info.max
 
-STATUSES = ("running", "completed", "prepared", "interrupted", "target_failed", "scenario_error", "failed")
-PHASES = ("warmup", "settle", "hold", "ramp")
-LATENCIES = ("min", "avg", "p50", "p90", "p95", "p99", "p99_9", "max")
+# The enums and the latency keys as the schema has them (read once, not copied here)
+SCHEMA: dict[str, Any] = json.loads(resources.files("bench_dsl.results.schema").joinpath("result-v1.json")
+                                    .read_text(encoding="utf-8"))
+STATUSES: tuple[str, ...] = tuple(SCHEMA["properties"]["status"]["enum"])
+PHASES: tuple[str, ...] = tuple(SCHEMA["$defs"]["interval"]["properties"]["phase"]["enum"])
+LATENCIES: tuple[str, ...] = tuple(SCHEMA["$defs"]["latency"]["required"])
 # What any run's rows may hold, by the owners' declarations; a result adds its workload's own
 # (its "figures", which the run wrote from the same declarations)
 CORE_FIGURES = Figures([*client_figures(CORE_TABLE), *arrivals.FIGURES, SECONDS, *TPM.figures()])
