@@ -60,3 +60,6 @@ class FleetKind:
     problem: Callable[[bool], tuple[str, str] | None] = _no_problem
     options: tuple[FleetOption, ...] = ()
     planned: Callable[[int | None], str] = _count  # `bench check --plan`'s words for N workers
+    # the modules that make it (`build` imports them when a run asks): what no floor may import by
+    # name (pyproject.toml's "never by name" contract; tests/unit/test_seams.py holds it to these)
+    modules: tuple[str, ...] = ()

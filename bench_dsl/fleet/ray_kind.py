@@ -89,7 +89,7 @@ def _planned(workers: int | None) -> str:
 
 KIND = FleetKind(
     NAME, _build, named=True, usage="workers ray (a Ray cluster's CPUs), workers ray 8", problem=problem,
-    planned=_planned,
+    planned=_planned, modules=("bench_dsl.fleet.ray", "bench_dsl.fleet.ray_actor"),
     options=(FleetOption("--ray-address", "address", "HOST:PORT",
                          "with workers ray: the cluster's head (default: RAY_ADDRESS, else the Ray node on this "
                          "machine)"),))

@@ -29,8 +29,8 @@ def _process(s: FleetSetup) -> Fleet:
     return ProcessFleet(s.sc, s.dsn, s.workload.names, s.workers, s.log)
 
 
-LOCAL = FleetKind("local", _local)
-PROCESS = FleetKind("process", _process)
+LOCAL = FleetKind("local", _local, modules=("bench_dsl.fleet.local",))
+PROCESS = FleetKind("process", _process, modules=("bench_dsl.fleet.process", "bench_dsl.fleet.worker"))
 
 KINDS: dict[str, FleetKind] = {k.name: k for k in (
     LOCAL,

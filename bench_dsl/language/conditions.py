@@ -44,7 +44,7 @@ def condition(c: Checker, node: ast.Condition, txs: tuple[str, ...], ramp: m.Ram
         hint = f"did you mean {close[0]}{'(' + arg + ')' if arg else ''}?" if close else "metrics: " + ", ".join(known)
         c.error(f"unknown metric '{name}'", ref.span, hint)
         return None
-    if decl.open_loop and not isinstance(ramp, m.RateLoad) and ramp is not None:
+    if decl.open_loop and ramp is not None and not ramp.open_loop:
         c.error(f"{name} is a figure of an open-loop rate's arrivals; this scenario runs users", ref.span,
                 "add a rate (rate 1000 tps, users max 64), or name a figure of every run: p99, tps, error_rate")
         return None
@@ -97,8 +97,8 @@ def condition(c: Checker, node: ast.Condition, txs: tuple[str, ...], ramp: m.Ram
     else:
         left = node.text.split(node.op or ">")[0].strip()
         words = {"label": metric.label(), "name": decl.name, "op": node.op, "left": left, "value": num(v.value)}
-        got = (_rate_point(c, v, ramp) if decl.name == "saturation" and isinstance(ramp, m.RateLoad)
-               else _limit(c, decl, metric, v, words))
+        units = ramp.point_units() if decl.name == "saturation" and ramp is not None else None
+        got = _point(c, v, units) if units is not None else _limit(c, decl, metric, v, words)
         if got is None:
             return None
         limit, unit = got
@@ -107,7 +107,7 @@ def condition(c: Checker, node: ast.Condition, txs: tuple[str, ...], ramp: m.Ram
         c.error(f"{node.kind} compares steps while the run goes: it belongs in 'stop when'", node.span,
                 "move it into stop when { ... }; expect judges the whole run: e.g. saturation >= 32 users")
         return None
-    if node.kind in ("plateau", "kink") and ramp is not None and not isinstance(ramp, m.StepRamp):
+    if node.kind in ("plateau", "kink") and ramp is not None and not ramp.steps_compared:
         c.error(f"{node.kind} compares one step with the one before: it needs 'ramp step'", node.span,
                 "ramp step { start 8 users  step x2  settle 5s  hold 30s  max 256 users }")
         return None
@@ -178,19 +178,17 @@ def _limit(c: Checker, d: MetricDecl, metric: m.Metric, v: Quantity,
     return v.value, "users"
 
 
-def _rate_point(c: Checker, v: Quantity, load: m.RateLoad) -> tuple[float, str] | None:
-    """A rate run's saturation point is a rate: its limit in tps, from tps, tpm or the unit the
-    rate was asked in (a plain number: that unit, as the rate's own plain numbers)."""
-    per_tps = {"tps": 1.0, "tpm": 1 / 60, None: load.tps_per_unit, load.unit: load.tps_per_unit}
-    if v.unit not in per_tps:
-        c.wrong(v, f"this scenario runs a rate: its saturation point is a rate, not {v.unit}",
-                f"saturation >= {num(load.asked(load.start))} {load.unit}")
+def _point(c: Checker, v: Quantity, units: m.PointUnits) -> tuple[float, str] | None:
+    """A saturation limit of a load whose point is not a users count (a rate's), in its unit."""
+    if v.unit not in units.per:
+        c.wrong(v, f"this scenario runs {units.what}: its saturation point is {units.what}, not {v.unit}",
+                units.example)
         return None
     if v.value < 0:  # saturation >= -5 tps holds whatever the run does
-        c.wrong(v, f"a saturation point is a rate: {num(v.value)} {v.unit or load.unit} can never be",
-                f"saturation >= {num(load.asked(load.start))} {load.unit}")
+        c.wrong(v, f"a saturation point is {units.what}: {num(v.value)} {v.unit or units.plain} can never be",
+                units.example)
         return None
-    return v.value * per_tps[v.unit], "tps"
+    return v.value * units.per[v.unit], units.unit
 
 
 def _limit_kind(kind: str, d: MetricDecl) -> tuple[str, str]:
@@ -217,22 +215,12 @@ def _window(c: Checker, e: ast.Expr, ramp: m.Ramp | None) -> float | None:
         c.error(f"a 'for' window of {num(window)}s is shorter than one sample: conditions are judged once a second",
                 span, "for 1s or longer")
         return None
-    if isinstance(ramp, m.RateLoad):  # a rate's steps and runs as the users' (it was left unbounded)
-        longest, what, longer = ((ramp.hold, "each step's hold", "hold") if ramp.shape == "step"
-                                 else (ramp.duration, "the run", "duration"))
+    if ramp is not None:
+        longest, what, hint = ramp.window()
         if window > longest:
             c.error(f"the window ({num(window)}s) is longer than {what} ({num(longest)}s): it could never fire",
-                    span, f"for {num(longest)}s at most, or a longer {longer}")
+                    span, hint)
             return None
-    if isinstance(ramp, m.StepRamp) and window > ramp.hold:
-        c.error(f"the window ({num(window)}s) is longer than each step's hold ({num(ramp.hold)}s): "
-                "it could never fire", span, "a sustained condition is judged within one step's hold: "
-                f"for {num(ramp.hold)}s at most, or a longer hold")
-        return None
-    if isinstance(ramp, (m.ConstantRamp, m.LinearRamp)) and window > ramp.duration:
-        c.error(f"the window ({num(window)}s) is longer than the run ({num(ramp.duration)}s): it could never fire",
-                span, f"for {num(ramp.duration)}s at most, or a longer duration")
-        return None
     return window
 
 

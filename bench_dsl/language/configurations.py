@@ -265,12 +265,9 @@ def read_by_conditions(c: Checker, parts: Parts, key: str, load: m.Ramp | None, 
     fits a step's hold or the run's length, and that length when one does not): a configuration whose
     let sets the users or the run's length alone takes the conditions as the file's check found them
     (1,000 conditions checked again for each of 1,000 values: 13 s; 1,500 windows and 1,000 lengths: 17 s)."""
-    if isinstance(load, m.StepRamp):
-        kind, length = "step", load.hold
-    elif isinstance(load, (m.ConstantRamp, m.LinearRamp)):
-        kind, length = type(load).__name__, load.duration
-    else:
+    if load is None or load.open_loop:  # a rate's conditions read all of it
         return load
+    kind, (length, _, _) = load.kind, load.window()
     if (windows := parts.windows.get(key)) is None:  # the file's check: the distinct windows, once
         distinct: dict[object, ast.Expr] = {}
         for blk in blocks:

@@ -8,7 +8,7 @@ import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import ClassVar, Literal, Protocol
 
 from bench_dsl.core.dsn import Dsn
 from bench_dsl.core.errors import Diagnostic, Span
@@ -49,11 +49,46 @@ class WorkloadSpec(Protocol):
     def transaction_names(self) -> tuple[str, ...]: ...
 
 
+# What the language asks of any load (ConstantRamp, StepRamp, LinearRamp, RateLoad), so that the
+# checks of conditions and configurations never test which one it is:
+#   open_loop       a rate's arrivals, not users (the open-loop figures are its)
+#   steps_compared  steps that plateau and kink compare, each with the one before
+#   window()        the longest a sustained condition (`for D`) can span: seconds, what that is,
+#                   and the hint when a window is longer
+#   seconds(warmup) how long its phases last, warmup included (counted, never listed)
+#   point_units()   what a saturation limit (`expect saturation >= ...`) may be written in, when its
+#                   point is not a users count: PointUnits
+Window = tuple[float, str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class PointUnits:
+    """A load's saturation point in other units than users: each unit a limit may take (None: a
+    plain number) and what one of it is in `unit`, what the point is ("a rate"), an example."""
+    per: dict[str | None, float]
+    unit: str
+    plain: str  # the unit a plain number is in
+    what: str
+    example: str
+_RUN_WINDOW = "the run"
+
+
 @dataclass(frozen=True, slots=True)
 class ConstantRamp:
     users: int
     duration: float
     kind: Literal["constant"] = "constant"
+    open_loop: ClassVar[bool] = False
+    steps_compared: ClassVar[bool] = False
+
+    def window(self) -> Window:
+        return self.duration, _RUN_WINDOW, f"for {num(self.duration)}s at most, or a longer duration"
+
+    def seconds(self, warmup: float) -> float:
+        return warmup + self.duration
+
+    def point_units(self) -> PointUnits | None:
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +100,18 @@ class StepRamp:
     hold: float
     max: int
     kind: Literal["step"] = "step"
+    open_loop: ClassVar[bool] = False
+    steps_compared: ClassVar[bool] = True
+
+    def window(self) -> Window:
+        return self.hold, "each step's hold", ("a sustained condition is judged within one step's hold: "
+                                               f"for {num(self.hold)}s at most, or a longer hold")
+
+    def seconds(self, warmup: float) -> float:
+        return warmup + self.step_count() * (self.settle + self.hold)
+
+    def point_units(self) -> PointUnits | None:
+        return None
 
     def user_counts(self) -> list[int]:
         counts = [self.start]
@@ -89,6 +136,17 @@ class LinearRamp:
     over: float
     duration: float  # whole measured time; the users stay at `end` after `over`
     kind: Literal["linear"] = "linear"
+    open_loop: ClassVar[bool] = False
+    steps_compared: ClassVar[bool] = False
+
+    def window(self) -> Window:
+        return self.duration, _RUN_WINDOW, f"for {num(self.duration)}s at most, or a longer duration"
+
+    def seconds(self, warmup: float) -> float:
+        return warmup + self.duration
+
+    def point_units(self) -> PointUnits | None:
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,9 +189,27 @@ class RateLoad:
     tps_per_unit: float = 1.0  # transactions of every kind per second that one of `unit` is
     counted: float = 1.0  # the share of the transactions run that `unit` counts (nopm: 0.4455)
 
+    open_loop: ClassVar[bool] = True
+    # a rate's steps are not compared (plateau, kink): what it achieved against what it was offered is
+    steps_compared: ClassVar[bool] = False
+
     @property
     def kind(self) -> str:
         return f"rate_{self.shape}"
+
+    def window(self) -> Window:
+        if self.shape == "step":
+            return self.hold, "each step's hold", f"for {num(self.hold)}s at most, or a longer hold"
+        return self.duration, _RUN_WINDOW, f"for {num(self.duration)}s at most, or a longer duration"
+
+    def seconds(self, warmup: float) -> float:
+        return warmup + (self.step_count() * (self.settle + self.hold) if self.shape == "step" else self.duration)
+
+    def point_units(self) -> PointUnits:
+        """Its point is a rate: in tps, tpm or the unit it was asked in (a plain number: that unit,
+        as the rate's own plain numbers)."""
+        return PointUnits({"tps": 1.0, "tpm": 1 / 60, None: self.tps_per_unit, self.unit: self.tps_per_unit}, "tps",
+                          self.unit, "a rate", f"saturation >= {num(self.asked(self.start))} {self.unit}")
 
     def asked(self, tps: float) -> float:
         """A rate scheduled (tps) in the unit it was asked in."""

@@ -139,9 +139,7 @@ def _step_ramp(c: Checker, node: ast.RampStep) -> m.StepRamp | None:
 def lasts(load: m.Ramp, warmup: float) -> float:
     """The seconds a load's phases add up to, warmup included, as validation counts them (the
     engine's plan rounds each phase to whole seconds): counted, never listed."""
-    if isinstance(load, (m.StepRamp, m.RateLoad)) and (not isinstance(load, m.RateLoad) or load.shape == "step"):
-        return warmup + load.step_count() * (load.settle + load.hold)
-    return warmup + load.duration
+    return load.seconds(warmup)
 
 
 def bounded_run(c: Checker, load: m.Ramp | None, warmup: float, span: Span | None) -> m.Ramp | None:
