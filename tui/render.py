@@ -166,7 +166,7 @@ def figures(st: LiveState, width: int) -> Lines:
             per_s = d.per == 1
             items.append((d.heading, (fmt_rate if per_s else fmt_int)(t.get(d.name)), "bold bright_green"
                           if d.transaction is not None else "bold bright_cyan" if per_s else "bold cyan"))
-    if "offered_tps" in t:  # an open-loop rate: asked against done, arrivals dropped, the pool's busy users
+    if st.axis.asked is not None and st.axis.asked in t:  # a load that asks (a rate): asked against done, ...
         items += _open_loop(st, t)
     errors, retries = t.get("errors_per_s"), t.get("retries_per_s")
     items += [

@@ -42,6 +42,19 @@ class LoadAxis:
     latency_from: str = ""  # "" : from the send; a rate's: ", from the moment each was due"
     # a log scale only for points that multiply (x2 steps) where they as often climb by +N (rates)
     log_if_multiplying: bool = False
+    # what the point's figures (point_figures) say beside it when no condition judged it: " offered,
+    # 4,980 tps achieved (0.2% dropped)"
+    point_words: Callable[[Mapping[str, Any]], str] = _no_words
+    # where a result's scenario holds the point a run without steps was asked to reach (a fixed or
+    # linear rate's end): the same in every repeat, where what each measured differs by its noise
+    whole_run_point: tuple[str, ...] = ()
+
+    def asked_of(self, doc: Mapping[str, Any]) -> float | None:
+        """The point a result's run without steps was asked to reach (whole_run_point), or None."""
+        v: Any = doc.get("scenario")
+        for key in self.whole_run_point or ("\0",):
+            v = v.get(key) if isinstance(v, Mapping) else None
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
     def words(self, value: float | None) -> str:
         return "-" if value is None else f"{number(value)} {self.unit}"

@@ -18,3 +18,16 @@ def num(x: float) -> str:
     if "e" in short and 1e-9 <= abs(x) < 1e20:
         return format(decimal.Decimal(short), "f")
     return short
+
+
+def fmt_num(v: float) -> str:
+    """A figure in a sentence or a table: 4,980, 12.5, 0.25 (grouped, to the digits it needs)."""
+    if v == int(v):
+        return f"{int(v):,}"
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    if abs(v) >= 100:
+        return f"{v:.0f}"
+    if abs(v) >= 10:
+        return f"{v:.1f}"
+    return f"{v:.2f}".rstrip("0").rstrip(".")

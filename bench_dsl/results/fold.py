@@ -89,15 +89,6 @@ def at(row: dict[str, Any], axis: Axis) -> float | None:
     return AXES[axis].at(row)
 
 
-def _rate_asked(doc: dict[str, Any]) -> float | None:
-    """The rate a run without steps (a fixed or linear rate's) was asked to reach, in tps: the same
-    in every repeat of it, where what each offered differs by its noise (4987.3, 5002.1 ...) and
-    gave every repeat a point of its own."""
-    asked = ((doc.get("scenario") or {}).get("rate") or {}).get("scheduled_tps") or {}
-    v = asked.get("end") if isinstance(asked, dict) else None
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-
 def summarized(*measures: Measures) -> list[MetricDecl]:
     """The figures summary.json folds by users count (bench_dsl/language/metrics.py: MetricDecl.summarized),
     in the order of `measures`."""
@@ -306,7 +297,7 @@ def by_users(docs: list[dict[str, Any]], axis: Axis = "users") -> list[dict[str,
     for d in docs:
         seen: dict[float, tuple[int | None, dict[str, Any]]] = {}
         for step_no, row in measured_steps(d):
-            x = _rate_asked(d) if axis == "rate" and step_no is None else None
+            x = AXES[axis].asked_of(d) if step_no is None and axis in AXES else None
             if x is not None or (x := at(row, axis)) is not None:
                 seen.setdefault(x, (step_no, row))  # a users count (a rate) stepped twice: its first
         per_doc.append(seen)

@@ -17,23 +17,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench_dsl.core.numbers import fmt_num
 from bench_dsl.engine.profiles.registry import axis_of
 from bench_dsl.engine.stopping import StopReason
 
 Json = dict[str, Any]
 Line = list[tuple[str, str]]
-
-
-def fmt_num(v: float) -> str:
-    if v == int(v):
-        return f"{int(v):,}"
-    if abs(v) >= 1000:
-        return f"{v:,.0f}"
-    if abs(v) >= 100:
-        return f"{v:.0f}"
-    if abs(v) >= 10:
-        return f"{v:.1f}"
-    return f"{v:.2f}".rstrip("0").rstrip(".")
 
 
 def fmt_latency(ms: float) -> str:
@@ -65,10 +54,7 @@ def _head(sat: Json) -> Line:
                 (f" (step {step}, the last step that met every condition)", "dim")]
     if point is not None and ax.unjudged is not None and sat.get("stop_condition_count") == 0:
         # nothing judged the point: what it achieved is the finding, never "met every condition"
-        achieved, dropped = sat.get("achieved_tps"), sat.get("dropped_pct")
-        got = f", {_n(achieved)} tps achieved" if achieved is not None else ""
-        lost = f" ({_n(dropped)}% dropped)" if dropped else ""
-        return [(f"no stop condition judged the {ax.name}: {said} offered{got}{lost}", "warn"),
+        return [(f"no stop condition judged the {ax.name}: {said}{ax.point_words(sat)}", "warn"),
                 (f" (step {step})", "dim")]
     if point is not None:
         return [(f"no stop condition fired: {said} met every condition", "strong"), (f" (step {step})", "dim")]

@@ -218,6 +218,7 @@ def test_a_replayed_rate_shows_the_open_loop_headline_and_the_steps_stall() -> N
     from bench_dsl.tui.state import LiveState
 
     evs: list[tuple[float, ev.Event]] = [
+        (0.0, ev.Begin("", "", {"load_axis": "rate"}, {})),
         (1.0, ev.Phase("hold", 1, 1, 8, 4.0, 8, 1.0)),
         (3.0, ev.Interval(_rate_row(3.0, [[1.5, 3.0]]), None)),
         (5.0, ev.Interval(_rate_row(5.0, [[3.0, 3.4]]), None)),

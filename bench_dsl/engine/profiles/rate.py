@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from bench_dsl.core.axis import LoadAxis
+from bench_dsl.core.numbers import fmt_num
 from bench_dsl.engine.phases import Phase, Plan, whole
 from bench_dsl.engine.profiles.base import LoadProfile
 from bench_dsl.engine.scheduler import Scheduler
@@ -81,13 +82,22 @@ def _row_words(d: Mapping[str, Any]) -> str:
             f" busy {d.get('busy') or 0:.0f} service p99 {'-' if serv is None else f'{serv:.2f}'}")
 
 
+def _point_words(sat: Mapping[str, Any]) -> str:
+    """What a rate no condition judged achieved: " offered, 4980 tps achieved (0.2% dropped)"."""
+    achieved, dropped = sat.get("achieved_tps"), sat.get("dropped_pct")
+    got = f", {fmt_num(float(achieved))} tps achieved" if isinstance(achieved, (int, float)) else ""
+    lost = f" ({fmt_num(float(dropped))}% dropped)" if isinstance(dropped, (int, float)) and dropped else ""
+    return f" offered{got}{lost}"
+
+
 # the offered rate: a step's asked (rate_tps), an interval's or a summary's what was offered
 RATE = LoadAxis("rate", "rate_tps", "tps", "offered rate (transactions/s)", "offered rate",
                 "open-loop (a rate: what rate of transactions the server holds)", "rates", offered="offered_tps",
                 unjudged="no stop condition judged the rate: its steps met them all whatever they achieved",
                 point_figures=("achieved_tps", "dropped_pct"), row_words=_row_words, asked="offered_tps",
                 point_meaning="the highest offered rate whose step met every stop condition",
-                latency_from=", from the moment each was due", log_if_multiplying=True)
+                latency_from=", from the moment each was due", log_if_multiplying=True, point_words=_point_words,
+                whole_run_point=("rate", "scheduled_tps", "end"))
 
 
 class RateProfile(LoadProfile):
