@@ -222,7 +222,7 @@ async def one_size(workers: int, ticks: int, seed: int, second: float = 1.0, bef
 
     class Sink:
         def emit(self, event: ev.Event) -> None:
-            if isinstance(event, ev.Tick):
+            if isinstance(event, ev.LiveTick):
                 ticked.append(time.monotonic())
             doc.apply(event)
 

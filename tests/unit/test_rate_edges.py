@@ -218,11 +218,11 @@ def test_a_replayed_rate_shows_the_open_loop_headline_and_the_steps_stall() -> N
     from bench_dsl.tui.state import LiveState
 
     evs: list[tuple[float, ev.Event]] = [
-        (1.0, ev.Phase("hold", 1, 1, 8, 4.0, 8, 1.0)),
+        (1.0, ev.PhaseBegan("hold", 1, 1, 8, 4.0, 8, 1.0)),
         (3.0, ev.Interval(_rate_row(3.0, [[1.5, 3.0]]), None)),
         (5.0, ev.Interval(_rate_row(5.0, [[3.0, 3.4]]), None)),
     ]
-    ticks = [e for _, e in fill_in(evs) if isinstance(e, ev.Tick)]
+    ticks = [e for _, e in fill_in(evs) if isinstance(e, ev.LiveTick)]
     last = ticks[-1].figures
     assert {k: last.get(k) for k in ("offered_tps", "achieved_tps", "dropped_per_s", "busy")} == {
         "offered_tps": 200.0, "achieved_tps": 190.0, "dropped_per_s": 10.0, "busy": 5.0}

@@ -154,7 +154,7 @@ async def test_a_step_frozen_for_six_of_its_eight_seconds_is_not_clean_nor_the_s
     assert doc["status"] == "completed" and run.exit_code == 0
     assert doc["saturation"]["users"] == 3 and doc["saturation"]["steps_completed"] == 2
     # shown live: the step's longest stall so far in its ticks
-    assert max(t.figures.get("stall_s", 0) for t in events.of(ev.Tick) if t.step == 2) == 6
+    assert max(t.figures.get("stall_s", 0) for t in events.of(ev.LiveTick) if t.step == 2) == 6
 
 
 async def test_a_stall_is_a_stop_condition_judged_per_step_and_for_a_window(tmp_path: Path) -> None:
@@ -193,7 +193,7 @@ async def test_each_step_lists_every_condition_sustained_ones_at_their_worst_win
     assert not last["tps < 5"]["fired"] and last["tps < 5"]["value"] > 5  # cut short: its value, not judged
     assert steps[2]["incomplete_reason"] == "the run stopped during the step"
     # the event stream says the same (its step events are the rows)
-    assert [len(e.row.conditions) for e in events.of(ev.Step)] == [3, 3, 3]
+    assert [len(e.row.conditions) for e in events.of(ev.StepEnded)] == [3, 3, 3]
 
 
 
