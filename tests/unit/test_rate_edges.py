@@ -18,7 +18,7 @@ from bench_dsl.engine.phases import Phase, Plan
 from bench_dsl.engine.rows import IntervalRow, StepRow
 from bench_dsl.engine.scheduler import Scheduler, Ticked, TickLost
 from bench_dsl.fleet import coordinator
-from bench_dsl.fleet.base import Health, WorkerFailed, WorkerLost, WorkerReport
+from bench_dsl.fleet.base import Health, WorkerFailed, WorkerLostError, WorkerReport
 from bench_dsl.fleet.coordinator import WorkerFleet, WorkerHandle, due_between
 from bench_dsl.measure.arrivals import ArrivalStats
 from bench_dsl.measure.metrics import Aggregate
@@ -96,7 +96,7 @@ class _Fleet(WorkerFleet):
         if msg["op"] != "report":
             fut.set_result({})
         elif p.index == 1 and self.dead:
-            fut.set_exception(WorkerLost("worker 2 lost"))
+            fut.set_exception(WorkerLostError("worker 2 lost"))
         else:
             n = self.offered[p.index]
             report = WorkerReport({}, Health(0, 0.0, None, {}, connected=4), 4, [Quiet((), None, self.clock.now)],
