@@ -34,7 +34,7 @@ from bench_dsl.engine.voice import Voice
 from bench_dsl.engine.watch import TargetWatch
 from bench_dsl.fleet.base import Fleet, WorkerReport
 from bench_dsl.measure.cpu import CpuSampler
-from bench_dsl.measure.metrics import Aggregate, Tick
+from bench_dsl.measure.metrics import Aggregate, TickStats
 from bench_dsl.measure.schedlag import LagWindow
 from bench_dsl.server.side import ServerSide
 from bench_dsl.workloads.base import Workload
@@ -107,7 +107,7 @@ class Tally:
         if new_step:
             self.step_started = self.interval_start
 
-    def _tick(self, tick: Tick, ph: Phase, report: WorkerReport, remaining_s: float | None, final: bool,
+    def _tick(self, tick: TickStats, ph: Phase, report: WorkerReport, remaining_s: float | None, final: bool,
               holding: bool, watch: bool = True) -> None:
         """A tick into the figures, then to the sinks."""
         assert self.cpu is not None

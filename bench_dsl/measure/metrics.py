@@ -113,7 +113,7 @@ class StatusSample:
 
 
 @dataclass(slots=True)
-class Tick:
+class TickStats:
     """One second (or less, at a phase's end) of the run, as the coordinator sees it."""
 
     t: float  # seconds since the run started, at the tick's end
@@ -194,7 +194,7 @@ class Aggregate:
         self._disk_sum: dict[str, dict[str, float]] = {}
         self._stall_pieces: list[Span] | None = None
 
-    def add(self, tick: Tick) -> None:
+    def add(self, tick: TickStats) -> None:
         for name, st in tick.tx.items():
             self.tx[name].merge(st)
             self.all.merge(st)

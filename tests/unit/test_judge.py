@@ -14,7 +14,7 @@ from bench_dsl.engine.plan import plan
 from bench_dsl.engine.run import Run
 from bench_dsl.engine.scenario_file import load
 from bench_dsl.language.model import Condition, Scenario
-from bench_dsl.measure.metrics import Aggregate, Tick
+from bench_dsl.measure.metrics import Aggregate, TickStats
 from bench_dsl.results.document import ResultDocument
 from bench_dsl.tui.live_conditions import show_limit, show_value
 
@@ -302,7 +302,7 @@ def test_values_are_given_in_the_files_units(tmp_path: Path) -> None:
 
     stats = asyncio.run(fleet.collect()).tx
     agg = Aggregate(("locked",))
-    agg.add(Tick(1.0, 1.0, "hold", 1, 4, stats, {"server": 55.0}))
+    agg.add(TickStats(1.0, 1.0, "hold", 1, 4, stats, {"server": 55.0}))
     from bench_dsl.engine.phases import Phase
 
     judge.interval(Phase("hold", 1, 4, 4, 1.0, "step"), agg, agg)

@@ -13,7 +13,7 @@ import pytest
 from bench_dsl.core.errors import ScenarioError
 from bench_dsl.language import check, parser
 from bench_dsl.language.metrics import CORE, CORE_TABLE, MetricDecl, Table
-from bench_dsl.measure.metrics import Aggregate, Tick, TxStats, new_histogram
+from bench_dsl.measure.metrics import Aggregate, TickStats, TxStats, new_histogram
 from bench_dsl.results.compare import compare, parse_gate, row_name
 from bench_dsl.results.summary import summarize
 from bench_dsl.workloads import registry
@@ -89,12 +89,12 @@ def test_a_declared_throughput_is_computed_from_its_declaration() -> None:
     agg = Aggregate(("t",), table)
     hist = new_histogram()
     hist.record_value(1000, 10)
-    agg.add(Tick(2.0, 2.0, "hold", 1, 2, {"t": TxStats(hist, count=10, queries=30, total_us=10_000)}, {}))
+    agg.add(TickStats(2.0, 2.0, "hold", 1, 2, {"t": TxStats(hist, count=10, queries=30, total_us=10_000)}, {}))
     assert agg.value(sc.stop[0].metric) == pytest.approx(30 / 2 * 60)
     summary = agg.summary()
     assert summary["spm"] == 900.0 and "nopm" not in summary  # no new_order: no new orders
     assert summary["transactions"]["t"]["spm"] == 900.0  # type: ignore[index]
-    assert Tick(1.0, 1.0, "hold", 1, 2, {"t": TxStats(count=1, queries=3)}, {}).figures(table)["spm"] == 180.0
+    assert TickStats(1.0, 1.0, "hold", 1, 2, {"t": TxStats(count=1, queries=3)}, {}).figures(table)["spm"] == 180.0
 
 
 def _doc(spm: float, tps: float) -> dict[str, Any]:
