@@ -261,15 +261,15 @@ class _ToSyntax(Transformer[Token, Any]):
     def _text(self, meta: Meta) -> str:
         return " ".join(self.text[meta.start_pos:meta.end_pos].split())
 
-    def threshold(self, meta: Meta, ch: list[Any]) -> ast.Condition:
+    def threshold(self, meta: Meta, ch: list[Any]) -> ast.ConditionNode:
         metric, op, limit, window = ch
-        return ast.Condition("threshold", metric, str(op), limit, window, self._text(meta), self._s(meta))
+        return ast.ConditionNode("threshold", metric, str(op), limit, window, self._text(meta), self._s(meta))
 
-    def plateau(self, meta: Meta, ch: list[Any]) -> ast.Condition:
-        return ast.Condition("plateau", ch[0], None, ch[1], None, self._text(meta), self._s(meta))
+    def plateau(self, meta: Meta, ch: list[Any]) -> ast.ConditionNode:
+        return ast.ConditionNode("plateau", ch[0], None, ch[1], None, self._text(meta), self._s(meta))
 
-    def kink(self, meta: Meta, ch: list[Any]) -> ast.Condition:
-        return ast.Condition("kink", ch[0], None, ch[1], None, self._text(meta), self._s(meta))
+    def kink(self, meta: Meta, ch: list[Any]) -> ast.ConditionNode:
+        return ast.ConditionNode("kink", ch[0], None, ch[1], None, self._text(meta), self._s(meta))
 
     # scenario ------------------------------------------------------------------------------
     def scenario(self, meta: Meta, ch: list[Any]) -> ast.ScenarioNode:
