@@ -256,6 +256,6 @@ class QueryWorkload:
 
 
 def judge_of(stop: tuple[Condition, ...], names: tuple[str, ...], ramp: str = "constant") -> Judge:
-    """The judge a run of a ramp of kind `ramp` makes (engine.run.Run): on its load profile's axis."""
+    """The judge a run of a ramp of kind `ramp` makes (engine.runner.Run): on its load profile's axis."""
     profile = PROFILES[ramp]
     return Judge(stop, names, profile.axis, profile.point)

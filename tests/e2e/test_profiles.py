@@ -17,7 +17,7 @@ from bench_dsl.engine.plan_text import describe
 from bench_dsl.engine.profiles import registry
 from bench_dsl.engine.profiles.base import warmup_phase
 from bench_dsl.engine.profiles.users import OnUsers, UsersScheduler
-from bench_dsl.engine.run import Run
+from bench_dsl.engine.runner import Run
 from bench_dsl.engine.scenario_file import load
 from bench_dsl.language.model import Scenario
 from bench_dsl.results.document import ResultDocument

@@ -25,7 +25,7 @@ from bench_dsl.engine import events as ev
 from bench_dsl.engine.events import Event
 from bench_dsl.engine.plan import plan
 from bench_dsl.engine.rows import StepRow
-from bench_dsl.engine.run import Run
+from bench_dsl.engine.runner import Run
 from bench_dsl.engine.scenario_file import load as load_scenario
 from bench_dsl.engine.stopping import StopReason
 from bench_dsl.results.document import ResultDocument

@@ -16,7 +16,7 @@ import pytest
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.events import Event
 from bench_dsl.engine.plan import plan
-from bench_dsl.engine.run import Options, Run
+from bench_dsl.engine.runner import Options, Run
 from bench_dsl.engine.scenario_file import load
 from bench_dsl.fleet.base import worker_count
 from bench_dsl.fleet.process import ProcessFleet

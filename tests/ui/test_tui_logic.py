@@ -90,7 +90,7 @@ async def test_the_judge_says_what_a_plateau_and_a_kink_compared(tmp_path: Path)
     import asyncio
 
     from bench_dsl.engine.plan import plan
-    from bench_dsl.engine.run import Run
+    from bench_dsl.engine.runner import Run
     from bench_dsl.engine.scenario_file import load
 
     from ..fakes import FakeCpu, FakeFleet

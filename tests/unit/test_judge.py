@@ -11,7 +11,7 @@ import pytest
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.judge import spec, state_of
 from bench_dsl.engine.plan import plan
-from bench_dsl.engine.run import Run
+from bench_dsl.engine.runner import Run
 from bench_dsl.engine.scenario_file import load
 from bench_dsl.language.model import Condition, Scenario
 from bench_dsl.measure.metrics import Aggregate, TickStats
