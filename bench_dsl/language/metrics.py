@@ -14,7 +14,7 @@ keep names of their own: the result's checks (results/checks.py) follow schema/r
 the replay (results/replay.py) reads a file without the workloads, hence without their metrics.
 
 A workload kind declares the metrics of its own in its plugin (WorkloadPlugin.metrics: TPC-C's
-`nopm`); the language is handed the kinds, and with them their metrics (check.load), like the
+`nopm`); the language is handed the kinds, and with them their metrics (validate.load), like the
 kinds themselves: it never imports the workloads built on it. The floors above the workloads read
 the whole table from bench_dsl.workloads.registry.METRICS.
 

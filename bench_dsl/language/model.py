@@ -1,4 +1,4 @@
-"""The typed, validated scenario: what the engine runs. Built only by bench_dsl.language.check; the
+"""The typed, validated scenario: what the engine runs. Built only by bench_dsl.language.validate; the
 workload's part is defined by its kind's plugin (bench_dsl/workloads/)."""
 
 from __future__ import annotations

@@ -309,7 +309,7 @@ def written_at(raw: str, index: int) -> int:
 @functools.lru_cache(maxsize=4)
 def parse(text: str, file: str = "<string>", units: Units = CORE_UNITS) -> ast.FileNode:
     """Parse a whole .bench file, `units` the throughputs' unit words (the core ones and the workload
-    kinds': check.load gives them); raises ScenarioError with a located diagnostic. Cached (the tree
+    kinds': validate.load gives them); raises ScenarioError with a located diagnostic. Cached (the tree
     is never changed): a study validates each of its configurations on the one tree of its file."""
     text = normal_newlines(text)
     try:

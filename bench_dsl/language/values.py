@@ -1,7 +1,7 @@
 """Values as the validator reads them: numbers with their units, env() and $names (`let`),
 durations, counts, server settings and generators, each checked where it is used and reported with
 where it came from. Checker also collects the diagnostics of one file; every part of validation
-(bench_dsl/language/check*.py and each workload's plugin) reports through it."""
+(bench_dsl/language/validate.py and each workload's plugin) reports through it."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ PLUGINS: dict[str, WorkloadPlugin[Any]] = {plugin.kind: plugin for plugin in (
 
 
 # Every metric: the core ones and each kind's own (TPC-C's nopm), for the floors above this one
-# (results, the live screen); the language is handed the kinds and builds the same (check.metrics_of).
+# (results, the live screen); the language is handed the kinds and builds the same (validate.metrics_of).
 METRICS = Table.of(*(k.metrics for k in PLUGINS.values()))
 
 

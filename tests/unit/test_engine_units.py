@@ -149,7 +149,7 @@ def test_special_draws_what_sysbench_s_loop_draws() -> None:
 
 
 def test_engine_and_model_import_without_textual() -> None:
-    code = ("import sys\nimport bench_dsl.cli.main, bench_dsl.engine.runner, bench_dsl.language.model, bench_dsl.language.check, bench_dsl.results.sinks\n"
+    code = ("import sys\nimport bench_dsl.cli.main, bench_dsl.engine.runner, bench_dsl.language.model, bench_dsl.language.validate, bench_dsl.results.sinks\n"
             "bad = [m for m in sys.modules if m == 'textual' or m.startswith('textual.')]\n"
             "assert not bad, bad\nprint('clean')")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from bench_dsl.core.errors import ScenarioError
-from bench_dsl.language import check, parser
+from bench_dsl.language import parser, validate
 from bench_dsl.language.metrics import CORE, CORE_TABLE, MetricDecl, Table
 from bench_dsl.measure.metrics import Aggregate, TickStats, TxStats, new_histogram
 from bench_dsl.results.compare import compare, parse_gate, row_name
@@ -63,7 +63,7 @@ def _kinds() -> dict[str, Any]:
 def _load(conditions: str, kinds: Any) -> Any:
     text = (f'scenario "s" {{\n{CUSTOM}\nramp step {{ start 1 user  step +1 user  settle 1s  hold 5s  max 4 users }}\n'
             f'stop when {{ {conditions} }}\n}}\n')
-    return check.load("t.bench", text=text, env={}, workloads=kinds, fleets={})
+    return validate.load("t.bench", text=text, env={}, workloads=kinds, fleets={})
 
 
 def test_a_metric_declared_by_a_plugin_is_nameable_in_a_condition() -> None:
@@ -79,7 +79,7 @@ def test_a_metric_declared_by_a_plugin_is_nameable_in_a_condition() -> None:
         _load("spm < 600", registry.PLUGINS)
     # the env() value of a limit reads the declared unit word too
     text = (f'scenario "s" {{\n{CUSTOM}\nusers 2\nduration 10s\nstop when {{ spm < env("L") }}\n}}\n')
-    env_sc = check.load("t.bench", text=text, env={"L": "600 spm"}, workloads=_kinds(), fleets={})
+    env_sc = validate.load("t.bench", text=text, env={"L": "600 spm"}, workloads=_kinds(), fleets={})
     assert (env_sc.stop[0].limit, env_sc.stop[0].unit) == (600.0, "spm")
 
 
