@@ -26,7 +26,7 @@ from bench_dsl.server.connect import connect, connect_explained
 from bench_dsl.workloads.base import Progress, Session, Workload
 from bench_dsl.workloads.tpcc import load
 from bench_dsl.workloads.tpcc import procs as tpcc_procs
-from bench_dsl.workloads.tpcc.check import ConsistencyCondition, check_consistency
+from bench_dsl.workloads.tpcc.consistency import ConsistencyCondition, check_consistency
 from bench_dsl.workloads.tpcc.data import (
     DISTRICTS_PER_WAREHOUSE,
     RunConstants,
