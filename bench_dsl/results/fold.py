@@ -1,5 +1,5 @@
 """The one fold of results into configurations and of repeats into a configuration's figures:
-summary.json (summary.py), `bench compare` (compare.py, from the summary) and the report (report/)
+summary.json (summary.py), `bench compare` (comparison.py, from the summary) and the report (report/)
 all read their numbers here, so the three cannot disagree.
 
     group(results) -> [Configuration]     repeats together, in the order first seen, labelled apart

@@ -311,7 +311,7 @@ def _finish(directory: Path, runs: list[StudyRun], err: Console) -> list[str]:
     except OSError as exc:  # a full disk: the results are written, the report is still worth trying
         problems.append(f"could not write {directory / 'summary.json'}: {_cause(exc)}")
     try:
-        from bench_dsl.results.compare import compare, to_rich
+        from bench_dsl.results.comparison import compare, to_rich
 
         # force: a study that varies its data ($rows) compares configurations of different data on purpose
         err.print(to_rich(compare(summary, force=True)))

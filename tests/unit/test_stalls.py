@@ -198,7 +198,7 @@ async def test_each_step_lists_every_condition_sustained_ones_at_their_worst_win
 
 
 async def test_compare_shows_every_condition_where_each_configuration_s_climb_ended(tmp_path: Path) -> None:
-    from bench_dsl.results.compare import compare
+    from bench_dsl.results.comparison import compare
     from bench_dsl.results.summary import summarize
 
     docs = []
