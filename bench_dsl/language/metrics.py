@@ -10,7 +10,7 @@ Readers iterate the table or look a name up, and keep no list of their own: the 
 the values of environment variables (values.py), the measurements (measure/metrics.py), the server
 side's disk readings (server/side.py), the summary's fold (results/fold.py), `bench compare` and its
 --help (results/comparison.py, cli/compare.py) and the live screen's headline (tui/render.py). Two
-keep names of their own: the result's checks (results/checks.py) follow schema/result-v1.json, and
+keep names of their own: the result's checks (results/conformance.py) follow schema/result-v1.json, and
 the replay (results/replay.py) reads a file without the workloads, hence without their metrics.
 
 A workload kind declares the metrics of its own in its plugin (WorkloadPlugin.metrics: TPC-C's

@@ -41,7 +41,7 @@ from bench_dsl.engine.stopping import StopReason
 from bench_dsl.language import model as m
 from bench_dsl.measure.schedlag import worst_lag
 from bench_dsl.measure.stalls import STALL_SHOWN_S
-from bench_dsl.results.checks import CORE_FIGURES
+from bench_dsl.results.conformance import CORE_FIGURES
 from bench_dsl.results.read import RESULT_FORMAT, BadResult, parse_json, read_bytes, result_of
 from bench_dsl.results.stream import read_stream
 
