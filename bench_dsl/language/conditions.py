@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 from bench_dsl.language import model as m
 from bench_dsl.language import syntax as ast
-from bench_dsl.language.metrics import MetricDecl
+from bench_dsl.language.metric_decls import MetricDecl
 from bench_dsl.language.values import TIME_UNITS, Checker, Quantity, num, offset, offset_end, plain, span_of
 
 

@@ -20,7 +20,7 @@ from lark.tree import Meta
 from bench_dsl.core.cache import cache_file
 from bench_dsl.core.errors import Diagnostic, ScenarioError, Span, normal_newlines
 from bench_dsl.language import syntax as ast
-from bench_dsl.language.metrics import CORE_TABLE
+from bench_dsl.language.metric_decls import CORE_TABLE
 from bench_dsl.language.syntax_errors import Units, keyword_as_name, quoted, syntax_diagnostic
 
 CORE_UNITS: Units = tuple(CORE_TABLE.throughput_units())
@@ -29,7 +29,7 @@ CORE_UNITS: Units = tuple(CORE_TABLE.throughput_units())
 @functools.cache
 def _parser(units: Units = CORE_UNITS) -> Lark:
     text = resources.files("bench_dsl.grammar").joinpath("bench.lark").read_text(encoding="utf-8")
-    # RATE_UNIT's words are the declared throughputs' units (bench_dsl/language/metrics.py)
+    # RATE_UNIT's words are the declared throughputs' units (bench_dsl/language/metric_decls.py)
     assert text.count("@RATE_UNITS@") == 1, "bench.lark: RATE_UNIT has lost its @RATE_UNITS@"
     text = text.replace("@RATE_UNITS@", "|".join(map(re.escape, units)))
     # building the parse tables takes a third of a second, at every start of bench: kept in the

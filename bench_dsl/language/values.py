@@ -19,7 +19,7 @@ from bench_dsl.core.numbers import num
 from bench_dsl.language import model as m
 from bench_dsl.language import syntax as ast
 from bench_dsl.language.generators import GENERATORS
-from bench_dsl.language.metrics import CORE_TABLE, Table
+from bench_dsl.language.metric_decls import CORE_TABLE, Table
 
 TIME_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 SIZE_UNITS = {"K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}

@@ -10,7 +10,7 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
-from bench_dsl.language.metrics import CORE_TABLE, MetricDecl, Table
+from bench_dsl.language.metric_decls import CORE_TABLE, MetricDecl, Table
 from bench_dsl.language.model import Metric
 from bench_dsl.measure.figures import client_figures
 from bench_dsl.measure.stalls import Span, Stalls, join

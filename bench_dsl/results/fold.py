@@ -46,7 +46,7 @@ from typing import Any
 from bench_dsl.core.errors import UsageError
 from bench_dsl.engine.judge import CUT_SHORT
 from bench_dsl.engine.profiles.registry import AXES, DEFAULT_AXIS, axis_of
-from bench_dsl.language.metrics import Measures, MetricDecl
+from bench_dsl.language.metric_decls import Measures, MetricDecl
 from bench_dsl.results.read import ResultFile
 from bench_dsl.workloads import registry
 
@@ -99,7 +99,7 @@ def _rate_asked(doc: dict[str, Any]) -> float | None:
 
 
 def summarized(*measures: Measures) -> list[MetricDecl]:
-    """The figures summary.json folds by users count (bench_dsl/language/metrics.py: MetricDecl.summarized),
+    """The figures summary.json folds by users count (bench_dsl/language/metric_decls.py: MetricDecl.summarized),
     in the order of `measures`."""
     return [d for kind in measures for d in registry.METRICS.measuring(kind) if d.summarized]
 

@@ -1,4 +1,4 @@
-"""Metrics are declared once (bench_dsl/language/metrics.py, and a workload kind's own in its plugin):
+"""Metrics are declared once (bench_dsl/language/metric_decls.py, and a workload kind's own in its plugin):
 the grammar's units, the conditions, the measurements, the summary and compare read the declarations,
 so a metric declared in a test only is nameable, computed and compared without another edit."""
 
@@ -12,7 +12,7 @@ import pytest
 
 from bench_dsl.core.errors import ScenarioError
 from bench_dsl.language import parser, validate
-from bench_dsl.language.metrics import CORE, CORE_TABLE, MetricDecl, Table
+from bench_dsl.language.metric_decls import CORE, CORE_TABLE, MetricDecl, Table
 from bench_dsl.measure.metrics import Aggregate, TickStats, TxStats, new_histogram
 from bench_dsl.results.comparison import compare, parse_gate, row_name
 from bench_dsl.results.summary import summarize
