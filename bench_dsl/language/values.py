@@ -62,7 +62,7 @@ Value = Quantity | str | bool | ast.Call | None
 
 @functools.cache
 def _env_quantity(words: tuple[str, ...]) -> re.Pattern[str]:
-    # the unit words after a space: users, and the throughputs' own (metrics.Table.throughput_units)
+    # the unit words after a space: users, and the throughputs' own (metric_decls.Table.throughput_units)
     return re.compile(r"\s*(-?[0-9]+(?:\.[0-9]+)?)"
                       r"(?:(us|ms|s|m|h|%|K|M|G|T|x)|[ \t]+(" + "|".join(map(re.escape, ("users", "user", *words)))
                       + r"))?\s*")
