@@ -35,11 +35,11 @@ HERE = Path(__file__).resolve().parent.parent  # this tree
 
 
 async def _users(dsn: Any, n: int, schedule: Any) -> tuple[list[Any], Any]:
-    from bench_dsl.language.statements import Execute, Step, Transaction, Transactions
+    from bench_dsl.language.statements import Execute, StatementStep, Transaction, Transactions
     from bench_dsl.measure.recorder import new_counts
     from bench_dsl.native import executor
 
-    tx = Transactions((Transaction((Step(1, 1, (), (Execute((SQL,), ()),)),), False),))
+    tx = Transactions((Transaction((StatementStep(1, 1, (), (Execute((SQL,), ()),)),), False),))
     prog = executor.program(tx, (1.0,))
     counts = new_counts(1)
     more = () if schedule is None else (schedule,)  # closed loop: as a tree without schedules calls it

@@ -1,6 +1,6 @@
 """`make bench`'s coordinator section (issue 39, 4): the coordinator toward a thousand workers,
 with no database and no worker process. The run's own code from the scheduler to the result
-document (bench_dsl.engine.run.Run.measure: the scheduler, WorkerFleet's collect and merge, the
+document (bench_dsl.engine.runner.Run.measure: the scheduler, WorkerFleet's collect and merge, the
 tally, the judge and its stop conditions, the document built from the events) drives a fleet of
 simulated workers: WorkerFleet with a transport of its own (`SimFleet._send`) that answers each
 'report' with a JSON line as a worker process writes it (WorkerReport.to_wire of HDR histograms
@@ -205,7 +205,7 @@ async def one_size(workers: int, ticks: int, seed: int, second: float = 1.0, bef
     passes over the whole heap), for a reference in the same run."""
     from bench_dsl.engine import events as ev
     from bench_dsl.engine.plan import plan
-    from bench_dsl.engine.run import Run
+    from bench_dsl.engine.runner import Run
     from bench_dsl.engine.scenario_file import load
     from bench_dsl.results.document import ResultDocument
 
@@ -222,7 +222,7 @@ async def one_size(workers: int, ticks: int, seed: int, second: float = 1.0, bef
 
     class Sink:
         def emit(self, event: ev.Event) -> None:
-            if isinstance(event, ev.Tick):
+            if isinstance(event, ev.LiveTick):
                 ticked.append(time.monotonic())
             doc.apply(event)
 

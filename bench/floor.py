@@ -23,7 +23,7 @@ import time
 import asyncmy
 
 from bench_dsl.core.dsn import Dsn
-from bench_dsl.language.statements import Draw, Execute, Step, Transaction, Transactions
+from bench_dsl.language.statements import Draw, Execute, StatementStep, Transaction, Transactions
 from bench_dsl.measure.recorder import new_counts
 from bench_dsl.native import executor
 
@@ -48,8 +48,8 @@ class _Floor:
 async def _native(dsn: Dsn, tables: int, size: int, seed: int, floor: _Floor) -> None:
     sql = tuple(f"SELECT c FROM sbtest{t} WHERE id=?" for t in range(1, tables + 1))
     key = Draw("special", (1, size, 1.0, 75.0, 12))
-    prog = executor.program(Transactions((Transaction((Step(1, tables, (key,), (Execute(sql, ((0, 0),)),)),), False),)),
-                            (1.0,))
+    step = StatementStep(1, tables, (key,), (Execute(sql, ((0, 0),)),))
+    prog = executor.program(Transactions((Transaction((step,), False),)), (1.0,))
     user = executor.NativeUser(prog, new_counts(1), seed, executor.options(dsn, 10))
     try:
         outcome, code, message = await user.connect()

@@ -177,7 +177,7 @@ async def _redraws(rounds: int) -> dict[str, Any]:
             cpu, ticks = 0.0, 0
             for e in events():
                 sink.emit(e)
-                if isinstance(e, ev.Tick):
+                if isinstance(e, ev.LiveTick):
                     t = time.process_time()
                     app.pull()
                     await pilot.pause()

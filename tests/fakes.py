@@ -20,7 +20,7 @@ from bench_dsl.engine.judge import Judge
 from bench_dsl.engine.profiles.registry import PROFILES
 from bench_dsl.fleet.base import Health, ProcessFigures, WorkerReport
 from bench_dsl.language.model import Condition
-from bench_dsl.language.statements import Execute, Step, Transaction, Transactions
+from bench_dsl.language.statements import Execute, StatementStep, Transaction, Transactions
 from bench_dsl.measure.metrics import TxStats, new_histogram
 from bench_dsl.measure.stalls import Quiet
 
@@ -252,10 +252,10 @@ class QueryWorkload:
         return Query(self.sql)
 
     def statements(self) -> Transactions:
-        return Transactions((Transaction((Step(1, 1, (), (Execute((self.sql,), ()),)),), False),))
+        return Transactions((Transaction((StatementStep(1, 1, (), (Execute((self.sql,), ()),)),), False),))
 
 
 def judge_of(stop: tuple[Condition, ...], names: tuple[str, ...], ramp: str = "constant") -> Judge:
-    """The judge a run of a ramp of kind `ramp` makes (engine.run.Run): on its load profile's axis."""
+    """The judge a run of a ramp of kind `ramp` makes (engine.runner.Run): on its load profile's axis."""
     profile = PROFILES[ramp]
     return Judge(stop, names, profile.axis, profile.point)

@@ -52,7 +52,7 @@ TERMINAL_LOOK_S = 0.5
 
 
 class Controls(Protocol):
-    """What the UI may ask of a run (bench_dsl.engine.run.Run has these)."""
+    """What the UI may ask of a run (bench_dsl.engine.runner.Run has these)."""
 
     def request_stop(self) -> None: ...
 
@@ -318,7 +318,7 @@ def _code(task: asyncio.Task[int]) -> int:
 
 
 def attach_ui(run: Any, *, wait_for_key: bool | None = None) -> BenchApp:
-    """The screen of `run` (a bench_dsl.engine.run.Run): its sink is added to the run's sinks.
+    """The screen of `run` (a bench_dsl.engine.runner.Run): its sink is added to the run's sinks.
 
     wait_for_key: keep the verdict on screen until q or Enter (default: when stdin is a terminal,
     so a run started with its input redirected never waits for a key nobody can press).
@@ -357,5 +357,5 @@ async def run_app(app: BenchApp, run: Any, **run_async: Any) -> int:
 
 
 async def run_with_ui(run: Any, *, wait_for_key: bool | None = None) -> int:
-    """Runs `run` (a bench_dsl.engine.run.Run) with the live screen; returns the run's exit code."""
+    """Runs `run` (a bench_dsl.engine.runner.Run) with the live screen; returns the run's exit code."""
     return await run_app(attach_ui(run, wait_for_key=wait_for_key), run)

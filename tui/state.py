@@ -184,7 +184,7 @@ class LiveState:
         match event:
             case ev.Started():
                 self._on_started(event)
-            case ev.Phase():
+            case ev.PhaseBegan():
                 self._on_phase(event)
             case ev.Prepare():
                 self.prepare = event.to_json()
@@ -192,11 +192,11 @@ class LiveState:
             case ev.Cluster():
                 self.cluster = dict(event.cluster)
                 self.changed.add(NODES)
-            case ev.Tick():
+            case ev.LiveTick():
                 self._on_tick(event.to_json())
             case ev.Interval():
                 self._on_interval(event.to_json())
-            case ev.Step():
+            case ev.StepEnded():
                 self._on_step(event.to_json())
             case ev.Conditions():
                 self.board.update(event)
@@ -240,7 +240,7 @@ class LiveState:
                 break
         self.changed |= {HEADER, TX, CONDITIONS, USERS_CHART}
 
-    def _on_phase(self, e: ev.Phase) -> None:
+    def _on_phase(self, e: ev.PhaseBegan) -> None:
         self.phase = e.phase
         if e.step is not None and e.step != self.step:
             self.boundaries.append(Boundary(float(e.t or self.t), e.step, int(e.users or 0)))

@@ -1,4 +1,4 @@
-"""`bench compare`: the command line of bench_dsl/results/compare.py (registered in cli.COMMAND_MODULES)."""
+"""`bench compare`: the command line of bench_dsl/results/comparison.py (registered in cli.COMMAND_MODULES)."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def _write(target: str, text: str, what: str) -> None:
 
 def run(args: argparse.Namespace, err: Console) -> int:
     from bench_dsl.core.printable import escaping, printable
-    from bench_dsl.results.compare import (
+    from bench_dsl.results.comparison import (
         compare,
         gate_words,
         parse_gate,
@@ -99,7 +99,7 @@ def _notes(table: dict[str, Any], summary: dict[str, Any], out: Console) -> None
     def say(text: str) -> None:
         out.print(text, markup=False, highlight=False, soft_wrap=True)
 
-    from bench_dsl.results.compare import compared
+    from bench_dsl.results.comparison import compared
 
     if not compared(table):
         what = "offered rate" if table.get("axis") == "rate" else "users count"
@@ -117,7 +117,7 @@ def _notes(table: dict[str, Any], summary: dict[str, Any], out: Console) -> None
 
 
 def _verdict(table: dict[str, Any], err: Console, gate_words: Callable[[dict[str, Any]], str]) -> int:
-    from bench_dsl.results.compare import gate_verdict
+    from bench_dsl.results.comparison import gate_verdict
 
     failed = unjudged = False
     for g in table["gates"]:

@@ -138,7 +138,7 @@ def _workers(text: str) -> tuple[str | None, int]:
 def run(args: argparse.Namespace, err: Console, prepare_only: bool = False) -> int:
     from bench_dsl.engine.outcome import expand_output
     from bench_dsl.engine.plan import plan
-    from bench_dsl.engine.run import Options, Run
+    from bench_dsl.engine.runner import Options, Run
     from bench_dsl.engine.scenario_file import load
     from bench_dsl.language import model as m
     from bench_dsl.language import vary

@@ -10,7 +10,7 @@ Owners: bench_dsl.measure.metrics (the client's counts and times; each throughpu
 MetricDecl, a workload's own among them), bench_dsl.measure.arrivals (an open-loop rate's),
 bench_dsl.server.counters (what the server counts over a step, a workload's counters among them).
 tests/unit/test_figures.py holds schema/result-v1.json to the declarations, both ways; the result's
-checks (bench_dsl.results.checks) check each figure by its declaration."""
+checks (bench_dsl.results.conformance) check each figure by its declaration."""
 
 from __future__ import annotations
 

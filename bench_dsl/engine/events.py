@@ -10,26 +10,26 @@ why the run stops (bench_dsl.engine.stopping.StopReason); the figures a row carr
 (throughput, latency, errors, CPU, per transaction) are the aggregate's, as the result stores them.
 
 Displays show what the events say and work nothing out: the judge's figures (ConditionState's gain
-and ratio, the Saturation event), and one name for a phase (Phase.label, phase_label) that the run's
+and ratio, the Saturation event), and one name for a phase (PhaseBegan.label, phase_label) that the run's
 log, the screen and the console all use. The verdict's words are bench_dsl.results.verdict.
 
 The order of a run:
     Begin                      the scenario, before anything starts (the result document's head)
     Log*                       at any point: a line for the person watching (level info|warning|error)
     Started                    the server is up: its version, settings, the plan, the conditions
-    Phase("prepare") Prepare*  loading data, with progress
+    PhaseBegan("prepare") Prepare*  loading data, with progress
     Prepared                   what the load did (or that the data was already there)
     Workers                    how many processes run the users
     Cluster                    with workers on a cluster: its nodes (again at the end, with their users)
     then, per phase of the plan:
-        Phase                  warmup | settle | hold | ramp begins
-        Tick*                  about once a second: cheap figures (no percentiles) for live displays
+        PhaseBegan             warmup | settle | hold | ramp begins
+        LiveTick*              about once a second: cheap figures (no percentiles) for live displays
         Conditions*            the judge's view of every stop condition: value, state (a plateau's gain, a kink's ratio)
         Interval*              every `report every`: the figures of that interval
         Totals*                the measured run so far (with its histograms), at each interval
-        Step                   a step's end: its figures, the server's counters, the verdicts
+        StepEnded              a step's end: its figures, the server's counters, the verdicts
         Fired                  a stop condition fired (or the server refused connections)
-        WorkerLost             workers lost while the run goes on without them (on worker loss continue)
+        WorkerLostEvent        workers lost while the run goes on without them (on worker loss continue)
         Saturation             the saturation point as it stands (after each judged step/interval): the
                                point itself once `saturated` (a condition fired), only then shown as one
     ErrorMessages              when the users met an error code not described before
@@ -121,7 +121,7 @@ class Started(Event):
 
 
 @dataclass(frozen=True, slots=True)
-class Phase(Event):
+class PhaseBegan(Event):
     type: ClassVar[str] = "phase"
     phase: str  # prepare | warmup | settle | hold | ramp
     step: int | None
@@ -189,7 +189,7 @@ class Cluster(Event):
 
 
 @dataclass(frozen=True, slots=True)
-class WorkerLost(Event):
+class WorkerLostEvent(Event):
     """Workers lost mid-run while the run goes on without them (on worker loss continue)."""
     type: ClassVar[str] = "worker_lost"
     t: float
@@ -199,7 +199,7 @@ class WorkerLost(Event):
 
 
 @dataclass(frozen=True, slots=True)
-class Tick(Event):
+class LiveTick(Event):
     """About one second of the run, with the cheap figures a live display needs (no percentiles)."""
     type: ClassVar[str] = "tick"
     t: float
@@ -245,7 +245,7 @@ class Totals(Event):
 
 
 @dataclass(frozen=True, slots=True)
-class Step(Event):
+class StepEnded(Event):
     """A step ended (complete, or cut short by a stop): as the result document's steps hold it."""
     type: ClassVar[str] = "step"
     row: StepRow
@@ -368,23 +368,22 @@ class Finished(Event):
 
 
 EVENT_TYPES: dict[str, type[Event]] = {c.type: c for c in (
-    Begin, Started, Phase, Prepare, Prepared, Workers, Cluster, WorkerLost, Tick, Interval, Totals, Step, Conditions,
-    Fired,
-    Saturation, Log, ErrorMessages, Control, Finished)}
+    Begin, Started, PhaseBegan, Prepare, Prepared, Workers, Cluster, WorkerLostEvent, LiveTick, Interval, Totals,
+    StepEnded, Conditions, Fired, Saturation, Log, ErrorMessages, Control, Finished)}
 
 
 def from_json(d: Json) -> Event:
     """An event back from its JSON form (a recorded stream replayed to a display)."""
     d = dict(d)
     kind = EVENT_TYPES[d.pop("type")]
-    if kind is Tick:
+    if kind is LiveTick:
         head = {k: d.pop(k) for k in ("t", "phase", "step", "users", "holding", "remaining_s")}
-        return Tick(**head, figures=d)
+        return LiveTick(**head, figures=d)
     if kind is Interval:
         so_far = d.pop("step_so_far", None)
         return Interval(IntervalRow.from_json(d), so_far)
-    if kind is Step:
-        return Step(StepRow.from_json(d))
+    if kind is StepEnded:
+        return StepEnded(StepRow.from_json(d))
     if kind is Fired:
         reason = StopReason.from_json(d)
         if reason is None:

@@ -21,7 +21,7 @@ from bench_dsl.engine.phases import Phase
 from bench_dsl.engine.rows import StepRow
 from bench_dsl.engine.stopping import StopReason
 from bench_dsl.language.model import Condition
-from bench_dsl.measure.metrics import Aggregate, Tick
+from bench_dsl.measure.metrics import Aggregate, TickStats
 
 # "near": the value has gone 80% of the way to its limit (or, for limits crossed from above, is
 # within 25% of it). A warning a person can act on before the condition fires, not a guess about
@@ -192,12 +192,12 @@ class WindowedConditions:
         self.conditions = tuple(c for c in conditions if c.window)
         self.names = names
         longest = max((c.window or 0 for c in self.conditions), default=0)
-        self.ticks: deque[Tick] = deque(maxlen=int(longest) + 2)
+        self.ticks: deque[TickStats] = deque(maxlen=int(longest) + 2)
 
     def reset(self) -> None:
         self.ticks.clear()
 
-    def windows(self, tick: Tick) -> list[tuple[Condition, Aggregate, bool]]:
+    def windows(self, tick: TickStats) -> list[tuple[Condition, Aggregate, bool]]:
         """Each condition's last D seconds (or what the step has of them so far), and whether the
         window is full: only a full window is judged."""
         if not self.conditions:
@@ -213,7 +213,7 @@ class WindowedConditions:
             out.append((c, agg, agg.seconds >= (c.window or 0) - 1e-6))
         return out
 
-    def add(self, tick: Tick) -> list[Verdict]:
+    def add(self, tick: TickStats) -> list[Verdict]:
         return [judge(c, agg) for c, agg, full in self.windows(tick) if full]
 
 
@@ -253,7 +253,7 @@ class Judge:
         self.windowed.reset()
         self._worst = {}
 
-    def tick(self, tick: Tick, judging: bool = True) -> Verdict | None:
+    def tick(self, tick: TickStats, judging: bool = True) -> Verdict | None:
         """A measured tick: `for D` conditions over their window. Returns the one that fired;
         none fires once the run is stopping (`judging` False), their values are still shown."""
         fired = None

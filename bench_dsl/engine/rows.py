@@ -1,5 +1,5 @@
 """The rows of a result: an interval's (every `report every`) and a step's (its end), each defined
-once here. The tally makes them, the Interval and Step events carry them, and the result document,
+once here. The tally makes them, the Interval and StepEnded events carry them, and the result document,
 the event stream, the console and the screen read them; a reader of a result file gets them back
 with from_json.
 

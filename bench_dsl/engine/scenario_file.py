@@ -1,6 +1,6 @@
 """A .bench file read with every kind bench-dsl knows: the workloads (bench_dsl.workloads.registry)
 and the fleets a scenario may name (bench_dsl.fleet.registry). The language is handed the kinds
-(bench_dsl.language.check.load) and never imports them; this is the one place that hands them in."""
+(bench_dsl.language.validate.load) and never imports them; this is the one place that hands them in."""
 
 from __future__ import annotations
 
@@ -15,6 +15,6 @@ from bench_dsl.workloads.registry import PLUGINS
 def load(path: str | Path, defines: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None,
          text: str | None = None, study: bool = True) -> Scenario:
     """Read, parse and validate a .bench file. Raises ScenarioError with every diagnostic."""
-    from bench_dsl.language import check  # the parser and lark: not for a worker, which reads no file
+    from bench_dsl.language import validate  # the parser and lark: not for a worker, which reads no file
 
-    return check.load(path, defines, env, text, study, workloads=PLUGINS, fleets=NAMED)
+    return validate.load(path, defines, env, text, study, workloads=PLUGINS, fleets=NAMED)

@@ -21,7 +21,7 @@ from typing import Any
 from bench_dsl.core.clock import MONOTONIC, Clock
 from bench_dsl.engine.phases import Phase, Plan
 from bench_dsl.fleet.base import Fleet, WorkerFailed, WorkerReport
-from bench_dsl.measure.metrics import Tick, TxStats
+from bench_dsl.measure.metrics import TickStats, TxStats
 from bench_dsl.measure.stalls import Span, quiet_spans
 
 
@@ -43,7 +43,7 @@ class LastTick:
 class Ticked:
     """One tick's figures (`report`: the fleet's, the tick's CPU and lag). `final`: the phase's last;
     `holding`: the phase's clock stands still (a front end's hold)."""
-    tick: Tick
+    tick: TickStats
     ph: Phase
     report: WorkerReport
     remaining_s: float | None
@@ -54,7 +54,7 @@ class Ticked:
 @dataclass(frozen=True, slots=True)
 class TickLost:
     """What the surviving workers measured in the tick a worker was lost in: the run then fails."""
-    tick: Tick
+    tick: TickStats
     ph: Phase
     report: WorkerReport
     holding: bool
@@ -229,6 +229,6 @@ class Scheduler:
                 for a, b in quiet_spans(quiet, start, end)]
 
     def _tick(self, now: float, last: float, ph: Phase, users: int, stats: dict[str, TxStats],
-              at_elapsed: bool = True) -> Tick:
+              at_elapsed: bool = True) -> TickStats:
         t = self.elapsed() if at_elapsed else self.elapsed() - (self.clock.now() - now)
-        return Tick(round(t, 3), (now - last) / self.second, ph.kind, ph.step, users, stats, {})
+        return TickStats(round(t, 3), (now - last) / self.second, ph.kind, ph.step, users, stats, {})

@@ -141,7 +141,7 @@ class Stage:
 
     async def prepare(self, dsn: Dsn, force: bool) -> asyncio.Task[dict[str, object]]:
         """The load, as a task the run can cancel (a Ctrl-C while loading stops at once)."""
-        self.publish(ev.Phase("prepare", None, self.plan.steps, 0, None))
+        self.publish(ev.PhaseBegan("prepare", None, self.plan.steps, 0, None))
         return asyncio.create_task(self.workload.prepare(dsn, Progress(self.log, self._rows), force=force))
 
     async def prepared(self, task: asyncio.Task[dict[str, object]]) -> StopReason | None:

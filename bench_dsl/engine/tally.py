@@ -34,7 +34,7 @@ from bench_dsl.engine.voice import Voice
 from bench_dsl.engine.watch import TargetWatch
 from bench_dsl.fleet.base import Fleet, WorkerReport
 from bench_dsl.measure.cpu import CpuSampler
-from bench_dsl.measure.metrics import Aggregate, Tick
+from bench_dsl.measure.metrics import Aggregate, TickStats
 from bench_dsl.measure.schedlag import LagWindow
 from bench_dsl.server.side import ServerSide
 from bench_dsl.workloads.base import Workload
@@ -85,7 +85,7 @@ class Tally:
             case WorkersLost(reasons, workers, users):
                 for why in reasons:
                     self.voice.log(f"{why}: the run goes on without it (on worker loss continue)", "warning")
-                self.voice.publish(ev.WorkerLost(round(self.voice.elapsed(), 3), reasons, workers, users))
+                self.voice.publish(ev.WorkerLostEvent(round(self.voice.elapsed(), 3), reasons, workers, users))
             case PhaseEnds(ph):
                 await self._phase_ends(ph)
 
@@ -97,7 +97,7 @@ class Tally:
             self.judge.new_step()
             self.step_agg = Aggregate(self.names, METRICS)
             self.lag_step = LagWindow()
-        self.voice.publish(ev.Phase(ph.kind, ph.step, self.plan.steps, ph.users, ph.seconds, ph.users_end,
+        self.voice.publish(ev.PhaseBegan(ph.kind, ph.step, self.plan.steps, ph.users, ph.seconds, ph.users_end,
                                     round(self.voice.elapsed(), 3)))
         self.interval_agg = Aggregate(self.names, METRICS)
         self.lag_interval = LagWindow()
@@ -107,7 +107,7 @@ class Tally:
         if new_step:
             self.step_started = self.interval_start
 
-    def _tick(self, tick: Tick, ph: Phase, report: WorkerReport, remaining_s: float | None, final: bool,
+    def _tick(self, tick: TickStats, ph: Phase, report: WorkerReport, remaining_s: float | None, final: bool,
               holding: bool, watch: bool = True) -> None:
         """A tick into the figures, then to the sinks."""
         assert self.cpu is not None
@@ -137,7 +137,7 @@ class Tally:
             figures["stall_s"] = round(stalls.longest_s, 1)  # the step's longest stall so far
         if worst is not None:
             figures["client_lag"] = {"p90_ms": worst, "bound_ms": CLIENT_LAG_MS}
-        self.voice.publish(ev.Tick(tick.t, ph.kind, ph.step, tick.users, holding, remaining_s, figures))
+        self.voice.publish(ev.LiveTick(tick.t, ph.kind, ph.step, tick.users, holding, remaining_s, figures))
         if self.judge.changed:
             self.voice.publish(ev.Conditions(tick.t, self.judge.states()))
         if watch:
@@ -199,7 +199,7 @@ class Tally:
                       round(self.step_started, 3), figures, server, [v.to_json() for v in verdicts], agg.histograms(),
                       ph.rate)
         self.steps.append(row)
-        self.voice.publish(ev.Step(row))
+        self.voice.publish(ev.StepEnded(row))
 
     def _fire(self, v: Verdict, ph: Phase) -> None:
         said = f"stop condition fired: {v.describe()}"

@@ -217,7 +217,7 @@ class WorkerFailed(BenchError):
         self.partial = partial
 
 
-class WorkerLost(WorkerFailed):
+class WorkerLostError(WorkerFailed):
     """A worker's process, or the cluster node it ran on, is gone: the run fails, keeping what was
     measured, unless the scenario says `on worker loss continue`."""
 

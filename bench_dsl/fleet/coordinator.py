@@ -35,7 +35,7 @@ def rate_shares(rate: float, queue: int, users: list[int]) -> list[tuple[float, 
 
 def due_between(rate: float, offset: float, a: float, b: float) -> int:
     """How many arrivals of a timeline at `rate` per second, on the grid of its gap shifted by
-    `offset` gaps (as a schedule starts one: bench_dsl.fleet.arrivals.Schedule.set), fall due in
+    `offset` gaps (as a schedule starts one: bench_dsl.fleet.pacing.AsyncSchedule.set), fall due in
     (a, b], monotonic seconds. Pieces of a span add up to the span's count: none is counted twice."""
     if rate <= 0 or b <= a:
         return 0

@@ -17,7 +17,7 @@ from typing import Any
 
 from bench_dsl.core import priority
 from bench_dsl.core.dsn import redact
-from bench_dsl.fleet.base import WorkerLost
+from bench_dsl.fleet.base import WorkerLostError
 from bench_dsl.fleet.coordinator import WorkerFleet, WorkerHandle
 
 
@@ -79,7 +79,7 @@ class ProcessFleet(WorkerFleet):
             p.exited = _exit_words(p)
             for fut in p.pending.values():
                 if not fut.done():
-                    fut.set_exception(WorkerLost(p.exited))
+                    fut.set_exception(WorkerLostError(p.exited))
             p.pending.clear()
 
     async def _read_stderr(self, p: _Proc) -> None:
@@ -94,14 +94,14 @@ class ProcessFleet(WorkerFleet):
         msg = self._next(msg)
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         if p.dead or p.proc.stdin is None:
-            fut.set_exception(WorkerLost(p.exited))
+            fut.set_exception(WorkerLostError(p.exited))
             return fut
         p.pending[self._next_id] = fut
         try:
             p.proc.stdin.write(json.dumps(msg, separators=(",", ":")).encode() + b"\n")
         except (ConnectionError, RuntimeError):
             p.pending.pop(self._next_id, None)
-            fut.set_exception(WorkerLost(p.exited))
+            fut.set_exception(WorkerLostError(p.exited))
         return fut
 
     async def _alive(self, p: _Proc) -> bool:

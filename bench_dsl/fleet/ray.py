@@ -34,7 +34,7 @@ from hdrh.histogram import HdrHistogram
 import bench_dsl
 from bench_dsl.core import priority
 from bench_dsl.core.dsn import Dsn
-from bench_dsl.fleet.base import ClusterError, WorkerFailed, WorkerLost, WorkerReport
+from bench_dsl.fleet.base import ClusterError, WorkerFailed, WorkerLostError, WorkerReport
 from bench_dsl.fleet.clocks import ClockMap
 from bench_dsl.fleet.coordinator import REPLY_TIMEOUT, WorkerFleet, WorkerHandle
 from bench_dsl.fleet.process import starved
@@ -298,7 +298,7 @@ class RayFleet(WorkerFleet):
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[dict[str, Any]] = loop.create_future()
         if p.dead:
-            fut.set_exception(WorkerLost(f"{self._label(p)} lost"))
+            fut.set_exception(WorkerLostError(f"{self._label(p)} lost"))
             return fut
         # the messages of one kind sent to a node's workers in this pass of the loop (a collect's, a
         # resize's): one call to its relay, made once the pass is over
@@ -345,7 +345,7 @@ class RayFleet(WorkerFleet):
         """The fault of a call to `p` (ray_actor.fault), as the run reports it."""
         if kind == "lost":  # its process, or its node, is gone
             p.dead = True
-            raise WorkerLost(f"{self._label(p)} lost: its process or its node is gone ({why})") from None
+            raise WorkerLostError(f"{self._label(p)} lost: its process or its node is gone ({why})") from None
         if kind == "missing":
             raise ClusterError(f"bench-dsl is not installed on node {p.node_id[:8]} ({p.host}): "
                                f"{INSTALL} there") from None
@@ -353,7 +353,7 @@ class RayFleet(WorkerFleet):
 
     async def _call(self, p: _Actor, msg: dict[str, Any]) -> dict[str, Any]:
         if p.dead:
-            raise WorkerLost(f"{self._label(p)} lost")
+            raise WorkerLostError(f"{self._label(p)} lost")
         self.calls[msg["op"]] += 1
         sent = time.monotonic()
         try:

@@ -1,7 +1,7 @@
 """Virtual users: one connection each, added and removed while the run goes on. Closed-loop (each
 sends its next transaction when the last one is done), or open-loop once the pool is paced
 (`UserPool.pace`): each transaction then waits for an arrival of the pool's schedule (the C
-executor's _native.Schedule for its users, bench_dsl.fleet.arrivals for users on asyncmy), and its
+executor's _native.Schedule for its users, bench_dsl.fleet.pacing for users on asyncmy), and its
 latency runs from the arrival's due time. This is the hot path: one pass of `_loop` per transaction."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from bench_dsl import native
 from bench_dsl.core import limits
 from bench_dsl.core.dsn import Dsn, ServerIdentity, redact
 from bench_dsl.core.mysql_errors import CONNECTION_LOST, LOST_CONNECTION, SCENARIO_ERRORS
-from bench_dsl.fleet import arrivals
+from bench_dsl.fleet import pacing
 from bench_dsl.fleet.base import Health
 from bench_dsl.measure.arrivals import ArrivalStats
 from bench_dsl.measure.recorder import Recorder
@@ -103,9 +103,9 @@ class UserPool:
         self.program = None if description is None else executor.program(description, workload.weights)
         self.options = executor.options(dsn, CONNECT_TIMEOUT, description)
         self._gate: asyncio.Event | None = None  # the held users' (resize(hold=True)) until release()
-        self.schedule: Any = None  # paced: the arrivals (a _native.Schedule, or an arrivals.Schedule)
+        self.schedule: Any = None  # paced: the arrivals (a _native.Schedule, or a pacing.AsyncSchedule)
         # what users on asyncmy await for each arrival: the Python schedule, or the C one polled
-        self._claims: arrivals.Schedule | arrivals.NativeClaims | None = None
+        self._claims: pacing.AsyncSchedule | pacing.NativeClaims | None = None
         self._waiting = 0  # arrivals offered, neither started nor dropped, at the schedule's last take
         self._connecting = asyncio.Semaphore(max(4, CONNECTING // stride))
         limits.allow_many_connections()
@@ -120,12 +120,12 @@ class UserPool:
             seed = (self.seed * 100_003 + self.offset) & (1 << 64) - 1
             if self.program is not None:
                 self.schedule = native.compiled.Schedule(seed)  # type: ignore[union-attr]
-                self._claims = arrivals.NativeClaims(self.schedule)
+                self._claims = pacing.NativeClaims(self.schedule)
                 for u in self.users:  # already running closed-loop: open-loop from their next transaction
                     if u.raw is not None:
                         u.raw.core.schedule = self.schedule
             else:
-                self.schedule = self._claims = arrivals.Schedule(seed)
+                self.schedule = self._claims = pacing.AsyncSchedule(seed)
         self.schedule.set(rate, poisson, queue, offset)
 
     def arrivals(self) -> ArrivalStats | None:

@@ -10,11 +10,11 @@ from collections.abc import Mapping
 
 from bench_dsl.language import model as m
 from bench_dsl.language import syntax as ast
-from bench_dsl.language.metrics import MetricDecl
+from bench_dsl.language.metric_decls import MetricDecl
 from bench_dsl.language.values import TIME_UNITS, Checker, Quantity, num, offset, offset_end, plain, span_of
 
 
-def condition(c: Checker, node: ast.Condition, txs: tuple[str, ...], ramp: m.Ramp | None,
+def condition(c: Checker, node: ast.ConditionNode, txs: tuple[str, ...], ramp: m.Ramp | None,
               expect: bool) -> m.Condition | None:
     ref = node.metric
     name, arg = ref.name, ref.arg
@@ -238,7 +238,7 @@ def _refs(e: ast.Expr | None) -> list[ast.Var | ast.Call]:
     return []
 
 
-def _resolved(c: Checker, node: ast.Condition) -> str:
+def _resolved(c: Checker, node: ast.ConditionNode) -> str:
     """The condition as written, with each $name and env() replaced by its value: "p90 > $limit" -> "p90 > 250ms"."""
     values = [(r.span, c.lets.get(r.name) if isinstance(r, ast.Var) else c.value(r))
               for r in _refs(node.limit) + _refs(node.window)]

@@ -1,4 +1,4 @@
-"""The typed, validated scenario: what the engine runs. Built only by bench_dsl.language.check; the
+"""The typed, validated scenario: what the engine runs. Built only by bench_dsl.language.validate; the
 workload's part is defined by its kind's plugin (bench_dsl/workloads/)."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from typing import ClassVar, Literal, Protocol
 from bench_dsl.core.dsn import Dsn
 from bench_dsl.core.errors import Diagnostic, Span
 from bench_dsl.core.numbers import num
-from bench_dsl.language.metrics import CORE_TABLE, MetricDecl
+from bench_dsl.language.metric_decls import CORE_TABLE, MetricDecl
 
 # Canonical units inside the model: durations and latencies in seconds, percentages as
 # percent (80.0), throughputs in their own unit (per second or per minute: MetricDecl.per in
-# bench_dsl/language/metrics.py), sizes in bytes, user counts as ints.
+# bench_dsl/language/metric_decls.py), sizes in bytes, user counts as ints.
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,7 +254,7 @@ Ramp = ConstantRamp | StepRamp | LinearRamp | RateLoad
 class Metric:
     """What a condition measures.
 
-    name: the declared metric's model name (bench_dsl/language/metrics.py: MetricDecl.model_name):
+    name: the declared metric's model name (bench_dsl/language/metric_decls.py: MetricDecl.model_name):
     "latency" (with stat) for p95, avg ..., else the metric's own ("tps", "cpu", "status" ...).
     stat: for latency, "p" with a percentile, or "avg" / "max" / "min"; for status, "value" (the
     value at the window's end) or "rate" (its growth per second over the window).

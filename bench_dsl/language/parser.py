@@ -20,7 +20,7 @@ from lark.tree import Meta
 from bench_dsl.core.cache import cache_file
 from bench_dsl.core.errors import Diagnostic, ScenarioError, Span, normal_newlines
 from bench_dsl.language import syntax as ast
-from bench_dsl.language.metrics import CORE_TABLE
+from bench_dsl.language.metric_decls import CORE_TABLE
 from bench_dsl.language.syntax_errors import Units, keyword_as_name, quoted, syntax_diagnostic
 
 CORE_UNITS: Units = tuple(CORE_TABLE.throughput_units())
@@ -29,7 +29,7 @@ CORE_UNITS: Units = tuple(CORE_TABLE.throughput_units())
 @functools.cache
 def _parser(units: Units = CORE_UNITS) -> Lark:
     text = resources.files("bench_dsl.grammar").joinpath("bench.lark").read_text(encoding="utf-8")
-    # RATE_UNIT's words are the declared throughputs' units (bench_dsl/language/metrics.py)
+    # RATE_UNIT's words are the declared throughputs' units (bench_dsl/language/metric_decls.py)
     assert text.count("@RATE_UNITS@") == 1, "bench.lark: RATE_UNIT has lost its @RATE_UNITS@"
     text = text.replace("@RATE_UNITS@", "|".join(map(re.escape, units)))
     # building the parse tables takes a third of a second, at every start of bench: kept in the
@@ -261,15 +261,15 @@ class _ToSyntax(Transformer[Token, Any]):
     def _text(self, meta: Meta) -> str:
         return " ".join(self.text[meta.start_pos:meta.end_pos].split())
 
-    def threshold(self, meta: Meta, ch: list[Any]) -> ast.Condition:
+    def threshold(self, meta: Meta, ch: list[Any]) -> ast.ConditionNode:
         metric, op, limit, window = ch
-        return ast.Condition("threshold", metric, str(op), limit, window, self._text(meta), self._s(meta))
+        return ast.ConditionNode("threshold", metric, str(op), limit, window, self._text(meta), self._s(meta))
 
-    def plateau(self, meta: Meta, ch: list[Any]) -> ast.Condition:
-        return ast.Condition("plateau", ch[0], None, ch[1], None, self._text(meta), self._s(meta))
+    def plateau(self, meta: Meta, ch: list[Any]) -> ast.ConditionNode:
+        return ast.ConditionNode("plateau", ch[0], None, ch[1], None, self._text(meta), self._s(meta))
 
-    def kink(self, meta: Meta, ch: list[Any]) -> ast.Condition:
-        return ast.Condition("kink", ch[0], None, ch[1], None, self._text(meta), self._s(meta))
+    def kink(self, meta: Meta, ch: list[Any]) -> ast.ConditionNode:
+        return ast.ConditionNode("kink", ch[0], None, ch[1], None, self._text(meta), self._s(meta))
 
     # scenario ------------------------------------------------------------------------------
     def scenario(self, meta: Meta, ch: list[Any]) -> ast.ScenarioNode:
@@ -309,7 +309,7 @@ def written_at(raw: str, index: int) -> int:
 @functools.lru_cache(maxsize=4)
 def parse(text: str, file: str = "<string>", units: Units = CORE_UNITS) -> ast.FileNode:
     """Parse a whole .bench file, `units` the throughputs' unit words (the core ones and the workload
-    kinds': check.load gives them); raises ScenarioError with a located diagnostic. Cached (the tree
+    kinds': validate.load gives them); raises ScenarioError with a located diagnostic. Cached (the tree
     is never changed): a study validates each of its configurations on the one tree of its file."""
     text = normal_newlines(text)
     try:

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from bench_dsl.language import model as m
 from bench_dsl.language import syntax as ast
-from bench_dsl.language.metrics import MetricDecl
+from bench_dsl.language.metric_decls import MetricDecl
 from bench_dsl.language.ramp import MAX_STEPS, multiplier, settle_hold, step_items
 from bench_dsl.language.values import Checker, Quantity, num, span_of
 

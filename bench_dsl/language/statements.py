@@ -39,7 +39,7 @@ class Execute:
 
 
 @dataclass(frozen=True, slots=True)
-class Step:
+class StatementStep:
     """Statements run `count` times. With `tables` > 1, a table is drawn uniformly for the step (as
     sysbench draws one per group of statements) and each Execute names one SQL per table. The draws
     are drawn anew, in order, before each repetition."""
@@ -52,7 +52,7 @@ class Step:
 
 @dataclass(frozen=True, slots=True)
 class Transaction:
-    steps: tuple[Step, ...]
+    steps: tuple[StatementStep, ...]
     explicit: bool  # BEGIN before the statements, COMMIT after
 
 

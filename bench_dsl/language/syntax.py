@@ -134,7 +134,7 @@ class MetricRef:
 
 
 @dataclass(frozen=True, slots=True)
-class Condition:
+class ConditionNode:
     kind: str  # "threshold" | "plateau" | "kink"
     metric: MetricRef
     op: str | None

@@ -13,7 +13,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from bench_dsl.core.errors import OTHER_BREAKS, Diagnostic, Span, break_in_comment, span_at
 
-Units = tuple[str, ...]  # the throughputs' unit words: metrics.Table.throughput_units()
+Units = tuple[str, ...]  # the throughputs' unit words: metric_decls.Table.throughput_units()
 
 
 # How a person would name what the parser expected.

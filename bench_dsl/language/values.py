@@ -1,7 +1,7 @@
 """Values as the validator reads them: numbers with their units, env() and $names (`let`),
 durations, counts, server settings and generators, each checked where it is used and reported with
 where it came from. Checker also collects the diagnostics of one file; every part of validation
-(bench_dsl/language/check*.py and each workload's plugin) reports through it."""
+(bench_dsl/language/validate.py and each workload's plugin) reports through it."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from bench_dsl.core.numbers import num
 from bench_dsl.language import model as m
 from bench_dsl.language import syntax as ast
 from bench_dsl.language.generators import GENERATORS
-from bench_dsl.language.metrics import CORE_TABLE, Table
+from bench_dsl.language.metric_decls import CORE_TABLE, Table
 
 TIME_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 SIZE_UNITS = {"K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
@@ -62,7 +62,7 @@ Value = Quantity | str | bool | ast.Call | None
 
 @functools.cache
 def _env_quantity(words: tuple[str, ...]) -> re.Pattern[str]:
-    # the unit words after a space: users, and the throughputs' own (metrics.Table.throughput_units)
+    # the unit words after a space: users, and the throughputs' own (metric_decls.Table.throughput_units)
     return re.compile(r"\s*(-?[0-9]+(?:\.[0-9]+)?)"
                       r"(?:(us|ms|s|m|h|%|K|M|G|T|x)|[ \t]+(" + "|".join(map(re.escape, ("users", "user", *words)))
                       + r"))?\s*")

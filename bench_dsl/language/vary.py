@@ -3,7 +3,7 @@
 A line varies a server setting (`innodb_io_capacity = [200, 2000]`), the throwaway server's
 directory (`server.dir = ["/var/tmp", "/dev/shm"]`) or a `let` of the file (`$rows = [1K, 10K]`).
 Several lines are crossed (every combination), or paired with `vary { } zip`. A configuration
-that sets a `let` is validated as a whole by language.check.check, as if given with -D."""
+that sets a `let` is validated as a whole by language.validate.check, as if given with -D."""
 
 from __future__ import annotations
 

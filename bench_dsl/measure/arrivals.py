@@ -14,7 +14,7 @@ from the moment it means: never with HdrHistogram's expected-interval correction
 times are the correction, measured instead of guessed).
 
 An ArrivalStats comes from either schedule's take() (the C executor's _native.Schedule or
-bench_dsl.fleet.arrivals.Schedule), travels as JSON (`to_wire`) and merges: over time with
+bench_dsl.fleet.pacing.AsyncSchedule), travels as JSON (`to_wire`) and merges: over time with
 `merge`, across the worker processes of one interval with `merge(..., parallel=True)`."""
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ percentiles, the schema's "latency"."""
 from __future__ import annotations
 
 from bench_dsl.core.figures import Figure, Side
-from bench_dsl.language.metrics import CORE_TABLE, MetricDecl, Table
+from bench_dsl.language.metric_decls import CORE_TABLE, MetricDecl, Table
 
 STEP = ("step",)  # Figure.live: a step so far carries it
 

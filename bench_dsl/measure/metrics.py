@@ -10,7 +10,7 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
-from bench_dsl.language.metrics import CORE_TABLE, MetricDecl, Table
+from bench_dsl.language.metric_decls import CORE_TABLE, MetricDecl, Table
 from bench_dsl.language.model import Metric
 from bench_dsl.measure.figures import client_figures
 from bench_dsl.measure.stalls import Span, Stalls, join
@@ -113,7 +113,7 @@ class StatusSample:
 
 
 @dataclass(slots=True)
-class Tick:
+class TickStats:
     """One second (or less, at a phase's end) of the run, as the coordinator sees it."""
 
     t: float  # seconds since the run started, at the tick's end
@@ -194,7 +194,7 @@ class Aggregate:
         self._disk_sum: dict[str, dict[str, float]] = {}
         self._stall_pieces: list[Span] | None = None
 
-    def add(self, tick: Tick) -> None:
+    def add(self, tick: TickStats) -> None:
         for name, st in tick.tx.items():
             self.tx[name].merge(st)
             self.all.merge(st)

@@ -40,7 +40,7 @@ class ResultDocument:
             case ev.Cluster():
                 d["cluster"] = event.cluster
                 _node_cpu(d)
-            case ev.WorkerLost():
+            case ev.WorkerLostEvent():
                 d.setdefault("workers_lost", []).append(
                     {"t": event.t, "reasons": event.reasons, "workers_left": event.workers, "users": event.users})
             case ev.Interval():
@@ -49,7 +49,7 @@ class ResultDocument:
                 for tx in (event.row.figures.get("transactions") or {}).values():
                     self.errors.update({int(k): n for k, n in (tx.get("errors_by_code") or {}).items()})
                 self._errors()
-            case ev.Step():
+            case ev.StepEnded():
                 d["steps"].append(event.row.to_json())
             case ev.Totals():
                 d["summary"] = event.summary

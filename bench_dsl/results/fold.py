@@ -1,5 +1,5 @@
 """The one fold of results into configurations and of repeats into a configuration's figures:
-summary.json (summary.py), `bench compare` (compare.py, from the summary) and the report (report/)
+summary.json (summary.py), `bench compare` (comparison.py, from the summary) and the report (report/)
 all read their numbers here, so the three cannot disagree.
 
     group(results) -> [Configuration]     repeats together, in the order first seen, labelled apart
@@ -46,7 +46,7 @@ from typing import Any
 from bench_dsl.core.errors import UsageError
 from bench_dsl.engine.judge import CUT_SHORT
 from bench_dsl.engine.profiles.registry import AXES, DEFAULT_AXIS, axis_of
-from bench_dsl.language.metrics import Measures, MetricDecl
+from bench_dsl.language.metric_decls import Measures, MetricDecl
 from bench_dsl.results.read import ResultFile
 from bench_dsl.workloads import registry
 
@@ -90,7 +90,7 @@ def at(row: dict[str, Any], axis: Axis) -> float | None:
 
 
 def summarized(*measures: Measures) -> list[MetricDecl]:
-    """The figures summary.json folds by users count (bench_dsl/language/metrics.py: MetricDecl.summarized),
+    """The figures summary.json folds by users count (bench_dsl/language/metric_decls.py: MetricDecl.summarized),
     in the order of `measures`."""
     return [d for kind in measures for d in registry.METRICS.measuring(kind) if d.summarized]
 

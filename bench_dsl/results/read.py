@@ -8,7 +8,7 @@ A file is opened without blocking and checked to be a regular file before a byte
 FIFO, /dev/zero or /dev/urandom (or a link to one) is refused at once instead of hanging or filling
 memory; it is read up to MAX_BYTES. JSON nested deeper than MAX_DEPTH is refused (real results are
 a handful of levels deep; the parser's own recursion limit is a clean error too). Then the document
-is checked against schema/result-v1.json as far as any reader relies on it (checks.py): the types of
+is checked against schema/result-v1.json as far as any reader relies on it (conformance.py): the types of
 the fields, and every figure finite and, where it is a count, a rate, a duration or a latency, not
 negative. The checks are written out rather than run through jsonschema: a validator walking the
 whole schema reads about 650 report intervals a second, a day's run at a 1 s interval is 86,400 of
@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_dsl.core.errors import UsageError
-from bench_dsl.results.checks import MAX_DEPTH, Problem, check_result
+from bench_dsl.results.conformance import MAX_DEPTH, Problem, check_result
 
 RESULT_FORMAT = "bench-dsl-result"
 # bench-dsl's own files that live beside results (a study's summary.json, a saved comparison)
@@ -149,7 +149,7 @@ def _too_long(text: str) -> str:
 
 
 def result_of(path: Path, doc: Any, inode: tuple[int, int] | None = None) -> ResultFile:
-    """A parsed document checked as a result (see checks.py), or BadResult naming the field."""
+    """A parsed document checked as a result (see conformance.py), or BadResult naming the field."""
     if not isinstance(doc, dict) or doc.get("format") != RESULT_FORMAT:
         what = doc.get("format") if isinstance(doc, dict) else None
         raise BadResult(path, "not a bench-dsl result" + (f" (its format is {what!r})" if isinstance(what, str) else "")

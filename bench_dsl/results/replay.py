@@ -41,7 +41,7 @@ from bench_dsl.engine.stopping import StopReason
 from bench_dsl.language import model as m
 from bench_dsl.measure.schedlag import worst_lag
 from bench_dsl.measure.stalls import STALL_SHOWN_S
-from bench_dsl.results.checks import CORE_FIGURES
+from bench_dsl.results.conformance import CORE_FIGURES
 from bench_dsl.results.read import RESULT_FORMAT, BadResult, parse_json, read_bytes, result_of
 from bench_dsl.results.stream import read_stream
 
@@ -76,7 +76,7 @@ def moment(e: ev.Event) -> float | None:
     match e:
         case ev.Interval():
             return e.row.t
-        case ev.Step():
+        case ev.StepEnded():
             start, secs = e.row.start_s, e.row.figures.get("seconds")
             return start + secs if isinstance(start, int | float) and isinstance(secs, int | float) else None
         case ev.Fired():
@@ -121,7 +121,7 @@ def document_events(doc: Json) -> list[Timed]:
     said_at = _fired_warning(warnings, fired)
     out += [(0.0, ev.Log("warning", w)) for w in warnings[:said_at]]
     if doc.get("prepare") is not None:
-        out += [(0.0, ev.Phase("prepare", None, steps, 0, None)), (start, ev.Prepared(doc["prepare"]))]
+        out += [(0.0, ev.PhaseBegan("prepare", None, steps, 0, None)), (start, ev.Prepared(doc["prepare"]))]
     if doc.get("workers") is not None:
         out.append((start, ev.Workers(int(doc["workers"]))))
     if doc.get("cluster") is not None:  # its nodes, as the run's end said them
@@ -160,9 +160,10 @@ def document_events(doc: Json) -> list[Timed]:
             out.append((t, ev.ErrorMessages({c: messages.get(c, "") for c in sorted(codes - seen)})))
             seen |= codes
         if i == last_of_step.get(row["step"]) and row["step"] in step_rows:
-            out.append((t, ev.Step(StepRow.from_json(step_rows.pop(row["step"])))))
+            out.append((t, ev.StepEnded(StepRow.from_json(step_rows.pop(row["step"])))))
     for row in step_rows.values():  # a step without an interval of its own (none is written so)
-        out.append((float(row.get("start_s") or 0) + float(row.get("seconds") or 0), ev.Step(StepRow.from_json(row))))
+        out.append((float(row.get("start_s") or 0) + float(row.get("seconds") or 0),
+                    ev.StepEnded(StepRow.from_json(row))))
     if fired is not None:
         fire(end)
     else:
@@ -216,15 +217,16 @@ def _fired_warning(warnings: list[str], fired: StopReason | None) -> int:
     return len(warnings)
 
 
-def _phase_event(plan: Json, row: Json, steps: int) -> ev.Phase:
+def _phase_event(plan: Json, row: Json, steps: int) -> ev.PhaseBegan:
     kind, step = row["phase"], row["step"]
     p = next((p for p in plan.get("phases") or [] if p.get("kind") == kind and p.get("step") == step), None)
     if p is None:  # not in the plan as stored: what the interval says
-        return ev.Phase(kind, step, steps, int(row.get("users") or 0), None, int(row.get("users") or 0), row["start_s"])
-    return ev.Phase(kind, step, steps, p["users"], p.get("seconds"), p.get("users_end"), row["start_s"])
+        users = int(row.get("users") or 0)
+        return ev.PhaseBegan(kind, step, steps, users, None, users, row["start_s"])
+    return ev.PhaseBegan(kind, step, steps, p["users"], p.get("seconds"), p.get("users_end"), row["start_s"])
 
 
-def phase_line(ph: ev.Phase) -> str:
+def phase_line(ph: ev.PhaseBegan) -> str:
     """The log line the run wrote as the phase began (engine.tally says it so, with events.phase_label)."""
     label = "warmup" if ph.step is None else f"step {ph.step}/{ph.steps} {ph.phase}"
     users = ph.users if ph.users_end in (None, ph.users) else f"{ph.users} -> {ph.users_end}"
@@ -285,27 +287,27 @@ def condition_specs(doc: Json) -> tuple[ev.ConditionSpec, ...]:
 # what a stream lacks, derived ------------------------------------------------------------------------
 def fill_in(evs: list[Timed]) -> list[Timed]:
     """Ticks and the judge's word on the conditions, where the stream has none of them."""
-    if not any(isinstance(e, ev.Tick) for _, e in evs):
+    if not any(isinstance(e, ev.LiveTick) for _, e in evs):
         evs = _with_ticks(evs)
     if not any(isinstance(e, ev.Conditions) for _, e in evs):
         evs = _with_conditions(evs)
     if not any(isinstance(e, ev.Log) and e.level == "info" for _, e in evs):  # a result keeps no info lines
         evs = [te for t, e in evs for te in ([(t, e), (t, ev.Log("info", phase_line(e), e.t))]
-                                              if isinstance(e, ev.Phase) and e.phase != "prepare" else [(t, e)])]
+                                              if isinstance(e, ev.PhaseBegan) and e.phase != "prepare" else [(t, e)])]
     return evs
 
 
 def _with_ticks(evs: list[Timed]) -> list[Timed]:
     """One tick a second of each interval, with the interval's figures."""
     out: list[Timed] = []
-    ph: ev.Phase | None = None
+    ph: ev.PhaseBegan | None = None
     stalls: list[tuple[float, float]] = []  # the step's so far, as its measured intervals recorded them
     step: int | None = None
     declared = CORE_FIGURES
     for t, e in evs:
         if isinstance(e, ev.Begin):
             declared = catalog(e.figures)
-        if isinstance(e, ev.Phase):
+        if isinstance(e, ev.PhaseBegan):
             ph = e
         if isinstance(e, ev.Interval):
             row = e.row.to_json()
@@ -328,7 +330,7 @@ def _longest(spans: list[tuple[float, float]]) -> float | None:
     return longest
 
 
-def _ticks(row: Json, ph: ev.Phase | None, declared: Figures, stall_s: float | None = None) -> list[Timed]:
+def _ticks(row: Json, ph: ev.PhaseBegan | None, declared: Figures, stall_s: float | None = None) -> list[Timed]:
     secs, end = float(row.get("seconds") or 0), float(row["t"])
     n = max(1, round(secs))
     per_s = 1 / (secs or 1)
@@ -349,7 +351,7 @@ def _ticks(row: Json, ph: ev.Phase | None, declared: Figures, stall_s: float | N
         t = round(end - secs + k * secs / n, 3)
         known = ph is not None and ph.seconds is not None and ph.t is not None
         left = round(max(ph.seconds - (t - ph.t), 0.0), 1) if known else None  # type: ignore[operator,union-attr]
-        out.append((t, ev.Tick(t, row["phase"], row["step"], int(row.get("users") or 0), False, left, figures)))
+        out.append((t, ev.LiveTick(t, row["phase"], row["step"], int(row.get("users") or 0), False, left, figures)))
     return out
 
 
@@ -364,7 +366,7 @@ def _with_conditions(evs: list[Timed]) -> list[Timed]:
         if isinstance(e, ev.Started):
             specs, texts = {c.text: c for c in e.condition_specs}, list(e.conditions)
             continue
-        if isinstance(e, ev.Step) and e.row.conditions:
+        if isinstance(e, ev.StepEnded) and e.row.conditions:
             for v in e.row.conditions:
                 text, value, before = v["condition"], v.get("value"), v.get("previous")
                 if text not in states or states[text].state != "fired":  # a fired condition stays fired

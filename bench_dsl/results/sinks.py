@@ -298,7 +298,7 @@ class ConsoleSink:
                     f"lat ms p50/p95/p99 {_ms(lat['p50']).strip()}/{_ms(lat['p95']).strip()}/{_ms(lat['p99']).strip()} "
                     f"err/s {d['errors'] / secs:.1f} retry/s {d['retries'] / secs:.1f} cpu {cpus}{extra}",
                     markup=False)
-            case ev.Step():
+            case ev.StepEnded():
                 step, d = event.row, event.row.figures
                 lat = d["latency_ms"]
                 stall = f", stall {d['stall_s']:.1f}s" if d.get("stalls") else ""

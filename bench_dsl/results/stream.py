@@ -25,7 +25,7 @@ from typing import Any
 
 from bench_dsl.core.errors import error_reason
 from bench_dsl.engine import events as ev
-from bench_dsl.results.checks import check_numbers, check_row
+from bench_dsl.results.conformance import check_numbers, check_row
 from bench_dsl.results.read import BadResult, parse_json, read_bytes
 
 STREAM_VERSION = 1

@@ -14,7 +14,7 @@ import asyncmy
 from bench_dsl.core.dsn import Dsn
 from bench_dsl.core.figures import Counted
 from bench_dsl.language import model as m
-from bench_dsl.measure.metrics import Tick
+from bench_dsl.measure.metrics import TickStats
 from bench_dsl.server.counters import STATUS_DEFAULT, ServerCounters, unknown_status
 from bench_dsl.server.hostwatch import FIRST_TRIES, HostWatch, Reading
 from bench_dsl.server.replication import Heartbeat
@@ -131,7 +131,7 @@ class ServerSide:
         """The server's own count of the step (ServerCounters.step_figures)."""
         return await self.counters.step_figures()
 
-    def fill(self, tick: Tick) -> None:
+    def fill(self, tick: TickStats) -> None:
         tick.status = self.counters.take_status()
         if self.heartbeat is not None:
             tick.lag = self.heartbeat.worst()

@@ -1,5 +1,5 @@
 """A study: the configurations of `vary`, each run `repeat` times in interleaved order (A B C A B
-C ...), each run a whole run of its own (bench_dsl.engine.run.Run) with its own result file. At the end the
+C ...), each run a whole run of its own (bench_dsl.engine.runner.Run) with its own result file. At the end the
 directory gets summary.json (bench_dsl.results.summary) and report.html (bench_dsl.results.report).
 
 On a throwaway server each configuration gets a fresh server started with its settings (in its
@@ -25,7 +25,7 @@ from bench_dsl.core.errors import ExitCode, UsageError, error_reason
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.events import Sink
 from bench_dsl.engine.plan import plan
-from bench_dsl.engine.run import Options, Run
+from bench_dsl.engine.runner import Options, Run
 from bench_dsl.language import model as m
 from bench_dsl.results.sinks import (
     ConsoleSink,
@@ -311,7 +311,7 @@ def _finish(directory: Path, runs: list[StudyRun], err: Console) -> list[str]:
     except OSError as exc:  # a full disk: the results are written, the report is still worth trying
         problems.append(f"could not write {directory / 'summary.json'}: {_cause(exc)}")
     try:
-        from bench_dsl.results.compare import compare, to_rich
+        from bench_dsl.results.comparison import compare, to_rich
 
         # force: a study that varies its data ($rows) compares configurations of different data on purpose
         err.print(to_rich(compare(summary, force=True)))

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 from bench_dsl.core.dsn import Dsn
 from bench_dsl.core.figures import Counted
 from bench_dsl.language import syntax as ast
-from bench_dsl.language.metrics import MetricDecl
+from bench_dsl.language.metric_decls import MetricDecl
 from bench_dsl.language.model import Fill, SetupSql, WorkloadSpec
 from bench_dsl.language.values import Checker, name_span, span_of
 
@@ -40,7 +40,7 @@ class WorkloadPlugin(Generic[Spec]):
     takes_setup: bool = False  # a `setup { }` block prepares its data (else the workload prepares its own)
     # commands of its own, on the data a target holds: `bench KIND NAME [FILE] [--target DSN]`
     tools: tuple[DataTool, ...] = ()
-    # metrics of its own (bench_dsl/language/metrics.py), beside the core ones: conditions, the
+    # metrics of its own (bench_dsl/language/metric_decls.py), beside the core ones: conditions, the
     # grammar's units, the result and compare know them whatever the workload (a custom workload
     # with the transaction they need has them too); registry.METRICS holds them all
     metrics: tuple[MetricDecl, ...] = ()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bench_dsl.language.metrics import Table
+from bench_dsl.language.metric_decls import Table
 from bench_dsl.language.model import Fill, Scenario, SetupSql, WorkloadSpec
 from bench_dsl.workloads.custom import plugin as custom
 from bench_dsl.workloads.plugin import WorkloadPlugin
@@ -26,7 +26,7 @@ PLUGINS: dict[str, WorkloadPlugin[Any]] = {plugin.kind: plugin for plugin in (
 
 
 # Every metric: the core ones and each kind's own (TPC-C's nopm), for the floors above this one
-# (results, the live screen); the language is handed the kinds and builds the same (check.metrics_of).
+# (results, the live screen); the language is handed the kinds and builds the same (validate.metrics_of).
 METRICS = Table.of(*(k.metrics for k in PLUGINS.values()))
 
 

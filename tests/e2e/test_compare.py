@@ -30,7 +30,7 @@ import jsonschema
 import pytest
 
 from bench_dsl.core.errors import UsageError
-from bench_dsl.results.compare import compare, parse_gate
+from bench_dsl.results.comparison import compare, parse_gate
 from bench_dsl.results.read import ResultFile, find_results
 from bench_dsl.results.read import read_result as read_file
 from bench_dsl.results.summary import summarize

@@ -17,7 +17,7 @@ from bench_dsl.engine.plan_text import describe
 from bench_dsl.engine.profiles import registry
 from bench_dsl.engine.profiles.base import warmup_phase
 from bench_dsl.engine.profiles.users import OnUsers, UsersScheduler
-from bench_dsl.engine.run import Run
+from bench_dsl.engine.runner import Run
 from bench_dsl.engine.scenario_file import load
 from bench_dsl.language.model import Scenario
 from bench_dsl.results.document import ResultDocument
@@ -107,11 +107,11 @@ async def test_a_profile_defined_in_a_test_runs_end_to_end(sawtooth: None, dsn_u
             break
     assert doc["status"] == "completed"
     asked = [2, 5, 2, 5]
-    assert [(e.phase, e.users) for e in events if isinstance(e, ev.Phase) and e.phase != "prepare"] == \
+    assert [(e.phase, e.users) for e in events if isinstance(e, ev.PhaseBegan) and e.phase != "prepare"] == \
         [("hold", n) for n in asked]
     # each step ran with the users it asked for: every one of its ticks had them all connected
     for step, n in enumerate(asked, 1):
-        ticks = [e for e in events if isinstance(e, ev.Tick) and e.step == step]
+        ticks = [e for e in events if isinstance(e, ev.LiveTick) and e.step == step]
         assert ticks and all(t.users == n for t in ticks), (step, [t.users for t in ticks])
     assert [(s["step"], s["users"], s["complete"]) for s in doc["steps"]] == [
         (i, n, True) for i, n in enumerate(asked, 1)]

@@ -197,7 +197,7 @@ async def test_a_scenario_runs_on_both_nodes(cluster: RayCluster, tmp_path: Path
     assert [u["users"] for u in ray["users_started"]] == [2, 4, 6], ray["users_started"]
     # the live screen, fed the run's own stream, lists the nodes with their CPU
     evs = read_stream(lines).events
-    last = [e for e in evs if isinstance(e, ev.Tick) and e.phase == "hold"][-1]
+    last = [e for e in evs if isinstance(e, ev.LiveTick) and e.phase == "hold"][-1]
     async with replayed(evs[:evs.index(last) + 1]) as (app, _pilot, _controls, _sink):
         text = screen_text(app)
     shown = [line for line in text.splitlines() if "ray node" in line]

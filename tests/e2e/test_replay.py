@@ -25,7 +25,7 @@ from bench_dsl.engine import events as ev
 from bench_dsl.engine.events import Event
 from bench_dsl.engine.plan import plan
 from bench_dsl.engine.rows import StepRow
-from bench_dsl.engine.run import Run
+from bench_dsl.engine.runner import Run
 from bench_dsl.engine.scenario_file import load as load_scenario
 from bench_dsl.engine.stopping import StopReason
 from bench_dsl.results.document import ResultDocument
@@ -254,7 +254,7 @@ def test_the_replayed_ticks_carry_the_server_side_and_the_client_s_lag(live: Liv
     hold[0]["replication"] = {"lag_s": 3.25, "lag_max_s": 4.0, "lag_min_s": 1.0, "replicas": []}
     hold[0]["disk"] = {"busiest": "nvme0n1", "util_pct": 71.5, "iops": 10.0, "await_ms": 0.2, "devices": {}}
     (tmp_path / "r.json").write_text(json.dumps(doc))
-    ticks = [e for _, e in load(tmp_path / "r.json") if isinstance(e, ev.Tick) and e.phase == "hold"]
+    ticks = [e for _, e in load(tmp_path / "r.json") if isinstance(e, ev.LiveTick) and e.phase == "hold"]
     first = ticks[0].figures
     assert first["lag_s"] == 3.25 and first["disk"] == {"device": "nvme0n1", "util_pct": 71.5}
     worst = max(f["p90"] for probes in hold[0]["client_lag_ms_by_process"].values() for f in probes.values() if f)
@@ -288,11 +288,11 @@ def test_conditions_are_in_the_judges_words_at_each_step_and_when_one_fires() ->
     def verdict(c: ev.ConditionSpec, value: float, previous: float | None = None) -> dict[str, Any]:
         return {"condition": c.text, "kind": c.kind, "fired": False, "value": value, "previous": previous}
 
-    step1 = ev.Step(StepRow(1, 1, True, None, 0.0, {}, None, [verdict(specs[0], 210.0), verdict(specs[1], 100.0)]))
-    step2 = ev.Step(StepRow(2, 2, True, None, 0.0, {}, None, [verdict(specs[0], 100.0), verdict(specs[1], 105.5, 100.0)]))
+    step1 = ev.StepEnded(StepRow(1, 1, True, None, 0.0, {}, None, [verdict(specs[0], 210.0), verdict(specs[1], 100.0)]))
+    step2 = ev.StepEnded(StepRow(2, 2, True, None, 0.0, {}, None, [verdict(specs[0], 100.0), verdict(specs[1], 105.5, 100.0)]))
     fired = ev.Fired(StopReason("stop_condition", condition=specs[2].text, value=91.0, window_s=15.0, step=3,
                                 at_s=30.0))
-    step3 = ev.Step(StepRow(3, 3, True, None, 0.0, {}, None, [verdict(specs[0], 240.0)]))
+    step3 = ev.StepEnded(StepRow(3, 3, True, None, 0.0, {}, None, [verdict(specs[0], 240.0)]))
     said = [e for _, e in fill_in([(0.0, started), (10.0, step1), (20.0, step2), (30.0, fired), (31.0, step3)])
             if isinstance(e, ev.Conditions)]
     assert [[(s.state, s.source) for s in c.states] for c in said] == [
@@ -314,7 +314,7 @@ def test_a_sustained_condition_is_replayed_at_the_worst_its_window_reached_in_ea
     (spec,) = condition_specs(doc)  # known from the step's row, though it never fired
     assert (spec.op, spec.limit, spec.window_s) == (">", 1000.0, 5.0)
     started = ev.Started("s", "t", "v", True, {}, [], [text], (spec,))
-    said = [e for _, e in fill_in([(0.0, started), (10.0, ev.Step(StepRow.from_json(doc["steps"][0])))]) if isinstance(e, ev.Conditions)]
+    said = [e for _, e in fill_in([(0.0, started), (10.0, ev.StepEnded(StepRow.from_json(doc["steps"][0])))]) if isinstance(e, ev.Conditions)]
     assert [(s.value, s.state, s.source) for s in said[0].states] == [(870.0, "near", "step 1, worst 5s")]
 
 

@@ -241,7 +241,7 @@ def _every_event() -> list[ev.Event]:
                                                       "users": 0}],
                             "actors_ready_s": 2.1, "users_started": [], "lost": []})]
     evs.insert(-2, ev.Control("hold", True, 12.5))
-    evs.insert(-2, ev.WorkerLost(13.0, ["worker 2 on node abababab (client1) lost"], 1, 4))
+    evs.insert(-2, ev.WorkerLostEvent(13.0, ["worker 2 on node abababab (client1) lost"], 1, 4))
     return evs
 
 
@@ -276,8 +276,8 @@ def test_every_event_type_is_written_with_its_version_and_read_back_verbatim(tmp
     def lean(e: ev.Event) -> ev.Event:  # a stream keeps no histograms (the result does)
         if isinstance(e, ev.Totals) and e.summary:
             return ev.Totals({k: v for k, v in e.summary.items() if k != "histograms"}, e.executor, e.stop, e.elapsed_s)
-        if isinstance(e, ev.Step):
-            return ev.Step(dataclasses.replace(e.row, histograms={}))
+        if isinstance(e, ev.StepEnded):
+            return ev.StepEnded(dataclasses.replace(e.row, histograms={}))
         return e
 
     assert [json.loads(json.dumps(encode(e))) for e in stream.events] == \

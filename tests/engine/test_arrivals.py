@@ -1,4 +1,4 @@
-"""Open-loop arrivals (bench_dsl/native/src/schedule.c's Schedule, bench_dsl/fleet/arrivals.py) against a
+"""Open-loop arrivals (bench_dsl/native/src/schedule.c's Schedule, bench_dsl/fleet/pacing.py) against a
 real server, on both executors: the rate offered is the rate asked, each transaction's response time
 runs from its due time, arrivals that find no free user are dropped or queued and counted, waiting
 users stop at once, a rate changes while the run goes on, and processes' timelines interleave.
@@ -18,7 +18,7 @@ import pytest
 
 from bench_dsl import native
 from bench_dsl.core.dsn import Dsn
-from bench_dsl.fleet import arrivals
+from bench_dsl.fleet import pacing
 from bench_dsl.fleet.users import UserPool
 from bench_dsl.measure.arrivals import ArrivalStats
 from bench_dsl.measure.metrics import PERCENTILES, TxStats
@@ -218,7 +218,7 @@ async def _dues(schedule: Any, n: int, since: int) -> list[int]:
     counted, not timed (a starved claimer claims late, and its schedule's grace keeps a late claim
     from being a drop); those due before `since`, claimed and left out."""
     out: list[int] = []
-    claims = arrivals.NativeClaims(schedule) if not isinstance(schedule, arrivals.Schedule) else schedule
+    claims = pacing.NativeClaims(schedule) if not isinstance(schedule, pacing.AsyncSchedule) else schedule
     while len(out) < n:
         due = await claims.claim(lambda: False)
         assert due is not None
@@ -232,7 +232,7 @@ async def _dues(schedule: Any, n: int, since: int) -> list[int]:
 async def test_processes_with_offsets_interleave(kind: str) -> None:
     """Two schedules at R/2 each, offsets 0 and 0.5, started at different moments: their due times
     alternate, half a gap apart."""
-    make = native.compiled.Schedule if kind == "c" else arrivals.Schedule  # type: ignore[union-attr]
+    make = native.compiled.Schedule if kind == "c" else pacing.AsyncSchedule  # type: ignore[union-attr]
     # a late claim is never a drop here: a machine that froze the claimers for seconds loses none
     first, second = make(1, grace=600.0), make(2, grace=600.0)
     first.set(50, offset=0.0)

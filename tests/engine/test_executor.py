@@ -18,7 +18,7 @@ from bench_dsl import native
 from bench_dsl.core import limits
 from bench_dsl.core.dsn import Dsn
 from bench_dsl.fleet import users
-from bench_dsl.language.statements import Draw, Execute, Step, Transaction, Transactions
+from bench_dsl.language.statements import Draw, Execute, StatementStep, Transaction, Transactions
 from bench_dsl.measure.recorder import new_counts
 from bench_dsl.native import executor
 from bench_dsl.native.executor import ERROR, LOST, PREPARE, STOPPED, NativeUser
@@ -61,7 +61,7 @@ async def _in_sleep(dsn: Dsn, ident: int) -> bool:
 
 def _one(sql: str, *draws: Draw, params: tuple[tuple[int, int], ...] = ((0, 0),), explicit: bool = False,
          more: tuple[Execute, ...] = ()) -> Transaction:
-    return Transaction((Step(1, 1, draws, (Execute((sql,), params),) + more),), explicit)
+    return Transaction((StatementStep(1, 1, draws, (Execute((sql,), params),) + more),), explicit)
 
 
 def _user(dsn: Dsn, transactions: Transactions, weights: tuple[float, ...] = (1.0,), seed: int = 1) -> NativeUser:
@@ -96,7 +96,7 @@ async def test_counted_transactions_are_what_the_server_did(db: Dsn) -> None:
     counts = new_counts(2)
     tx = Transactions((
         _one("SELECT c FROM ex_t WHERE id = ?", Draw("uniform", (1, 6000))),
-        Transaction((Step(1, 1, (Draw("randstr", (5, 9)), Draw("const", (1,))),
+        Transaction((StatementStep(1, 1, (Draw("randstr", (5, 9)), Draw("const", (1,))),
                           (Execute(("UPDATE ex_t SET k = k + 1, c = ? WHERE id = ?",), ((0, 0), (1, 0))),)),), True),
     ))
     u = NativeUser(executor.program(tx, (3.0, 1.0)), counts, 7, executor.options(db, 10))
@@ -272,7 +272,7 @@ async def test_the_same_seed_draws_the_same_values(db: Dsn) -> None:
                   "c DOUBLE, PRIMARY KEY (user, n)) ENGINE=MyISAM")
     draws = (Draw("zipf", (1, 1000, 1.1)), Draw("randstr", (3, 12)), Draw("uniform_real", (0.0, 1.0)))
     for who in (1, 2):
-        tx = Transactions((Transaction((Step(1, 1, (Draw("const", (who,)),) + draws, (Execute(
+        tx = Transactions((Transaction((StatementStep(1, 1, (Draw("const", (who,)),) + draws, (Execute(
             ("INSERT INTO ex_seed (user, a, b, c) VALUES (?, ?, ?, ?)",), ((0, 0), (1, 0), (2, 0), (3, 0))),)),), False),))
         u = _user(db, tx, seed=12345)
         assert (await u.connect())[0] == 0
@@ -293,7 +293,7 @@ async def test_deadlocks_roll_back_and_retry_and_every_ok_is_committed(db: Dsn) 
     await run_sql(db, db.database, "CREATE OR REPLACE TABLE ex_dl (id INT PRIMARY KEY, v BIGINT NOT NULL)",
                   "INSERT INTO ex_dl VALUES (1, 0), (2, 0), (3, 0), (4, 0)")
     upd = "UPDATE ex_dl SET v = v + 1 WHERE id = ?"
-    tx = Transactions((Transaction((Step(1, 1, (Draw("uniform", (1, 4)), Draw("uniform", (1, 4))),
+    tx = Transactions((Transaction((StatementStep(1, 1, (Draw("uniform", (1, 4)), Draw("uniform", (1, 4))),
                                          (Execute((upd,), ((0, 0),)), Execute((upd,), ((1, 0),)))),), True),))
     prog = executor.program(tx, (1.0,))
     counts = new_counts(1)
@@ -332,8 +332,8 @@ def test_a_program_is_checked_when_built() -> None:
         (Transactions((_one("SELECT ?", Draw("nope", (1,))),)), "no draw named nope"),
         (Transactions((_one("SELECT ?", Draw("uniform", (1,))),)), "takes 2 arguments"),
         (Transactions((_one("SELECT ?", Draw("uniform", (1, 2)), params=((3, 0),)),)), "no such draw"),
-        (Transactions((Transaction((Step(1, 2, (), (Execute(("SELECT 1",), ()),)),), False),)), "one statement per table"),
-        (Transactions((Transaction((Step(0, 1, (), (Execute(("SELECT 1",), ()),)),), False),)), "executes nothing"),
+        (Transactions((Transaction((StatementStep(1, 2, (), (Execute(("SELECT 1",), ()),)),), False),)), "one statement per table"),
+        (Transactions((Transaction((StatementStep(0, 1, (), (Execute(("SELECT 1",), ()),)),), False),)), "executes nothing"),
     ]
     for tx, message in bad:
         with pytest.raises((ValueError, IndexError), match=message):

@@ -16,7 +16,7 @@ import jsonschema
 import pytest
 
 from bench_dsl.core.dsn import Dsn, parse_dsn
-from bench_dsl.language.statements import Draw, Execute, Step, Transaction, Transactions
+from bench_dsl.language.statements import Draw, Execute, StatementStep, Transaction, Transactions
 from bench_dsl.measure.recorder import new_counts
 from bench_dsl.native import executor
 from bench_dsl.native.executor import NativeUser
@@ -254,7 +254,7 @@ def test_certificates_are_kept_private(tls_server: TlsServer) -> None:
 
 
 def _native_user(url: str) -> NativeUser:
-    prog = executor.program(Transactions((Transaction((Step(1, 1, (Draw("const", (1,)),), (Execute(
+    prog = executor.program(Transactions((Transaction((StatementStep(1, 1, (Draw("const", (1,)),), (Execute(
         ("SELECT ?",), ((0, 0),)),)),), False),)), (1.0,))
     return NativeUser(prog, new_counts(1), 1, executor.options(parse_dsn(url), 10))
 

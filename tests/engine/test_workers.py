@@ -16,7 +16,7 @@ import pytest
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.events import Event
 from bench_dsl.engine.plan import plan
-from bench_dsl.engine.run import Options, Run
+from bench_dsl.engine.runner import Options, Run
 from bench_dsl.engine.scenario_file import load
 from bench_dsl.fleet.base import worker_count
 from bench_dsl.fleet.process import ProcessFleet
@@ -122,7 +122,7 @@ async def test_the_live_ticks_carry_the_worst_process_s_scheduling_lag(dsn_url: 
     sc = load(str(path), {})
     sink = Collect()
     assert await Run(sc, plan(sc), [sink], Options(workers=2)).execute() == 0
-    hold = [e.figures.get("client_lag") for e in sink.events if isinstance(e, ev.Tick) and e.phase == "hold"]
+    hold = [e.figures.get("client_lag") for e in sink.events if isinstance(e, ev.LiveTick) and e.phase == "hold"]
     assert hold and all(lag is not None and lag["bound_ms"] == 10.0 for lag in hold[1:]), hold
     step = sink.document.doc["steps"][0]["client_lag_ms_by_process"]
     assert set(step) == {"worker 1", "worker 2"}
@@ -221,7 +221,7 @@ async def test_a_dead_worker_fails_the_run_but_keeps_the_data(dsn_url: str, tmp_
                          "no interval of the hold")
     assert isinstance(run.fleet, ProcessFleet)
     os.kill(run.fleet.procs[1].proc.pid, signal.SIGKILL)
-    before = sum(isinstance(e, ev.Tick) for e in sink.events)
+    before = sum(isinstance(e, ev.LiveTick) for e in sink.events)
     code = await asyncio.wait_for(task, 30)
     assert code == 1
     doc = sink.document.doc
@@ -230,8 +230,8 @@ async def test_a_dead_worker_fails_the_run_but_keeps_the_data(dsn_url: str, tmp_
     assert doc["intervals"] and doc["summary"]["count"] > 0
     # the surviving worker's last second (its report came with the failure) is counted, streamed,
     # and in the figures: every measured tick adds up to the run's count
-    assert sum(isinstance(e, ev.Tick) for e in sink.events) > before  # the one whose report failed
-    ticks = [e.figures for e in sink.events if isinstance(e, ev.Tick) and e.phase == "hold"]
+    assert sum(isinstance(e, ev.LiveTick) for e in sink.events) > before  # the one whose report failed
+    ticks = [e.figures for e in sink.events if isinstance(e, ev.LiveTick) and e.phase == "hold"]
     assert sum(t["count"] for t in ticks[-1]["transactions"].values()) > 0
     assert sum(c["count"] for t in ticks for c in t["transactions"].values()) == doc["summary"]["count"]
     hold = [i for i in doc["intervals"] if i["phase"] == "hold"]
@@ -266,30 +266,30 @@ async def test_a_rate_stays_whole_on_the_workers_left_after_a_loss(dsn_url: str,
     run = Run(sc, plan(sc), [sink], Options(workers=2))
     task = asyncio.create_task(run.execute())
 
-    def hold_ticks() -> list[ev.Tick]:
-        return [e for e in sink.events if isinstance(e, ev.Tick) and e.phase == "hold"]
+    def hold_ticks() -> list[ev.LiveTick]:
+        return [e for e in sink.events if isinstance(e, ev.LiveTick) and e.phase == "hold"]
 
     await _while_running(task, lambda: len(hold_ticks()) >= 2, "no tick of the hold")
     assert isinstance(run.fleet, ProcessFleet)
     os.kill(run.fleet.procs[1].proc.pid, signal.SIGKILL)
-    await _while_running(task, lambda: any(isinstance(e, ev.WorkerLost) for e in sink.events), "the loss was not seen")
+    await _while_running(task, lambda: any(isinstance(e, ev.WorkerLostEvent) for e in sink.events), "the loss was not seen")
     lost_at = len(sink.events)
     # how it ended is said: a worker that "exited" alone left a 10,000-user run's failure unexplained
-    said = next(e for e in sink.events if isinstance(e, ev.WorkerLost)).reasons
+    said = next(e for e in sink.events if isinstance(e, ev.WorkerLostEvent)).reasons
     assert any("worker process 1 exited, killed by SIGKILL" in r for r in said), said
-    await _while_running(task, lambda: sum(isinstance(e, ev.Tick) for e in sink.events[lost_at:]) >= 5,
+    await _while_running(task, lambda: sum(isinstance(e, ev.LiveTick) for e in sink.events[lost_at:]) >= 5,
                          "no ticks after the loss")
     run.request_stop()  # what follows the loss is what this test is about: the rest of the hold is not needed
     await asyncio.wait_for(task, 30)
-    ticks = [e for e in sink.events[lost_at:] if isinstance(e, ev.Tick)]
+    ticks = [e for e in sink.events[lost_at:] if isinstance(e, ev.LiveTick)]
     after = ticks[1:5]  # the loss's own tick aside
     offered = sum(e.figures["offered_tps"] for e in after) / len(after)
     assert offered == pytest.approx(100, rel=0.1), [e.figures["offered_tps"] for e in after]
     assert all(e.users == 4 for e in after), [e.users for e in after]
     # the loss's own tick (the first after it is said): worker 2's half was due too, and no user of it
     # was left to start it
-    loss = sink.events.index(next(e for e in sink.events if isinstance(e, ev.WorkerLost)))
-    own = next(e for e in sink.events[loss:] if isinstance(e, ev.Tick))
+    loss = sink.events.index(next(e for e in sink.events if isinstance(e, ev.WorkerLostEvent)))
+    own = next(e for e in sink.events[loss:] if isinstance(e, ev.LiveTick))
     assert own.figures["offered_tps"] == pytest.approx(100, rel=0.2), own.figures
     assert own.figures["dropped_per_s"] >= 30, own.figures
     rows = [e.row for e in sink.events if isinstance(e, ev.Interval)]

@@ -63,7 +63,7 @@ def hold_of_step(step: int, tick: int = 1):  # type: ignore[no-untyped-def]
     seen = []
 
     def pred(e: Event) -> bool:
-        if isinstance(e, ev.Tick) and e.step == step and e.phase == "hold":
+        if isinstance(e, ev.LiveTick) and e.step == step and e.phase == "hold":
             seen.append(e)
         return len(seen) == tick and seen[-1] is e
 
@@ -79,7 +79,7 @@ async def test_n_and_h_reach_the_run() -> None:
 
 
 async def test_n_and_h_wait_until_users_run() -> None:
-    evs = upto(events(), lambda e: isinstance(e, ev.Phase) and e.phase == "prepare")
+    evs = upto(events(), lambda e: isinstance(e, ev.PhaseBegan) and e.phase == "prepare")
     async with replayed(evs) as (app, pilot, controls, _):
         await pilot.press("n", "h")
         await keys_handled(app, pilot)
@@ -172,8 +172,8 @@ async def test_the_screen_redraws_by_itself() -> None:
 
 def test_the_sink_never_breaks_the_run() -> None:
     sink = UiSink(LiveState())
-    sink.emit(ev.Tick(1.0, "hold", 1, 1, False, 1.0, {"tps": "not a number"}))
-    sink.emit(ev.Step(StepRow("not a number", 1, True, None, 0.0, {}, None, [])))  # type: ignore[arg-type]
+    sink.emit(ev.LiveTick(1.0, "hold", 1, 1, False, 1.0, {"tps": "not a number"}))
+    sink.emit(ev.StepEnded(StepRow("not a number", 1, True, None, 0.0, {}, None, [])))  # type: ignore[arg-type]
     warnings = [e.message for e in sink.state.log.tail(10)]
     assert sink.failures == 2 and warnings[0].startswith("the screen could not show a tick event")
 
@@ -220,7 +220,7 @@ async def test_a_run_that_ends_before_the_screen_is_up_is_not_waited_for() -> No
 
 # snapshots: the main screen in its phases ------------------------------------------------------------
 @pytest.mark.parametrize(("cut", "size"), [
-    pytest.param(lambda e: isinstance(e, ev.Tick) and e.phase == "warmup" and e.remaining_s < 1.5, BIG,
+    pytest.param(lambda e: isinstance(e, ev.LiveTick) and e.phase == "warmup" and e.remaining_s < 1.5, BIG,
                  id="warmup"),
     pytest.param(hold_of_step(5, 3), BIG, id="stepping"),
     pytest.param(lambda e: isinstance(e, ev.Control) and e.action == "hold" and e.holding, SMALL,

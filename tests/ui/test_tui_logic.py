@@ -43,19 +43,19 @@ def test_the_board_through_the_recorded_run() -> None:
     # step 5 so far: the plateau is read against step 4's throughput
     st = fold(upto(evs, lambda e: isinstance(e, ev.Interval) and e.row.step == 5 and e.row.measured, after=1))
     rows = {r.text: r for r in st.board.rows()}
-    step4 = next(e.row.figures for e in evs if isinstance(e, ev.Step) and e.row.step == 4)
+    step4 = next(e.row.figures for e in evs if isinstance(e, ev.StepEnded) and e.row.step == 4)
     so_far = st.interval["step_so_far"]  # type: ignore[index]
     gain = 100 * (so_far["tps"] - step4["tps"]) / step4["tps"]
     assert rows["tps plateau 10%"].value == f"{gain:+.1f}%"
     assert rows["p90(locked) > 200ms"].source == "step 5 so far"
     # `for 3s`: the mean of the last three measured ticks
-    ticks = [e for e in evs if isinstance(e, ev.Tick) and e.step == 5 and e.phase == "hold"]
+    ticks = [e for e in evs if isinstance(e, ev.LiveTick) and e.step == 5 and e.phase == "hold"]
     st = fold(upto(evs, lambda e: e is ticks[3], after=1))  # the tick, then the judge's word on it
     cpu = sum(t.figures["cpu"]["server"] for t in ticks[1:4]) / 3
     row = {r.text: r for r in st.board.rows()}["cpu(server) > 95% for 3s"]
     assert row.source == "last 3s" and row.value == fmt_num(cpu) + "%" and row.state == "ok"
     # the last step's verdicts: p90 and the plateau both fired, before the `fired` event names p90
-    st = fold(upto(evs, lambda e: isinstance(e, ev.Step) and e.row.step == 6, after=1))
+    st = fold(upto(evs, lambda e: isinstance(e, ev.StepEnded) and e.row.step == 6, after=1))
     rows = {r.text: r for r in st.board.rows()}
     assert rows["p90(locked) > 200ms"].state == "FIRED" and rows["tps plateau 10%"].state == "FIRED"
     assert rows["p90 kink 4x"].state == "ok" and rows["p90 kink 4x"].source == "step 6"
@@ -90,7 +90,7 @@ async def test_the_judge_says_what_a_plateau_and_a_kink_compared(tmp_path: Path)
     import asyncio
 
     from bench_dsl.engine.plan import plan
-    from bench_dsl.engine.run import Run
+    from bench_dsl.engine.runner import Run
     from bench_dsl.engine.scenario_file import load
 
     from ..fakes import FakeCpu, FakeFleet
@@ -117,7 +117,7 @@ async def test_the_judge_says_what_a_plateau_and_a_kink_compared(tmp_path: Path)
         return {"read": (100.0 * min(users, 4), 5.0 * max(1.0, users / 4))}
 
     await asyncio.wait_for(run.measure(FakeFleet(model, second=0.03), FakeCpu()), 60)  # type: ignore[arg-type]
-    steps = {e.row.step: e.row.figures for e in seen if isinstance(e, ev.Step)}
+    steps = {e.row.step: e.row.figures for e in seen if isinstance(e, ev.StepEnded)}
     last = [s for e in seen if isinstance(e, ev.Conditions) for s in e.states]
     plateau = [s for s in last if s.text == "tps plateau 10%" and s.source == "step 4"][-1]
     assert plateau.state == "fired" and plateau.against == 3 and plateau.gain is not None and plateau.gain < 10
@@ -135,7 +135,7 @@ async def test_the_judge_says_what_a_plateau_and_a_kink_compared(tmp_path: Path)
 # the state --------------------------------------------------------------------------------------------
 def test_saturation_is_the_judges_once_the_climb_ended_and_final_when_the_run_ends() -> None:
     evs = events()
-    assert fold(upto(evs, lambda e: isinstance(e, ev.Step) and e.row.step == 6, after=1)).saturation_users is None
+    assert fold(upto(evs, lambda e: isinstance(e, ev.StepEnded) and e.row.step == 6, after=1)).saturation_users is None
     assert fold(upto(evs, lambda e: isinstance(e, ev.Saturation))).saturation_users == 16
     assert fold(evs).saturation_users == 16
     qs = fold(events(QUICKSTART))
@@ -159,7 +159,7 @@ def test_steps_and_boundaries_follow_the_run() -> None:
 def test_a_flood_of_ticks_keeps_the_state_small_and_the_peaks() -> None:
     st = LiveState()
     for i in range(20 * MAX_POINTS):
-        st.apply(ev.Tick(float(i + 1), "hold", 1, 4, False, 1.0, {"tps": 5000.0 if i == 7777 else 100.0}))
+        st.apply(ev.LiveTick(float(i + 1), "hold", 1, 4, False, 1.0, {"tps": 5000.0 if i == 7777 else 100.0}))
     assert len(st.series) <= MAX_POINTS
     assert max(p.hi for p in st.series) == 5000.0 and min(p.lo for p in st.series) == 100.0
     assert st.series[-1].t == 20 * MAX_POINTS
@@ -176,7 +176,7 @@ def test_hold_and_stop_show_in_the_header() -> None:
 
 
 def test_prepare_shows_a_progress_bar() -> None:
-    st = fold(upto(events(QUICKSTART), lambda e: isinstance(e, ev.Phase) and e.phase == "prepare"))
+    st = fold(upto(events(QUICKSTART), lambda e: isinstance(e, ev.PhaseBegan) and e.phase == "prepare"))
     assert "prepare: checking and loading the data" in text_of(render.header(st, 100), 100)
     st.apply(ev.Prepare(4500, 10000, 12345.0, 0.4, 2.0))
     line = text_of(render.header(st, 100), 100).splitlines()[1]
@@ -325,7 +325,7 @@ def test_the_phase_has_one_name_on_the_screen_in_the_log_and_on_the_console() ->
     from bench_dsl.results.sinks import ConsoleSink
 
     evs = events()
-    hold3 = next(e for e in evs if isinstance(e, ev.Phase) and e.phase == "hold" and e.step == 3)
+    hold3 = next(e for e in evs if isinstance(e, ev.PhaseBegan) and e.phase == "hold" and e.step == 3)
     assert (hold3.label(), hold3.line()) == ("step 3/6 hold", "step 3/6 hold: 4 users for 5s")
     assert any(isinstance(e, ev.Log) and e.message == hold3.line() for e in evs)  # as the run logged it
     st = fold(upto(evs, lambda e: e is hold3))
@@ -335,13 +335,13 @@ def test_the_phase_has_one_name_on_the_screen_in_the_log_and_on_the_console() ->
     ConsoleSink(Console(file=out, width=400, color_system=None)).emit(iv)
     column = out.getvalue().split("]", 1)[1].split()[:2]  # "[   18s] s3 hold   users ..."
     assert column == ev.phase_label("hold", 3, short=True).split() == ["s3", "hold"]
-    assert ev.Phase("ramp", 1, 1, 1, 30.0, 32, 0.0).line() == "step 1/1 ramp: 1 -> 32 users for 30s"
-    assert ev.Phase("warmup", None, 6, 1, 3.0).label() == "warmup"
+    assert ev.PhaseBegan("ramp", 1, 1, 1, 30.0, 32, 0.0).line() == "step 1/1 ramp: 1 -> 32 users for 30s"
+    assert ev.PhaseBegan("warmup", None, 6, 1, 3.0).label() == "warmup"
 
 
 def test_figures_show_the_last_second() -> None:
     evs = events()
-    st = fold(upto(evs, lambda e: isinstance(e, ev.Tick) and e.step == 5 and e.phase == "hold"))
+    st = fold(upto(evs, lambda e: isinstance(e, ev.LiveTick) and e.step == 5 and e.phase == "hold"))
     tick = st.tick
     assert tick is not None
     labels, values = text_of(render.figures(st, 120)).splitlines()
@@ -363,7 +363,7 @@ def test_a_rates_headline_keeps_its_labels_and_its_values_apart_at_any_width(wid
     that does not fit whole is left out, the rate's own (offered, achieved, dropped) last."""
     st = LiveState()
     st.apply(ev.Begin("", "", {"load_axis": "rate"}, {}))  # the run's load axis: what the headline shows
-    st.apply(ev.Tick(2.0, "hold", 1, 16, False, 1.0, {
+    st.apply(ev.LiveTick(2.0, "hold", 1, 16, False, 1.0, {
         "users": 16, "tps": 12345.6, "tpm": 740736.0, "cpu": {"server": 81.0, "client": 40.0}, "errors_per_s": 0.0,
         "retries_per_s": 0.0, "offered_tps": 20000.0, "achieved_tps": 12345.6, "dropped_per_s": 7654.4, "busy": 16}))
     lat = {"p50": 1.0, "p90": 2.0, "p99": 123.4}
@@ -392,7 +392,7 @@ def test_a_linear_ramp_is_drawn_per_interval() -> None:
     st.apply(ev.Started("lin", "t", "v", True, {"steps": 1, "phases": phases}, ["read"], ["p90(read) > 50ms"],
                         (ev.ConditionSpec("p90(read) > 50ms", "p90(read) > 50ms", "threshold", "p90(read)", ">",
                                           50.0, "ms", None, True),)))
-    st.apply(ev.Phase("ramp", 1, 1, 1, 4.0, 8, 1.0))
+    st.apply(ev.PhaseBegan("ramp", 1, 1, 1, 4.0, 8, 1.0))
     for i, (users, tps) in enumerate(((1, 50.0), (3, 140.0), (6, 260.0))):
         lat = {"p50": 1.0, "p90": 2.0 + i, "p99": 3.0 + i}
         st.apply(ev.Interval(IntervalRow(2.0 + i, 1.0 + i, "ramp", 1, True, {
@@ -404,10 +404,10 @@ def test_a_linear_ramp_is_drawn_per_interval() -> None:
 
 def test_the_headline_shows_replica_lag_and_the_busiest_disk_when_measured() -> None:
     st = LiveState()
-    st.apply(ev.Tick(1.0, "hold", 1, 4, False, 1.0, {"users": 4, "tps": 100.0, "cpu": {}}))
+    st.apply(ev.LiveTick(1.0, "hold", 1, 4, False, 1.0, {"users": 4, "tps": 100.0, "cpu": {}}))
     plain = text_of(render.figures(st, 140), width=140)
     assert "replica lag" not in plain and "disk" not in plain  # not measured: not shown
-    st.apply(ev.Tick(2.0, "hold", 1, 4, False, 1.0, {"users": 4, "tps": 100.0, "cpu": {}, "lag_s": 6.5,
+    st.apply(ev.LiveTick(2.0, "hold", 1, 4, False, 1.0, {"users": 4, "tps": 100.0, "cpu": {}, "lag_s": 6.5,
                                                       "disk": {"device": "nvme0n1", "util_pct": 87.0}}))
     plain = text_of(render.figures(st, 140), width=140)
     assert "replica lag" in plain and "6.50s" in plain
@@ -416,19 +416,19 @@ def test_the_headline_shows_replica_lag_and_the_busiest_disk_when_measured() -> 
 
 def test_the_headline_shows_the_step_s_longest_stall_once_there_is_one() -> None:
     st = LiveState()
-    st.apply(ev.Tick(1.0, "hold", 1, 4, False, 1.0, {"users": 4, "tps": 100.0, "cpu": {}}))
+    st.apply(ev.LiveTick(1.0, "hold", 1, 4, False, 1.0, {"users": 4, "tps": 100.0, "cpu": {}}))
     assert "stall" not in text_of(render.figures(st, 160), width=160)
-    st.apply(ev.Tick(2.0, "hold", 1, 4, False, 1.0, {"users": 4, "tps": 0.0, "cpu": {}, "stall_s": 6.2}))
+    st.apply(ev.LiveTick(2.0, "hold", 1, 4, False, 1.0, {"users": 4, "tps": 0.0, "cpu": {}, "stall_s": 6.2}))
     plain = text_of(render.figures(st, 160), width=160)
     assert "stall" in plain and "6.2s" in plain
 
 
 def test_the_headline_shows_the_client_s_scheduling_lag_yellow_over_its_bound() -> None:
     st = LiveState()
-    st.apply(ev.Tick(1.0, "hold", 1, 4, False, 1.0, {"users": 4, "tps": 100.0, "cpu": {}}))
+    st.apply(ev.LiveTick(1.0, "hold", 1, 4, False, 1.0, {"users": 4, "tps": 100.0, "cpu": {}}))
     assert "client lag" not in text_of(render.figures(st, 160), width=160)  # a fake fleet measures none
     for p90, yellow in ((0.8, False), (23.0, True)):
-        st.apply(ev.Tick(2.0, "hold", 1, 4, False, 1.0, {"users": 4, "tps": 100.0, "cpu": {},
+        st.apply(ev.LiveTick(2.0, "hold", 1, 4, False, 1.0, {"users": 4, "tps": 100.0, "cpu": {},
                                                           "client_lag": {"p90_ms": p90, "bound_ms": 10.0}}))
         lines = render.figures(st, 160)
         plain = text_of(lines, width=160)
@@ -448,7 +448,7 @@ def test_a_rates_steps_are_drawn_at_the_rates_they_offered() -> None:
     phases = [{"kind": "hold", "step": n, "users": 8, "users_end": 8, "seconds": 3.0} for n in (1, 2, 3)]
     st.apply(ev.Started("rates", "t", "v", True, {"steps": 3, "phases": phases}, ["t"], [], ()))
     for n, (rate, achieved) in enumerate(((100.0, 99.5), (200.0, 198.0), (400.0, 260.0)), 1):
-        st.apply(ev.Step(StepRow(n, 8, True, None, 3.0 * n, {"tps": achieved, "users": 8,
+        st.apply(ev.StepEnded(StepRow(n, 8, True, None, 3.0 * n, {"tps": achieved, "users": 8,
                                                             "latency_ms": {"p90": 2.0 * n}}, None, [], {}, rate)))
     assert [(p.x, p.users, p.tps) for p in st.step_points] == [(100.0, 8, 99.5), (200.0, 8, 198.0), (400.0, 8, 260.0)]
     st.apply(ev.Saturation({"users": 8, "step": 2, "saturated": True, "axis": "rate", "rate_tps": 200.0}))

@@ -35,7 +35,7 @@ async def test_the_screen_shows_offered_achieved_drops_busy_and_both_latencies(d
     r = run_bench("run", str(f), "--headless", "--jsonl", str(stream), "--workers", "1", "--json", str(tmp_path / "r.json"))
     assert r.returncode == 0, r.stderr
     evs = read_stream(stream).events
-    last = [e for e in evs if isinstance(e, ev.Tick) and e.phase == "hold"][-1]
+    last = [e for e in evs if isinstance(e, ev.LiveTick) and e.phase == "hold"][-1]
     async with replayed(evs[:evs.index(last) + 1]) as (app, _pilot, _controls, _sink):
         text = screen_text(app)
     # every label whole at 120 columns (a rate's figures once cut them to 9 letters), each above its value

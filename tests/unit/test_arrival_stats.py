@@ -8,7 +8,7 @@ import json
 import pytest
 
 from bench_dsl import native
-from bench_dsl.fleet import arrivals
+from bench_dsl.fleet import pacing
 from bench_dsl.measure.arrivals import ArrivalStats
 
 
@@ -80,7 +80,7 @@ def test_the_wire_is_json_and_loses_nothing() -> None:
 @pytest.mark.parametrize("kind", ["c", "python"])
 def test_both_schedules_take_the_same_keys(kind: str) -> None:
     assert kind != "c" or native.compiled is not None, "the C executor is not built: scripts/setup.sh builds it"
-    s = native.compiled.Schedule(1) if kind == "c" else arrivals.Schedule(1)  # type: ignore[union-attr]
+    s = native.compiled.Schedule(1) if kind == "c" else pacing.AsyncSchedule(1)  # type: ignore[union-attr]
     s.set(1000.0, True, 3, 0.25)
     d = s.take()
     assert set(d) == {"offered", "started", "dropped", "queued_max", "queued", "waiting", "busy", "busy_max",

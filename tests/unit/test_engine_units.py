@@ -16,7 +16,7 @@ from bench_dsl.engine.rows import IntervalRow
 from bench_dsl.engine.scenario_file import load
 from bench_dsl.language import model as m
 from bench_dsl.language.generators import compile_value, nurand, special, zipf
-from bench_dsl.measure.metrics import HIGHEST_US, Aggregate, Tick, TxStats, new_histogram
+from bench_dsl.measure.metrics import HIGHEST_US, Aggregate, TickStats, TxStats, new_histogram
 from bench_dsl.measure.recorder import Recorder
 
 from ..conftest import ROOT
@@ -48,7 +48,7 @@ def _agg(latencies_us: list[int], seconds: float = 1.0, errors: int = 0, cpu: fl
     st.count = len(latencies_us)
     st.errors = Counter({1213: errors}) if errors else Counter()
     agg = Aggregate(("t",))
-    agg.add(Tick(seconds, seconds, "hold", 1, 1, {"t": st}, {"server": cpu, "host": None, "client": None}))
+    agg.add(TickStats(seconds, seconds, "hold", 1, 1, {"t": st}, {"server": cpu, "host": None, "client": None}))
     return agg
 
 
@@ -79,7 +79,7 @@ def test_thresholds_plateau_kink() -> None:
 def test_windowed_condition_needs_a_full_window() -> None:
     c = _cond("cpu(server) > 80% for 3s")
     w = WindowedConditions((c,), ("t",))
-    ticks = [Tick(i, 1.0, "hold", 1, 1, {"t": TxStats()}, {"server": v, "host": None, "client": None})
+    ticks = [TickStats(i, 1.0, "hold", 1, 1, {"t": TxStats()}, {"server": v, "host": None, "client": None})
              for i, v in enumerate([95, 95, 60, 95, 95, 95])]
     fired = [any(v.fired for v in w.add(t)) for t in ticks]
     # window of 3 ticks: (95,95,60)=83.3 fires at the 3rd tick already: the mean of the window is judged
@@ -149,7 +149,7 @@ def test_special_draws_what_sysbench_s_loop_draws() -> None:
 
 
 def test_engine_and_model_import_without_textual() -> None:
-    code = ("import sys\nimport bench_dsl.cli.main, bench_dsl.engine.run, bench_dsl.language.model, bench_dsl.language.check, bench_dsl.results.sinks\n"
+    code = ("import sys\nimport bench_dsl.cli.main, bench_dsl.engine.runner, bench_dsl.language.model, bench_dsl.language.validate, bench_dsl.results.sinks\n"
             "bad = [m for m in sys.modules if m == 'textual' or m.startswith('textual.')]\n"
             "assert not bad, bad\nprint('clean')")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -13,7 +13,7 @@ import pytest
 from bench_dsl.core.figures import PLACES, Figure, Figures
 from bench_dsl.engine import events as ev
 from bench_dsl.measure.figures import client_figures
-from bench_dsl.results.checks import CORE_FIGURES, check_result
+from bench_dsl.results.conformance import CORE_FIGURES, check_result
 from bench_dsl.workloads.registry import METRICS, PLUGINS
 
 SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "bench_dsl/results/schema/result-v1.json").read_text())

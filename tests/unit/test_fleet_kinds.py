@@ -12,7 +12,7 @@ from bench_dsl.engine.plan import plan
 from bench_dsl.engine.plan_text import describe
 from bench_dsl.fleet import registry
 from bench_dsl.fleet.kinds import FleetKind
-from bench_dsl.language import check
+from bench_dsl.language import validate
 from bench_dsl.workloads.registry import PLUGINS
 
 
@@ -35,7 +35,7 @@ TEXT = """scenario "t" {{
 
 
 def _load(workers: str, target: str = 'target "mysql://u@db.example/d"', fleets: check.placement.Fleets | None = None):
-    return check.load("t.bench", text=TEXT.format(target=target, workers=workers), env={}, workloads=PLUGINS,
+    return validate.load("t.bench", text=TEXT.format(target=target, workers=workers), env={}, workloads=PLUGINS,
                       fleets={"toy": TOY} if fleets is None else fleets)
 
 

@@ -11,10 +11,10 @@ import pytest
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.judge import spec, state_of
 from bench_dsl.engine.plan import plan
-from bench_dsl.engine.run import Run
+from bench_dsl.engine.runner import Run
 from bench_dsl.engine.scenario_file import load
 from bench_dsl.language.model import Condition, Scenario
-from bench_dsl.measure.metrics import Aggregate, Tick
+from bench_dsl.measure.metrics import Aggregate, TickStats
 from bench_dsl.results.document import ResultDocument
 from bench_dsl.tui.live_conditions import show_limit, show_value
 
@@ -71,12 +71,12 @@ async def test_the_scheduler_walks_the_phases_sets_the_users_and_ticks_each_seco
     sc = scenario(tmp_path, "warmup 2s  ramp step { start 1 users step x2 settle 1s hold 3s max 4 users }")
     events, fleet, _ = await run_fake(sc, flat_after(100))
     assert fleet.resizes == [1, 1, 2, 2, 4, 4]
-    assert [(p.phase, p.step, p.users) for p in events.of(ev.Phase)] == [
+    assert [(p.phase, p.step, p.users) for p in events.of(ev.PhaseBegan)] == [
         ("warmup", None, 1), ("hold", 1, 1), ("settle", 2, 2), ("hold", 2, 2), ("settle", 3, 4), ("hold", 3, 4)]
-    ticks = events.of(ev.Tick)
+    ticks = events.of(ev.LiveTick)
     assert [sum(1 for t in ticks if (t.phase, t.step) == k) for k in
             (("warmup", None), ("hold", 1), ("settle", 2), ("hold", 2), ("settle", 3), ("hold", 3))] == [2, 3, 1, 3, 1, 3]
-    steps = [s.row.to_json() for s in events.of(ev.Step)]
+    steps = [s.row.to_json() for s in events.of(ev.StepEnded)]
     assert [(s["step"], s["users"], s["complete"]) for s in steps] == [(1, 1, True), (2, 2, True), (3, 4, True)]
     assert [s["tps"] for s in steps] == [100, 200, 400]
 
@@ -134,7 +134,7 @@ async def test_the_live_values_are_the_ones_the_judge_then_judges(tmp_path: Path
     for e in events.all:
         if isinstance(e, ev.Conditions):
             latest = e
-        elif isinstance(e, ev.Step):
+        elif isinstance(e, ev.StepEnded):
             assert latest is not None
             live = {s.text: s for s in latest.states}
             for v in e.row.conditions:
@@ -161,7 +161,7 @@ async def test_a_for_window_fires_live_in_the_middle_of_a_step(tmp_path: Path) -
     states = [s for c in events.of(ev.Conditions) for s in c.states]  # type: ignore[attr-defined]
     assert any(s.source == "last 2s of 3s" for s in states)  # the window filling up is shown as such
     assert states[-1].state == "fired" and states[-1].value == pytest.approx(90.0)
-    step2 = [s.row.to_json() for s in events.of(ev.Step) if s.row.step == 2]
+    step2 = [s.row.to_json() for s in events.of(ev.StepEnded) if s.row.step == 2]
     assert step2 and not step2[0]["complete"]  # cut short by the fired condition
     assert events.document.doc["saturation"]["users"] == 1
 
@@ -302,7 +302,7 @@ def test_values_are_given_in_the_files_units(tmp_path: Path) -> None:
 
     stats = asyncio.run(fleet.collect()).tx
     agg = Aggregate(("locked",))
-    agg.add(Tick(1.0, 1.0, "hold", 1, 4, stats, {"server": 55.0}))
+    agg.add(TickStats(1.0, 1.0, "hold", 1, 4, stats, {"server": 55.0}))
     from bench_dsl.engine.phases import Phase
 
     judge.interval(Phase("hold", 1, 4, 4, 1.0, "step"), agg, agg)
@@ -337,7 +337,7 @@ async def test_a_slow_collection_does_not_inflate_the_rate(tmp_path: Path) -> No
     fleet = FakeFleet(lambda users: {"read": (1000.0, 1.0)}, second=1.0, delays=[0.0, 0.8], clock=run.clock)
     await run.measure(fleet, FakeCpu())  # type: ignore[arg-type]
     run.finish()
-    rates = [t.figures["tps"] for t in sink.of(ev.Tick)]  # type: ignore[attr-defined]
+    rates = [t.figures["tps"] for t in sink.of(ev.LiveTick)]  # type: ignore[attr-defined]
     # the first tick waited 0.8 s for its counts: 1.8 s long, at the same rate
     assert rates == pytest.approx([1000] * 4), rates
     assert sink.document.doc["summary"]["tps"] == pytest.approx(1000)

@@ -487,7 +487,7 @@ def test_a_byte_that_is_not_utf8_in_a_cr_only_file_is_found_on_its_line(tmp_path
 
 
 def test_a_let_crossed_with_settings_is_checked_once_per_value(monkeypatch: pytest.MonkeyPatch) -> None:
-    from bench_dsl.language import check as validate
+    from bench_dsl.language import validate
     checks: list[bool] = []
     real = validate.check
     monkeypatch.setattr(validate, "check", lambda *a, **k: checks.append(k.get("study", True)) or real(*a, **k))

@@ -8,7 +8,7 @@ import pytest
 
 from bench_dsl.core.errors import UsageError
 from bench_dsl.engine.profiles.registry import AXES
-from bench_dsl.results.compare import compare
+from bench_dsl.results.comparison import compare
 from bench_dsl.results.fold import load_axis, one_axis
 from bench_dsl.results.summary import summarize
 

@@ -1,4 +1,4 @@
-"""Metrics are declared once (bench_dsl/language/metrics.py, and a workload kind's own in its plugin):
+"""Metrics are declared once (bench_dsl/language/metric_decls.py, and a workload kind's own in its plugin):
 the grammar's units, the conditions, the measurements, the summary and compare read the declarations,
 so a metric declared in a test only is nameable, computed and compared without another edit."""
 
@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from bench_dsl.core.errors import ScenarioError
-from bench_dsl.language import check, parser
-from bench_dsl.language.metrics import CORE, CORE_TABLE, MetricDecl, Table
-from bench_dsl.measure.metrics import Aggregate, Tick, TxStats, new_histogram
-from bench_dsl.results.compare import compare, parse_gate, row_name
+from bench_dsl.language import parser, validate
+from bench_dsl.language.metric_decls import CORE, CORE_TABLE, MetricDecl, Table
+from bench_dsl.measure.metrics import Aggregate, TickStats, TxStats, new_histogram
+from bench_dsl.results.comparison import compare, parse_gate, row_name
 from bench_dsl.results.summary import summarize
 from bench_dsl.workloads import registry
 from bench_dsl.workloads.tpcc.plugin import NOPM
@@ -63,7 +63,7 @@ def _kinds() -> dict[str, Any]:
 def _load(conditions: str, kinds: Any) -> Any:
     text = (f'scenario "s" {{\n{CUSTOM}\nramp step {{ start 1 user  step +1 user  settle 1s  hold 5s  max 4 users }}\n'
             f'stop when {{ {conditions} }}\n}}\n')
-    return check.load("t.bench", text=text, env={}, workloads=kinds, fleets={})
+    return validate.load("t.bench", text=text, env={}, workloads=kinds, fleets={})
 
 
 def test_a_metric_declared_by_a_plugin_is_nameable_in_a_condition() -> None:
@@ -79,7 +79,7 @@ def test_a_metric_declared_by_a_plugin_is_nameable_in_a_condition() -> None:
         _load("spm < 600", registry.PLUGINS)
     # the env() value of a limit reads the declared unit word too
     text = (f'scenario "s" {{\n{CUSTOM}\nusers 2\nduration 10s\nstop when {{ spm < env("L") }}\n}}\n')
-    env_sc = check.load("t.bench", text=text, env={"L": "600 spm"}, workloads=_kinds(), fleets={})
+    env_sc = validate.load("t.bench", text=text, env={"L": "600 spm"}, workloads=_kinds(), fleets={})
     assert (env_sc.stop[0].limit, env_sc.stop[0].unit) == (600.0, "spm")
 
 
@@ -89,12 +89,12 @@ def test_a_declared_throughput_is_computed_from_its_declaration() -> None:
     agg = Aggregate(("t",), table)
     hist = new_histogram()
     hist.record_value(1000, 10)
-    agg.add(Tick(2.0, 2.0, "hold", 1, 2, {"t": TxStats(hist, count=10, queries=30, total_us=10_000)}, {}))
+    agg.add(TickStats(2.0, 2.0, "hold", 1, 2, {"t": TxStats(hist, count=10, queries=30, total_us=10_000)}, {}))
     assert agg.value(sc.stop[0].metric) == pytest.approx(30 / 2 * 60)
     summary = agg.summary()
     assert summary["spm"] == 900.0 and "nopm" not in summary  # no new_order: no new orders
     assert summary["transactions"]["t"]["spm"] == 900.0  # type: ignore[index]
-    assert Tick(1.0, 1.0, "hold", 1, 2, {"t": TxStats(count=1, queries=3)}, {}).figures(table)["spm"] == 180.0
+    assert TickStats(1.0, 1.0, "hold", 1, 2, {"t": TxStats(count=1, queries=3)}, {}).figures(table)["spm"] == 180.0
 
 
 def _doc(spm: float, tps: float) -> dict[str, Any]:

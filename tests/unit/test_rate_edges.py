@@ -18,7 +18,7 @@ from bench_dsl.engine.phases import Phase, Plan
 from bench_dsl.engine.rows import IntervalRow, StepRow
 from bench_dsl.engine.scheduler import Scheduler, Ticked, TickLost
 from bench_dsl.fleet import coordinator
-from bench_dsl.fleet.base import Health, WorkerFailed, WorkerLost, WorkerReport
+from bench_dsl.fleet.base import Health, WorkerFailed, WorkerLostError, WorkerReport
 from bench_dsl.fleet.coordinator import WorkerFleet, WorkerHandle, due_between
 from bench_dsl.measure.arrivals import ArrivalStats
 from bench_dsl.measure.metrics import Aggregate
@@ -96,7 +96,7 @@ class _Fleet(WorkerFleet):
         if msg["op"] != "report":
             fut.set_result({})
         elif p.index == 1 and self.dead:
-            fut.set_exception(WorkerLost("worker 2 lost"))
+            fut.set_exception(WorkerLostError("worker 2 lost"))
         else:
             n = self.offered[p.index]
             report = WorkerReport({}, Health(0, 0.0, None, {}, connected=4), 4, [Quiet((), None, self.clock.now)],
@@ -219,11 +219,11 @@ def test_a_replayed_rate_shows_the_open_loop_headline_and_the_steps_stall() -> N
 
     evs: list[tuple[float, ev.Event]] = [
         (0.0, ev.Begin("", "", {"load_axis": "rate"}, {})),
-        (1.0, ev.Phase("hold", 1, 1, 8, 4.0, 8, 1.0)),
+        (1.0, ev.PhaseBegan("hold", 1, 1, 8, 4.0, 8, 1.0)),
         (3.0, ev.Interval(_rate_row(3.0, [[1.5, 3.0]]), None)),
         (5.0, ev.Interval(_rate_row(5.0, [[3.0, 3.4]]), None)),
     ]
-    ticks = [e for _, e in fill_in(evs) if isinstance(e, ev.Tick)]
+    ticks = [e for _, e in fill_in(evs) if isinstance(e, ev.LiveTick)]
     last = ticks[-1].figures
     assert {k: last.get(k) for k in ("offered_tps", "achieved_tps", "dropped_per_s", "busy")} == {
         "offered_tps": 200.0, "achieved_tps": 190.0, "dropped_per_s": 10.0, "busy": 5.0}

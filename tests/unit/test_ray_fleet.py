@@ -18,7 +18,7 @@ import pytest
 import bench_dsl
 from bench_dsl.core.errors import ScenarioError
 from bench_dsl.engine.scenario_file import load
-from bench_dsl.fleet.base import WorkerFailed, WorkerLost
+from bench_dsl.fleet.base import WorkerFailed, WorkerLostError
 from bench_dsl.fleet.clocks import ClockMap
 from bench_dsl.fleet.coordinator import WorkerFleet, WorkerHandle
 from bench_dsl.fleet.ray import RayFleet, _Actor, place
@@ -194,7 +194,7 @@ def _report(active: int) -> dict[str, Any]:
 
 
 async def test_a_lost_worker_is_dropped_only_when_others_are_left() -> None:
-    fleet = _Handles([_report(2), WorkerLost("worker 2 on node abcd1234 (h) lost"), _report(3)])
+    fleet = _Handles([_report(2), WorkerLostError("worker 2 on node abcd1234 (h) lost"), _report(3)])
     with pytest.raises(WorkerFailed) as e:
         await fleet.collect()
     assert e.value.partial is not None and e.value.partial.active == 5  # the others' report is kept
@@ -203,7 +203,7 @@ async def test_a_lost_worker_is_dropped_only_when_others_are_left() -> None:
     assert fleet.share(5) == [3, 2]  # the next users go to those left
     report = await fleet.collect()
     assert report.active == 5
-    alone = _Handles([WorkerLost("worker 1 lost")])
+    alone = _Handles([WorkerLostError("worker 1 lost")])
     with pytest.raises(WorkerFailed):
         await alone.collect()
     assert alone.lose() == [] and alone.workers == 1  # none would be left: the run fails

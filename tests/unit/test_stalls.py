@@ -11,9 +11,9 @@ import pytest
 
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.judge import stalled
-from bench_dsl.engine.run import Run
+from bench_dsl.engine.runner import Run
 from bench_dsl.language.model import Metric
-from bench_dsl.measure.metrics import Aggregate, Tick, TxStats
+from bench_dsl.measure.metrics import Aggregate, TickStats, TxStats
 from bench_dsl.measure.stalls import BREAK_S, Quiet, Stalls, quiet_spans
 
 from ..fakes import FakeCpu, FakeFleet
@@ -86,7 +86,7 @@ def _step(seconds: int, stalls: list[tuple[float, float]]) -> Aggregate:
     agg = Aggregate(("read",))
     for k in range(seconds):
         mine = [(max(a, k), min(b, k + 1.0)) for a, b in stalls if a < k + 1 and b > k]
-        agg.add(Tick(k + 1.0, 1.0, "hold", 1, 4, {}, {}, stalls=mine))
+        agg.add(TickStats(k + 1.0, 1.0, "hold", 1, 4, {}, {}, stalls=mine))
     return agg
 
 
@@ -102,7 +102,7 @@ def test_the_rule_one_long_stall_or_a_quarter_of_the_step() -> None:
     # gaps under a second are a transaction's own time, not stalls: they never add up to the total
     assert stalled(_step(20, [(k + 0.1, k + 0.95) for k in range(20)])) is None
     unknown = Aggregate(("read",))
-    unknown.add(Tick(1.0, 1.0, "hold", 1, 4, {}, {}))
+    unknown.add(TickStats(1.0, 1.0, "hold", 1, 4, {}, {}))
     assert stalled(unknown) is None and unknown.value(Metric("stall")) is None
 
 
@@ -117,7 +117,7 @@ def test_gaps_of_the_workloads_own_pace_are_no_stall_that_unmakes_a_step() -> No
                 st.hist.record_value(3_000_000)
                 st.count, st.total_us = 1, 3_000_000
             mine = [(max(a, k), min(b, k + 1.0)) for a, b in stalls if a < k + 1 and b > k]
-            agg.add(Tick(k + 1.0, 1.0, "hold", 1, 1, {"read": st}, {}, stalls=mine))
+            agg.add(TickStats(k + 1.0, 1.0, "hold", 1, 1, {"read": st}, {}, stalls=mine))
         return agg
 
     pace = slow_step([(k + 0.01, k + 3.0) for k in range(0, 30, 3)])
@@ -154,7 +154,7 @@ async def test_a_step_frozen_for_six_of_its_eight_seconds_is_not_clean_nor_the_s
     assert doc["status"] == "completed" and run.exit_code == 0
     assert doc["saturation"]["users"] == 3 and doc["saturation"]["steps_completed"] == 2
     # shown live: the step's longest stall so far in its ticks
-    assert max(t.figures.get("stall_s", 0) for t in events.of(ev.Tick) if t.step == 2) == 6
+    assert max(t.figures.get("stall_s", 0) for t in events.of(ev.LiveTick) if t.step == 2) == 6
 
 
 async def test_a_stall_is_a_stop_condition_judged_per_step_and_for_a_window(tmp_path: Path) -> None:
@@ -193,12 +193,12 @@ async def test_each_step_lists_every_condition_sustained_ones_at_their_worst_win
     assert not last["tps < 5"]["fired"] and last["tps < 5"]["value"] > 5  # cut short: its value, not judged
     assert steps[2]["incomplete_reason"] == "the run stopped during the step"
     # the event stream says the same (its step events are the rows)
-    assert [len(e.row.conditions) for e in events.of(ev.Step)] == [3, 3, 3]
+    assert [len(e.row.conditions) for e in events.of(ev.StepEnded)] == [3, 3, 3]
 
 
 
 async def test_compare_shows_every_condition_where_each_configuration_s_climb_ended(tmp_path: Path) -> None:
-    from bench_dsl.results.compare import compare
+    from bench_dsl.results.comparison import compare
     from bench_dsl.results.summary import summarize
 
     docs = []
@@ -240,8 +240,8 @@ def test_stall_is_a_duration_of_the_whole_run() -> None:
 def test_a_long_run_keeps_its_stalls_not_a_piece_a_second() -> None:
     agg = Aggregate(("read",))
     for k in range(3600):  # an hour of ticks, each ending with a moment of quiet before its collect
-        agg.add(Tick(k + 1.0, 1.0, "hold", 1, 4, {}, {}, stalls=[(k + 0.999, k + 1.0)]))
-    agg.add(Tick(3601.0, 1.0, "hold", 1, 4, {}, {}, stalls=[(3600.0, 3601.0)]))  # joins the last piece
+        agg.add(TickStats(k + 1.0, 1.0, "hold", 1, 4, {}, {}, stalls=[(k + 0.999, k + 1.0)]))
+    agg.add(TickStats(3601.0, 1.0, "hold", 1, 4, {}, {}, stalls=[(3600.0, 3601.0)]))  # joins the last piece
     assert len(agg._stall_pieces or []) <= 2
     assert agg.stalls() == Stalls(((3599.999, 3601.0),))
 
@@ -303,7 +303,7 @@ def test_a_window_of_a_frozen_server_fires_only_a_stall_condition() -> None:
     text = ('scenario "t" { workload custom { transaction read { query "SELECT 1" } }\n'
             "users 4  duration 10s\nstop when { tps < 50 for 3s  stall > 2s for 3s } }\n")
     conditions = load("t.bench", text=text, env={}).stop
-    ticks = [Tick(k + 1.0, 1.0, "hold", 1, 4, {}, {}, stalls=[(float(k), k + 1.0)]) for k in range(3)]
+    ticks = [TickStats(k + 1.0, 1.0, "hold", 1, 4, {}, {}, stalls=[(float(k), k + 1.0)]) for k in range(3)]
     judge = judge_of(conditions, ("read",))
     fired = [judge.tick(t) for t in ticks]
     assert fired[:2] == [None, None] and fired[2] is not None and fired[2].condition.text == "stall > 2s for 3s"

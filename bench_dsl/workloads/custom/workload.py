@@ -13,7 +13,7 @@ import asyncmy
 from bench_dsl.core.dsn import Dsn, quote_identifier
 from bench_dsl.language.generators import Gen, compile_value, native_draw
 from bench_dsl.language.model import Fill, Generator, SetupSql
-from bench_dsl.language.statements import Execute, Step, Transaction, Transactions
+from bench_dsl.language.statements import Execute, StatementStep, Transaction, Transactions
 from bench_dsl.server.connect import connect
 from bench_dsl.workloads.base import Progress, Session, TransactionScope, Workload
 from bench_dsl.workloads.custom.plugin import (
@@ -48,7 +48,7 @@ class Custom(Workload):
             index = {name: k for k, (name, _) in enumerate(t.lets)}
             draws = tuple(native_draw(g, self.seed) for _, g in t.lets)
             executes = tuple(Execute((q.sql_native,), tuple((index[p], 0) for p in q.params)) for q in t.queries)
-            out.append(Transaction((Step(1, 1, draws, executes),), explicit=len(t.queries) > 1))
+            out.append(Transaction((StatementStep(1, 1, draws, executes),), explicit=len(t.queries) > 1))
         return Transactions(tuple(out))
 
     def description(self) -> dict[str, object]:

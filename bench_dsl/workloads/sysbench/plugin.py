@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Literal
 
 from bench_dsl.language import syntax as ast
 from bench_dsl.language.model import Fill, SetupSql
-from bench_dsl.language.statements import Draw, Execute, Step, Transaction, Transactions
+from bench_dsl.language.statements import Draw, Execute, StatementStep, Transaction, Transactions
 from bench_dsl.language.values import Checker, span_of
 from bench_dsl.workloads.plugin import (
     WorkloadPlugin,
@@ -139,15 +139,17 @@ def transactions(s: SysbenchWorkload) -> Transactions:
     steps = []
     for name, count in groups(s):
         if name in ("point_selects", "index_updates"):
-            steps.append(Step(count, s.tables, (key,), (Execute(sql(name), ((0, 0),)),)))
+            steps.append(StatementStep(count, s.tables, (key,), (Execute(sql(name), ((0, 0),)),)))
         elif name == "non_index_updates":
-            steps.append(Step(count, s.tables, (Draw("digits", (10,)), key), (Execute(sql(name), ((0, 0), (1, 0))),)))
+            steps.append(StatementStep(count, s.tables, (Draw("digits", (10,)), key),
+                                       (Execute(sql(name), ((0, 0), (1, 0))),)))
         elif name == "delete_inserts":
             draws = (key, key, Draw("digits", (10,)), Draw("digits", (5,)))  # i, k, c, pad
-            steps.append(Step(count, s.tables, draws, (Execute(sql("deletes"), ((0, 0),)),
-                                                         Execute(sql("inserts"), ((0, 0), (1, 0), (2, 0), (3, 0))))))
+            steps.append(StatementStep(count, s.tables, draws, (
+                Execute(sql("deletes"), ((0, 0),)), Execute(sql("inserts"), ((0, 0), (1, 0), (2, 0), (3, 0))))))
         else:  # the ranges: (lo, lo + range_size - 1)
-            steps.append(Step(count, s.tables, (key,), (Execute(sql(name), ((0, 0), (0, s.range_size - 1))),)))
+            steps.append(StatementStep(count, s.tables, (key,),
+                                       (Execute(sql(name), ((0, 0), (0, s.range_size - 1))),)))
     return Transactions((Transaction(tuple(steps), in_transaction(s)),))
 
 

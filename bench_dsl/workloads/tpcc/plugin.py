@@ -16,7 +16,7 @@ from bench_dsl.core.dsn import Dsn
 from bench_dsl.core.errors import ExitCode
 from bench_dsl.core.figures import Counted, Figure
 from bench_dsl.language import syntax as ast
-from bench_dsl.language.metrics import MetricDecl
+from bench_dsl.language.metric_decls import MetricDecl
 from bench_dsl.language.model import Fill, SetupSql
 from bench_dsl.language.values import Checker, Quantity, name_span, num, span_of
 from bench_dsl.workloads.plugin import (

@@ -26,7 +26,7 @@ from bench_dsl.server.connect import connect, connect_explained
 from bench_dsl.workloads.base import Progress, Session, Workload
 from bench_dsl.workloads.tpcc import load
 from bench_dsl.workloads.tpcc import procs as tpcc_procs
-from bench_dsl.workloads.tpcc.check import Condition, check_consistency
+from bench_dsl.workloads.tpcc.consistency import ConsistencyCondition, check_consistency
 from bench_dsl.workloads.tpcc.data import (
     DISTRICTS_PER_WAREHOUSE,
     RunConstants,
@@ -43,8 +43,8 @@ from bench_dsl.workloads.tpcc.session import (
     think_time,
 )
 
-__all__ = ["KEYING_S", "THINK_MEAN_S", "Condition", "Inputs", "Tpcc", "TpccWorkload", "check", "check_consistency",
-           "keying_time", "think_time"]
+__all__ = ["KEYING_S", "THINK_MEAN_S", "ConsistencyCondition", "Inputs", "Tpcc", "TpccWorkload", "check",
+           "check_consistency", "keying_time", "think_time"]
 
 
 # Deadlock, lock wait timeout, record changed: the transaction is retried (as HammerDB does).
@@ -166,7 +166,7 @@ class Tpcc(Workload):
         return session
 
 
-async def check(dsn: Dsn, numbers: tuple[int, ...] | None = None) -> list[Condition]:
+async def check(dsn: Dsn, numbers: tuple[int, ...] | None = None) -> list[ConsistencyCondition]:
     """The consistency conditions of clause 3.3.2 (all, or those numbered) on the data at `dsn`."""
     conn = await connect_explained(dsn, dsn.database, timeout=10)
     try:

@@ -39,7 +39,7 @@ def _wake(fut: asyncio.Future[None]) -> None:
         fut.set_result(None)
 
 
-class Schedule:
+class AsyncSchedule:
     """The arrivals of one process's users on asyncmy. `claim`, `done`, `set`, `take` and `wake`
     are called on the event loop; nothing here runs between them (the timeline advances lazily,
     exact because the number of idle users only changes in these calls)."""

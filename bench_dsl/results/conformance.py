@@ -18,7 +18,7 @@ from importlib import resources
 from typing import Any
 
 from bench_dsl.core.figures import Figure, Figures
-from bench_dsl.language.metrics import CORE_TABLE
+from bench_dsl.language.metric_decls import CORE_TABLE
 from bench_dsl.measure import arrivals
 from bench_dsl.measure.figures import client_figures
 from bench_dsl.server.figures import SECONDS, TPM

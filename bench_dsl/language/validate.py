@@ -22,7 +22,7 @@ from bench_dsl.language import configurations, placement, ramp, rate, server, va
 from bench_dsl.language import model as m
 from bench_dsl.language import syntax as ast
 from bench_dsl.language.conditions import condition
-from bench_dsl.language.metrics import MetricDecl, Table
+from bench_dsl.language.metric_decls import MetricDecl, Table
 from bench_dsl.language.parser import parse, parse_expr
 from bench_dsl.language.values import Checker, EnvText, plain, span_of
 

@@ -14,7 +14,7 @@ SHOWN = 5  # violations quoted per condition; the count says how many there are
 
 
 @dataclass(frozen=True, slots=True)
-class Condition:
+class ConsistencyCondition:
     number: int
     text: str
     passed: bool
@@ -33,12 +33,12 @@ async def _rows(conn: asyncmy.Connection, sql: str) -> list[tuple[Any, ...]]:
         return list(await cur.fetchall())
 
 
-def _result(number: int, text: str, checked: int, bad: list[str]) -> Condition:
-    return Condition(number, text, not bad and checked > 0, checked, len(bad),
+def _result(number: int, text: str, checked: int, bad: list[str]) -> ConsistencyCondition:
+    return ConsistencyCondition(number, text, not bad and checked > 0, checked, len(bad),
                      bad[:SHOWN] if bad else ([] if checked else ["nothing to check: the tables are empty"]))
 
 
-async def condition_1(conn: asyncmy.Connection) -> Condition:
+async def condition_1(conn: asyncmy.Connection) -> ConsistencyCondition:
     rows = await _rows(conn, "SELECT w_id, w_ytd, SUM(d_ytd) FROM warehouse JOIN district ON d_w_id = w_id "
                              "GROUP BY w_id, w_ytd")
     bad = [f"warehouse {w}: W_YTD {ytd} but the sum of D_YTD is {s}" for w, ytd, s in rows
@@ -46,7 +46,7 @@ async def condition_1(conn: asyncmy.Connection) -> Condition:
     return _result(1, "W_YTD = sum(D_YTD) for each warehouse", len(rows), bad)
 
 
-async def condition_2(conn: asyncmy.Connection) -> Condition:
+async def condition_2(conn: asyncmy.Connection) -> ConsistencyCondition:
     rows = await _rows(conn, "SELECT d_w_id, d_id, d_next_o_id - 1, "
                              "(SELECT MAX(o_id) FROM orders WHERE o_w_id = d_w_id AND o_d_id = d_id), "
                              "(SELECT MAX(no_o_id) FROM new_orders WHERE no_w_id = d_w_id AND no_d_id = d_id) "
@@ -57,7 +57,7 @@ async def condition_2(conn: asyncmy.Connection) -> Condition:
     return _result(2, "D_NEXT_O_ID - 1 = max(O_ID) = max(NO_O_ID) for each district", len(rows), bad)
 
 
-async def condition_3(conn: asyncmy.Connection) -> Condition:
+async def condition_3(conn: asyncmy.Connection) -> ConsistencyCondition:
     rows = await _rows(conn, "SELECT no_w_id, no_d_id, MAX(no_o_id) - MIN(no_o_id) + 1, COUNT(*) FROM new_orders "
                              "GROUP BY no_w_id, no_d_id")
     bad = [f"warehouse {w} district {d}: max(NO_O_ID) - min(NO_O_ID) + 1 = {span} but {n} NEW-ORDER rows"
@@ -65,7 +65,7 @@ async def condition_3(conn: asyncmy.Connection) -> Condition:
     return _result(3, "max(NO_O_ID) - min(NO_O_ID) + 1 = rows in NEW-ORDER for each district", len(rows), bad)
 
 
-async def condition_4(conn: asyncmy.Connection) -> Condition:
+async def condition_4(conn: asyncmy.Connection) -> ConsistencyCondition:
     orders = {(w, d): int(s) for w, d, s in await _rows(
         conn, "SELECT o_w_id, o_d_id, SUM(o_ol_cnt) FROM orders GROUP BY o_w_id, o_d_id")}
     lines = {(w, d): int(n) for w, d, n in await _rows(
@@ -76,7 +76,7 @@ async def condition_4(conn: asyncmy.Connection) -> Condition:
     return _result(4, "sum(O_OL_CNT) = rows in ORDER-LINE for each district", len(keys), bad)
 
 
-async def condition_5(conn: asyncmy.Connection) -> Condition:
+async def condition_5(conn: asyncmy.Connection) -> ConsistencyCondition:
     rows = await _rows(conn, "SELECT o_w_id, o_d_id, o_id, o_carrier_id, no_o_id IS NOT NULL FROM orders "
                              "LEFT JOIN new_orders ON no_w_id = o_w_id AND no_d_id = o_d_id AND no_o_id = o_id "
                              "WHERE (o_carrier_id IS NULL) <> (no_o_id IS NOT NULL)")
@@ -86,7 +86,7 @@ async def condition_5(conn: asyncmy.Connection) -> Condition:
     return _result(5, "O_CARRIER_ID is null exactly for the orders in NEW-ORDER", int(checked), bad)
 
 
-async def condition_6(conn: asyncmy.Connection) -> Condition:
+async def condition_6(conn: asyncmy.Connection) -> ConsistencyCondition:
     rows = await _rows(conn, "SELECT o_w_id, o_d_id, o_id, o_ol_cnt, COUNT(ol_number) FROM orders "
                              "LEFT JOIN order_line ON ol_w_id = o_w_id AND ol_d_id = o_d_id AND ol_o_id = o_id "
                              "GROUP BY o_w_id, o_d_id, o_id, o_ol_cnt HAVING o_ol_cnt <> COUNT(ol_number)")
@@ -96,7 +96,7 @@ async def condition_6(conn: asyncmy.Connection) -> Condition:
     return _result(6, "O_OL_CNT = its ORDER-LINE rows for each order", int(checked), bad)
 
 
-async def condition_7(conn: asyncmy.Connection) -> Condition:
+async def condition_7(conn: asyncmy.Connection) -> ConsistencyCondition:
     rows = await _rows(conn, "SELECT o_w_id, o_d_id, o_id, ol_number, o_carrier_id, ol_delivery_d FROM orders "
                              "JOIN order_line ON ol_w_id = o_w_id AND ol_d_id = o_d_id AND ol_o_id = o_id "
                              "WHERE (o_carrier_id IS NULL) <> (ol_delivery_d IS NULL)")
@@ -106,7 +106,7 @@ async def condition_7(conn: asyncmy.Connection) -> Condition:
     return _result(7, "OL_DELIVERY_D is null exactly when O_CARRIER_ID is", int(checked), bad)
 
 
-async def condition_8(conn: asyncmy.Connection) -> Condition:
+async def condition_8(conn: asyncmy.Connection) -> ConsistencyCondition:
     rows = await _rows(conn, "SELECT w_id, w_ytd, (SELECT SUM(h_amount) FROM history WHERE h_w_id = w_id) "
                              "FROM warehouse")
     bad = [f"warehouse {w}: W_YTD {ytd} but the sum of H_AMOUNT is {s}" for w, ytd, s in rows
@@ -114,7 +114,7 @@ async def condition_8(conn: asyncmy.Connection) -> Condition:
     return _result(8, "W_YTD = sum(H_AMOUNT) for each warehouse", len(rows), bad)
 
 
-async def condition_9(conn: asyncmy.Connection) -> Condition:
+async def condition_9(conn: asyncmy.Connection) -> ConsistencyCondition:
     sums = {(w, d): Decimal(s) for w, d, s in await _rows(
         conn, "SELECT h_w_id, h_d_id, SUM(h_amount) FROM history GROUP BY h_w_id, h_d_id")}
     rows = await _rows(conn, "SELECT d_w_id, d_id, d_ytd FROM district")
@@ -127,7 +127,8 @@ CONDITIONS = (condition_1, condition_2, condition_3, condition_4, condition_5, c
               condition_8, condition_9)
 
 
-async def check_consistency(conn: asyncmy.Connection, numbers: tuple[int, ...] | None = None) -> list[Condition]:
+async def check_consistency(conn: asyncmy.Connection,
+                            numbers: tuple[int, ...] | None = None) -> list[ConsistencyCondition]:
     """Run the conditions (all of 1 to 9, or those numbered) in one consistent snapshot."""
     chosen = [c for i, c in enumerate(CONDITIONS, 1) if numbers is None or i in numbers]
     async with conn.cursor() as cur:

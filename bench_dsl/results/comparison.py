@@ -42,7 +42,7 @@ GATE_RE = re.compile(r"^\s*([a-z0-9]+)\s*([<>])\s*([+-])\s*(\d+(?:\.\d+)?)\s*%\s
 
 
 def gate_hint() -> str:
-    # the metrics compare shows and gates are those declared so (bench_dsl/language/metrics.py:
+    # the metrics compare shows and gates are those declared so (bench_dsl/language/metric_decls.py:
     # MetricDecl.compared, .gated), in the table's order (Table.shown)
     return ('write METRIC (<|>) (+|-)N%, e.g. --fail-if "tps < -5%" (fail when throughput drops by more than 5%) '
             f'or --fail-if "p95 > +10%"; metrics: {", ".join(registry.METRICS.shown("gated"))}')

@@ -36,7 +36,7 @@ from bench_dsl.engine.stopping import Stop, StopReason
 from bench_dsl.engine.tally import Tally
 from bench_dsl.engine.voice import Voice
 from bench_dsl.engine.watch import TargetWatch
-from bench_dsl.fleet.base import ClusterError, Fleet, WorkerFailed, WorkerLost
+from bench_dsl.fleet.base import ClusterError, Fleet, WorkerFailed, WorkerLostError
 from bench_dsl.language import model as m
 from bench_dsl.measure.cpu import CpuSampler
 from bench_dsl.server.side import ServerSide
@@ -202,7 +202,7 @@ class Run:
                 self.stop_reason = self.stop_reason or StopReason("worker_failed", message=self._scrub(str(exc)))
                 if isinstance(exc, ClusterError):
                     said = str(exc)
-                elif isinstance(exc, WorkerLost):
+                elif isinstance(exc, WorkerLostError):
                     said = f"{exc}; what was measured so far is kept (`on worker loss continue` goes on without it)"
                 else:
                     said = f"{exc}: bench-dsl itself failed; what was measured so far is kept"

@@ -9,12 +9,12 @@ Readers iterate the table or look a name up, and keep no list of their own: the 
 (conditions.py), the grammar's unit words (parser.py builds RATE_UNIT from the throughput units),
 the values of environment variables (values.py), the measurements (measure/metrics.py), the server
 side's disk readings (server/side.py), the summary's fold (results/fold.py), `bench compare` and its
---help (results/compare.py, cli/compare.py) and the live screen's headline (tui/render.py). Two
-keep names of their own: the result's checks (results/checks.py) follow schema/result-v1.json, and
+--help (results/comparison.py, cli/compare.py) and the live screen's headline (tui/render.py). Two
+keep names of their own: the result's checks (results/conformance.py) follow schema/result-v1.json, and
 the replay (results/replay.py) reads a file without the workloads, hence without their metrics.
 
 A workload kind declares the metrics of its own in its plugin (WorkloadPlugin.metrics: TPC-C's
-`nopm`); the language is handed the kinds, and with them their metrics (check.load), like the
+`nopm`); the language is handed the kinds, and with them their metrics (validate.load), like the
 kinds themselves: it never imports the workloads built on it. The floors above the workloads read
 the whole table from bench_dsl.workloads.registry.METRICS.
 
