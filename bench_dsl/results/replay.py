@@ -226,13 +226,6 @@ def _phase_event(plan: Json, row: Json, steps: int) -> ev.PhaseBegan:
     return ev.PhaseBegan(kind, step, steps, p["users"], p.get("seconds"), p.get("users_end"), row["start_s"])
 
 
-def phase_line(ph: ev.PhaseBegan) -> str:
-    """The log line the run wrote as the phase began (engine.tally says it so, with events.phase_label)."""
-    label = "warmup" if ph.step is None else f"step {ph.step}/{ph.steps} {ph.phase}"
-    users = ph.users if ph.users_end in (None, ph.users) else f"{ph.users} -> {ph.users_end}"
-    return f"{label}: {users} users" + (f" for {ph.seconds:g}s" if ph.seconds is not None else "")
-
-
 def catalog(doc_figures: Figures) -> Figures:
     """The figures a result declares; the core's for one written before results declared them."""
     return doc_figures or CORE_FIGURES
@@ -292,7 +285,7 @@ def fill_in(evs: list[Timed]) -> list[Timed]:
     if not any(isinstance(e, ev.Conditions) for _, e in evs):
         evs = _with_conditions(evs)
     if not any(isinstance(e, ev.Log) and e.level == "info" for _, e in evs):  # a result keeps no info lines
-        evs = [te for t, e in evs for te in ([(t, e), (t, ev.Log("info", phase_line(e), e.t))]
+        evs = [te for t, e in evs for te in ([(t, e), (t, ev.Log("info", e.line(), e.t))]
                                               if isinstance(e, ev.PhaseBegan) and e.phase != "prepare" else [(t, e)])]
     return evs
 
