@@ -36,7 +36,9 @@ class Context:
     shared_machine: bool | None = None  # client and server on one machine (None: not known)
     refused: int = 0  # users refused a connection (error 1040) in the step
     client_limit: str | None = None  # bench_dsl.engine.client_limit.why() for this step, if it said one
-    client_probed: bool = True  # False: the engine did not run its client probe on this step
+    # the engine ran that probe on this step, so that no client_limit means "not the client"; a
+    # caller that did not (a replay of an older result) leaves the client without a signal
+    client_probed: bool = False
     client_cores: float | None = None  # the CPU bench-dsl's processes may use, in cores, when known
     max_connections: int | None = None  # the server's max_connections
 

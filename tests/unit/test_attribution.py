@@ -21,7 +21,7 @@ from bench_dsl.attribution.window import Step, Window, baseline
 
 from ..conftest import ROOT
 
-TWO = Context(cores=2, shared_machine=False, max_connections=151)
+TWO = Context(cores=2, shared_machine=False, max_connections=151, client_probed=True)
 
 
 def st(per_s: float | None = None, value: float | None = None, **more: Any) -> dict[str, Any]:
@@ -191,7 +191,8 @@ def test_the_shared_machines_cpu_is_ruled_out_by_the_hosts_figure() -> None:
 def test_the_client_wins_when_its_probe_said_so_and_sessions_wait_outside() -> None:
     why = ("bench-dsl itself was the limit: its worker 1 process used 98% of a core, "
            "so the server carries at least 40 users")
-    v = attribute(row(users=40, running=5.0, cpu=(15.0, 70.0, 50.0)), earlier(), Context(cores=2, client_limit=why))
+    v = attribute(row(users=40, running=5.0, cpu=(15.0, 70.0, 50.0)), earlier(),
+                  Context(cores=2, client_limit=why, client_probed=True))
     assert (v.cls, v.confidence, v.share) == ("client", "high", 0.9)
     assert v.evidence[0].note == why
     assert isinstance(outcome(v, "network"), RuledOut)  # the time outside is the client's own
@@ -440,3 +441,47 @@ def test_a_small_share_is_low_and_says_what_is_left_unexplained() -> None:
     assert (v.cls, v.confidence, v.share) == ("row_locks", "low", 0.037)
     assert v.words.startswith("perhaps limited by row locks (38% of running sessions waiting), "
                               "53% of running sessions off CPU and off row locks; not server CPU")
+
+
+def test_the_client_has_no_signal_unless_the_probe_ran() -> None:
+    n = outcome(attribute(row(running=20.0), earlier(), Context(cores=2)), "client")
+    assert isinstance(n, NoSignal) and "client probe" in n.why
+
+
+def test_a_host_busy_with_other_work_is_the_limit_only_when_a_side_waits_for_a_core() -> None:
+    busy = row(running=31.0, cpu=(5.0, 96.0, 8.0))
+    r = outcome(attribute(busy, earlier(), Context(cores=2, shared_machine=True)), "machine_cpu")
+    assert isinstance(r, RuledOut) and "mostly with other work" in r.why
+    waiting = row(running=31.0, cpu=(5.0, 96.0, 8.0), client_lag_ms={"loop": {"p90": 40.0}, "thread": {"p90": 30.0}})
+    f = outcome(attribute(waiting, earlier(), Context(cores=2, shared_machine=True)), "machine_cpu")
+    assert isinstance(f, Finding) and f.words.startswith("the machine's CPU, busy with other work (96% busy")
+
+
+def test_a_recorded_run_of_sleeping_user_locks_is_never_named_with_confidence() -> None:
+    """tests/fixtures/steps.jsonl: four GET_LOCK locks held over a SLEEP, recorded on a machine busy
+    with other runs, before the result recorded server_status. Nothing here can say it: at most a
+    low guess, never a class at medium or high."""
+    rows = [json.loads(line) for line in (ROOT / "tests" / "fixtures" / "steps.jsonl").read_text().splitlines()]
+    steps = [r for r in rows if r.get("type") == "step"]
+    assert len(steps) >= 4
+    for i, s in enumerate(steps):
+        v = attribute(s, steps[:i], Context(cores=2, shared_machine=True, client_probed=True))
+        assert v.confidence == "low", (s["step"], v.words)
+        assert Verdict.from_json(json.loads(json.dumps(v.to_json()))) == v
+
+
+def test_a_recorded_climb_on_three_hot_rows_is_limited_by_row_locks() -> None:
+    """tests/fixtures/attribution-hot-rows.json: 1 to 16 users each updating one of 3 rows, as the
+    result recorded them (Threads_running read once at each step's end, no mean: medium at most).
+    The first steps wait mostly on the SLEEP and the commit: no class; from 8 users, row locks."""
+    rec = json.loads((ROOT / "tests" / "fixtures" / "attribution-hot-rows.json").read_text())
+    steps = rec["steps"]
+    ctx = Context(cores=rec["machine"]["cpu_count"], shared_machine=True, client_probed=True,
+                  max_connections=rec["max_connections"])
+    verdicts = [attribute(s, steps[:i], ctx) for i, s in enumerate(steps)]
+    assert [(v.cls, v.confidence) for v in verdicts] == [("unexplained", "low")] * 3 + [("row_locks", "medium")] * 2
+    last = verdicts[-1]
+    assert last.notes == ("the sessions in the server are from one reading of Threads_running, not its mean",)
+    assert last.words.startswith("likely limited by row locks (75% of running sessions waiting); not server CPU "
+                                 "(16% of its 2 cores), not disk (util 17%, await 0.1 ms)")
+    assert {"server_cpu", "disk", "buffer_pool", "client", "connections"} <= {r.cls for r in last.ruled_out}
