@@ -83,7 +83,7 @@ def _confidence(top: Finding, nxt: Finding | None, p: Profile) -> tuple[Confiden
     else:
         if share >= HIGH_SHARE and n < HIGH_CORROBORATIONS:
             notes.append(f"one signal only: {HIGH_CORROBORATIONS} make it high")
-        elif share >= HIGH_SHARE and nxt is not None:
+        if share >= HIGH_SHARE and nxt is not None:
             notes.append(f"{nxt.cls} comes close ({pct(nxt.share)} of the sessions' time)")
         level = "medium" if share >= MEDIUM_SHARE else "low"
     if level == "high" and p.active_from == "one reading" and not top.hard:

@@ -485,3 +485,23 @@ def test_a_recorded_climb_on_three_hot_rows_is_limited_by_row_locks() -> None:
     assert last.words.startswith("likely limited by row locks (75% of running sessions waiting); not server CPU "
                                  "(16% of its 2 cores), not disk (util 17%, await 0.1 ms)")
     assert {"server_cpu", "disk", "buffer_pool", "client", "connections"} <= {r.cls for r in last.ruled_out}
+
+
+def test_a_recorded_climb_with_an_8m_pool_names_the_pool_and_the_busy_machine_never_with_certainty() -> None:
+    """tests/fixtures/attribution-small-pool.json: an 8M pool under random point reads, the disk a
+    fast virtual one (0.1 ms), the machine's two cores full from 8 users. Every transaction reads
+    from disk; what holds the climb is the CPU the reads and the client take: the machine's CPU,
+    the buffer pool a close second, both medium (one signal each, and each other's near match)."""
+    rec = json.loads((ROOT / "tests" / "fixtures" / "attribution-small-pool.json").read_text())
+    steps = rec["steps"]
+    ctx = Context(cores=rec["machine"]["cpu_count"], shared_machine=True, client_probed=True,
+                  max_connections=rec["max_connections"])
+    verdicts = [attribute(s, steps[:i], ctx) for i, s in enumerate(steps)]
+    assert [(v.cls, v.confidence) for v in verdicts][3:] == [("machine_cpu", "medium")] * 2
+    assert "high" not in {v.confidence for v in verdicts}
+    last = verdicts[-1]
+    assert [(f.cls, f.share) for f in last.findings] == [("machine_cpu", 1.0), ("buffer_pool", 0.937)]
+    assert last.notes == ("one signal only: 2 make it high", "buffer_pool comes close (94% of the sessions' time)")
+    pool = outcome(last, "buffer_pool")
+    assert isinstance(pool, Finding)
+    assert pool.words == "the buffer pool (0.97 reads from disk per transaction, hit ratio 67.8%)"

@@ -10,8 +10,11 @@ from bench_dsl.attribution.window import Rule, Step, Window
 
 CLASS = "buffer_pool"
 # ATTRIBUTION.md, rules to start from (buffer pool): other >= 0.5 of A (disk.OTHER_OF_ACTIVE),
-# demand reads per transaction >= 1 or >= 10x B, with a disk sign
-READS_PER_TX = 1.0
+# demand reads per transaction >= 1 or >= 10x B, with a disk sign. 1 was too strict for a one-
+# statement transaction: an 8M pool under random point reads of a 35 MB table (the index's upper
+# pages stay in it, the leaf misses) measured 0.97 to 0.99 reads a transaction at a 68% hit ratio,
+# tests/fixtures/attribution-small-pool.json. Half a read each: most transactions wait on the disk.
+READS_PER_TX = 0.5
 READS_RISE = 10.0
 
 
