@@ -126,6 +126,11 @@ class Profile:
     other_share: float | None  # in the server, neither on CPU nor on a row lock: I/O, other waits
     threads_running: float | None = None  # as read (mean, or one reading); A is this - 1, or the floor
 
+    @property
+    def measured(self) -> bool:
+        """A is Threads_running's mean over the step, not one reading of it (nor a floor)."""
+        return self.active_from in ("mean", "readings")
+
     def of_active(self, share: float | None) -> float | None:
         """A share of N as a share of the sessions in the server (A): "41% of running sessions"."""
         if share is None or self.outside_share is None or self.outside_share >= 1.0:
@@ -156,7 +161,7 @@ class Verdict:
 
     cls: str  # a rule's class, or "unexplained"
     confidence: Confidence
-    share: float | None
+    share: float | None  # the class's; unexplained: the time in other waits, which no class took
     evidence: tuple[Evidence, ...]
     ruled_out: tuple[RuledOut, ...]
     words: str

@@ -12,8 +12,9 @@ sessions' time went, from the counters the result records, without performance_s
 
 A session on a CPU or waiting on a row lock is a running thread: cpu + rowlock is a floor under A.
 Threads_running read once at the step's end (no mean recorded) is a point sample that can be far
-below it, so A is raised to that floor (threads_running keeps what was read). The floor is a little
-high by mysqld's background threads' CPU (purge, page cleaners), small beside the sessions'."""
+below it, so A is then raised to that floor (threads_running keeps what was read). A mean is a
+measurement: cpu + rowlock past it is mysqld's background threads' CPU (purge, page cleaners) and
+row lock time added late, so the two are scaled down to fit A and the shares still add up to 1."""
 
 from __future__ import annotations
 
@@ -47,9 +48,7 @@ def profile_of(s: Step, ctx: Context) -> Profile:
                        None if cpu is None else r3(min(cpu, n) / n),
                        None if lock is None else r3(min(lock, n) / n), None, None)
     used = (cpu or 0.0) + (lock or 0.0)
-    inside = min(max(a, used), n)
-    # past N (more CPU than sessions in flight: background threads at a low load) the parts are
-    # scaled to fit, so that the shares still add up to 1
+    inside = min(max(a, used) if source == "one reading" else a, n)
     scale = inside / used if used > inside else 1.0
     cpu_in, lock_in = (cpu or 0.0) * scale, (lock or 0.0) * scale
     return Profile(r3(n), r3(inside), source, r3(cpu), r3(lock), r3(1.0 - inside / n),

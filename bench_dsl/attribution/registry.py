@@ -35,3 +35,8 @@ RULES: tuple[Rule, ...] = (
 
 def rule(cls: str) -> Rule:
     return next(r for r in RULES if r.cls == cls)
+
+
+def title(cls: str) -> str:
+    """A verdict's class in words, for a row of `bench compare` ("c1: the buffer pool")."""
+    return next((r.title for r in RULES if r.cls == cls), cls)

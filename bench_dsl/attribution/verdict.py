@@ -86,9 +86,11 @@ def _confidence(top: Finding, nxt: Finding | None, p: Profile) -> tuple[Confiden
         if share >= HIGH_SHARE and nxt is not None:
             notes.append(f"{nxt.cls} comes close ({pct(nxt.share)} of the sessions' time)")
         level = "medium" if share >= MEDIUM_SHARE else "low"
-    if level == "high" and p.active_from == "one reading" and not top.hard:
+    if level == "high" and not p.measured and not top.hard:
         # one reading of Threads_running may be anywhere between idle and every session
-        notes.append("the sessions in the server are from one reading of Threads_running, not its mean")
+        notes.append("the sessions in the server are from one reading of Threads_running, not its mean"
+                     if p.active_from == "one reading" else "the sessions in the server are not known: "
+                     "Threads_running is not recorded")
         level = "medium"
     return level, notes
 

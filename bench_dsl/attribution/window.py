@@ -58,10 +58,14 @@ class Step:
         return at
 
     def num(self, *path: str) -> float | None:
-        v = self.get(*path)
-        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-            return None
-        return float(v)
+        return finite(self.get(*path))
+
+    def numbers(self, *path: str) -> dict[str, float]:
+        """A figure by name (each process's CPU, each state's sessions): its finite numbers."""
+        got = self.get(*path)
+        if not isinstance(got, Mapping):
+            return {}
+        return {str(k): x for k, v in got.items() if (x := finite(v)) is not None}
 
     @property
     def number(self) -> int | None:
@@ -86,7 +90,7 @@ class Step:
         got = self.get("server_status", var, "readings")
         if not isinstance(got, list):
             return []
-        return [float(x) for x in got if isinstance(x, int | float) and math.isfinite(x)]
+        return [x for v in got if (x := finite(v)) is not None]
 
     def gauge(self, var: str) -> tuple[float | None, str | None]:
         """A gauge over the step (Threads_running): its mean when the engine recorded one, else the
@@ -166,6 +170,12 @@ def baseline(step: Mapping[str, Any], earlier: Sequence[Mapping[str, Any]]) -> M
         if half:
             return half[-1]
     return rows[0]
+
+
+def finite(v: object) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+        return None
+    return float(v)
 
 
 def pct(x: float | None) -> str:

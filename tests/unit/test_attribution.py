@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st_
 
 from bench_dsl.attribution import Context, Verdict, attribute
 from bench_dsl.attribution.model import Finding, NoSignal, RuledOut
@@ -104,6 +106,13 @@ def test_a_point_sample_below_the_cpu_is_raised_to_it() -> None:
     sessions were in the server, not 0."""
     p = profile_of(Step(row(users=20, cpu=(75.0, 90.0, 10.0), status={"threads_running": st(None, 1.0)})), TWO)
     assert (p.active_in_server, p.threads_running, p.cpu_share, p.other_share) == (1.5, 1.0, 0.075, 0.0)
+
+
+def test_a_mean_below_the_cpu_keeps_the_mean_and_scales_the_parts_into_it() -> None:
+    """A measured A of 1 beside 1.5 s/s of mysqld's CPU: the excess is its background threads, not
+    sessions; the shares still add up to 1."""
+    p = profile_of(Step(row(users=4, running=2.0, cpu=(75.0, 90.0, 10.0))), TWO)
+    assert (p.active_in_server, p.outside_share, p.cpu_share, p.other_share) == (1.0, 0.75, 0.25, 0.0)
 
 
 # --- the baseline ------------------------------------------------------------------------------
@@ -505,3 +514,43 @@ def test_a_recorded_climb_with_an_8m_pool_names_the_pool_and_the_busy_machine_ne
     pool = outcome(last, "buffer_pool")
     assert isinstance(pool, Finding)
     assert pool.words == "the buffer pool (0.97 reads from disk per transaction, hit ratio 67.8%)"
+
+
+def test_a_class_in_words() -> None:
+    from bench_dsl.attribution.registry import title
+
+    assert (title("buffer_pool"), title("server_cpu"), title("unexplained")) == (
+        "the buffer pool", "server CPU", "unexplained")
+
+
+_NUM = st_.one_of(st_.none(), st_.floats(),
+                  st_.integers(min_value=-10, max_value=10**6), st_.text(max_size=3))
+_STATUS = st_.dictionaries(st_.sampled_from(["threads_running", "innodb_row_lock_time", "innodb_buffer_pool_reads",
+                                             "innodb_data_fsyncs", "innodb_checkpoint_age", "innodb_checkpoint_max_age",
+                                             "threads_connected", "table_locks_waited", "com_commit"]),
+                           st_.one_of(_NUM,
+                                      st_.dictionaries(st_.sampled_from(["value", "grew", "per_s", "mean"]), _NUM),
+                                      st_.fixed_dictionaries({"readings": st_.lists(_NUM, max_size=4)})))
+_ROW = st_.fixed_dictionaries({}, optional={
+    "step": st_.integers(0, 9), "users": _NUM, "tps": _NUM, "qps": _NUM, "busy": _NUM, "offered_tps": _NUM,
+    "latency_ms": st_.dictionaries(st_.just("avg"), _NUM), "cpu": st_.dictionaries(
+        st_.sampled_from(["server", "host", "client"]), _NUM), "server_status": _STATUS,
+    "disk": st_.dictionaries(st_.sampled_from(["util_pct", "await_ms", "queue", "flush_ms", "busiest"]), _NUM),
+    "errors_by_code": st_.dictionaries(st_.just("1040"), _NUM),
+    "processlist": st_.fixed_dictionaries({"active_mean": _NUM, "states": st_.dictionaries(
+        st_.sampled_from(["Waiting for table metadata lock", "Sending data"]), _NUM)}),
+    "lock_waits": st_.dictionaries(st_.sampled_from(["table", "index", "share"]), _NUM),
+    "network": st_.dictionaries(st_.sampled_from(["rtt_ms", "bytes_per_s", "link_bytes_per_s"]), _NUM),
+    "pressure": st_.dictionaries(st_.sampled_from(["cpu", "io"]), st_.dictionaries(st_.just("some"), _NUM)),
+    "client_cpu_by_process": st_.dictionaries(st_.just("worker 1"), _NUM), "stall_s": _NUM})
+
+
+@settings(max_examples=300, deadline=None)
+@given(_ROW, st_.lists(_ROW, max_size=3), st_.sampled_from([Context(), TWO, Context(cores=2, shared_machine=True,
+                                                                                      allowed_cores=1)]))
+def test_any_row_gets_a_verdict_that_survives_json(s: dict[str, Any], before: list[dict[str, Any]],
+                                                   ctx: Context) -> None:
+    """Rows written before a figure existed, with nulls, zeros or nonsense where numbers go: a
+    verdict, never an exception."""
+    v = attribute(s, before, ctx)
+    assert Verdict.from_json(json.loads(json.dumps(v.to_json()))) == v

@@ -16,10 +16,9 @@ CPU_BELOW = 0.8
 
 def refused(w: Window) -> int:
     """Users refused, by whichever said most: the caller, the step's errors, the server's count."""
-    codes = w.s.get("errors_by_code")
-    in_errors = int(codes.get("1040", 0)) if isinstance(codes, dict) else 0
+    in_errors = w.s.num("errors_by_code", "1040") or 0.0
     server = w.s.num("server_status", "connection_errors_max_connections", "grew") or 0.0
-    return max(w.ctx.refused, in_errors, int(server))
+    return max(w.ctx.refused, int(in_errors), int(server))
 
 
 def judge(w: Window) -> Outcome:

@@ -25,12 +25,10 @@ THEIRS = 0.5
 
 
 def _client_at_limit(w: Window) -> str | None:
-    each = w.s.get("client_cpu_by_process")
-    if isinstance(each, dict):
-        busy = [(n, v) for n, v in each.items() if isinstance(v, int | float) and v >= 100 * CLIENT_SATURATED]
-        if busy:
-            name, v = max(busy, key=lambda kv: kv[1])
-            return f"its {name} process used {v:.0f}% of a core"
+    busy = [(n, v) for n, v in w.s.numbers("client_cpu_by_process").items() if v >= 100 * CLIENT_SATURATED]
+    if busy:
+        name, v = max(busy, key=lambda kv: kv[1])
+        return f"its {name} process used {v:.0f}% of a core"
     client, cores = w.s.cpu("client"), w.ctx.cores
     if client is not None and cores and w.ctx.client_cores:
         used = client * cores / 100.0

@@ -36,8 +36,9 @@ def saturation_signs(w: Window) -> list[Evidence]:
 
 
 def queue_share(w: Window) -> float:
-    """Time runnable but not running, as a share of N: measured (run delay), else, when the CPU is
-    at its limit, the time in the server neither on CPU nor on a row lock (an upper bound)."""
+    """Time runnable but not running, as a share of N, once the CPU is at its limit (the callers
+    see to that): measured (run delay), else the time in the server neither on CPU nor on a row
+    lock (an upper bound)."""
     p = w.profile
     delay = w.s.num(SERVER_SCHED, "run_delay_s_per_s")
     if delay is not None and p.sessions_in_flight:
@@ -63,9 +64,11 @@ def judge(w: Window) -> Outcome:
     delay = w.s.num(SERVER_SCHED, "run_delay_s_per_s") or 0.0
     of_active = None if not p.active_in_server or p.cpu_s_per_s is None else r3(
         min(1.0, (p.cpu_s_per_s + delay) / p.active_in_server))
+    # against one reading of Threads_running raised to the CPU's floor, the CPU is all of A by
+    # construction: a sign only against its mean
     evidence = (busy, *saturation_signs(w),
                 Evidence("cpu_of_active", of_active, "of running sessions", OF_ACTIVE,
-                         corroborates=of_active is not None and of_active >= OF_ACTIVE,
+                         corroborates=p.measured and of_active is not None and of_active >= OF_ACTIVE,
                          note="on a CPU or waiting for one (run delay), of the sessions in the server"))
     share = None if p.cpu_share is None else r3(p.cpu_share + queue_share(w))
     return Finding(CLASS, share, evidence, f"server CPU ({pct(util)} of the {cores_words(allowed)} it may use)")

@@ -16,17 +16,17 @@ STATES = ("Waiting for table metadata lock", "Waiting for table level lock", "Wa
 
 
 def judge(w: Window) -> Outcome:
-    states = w.s.get(PROCESSLIST, "states")
+    states = w.s.numbers(PROCESSLIST, "states")
     sampled = w.s.num(PROCESSLIST, "active_mean")
     waited = w.s.per_s("table_locks_waited")
-    if not isinstance(states, dict) or not sampled:
+    if not isinstance(w.s.get(PROCESSLIST, "states"), dict) or not sampled:
         if waited:
             return Finding(CLASS, None, (Evidence("table_locks_waited", waited, "/s", 0.0, corroborates=True,
                                                   note="table-level locks only; the processlist was not sampled"),),
                            f"table locks ({waited:.1f} waits/s)")
         return NoSignal(CLASS, "no signal: metadata locks show only in the processlist's states (sample "
                                "information_schema.PROCESSLIST, or turn performance_schema on)")
-    each = {s: float(v) for s, v in states.items() if s in STATES and isinstance(v, int | float)}
+    each = {s: v for s, v in states.items() if s in STATES}
     frac = r3(min(1.0, sum(each.values()) / sampled)) or 0.0
     if frac < WAITING:
         return RuledOut(CLASS, "lock_waiting_of_sampled", frac, "of sampled sessions",
