@@ -27,8 +27,9 @@ LOCK_WAITS = "lock_waits"  # {"samples", "table", "index", "share"}: the hot row
 class Context:
     """What the step row does not say and the caller knows."""
 
-    # the cores of the machine cpu.server is a % of (result.machine.cpu_count for a server on this
-    # machine; bench_dsl.measure.cpu divides the process's CPU by them)
+    # the cores of the machine cpu.server is a % of: result.machine.cpu_count for a server on this
+    # machine (bench_dsl.measure.cpu divides the process's CPU by them); the server host's cores
+    # with monitor (node_exporter), where cpu.server is that host's whole CPU
     cores: float | None = None
     # the cores mysqld may use (its affinity, a cgroup's quota), when known; else all of `cores`.
     # Host CPU % understates a mysqld held to fewer cores: this is what the server CPU rule divides by.

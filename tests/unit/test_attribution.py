@@ -545,7 +545,7 @@ _ROW = st_.fixed_dictionaries({}, optional={
     "client_cpu_by_process": st_.dictionaries(st_.just("worker 1"), _NUM), "stall_s": _NUM})
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(_ROW, st_.lists(_ROW, max_size=3), st_.sampled_from([Context(), TWO, Context(cores=2, shared_machine=True,
                                                                                       allowed_cores=1)]))
 def test_any_row_gets_a_verdict_that_survives_json(s: dict[str, Any], before: list[dict[str, Any]],
