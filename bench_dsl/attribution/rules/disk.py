@@ -1,0 +1,75 @@
+"""The disk: the device under the data and the log busy, queued or slow, while the sessions in the
+server are off CPU. %util means nothing on a parallel device (NVMe, virtual): it counts as one sign
+only, and a queue, an await risen against B, or I/O pressure make a second. A cgroup's I/O limit
+waits above the device: only pressure and await show it."""
+
+from __future__ import annotations
+
+from bench_dsl.attribution.model import Evidence, Finding, NoSignal, Outcome, RuledOut, r3
+from bench_dsl.attribution.window import Rule, Window, pct
+
+CLASS = "disk"
+# ATTRIBUTION.md, rules to start from (disk): other >= 0.5 of A, and util >= 0.9 or queue >= 2 or
+# await >= 3x B, with I/O pressure
+OTHER_OF_ACTIVE = 0.5
+UTIL_PCT = 90.0
+QUEUE = 2.0
+AWAIT_RISE = 3.0
+# not in ATTRIBUTION.md: a starting point of ours, "some" I/O pressure as % of the step's time
+IO_PRESSURE_PCT = 10.0
+
+
+def signs(w: Window) -> list[Evidence]:
+    """The busiest disk's utilisation and saturation, and I/O pressure. The buffer pool's rule reads
+    them too: misses are its signal only when they reach a disk that shows them."""
+    s, b = w.s, w.b
+    out = []
+    if (util := s.num("disk", "util_pct")) is not None:
+        out.append(Evidence("disk.util_pct", util, "%", UTIL_PCT, baseline=b.num("disk", "util_pct") if b else None,
+                            corroborates=util >= UTIL_PCT, note=str(s.get("disk", "busiest") or "")))
+    if (queue := s.num("disk", "queue")) is not None:
+        out.append(Evidence("disk.queue", queue, "requests", QUEUE, corroborates=queue >= QUEUE))
+    if (wait := s.num("disk", "await_ms")) is not None:
+        base = b.num("disk", "await_ms") if b else None
+        limit = None if not base else r3(AWAIT_RISE * base)
+        out.append(Evidence("disk.await_ms", wait, "ms", limit, baseline=base,
+                            corroborates=limit is not None and wait >= limit, note=f"{AWAIT_RISE:g}x the baseline's"))
+    if (io := w.pressure("io")) is not None:
+        out.append(Evidence("pressure.io.some", io, "% of time", IO_PRESSURE_PCT, corroborates=io >= IO_PRESSURE_PCT))
+    return out
+
+
+def off_cpu_gate(w: Window, cls: str, title: str, sign: str) -> RuledOut | Evidence | None:
+    """The sessions in the server mostly neither on CPU nor on a row lock, as an I/O wait needs:
+    ruled out when they were not, the evidence when they were, None when A is not known."""
+    other = w.other_of_active()
+    if other is None:
+        return None
+    if other < OTHER_OF_ACTIVE:
+        return RuledOut(cls, "other_of_active", other, "of running sessions",
+                        f"not {title}: {sign}, but only {pct(other)} of running sessions were off CPU and "
+                        "off row locks",
+                        f"{title} ({pct(other)} of running sessions off CPU)", OTHER_OF_ACTIVE)
+    return Evidence("other_of_active", other, "of running sessions", OTHER_OF_ACTIVE, corroborates=False,
+                    note="in the server, neither on CPU nor on a row lock")
+
+
+def judge(w: Window) -> Outcome:
+    found = signs(w)
+    if not found:
+        return NoSignal(CLASS, "no signal: the result records no disk figures (a server on another machine "
+                               "needs monitor with node_exporter)")
+    util, wait = w.s.num("disk", "util_pct"), w.s.num("disk", "await_ms")
+    seen = ", ".join(x for x in (None if util is None else f"util {util:.0f}%",
+                                 None if wait is None else f"await {wait:.1f} ms") if x) or "no disk figure"
+    if not any(e.corroborates for e in found):
+        return RuledOut(CLASS, "disk.util_pct", util, "%", f"not disk: {seen}", f"disk ({seen})", UTIL_PCT)
+    gate = off_cpu_gate(w, CLASS, "disk", seen)
+    if isinstance(gate, RuledOut):
+        return gate
+    device = w.s.get("disk", "busiest")
+    return Finding(CLASS, w.profile.other_share, (*found, *([gate] if gate else [])),
+                   f"disk{f' {device}' if device else ''} ({seen})")
+
+
+RULE = Rule(CLASS, "disk", judge, symptom_of=("buffer_pool", "commit_flush", "redo_log"))
