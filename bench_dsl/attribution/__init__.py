@@ -1,17 +1,17 @@
 """What breaks first (issue 41): at a step, name the resource that ran out, with its evidence and
 what was ruled out. Pure: plain data in (a step row of a result, the steps before it, a Context),
-a Verdict out; no I/O, and nothing above bench_dsl.core. docs: ../shared/ATTRIBUTION.md is the
+a Diagnosis out; no I/O, and nothing above bench_dsl.core. docs: ../shared/ATTRIBUTION.md is the
 method and the source of every threshold.
 
-    verdict.attribute(step, earlier, Context(...)) -> Verdict      .to_json() / Verdict.from_json()
+    diagnose.attribute(step, earlier, Context(...)) -> Diagnosis      .to_json() / Diagnosis.from_json()
 
 Modules:
-    model      Evidence, Finding, RuledOut, NoSignal, Profile, Verdict, and their JSON
+    model      Evidence, Finding, RuledOut, NoSignal, Profile, Diagnosis, and their JSON
     window     Step (a row read safely), Context, Window (what a rule sees), Rule, the baseline B
     profile    the time profile by Little's law: N, A, outside / cpu / row lock / other shares
     rules/     one module per class: its signals, thresholds (named, with their source) and words
-    registry   the classes the verdict weighs, one line each
-    verdict    ranks the findings, sets the confidence, writes the sentence
+    registry   the classes the diagnosis weighs, one line each
+    diagnose   ranks the findings, sets the confidence, writes the sentence
 
 What each rule reads. server_status variables are lower case, as the result records them
 ({value, grew, per_s}); a gauge may carry "mean" or "readings" (see below). "extra" figures are
@@ -54,8 +54,8 @@ reading of the step ("readings", in order) or at least their "mean": the value a
 is one point sample.
 """
 
-from bench_dsl.attribution.model import Evidence, Finding, NoSignal, Profile, RuledOut, Verdict
-from bench_dsl.attribution.verdict import attribute
+from bench_dsl.attribution.diagnose import attribute
+from bench_dsl.attribution.model import Diagnosis, Evidence, Finding, NoSignal, Profile, RuledOut
 from bench_dsl.attribution.window import Context
 
-__all__ = ["Context", "Evidence", "Finding", "NoSignal", "Profile", "RuledOut", "Verdict", "attribute"]
+__all__ = ["Context", "Diagnosis", "Evidence", "Finding", "NoSignal", "Profile", "RuledOut", "attribute"]

@@ -155,7 +155,7 @@ EMPTY_PROFILE = Profile(None, None, None, None, None, None, None, None, None)
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class Diagnosis:
     """What ran out in one step: the class, how sure, the evidence, what was ruled out, what had no
     signal, every class a signal supported (ranked), the time profile, and one sentence."""
 
@@ -182,7 +182,7 @@ class Verdict:
                 "would_tell": self.would_tell, "notes": list(self.notes)}
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> Verdict:
+    def from_json(cls, d: dict[str, Any]) -> Diagnosis:
         return cls(d["class"], cast(Confidence, d["confidence"]), d.get("share"),
                    tuple(Evidence.from_json(e) for e in d.get("evidence", ())),
                    tuple(RuledOut.from_json(r) for r in d.get("ruled_out", ())), d.get("words", ""),

@@ -406,6 +406,9 @@ class Judge:
                 "condition": stop_reason.condition if fired and stop_reason else None,
                 "reason": reason, "steps_completed": len(complete),
                 "limited_by": "client" if limited is not None else None,
+                # what ran out at the step that ended the climb (bench_dsl.engine.bottleneck)
+                "bottleneck": (steps[-1].bottleneck.to_json() if fired and steps and steps[-1].bottleneck is not None
+                               else None),
                 "axis": self.axis.name, self.axis.key: self.saturation_point, **self._at_point(steps)}
 
     def _at_point(self, steps: list[StepRow]) -> dict[str, Any]:

@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench_dsl.attribution import Diagnosis
+
 Json = dict[str, Any]
 
 
@@ -46,9 +48,10 @@ class StepRow:
     start_s: float
     figures: Json
     server: Json | None  # the server's counters over the step (None: not read)
-    conditions: list[Json]  # every stop condition's verdict on the step (judge.Verdict.to_json)
+    conditions: list[Json]  # every stop condition's verdict on the step (judge.Diagnosis.to_json)
     histograms: dict[str, str | None] = field(default_factory=dict)  # per transaction, encoded
     rate: float | None = None  # an open-loop rate's step: the rate asked, per second (None: users)
+    bottleneck: Diagnosis | None = None  # what ran out in it (bench_dsl.engine.bottleneck); None: not judged
 
     def to_json(self, histograms: bool = True) -> Json:
         """The row as the result holds it; without the histograms, as the event stream says it."""
@@ -58,6 +61,8 @@ class StepRow:
         if self.incomplete_reason is not None:
             out["incomplete_reason"] = self.incomplete_reason
         out |= {"start_s": self.start_s, **self.figures, "server": self.server, "conditions": self.conditions}
+        if self.bottleneck is not None:
+            out["bottleneck"] = self.bottleneck.to_json()
         if histograms:
             out["histograms"] = self.histograms
         return out
@@ -67,9 +72,19 @@ class StepRow:
         figures = {k: v for k, v in d.items() if k not in _STEP_HEAD}
         return cls(d["step"], d["users"], bool(d.get("complete")), d.get("incomplete_reason"), d.get("start_s", 0.0),
                    figures, d.get("server"), list(d.get("conditions") or []), dict(d.get("histograms") or {}),
-                   d.get("rate_tps"))
+                   d.get("rate_tps"), _diagnosis(d.get("bottleneck")))
 
 
 _INTERVAL_HEAD = ("type", "t", "start_s", "phase", "step", "measured")
-_STEP_HEAD = ("type", "rate_tps", "step", "users", "complete", "incomplete_reason", "start_s", "server", "conditions",
-              "histograms")
+def _diagnosis(d: Any) -> Diagnosis | None:
+    """A step's bottleneck as the result holds it; None where it has none or not one this reads."""
+    if not isinstance(d, dict):
+        return None
+    try:
+        return Diagnosis.from_json(d)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+
+
+_STEP_HEAD = ("type", "bottleneck", "rate_tps", "step", "users", "complete", "incomplete_reason", "start_s", "server",
+              "conditions", "histograms")

@@ -27,6 +27,7 @@ from bench_dsl.core.dsn import Dsn
 from bench_dsl.core.errors import ExitCode, TargetError
 from bench_dsl.engine import events as ev
 from bench_dsl.engine import outcome
+from bench_dsl.engine.bottleneck import RunFacts
 from bench_dsl.engine.judge import Judge
 from bench_dsl.engine.phases import Plan
 from bench_dsl.engine.profiles.registry import profile_of
@@ -37,6 +38,7 @@ from bench_dsl.engine.tally import Tally
 from bench_dsl.engine.voice import Voice
 from bench_dsl.engine.watch import TargetWatch
 from bench_dsl.fleet.base import ClusterError, Fleet, WorkerFailed, WorkerLostError
+from bench_dsl.fleet.registry import KINDS
 from bench_dsl.language import model as m
 from bench_dsl.measure.cpu import CpuSampler
 from bench_dsl.server.side import ServerSide
@@ -278,7 +280,22 @@ class Run:
         self.judge.client_capacity_pct = chosen.fleet.capacity_pct()
         await self.server_side.start(target.dsn, target.replicas)
         self.watch.silent_s = self.server_side.silent_s
-        await self.measure(chosen.fleet, CpuSampler(target.server_pid))
+        cpu = CpuSampler(target.server_pid)
+        self.tally.bottleneck.facts = self._facts(target.server_pid, chosen, cpu)
+        await self.measure(chosen.fleet, cpu)
+
+    def _facts(self, server_pid: int | None, chosen: FleetChoice, cpu: CpuSampler) -> RunFacts:
+        """What the bottleneck's rules need to know of the machines: cpu(server) is a % of this
+        machine's cores when the server runs here (of its host's, read by node_exporter, with a
+        monitor); a fleet that no scenario names runs on this machine."""
+        here = server_pid is not None and self.sc.monitor is None
+        local_fleet = not KINDS[chosen.kind].named
+        capacity = chosen.fleet.capacity_pct()
+        return RunFacts(server_cores=float(cpu.ncpu) if here else None,
+                        allowed_cores=cpu.allowed_cores() if here else None,
+                        shared_machine=(server_pid is not None) if local_fleet else None,
+                        client_capacity_pct=capacity,
+                        client_cores=capacity / 100 * cpu.ncpu if local_fleet else None)
 
     async def measure(self, fleet: Fleet, cpu: CpuSampler) -> None:
         """The plan's phases on a started fleet: what follows the stage (tests run it on a fake

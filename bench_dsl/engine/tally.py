@@ -7,9 +7,11 @@ its own interface, and is asked nothing back but its figures at the run's end.""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from typing import Any
 
 from bench_dsl.engine import events as ev
+from bench_dsl.engine.bottleneck import Bottleneck
 from bench_dsl.engine.client_limit import CLIENT_LAG_MS
 from bench_dsl.engine.judge import (
     CUT_SHORT,
@@ -68,6 +70,7 @@ class Tally:
         self.fleet: Fleet | None = None
         self.cpu: CpuSampler | None = None
         self._phase_now: Phase | None = None
+        self.bottleneck = Bottleneck()  # what ran out at each step (the runner tells it the machines)
 
     def begin(self, fleet: Fleet, cpu: CpuSampler) -> None:
         self.fleet, self.cpu = fleet, cpu
@@ -198,6 +201,8 @@ class Tally:
         row = StepRow(ph.step or 0, ph.users if ph.kind == "hold" else agg.users_max or 0, why is None, why,
                       round(self.step_started, 3), figures, server, [v.to_json() for v in verdicts], agg.histograms(),
                       ph.rate)
+        refused = self.fleet.health().refused if self.fleet is not None else 0
+        row = dataclasses.replace(row, bottleneck=self.bottleneck.of(row, self.steps, refused))
         self.steps.append(row)
         self.voice.publish(ev.StepEnded(row))
 

@@ -25,6 +25,19 @@ class CpuSampler:
                 self.server = psutil.Process(server_pid)
         self.sample()  # the first reading of cpu_percent is meaningless: prime it
 
+    def allowed_cores(self) -> float | None:
+        """The cores the server process may use: its affinity, and its cgroup's CPU quota where one
+        is set (cgroup v2 cpu.max, v1 cpu.cfs_quota_us): a mysqld held to fewer cores than the host
+        has shows as a low % of the host while it is out of CPU. None: it cannot be seen."""
+        if self.server is None:
+            return None
+        try:
+            cores: float = float(len(self.server.cpu_affinity() or ()) or self.ncpu)
+        except (psutil.Error, AttributeError, OSError):
+            cores = float(self.ncpu)
+        quota = _cgroup_quota(self.server.pid)
+        return min(cores, quota) if quota is not None else cores
+
     def sample(self) -> dict[str, float | None]:
         """Percent of all cores since the previous call; server is None when it cannot be seen."""
         server: float | None = None
@@ -74,3 +87,32 @@ def client_cpu(processes: Iterable[tuple[str, float | None, float, str, int]]) -
         out[f"client:{name}"] = 100.0 * share
     total = sum(cores.values())
     return {"client": 100.0 * busy / total if total else None, **out}
+
+
+def _cgroup_quota(pid: int) -> float | None:
+    """A process's cgroup CPU quota in cores (v2 `cpu.max`, v1 `cpu.cfs_quota_us` over its period);
+    None where none is set or it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/cgroup") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        try:
+            if controllers == "" and line.startswith("0::"):
+                with open(f"/sys/fs/cgroup{path}/cpu.max") as f:
+                    quota, period = f.read().split()
+                if quota != "max":
+                    return int(quota) / int(period)
+            elif "cpu" in controllers.split(","):
+                base = f"/sys/fs/cgroup/{controllers}{path}"
+                with open(f"{base}/cpu.cfs_quota_us") as f:
+                    quota_us = int(f.read())
+                with open(f"{base}/cpu.cfs_period_us") as f:
+                    period_us = int(f.read())
+                if quota_us > 0:
+                    return quota_us / period_us
+        except (OSError, ValueError):
+            continue
+    return None

@@ -110,6 +110,7 @@ class StatusSample:
     grew: dict[str, float]
     values: dict[str, float]
     at: float = 0.0  # when the later reading was taken (monotonic): the newest values win
+    gauges: frozenset[str] = frozenset()  # of the values, those that are readings: a window keeps their mean
 
 
 @dataclass(slots=True)
@@ -184,6 +185,7 @@ class Aggregate:
         self.status_seconds = 0.0
         self.status_grew: dict[str, float] = {}
         self.status_values: dict[str, float] = {}
+        self.status_gauged: dict[str, float] = {}  # a gauge's readings, each weighted by the seconds it closes
         self._status_at = float("-inf")
         self.lag_last: float | None = None
         self.lag_min: float | None = None
@@ -229,6 +231,9 @@ class Aggregate:
             self.status_seconds += tick.status.seconds
             for k, v in tick.status.grew.items():
                 self.status_grew[k] = self.status_grew.get(k, 0.0) + v
+            for k in tick.status.gauges:
+                if (g := tick.status.values.get(k)) is not None:
+                    self.status_gauged[k] = self.status_gauged.get(k, 0.0) + g * tick.status.seconds
             if tick.status.at >= self._status_at:  # windows add their ticks newest first
                 self._status_at = tick.status.at
                 self.status_values = dict(tick.status.values)
@@ -268,6 +273,8 @@ class Aggregate:
             grew = self.status_grew.get(k)
             out[k] = {"value": self.status_values[k], "grew": grew,
                       "per_s": round(grew / secs, 3) if grew is not None and secs > 0 else None}
+            if k in self.status_gauged and secs > 0:  # a reading's mean over the window
+                out[k]["mean"] = round(self.status_gauged[k] / secs, 3)
         reads, requests = self.status_grew.get("innodb_buffer_pool_reads"), self.status_grew.get(
             "innodb_buffer_pool_read_requests")
         if reads is not None and requests:

@@ -35,6 +35,9 @@ def verdict_lines(saturation: Json | None, stop: StopReason | None) -> list[Line
     itself was the limit, in the judge's own words."""
     sat = saturation or {}
     lines = [_head(sat), _ended(stop)]
+    if isinstance(b := sat.get("bottleneck"), dict) and b.get("words"):  # what ran out, with what was ruled out
+        lines.append([("what ran out: ", "dim"), (str(b["words"]), "warn"),
+                      (f" ({b.get('confidence')} confidence)", "dim")])
     if sat.get("limited_by") == "client":  # the judge's words: CPU or scheduling lag, with the figure
         reason = str(sat.get("reason") or "")
         lines.append([(reason[reason.find("bench-dsl itself"):] if "bench-dsl itself" in reason else reason, "warn")])

@@ -33,7 +33,17 @@ STATUS_DEFAULT = (
     "Innodb_row_lock_waits", "Innodb_row_lock_time", "Threads_running", "Threads_connected",
     "Com_select", "Com_insert", "Com_update", "Com_delete", "Com_commit", "Com_rollback",
     "Questions", "Created_tmp_disk_tables", "Slow_queries",
+    # what the bottleneck's rules read (bench_dsl.attribution): misses the read-ahead did not ask for
+    # and a pool too small for its writes, the redo log's checkpoint against its limit, row locks
+    # waited on now and deadlocks, table locks, connections refused for max_connections
+    "Innodb_buffer_pool_read_ahead", "Innodb_buffer_pool_wait_free", "Innodb_checkpoint_age",
+    "Innodb_checkpoint_max_age", "Innodb_row_lock_current_waits", "Innodb_deadlocks", "Table_locks_waited",
+    "Connection_errors_max_connections",
 )
+# Those that are readings, not counts: a window records their mean over its readings beside the last
+# (the one at its end is a point sample: Threads_running read once is 1, the reader itself)
+GAUGES = frozenset(n.lower() for n in ("Threads_running", "Threads_connected", "Innodb_checkpoint_age",
+                                       "Innodb_row_lock_current_waits"))
 
 # The counters MySQL has and MariaDB removed (MDEV-28539, in 10.6 and later), each with what counts
 # the same there: a condition that names one is told what to write instead. Rows_read and the
@@ -139,7 +149,7 @@ class ServerCounters:
             return None  # the first reading: nothing to subtract it from yet
         # a counter that went down is a server restarted or FLUSH STATUS: no growth to tell
         grew = {k: v - before[1][k] for k, v in now[1].items() if k in before[1] and v >= before[1][k]}
-        return StatusSample(now[0] - before[0], grew, dict(now[1]), now[0])
+        return StatusSample(now[0] - before[0], grew, dict(now[1]), now[0], GAUGES)
 
     def silent_s(self) -> float:
         """Seconds the server has answered nothing on this connection (0 if it never had one; a

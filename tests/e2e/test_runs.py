@@ -134,10 +134,12 @@ def test_tight_condition_finds_the_saturation_point(stop: str, kind: str, dsn_ur
     assert r.returncode == 0, r.stderr
     doc = _result(out)
     assert doc["stop"]["reason"] == "stop_condition" and doc["stop"]["condition"] == stop
-    assert doc["saturation"] == {"users": 1, "step": 1, "saturated": True, "condition": stop,
-                                 "reason": f"stopped by: {stop}", "steps_completed": 2, "limited_by": None,
-                                 "axis": "users"}
+    sat = dict(doc["saturation"])
+    what_ran_out = sat.pop("bottleneck")  # the step that ended the climb's (tests/e2e/test_bottleneck.py)
+    assert sat == {"users": 1, "step": 1, "saturated": True, "condition": stop, "reason": f"stopped by: {stop}",
+                   "steps_completed": 2, "limited_by": None, "axis": "users"}
     step1, step2 = doc["steps"]
+    assert what_ran_out == step2["bottleneck"]
     assert (step1["users"], step2["users"]) == (1, 4)
     fired = step2["conditions"][0]
     assert fired["fired"] and fired["kind"] == kind and fired["previous"] is not None

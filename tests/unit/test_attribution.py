@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bench_dsl.attribution import Context, Verdict, attribute
+from bench_dsl.attribution import Context, Diagnosis, attribute
 from bench_dsl.attribution.model import Finding, NoSignal, RuledOut
 from bench_dsl.attribution.profile import profile_of
 from bench_dsl.attribution.registry import RULES
@@ -52,7 +52,7 @@ def earlier(tps: float = 400.0, **kw: Any) -> list[dict[str, Any]]:
     return [row(step=1, users=2, tps=tps / 4, running=2.0, **kw), row(step=2, users=8, tps=tps, running=4.0, **kw)]
 
 
-def outcome(v: Verdict, cls: str) -> Finding | RuledOut | NoSignal:
+def outcome(v: Diagnosis, cls: str) -> Finding | RuledOut | NoSignal:
     every: list[Finding | RuledOut | NoSignal] = [*v.findings, *v.ruled_out, *v.no_signal]
     for o in every:
         if o.cls == cls:
@@ -406,7 +406,7 @@ CASES = {
 def test_a_verdict_survives_json(case: str) -> None:
     v = attribute(*CASES[case])
     text = json.dumps(v.to_json())
-    assert Verdict.from_json(json.loads(text)) == v
+    assert Diagnosis.from_json(json.loads(text)) == v
 
 
 def test_the_json_names_its_fields_for_a_reader() -> None:

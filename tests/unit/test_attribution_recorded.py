@@ -13,7 +13,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st_
 
-from bench_dsl.attribution import Context, Verdict, attribute
+from bench_dsl.attribution import Context, Diagnosis, attribute
 from bench_dsl.attribution.model import Finding, NoSignal, RuledOut
 from bench_dsl.attribution.profile import profile_of
 from bench_dsl.attribution.registry import RULES, rule
@@ -34,7 +34,7 @@ def test_a_recorded_run_of_sleeping_user_locks_is_never_named_with_confidence() 
     for i, s in enumerate(steps):
         v = attribute(s, steps[:i], Context(cores=2, shared_machine=True, client_probed=True))
         assert v.confidence == "low", (s["step"], v.words)
-        assert Verdict.from_json(json.loads(json.dumps(v.to_json()))) == v
+        assert Diagnosis.from_json(json.loads(json.dumps(v.to_json()))) == v
 
 
 def test_a_recorded_climb_on_three_hot_rows_is_limited_by_row_locks() -> None:
@@ -104,7 +104,7 @@ def test_any_row_gets_a_verdict_that_survives_json(s: dict[str, Any], before: li
     """Rows written before a figure existed, with nulls, zeros or nonsense where numbers go: a
     verdict, never an exception."""
     v = attribute(s, before, ctx)
-    assert Verdict.from_json(json.loads(json.dumps(v.to_json()))) == v
+    assert Diagnosis.from_json(json.loads(json.dumps(v.to_json()))) == v
 
 
 # --- the package's shape -----------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The verdict of one step: every rule judges the same window, and the class with the largest share
 of the sessions' time that a signal corroborates is named, with a confidence, its evidence, what
-was ruled out and what had no signal. Pure: plain data in, a Verdict out."""
+was ruled out and what had no signal. Pure: plain data in, a Diagnosis out."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from bench_dsl.attribution.model import Confidence, Finding, NoSignal, Profile, RuledOut, Verdict
+from bench_dsl.attribution.model import Confidence, Diagnosis, Finding, NoSignal, Profile, RuledOut
 from bench_dsl.attribution.profile import profile_of
 from bench_dsl.attribution.registry import RULES
 from bench_dsl.attribution.window import Context, Step, Window, baseline, pct
@@ -29,7 +29,7 @@ PERFORMANCE_SCHEMA = "performance_schema's wait classes"
 
 
 def attribute(step: Mapping[str, Any], earlier: Sequence[Mapping[str, Any]] = (),
-              context: Context | None = None) -> Verdict:
+              context: Context | None = None) -> Diagnosis:
     """What ran out in `step` (a step row of a result), judged against a baseline among `earlier`
     (the steps before it, in order)."""
     ctx = context or Context()
@@ -58,13 +58,13 @@ def attribute(step: Mapping[str, Any], earlier: Sequence[Mapping[str, Any]] = ()
     if not ranked:
         tell = (PERFORMANCE_SCHEMA + " (off by default on MariaDB: turning it on takes a restart)"
                 + ("" if not silent else "; or the signals these classes lack: " + ", ".join(n.cls for n in silent)))
-        return Verdict(UNEXPLAINED, "low", p.other_share, (), ruled, _unexplained_words(p, ruled), p, (),
+        return Diagnosis(UNEXPLAINED, "low", p.other_share, (), ruled, _unexplained_words(p, ruled), p, (),
                        tuple(silent), base, tell)
     top = ranked[0]
     causes = [f for f in ranked if f.symptom_of is None]
     nxt = causes[1] if len(causes) > 1 else None
     confidence, notes = _confidence(top, nxt, p)
-    return Verdict(top.cls, confidence, top.share, top.evidence, ruled, _words(top, nxt, confidence, p, ruled), p,
+    return Diagnosis(top.cls, confidence, top.share, top.evidence, ruled, _words(top, nxt, confidence, p, ruled), p,
                    ranked, tuple(silent), base, None, tuple(notes))
 
 
