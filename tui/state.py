@@ -288,6 +288,11 @@ class LiveState:
                                               float(d.get("tps") or 0.0), _p90(d, self.p90_tx),
                                               bool(d.get("complete")), self.axis.at(d)))
         self.changed |= {USERS_CHART, TX}
+        if isinstance(b := d.get("bottleneck"), dict) and b.get("words"):  # what ran out, step by step
+            ended = float(d.get("start_s") or 0.0) + float(d.get("seconds") or 0.0)
+            self.log.add("info", f"s{d.get('step')}: what ran out: {b['words']} ({b.get('confidence')} confidence)",
+                         ended)
+            self.changed.add(LOG)
 
     def _on_control(self, e: ev.Control) -> None:
         if e.action == "stop":

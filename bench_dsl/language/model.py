@@ -70,25 +70,35 @@ class PointUnits:
     plain: str  # the unit a plain number is in
     what: str
     example: str
-_RUN_WINDOW = "the run"
 
 
-@dataclass(frozen=True, slots=True)
-class ConstantRamp:
-    users: int
+def _whole_run(duration: float) -> Window:
+    return duration, "the run", f"for {num(duration)}s at most, or a longer duration"
+
+
+class _UsersForADuration:
+    """What a load of users over a whole duration (constant, linear) says of itself."""
+
+    __slots__ = ()
     duration: float
-    kind: Literal["constant"] = "constant"
     open_loop: ClassVar[bool] = False
     steps_compared: ClassVar[bool] = False
 
     def window(self) -> Window:
-        return self.duration, _RUN_WINDOW, f"for {num(self.duration)}s at most, or a longer duration"
+        return _whole_run(self.duration)
 
     def seconds(self, warmup: float) -> float:
         return warmup + self.duration
 
     def point_units(self) -> PointUnits | None:
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class ConstantRamp(_UsersForADuration):
+    users: int
+    duration: float
+    kind: Literal["constant"] = "constant"
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,23 +140,12 @@ class StepRamp:
 
 
 @dataclass(frozen=True, slots=True)
-class LinearRamp:
+class LinearRamp(_UsersForADuration):
     start: int
     end: int
     over: float
     duration: float  # whole measured time; the users stay at `end` after `over`
     kind: Literal["linear"] = "linear"
-    open_loop: ClassVar[bool] = False
-    steps_compared: ClassVar[bool] = False
-
-    def window(self) -> Window:
-        return self.duration, _RUN_WINDOW, f"for {num(self.duration)}s at most, or a longer duration"
-
-    def seconds(self, warmup: float) -> float:
-        return warmup + self.duration
-
-    def point_units(self) -> PointUnits | None:
-        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,7 +199,7 @@ class RateLoad:
     def window(self) -> Window:
         if self.shape == "step":
             return self.hold, "each step's hold", f"for {num(self.hold)}s at most, or a longer hold"
-        return self.duration, _RUN_WINDOW, f"for {num(self.duration)}s at most, or a longer duration"
+        return _whole_run(self.duration)
 
     def seconds(self, warmup: float) -> float:
         return warmup + (self.step_count() * (self.settle + self.hold) if self.shape == "step" else self.duration)

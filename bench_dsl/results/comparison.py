@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from bench_dsl.attribution.registry import title
 from bench_dsl.core.axis import LoadAxis
 from bench_dsl.core.axis import number as axis_number
 from bench_dsl.core.errors import UsageError
@@ -193,6 +194,10 @@ def compare(summary: dict[str, Any], gates: list[Gate] | None = None, force: boo
                  "cells": [{"configuration": c["id"], "value": c["saturation"]["condition"],
                             "all": c["saturation"]["conditions"],
                             "verdicts": c["saturation"].get("verdicts")} for c in confs]})
+    if any(c["saturation"].get("bottleneck") for c in confs):  # what ran out, where the results say it
+        rows.append({"metric": "bottleneck", ax.key: None, "unit": "",
+                     "cells": [{"configuration": c["id"], "value": c["saturation"].get("bottleneck"),
+                                "all": c["saturation"].get("bottlenecks") or []} for c in confs]})
     points = common_points(confs, ax.key)
     for u in points:
         entries = [next(e for e in c["by_users"] if e[ax.key] == u) for c in confs]
@@ -267,7 +272,8 @@ def _unjudgeable(metric: str, b: dict[str, Any] | None, o: dict[str, Any] | None
 
 # ---- rendering: the one table, three ways -------------------------------------------------------
 
-ROW_NAMES = {"settings": "settings", "condition": "condition that fired"}  # and each metric's MetricDecl.heading
+# and each metric's MetricDecl.heading
+ROW_NAMES = {"settings": "settings", "condition": "condition that fired", "bottleneck": "what ran out"}
 
 
 def number(v: float | None) -> str:
@@ -302,6 +308,14 @@ def cell_lines(row: dict[str, Any], cell: dict[str, Any], is_base: bool) -> tupl
     if row["metric"] == "settings":
         return cell["value"].upper() if cell["not_applied"] else cell["value"], "; ".join(
             f"{a['name']}={a['requested']}: the server has {a['after']}" for a in cell["not_applied"])
+    if row["metric"] == "bottleneck":
+        each = [b for b in cell.get("all") or [] if b]
+        head = next((b for b in each if b["class"] == cell["value"]), None)
+        value = "not said" if cell["value"] is None else f"{title(cell['value'])}" + (
+            f" ({head['confidence']})" if head and head.get("confidence") else "")
+        classes = {b["class"] for b in each}
+        return value, (f"per repeat: {', '.join(title(b['class']) for b in each)}" if len(classes) > 1
+                       else str(head.get("words") or "") if head else "")
     if row["metric"] == "condition":
         every = [c if c is not None else "none" for c in cell.get("all") or []]
         differ = len(set(every)) > 1

@@ -306,6 +306,8 @@ class ConsoleSink:
                              f"p90 {_ms(lat['p90']).strip()} ms, p99 {_ms(lat['p99']).strip()} ms, "
                              f"errors {d['errors']}{stall}"
                              + (" [yellow](not complete)[/]" if not step.complete else ""))
+                if (b := step.bottleneck) is not None:  # what ran out in it, with what was ruled out
+                    self.c.print(f"  [dim]what ran out:[/] {esc(b.words)} [dim]({b.confidence} confidence)[/]")
             case ev.Finished():
                 self._verdict(event)
 
