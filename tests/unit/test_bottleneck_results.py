@@ -49,3 +49,15 @@ def test_a_summary_keeps_each_repeats_bottleneck_and_compare_shows_a_row_of_them
 def test_no_row_where_no_result_says_what_ran_out() -> None:
     summary = summarize([_saturated(None, "c1"), _saturated(None, "c2")])
     assert all(r["metric"] != "bottleneck" for r in compare(summary)["rows"])
+
+
+def test_the_report_says_what_ran_out_beside_each_saturation_point() -> None:
+    from bench_dsl.results.fold import group
+    from bench_dsl.results.report import data
+
+    configs = group([_saturated("buffer_pool", "c1", 1), _saturated("row_locks", "c1", 2),
+                     _saturated("buffer_pool", "c1", 3), _saturated(None, "c2", 1)])
+    c1, c2 = data.summary_rows(configs)
+    assert c1["ran_out"] == "limited by the buffer pool (high confidence)" and c2["ran_out"] == "-"
+    marks = {r["configuration"]: r["about"] for r in data.saturation_rows(configs, data.tps)}
+    assert marks[configs[0].label].endswith("; limited by the buffer pool (high confidence)")

@@ -21,6 +21,7 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
+from bench_dsl.attribution.registry import title
 from bench_dsl.core.axis import LoadAxis
 from bench_dsl.engine.profiles.registry import AXES, axis_of
 from bench_dsl.engine.stopping import StopReason
@@ -87,8 +88,10 @@ def saturation_rows(configs: list[Configuration], figure: Figure) -> list[Row]:
         spread = f" (repeats: {_users(s['min'])}-{_users(s['max'])})" if s["n"] > 1 and s["min"] != s["max"] else ""
         condition = _condition(c)
         why = f"stopped by {condition}" if condition else "no stop condition fired"
+        ran_out = ran_out_of(c)
         rows.append({"configuration": c.label, ax.key: s["median"], "value": value,
-                     "label": point, "about": f"saturation point: {point}{spread}, {why}"})
+                     "label": point, "about": f"saturation point: {point}{spread}, {why}"
+                     + (f"; {ran_out}" if ran_out else "")})
     return rows
 
 
@@ -110,6 +113,18 @@ def _condition(c: Configuration) -> str | None:
     found = [d.get("saturation") or {} for d in c.docs]
     conditions = [s["condition"] for s in found if s.get("saturated") and s.get("condition")]
     return statistics.mode(conditions) if conditions else None
+
+
+def ran_out_of(c: Configuration) -> str | None:
+    """What ran out where most of its saturated repeats ended (their saturation.bottleneck), in a
+    few words: "limited by row locks (high confidence)"; None where none said."""
+    said = [b for d in c.docs if isinstance(b := (d.get("saturation") or {}).get("bottleneck"), dict)
+            and isinstance(b.get("class"), str)]
+    if not said:
+        return None
+    cls = statistics.mode(b["class"] for b in said)
+    confidence = next(b.get("confidence") for b in said if b["class"] == cls)
+    return f"limited by {title(cls)}" + (f" ({confidence} confidence)" if confidence else "")
 
 
 def timeline(doc: dict[str, Any], label: str) -> tuple[list[Row], list[Row], list[Row]]:
@@ -217,6 +232,7 @@ def summary_rows(configs: list[Configuration]) -> list[Row]:
             "runs": len(docs),
             "saturation": point,
             "stopped_by": condition or "no stop condition fired",
+            "ran_out": ran_out_of(c) or "-",
             "best_tps": f"{statistics.median(best):,.1f}" if best else "-",
             "status": ", ".join(statuses),
             "server": ", ".join(servers),

@@ -123,7 +123,8 @@ def render_html(configs: list[Configuration], figs: list[Figure]) -> str:
     esc = html.escape
     rows = data.summary_rows(configs)
     cols = [("configuration", "configuration"), ("scenario", "scenario"), ("runs", "runs"),
-            ("saturation", "saturation point"), ("stopped_by", "stopped by"), ("best_tps", "best tps"),
+            ("saturation", "saturation point"), ("stopped_by", "stopped by"), ("ran_out", "what ran out"),
+            ("best_tps", "best tps"),
             ("status", "status"), ("server", "server")]
     table = "<table><tr>" + "".join(f"<th>{esc(t)}</th>" for _, t in cols) + "</tr>\n"
     for r in rows:
