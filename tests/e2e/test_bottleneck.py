@@ -38,3 +38,32 @@ def test_each_step_and_the_saturation_point_say_what_ran_out(dsn_url: str, tmp_p
     assert sat["bottleneck"] == doc["steps"][-1]["bottleneck"]
     assert f"what ran out: {sat['bottleneck']['words']}" in r.stderr
     read_result(out)  # the result as its schema has it (a BadResult raises)
+
+
+# Provoked (issue 41, "Tested by provoking each class"): each case makes one resource run out for
+# certain on any machine, and the verdict must name it, never another class with high confidence.
+
+def test_one_hot_row_held_by_every_transaction_is_called_row_locks(dsn_url: str, tmp_path: Path) -> None:
+    """Every transaction updates the one row and then sleeps 10 ms holding its lock: from 4 users
+    on, all but one wait on it whatever the machine's speed."""
+    out = tmp_path / "rl.json"
+    r, doc = run_measured("run", str(SCENARIO.with_name("row-locks.bench")), "--headless", "--json", str(out),
+                          out=out)
+    assert r.returncode == 0, r.stderr
+    for s in doc["steps"]:  # 4 and 16 users (1 user alone would wait on nothing but its own sleep)
+        b = s["bottleneck"]
+        assert b["class"] == "row_locks", (s["users"], b["words"])
+        assert b["confidence"] in ("high", "medium")
+        assert any(e["figure"] for e in b["evidence"])
+        assert {r["class"] for r in b["ruled_out"]} >= {"server_cpu"}
+
+
+def test_users_the_server_refuses_are_called_connections(tmp_path: Path) -> None:
+    """A throwaway server that takes 12 connections, 16 users: the climb ends on the refusal, and
+    what ran out is the connections."""
+    out = tmp_path / "cn.json"
+    r, doc = run_measured("run", str(SCENARIO.with_name("connections.bench")), "--headless", "--json", str(out),
+                          out=out)
+    assert r.returncode == 0, r.stderr
+    assert doc["stop"]["reason"] == "connections_refused"
+    assert doc["saturation"]["bottleneck"]["class"] == "connections", doc["saturation"]["bottleneck"]["words"]
