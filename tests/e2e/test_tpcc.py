@@ -338,6 +338,12 @@ def _run(tmp_path: Path, name: str, **fields: str) -> tuple[dict[str, Any], str]
     return json.loads(out.read_text()), r.stderr
 
 
+def _window_gap_pct(step: dict[str, Any]) -> float:
+    """How far apart, % of the client's, the client's window and the server's counters' are: what
+    the two counts of one thing may differ by beyond their own error."""
+    return 100.0 * abs(step["server"]["seconds"] - step["seconds"]) / step["seconds"]
+
+
 def _check_mix(tx: dict[str, Any]) -> None:
     total = sum(t["count"] for t in tx.values())
     assert total > 500
@@ -370,7 +376,7 @@ def test_a_20s_run_has_the_mix_consistent_data_and_server_nopm(loaded: tuple[Dsn
     step = doc["steps"][-1]
     assert step["nopm"] > 0 and step["server"]["nopm"] > 0
     # the client's count of committed new orders against the districts' D_NEXT_O_ID (HammerDB's NOPM)
-    assert abs(step["server"]["nopm_client_vs_server_pct"]) <= 1.0, step["server"]
+    assert abs(step["server"]["nopm_client_vs_server_pct"]) <= 1.0 + _window_gap_pct(step), step["server"]
     assert step["server"]["tpm"] >= step["tpm"] * 0.9  # every transaction ends in a COMMIT or ROLLBACK
     r = run_bench("tpcc", "check", "--target", dsn_url)
     assert r.returncode == 0, r.stderr
@@ -387,8 +393,10 @@ def test_procedures_run_one_call_per_transaction(loaded: tuple[Dsn, dict[str, An
     _check_mix(tx)
     assert all(t["qps"] == pytest.approx(t["tps"], rel=0.02) for t in tx.values())  # one statement each
     # some 400 new orders in the 8 s step: the client's window and the server's (read when asked) differ
-    # at their edges by up to a tenth of a second on a busy machine, some 10 new orders (2.09% seen)
-    assert abs(doc["steps"][-1]["server"]["nopm_client_vs_server_pct"]) <= 3.0
+    # at their edges by up to a tenth of a second (2.09% seen), and by as much as the server's reading
+    # came late on a machine that froze (its window 8.77 s against the client's 8.02: 9.19% apart)
+    step = doc["steps"][-1]
+    assert abs(step["server"]["nopm_client_vs_server_pct"]) <= 3.0 + _window_gap_pct(step), step["server"]
     r = run_bench("tpcc", "check", "--target", dsn_url, "--json")
     assert r.returncode == 0, r.stderr
     result = json.loads(r.stdout)
