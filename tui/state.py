@@ -15,6 +15,7 @@ from typing import Any
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.profiles.registry import DEFAULT_AXIS, axis_of
 from bench_dsl.engine.stopping import StopReason
+from bench_dsl.results import verdict
 
 from .live_conditions import ConditionBoard
 
@@ -290,8 +291,7 @@ class LiveState:
         self.changed |= {USERS_CHART, TX}
         if isinstance(b := d.get("bottleneck"), dict) and b.get("words"):  # what ran out, step by step
             ended = float(d.get("start_s") or 0.0) + float(d.get("seconds") or 0.0)
-            self.log.add("info", f"s{d.get('step')}: what ran out: {b['words']} ({b.get('confidence')} confidence)",
-                         ended)
+            self.log.add("info", f"s{d.get('step')}: {verdict.text(verdict.ran_out_line(b))}", ended)
             self.changed.add(LOG)
 
     def _on_control(self, e: ev.Control) -> None:

@@ -51,8 +51,10 @@ class LoadAxis:
 
     def asked_of(self, doc: Mapping[str, Any]) -> float | None:
         """The point a result's run without steps was asked to reach (whole_run_point), or None."""
+        if not self.whole_run_point:
+            return None
         v: Any = doc.get("scenario")
-        for key in self.whole_run_point or ("\0",):
+        for key in self.whole_run_point:
             v = v.get(key) if isinstance(v, Mapping) else None
         return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 

@@ -52,20 +52,9 @@ class Figure:
     live: tuple[str, ...] = ()
 
     @property
-    def label(self) -> str:
-        return self.title or self.name
-
-    @property
     def json_types(self) -> tuple[str, ...]:
         """Its types as JSON Schema names them."""
         return ("integer" if self.integer else "number", *(("null",) if self.nullable else ()))
-
-    def show(self, value: float | None) -> str:
-        """`12,345.6 tps`, `-` for none."""
-        if value is None:
-            return "-"
-        number = f"{value:,.0f}" if self.integer else f"{value:,.{self.digits}f}"
-        return f"{number} {self.unit}".rstrip() if self.unit not in ("%",) else f"{number}%"
 
     def to_json(self) -> dict[str, Any]:
         # its name and place are the catalog's keys (Figures.to_json)
@@ -117,13 +106,6 @@ class Figures:
 
     def at(self, place: Place) -> tuple[Figure, ...]:
         return tuple(f for f in self if f.place == place)
-
-    def get(self, name: str, place: Place | None = None) -> Figure | None:
-        return next((f for f in self if f.name == name and (place is None or f.place == place)), None)
-
-    def of(self, side: Side, kind: Kind | None = None, place: Place | None = None) -> tuple[Figure, ...]:
-        return tuple(f for f in self if f.side == side and (kind is None or f.kind == kind)
-                     and (place is None or f.place == place))
 
     def to_json(self) -> dict[str, dict[str, dict[str, Any]]]:
         """By place, then name: `{"figures": {"nopm": {"unit": "nopm", ...}}, ...}`."""

@@ -68,20 +68,24 @@ def _tasks() -> int | None:
         return None
 
 
-def _pids_cgroup() -> str | None:
-    """The tightest pids.max of this process's control group (v1 "pids" or v2), with its use."""
-    text = _read(Path("/proc/self/cgroup"))
-    if text is None:
-        return None
-    for line in text.splitlines():
+def cgroups(pid: int | str, controller: str) -> list[tuple[Path, bool]]:
+    """The directories of a process's control groups that may hold `controller`'s files: its v1
+    hierarchy of that controller (mounted as /sys/fs/cgroup/<controllers>), and its v2 group; each
+    with whether it is v2 (whose files are named otherwise: cpu.max against cpu.cfs_quota_us)."""
+    text = _read(Path(f"/proc/{pid}/cgroup"))
+    out = []
+    for line in (text or "").splitlines():
         _, controllers, path = line.split(":", 2)
-        if controllers == "pids":
-            base = Path("/sys/fs/cgroup/pids")
+        if controller in controllers.split(","):
+            out.append((Path("/sys/fs/cgroup") / controllers / path.lstrip("/"), False))
         elif controllers == "" and line.startswith("0::"):
-            base = Path("/sys/fs/cgroup")
-        else:
-            continue
-        group = base / path.lstrip("/")
+            out.append((Path("/sys/fs/cgroup") / path.lstrip("/"), True))
+    return out
+
+
+def _pids_cgroup() -> str | None:
+    """The pids.max of this process's control group (v1 "pids" or v2), with its use."""
+    for group, _ in cgroups("self", "pids"):
         cap = _read(group / "pids.max")
         if cap is None or cap == "max":
             continue

@@ -13,6 +13,8 @@ from collections.abc import Iterable
 
 import psutil
 
+from bench_dsl.core import limits
+
 
 class CpuSampler:
     """The server process (a throwaway one, or one of yours on this machine) and the host."""
@@ -92,27 +94,14 @@ def client_cpu(processes: Iterable[tuple[str, float | None, float, str, int]]) -
 def _cgroup_quota(pid: int) -> float | None:
     """A process's cgroup CPU quota in cores (v2 `cpu.max`, v1 `cpu.cfs_quota_us` over its period);
     None where none is set or it cannot be read."""
-    try:
-        with open(f"/proc/{pid}/cgroup") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
+    for group, v2 in limits.cgroups(pid, "cpu"):
         try:
-            if controllers == "" and line.startswith("0::"):
-                with open(f"/sys/fs/cgroup{path}/cpu.max") as f:
-                    quota, period = f.read().split()
+            if v2:
+                quota, period = (group / "cpu.max").read_text().split()
                 if quota != "max":
                     return int(quota) / int(period)
-            elif "cpu" in controllers.split(","):
-                base = f"/sys/fs/cgroup/{controllers}{path}"
-                with open(f"{base}/cpu.cfs_quota_us") as f:
-                    quota_us = int(f.read())
-                with open(f"{base}/cpu.cfs_period_us") as f:
-                    period_us = int(f.read())
-                if quota_us > 0:
-                    return quota_us / period_us
+            elif (quota_us := int((group / "cpu.cfs_quota_us").read_text())) > 0:
+                return quota_us / int((group / "cpu.cfs_period_us").read_text())
         except (OSError, ValueError):
             continue
     return None

@@ -135,6 +135,26 @@ class Configuration:
         had one), with its noise."""
         return self.saturation_of(AXES[self.axis].key)
 
+    @functools.cached_property
+    def bottlenecks(self) -> list[dict[str, Any] | None]:
+        """What ran out where each repeat's climb ended (its saturation.bottleneck): class,
+        confidence, words; None for a repeat that did not saturate or did not say."""
+        out: list[dict[str, Any] | None] = []
+        for d in self.docs:
+            b = (d.get("saturation") or {}).get("bottleneck")
+            ok = isinstance(b, dict) and isinstance(b.get("class"), str)
+            out.append({k: b.get(k) for k in ("class", "confidence", "words")} if ok else None)  # type: ignore[union-attr]
+        return out
+
+    @property
+    def bottleneck(self) -> dict[str, Any] | None:
+        """The first repeat's bottleneck of the class most repeats name (None: none said)."""
+        said = [b for b in self.bottlenecks if b is not None]
+        if not said:
+            return None
+        cls = Counter(b["class"] for b in said).most_common(1)[0][0]
+        return next(b for b in said if b["class"] == cls)
+
     def saturation_of(self, key: str) -> dict[str, Any] | None:
         """stat() of the repeats' saturation.`key` (users, rate_tps), with its noise."""
         return _with_noise(stat([(d.get("saturation") or {}).get(key) for d in self.docs]), [])

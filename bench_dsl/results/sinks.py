@@ -25,7 +25,7 @@ from bench_dsl.measure.stalls import STALL_SHOWN_S
 from bench_dsl.results.document import ResultDocument
 from bench_dsl.results.files import NotAnOutput, check_kind, write_atomically
 from bench_dsl.results.stream import encode
-from bench_dsl.results.verdict import Line, expect_line, verdict_lines
+from bench_dsl.results.verdict import Line, expect_line, ran_out_line, verdict_lines
 
 
 class OutputTaken(Exception):
@@ -306,8 +306,8 @@ class ConsoleSink:
                              f"p90 {_ms(lat['p90']).strip()} ms, p99 {_ms(lat['p99']).strip()} ms, "
                              f"errors {d['errors']}{stall}"
                              + (" [yellow](not complete)[/]" if not step.complete else ""))
-                if (b := step.bottleneck) is not None:  # what ran out in it, with what was ruled out
-                    self.c.print(f"  [dim]what ran out:[/] {esc(b.words)} [dim]({b.confidence} confidence)[/]")
+                if step.bottleneck is not None:  # what ran out in it, with what was ruled out
+                    self._said([("  ", "plain"), *ran_out_line(step.bottleneck.to_json())])
             case ev.Finished():
                 self._verdict(event)
 

@@ -102,21 +102,12 @@ def _configuration(n: int, c: Configuration, base: Path | None) -> dict[str, Any
             "verdicts": [_last_verdicts(d) for d in docs],
             # what ran out at the step that ended each repeat's climb (its class, confidence, words),
             # and the class most repeats name (None: none saturated, or none said)
-            "bottlenecks": (ran_out := [_ran_out(s) for s in sat]),
-            "bottleneck": Counter(b["class"] for b in ran_out if b).most_common(1)[0][0]
-            if any(ran_out) else None,
+            "bottlenecks": c.bottlenecks,
+            "bottleneck": (c.bottleneck or {}).get("class"),
         },
         "by_users": c.by_users,
         "settings_not_applied": _not_applied(docs),
     }
-
-
-def _ran_out(sat: dict[str, Any]) -> dict[str, Any] | None:
-    """A saturation point's bottleneck as a summary keeps it: its class, confidence and words."""
-    b = sat.get("bottleneck")
-    if not isinstance(b, dict) or not isinstance(b.get("class"), str):
-        return None
-    return {"class": b["class"], "confidence": b.get("confidence"), "words": b.get("words")}
 
 
 def _not_applied(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:

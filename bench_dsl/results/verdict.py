@@ -36,8 +36,7 @@ def verdict_lines(saturation: Json | None, stop: StopReason | None) -> list[Line
     sat = saturation or {}
     lines = [_head(sat), _ended(stop)]
     if isinstance(b := sat.get("bottleneck"), dict) and b.get("words"):  # what ran out, with what was ruled out
-        lines.append([("what ran out: ", "dim"), (str(b["words"]), "warn"),
-                      (f" ({b.get('confidence')} confidence)", "dim")])
+        lines.append(ran_out_line(b))
     if sat.get("limited_by") == "client":  # the judge's words: CPU or scheduling lag, with the figure
         reason = str(sat.get("reason") or "")
         lines.append([(reason[reason.find("bench-dsl itself"):] if "bench-dsl itself" in reason else reason, "warn")])
@@ -93,6 +92,13 @@ def _ended(stop: StopReason | None) -> Line:
         return [("ended: stopped on request; everything measured up to then is saved", "note")]
     message = [(f": {stop.message}", "error")] if stop.message else []
     return [(f"ended early ({stop.kind})", "bad"), *message]
+
+
+def ran_out_line(bottleneck: Json) -> Line:
+    """What ran out in a step (its result's `bottleneck`): "what ran out: limited by row locks (...);
+    not server CPU (...) (high confidence)"."""
+    return [("what ran out: ", "dim"), (str(bottleneck.get("words")), "warn"),
+            (f" ({bottleneck.get('confidence')} confidence)", "dim")]
 
 
 def expect_line(e: Json) -> Line:

@@ -116,15 +116,12 @@ def _condition(c: Configuration) -> str | None:
 
 
 def ran_out_of(c: Configuration) -> str | None:
-    """What ran out where most of its saturated repeats ended (their saturation.bottleneck), in a
-    few words: "limited by row locks (high confidence)"; None where none said."""
-    said = [b for d in c.docs if isinstance(b := (d.get("saturation") or {}).get("bottleneck"), dict)
-            and isinstance(b.get("class"), str)]
-    if not said:
+    """What ran out where most of its repeats ended (fold: Configuration.bottleneck), in a few
+    words: "limited by row locks (high confidence)"; None where none said."""
+    b = c.bottleneck
+    if b is None:
         return None
-    cls = statistics.mode(b["class"] for b in said)
-    confidence = next(b.get("confidence") for b in said if b["class"] == cls)
-    return f"limited by {title(cls)}" + (f" ({confidence} confidence)" if confidence else "")
+    return f"limited by {title(b['class'])}" + (f" ({b['confidence']} confidence)" if b.get("confidence") else "")
 
 
 def timeline(doc: dict[str, Any], label: str) -> tuple[list[Row], list[Row], list[Row]]:
