@@ -49,7 +49,7 @@ def test_1500_users_beside_a_server_in_their_session_run_to_the_end(tmp_path: Pa
         scenario = tmp_path / "scale.bench"
         scenario.write_text(f'scenario "scale" {{\n  target env("BENCH_DSN")\n'
                             f'  workload sysbench oltp_point_select {{ tables = 1  table_size = 10000 }}\n'
-                            f'  users {USERS}\n  warmup 1s\n  duration 10s\n}}\n')
+                            f'  users {USERS}\n  warmup 1s\n  duration 5s\n}}\n')
         out = tmp_path / "result.json"
         env = {**os.environ, "BENCH_DSN": f"{srv.url()}?socket={quote(str(srv.socket), safe='')}"}
         with open(tmp_path / "stdout", "w") as stdout_f, open(tmp_path / "stderr", "w") as stderr_f:
