@@ -166,6 +166,10 @@ def figures(st: LiveState, width: int) -> Lines:
             per_s = d.per == 1
             items.append((d.heading, (fmt_rate if per_s else fmt_int)(t.get(d.name)), "bold bright_green"
                           if d.transaction is not None else "bold bright_cyan" if per_s else "bold cyan"))
+    for d in registry.METRICS:  # each figure derived from the server's status that is a headline (declared live)
+        if d.derive is not None and d.live:
+            v = t.get(d.figure_name)
+            items.append((d.heading, fmt_pct(v) if d.measures == "share" else fmt_rate(v), "bold"))
     if st.axis.asked is not None and st.axis.asked in t:  # a load that asks (a rate): asked against done, ...
         items += _open_loop(st, t)
     errors, retries = t.get("errors_per_s"), t.get("retries_per_s")

@@ -177,6 +177,7 @@ class Prepared(Event):
 class Workers(Event):
     type: ClassVar[str] = "workers"
     processes: int
+    fleet: str = ""  # the kind that runs them, by its name in bench_dsl.fleet.registry ("" in a stream of before)
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ from bench_dsl.engine.phases import Plan
 from bench_dsl.engine.profiles.registry import profile_of
 from bench_dsl.engine.stopping import StopReason
 from bench_dsl.language import model as m
-from bench_dsl.measure.figures import client_figures
+from bench_dsl.measure.figures import table_figures
 from bench_dsl.workloads.registry import METRICS
 
 
@@ -67,7 +67,7 @@ def figures(sc: m.Scenario, server: tuple[Figure, ...]) -> Figures:
     """Every figure the run measures, by its owners' declarations: the client's counts, each
     throughput (a workload kind's own as the workload's), what its load profile adds, and what the
     server counts over a step (`server`: bench_dsl.server.counters, a workload's counters among them)."""
-    return Figures([*client_figures(METRICS), *profile_of(sc.ramp).figures, *server])
+    return Figures([*table_figures(METRICS), *profile_of(sc.ramp).figures, *server])
 
 
 def workload_digest(sc: m.Scenario) -> str:

@@ -42,7 +42,7 @@ from bench_dsl.fleet.registry import KINDS
 from bench_dsl.language import model as m
 from bench_dsl.measure.cpu import CpuSampler
 from bench_dsl.server.side import ServerSide
-from bench_dsl.workloads.registry import PLUGINS, make_workload
+from bench_dsl.workloads.registry import METRICS, PLUGINS, make_workload
 
 
 @dataclass
@@ -84,7 +84,7 @@ class Run:
         self.stage = Stage(sc, plan, self.workload, self.voice)
         self.fleet: Fleet | None = None
         self.server_side = ServerSide(sc, self.workload.server_counters, self.voice.log,
-                                      PLUGINS[sc.workload.kind].counted)
+                                      PLUGINS[sc.workload.kind].counted, tuple(n for d in METRICS for n in d.status))
         self.watch = TargetWatch(self.voice.scrub, None, clock)
         self.tally = Tally(plan, sc.report_every, self.workload, profile, self.judge, self.voice, self.server_side,
                            self.watch, self.stop)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from bench_dsl.fleet.registry import NAMED
 from bench_dsl.language.model import Scenario
-from bench_dsl.workloads.registry import PLUGINS
+from bench_dsl.workloads.registry import OWN_METRICS, PLUGINS
 
 
 def load(path: str | Path, defines: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None,
@@ -17,4 +17,5 @@ def load(path: str | Path, defines: Mapping[str, str] | None = None, env: Mappin
     """Read, parse and validate a .bench file. Raises ScenarioError with every diagnostic."""
     from bench_dsl.language import validate  # the parser and lark: not for a worker, which reads no file
 
-    return validate.load(path, defines, env, text, study, workloads=PLUGINS, fleets=NAMED)
+    return validate.load(path, defines, env, text, study, workloads=PLUGINS, fleets=NAMED,
+                          metrics=OWN_METRICS)

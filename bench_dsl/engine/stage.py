@@ -197,7 +197,7 @@ class Stage:
         """Starts the users' processes (or a cluster's actors) and says where they run."""
         await chosen.fleet.start()
         workers = chosen.fleet.workers
-        self.publish(ev.Workers(workers))
+        self.publish(ev.Workers(workers, chosen.kind))
         cluster = chosen.fleet.cluster()
         if cluster is not None:
             self.publish(ev.Cluster(cluster))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from bench_dsl.core import plugins
 from bench_dsl.fleet import ray_kind
 from bench_dsl.fleet.kinds import FleetKind, FleetSetup
 
@@ -36,6 +37,7 @@ KINDS: dict[str, FleetKind] = {k.name: k for k in (
     LOCAL,
     PROCESS,
     ray_kind.KIND,
+    *plugins.contributions("FLEET_KINDS"),  # a kind from outside (bench_dsl.core.plugins)
 )}
 
 # those a scenario names (`workers NAME [N]`), in the order messages list them

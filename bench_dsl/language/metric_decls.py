@@ -18,6 +18,10 @@ A workload kind declares the metrics of its own in its plugin (WorkloadPlugin.me
 kinds themselves: it never imports the workloads built on it. The floors above the workloads read
 the whole table from bench_dsl.workloads.registry.METRICS.
 
+A plugin (bench_dsl.core.plugins) declares metrics too: its METRICS, a figure of the server's derived
+from its status among them (MetricDecl.status and .derive: whole from its declaration, like a
+throughput). The language is handed them with the kinds.
+
 Adding a metric: a MetricDecl here (or in a plugin), and its computing where its figures are made
 (measure/metrics.py: Aggregate.value, and Aggregate.summary for a figure of the result). A
 throughput (a count of transactions, statements or committed ones of one transaction, per second
@@ -30,9 +34,9 @@ the scenario's mix (WorkloadPlugin.share).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 # What a metric measures. throughput: transactions or statements per second or minute (a plateau
 # judges it; its limit is a plain number or its own unit word, "tps < 100 tps"); latency: a
@@ -46,6 +50,21 @@ Arg = Literal["transaction", "source", "name", "none"]
 # What a condition's limit is: a duration (any time unit, kept as seconds x `seconds_to`), a
 # percentage from 0% to 100%, a plain number, a plain number or the metric's own unit word, a users count.
 Limit = Literal["time", "percent", "plain", "own", "users"]
+
+
+class StatusWindow(Protocol):
+    """What a metric derived from the server's status (MetricDecl.derive) is computed over: a
+    tick, an interval, a step, the run. Names are the variables' as SHOW GLOBAL STATUS gives them, in
+    any case."""
+
+    @property
+    def transactions(self) -> int: ...  # completed in it, every kind
+
+    def grew(self, name: str) -> float | None: ...  # how much a counter grew in it (None: not read)
+
+    def value(self, name: str) -> float | None: ...  # a variable's value at its end
+
+    def per_second(self, name: str) -> float | None: ...  # a counter's growth per second of it
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +113,14 @@ class MetricDecl:
     compared: bool = False  # a row of bench compare's table at each users count
     gated: bool = False  # bench compare --fail-if can name it
     compare_unit: str = ""  # its unit in compare's rows ("tx/s"); default: the unit
+    # --- a figure of the server's, derived from its status over a window -------------------------
+    # The variables it reads (the server's side reads them at every tick) and how it is computed
+    # from them: with these, a metric is whole from its declaration, as a throughput is. Every row
+    # (interval, step, summary) then holds it under its figure's name, a condition may name it, and
+    # the displays that read the table show it (bench_dsl.measure.figures.derived_figure).
+    status: tuple[str, ...] = ()
+    derive: Callable[[StatusWindow], float | None] | None = None
+    description: str = ""  # what it is, for the result's catalog
 
     @property
     def model_name(self) -> str:

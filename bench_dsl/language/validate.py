@@ -11,7 +11,7 @@ import itertools
 import os
 import re
 import string
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -48,25 +48,28 @@ class WorkloadKind(Protocol):
     def refuses_rate(self) -> Callable[[m.WorkloadSpec], tuple[str, str] | None] | None: ...
 
 
-def metrics_of(workloads: Mapping[str, WorkloadKind]) -> Table:
-    """The metrics a scenario can name: the core ones and every workload kind's own (a custom
-    workload with a transaction new_order has nopm too)."""
-    return Table.of(*(k.metrics for k in workloads.values()))
+def metrics_of(workloads: Mapping[str, WorkloadKind], own: Iterable[MetricDecl] = ()) -> Table:
+    """The metrics a scenario can name: the core ones, every workload kind's own (a custom
+    workload with a transaction new_order has nopm too) and those declared beside the kinds (`own`:
+    a plugin's figure of the server)."""
+    return Table.of(*(k.metrics for k in workloads.values()), own)
 
 
 Kinds = Mapping[str, WorkloadKind]
 
 
 def load(path: str | Path, defines: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None,
-         text: str | None = None, study: bool = True, *, workloads: Kinds, fleets: placement.Fleets) -> m.Scenario:
+         text: str | None = None, study: bool = True, *, workloads: Kinds, fleets: placement.Fleets,
+         metrics: tuple[MetricDecl, ...] = ()) -> m.Scenario:
     """Read, parse and validate a .bench file. Raises ScenarioError with every diagnostic.
     study=False: one configuration's scenario (its `vary` values given as `defines`)."""
     path = str(path)
     if text is None:
         text = read_source(path)
     try:
-        tree = parse(text, path, tuple(metrics_of(workloads).throughput_units()))
-        return check(tree, defines or {}, os.environ if env is None else env, study, workloads=workloads, fleets=fleets)
+        tree = parse(text, path, tuple(metrics_of(workloads, metrics).throughput_units()))
+        return check(tree, defines or {}, os.environ if env is None else env, study, workloads=workloads, fleets=fleets,
+                     metrics=metrics)
     except RecursionError:  # env(env(env(...))) thousands deep: no scenario needs it
         raise ScenarioError([Diagnostic("expressions are nested too deeply", Span(path, 1, 1, 1, 2),
                                         "a scenario's values are a call or two deep: env(\"NAME\", default)")],
@@ -122,12 +125,13 @@ def _place(before: str) -> tuple[int, int]:
 
 
 def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str], study: bool = True, *,
-          workloads: Kinds, fleets: placement.Fleets, parts: configurations.Parts | None = None) -> m.Scenario:
+          workloads: Kinds, fleets: placement.Fleets, parts: configurations.Parts | None = None,
+          metrics: tuple[MetricDecl, ...] = ()) -> m.Scenario:
     """The scenario of a parsed file. Each part is read in turn (the order in which the parts
     report is the order of the file once sorted); raises ScenarioError with every diagnostic.
     A study's configurations that set a `let` are each checked as a whole too, taking the parts of
     the file's own check that read none of the lets they set (`parts`)."""
-    c = Checker(tree.file, tree.text, env, metrics_of(workloads))
+    c = Checker(tree.file, tree.text, env, metrics_of(workloads, metrics))
     parts = parts or configurations.Parts()
     parameters = _lets(c, tree.lets, defines)
     sc = tree.scenario
@@ -195,7 +199,7 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
         configurations.check_all(
             tree, defines, plan,
             lambda given, conf_parts: check(tree, given, env, study=False, workloads=workloads, fleets=fleets,
-                                            parts=conf_parts), parts, scenario.configured)
+                                            metrics=metrics, parts=conf_parts), parts, scenario.configured)
     return scenario
 
 

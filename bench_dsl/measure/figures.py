@@ -5,7 +5,7 @@ percentiles, the schema's "latency"."""
 
 from __future__ import annotations
 
-from bench_dsl.core.figures import Figure, Side
+from bench_dsl.core.figures import Figure, Kind, Side
 from bench_dsl.language.metric_decls import CORE_TABLE, MetricDecl, Table
 
 STEP = ("step",)  # Figure.live: a step so far carries it
@@ -38,6 +38,21 @@ def client_figures(table: Table) -> tuple[Figure, ...]:
     core = {d.name for d in CORE_TABLE}
     return (*FIGURES, *(throughput_figure(d, "client" if d.name in core else "workload")
                         for d in table.measuring("throughput")))
+
+
+def table_figures(table: Table) -> tuple[Figure, ...]:
+    """Every figure the rows hold by `table`'s declarations: the client's, and each derived from the
+    server's status (a plugin's among them)."""
+    return (*client_figures(table), *(derived_figure(d) for d in table if d.derive is not None))
+
+
+def derived_figure(d: MetricDecl) -> Figure:
+    """A metric derived from the server's status as a figure of every row: recomputed from the
+    merged counters, never summed; null where they do not give it (no transaction, no counter)."""
+    kind: Kind = "ratio" if d.measures == "share" else "latency" if d.measures == "latency" else "gauge"
+    return Figure(d.figure_name, d.unit, kind, "recompute", "server", "figures",
+                  d.description or f"{d.heading}, from the server's status ({', '.join(d.status)})", digits=3,
+                  nullable=True, title=d.heading, signed=True, live=("tick", "step") if d.live else ())
 
 
 def throughput_figure(d: MetricDecl, side: Side = "client") -> Figure:

@@ -12,6 +12,7 @@ from hdrh.histogram import HdrHistogram
 
 from bench_dsl.language.metric_decls import CORE_TABLE, MetricDecl, Table
 from bench_dsl.language.model import Metric
+from bench_dsl.measure.derived import StatusOf, derived, derived_figures
 from bench_dsl.measure.figures import client_figures
 from bench_dsl.measure.stalls import Span, Stalls, join
 
@@ -159,6 +160,9 @@ class TickStats:
             done = whole[0]
             out |= self.arrivals.tick_figures(secs)
             out["achieved_tps"] = round(done / secs, 1)
+        if self.status is not None:
+            st = self.status
+            out |= derived_figures(metrics, StatusOf(st.grew, st.values, st.seconds, whole[0]))
         if self.lag is not None:
             out["lag_s"] = round(self.lag, 2)
         if self.host is not None and (busiest := self.host.busiest()) is not None:
@@ -298,6 +302,8 @@ class Aggregate:
         st = self.stats(metric.transaction) if metric.name != "cpu" else self.all
         if (d := metric.declared or self.metrics.of_model(metric.name)) is not None and d.measures == "throughput":
             return self.throughput(d, metric.transaction)
+        if d is not None and d.derive is not None:
+            return derived(d, self.status_window())
         match metric.name:  # the others, each computed its own way
             case "latency":
                 if st.count == 0:
@@ -322,6 +328,12 @@ class Aggregate:
                 key = {"disk_util": "util_pct", "disk_iops": "iops", "disk_await": "await_ms"}[metric.name]
                 return None if (busiest := self.disk()) is None else busiest.get(key)
         return None
+
+    def status_window(self) -> StatusOf | None:
+        """Its server status as a derived figure reads it (None: none was read)."""
+        if not self.status_values:
+            return None
+        return StatusOf(self.status_grew, self.status_values, self.status_seconds, self.all.count)
 
     def open_loop(self, name: str) -> float | None:
         """An open-loop rate's figure: the share of offered arrivals that completed (achieved) or
@@ -384,6 +396,8 @@ class Aggregate:
                else {}),
             "transactions": {n: one(self.tx[n]) for n in self.names},
             **({"server_status": st} if (st := self.server_status()) is not None else {}),
+            # each figure derived from the server's status, by its declaration
+            **derived_figures(self.metrics, self.status_window()),
             **({"disk": d} if (d := self.disk()) is not None else {}),
             **({"replication": {"lag_s": self.lag_last, "lag_max_s": self.lag_max, "lag_min_s": self.lag_min,
                                 "replicas": self.replicas}} if self.lag_last is not None else {}),

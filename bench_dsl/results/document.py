@@ -37,6 +37,8 @@ class ResultDocument:
                 d["prepare"] = event.report
             case ev.Workers():
                 d["workers"] = event.processes
+                if event.fleet:
+                    d["fleet"] = event.fleet
             case ev.Cluster():
                 d["cluster"] = event.cluster
                 _node_cpu(d)

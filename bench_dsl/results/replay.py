@@ -123,7 +123,7 @@ def document_events(doc: Json) -> list[Timed]:
     if doc.get("prepare") is not None:
         out += [(0.0, ev.PhaseBegan("prepare", None, steps, 0, None)), (start, ev.Prepared(doc["prepare"]))]
     if doc.get("workers") is not None:
-        out.append((start, ev.Workers(int(doc["workers"]))))
+        out.append((start, ev.Workers(int(doc["workers"]), str(doc.get("fleet") or ""))))
     if doc.get("cluster") is not None:  # its nodes, as the run's end said them
         out.append((start, ev.Cluster(doc["cluster"])))
     last_of_step = {row["step"]: i for i, row in enumerate(intervals) if row.get("measured")}

@@ -38,8 +38,9 @@ def _missing(reading: Reading, needs: list[m.Condition]) -> tuple[str, str] | No
 
 class ServerSide:
     def __init__(self, sc: m.Scenario, workload_counters: Callable[[asyncmy.Connection], Awaitable[dict[str, int]]],
-                 log: Callable[..., None], counted: tuple[Counted, ...] = ()) -> None:
+                 log: Callable[..., None], counted: tuple[Counted, ...] = (), derived: tuple[str, ...] = ()) -> None:
         self.sc = sc
+        self.derived = derived  # the status variables the declared figures derived from it read (MetricDecl.status)
         self.counters = ServerCounters(workload_counters, lambda msg: log(msg, "warning"), counted)
         self.log = log
         self.heartbeat: Heartbeat | None = None
@@ -53,13 +54,17 @@ class ServerSide:
         problem (each said as an error) or None."""
         named = list(dict.fromkeys(c.metric.source for c in self._conditions()
                                    if c.metric.name == "status" and c.metric.source))
-        unknown = await unknown_status(dsn, named)
+        unknown = await unknown_status(dsn, list(dict.fromkeys((*named, *self.derived))))
+        for name in [n for n in unknown if n not in named]:  # a declared figure's: it stays empty, the run goes on
+            self.log(f"status {name}, which a declared figure reads: the server has no such status variable, "
+                     f"{unknown.pop(name)}; that figure stays empty", "warning")
         for name, instead in unknown.items():
             self.log(f"status({name}): the server has no such status variable; {instead}", "error")
         if unknown:
             return "unknown status variable: " + ", ".join(unknown)
         known = {n.lower() for n in STATUS_DEFAULT}
-        self.counters.status_names = STATUS_DEFAULT + tuple(n for n in named if n.lower() not in known)
+        more = (n for n in dict.fromkeys((*named, *self.derived)) if n.lower() not in known)
+        self.counters.status_names = STATUS_DEFAULT + tuple(more)
 
         url = self.sc.monitor
         if data_dir is None and server_pid is not None and dsn.reaches is not None:  # a server of your own here

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bench_dsl.language.metric_decls import Table
+from bench_dsl.core import plugins
+from bench_dsl.language.metric_decls import MetricDecl, Table
 from bench_dsl.language.model import Fill, Scenario, SetupSql, WorkloadSpec
 from bench_dsl.workloads.custom import plugin as custom
 from bench_dsl.workloads.plugin import WorkloadPlugin
@@ -22,12 +23,15 @@ PLUGINS: dict[str, WorkloadPlugin[Any]] = {plugin.kind: plugin for plugin in (
     sysbench.PLUGIN,
     custom.PLUGIN,
     tpcc.PLUGIN,
+    *plugins.contributions("WORKLOADS"),  # a kind from outside (bench_dsl.core.plugins)
 )}
 
 
 # Every metric: the core ones and each kind's own (TPC-C's nopm), for the floors above this one
 # (results, the live screen); the language is handed the kinds and builds the same (validate.metrics_of).
-METRICS = Table.of(*(k.metrics for k in PLUGINS.values()))
+# A plugin's metrics beside the kinds' (bench_dsl.core.plugins: METRICS), a figure of the server's among them.
+OWN_METRICS: tuple[MetricDecl, ...] = tuple(plugins.contributions("METRICS"))
+METRICS = Table.of(*(k.metrics for k in PLUGINS.values()), OWN_METRICS)
 
 
 def make_workload(sc: Scenario) -> Workload:

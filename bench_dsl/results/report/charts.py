@@ -22,8 +22,10 @@ import altair as alt
 from bench_dsl.core.axis import LoadAxis
 from bench_dsl.engine.profiles.registry import DEFAULT_AXIS, axis_of
 from bench_dsl.engine.stopping import StopReason
+from bench_dsl.language.metric_decls import MetricDecl
 from bench_dsl.results.fold import Configuration
 from bench_dsl.results.report import data
+from bench_dsl.workloads import registry
 
 # what .properties() gives back, by altair's own type hints
 Panel = alt.LayerChart | alt.FacetChart
@@ -91,6 +93,12 @@ def figures(configs: list[Configuration]) -> list[Figure]:
             "CPU use over each step's measured window, in % of the whole machine: the server process "
             "(solid) and bench-dsl's own processes (dashed)." + spread,
             cpu_vs_users(configs)))
+    for d in registry.METRICS:  # each figure derived from the server's status, by its declaration
+        if d.derive is not None and d.summarized and data.by_users(configs, d.path):
+            out.append(Figure(
+                f"{d.figure_name.replace('_', '-')}-vs-{ax.name}", f"{d.heading} against {ax.heading}",
+                f"{d.description or d.heading}, over each step's measured window, per configuration." + spread,
+                declared_vs_users(configs, d)))
     return out
 
 
@@ -210,6 +218,15 @@ def cpu_vs_users(configs: list[Configuration]) -> Panel:
         width=WIDTH, height=HEIGHT,
         title=alt.TitleParams(f"Server and client CPU against {data.axis(configs).heading}",
                               subtitle="solid: the server process, dashed: bench-dsl (the client)"))
+
+
+def declared_vs_users(configs: list[Configuration], d: MetricDecl) -> Panel:
+    """A declared figure (MetricDecl) of each step against the load axis."""
+    rows = data.by_users(configs, d.path)
+    title = f"{d.heading} ({d.unit})" if d.unit and d.unit not in d.heading else d.heading
+    layers = _by_users_layers(rows, configs, title, alt.Scale(zero=True))
+    return alt.layer(*layers).properties(
+        width=WIDTH, height=HEIGHT, title=alt.TitleParams(f"{d.heading} against {data.axis(configs).heading}"))
 
 
 def _grid(charts: list[Panel], title: str, subtitle: str) -> alt.ConcatChart:
