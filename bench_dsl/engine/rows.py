@@ -50,14 +50,15 @@ class StepRow:
     server: Json | None  # the server's counters over the step (None: not read)
     conditions: list[Json]  # every stop condition's verdict on the step (judge.Diagnosis.to_json)
     histograms: dict[str, str | None] = field(default_factory=dict)  # per transaction, encoded
-    rate: float | None = None  # an open-loop rate's step: the rate asked, per second (None: users)
+    # its point where the load's axis is not its users, under the axis' key (an open-loop rate's
+    # step: {"rate_tps": the rate asked}); read back, it is among the figures
+    load: Json = field(default_factory=dict)
     bottleneck: Diagnosis | None = None  # what ran out in it (bench_dsl.engine.bottleneck); None: not judged
 
     def to_json(self, histograms: bool = True) -> Json:
         """The row as the result holds it; without the histograms, as the event stream says it."""
         out: Json = {"type": "step", "step": self.step, "users": self.users, "complete": self.complete}
-        if self.rate is not None:
-            out["rate_tps"] = self.rate
+        out |= self.load
         if self.incomplete_reason is not None:
             out["incomplete_reason"] = self.incomplete_reason
         out |= {"start_s": self.start_s, **self.figures, "server": self.server, "conditions": self.conditions}
@@ -72,7 +73,7 @@ class StepRow:
         figures = {k: v for k, v in d.items() if k not in _STEP_HEAD}
         return cls(d["step"], d["users"], bool(d.get("complete")), d.get("incomplete_reason"), d.get("start_s", 0.0),
                    figures, d.get("server"), list(d.get("conditions") or []), dict(d.get("histograms") or {}),
-                   d.get("rate_tps"), _diagnosis(d.get("bottleneck")))
+                   {}, _diagnosis(d.get("bottleneck")))
 
 
 _INTERVAL_HEAD = ("type", "t", "start_s", "phase", "step", "measured")
@@ -86,5 +87,5 @@ def _diagnosis(d: Any) -> Diagnosis | None:
         return None
 
 
-_STEP_HEAD = ("type", "bottleneck", "rate_tps", "step", "users", "complete", "incomplete_reason", "start_s", "server",
+_STEP_HEAD = ("type", "bottleneck", "step", "users", "complete", "incomplete_reason", "start_s", "server",
               "conditions", "histograms")

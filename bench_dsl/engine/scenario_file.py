@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from bench_dsl.engine.profiles.registry import LOAD_KINDS
 from bench_dsl.fleet.registry import NAMED
 from bench_dsl.language.model import Scenario
 from bench_dsl.workloads.registry import OWN_METRICS, PLUGINS
@@ -18,4 +19,4 @@ def load(path: str | Path, defines: Mapping[str, str] | None = None, env: Mappin
     from bench_dsl.language import validate  # the parser and lark: not for a worker, which reads no file
 
     return validate.load(path, defines, env, text, study, workloads=PLUGINS, fleets=NAMED,
-                          metrics=OWN_METRICS)
+                          metrics=OWN_METRICS, load_kinds=LOAD_KINDS)

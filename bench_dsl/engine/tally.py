@@ -200,7 +200,7 @@ class Tally:
             server = self.server_side.counters.compared(server, figures)
         row = StepRow(ph.step or 0, ph.users if ph.kind == "hold" else agg.users_max or 0, why is None, why,
                       round(self.step_started, 3), figures, server, [v.to_json() for v in verdicts], agg.histograms(),
-                      ph.rate)
+                      self.profile.row_point(ph))
         refused = self.fleet.health().refused if self.fleet is not None else 0
         row = dataclasses.replace(row, bottleneck=self.bottleneck.of(row, self.steps, refused))
         self.steps.append(row)

@@ -246,7 +246,27 @@ class RateLoad:
         return int(math.log(self.end / self.start) / math.log(self.mul or 2) + 1e-9) + 1
 
 
-Ramp = ConstantRamp | StepRamp | LinearRamp | RateLoad
+class Load(Protocol):
+    """A load of a profile's own syntax (`load NAME { }`, bench_dsl.language.loads): what the
+    language asks of every load, and its kind, by which the engine finds its profile."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def open_loop(self) -> bool: ...
+
+    @property
+    def steps_compared(self) -> bool: ...
+
+    def window(self) -> Window: ...
+
+    def seconds(self, warmup: float) -> float: ...
+
+    def point_units(self) -> PointUnits | None: ...
+
+
+Ramp = ConstantRamp | StepRamp | LinearRamp | RateLoad | Load
 
 
 @dataclass(frozen=True, slots=True)

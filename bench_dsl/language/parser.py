@@ -245,6 +245,10 @@ class _ToSyntax(Transformer[Token, Any]):
     def rate_fixed(self, meta: Meta, ch: list[Any]) -> ast.Rate:
         return self._rate(meta, "fixed", [("rate", ch[0], ch[0].span)], ch[1])
 
+    def load(self, meta: Meta, ch: list[Any]) -> ast.LoadNode:
+        kind, *settings = ch
+        return ast.LoadNode(str(kind), tuple(settings), self._s(meta), self._s(kind))
+
     def users_pool(self, meta: Meta, ch: list[Any]) -> ast.UsersPool:
         size, queue, queue_size = ch
         return ast.UsersPool(size, queue is not None, queue_size, self._s(meta))

@@ -178,6 +178,16 @@ class UsersPool:
 
 
 @dataclass(frozen=True, slots=True)
+class LoadNode:
+    """load NAME { setting* }: a load profile written in its own settings."""
+
+    kind: str
+    settings: tuple[Setting, ...]
+    span: Span
+    kind_span: Span
+
+
+@dataclass(frozen=True, slots=True)
 class Fill:
     table: str
     rows: Expr

@@ -18,7 +18,7 @@ from typing import Protocol
 
 from bench_dsl.core.dsn import Dsn, parse_dsn, redact
 from bench_dsl.core.errors import Diagnostic, ScenarioError, Span, normal_newlines
-from bench_dsl.language import configurations, placement, ramp, rate, server, vary
+from bench_dsl.language import configurations, loads, placement, ramp, rate, server, vary
 from bench_dsl.language import model as m
 from bench_dsl.language import syntax as ast
 from bench_dsl.language.conditions import condition
@@ -60,7 +60,7 @@ Kinds = Mapping[str, WorkloadKind]
 
 def load(path: str | Path, defines: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None,
          text: str | None = None, study: bool = True, *, workloads: Kinds, fleets: placement.Fleets,
-         metrics: tuple[MetricDecl, ...] = ()) -> m.Scenario:
+         metrics: tuple[MetricDecl, ...] = (), load_kinds: loads.Loads | None = None) -> m.Scenario:
     """Read, parse and validate a .bench file. Raises ScenarioError with every diagnostic.
     study=False: one configuration's scenario (its `vary` values given as `defines`)."""
     path = str(path)
@@ -69,7 +69,7 @@ def load(path: str | Path, defines: Mapping[str, str] | None = None, env: Mappin
     try:
         tree = parse(text, path, tuple(metrics_of(workloads, metrics).throughput_units()))
         return check(tree, defines or {}, os.environ if env is None else env, study, workloads=workloads, fleets=fleets,
-                     metrics=metrics)
+                     metrics=metrics, load_kinds=load_kinds)
     except RecursionError:  # env(env(env(...))) thousands deep: no scenario needs it
         raise ScenarioError([Diagnostic("expressions are nested too deeply", Span(path, 1, 1, 1, 2),
                                         "a scenario's values are a call or two deep: env(\"NAME\", default)")],
@@ -126,7 +126,7 @@ def _place(before: str) -> tuple[int, int]:
 
 def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str], study: bool = True, *,
           workloads: Kinds, fleets: placement.Fleets, parts: configurations.Parts | None = None,
-          metrics: tuple[MetricDecl, ...] = ()) -> m.Scenario:
+          metrics: tuple[MetricDecl, ...] = (), load_kinds: loads.Loads | None = None) -> m.Scenario:
     """The scenario of a parsed file. Each part is read in turn (the order in which the parts
     report is the order of the file once sorted); raises ScenarioError with every diagnostic.
     A study's configurations that set a `let` are each checked as a whole too, taking the parts of
@@ -155,7 +155,7 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
     warmup = ramp.warmup(c, items.first("warmup"))
     report_every = ramp.report_every(c, items.first("report"))
     kind = workloads.get(workload.kind) if workload else None
-    load = _load(c, items, warmup, sc, workload, kind, (own, configurations.own_share(
+    load = _load(c, items, warmup, sc, workload, kind, load_kinds or {}, (own, configurations.own_share(
         parts, c, kind, items.all("Workload"), workload)))
     users = ramp.bounded_run(c, load, warmup, span_of(items.first("ramp") or items.first("rate")
                                                       or items.first("duration")))
@@ -199,7 +199,8 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
         configurations.check_all(
             tree, defines, plan,
             lambda given, conf_parts: check(tree, given, env, study=False, workloads=workloads, fleets=fleets,
-                                            metrics=metrics, parts=conf_parts), parts, scenario.configured)
+                                            metrics=metrics, load_kinds=load_kinds, parts=conf_parts),
+            parts, scenario.configured)
     return scenario
 
 
@@ -237,10 +238,17 @@ def _lets(c: Checker, lets: list[ast.Let], defines: Mapping[str, str]) -> dict[s
 
 
 def _load(c: Checker, items: _Items, warmup: float, sc: ast.ScenarioNode, workload: m.WorkloadSpec | None,
-          kind: WorkloadKind | None, own: tuple[Callable[[], m.WorkloadSpec | None] | None,
+          kind: WorkloadKind | None, load_kinds: loads.Loads, own: tuple[Callable[[], m.WorkloadSpec | None] | None,
                                                 Callable[[str | None, bool], float | None] | None]) -> m.Ramp | None:
-    """The load: users (closed loop: `users`, `ramp`) or a rate (open loop: `rate`, `users max`)."""
+    """The load: users (closed loop: `users`, `ramp`), a rate (open loop: `rate`, `users max`), or a
+    profile's own (`load NAME { }`)."""
     rate_node, pool, warmup_rate = items.first("rate"), items.first("users"), items.first("warmup rate")
+    if isinstance(own_load := items.first("load"), ast.LoadNode):
+        for other in (rate_node, pool, items.first("ramp"), items.first("duration"), warmup_rate):
+            if other is not None:
+                c.error(f"load {own_load.kind} {{ }} says the whole load: this is another one", span_of(other),
+                        "keep the load, or write users, a ramp or a rate in its place")
+        return loads.load(c, own_load, load_kinds)
     if rate_node is not None:
         if (closed := items.first("ramp")) is not None:
             c.error("give either a rate or a ramp of users, not both", span_of(closed),
@@ -271,6 +279,8 @@ class _Items:
                 key = "ramp"
             elif isinstance(it, ast.UsersPool):
                 key = "users"
+            elif isinstance(it, ast.LoadNode):
+                key = "load"
             elif isinstance(it, ast.Rate):
                 key = "warmup rate" if rate.on_warmup_line(warmup, it) else "rate"
             self.by_key.setdefault(key, []).append(it)

@@ -1,7 +1,8 @@
-"""The seams, proven (issue 40, 5): a fleet and a figure of the server's, each one module of the tests
-(tests/toys) named in BENCH_DSL_PLUGINS, with no line of bench-dsl naming them. A scenario that uses
-both, and a condition on the figure, runs end to end; the result, --jsonl, compare, the report and
-the replay's live screen show them. Without the plugins the same file is a scenario error."""
+"""The seams, proven (issue 40, 5): a load profile on an axis of its own, a fleet and a figure of the
+server's, each one module of the tests (tests/toys) named in BENCH_DSL_PLUGINS, with no line of
+bench-dsl naming them. A scenario that uses the three, and a condition on the figure, runs end to end;
+the result, --jsonl, compare, the report and the replay's live screen show them. Without the plugins
+the same file is a scenario error."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from ..conftest import ROOT, run_bench, run_measured
 
 pytestmark = pytest.mark.slow
 
-TOYS = {"BENCH_DSL_PLUGINS": "tests.toys.threads_fleet,tests.toys.rows_per_tx"}
+TOYS = {"BENCH_DSL_PLUGINS": "tests.toys.clients_load,tests.toys.threads_fleet,tests.toys.rows_per_tx"}
 SCENARIO = ROOT / "tests" / "fixtures" / "toys" / "toys.bench"
 
 # the replay on the live screen (headless), in a process of its own: plugins are read once a process
@@ -48,12 +49,19 @@ asyncio.run(main())
 """
 
 
-def test_a_fleet_and_a_server_figure_from_outside_run_and_show_everywhere(dsn_url: str, tmp_path: Path) -> None:
+def test_a_load_a_fleet_and_a_server_figure_from_outside_run_and_show_everywhere(dsn_url: str, tmp_path: Path) -> None:
     out, stream = tmp_path / "toys.json", tmp_path / "toys.jsonl"
     r, doc = run_measured("run", str(SCENARIO), "--headless", "--json", str(out), "--jsonl", str(stream), out=out,
                           env=TOYS)
     assert r.returncode == 0, r.stderr
     assert doc["fleet"] == "threads"  # the toy fleet ran the users
+    # the toy load: its axis, each step's point on it (two users a client), the saturation point and expect on it
+    assert doc["scenario"]["load_axis"] == "clients"
+    assert [(s["users"], s["clients"]) for s in doc["steps"]] == [(2, 1), (4, 2)]
+    assert doc["saturation"]["axis"] == "clients" and doc["saturation"]["clients"] == 2
+    assert doc["expect"] == [{"expect": "saturation >= 2", "value": 2.0, "limit": 2.0, "unit": "clients",
+                              "passed": True}]
+    assert "2 clients met every condition" in r.stderr
     # the toy figure: declared in the result's catalog as the server's, in every step and the summary
     assert doc["figures"]["figures"]["rows_read_per_tx"]["side"] == "server"
     for s in doc["steps"]:
@@ -68,12 +76,14 @@ def test_a_fleet_and_a_server_figure_from_outside_run_and_show_everywhere(dsn_ur
     (tmp_path / "again.json").write_bytes(out.read_bytes())  # compare takes two: the run against itself
     c = run_bench("compare", str(out), str(tmp_path / "again.json"), env=TOYS)
     assert c.returncode == 0, c.stderr
-    assert "rows read/tx @ 1 users" in c.stdout and "rows read/tx @ 2 users" in c.stdout
+    assert "saturation (clients)" in c.stdout
+    assert "rows read/tx @ 1 clients" in c.stdout and "rows read/tx @ 2 clients" in c.stdout
 
     html = tmp_path / "report" / "report.html"
     rep = run_bench("report", str(out), "-o", str(html), env=TOYS)
     assert rep.returncode == 0, rep.stderr
-    assert "rows read/tx against users" in html.read_text()
+    page = html.read_text()
+    assert "rows read/tx against clients" in page and "Throughput against clients" in page
 
     screen = subprocess.run([sys.executable, "-c", SCREEN, str(stream)], capture_output=True, text=True, cwd=ROOT,
                             env={**__import__("os").environ, **TOYS}, timeout=120)
@@ -83,12 +93,14 @@ def test_a_fleet_and_a_server_figure_from_outside_run_and_show_everywhere(dsn_ur
     column = lines[head].index("rows read/tx")
     shown = lines[head + 1][column:column + len("rows read/tx")].split()
     assert shown and 100 < float(shown[0].replace(",", "")) < 1000, lines[head:head + 2]
+    assert "2 clients" in screen.stdout, screen.stdout  # the verdict, on the toy's axis
 
 
 def test_without_its_plugin_the_toys_scenario_is_refused_and_a_plugin_that_is_not_there_is_said() -> None:
     r = run_bench("check", str(SCENARIO))
     assert r.returncode == 2
     assert "unknown metric 'rows_read_per_tx'" in r.stderr and "threads" in r.stderr, r.stderr
+    assert "unknown load 'clients'" in r.stderr
     r = run_bench("check", str(SCENARIO), env={"BENCH_DSL_PLUGINS": "tests.toys.no_such_toy"})
     assert r.returncode == 2 and "plugin 'tests.toys.no_such_toy' (BENCH_DSL_PLUGINS) cannot be imported" in r.stderr
     assert "Traceback" not in r.stderr

@@ -449,7 +449,7 @@ def test_a_rates_steps_are_drawn_at_the_rates_they_offered() -> None:
     st.apply(ev.Started("rates", "t", "v", True, {"steps": 3, "phases": phases}, ["t"], [], ()))
     for n, (rate, achieved) in enumerate(((100.0, 99.5), (200.0, 198.0), (400.0, 260.0)), 1):
         st.apply(ev.StepEnded(StepRow(n, 8, True, None, 3.0 * n, {"tps": achieved, "users": 8,
-                                                            "latency_ms": {"p90": 2.0 * n}}, None, [], {}, rate)))
+                                                            "latency_ms": {"p90": 2.0 * n}}, None, [], {}, {"rate_tps": rate})))
     assert [(p.x, p.users, p.tps) for p in st.step_points] == [(100.0, 8, 99.5), (200.0, 8, 198.0), (400.0, 8, 260.0)]
     st.apply(ev.Saturation({"users": 8, "step": 2, "saturated": True, "axis": "rate", "rate_tps": 200.0}))
     assert st.saturation_point == 200.0 and st.saturation_users == 8

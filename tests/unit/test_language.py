@@ -31,7 +31,13 @@ DOC_EXAMPLES = re.findall(r"```bench\n(.*?)```", (ROOT / "docs" / "language.md")
 
 
 @pytest.mark.parametrize("text", DOC_EXAMPLES, ids=lambda t: re.search(r'scenario "([^"]*)"', t)[1])  # type: ignore[index]
-def test_doc_examples_validate(text: str) -> None:
+def test_doc_examples_validate(text: str, tmp_path: Path) -> None:
+    if text.startswith("# BENCH_DSL_PLUGINS="):  # one of plugins' kinds: checked where they are read, a process
+        plugins = text.splitlines()[0].split("=", 1)[1]
+        (f := tmp_path / "example.bench").write_text(text)
+        r = run_bench("check", str(f), env={"BENCH_DSL_PLUGINS": plugins})
+        assert r.returncode == 0, r.stderr
+        return
     load("docs/language.md", text=text, env={})
 
 

@@ -31,7 +31,7 @@ from ..fakes import VirtualClock
 
 
 def _rate_step(figures: dict[str, object], why: str | None = None) -> StepRow:
-    return StepRow(1, 4, why is None, why, 1.0, figures, None, [], {}, 1e7)
+    return StepRow(1, 4, why is None, why, 1.0, figures, None, [], {}, {"rate_tps": 1e7})
 
 
 def test_a_rate_no_condition_judged_says_what_it_achieved_not_that_it_met_every_condition() -> None:

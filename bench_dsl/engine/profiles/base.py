@@ -17,6 +17,7 @@ from bench_dsl.core.figures import Figure
 from bench_dsl.core.numbers import num
 from bench_dsl.engine.phases import Phase, Plan, whole
 from bench_dsl.engine.scheduler import Scheduler
+from bench_dsl.language.loads import LoadKind
 from bench_dsl.measure.metrics import Aggregate
 
 
@@ -25,11 +26,20 @@ class LoadProfile:
     scheduler: ClassVar[type[Scheduler]]
     axis: ClassVar[LoadAxis]  # what its load is measured in: its saturation point's, every reader's x
     figures: ClassVar[tuple[Figure, ...]] = ()  # what its load adds to each row (core.figures)
+    # a profile of its own syntax (`load NAME { }`): how the language reads it; None for bench-dsl's
+    # own, which the grammar writes (users, ramp, rate)
+    syntax: ClassVar[LoadKind | None] = None
 
     def point(self, ph: Phase, interval: Aggregate | None = None) -> float | None:
         """Where on its axis a phase was measured: at a step's end (`interval` None), or over one
         interval of a phase whose load moves (a linear ramp's)."""
         raise NotImplementedError
+
+    def row_point(self, ph: Phase) -> dict[str, float]:
+        """What a step's row holds of its point beside its users: the point under its axis' key
+        (nothing where that key is the row's users)."""
+        p = self.point(ph)
+        return {} if p is None or self.axis.key == "users" else {self.axis.key: p}
 
     def asked(self, ramp: Any) -> dict[str, Any]:
         """What the load asked, for the result's "scenario" beside the plan's phases ({} : nothing

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench_dsl.core import plugins
 from bench_dsl.core.axis import LoadAxis
 from bench_dsl.engine.profiles.base import LoadProfile
 from bench_dsl.engine.profiles.rate import RATE_PROFILES
 from bench_dsl.engine.profiles.users import USERS_PROFILES
+from bench_dsl.language.loads import LoadKind
 
-PROFILES: dict[str, LoadProfile] = {p.kind: p for p in (*USERS_PROFILES, *RATE_PROFILES)}
+# A plugin's (bench_dsl.core.plugins: LOAD_PROFILES) after bench-dsl's own.
+PROFILES: dict[str, LoadProfile] = {p.kind: p for p in (*USERS_PROFILES, *RATE_PROFILES,
+                                                         *plugins.contributions("LOAD_PROFILES"))}
+
+# those of a syntax of their own (`load NAME { }`), by that name: the language is handed them
+LOAD_KINDS: dict[str, LoadKind] = {p.syntax.name: p.syntax for p in PROFILES.values() if p.syntax is not None}
 
 # every load axis a result may be on, by its name; the first profile's is a result's that names none
 AXES: dict[str, LoadAxis] = {p.axis.name: p.axis for p in PROFILES.values()}
