@@ -12,6 +12,7 @@ from rich.console import RenderableType
 from rich.text import Text
 
 from bench_dsl.core import mysql_errors
+from bench_dsl.core.axis import LiveCell
 from bench_dsl.core.dsn import redact
 from bench_dsl.engine import events as ev
 from bench_dsl.results import verdict as verdict_words
@@ -170,8 +171,8 @@ def figures(st: LiveState, width: int) -> Lines:
         if d.derive is not None and d.live:
             v = t.get(d.figure_name)
             items.append((d.heading, fmt_pct(v) if d.measures == "share" else fmt_rate(v), "bold"))
-    if st.axis.asked is not None and st.axis.asked in t:  # a load that asks (a rate): asked against done, ...
-        items += _open_loop(st, t)
+    if st.axis.asked is not None and st.axis.asked in t:  # a load that asks (a rate): its own cells
+        items += [(c.label, _live_cell(c), _TONE[c.tone]) for c in st.axis.live_cells(t, st.interval or {})]
     errors, retries = t.get("errors_per_s"), t.get("retries_per_s")
     items += [
         ("errors/s", "-" if errors is None else f"{errors:.1f}", "bold red" if errors else "bold"),
@@ -188,7 +189,7 @@ def figures(st: LiveState, width: int) -> Lines:
         items.append(("replica lag", f"{t['lag_s']:.2f}s", "bold yellow" if t["lag_s"] >= 1 else "bold"))
     if disk := t.get("disk"):
         items.append((f"disk {disk['device']}", fmt_pct(disk["util_pct"]), "bold"))
-    items = _fitting(items, width)
+    items = _fitting(items, width, st, t)
     cell = max(width // len(items), 1)
     margin = " " * max((width - cell * len(items)) // 2, 0)
     labels, values = Text(margin), Text(margin)
@@ -205,17 +206,21 @@ def figures(st: LiveState, width: int) -> Lines:
 _GIVEN_UP = ("tpm", "retries/s", "disk", "replica lag", "cpu client", "errors/s", "client lag")
 # Then, narrower still (a rate's figures at 80 columns, anything at 40): the labels ran together
 # ("offered achieveddropped/") and the values into one number. What the header or another figure
-# says too goes first (the users are in the phase line; a rate's tps is its achieved), a rate's
-# offered, achieved and dropped last.
-_NARROW_GIVEN_UP = ("p99 serv", "busy", "stall", "cpu server", "users", "p99 resp")
+# says too goes first (the users are in the phase line; a load's cells given up "early", as a rate's
+# busy users and service time), then the screen's own, then the load's "late" ones (a rate's response
+# time); its other cells (a rate's offered, achieved and dropped) last.
+_NARROW_GIVEN_UP = ("stall", "cpu server", "users")
 
 
-def _fitting(items: list[tuple[str, str, str]], width: int) -> list[tuple[str, str, str]]:
+def _fitting(items: list[tuple[str, str, str]], width: int, st: LiveState, t: Mapping[str, Any]) -> list[
+        tuple[str, str, str]]:
     def fits(xs: list[tuple[str, str, str]]) -> bool:
         return width // len(xs) >= max(max(len(label), len(value)) for label, value, _ in xs) + 2
 
-    rate = any(label == "achieved" for label, _, _ in items)
-    for name in (*_GIVEN_UP, *(("tps",) if rate else ()), *_NARROW_GIVEN_UP):
+    asked = st.axis.asked is not None and st.axis.asked in t  # its cells say the throughput: tps goes before
+    cells = st.axis.live_cells(t, st.interval or {}) if asked else ()
+    early, late = ([c.label for c in cells if c.narrow == when] for when in ("early", "late"))
+    for name in (*_GIVEN_UP, *(("tps",) if asked else ()), *early, *_NARROW_GIVEN_UP, *late):
         if fits(items) or len(items) <= 1:
             break
         items = [i for i in items if not i[0].startswith(name)]
@@ -229,20 +234,12 @@ def _with_ms(v: float | None) -> str:
     return said if v is None or said.endswith("s") else f"{said} ms"
 
 
-def _open_loop(st: LiveState, t: Mapping[str, Any]) -> list[tuple[str, str, str]]:
-    offered, achieved, dropped = t.get("offered_tps"), t.get("achieved_tps"), t.get("dropped_per_s") or 0.0
-    short = offered and achieved is not None and achieved < 0.95 * offered
-    out = [("offered", fmt_rate(offered), "bold"),
-           ("achieved", fmt_rate(achieved), "bold yellow" if short else "bold bright_green"),
-           ("dropped/s", f"{dropped:.1f}", "bold red" if dropped else "bold"),
-           ("busy", f"{t.get('busy', 0):.0f}/{t.get('users') or 0}", "bold")]
-    # the last interval's response time (from the due moment) against its service time (from the send)
-    iv = st.interval or {}
-    resp, serv = (iv.get("latency_ms") or {}).get("p99"), (iv.get("service_ms") or {}).get("p99")
-    if resp is not None:
-        out.append(("p99 resp", _with_ms(resp), "bold yellow" if serv and resp > 2 * serv else "bold"))
-        out.append(("p99 serv", _with_ms(serv), "bold"))
-    return out
+_TONE = {"": "bold", "good": "bold bright_green", "warn": "bold yellow", "bad": "bold red"}
+
+
+def _live_cell(c: LiveCell) -> str:
+    return (c.text if c.form == "text" else _with_ms(c.value) if c.form == "ms" else
+            ("-" if c.value is None else f"{c.value:.1f}") if c.form == "decimal" else fmt_rate(c.value))
 
 
 # transactions ---------------------------------------------------------------------------------------

@@ -8,11 +8,30 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 
 def _no_words(figures: Mapping[str, Any]) -> str:
     return ""
+
+
+@dataclass(frozen=True, slots=True)
+class LiveCell:
+    """A cell of the live screen's headline that a load adds (an asked rate's offered, achieved ...):
+    its label, its value and how it is written (a rate, a time in ms, or `text` as it is), and its
+    tone, which the screen colours. `narrow`: given up in a narrow headline, first ("early": what
+    another cell says too) or once the screen's own have gone ("late"); "": kept to the last."""
+
+    label: str
+    value: float | None = None
+    form: Literal["rate", "ms", "decimal", "text"] = "rate"
+    tone: Literal["", "good", "warn", "bad"] = ""
+    text: str = ""
+    narrow: Literal["", "early", "late"] = ""
+
+
+def _no_cells(tick: Mapping[str, Any], interval: Mapping[str, Any]) -> tuple[LiveCell, ...]:
+    return ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +67,10 @@ class LoadAxis:
     # where a result's scenario holds the point a run without steps was asked to reach (a fixed or
     # linear rate's end): the same in every repeat, where what each measured differs by its noise
     whole_run_point: tuple[str, ...] = ()
+    # the live headline's cells of this load, from the last tick's figures and the last interval's
+    # row (a rate's: offered, achieved, dropped ...); where they say its throughput (asked), the
+    # screen's own tps goes first in a narrow headline
+    live_cells: Callable[[Mapping[str, Any], Mapping[str, Any]], tuple[LiveCell, ...]] = _no_cells
 
     def asked_of(self, doc: Mapping[str, Any]) -> float | None:
         """The point a result's run without steps was asked to reach (whole_run_point), or None."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bench_dsl.core.axis import LoadAxis
+from bench_dsl.core.axis import LiveCell, LoadAxis
 from bench_dsl.core.numbers import fmt_num
 from bench_dsl.engine.phases import Phase, Plan, whole
 from bench_dsl.engine.profiles.base import LoadProfile
@@ -82,6 +82,23 @@ def _row_words(d: Mapping[str, Any]) -> str:
             f" busy {d.get('busy') or 0:.0f} service p99 {'-' if serv is None else f'{serv:.2f}'}")
 
 
+def _live_cells(t: Mapping[str, Any], iv: Mapping[str, Any]) -> tuple[LiveCell, ...]:
+    """The headline's cells of a rate: what it offered against what ran (short of 95% of it: a
+    warning), what was dropped, the pool's busy users of its size, and the last interval's p99 of the
+    response time (from the due moment: a warning past twice the service time) and of the service."""
+    offered, achieved, dropped = t.get("offered_tps"), t.get("achieved_tps"), t.get("dropped_per_s") or 0.0
+    short = bool(offered and achieved is not None and achieved < 0.95 * offered)
+    cells = [LiveCell("offered", offered),
+             LiveCell("achieved", achieved, tone="warn" if short else "good"),
+             LiveCell("dropped/s", dropped, form="decimal", tone="bad" if dropped else ""),
+             LiveCell("busy", None, form="text", text=f"{t.get('busy', 0):.0f}/{t.get('users') or 0}", narrow="early")]
+    resp, serv = (iv.get("latency_ms") or {}).get("p99"), (iv.get("service_ms") or {}).get("p99")
+    if resp is not None:
+        cells += [LiveCell("p99 resp", resp, form="ms", tone="warn" if serv and resp > 2 * serv else "", narrow="late"),
+                  LiveCell("p99 serv", serv, form="ms", narrow="early")]
+    return tuple(cells)
+
+
 def _point_words(sat: Mapping[str, Any]) -> str:
     """What a rate no condition judged achieved: " offered, 4980 tps achieved (0.2% dropped)"."""
     achieved, dropped = sat.get("achieved_tps"), sat.get("dropped_pct")
@@ -97,7 +114,7 @@ RATE = LoadAxis("rate", "rate_tps", "tps", "offered rate (transactions/s)", "off
                 point_figures=("achieved_tps", "dropped_pct"), row_words=_row_words, asked="offered_tps",
                 point_meaning="the highest offered rate whose step met every stop condition",
                 latency_from=", from the moment each was due", log_if_multiplying=True, point_words=_point_words,
-                whole_run_point=("rate", "scheduled_tps", "end"))
+                whole_run_point=("rate", "scheduled_tps", "end"), live_cells=_live_cells)
 
 
 class RateProfile(LoadProfile):
