@@ -405,7 +405,8 @@ def said(line: verdict_words.Line, headline: bool = False) -> Text:
 
 def verdict(st: LiveState, results: Path | None, waiting_for_key: bool) -> RenderableType:
     fin = st.finished  # None only before the end (the verdict is shown from then on)
-    head, *rest = verdict_words.verdict_lines(fin.saturation if fin else None, fin.stop if fin else None)
+    sat = fin.saturation.to_json() if fin is not None and fin.saturation is not None else None
+    head, *rest = verdict_words.verdict_lines(sat, fin.stop if fin else None)
     lines = [said(head, headline=True), *(said(line) for line in rest)]
     summary = fin.summary if fin else None
     if summary:

@@ -14,6 +14,7 @@ from typing import Any
 
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.profiles.registry import DEFAULT_AXIS, axis_of
+from bench_dsl.engine.saturation import SaturationPoint
 from bench_dsl.engine.stopping import StopReason
 from bench_dsl.results import verdict
 
@@ -147,7 +148,7 @@ class LiveState:
         self.board = ConditionBoard()
         self.linear = False  # a linear ramp: its users chart has a point per interval, not per step
         self.fired: StopReason | None = None
-        self.saturation: dict[str, Any] | None = None  # the judge's, as it stands (Saturation events)
+        self.saturation: SaturationPoint | None = None  # the judge's, as it stands (Saturation events)
         self.finished: ev.Finished | None = None
         self.stopping = False
         self.error_messages: dict[int, str] = {}
@@ -163,18 +164,16 @@ class LiveState:
     @property
     def saturation_point(self) -> float | None:
         """saturation_users' point on the run's load axis (a rate's: the offered rate)."""
-        if self.finished is not None:
-            return self.axis.at(self.finished.saturation or {})
-        return self.axis.at(self.saturation) if self.saturation and self.saturation.get("saturated") else None
+        sat = self.finished.saturation if self.finished is not None else self.saturation
+        return self.axis.at(sat.to_json()) if sat is not None and (sat.saturated or self.finished is not None) else None
 
     @property
     def saturation_users(self) -> int | None:
         """The saturation point the users chart marks, as the judge said it: once the climb has ended
         (a condition fired, the server refused users: `saturated`), and final when the run finished.
         Before that the judge's figure is only where the climb stands, not a saturation point."""
-        if self.finished is not None:
-            return (self.finished.saturation or {}).get("users")
-        return self.saturation.get("users") if self.saturation and self.saturation.get("saturated") else None
+        sat = self.finished.saturation if self.finished is not None else self.saturation
+        return sat.users if sat is not None and (sat.saturated or self.finished is not None) else None
 
     # folding -------------------------------------------------------------------------------------
     def apply(self, event: ev.Event) -> None:
@@ -203,7 +202,7 @@ class LiveState:
                 self.board.update(event)
                 self.changed.add(CONDITIONS)
             case ev.Saturation():
-                self.saturation = dict(event.saturation)
+                self.saturation = event.saturation
                 self.changed.add(USERS_CHART)
             case ev.Fired():
                 self.fired = event.stop

@@ -47,6 +47,7 @@ from typing import Any, ClassVar, Protocol
 
 from bench_dsl.core.figures import Figures
 from bench_dsl.engine.rows import IntervalRow, StepRow
+from bench_dsl.engine.saturation import SaturationPoint
 from bench_dsl.engine.stopping import StopReason
 
 Json = dict[str, Any]
@@ -316,12 +317,13 @@ class Fired(Event):
 
 @dataclass(frozen=True, slots=True)
 class Saturation(Event):
-    """The judge's saturation point as it stands: users, step, saturated, condition, reason,
-    steps_completed, limited_by ("client" when bench-dsl itself was the limit). Until `saturated`
-    (a condition fired, the server refused users) it is only where the climb stands: the screen
-    marks it as the saturation point from then on."""
+    """The judge's saturation point as it stands (engine/saturation.py). Until `saturated` it is only
+    where the climb stands: the screen marks it as the saturation point from then on."""
     type: ClassVar[str] = "saturation"
-    saturation: Json
+    saturation: SaturationPoint
+
+    def to_json(self) -> Json:
+        return {"type": self.type, "saturation": self.saturation.to_json()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -352,7 +354,7 @@ class Finished(Event):
     type: ClassVar[str] = "finished"
     status: str
     exit_code: int
-    saturation: Json | None
+    saturation: SaturationPoint | None
     stop: StopReason | None
     expect: list[Json]
     summary: Json | None  # without histograms
@@ -363,7 +365,8 @@ class Finished(Event):
 
     def to_json(self) -> Json:
         return {"type": self.type, "status": self.status, "exit_code": self.exit_code,
-                "saturation": self.saturation, "stop": self.stop.to_json() if self.stop is not None else None,
+                "saturation": self.saturation.to_json() if self.saturation is not None else None,
+                "stop": self.stop.to_json() if self.stop is not None else None,
                 "expect": self.expect,
                 "summary": self.summary, "elapsed_s": self.elapsed_s}
 
@@ -392,6 +395,8 @@ def from_json(d: Json) -> Event:
         return Fired(reason)
     if kind in (Totals, Finished):
         d["stop"] = StopReason.from_json(d.get("stop"))
+    if kind in (Saturation, Finished) and isinstance(d.get("saturation"), dict):
+        d["saturation"] = SaturationPoint.from_json(d["saturation"])
     if kind is Started:
         specs = tuple(ConditionSpec(**s, latency=is_latency(s["metric"])) for s in d.pop("condition_specs", []))
         return Started(**d, condition_specs=specs)

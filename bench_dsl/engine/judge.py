@@ -19,6 +19,7 @@ from bench_dsl.engine import client_limit
 from bench_dsl.engine.events import ConditionSpec, ConditionState, kink_ratio, plateau_gain
 from bench_dsl.engine.phases import Phase
 from bench_dsl.engine.rows import StepRow
+from bench_dsl.engine.saturation import JUDGED_BY, SaturationPoint
 from bench_dsl.engine.stopping import StopReason
 from bench_dsl.language.model import Condition
 from bench_dsl.measure.metrics import Aggregate, TickStats
@@ -377,12 +378,12 @@ class Judge:
 
     # the end -------------------------------------------------------------------------------------
     def verdict(self, stop_reason: StopReason | None, steps: list[StepRow], expect: Sequence[Condition],
-                run: Aggregate) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+                run: Aggregate) -> tuple[SaturationPoint, list[dict[str, Any]]]:
         """The run's end, judged once: the saturation point, and each `expect` against the run."""
         return (self.saturation(stop_reason, steps),
                 expectations(expect, self.saturation_point, run, self.client_limited(steps, stop_reason)))
 
-    def saturation(self, stop_reason: StopReason | None, steps: list[StepRow]) -> dict[str, Any]:
+    def saturation(self, stop_reason: StopReason | None, steps: list[StepRow]) -> SaturationPoint:
         """The result's saturation point: who stopped the climb, and where it stood."""
         complete = [s for s in steps if s.complete]
         # the server refusing more connections ends the climb as a fired condition does
@@ -402,14 +403,12 @@ class Judge:
         limited = self.client_limited(steps, stop_reason)
         if limited is not None:
             reason += f"; {limited}"
-        return {"users": self.saturation_users, "step": self.saturation_step, "saturated": fired,
-                "condition": stop_reason.condition if fired and stop_reason else None,
-                "reason": reason, "steps_completed": len(complete),
-                "limited_by": "client" if limited is not None else None,
-                # what ran out at the step that ended the climb (bench_dsl.engine.bottleneck)
-                "bottleneck": (steps[-1].bottleneck.to_json() if fired and steps and steps[-1].bottleneck is not None
-                               else None),
-                "axis": self.axis.name, self.axis.key: self.saturation_point, **self._at_point(steps)}
+        # what ran out at the step that ended the climb (bench_dsl.engine.bottleneck)
+        ran_out = steps[-1].bottleneck if fired and steps else None
+        return SaturationPoint(self.axis.name, self.saturation_users, self.saturation_step, fired,
+                               stop_reason.condition if fired and stop_reason else None, reason, len(complete),
+                               "client" if limited is not None else None, ran_out,
+                               {self.axis.key: self.saturation_point, **self._at_point(steps)})
 
     def _at_point(self, steps: list[StepRow]) -> dict[str, Any]:
         """What the axis says of its point beside it (a rate's: what it achieved), and, where a point
@@ -417,7 +416,7 @@ class Judge:
         says so with those figures."""
         at = next((s for s in reversed(steps) if s.complete and s.step == self.saturation_step), None)
         figures = at.figures if at is not None else {}
-        out: dict[str, Any] = {"stop_condition_count": len(self.stop)} if self.axis.unjudged is not None else {}
+        out: dict[str, Any] = {JUDGED_BY: len(self.stop)} if self.axis.unjudged is not None else {}
         return out | {k: figures.get(k) for k in self.axis.point_figures}
 
     def client_limited(self, steps: list[StepRow], stop_reason: StopReason | None = None) -> str | None:

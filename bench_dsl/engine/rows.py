@@ -73,12 +73,15 @@ class StepRow:
         figures = {k: v for k, v in d.items() if k not in _STEP_HEAD}
         return cls(d["step"], d["users"], bool(d.get("complete")), d.get("incomplete_reason"), d.get("start_s", 0.0),
                    figures, d.get("server"), list(d.get("conditions") or []), dict(d.get("histograms") or {}),
-                   {}, _diagnosis(d.get("bottleneck")))
+                   {}, diagnosis_of(d.get("bottleneck")))
 
 
 _INTERVAL_HEAD = ("type", "t", "start_s", "phase", "step", "measured")
-def _diagnosis(d: Any) -> Diagnosis | None:
-    """A step's bottleneck as the result holds it; None where it has none or not one this reads."""
+
+
+def diagnosis_of(d: Any) -> Diagnosis | None:
+    """A bottleneck as the result holds it (a step's, the saturation point's); None where it has
+    none or not one this reads."""
     if not isinstance(d, dict):
         return None
     try:

@@ -22,6 +22,7 @@ from bench_dsl.engine.judge import (
 from bench_dsl.engine.phases import Phase, Plan
 from bench_dsl.engine.profiles.base import LoadProfile
 from bench_dsl.engine.rows import IntervalRow, StepRow
+from bench_dsl.engine.saturation import SaturationPoint
 from bench_dsl.engine.scheduler import (
     LastTick,
     Moment,
@@ -218,7 +219,7 @@ class Tally:
         """The measured run so far (None: nothing measured)."""
         return self.run_agg.summary() | self.lag_run.to_json() if self.run_agg.ticks else None
 
-    def totals(self, saturation: dict[str, Any] | None = None, summary: dict[str, Any] | None = None) -> None:
+    def totals(self, saturation: SaturationPoint | None = None, summary: dict[str, Any] | None = None) -> None:
         """The run so far, for a result that must stand whenever the run is cut off. At the run's
         end, the saturation point and the summary are given: judged once, for the end too."""
         if self.fleet is not None:

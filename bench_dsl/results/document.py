@@ -62,7 +62,7 @@ class ResultDocument:
             case ev.Fired():
                 d["stop"] = event.stop.to_json()
             case ev.Saturation():
-                d["saturation"] = event.saturation
+                d["saturation"] = event.saturation.to_json()
             case ev.Log(level="warning"):
                 d["warnings"].append(event.message)
             case ev.ErrorMessages():
@@ -71,7 +71,8 @@ class ResultDocument:
                 self._errors()
             case ev.Finished():
                 d.update(status=event.status, exit_code=event.exit_code, finished_at=event.finished_at,
-                         elapsed_s=round(event.elapsed_s, 3), saturation=event.saturation,
+                         elapsed_s=round(event.elapsed_s, 3),
+                         saturation=event.saturation.to_json() if event.saturation is not None else None,
                          stop=event.stop.to_json() if event.stop is not None else None,
                          expect=event.expect, executor=event.executor)
                 if event.workload_report is not None:

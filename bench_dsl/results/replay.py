@@ -37,6 +37,7 @@ from bench_dsl.engine import events as ev
 from bench_dsl.engine.client_limit import CLIENT_LAG_MS
 from bench_dsl.engine.judge import state_of
 from bench_dsl.engine.rows import IntervalRow, StepRow
+from bench_dsl.engine.saturation import SaturationPoint
 from bench_dsl.engine.stopping import StopReason
 from bench_dsl.language import model as m
 from bench_dsl.measure.schedlag import worst_lag
@@ -183,13 +184,13 @@ def _end_events(doc: Json, end: float) -> list[Timed]:
     summary = doc.get("summary")
     out.append((end, ev.Totals(summary, doc.get("executor"), stop, end)))
     if doc.get("saturation") is not None:
-        out.append((end, ev.Saturation(doc["saturation"])))
+        out.append((end, ev.Saturation(SaturationPoint.from_json(doc["saturation"]))))
     if doc.get("status") == "running":  # a checkpoint: the run was still going, or was killed
         out.append((end, ev.Log("warning", "the result ends here: it was written while the run was still going "
                                            "(the run may have been killed)", end)))
         return out
     lean = {k: v for k, v in summary.items() if k != "histograms"} if summary else None
-    out.append((end, ev.Finished(doc["status"], int(doc["exit_code"]), doc.get("saturation"), stop,
+    out.append((end, ev.Finished(doc["status"], int(doc["exit_code"]), _saturation(doc), stop,
                                  list(doc.get("expect") or []), lean, end, doc.get("finished_at") or "",
                                  doc.get("executor"), doc.get("workload_report"))))
     return out
@@ -404,3 +405,8 @@ def side_figures(row: dict[str, Any], lag_bound_ms: float) -> dict[str, Any]:
     if worst := worst_lag(row.get("client_lag_ms_by_process")):
         out["client_lag"] = {"p90_ms": worst[0], "bound_ms": lag_bound_ms}
     return out
+
+
+def _saturation(doc: dict[str, Any]) -> SaturationPoint | None:
+    sat = doc.get("saturation")
+    return SaturationPoint.from_json(sat) if isinstance(sat, dict) else None

@@ -170,7 +170,9 @@ async def test_the_replayed_result_ends_on_the_screen_the_live_run_ended_on(live
     assert figure(text, "users") == figure(live.screen, "users") == str(doc["intervals"][-1]["users"])
     assert st.interval is not None and was.interval is not None
     assert st.interval["tps"] == was.interval["tps"] and st.saturation_users == was.saturation_users is not None
-    assert st.fired == was.fired and st.finished == was.finished
+    # the end as the result says it (the live run's bottleneck holds its figures unrounded, as measured)
+    assert st.fired == was.fired and st.finished is not None and was.finished is not None
+    assert st.finished.to_json() == was.finished.to_json()
     assert st.step_points == was.step_points and st.last_step == was.last_step
     for part in ("stop conditions", "transactions", "verdict"):
         assert panel(text, part) == panel(live.screen, part), part
@@ -182,7 +184,9 @@ async def test_the_replayed_result_ends_on_the_screen_the_live_run_ended_on(live
 @pytest.mark.slow
 async def test_the_replayed_event_stream_ends_on_the_same_screen(live: Live) -> None:
     text, app = await _replay(live.jsonl)
-    assert app.state.finished == live.state.finished and app.state.step_points == live.state.step_points
+    assert app.state.finished is not None and live.state.finished is not None
+    assert app.state.finished.to_json() == live.state.finished.to_json()
+    assert app.state.step_points == live.state.step_points
     for part in ("stop conditions", "transactions"):
         assert panel(text, part) == panel(live.screen, part), part
 

@@ -14,6 +14,7 @@ from rich.style import Style
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.events import Event
 from bench_dsl.engine.rows import IntervalRow
+from bench_dsl.engine.saturation import SaturationPoint
 from bench_dsl.results import verdict
 from bench_dsl.results.verdict import fmt_num
 from bench_dsl.tui import render
@@ -139,13 +140,14 @@ def test_saturation_is_the_judges_once_the_climb_ended_and_final_when_the_run_en
     assert fold(upto(evs, lambda e: isinstance(e, ev.Saturation))).saturation_users == 16
     assert fold(evs).saturation_users == 16
     qs = fold(events(QUICKSTART))
-    assert qs.saturation_users == 8 and qs.finished is not None and not (qs.finished.saturation or {})["saturated"]
+    assert qs.saturation_users == 8 and qs.finished is not None and qs.finished.saturation is not None
+    assert not qs.finished.saturation.saturated
     # the judge's word, not the steps': a saturation point the steps would put at 16 users reads 4,
     # and where the climb stands (not saturated yet) is no saturation point
     fired = upto(evs, lambda e: isinstance(e, ev.Fired))
     judged = {"users": 4, "step": 3, "saturated": True, "condition": "p90(locked) > 200ms"}
-    assert fold([*fired, ev.Saturation(judged)]).saturation_users == 4
-    assert fold([*fired, ev.Saturation({**judged, "saturated": False})]).saturation_users is None
+    assert fold([*fired, ev.Saturation(SaturationPoint.from_json(judged))]).saturation_users == 4
+    assert fold([*fired, ev.Saturation(SaturationPoint.from_json({**judged, "saturated": False}))]).saturation_users is None
 
 
 def test_steps_and_boundaries_follow_the_run() -> None:
@@ -292,7 +294,8 @@ def test_verdict_of_a_climb_the_client_limited_says_at_least_and_why() -> None:
     assert isinstance(fin, ev.Finished)
     why = ("bench-dsl itself was the limit: its worker 1 process waited for a core (a thread of its woke 96 ms late "
            "at one wakeup in ten: client_lag_ms thread p90, over the bound of 10 ms), so the server carries at least 16 users")
-    sat = {**fin.saturation, "limited_by": "client", "reason": f"stopped by: p90(locked) > 200ms; {why}"}
+    assert fin.saturation is not None
+    sat = dataclasses.replace(fin.saturation, limited_by="client", reason=f"stopped by: p90(locked) > 200ms; {why}")
     expect = [{"expect": "saturation >= 8 users", "value": 16.0, "limit": 8, "unit": "users", "passed": False,
                "reason": why}]
     st = fold([*evs[:-1], dataclasses.replace(fin, saturation=sat, expect=expect)])
@@ -314,7 +317,7 @@ def test_the_screen_and_the_console_say_the_verdict_in_the_same_words() -> None:
         ConsoleSink(Console(file=out, width=400, color_system=None)).emit(fin)
         screen = text_of(render.verdict(fold(evs), None, waiting_for_key=False), 400).splitlines()
         printed = out.getvalue().splitlines()
-        words = [verdict.text(line) for line in verdict.verdict_lines(fin.saturation, fin.stop)]
+        words = [verdict.text(line) for line in verdict.verdict_lines(fin.saturation.to_json() if fin.saturation else None, fin.stop)]
         assert screen[:2] == [words[0][0].upper() + words[0][1:], words[1]] and printed[:2] == words
     assert printed[0] == "no stop condition fired: 8 users met every condition (step 1)"
 
@@ -451,7 +454,8 @@ def test_a_rates_steps_are_drawn_at_the_rates_they_offered() -> None:
         st.apply(ev.StepEnded(StepRow(n, 8, True, None, 3.0 * n, {"tps": achieved, "users": 8,
                                                             "latency_ms": {"p90": 2.0 * n}}, None, [], {}, {"rate_tps": rate})))
     assert [(p.x, p.users, p.tps) for p in st.step_points] == [(100.0, 8, 99.5), (200.0, 8, 198.0), (400.0, 8, 260.0)]
-    st.apply(ev.Saturation({"users": 8, "step": 2, "saturated": True, "axis": "rate", "rate_tps": 200.0}))
+    st.apply(ev.Saturation(SaturationPoint.from_json({"users": 8, "step": 2, "saturated": True, "axis": "rate",
+                                                      "rate_tps": 200.0})))
     assert st.saturation_point == 200.0 and st.saturation_users == 8
     drawn = text_of(UsersChart(st.step_points, 60, 12, saturation=st.saturation_point))
     assert all(label in drawn for label in ("100", "200", "400"))

@@ -38,7 +38,7 @@ def test_a_rate_no_condition_judged_says_what_it_achieved_not_that_it_met_every_
     """`rate 10000000 tps`, users max 4, no stop condition: 98.5% dropped is the finding."""
     judge = judge_of((), ("point",), "rate_step")
     judge.step_end(Phase("hold", 1, 4, 4, 5.0, "step", 1e7, 1e7), Aggregate(("point",)))
-    sat = judge.saturation(None, [_rate_step({"achieved_tps": 150000.0, "dropped_pct": 98.5})])
+    sat = judge.saturation(None, [_rate_step({"achieved_tps": 150000.0, "dropped_pct": 98.5})]).to_json()
     assert (sat["rate_tps"], sat["stop_condition_count"], sat["achieved_tps"]) == (1e7, 0, 150000.0)
     assert sat["reason"].startswith("no stop condition judged the rate")
     said = verdict.text(verdict.verdict_lines(sat, None)[0])
@@ -50,7 +50,7 @@ def test_a_rate_no_condition_judged_says_what_it_achieved_not_that_it_met_every_
 def test_when_the_only_step_stalled_the_reason_says_so_not_that_no_condition_fired() -> None:
     judge = judge_of((), ("point",), "rate_step")
     stalled = "the server answered nothing for 11.0 s in 6 stalls"
-    sat = judge.saturation(None, [_rate_step({}, stalled)])
+    sat = judge.saturation(None, [_rate_step({}, stalled)]).to_json()
     assert "no stop condition fired" not in sat["reason"]
     assert sat["reason"] == f"no step was a clean measurement: step 1: {stalled}"
 
