@@ -35,7 +35,7 @@ from .driver import HangupSafeDriver
 from .state import HEADER, LOG, VERDICT, LiveState
 from .widgets import (
     ConditionsPanel,
-    Figures,
+    Headline,
     LogPanel,
     NodesPanel,
     RunHeader,
@@ -125,7 +125,7 @@ class MainScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         st = self.state
         yield RunHeader(st, id="header")
-        yield Figures(st, id="figures")
+        yield Headline(st, id="figures")
         yield NodesPanel(st, id="nodes")
         with Horizontal(id="charts"):
             yield TimeChartPanel(st, id="time-chart")

@@ -62,7 +62,7 @@ class RunHeader(StatePanel):
         return render.header(self.state, self.content_size.width, self.waiting_for_key, self.app.title)
 
 
-class Figures(StatePanel):
+class Headline(StatePanel):
     PARTS = frozenset({FIGURES})
 
     def render(self) -> RenderableType:

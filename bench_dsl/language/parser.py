@@ -164,20 +164,20 @@ class _ToSyntax(Transformer[Token, Any]):
     def setup(self, meta: Meta, ch: list[Any]) -> ast.Block:
         return ast.Block("setup", tuple(ch), self._s(meta))
 
-    def setup_sql(self, meta: Meta, ch: list[Token]) -> ast.SetupSql:
-        return ast.SetupSql(_unquote(str(ch[0])), self._s(meta))
+    def setup_sql(self, meta: Meta, ch: list[Token]) -> ast.SetupSqlNode:
+        return ast.SetupSqlNode(_unquote(str(ch[0])), self._s(meta))
 
-    def setup_fill(self, meta: Meta, ch: list[Any]) -> ast.Fill:
+    def setup_fill(self, meta: Meta, ch: list[Any]) -> ast.FillNode:
         table, rows, *cols = ch
-        return ast.Fill(str(table), rows, tuple(cols), self._s(meta))
+        return ast.FillNode(str(table), rows, tuple(cols), self._s(meta))
 
     # workload ----------------------------------------------------------------------------
-    def workload(self, meta: Meta, ch: list[Any]) -> ast.Workload:
+    def workload(self, meta: Meta, ch: list[Any]) -> ast.WorkloadNode:
         kind, variant, *body = ch
         settings = tuple(b for b in body if isinstance(b, ast.Setting))
-        txs = tuple(b for b in body if isinstance(b, ast.Transaction))
+        txs = tuple(b for b in body if isinstance(b, ast.TransactionNode))
         mixes = tuple(b for b in body if isinstance(b, ast.Mix))
-        return ast.Workload(str(kind), str(variant) if variant is not None else None, settings, txs, mixes,
+        return ast.WorkloadNode(str(kind), str(variant) if variant is not None else None, settings, txs, mixes,
                             self._s(meta), self._s(kind), self._s(variant) if variant is not None else None)
 
     def mix(self, meta: Meta, ch: list[Any]) -> ast.Mix:
@@ -199,12 +199,12 @@ class _ToSyntax(Transformer[Token, Any]):
     def tx_query(self, meta: Meta, ch: list[Token]) -> ast.TxQuery:
         return ast.TxQuery(_unquote(str(ch[0])), self._s(ch[0]))
 
-    def transaction(self, meta: Meta, ch: list[Any]) -> ast.Transaction:
+    def transaction(self, meta: Meta, ch: list[Any]) -> ast.TransactionNode:
         name, *rest = ch
         weight = next((v for k, v in (r for r in rest if isinstance(r, tuple)) if k == "weight"), None)
         retry = next((v for k, v in (r for r in rest if isinstance(r, tuple)) if k == "retry"), None)
         body = tuple(r for r in rest if isinstance(r, (ast.Let, ast.TxQuery)))
-        return ast.Transaction(str(name), weight, retry, body, self._s(meta))
+        return ast.TransactionNode(str(name), weight, retry, body, self._s(meta))
 
     # ramp ----------------------------------------------------------------------------------
     def _ramp_item(kind: str):  # type: ignore[no-untyped-def,misc]  # a decorator factory of the class body

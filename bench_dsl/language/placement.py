@@ -10,7 +10,7 @@ from bench_dsl.language import syntax as ast
 from bench_dsl.language.values import Checker, span_of
 
 
-class FleetKind(Protocol):
+class NamedFleet(Protocol):
     """What the language asks of a fleet that `workers NAME [N]` names (bench_dsl.fleet.registry's
     kinds, handed in by the caller as the workload kinds are: the language never imports the fleets,
     which are built on it)."""
@@ -22,7 +22,7 @@ class FleetKind(Protocol):
     def problem(self, targeted: bool) -> tuple[str, str] | None: ...  # why it cannot run users now: (message, hint)
 
 
-Fleets = Mapping[str, FleetKind]
+Fleets = Mapping[str, NamedFleet]
 
 
 def workers(c: Checker, item: ast.Item | None, targeted: bool, fleets: Fleets) -> tuple[int | None, str | None]:

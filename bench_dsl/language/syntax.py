@@ -91,7 +91,7 @@ class TxRetry:
 
 
 @dataclass(frozen=True, slots=True)
-class Transaction:
+class TransactionNode:
     name: str
     weight: Expr | None
     retry: TxRetry | None
@@ -113,11 +113,11 @@ class Mix:
 
 
 @dataclass(frozen=True, slots=True)
-class Workload:
+class WorkloadNode:
     kind: str
     variant: str | None
     settings: tuple[Setting, ...]
-    transactions: tuple[Transaction, ...]
+    transactions: tuple[TransactionNode, ...]
     mixes: tuple[Mix, ...]  # every `mix { }` written, so that a second one can be reported
     span: Span
     kind_span: Span
@@ -188,7 +188,7 @@ class LoadNode:
 
 
 @dataclass(frozen=True, slots=True)
-class Fill:
+class FillNode:
     table: str
     rows: Expr
     columns: tuple[Setting, ...]
@@ -196,7 +196,7 @@ class Fill:
 
 
 @dataclass(frozen=True, slots=True)
-class SetupSql:
+class SetupSqlNode:
     sql: str
     span: Span
 
@@ -253,7 +253,7 @@ class FileNode:
     text: str
 
 
-def transactions_named(node: Workload) -> tuple[str, ...]:
+def transactions_named(node: WorkloadNode) -> tuple[str, ...]:
     """The transactions a block writes out (or its test name): what a kind without a fixed set declares."""
     return tuple(t.name for t in node.transactions) or ((node.variant,) if node.variant else ())
 

@@ -35,9 +35,9 @@ class WorkloadKind(Protocol):
     @property
     def kind(self) -> str: ...
     @property
-    def validate(self) -> Callable[[Checker, ast.Workload], m.WorkloadSpec | None]: ...
+    def validate(self) -> Callable[[Checker, ast.WorkloadNode], m.WorkloadSpec | None]: ...
     @property
-    def declared_transactions(self) -> Callable[[ast.Workload], tuple[str, ...]]: ...
+    def declared_transactions(self) -> Callable[[ast.WorkloadNode], tuple[str, ...]]: ...
     @property
     def takes_setup(self) -> bool: ...
     @property
@@ -143,11 +143,11 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
         lambda: server.settings(c, items.all("server"), embedded=given is None))
     replica_dsns = server.replicas(c, items.all("replica"), embedded=given is None)
     monitor = server.monitor(c, items.first("monitor"))
-    workload, tx_names = parts.part(c, "workload", items.all("Workload"),
-                                    lambda: _workload(c, sc, items.all("Workload"), workloads))
+    workload, tx_names = parts.part(c, "workload", items.all("workload"),
+                                    lambda: _workload(c, sc, items.all("workload"), workloads))
     # the file's workload, its places quiet with this configuration's values: a rate that reads the
     # mix (a rate in nopm: new_order's share of it) builds the configuration's own, said nothing of
-    own = ((lambda: _workload(configurations.aside(c), sc, items.all("Workload"), workloads)[0])
+    own = ((lambda: _workload(configurations.aside(c), sc, items.all("workload"), workloads)[0])
            if "workload" in parts.reused else None)
     # a target line whose env() is unset now may be set when the file runs: `bench run` says so then
     workers, cluster = placement.workers(c, items.first("workers"), items.first("target") is not None, fleets)
@@ -156,7 +156,7 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
     report_every = ramp.report_every(c, items.first("report"))
     kind = workloads.get(workload.kind) if workload else None
     load = _load(c, items, warmup, sc, workload, kind, load_kinds or {}, (own, configurations.own_share(
-        parts, c, kind, items.all("Workload"), workload)))
+        parts, c, kind, items.all("workload"), workload)))
     users = ramp.bounded_run(c, load, warmup, span_of(items.first("ramp") or items.first("rate")
                                                       or items.first("duration")))
     stop = parts.part(c, "stop", items.all("stop"), lambda: _conditions(c, items.all("stop"), tx_names, users,
@@ -265,7 +265,7 @@ def _load(c: Checker, items: _Items, warmup: float, sc: ast.ScenarioNode, worklo
 
 
 class _Items:
-    """The scenario's items by keyword (a workload's "Workload", both ramps' "ramp"); each one given
+    """The scenario's items by keyword (both ramps' "ramp", a vary's "Vary"); each one given
     more than once is reported, but `replica` (one per replica)."""
 
     MANY = ("replica",)
@@ -281,12 +281,14 @@ class _Items:
                 key = "users"
             elif isinstance(it, ast.LoadNode):
                 key = "load"
+            elif isinstance(it, ast.WorkloadNode):
+                key = "workload"
             elif isinstance(it, ast.Rate):
                 key = "warmup rate" if rate.on_warmup_line(warmup, it) else "rate"
             self.by_key.setdefault(key, []).append(it)
         for key, lst in self.by_key.items():
             if len(lst) > 1 and key not in self.MANY:
-                what = {"Workload": "workload", "Vary": "vary"}.get(key, key)
+                what = {"Vary": "vary"}.get(key, key)
                 for dup in lst[1:]:
                     c.error(f"'{what}' is given more than once", span_of(dup), "keep one")
 
@@ -364,7 +366,7 @@ def _workload(c: Checker, sc: ast.ScenarioNode, nodes: list[object],
         c.error("the scenario has no workload", sc.span,
                 "add: workload sysbench oltp_read_write { tables = 1  table_size = 10000 }")
         return None, ()
-    node: ast.Workload = nodes[0]  # type: ignore[assignment]
+    node: ast.WorkloadNode = nodes[0]  # type: ignore[assignment]
     plugin = workloads.get(node.kind)
     if plugin is None:
         close = difflib.get_close_matches(node.kind, list(workloads), n=1)
@@ -429,7 +431,7 @@ def _setup(c: Checker, blocks: list[object], workload: m.WorkloadSpec | None,
             c.error(f"setup is for {kinds} workloads; {workload.kind} prepares its own data", blk.span,  # type: ignore[attr-defined]
                     "remove the setup block, or use workload custom with your own tables")
         for node in blk.entries:  # type: ignore[attr-defined]
-            if isinstance(node, ast.SetupSql):
+            if isinstance(node, ast.SetupSqlNode):
                 setup.append(m.SetupSql(node.sql, node.span))
                 continue
             rows = c.place(("fill rows",), (node.rows,),

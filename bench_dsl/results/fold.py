@@ -2,11 +2,11 @@
 summary.json (summary.py), `bench compare` (comparison.py, from the summary) and the report (report/)
 all read their numbers here, so the three cannot disagree.
 
-    group(results) -> [Configuration]     repeats together, in the order first seen, labelled apart
+    group(results) -> [FoldedConfiguration]     repeats together, in the order first seen, labelled apart
     load_axis(doc) -> "users" | "rate"    what a result's load is measured in (AXES: its words)
     one_axis(configs)                     the one axis of results read together, or a UsageError
-    Configuration.by_users                one entry per point of its axis: each figure folded over repeats
-    Configuration.saturation              the saturation point folded over repeats, on its axis
+    FoldedConfiguration.by_users                one entry per point of its axis: each figure folded over repeats
+    FoldedConfiguration.saturation              the saturation point folded over repeats, on its axis
 
 The load axis: a closed-loop result (`users`, `ramp`) measured users counts, an open-loop one
 (`rate`) offered rates with a pool of users serving them. Its steps, its saturation point and every
@@ -100,7 +100,7 @@ def _names(measures: Measures) -> set[str]:
 
 
 @dataclass(eq=False)
-class Configuration:
+class FoldedConfiguration:
     """The runs of one configuration: a study's repeats of it, or one plain result file."""
 
     key: tuple[Any, ...]
@@ -172,15 +172,15 @@ def configuration_key(doc: dict[str, Any], path: Path | None) -> tuple[Any, ...]
     return (root, conf.get("study"), conf.get("study_id"), str(conf["id"]), values)
 
 
-def group(results: Sequence[ResultFile | dict[str, Any]]) -> list[Configuration]:
+def group(results: Sequence[ResultFile | dict[str, Any]]) -> list[FoldedConfiguration]:
     """Configurations in the order their first result comes (a directory's natural order: c2 before
     c10), each one's repeats in repeat order, labelled apart (_labels)."""
-    out: dict[tuple[Any, ...], Configuration] = {}
+    out: dict[tuple[Any, ...], FoldedConfiguration] = {}
     for i, r in enumerate(results):
         r = r if isinstance(r, ResultFile) else ResultFile(r)
         found = configuration_key(r.doc, r.path)
         key = ("file", i) if found is None else ("configuration", *found)
-        out.setdefault(key, Configuration(key, "")).results.append(r)
+        out.setdefault(key, FoldedConfiguration(key, "")).results.append(r)
     confs = list(out.values())
     for c in confs:
         if c.conf is not None:
@@ -189,7 +189,7 @@ def group(results: Sequence[ResultFile | dict[str, Any]]) -> list[Configuration]
     return confs
 
 
-def _labels(confs: list[Configuration]) -> None:
+def _labels(confs: list[FoldedConfiguration]) -> None:
     """A label that tells the configurations apart (the charts' legend, the comparison's columns):
     the configuration's own, else the scenario's name. Where those clash: every plain run by its file
     name, a configuration by its label and its study's directory; then a plain run by its directory
@@ -198,7 +198,7 @@ def _labels(confs: list[Configuration]) -> None:
         seen = Counter(c.label for c in confs)
         return {k for k, n in seen.items() if n > 1}
 
-    def own(c: Configuration) -> str | None:
+    def own(c: FoldedConfiguration) -> str | None:
         return None if c.conf is None else str(c.conf.get("label") or c.conf.get("id"))
 
     for c in confs:

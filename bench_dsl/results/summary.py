@@ -21,7 +21,7 @@ from typing import Any
 
 from bench_dsl import __version__
 from bench_dsl.engine.profiles.registry import AXES, axis_of
-from bench_dsl.results.fold import Configuration, group
+from bench_dsl.results.fold import FoldedConfiguration, group
 from bench_dsl.results.read import ResultFile
 
 SUMMARY_SCHEMA = "https://bench-dsl.dev/schema/summary-v1.json"
@@ -72,7 +72,7 @@ def summarize(results: Sequence[ResultFile | dict[str, Any]], base: str | Path |
     }
 
 
-def _configuration(n: int, c: Configuration, base: Path | None) -> dict[str, Any]:
+def _configuration(n: int, c: FoldedConfiguration, base: Path | None) -> dict[str, Any]:
     docs = c.docs
     conf = c.conf or {}
     sat = [d.get("saturation") or {} for d in docs]

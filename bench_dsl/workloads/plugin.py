@@ -29,10 +29,10 @@ class WorkloadPlugin(Generic[Spec]):
 
     kind: str
     # the block's options as the kind's spec, reported through the Checker; None when it has errors
-    validate: Callable[[Checker, ast.Workload], Spec | None]
+    validate: Callable[[Checker, ast.WorkloadNode], Spec | None]
     # the transaction names a block declares even when it has errors: what conditions are checked
     # against then, so that one mistake is reported once
-    declared_transactions: Callable[[ast.Workload], tuple[str, ...]]
+    declared_transactions: Callable[[ast.WorkloadNode], tuple[str, ...]]
     # the "  workload: ..." lines of `bench check --plan`
     plan_lines: Callable[[Spec], list[str]]
     # what runs it, from just what a worker process is sent: the spec, the setup and the seed
@@ -60,7 +60,7 @@ class WorkloadPlugin(Generic[Spec]):
     # places quiet at the configuration's values, its transactions the file's spec's): (the file's
     # spec, its block, what the place of an expression gives at the configuration's lets (a
     # weight), transaction, committed), without building the configuration's spec; None: it is built
-    share_at: Callable[[Spec, ast.Workload, Callable[[ast.Expr], object], str | None, bool],
+    share_at: Callable[[Spec, ast.WorkloadNode, Callable[[ast.Expr], object], str | None, bool],
                        float | None] | None = None
 
 

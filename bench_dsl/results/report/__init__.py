@@ -8,10 +8,10 @@ Importing this package imports altair; `bench check` and `bench run` never do.
 
 from __future__ import annotations
 
-from bench_dsl.results.fold import Configuration, group
+from bench_dsl.results.fold import FoldedConfiguration, group
 from bench_dsl.results.read import ResultFile, find_results
-from bench_dsl.results.report.charts import Figure, figures
+from bench_dsl.results.report.charts import ReportChart, figures
 from bench_dsl.results.report.render import render_html, write_html, write_images
 
-__all__ = ["Configuration", "Figure", "ResultFile", "figures", "find_results", "group", "render_html",
+__all__ = ["FoldedConfiguration", "ReportChart", "ResultFile", "figures", "find_results", "group", "render_html",
            "write_html", "write_images"]

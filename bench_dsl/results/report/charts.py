@@ -23,7 +23,7 @@ from bench_dsl.core.axis import LoadAxis
 from bench_dsl.engine.profiles.registry import DEFAULT_AXIS, axis_of
 from bench_dsl.engine.stopping import StopReason
 from bench_dsl.language.metric_decls import MetricDecl
-from bench_dsl.results.fold import Configuration
+from bench_dsl.results.fold import FoldedConfiguration
 from bench_dsl.results.report import data
 from bench_dsl.workloads import registry
 
@@ -41,7 +41,7 @@ NINES_LABEL = ("datum.value <= 1 ? '0%' : datum.value <= 10 ? '90%' : datum.valu
 
 
 @dataclass(frozen=True, slots=True)
-class Figure:
+class ReportChart:
     """One chart of the report: `name` is its image's file name, `caption` what to read in it."""
 
     name: str
@@ -54,55 +54,55 @@ class Figure:
         return self.chart.configure(font=FONT).configure_title(subtitleFont=FONT).to_dict()
 
 
-def figures(configs: list[Configuration]) -> list[Figure]:
+def figures(configs: list[FoldedConfiguration]) -> list[ReportChart]:
     """Every chart of the report that has something to draw, in the order the report shows them
     (a run that measured no step, a target lost at once, has no curve: its chart is left out)."""
     single = all(len(c.results) == 1 for c in configs)
     spread = "" if single else " Points are the median over the repeats; bars span their min to max."
     ax = data.axis(configs)
     point = ax.point_meaning
-    out: list[Figure] = []
+    out: list[ReportChart] = []
     if data.by_users(configs, data.tps):
-        out.append(Figure(
+        out.append(ReportChart(
             f"throughput-vs-{ax.name}", f"Throughput against {ax.heading}",
             "Transactions per second of each step's measured window, per configuration; the diamond is "
             f"the saturation point ({point})." + spread,
             throughput_vs_users(configs)))
     if [r for r in data.by_users(configs, data.latency("p99")) if r["value"] > 0]:
-        out.append(Figure(
+        out.append(ReportChart(
             f"latency-vs-{ax.name}", f"p90 and p99 latency against {ax.heading}",
             "Latency percentiles of all transactions in each step's measured window (log scale)"
             + ax.latency_from + "." + spread,
             latency_vs_users(configs)))
     if any(data.timeline(c.docs[0], c.label)[0] for c in configs):
-        out.append(Figure(
+        out.append(ReportChart(
             "timeline", "Throughput and p95 over time",
             "Each report interval of the run (warm-up and settling included); the shaded spans are the "
             f"steps' measured windows, grey lines mark where a step changed the {ax.heading}, the red line the "
             "moment the stop condition fired." + ("" if single else " One run per configuration: its first repeat."),
             timeline(configs)))
     if data.spectrum(configs):
-        out.append(Figure(
+        out.append(ReportChart(
             "latency-spectrum", "Latency percentile spectrum per step",
             "The latency at each percentile from the steps' HDR histograms (every transaction"
             + ("" if single else " and every repeat") + "); each nine gets the same width.",
             spectrum(configs)))
     if data.by_users(configs, data.cpu("server")) or data.by_users(configs, data.cpu("client")):
-        out.append(Figure(
+        out.append(ReportChart(
             f"cpu-vs-{ax.name}", f"Server and client CPU against {ax.heading}",
             "CPU use over each step's measured window, in % of the whole machine: the server process "
             "(solid) and bench-dsl's own processes (dashed)." + spread,
             cpu_vs_users(configs)))
     for d in registry.METRICS:  # each figure derived from the server's status, by its declaration
         if d.derive is not None and d.summarized and data.by_users(configs, d.path):
-            out.append(Figure(
+            out.append(ReportChart(
                 f"{d.figure_name.replace('_', '-')}-vs-{ax.name}", f"{d.heading} against {ax.heading}",
                 f"{d.description or d.heading}, over each step's measured window, per configuration." + spread,
                 declared_vs_users(configs, d)))
     return out
 
 
-def _colour(configs: Sequence[Configuration]) -> alt.Scale:
+def _colour(configs: Sequence[FoldedConfiguration]) -> alt.Scale:
     labels = [c.label for c in configs]
     # ten colours, then twenty
     return alt.Scale(domain=labels, scheme="category10") if len(labels) <= 10 else alt.Scale(domain=labels,
@@ -114,7 +114,7 @@ def _legend() -> alt.Legend:
     return alt.Legend(title="configuration", orient="bottom", direction="vertical", labelLimit=700)
 
 
-def _colour_by(configs: Sequence[Configuration]) -> alt.Color:
+def _colour_by(configs: Sequence[FoldedConfiguration]) -> alt.Color:
     # every layer the same legend: layers whose legends differ (one None) make Vega warn in the page
     return alt.Color("configuration:N", scale=_colour(configs), legend=_legend())
 
@@ -143,7 +143,7 @@ def _x_tip(ax: LoadAxis) -> alt.Tooltip:
 # draws two identical dots, not the two dashes).
 
 
-def _by_users_layers(rows: list[data.Row], configs: Sequence[Configuration], title: str, scale: alt.Scale,
+def _by_users_layers(rows: list[data.Row], configs: Sequence[FoldedConfiguration], title: str, scale: alt.Scale,
                      dash: alt.StrokeDash | None = None) -> list[alt.Chart]:
     base = alt.Chart(alt.InlineData(values=rows))
     y = alt.Y("value:Q", title=title, scale=scale)
@@ -168,7 +168,7 @@ def _by_users_layers(rows: list[data.Row], configs: Sequence[Configuration], tit
     return layers
 
 
-def _saturation_layers(rows: list[data.Row], configs: Sequence[Configuration], x: alt.X,
+def _saturation_layers(rows: list[data.Row], configs: Sequence[FoldedConfiguration], x: alt.X,
                        y: alt.Y) -> list[alt.Chart]:
     if not rows:
         return []
@@ -182,7 +182,7 @@ def _saturation_layers(rows: list[data.Row], configs: Sequence[Configuration], x
     return [marker, text]
 
 
-def throughput_vs_users(configs: list[Configuration]) -> Panel:
+def throughput_vs_users(configs: list[FoldedConfiguration]) -> Panel:
     rows = data.by_users(configs, data.tps, "tps")
     ax = data.axis(configs)
     title, scale = "throughput (transactions/s)", alt.Scale(zero=True)
@@ -195,7 +195,7 @@ def throughput_vs_users(configs: list[Configuration]) -> Panel:
                               subtitle="a diamond marks the saturation point of each configuration"))
 
 
-def latency_vs_users(configs: list[Configuration]) -> Panel:
+def latency_vs_users(configs: list[FoldedConfiguration]) -> Panel:
     rows = data.by_users(configs, data.latency("p90"), "p90") + data.by_users(configs, data.latency("p99"), "p99")
     rows = [r for r in rows if r["value"] > 0 and r["min"] > 0]  # a log axis has no place for 0
     dash = alt.StrokeDash("series:N", title="percentile", legend=None,  # the subtitle says which is which
@@ -209,7 +209,7 @@ def latency_vs_users(configs: list[Configuration]) -> Panel:
         title=alt.TitleParams(f"p90 and p99 latency against {ax.heading}", subtitle=subtitle))
 
 
-def cpu_vs_users(configs: list[Configuration]) -> Panel:
+def cpu_vs_users(configs: list[FoldedConfiguration]) -> Panel:
     rows = data.by_users(configs, data.cpu("server"), "server") + data.by_users(configs, data.cpu("client"), "client")
     dash = alt.StrokeDash("series:N", title="process", legend=None,  # the subtitle says which is which
                          scale=alt.Scale(domain=["server", "client"], range=[[1, 0], [6, 3]]))
@@ -220,7 +220,7 @@ def cpu_vs_users(configs: list[Configuration]) -> Panel:
                               subtitle="solid: the server process, dashed: bench-dsl (the client)"))
 
 
-def declared_vs_users(configs: list[Configuration], d: MetricDecl) -> Panel:
+def declared_vs_users(configs: list[FoldedConfiguration], d: MetricDecl) -> Panel:
     """A declared figure (MetricDecl) of each step against the load axis."""
     rows = data.by_users(configs, d.path)
     title = f"{d.heading} ({d.unit})" if d.unit and d.unit not in d.heading else d.heading
@@ -234,7 +234,7 @@ def _grid(charts: list[Panel], title: str, subtitle: str) -> alt.ConcatChart:
     return alt.concat(*charts, columns=2).properties(title=top)
 
 
-def timeline(configs: list[Configuration]) -> alt.ConcatChart:
+def timeline(configs: list[FoldedConfiguration]) -> alt.ConcatChart:
     panels: list[Panel] = []
     shown = [c for c in configs if data.timeline(c.docs[0], c.label)[0]]
     for c in shown:
@@ -287,7 +287,7 @@ def _run_subtitle(doc: dict[str, Any]) -> str:
     return f"{point}, {said}"
 
 
-def spectrum(configs: list[Configuration]) -> alt.ConcatChart:
+def spectrum(configs: list[FoldedConfiguration]) -> alt.ConcatChart:
     rows = data.spectrum(configs)
     ax = data.axis(configs)
     users = sorted({r[ax.key] for r in rows})

@@ -26,39 +26,39 @@ from bench_dsl.core.axis import LoadAxis
 from bench_dsl.engine.profiles.registry import AXES, axis_of
 from bench_dsl.engine.stopping import StopReason
 from bench_dsl.measure.metrics import new_histogram
-from bench_dsl.results.fold import Configuration, at, measured_steps, one_axis
+from bench_dsl.results.fold import FoldedConfiguration, at, measured_steps, one_axis
 
 Row = dict[str, Any]
-Figure = tuple[str, ...]  # where a figure is in a fold.by_users entry
+FigurePath = tuple[str, ...]  # where a figure is in a fold.by_users entry
 
-tps: Figure = ("tps",)
+tps: FigurePath = ("tps",)
 
 
 def _num(v: Any) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
 
 
-def latency(name: str) -> Figure:
+def latency(name: str) -> FigurePath:
     return ("latency_ms", name)
 
 
-def cpu(source: str) -> Figure:
+def cpu(source: str) -> FigurePath:
     return ("cpu_pct", source)
 
 
-def _stat(entry: dict[str, Any], figure: Figure) -> dict[str, Any] | None:
+def _stat(entry: dict[str, Any], figure: FigurePath) -> dict[str, Any] | None:
     node: Any = entry
     for key in figure:
         node = node.get(key) if isinstance(node, dict) else None
     return node if isinstance(node, dict) and node.get("median") is not None else None
 
 
-def axis(configs: list[Configuration]) -> LoadAxis:
+def axis(configs: list[FoldedConfiguration]) -> LoadAxis:
     """The configurations' one load axis (a UsageError when some ran users and some a rate)."""
     return AXES[one_axis((c.label, c.axis) for c in configs)]
 
 
-def by_users(configs: list[Configuration], figure: Figure, series: str = "") -> list[Row]:
+def by_users(configs: list[FoldedConfiguration], figure: FigurePath, series: str = "") -> list[Row]:
     """One row per configuration and point of the axis (users count, offered rate): the median over
     repeats, min and max, how many."""
     rows: list[Row] = []
@@ -72,7 +72,7 @@ def by_users(configs: list[Configuration], figure: Figure, series: str = "") -> 
     return rows
 
 
-def saturation_rows(configs: list[Configuration], figure: Figure) -> list[Row]:
+def saturation_rows(configs: list[FoldedConfiguration], figure: FigurePath) -> list[Row]:
     """The saturation point of each configuration, placed on its median curve of `figure`."""
     rows: list[Row] = []
     curves: dict[str, list[tuple[float, float]]] = {}
@@ -108,15 +108,15 @@ def _on_curve(curve: list[tuple[float, float]], users: float) -> float | None:
     return next((v for u, v in curve if u == users), None)
 
 
-def _condition(c: Configuration) -> str | None:
+def _condition(c: FoldedConfiguration) -> str | None:
     """The condition that ended most repeats that a stop condition ended (None: none fired)."""
     found = [d.get("saturation") or {} for d in c.docs]
     conditions = [s["condition"] for s in found if s.get("saturated") and s.get("condition")]
     return statistics.mode(conditions) if conditions else None
 
 
-def ran_out_of(c: Configuration) -> str | None:
-    """What ran out where most of its repeats ended (fold: Configuration.bottleneck), in a few
+def ran_out_of(c: FoldedConfiguration) -> str | None:
+    """What ran out where most of its repeats ended (fold: FoldedConfiguration.bottleneck), in a few
     words: "limited by row locks (high confidence)"; None where none said."""
     b = c.bottleneck
     if b is None:
@@ -168,7 +168,7 @@ def measured_windows(doc: dict[str, Any]) -> list[Row]:
     return rows
 
 
-def spectrum(configs: list[Configuration], points_per_decade: int = 20) -> list[Row]:
+def spectrum(configs: list[FoldedConfiguration], points_per_decade: int = 20) -> list[Row]:
     """The latency at each percentile, per configuration and point of the axis, from the steps' HDR
     histograms (every transaction and every repeat merged). `x` is 1/(1-p): the 99.9th percentile
     sits at 1000, so a log axis gives each nine the same width, as HdrHistogram's own plots do."""
@@ -207,7 +207,7 @@ def _spectrum_row(label: str, ax: LoadAxis, point: float, x: float, p: float, mi
             "percentile": round(p, 4), "latency_ms": micros / 1000.0}
 
 
-def summary_rows(configs: list[Configuration]) -> list[Row]:
+def summary_rows(configs: list[FoldedConfiguration]) -> list[Row]:
     """The table at the top of the report: one line per configuration."""
     rows: list[Row] = []
     ax = axis(configs)

@@ -17,10 +17,10 @@ import vl_convert as vlc
 from bench_dsl import __version__
 from bench_dsl.core.cache import cache_file
 from bench_dsl.results.files import write_atomically
-from bench_dsl.results.fold import Configuration, group
+from bench_dsl.results.fold import FoldedConfiguration, group
 from bench_dsl.results.read import ResultFile
 from bench_dsl.results.report import data
-from bench_dsl.results.report.charts import Figure, figures
+from bench_dsl.results.report.charts import ReportChart, figures
 
 PNG_SCALE = 2.0  # pixels per CSS pixel: sharp enough for a paper or a README on a dense screen
 
@@ -31,7 +31,7 @@ def vl_version() -> str:
     return "v" + "_".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
 
 
-def _configs(docs: Sequence[dict[str, Any] | ResultFile]) -> list[Configuration]:
+def _configs(docs: Sequence[dict[str, Any] | ResultFile]) -> list[FoldedConfiguration]:
     configs = group(docs)
     if not configs:
         raise ValueError("no results to report on")
@@ -118,7 +118,7 @@ def _bundle(version: str) -> str:
     return text
 
 
-def render_html(configs: list[Configuration], figs: list[Figure]) -> str:
+def render_html(configs: list[FoldedConfiguration], figs: list[ReportChart]) -> str:
     bundle = _bundle(vl_version())
     esc = html.escape
     rows = data.summary_rows(configs)

@@ -90,7 +90,7 @@ def native_sql(sql: str) -> tuple[str, tuple[str, ...]]:
     return _PARAM.sub(repl, sql), tuple(names)
 
 
-def validate(c: Checker, node: ast.Workload) -> CustomWorkload | None:
+def validate(c: Checker, node: ast.WorkloadNode) -> CustomWorkload | None:
     if node.variant is not None:
         c.error("a custom workload has no test name", node.variant_span, "workload custom { transaction ... }")
     for st in node.settings:
@@ -115,7 +115,7 @@ def validate(c: Checker, node: ast.Workload) -> CustomWorkload | None:
     return CustomWorkload(tuple(txs)) if len(txs) == len(node.transactions) else None
 
 
-def _transaction(c: Checker, tx: ast.Transaction) -> TransactionSpec | None:
+def _transaction(c: Checker, tx: ast.TransactionNode) -> TransactionSpec | None:
     before = c.error_count
     weight = c.place(("weight",), (tx.weight,), lambda k: _weight(k, tx)) if tx.weight else 1.0
     retries, retry_on = 0, frozenset[int]()
@@ -159,7 +159,7 @@ def _transaction(c: Checker, tx: ast.Transaction) -> TransactionSpec | None:
     return TransactionSpec(tx.name, float(weight), tuple(lets), tuple(queries), retries, retry_on, tx.span)
 
 
-def _weight(c: Checker, tx: ast.Transaction) -> float | None:
+def _weight(c: Checker, tx: ast.TransactionNode) -> float | None:
     weight = c.number(tx.weight, f"weight of {tx.name}", minimum=0, allow_units=("%",))
     if weight is not None and weight <= 0:
         c.error("a weight must be larger than 0", span_of(tx.weight), "weight 1 or more (weights are relative)")
@@ -182,7 +182,7 @@ def share(spec: CustomWorkload, transaction: str | None, committed: bool) -> flo
     return mix_share({t.name: t.weight for t in spec.transactions}, transaction)
 
 
-def share_at(spec: CustomWorkload, node: ast.Workload, value: Callable[[ast.Expr], object], transaction: str | None,
+def share_at(spec: CustomWorkload, node: ast.WorkloadNode, value: Callable[[ast.Expr], object], transaction: str | None,
              committed: bool) -> float | None:
     """`share` of the spec `node` makes with its weights at `value` (a study's configuration)."""
     return mix_share({tx.name: float(value(tx.weight)) if tx.weight else 1.0  # type: ignore[arg-type]

@@ -153,7 +153,7 @@ def transactions(s: SysbenchWorkload) -> Transactions:
     return Transactions((Transaction(tuple(steps), in_transaction(s)),))
 
 
-def validate(c: Checker, node: ast.Workload) -> SysbenchWorkload | None:
+def validate(c: Checker, node: ast.WorkloadNode) -> SysbenchWorkload | None:
     if node.variant not in SYSBENCH_TESTS:
         close = difflib.get_close_matches(node.variant or "", list(SYSBENCH_TESTS), n=1)
         where = node.variant_span or node.kind_span  # no test name: point at 'sysbench'
@@ -193,7 +193,7 @@ def validate(c: Checker, node: ast.Workload) -> SysbenchWorkload | None:
     return SysbenchWorkload(test=node.variant, **opts)  # type: ignore[arg-type]
 
 
-def declared_transactions(node: ast.Workload) -> tuple[str, ...]:
+def declared_transactions(node: ast.WorkloadNode) -> tuple[str, ...]:
     # a misspelt test: judge the conditions against the test it most likely means, so the typo is
     # reported once, not again as the "transaction" every condition should name
     return tuple(difflib.get_close_matches(node.variant or "", SYSBENCH_TESTS, n=1)) or SYSBENCH_TESTS

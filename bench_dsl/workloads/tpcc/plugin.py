@@ -65,7 +65,7 @@ _MINIMUM_SHARE = {"payment": 43.0, "order_status": 4.0, "delivery": 4.0, "stock_
 _OPTIONS = ["warehouses", "keying_time", "procedures", "loader_connections", "retries"]
 
 
-def validate(c: Checker, node: ast.Workload) -> TpccWorkload | None:
+def validate(c: Checker, node: ast.WorkloadNode) -> TpccWorkload | None:
     before = c.error_count
     if node.variant is not None:
         c.error("a tpcc workload has no test name", node.variant_span, "workload tpcc { warehouses = 10 }")
@@ -158,7 +158,7 @@ def _mix(c: Checker, node: ast.Mix) -> tuple[tuple[str, float], ...] | None:
     return tuple((name, shares.get(name, 0.0)) for name in TPCC_TRANSACTIONS)
 
 
-def declared_transactions(node: ast.Workload) -> tuple[str, ...]:
+def declared_transactions(node: ast.WorkloadNode) -> tuple[str, ...]:
     return TPCC_TRANSACTIONS
 
 
