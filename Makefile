@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 BENCH := .venv/bin/bench
 
-.PHONY: run test test-min lint setup check clean bench fuzz
+.PHONY: run test test-min lint setup check clean bench fuzz soak
 
 setup:
 	@scripts/setup.sh
@@ -43,6 +43,11 @@ bench: setup
 ## errors, hangs, accepted-but-unplannable inputs. FUZZ_MINUTES=5 by default; the suite runs ~20 s of it.
 fuzz: setup
 	$(PY) -m tests.fuzzing --minutes $(or $(FUZZ_MINUTES),5)
+
+## The unit and engine floors ROUNDS times (20) under HOGS busy loops (4): what the wall clock or a busy
+## machine breaks fails here first. Takes the machine: run nothing else beside it.
+soak: setup
+	@scripts/soak.sh
 
 ## Validate every shipped scenario and example.
 check: setup
