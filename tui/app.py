@@ -38,6 +38,7 @@ from .widgets import (
     Headline,
     LogPanel,
     NodesPanel,
+    RanOutPanel,
     RunHeader,
     StatePanel,
     TimeChartPanel,
@@ -133,6 +134,7 @@ class MainScreen(Screen[None]):
         yield TxPanel(st, id="tx")
         with Horizontal(id="bottom"):
             yield ConditionsPanel(st, id="conditions")
+            yield RanOutPanel(st, id="ran-out")
             yield LogPanel(st, id="log")
         yield VerdictPanel(st, self.results, id="verdict")
         yield Footer()

@@ -21,9 +21,9 @@ from bench_dsl.results import verdict
 from .live_conditions import ConditionBoard
 
 # Parts of the screen, as marked by `changed`.
-HEADER, FIGURES, NODES, TIME_CHART, USERS_CHART, TX, CONDITIONS, LOG, VERDICT = (
-    "header", "figures", "nodes", "time_chart", "users_chart", "tx", "conditions", "log", "verdict")
-ALL_PARTS = frozenset({HEADER, FIGURES, NODES, TIME_CHART, USERS_CHART, TX, CONDITIONS, LOG, VERDICT})
+HEADER, FIGURES, NODES, TIME_CHART, USERS_CHART, TX, CONDITIONS, LOG, VERDICT, RAN_OUT = (
+    "header", "figures", "nodes", "time_chart", "users_chart", "tx", "conditions", "log", "verdict", "ran_out")
+ALL_PARTS = frozenset({HEADER, FIGURES, NODES, TIME_CHART, USERS_CHART, TX, CONDITIONS, LOG, VERDICT, RAN_OUT})
 
 MAX_POINTS = 1024  # throughput-over-time points kept; older ones are merged in pairs, extremes kept
 
@@ -149,6 +149,8 @@ class LiveState:
         self.linear = False  # a linear ramp: its users chart has a point per interval, not per step
         self.fired: StopReason | None = None
         self.saturation: SaturationPoint | None = None  # the judge's, as it stands (Saturation events)
+        # what ran out in the last step that said (its number, its users, its bottleneck as the result holds it)
+        self.ran_out: tuple[int, int, dict[str, Any]] | None = None
         self.finished: ev.Finished | None = None
         self.stopping = False
         self.error_messages: dict[int, str] = {}
@@ -291,7 +293,8 @@ class LiveState:
         if isinstance(b := d.get("bottleneck"), dict) and b.get("words"):  # what ran out, step by step
             ended = float(d.get("start_s") or 0.0) + float(d.get("seconds") or 0.0)
             self.log.add("info", f"s{d.get('step')}: {verdict.text(verdict.ran_out_line(b))}", ended)
-            self.changed.add(LOG)
+            self.ran_out = (int(d.get("step") or 0), int(d.get("users") or 0), dict(b))
+            self.changed |= {LOG, RAN_OUT}
 
     def _on_control(self, e: ev.Control) -> None:
         if e.action == "stop":

@@ -7,12 +7,15 @@ from pathlib import Path
 from typing import ClassVar
 
 from rich.console import RenderableType
+from rich.text import Text
 from textual.widget import Widget
+
+from bench_dsl.results import verdict as verdict_words
 
 from . import render
 from .chart import ThroughputChart, UsersChart, doubling
 from .nodes import nodes
-from .state import CONDITIONS, FIGURES, HEADER, LOG, NODES, TIME_CHART, TX, USERS_CHART, VERDICT, LiveState
+from .state import CONDITIONS, FIGURES, HEADER, LOG, NODES, RAN_OUT, TIME_CHART, TX, USERS_CHART, VERDICT, LiveState
 
 
 class StatePanel(Widget):
@@ -155,6 +158,26 @@ class LogPanel(StatePanel):
     def render(self) -> RenderableType:
         size = self.content_size
         return render.log_text(self.state.log.tail(size.height), size.width)
+
+
+class RanOutPanel(StatePanel):
+    """What ran out in the last measured step (bench_dsl.attribution, by the engine's bottleneck):
+    the finding, its evidence, what was ruled out; it changes with each step."""
+
+    PARTS = frozenset({RAN_OUT})
+
+    def retitle(self) -> None:
+        at = self.state.ran_out
+        # shown from the first step that says: a run without steps (or a recording from before) keeps
+        # the conditions' and the log's room
+        self.display = at is not None
+        self.title("what ran out", f"step {at[0]} · {at[1]} users" if at is not None else "")
+
+    def render(self) -> RenderableType:
+        at = self.state.ran_out
+        if at is None:
+            return Text("")
+        return Text("\n").join(render.said(line) for line in verdict_words.ran_out_lines(at[2]))
 
 
 class VerdictPanel(StatePanel):

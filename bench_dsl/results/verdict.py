@@ -101,6 +101,28 @@ def ran_out_line(bottleneck: Json) -> Line:
             (f" ({bottleneck.get('confidence')} confidence)", "dim")]
 
 
+def ran_out_lines(bottleneck: Json) -> list[Line]:
+    """What ran out in a step, as a panel says it: the finding and its confidence, each piece of its
+    evidence against its limit (or the earlier step's value), and what was ruled out."""
+    head = str(bottleneck.get("words") or "").partition("; not ")[0]  # what was ruled out is listed below
+    confidence = str(bottleneck.get("confidence") or "")
+    # its confidence first: a short panel cuts the end of a long finding
+    lines: list[Line] = [[(f"{confidence} confidence: ", {"high": "bad", "medium": "warn"}.get(confidence, "dim")),
+                          (head, "strong")]]
+    for e in bottleneck.get("evidence") or []:
+        if not isinstance(e, dict):
+            continue
+        against = (f" (limit {e.get('op') or ''} {_n(e['limit'])})" if e.get("limit") is not None else
+                   f" (was {_n(e['baseline'])})" if e.get("baseline") is not None else "")
+        value = "-" if e.get("value") is None else _n(e["value"])
+        lines.append([("  ", "plain"), (f"{e.get('figure')} {value} {e.get('unit') or ''}".rstrip(),
+                                        "warn" if e.get("corroborates") else "plain"), (against, "dim")])
+    ruled = [str(r.get("short") or r.get("class")) for r in bottleneck.get("ruled_out") or [] if isinstance(r, dict)]
+    if ruled:
+        lines.append([("not: ", "dim"), ("; ".join(ruled), "dim")])
+    return lines
+
+
 def expect_line(e: Json) -> Line:
     """One expectation: `expect saturation >= 8 users: FAIL (measured 4.0): why`."""
     passed = bool(e.get("passed"))

@@ -174,9 +174,14 @@ async def test_the_replayed_result_ends_on_the_screen_the_live_run_ended_on(live
     assert st.fired == was.fired and st.finished is not None and was.finished is not None
     assert st.finished.to_json() == was.finished.to_json()
     assert st.step_points == was.step_points and st.last_step == was.last_step
-    for part in ("stop conditions", "transactions", "verdict"):
+    for part in ("stop conditions", "transactions", "what ran out", "verdict"):
         assert panel(text, part) == panel(live.screen, part), part
     assert any(f"FIRED  {doc['stop']['condition']}" in ln for ln in panel(text, "stop conditions"))
+    # what ran out in the last step: its finding, its confidence, the step in the panel's border
+    ran_out, last = " ".join(" ".join(ln[1:-1] for ln in panel(text, "what ran out")).split()), doc["steps"][-1]
+    said = last["bottleneck"]
+    assert ran_out.startswith(f"{said['confidence']} confidence: {' '.join(said['words'].split()[:4])}"), ran_out
+    assert f"step {last['step']} · {last['users']} users" in text
     errors = [(e.code, e.count, e.message) for e in st.log.tail(50) if e.code is not None]
     assert errors and errors == [(e.code, e.count, e.message) for e in was.log.tail(50) if e.code is not None]
 
