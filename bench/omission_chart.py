@@ -77,7 +77,7 @@ def write_chart(r: dict[str, Any], directory: Path, name: str) -> list[Path]:
     import vl_convert as vlc
 
     from bench_dsl.results.files import write_atomically
-    from bench_dsl.results.report.render import PNG_SCALE, vl_version
+    from bench_dsl.results.report.html import PNG_SCALE, vl_version
 
     spec = chart(r).configure(font=FONT).configure_title(subtitleFont=FONT).to_dict()
     svg, png = Path(directory) / f"{name}.svg", Path(directory) / f"{name}.png"

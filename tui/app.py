@@ -31,7 +31,7 @@ from bench_dsl.core.printable import printable_data
 from bench_dsl.engine.events import Event
 
 from . import render
-from .driver import HangupSafeDriver
+from .hangup_driver import HangupSafeDriver
 from .state import HEADER, LOG, VERDICT, LiveState
 from .widgets import (
     ConditionsPanel,

@@ -80,7 +80,7 @@ def run(args: argparse.Namespace, err: Console) -> int:
     # users results and rate results answer different questions: never drawn on one axis (exit 2)
     one_axis((c.label, c.axis) for c in configs)
 
-    from bench_dsl.results.report.render import (  # altair and vl-convert: only now
+    from bench_dsl.results.report.html import (  # altair and vl-convert: only now
         write_html,
         write_images,
     )

@@ -16,7 +16,7 @@ from bench_dsl.engine.plan import plan, planned_seconds
 from bench_dsl.engine.plan_text import describe
 from bench_dsl.engine.profiles import registry
 from bench_dsl.engine.profiles.base import warmup_phase
-from bench_dsl.engine.profiles.users import OnUsers, UsersScheduler
+from bench_dsl.engine.profiles.closed_loop import OnUsers, UsersScheduler
 from bench_dsl.engine.runner import Run
 from bench_dsl.engine.scenario_file import load
 from bench_dsl.language.model import Scenario

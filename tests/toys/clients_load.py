@@ -12,7 +12,7 @@ from bench_dsl.core.axis import LoadAxis
 from bench_dsl.core.errors import Span
 from bench_dsl.engine.phases import Phase, Plan, whole
 from bench_dsl.engine.profiles.base import LoadProfile, warmup_phase
-from bench_dsl.engine.profiles.users import UsersScheduler
+from bench_dsl.engine.profiles.closed_loop import UsersScheduler
 from bench_dsl.language import syntax as ast
 from bench_dsl.language.loads import unknown_settings
 from bench_dsl.language.model import PointUnits, Window

@@ -142,7 +142,7 @@ def test_closing_the_terminal_at_the_verdict_ends_bench(tmux: Tmux, dsn_url: str
     bench = [p for p in psutil.process_iter(["cmdline"]) if str(f) in " ".join(p.info["cmdline"] or [])]
     assert bench
     tmux("kill-session", "-t", "ui")  # the terminal goes: SIGHUP to what runs in it
-    # an orphan waits for a key for ever, or hangs in Textual's output queue (bench_dsl/tui/driver.py, where
+    # an orphan waits for a key for ever, or hangs in Textual's output queue (bench_dsl/tui/hangup_driver.py, where
     # one of 8 runs under load hung before); leaving takes 2-3 s on a loaded machine
     _, alive = psutil.wait_procs(bench, timeout=60)
     for p in alive:  # an orphan must not outlive the test that found it

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench_dsl.results.report import render
+from bench_dsl.results.report import html as render
 
 
 def test_the_bundle_is_kept_and_a_tampered_copy_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

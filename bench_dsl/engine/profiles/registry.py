@@ -7,8 +7,8 @@ from typing import Any
 from bench_dsl.core import plugins
 from bench_dsl.core.axis import LoadAxis
 from bench_dsl.engine.profiles.base import LoadProfile
-from bench_dsl.engine.profiles.rate import RATE_PROFILES
-from bench_dsl.engine.profiles.users import USERS_PROFILES
+from bench_dsl.engine.profiles.closed_loop import USERS_PROFILES
+from bench_dsl.engine.profiles.open_loop import RATE_PROFILES
 from bench_dsl.language.loads import LoadKind
 
 # A plugin's (bench_dsl.core.plugins: LOAD_PROFILES) after bench-dsl's own.

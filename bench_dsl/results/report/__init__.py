@@ -11,7 +11,7 @@ from __future__ import annotations
 from bench_dsl.results.fold import FoldedConfiguration, group
 from bench_dsl.results.read import ResultFile, find_results
 from bench_dsl.results.report.charts import ReportChart, figures
-from bench_dsl.results.report.render import render_html, write_html, write_images
+from bench_dsl.results.report.html import render_html, write_html, write_images
 
 __all__ = ["FoldedConfiguration", "ReportChart", "ResultFile", "figures", "find_results", "group", "render_html",
            "write_html", "write_images"]

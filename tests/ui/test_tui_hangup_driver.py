@@ -1,4 +1,4 @@
-"""The terminal driver once its terminal is gone: nothing it does may block (bench_dsl/tui/driver.py).
+"""The terminal driver once its terminal is gone: nothing it does may block (bench_dsl/tui/hangup_driver.py).
 The end-to-end case, a closed tmux window at the verdict, is tests/ui/test_tui_terminal.py."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import threading
 from textual.app import App
 from textual.drivers._writer_thread import MAX_QUEUED_WRITES, WriterThread
 
-from bench_dsl.tui.driver import HangupSafeDriver
+from bench_dsl.tui.hangup_driver import HangupSafeDriver
 
 
 async def test_a_driver_whose_output_thread_died_neither_blocks_a_write_nor_closing() -> None:
