@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench_dsl.engine import events as ev
+from bench_dsl.engine.phases import Plan, PlannedRun
 from bench_dsl.engine.profiles.registry import DEFAULT_AXIS, axis_of
 from bench_dsl.engine.saturation import SaturationPoint
 from bench_dsl.engine.stopping import StopReason
@@ -125,7 +126,7 @@ class LiveState:
         self.target = ""
         self.server_version = ""
         self.embedded = False
-        self.plan: dict[str, Any] = {}
+        self.plan = PlannedRun(Plan((), 0))
         self.transactions: list[str] = []
         self.t = 0.0  # the engine's elapsed seconds, from the latest event that carries it
         self.phase = "starting"
@@ -230,9 +231,9 @@ class LiveState:
         self.target = e.target
         self.server_version = e.server_version
         self.embedded = e.embedded
-        self.plan = dict(e.plan or {})
-        self.steps = self.plan.get("steps")
-        self.linear = any(p.get("kind") == "ramp" for p in self.plan.get("phases") or [])
+        self.plan = e.plan
+        self.steps = self.plan.plan.steps or None  # a plan that says none (an empty one in a test)
+        self.linear = any(p.kind == "ramp" for p in self.plan.plan.phases)
         self.transactions = list(e.transactions)
         self.board.started(e)
         for c in e.condition_specs:

@@ -114,7 +114,7 @@ class UsersChartPanel(StatePanel):
     def render(self) -> RenderableType:
         st, size = self.state, self.content_size
         whole = st.axis.whole  # a users axis: the plan's users, and the step in progress, are its points
-        step_users = sorted({p["users"] for p in st.plan.get("phases") or [] if p.get("step") is not None})
+        step_users = sorted({p.users for p in st.plan.plan.phases if p.step is not None})
         points = step_users if whole else sorted({p.x for p in st.step_points if p.x})
         running = st.finished is None and st.phase in ("settle", "hold", "ramp") and whole
         return UsersChart(st.step_points, size.width, size.height, p90_limit_ms=st.p90_limit_ms,

@@ -1,7 +1,8 @@
 """Kinds from outside bench-dsl: a load profile, a fleet, a workload, a metric (a figure a condition
 may name). A plugin is a module named in the environment variable BENCH_DSL_PLUGINS (comma-separated:
 the tests' toys, a kind being tried; as PYTHONPATH, it runs the code it names) or an installed
-package's entry point in the group "bench_dsl.plugins". It declares what it adds as module attributes, each a sequence, read by the registry that owns them:
+package's entry point in the group "bench_dsl.plugins". It declares what it adds as module
+attributes, each a sequence, read by the registry that owns them:
 
     LOAD_PROFILES    bench_dsl.engine.profiles.base.LoadProfile  bench_dsl.engine.profiles.registry
     FLEET_KINDS      bench_dsl.fleet.kinds.FleetKind            bench_dsl.fleet.registry

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from bench_dsl.core.figures import Figures
+from bench_dsl.engine.phases import PlannedRun
 from bench_dsl.engine.rows import IntervalRow, StepRow
 from bench_dsl.engine.saturation import SaturationPoint
 from bench_dsl.engine.stopping import StopReason
@@ -108,7 +109,7 @@ class Started(Event):
     target: str  # password removed
     server_version: str
     embedded: bool
-    plan: Json
+    plan: PlannedRun
     transactions: list[str]
     conditions: list[str]  # as written in the file
     condition_specs: tuple[ConditionSpec, ...] = ()
@@ -116,7 +117,7 @@ class Started(Event):
 
     def to_json(self) -> Json:
         return {"type": self.type, "scenario": self.scenario, "target": self.target,
-                "server_version": self.server_version, "embedded": self.embedded, "plan": self.plan,
+                "server_version": self.server_version, "embedded": self.embedded, "plan": self.plan.to_json(),
                 "transactions": self.transactions, "conditions": self.conditions,
                 "condition_specs": [c.to_json() for c in self.condition_specs]}
 
@@ -317,8 +318,7 @@ class Fired(Event):
 
 @dataclass(frozen=True, slots=True)
 class Saturation(Event):
-    """The judge's saturation point as it stands (engine/saturation.py). Until `saturated` it is only
-    where the climb stands: the screen marks it as the saturation point from then on."""
+    """The judge's saturation point as it stands: until `saturated`, only where the climb stands."""
     type: ClassVar[str] = "saturation"
     saturation: SaturationPoint
 
@@ -399,7 +399,7 @@ def from_json(d: Json) -> Event:
         d["saturation"] = SaturationPoint.from_json(d["saturation"])
     if kind is Started:
         specs = tuple(ConditionSpec(**s, latency=is_latency(s["metric"])) for s in d.pop("condition_specs", []))
-        return Started(**d, condition_specs=specs)
+        return Started(**d | {"plan": PlannedRun.from_json(d.get("plan"))}, condition_specs=specs)
     if kind is Begin:
         return Begin(**d | {"figures": Figures.from_json(d.get("figures"))})
     if kind is Conditions:

@@ -18,7 +18,7 @@ import psutil
 
 from bench_dsl.core.errors import ExitCode
 from bench_dsl.core.figures import Figure, Figures
-from bench_dsl.engine.phases import Plan
+from bench_dsl.engine.phases import Plan, PlannedRun
 from bench_dsl.engine.profiles.registry import profile_of
 from bench_dsl.engine.stopping import StopReason
 from bench_dsl.language import model as m
@@ -44,13 +44,6 @@ def now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
-def plan_json(plan: Plan, time_scale: float, max_steps: int | None) -> dict[str, Any]:
-    return {"steps": plan.steps, "seconds": plan.seconds,
-            "phases": [{"kind": p.kind, "step": p.step, "users": p.users, "users_end": p.users_end,
-                        "seconds": p.seconds} for p in plan.phases],
-            "time_scale": time_scale, "max_steps": max_steps}
-
-
 def scenario_json(sc: m.Scenario, workload: dict[str, object], names: tuple[str, ...] | list[str], plan: Plan,
                   time_scale: float, max_steps: int | None, scrub: Callable[[str], str]) -> dict[str, Any]:
     """The result document's "scenario": what was asked, passwords removed by `scrub`."""
@@ -58,7 +51,7 @@ def scenario_json(sc: m.Scenario, workload: dict[str, object], names: tuple[str,
             "parameters": {k: scrub(str(v)) if isinstance(v, str) else v for k, v in sc.parameters.items()},
             "seed": sc.seed, "workload": workload | {"transactions": list(names), "digest": workload_digest(sc)},
             "stop": [c.text for c in sc.stop], "expect": [c.text for c in sc.expect],
-            "plan": plan_json(plan, time_scale, max_steps),
+            "plan": PlannedRun(plan, time_scale, max_steps).to_json(),
             # what its load is measured in (bench_dsl.core.axis), and what it asked beyond the phases
             "load_axis": profile_of(sc.ramp).axis.name, **profile_of(sc.ramp).asked(sc.ramp)}
 

@@ -4,7 +4,9 @@ types: what judges a run (the judge, a replay) reads them without loading any pr
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +47,31 @@ class Plan:
     @property
     def max_users(self) -> int:
         return max(max(p.users, p.users_end) for p in self.phases)
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedRun:
+    """A run's plan as it was run: its phases, and the shrinking of them asked on the command line
+    (--time-scale, --max-steps). Its JSON is the result's scenario "plan"; read back (a replay), each
+    phase has what that JSON says of it (when it was judged and a rate's arrivals are the profile's)."""
+
+    plan: Plan
+    time_scale: float = 1.0
+    max_steps: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"steps": self.plan.steps, "seconds": self.plan.seconds,
+                "phases": [{"kind": p.kind, "step": p.step, "users": p.users, "users_end": p.users_end,
+                            "seconds": p.seconds} for p in self.plan.phases],
+                "time_scale": self.time_scale, "max_steps": self.max_steps}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any] | None) -> PlannedRun:
+        d = d or {}
+        phases = tuple(Phase(str(p.get("kind")), p.get("step"), int(p.get("users") or 0),
+                             int(p.get("users_end", p.get("users")) or 0), float(p.get("seconds") or 0.0))
+                       for p in d.get("phases") or [] if isinstance(p, Mapping))
+        return cls(Plan(phases, int(d.get("steps") or 0)), float(d.get("time_scale") or 1.0), d.get("max_steps"))
 
 
 def whole(seconds: float, scale: float) -> float:

@@ -17,8 +17,7 @@ from bench_dsl.core.dsn import Dsn, ServerIdentity
 from bench_dsl.core.errors import TargetError, error_reason
 from bench_dsl.core.mysql_errors import CONNECTION_LOST, SCENARIO_ERRORS
 from bench_dsl.engine import events as ev
-from bench_dsl.engine.outcome import plan_json
-from bench_dsl.engine.phases import Plan
+from bench_dsl.engine.phases import Plan, PlannedRun
 from bench_dsl.engine.stopping import StopReason
 from bench_dsl.engine.voice import Voice
 from bench_dsl.fleet import registry
@@ -114,7 +113,7 @@ class Stage:
                   "identity": {"hostname": info.identity.hostname, "port": info.identity.port,
                                "datadir": info.identity.datadir}}
         self.publish(ev.Started(sc.name, dsn.redacted(), info.version, self.server is not None,
-                                plan_json(self.plan, time_scale, max_steps), list(self.workload.names),
+                                PlannedRun(self.plan, time_scale, max_steps), list(self.workload.names),
                                 [c.text for c in sc.stop], specs, server))
         embedded = self.server
         return Target(dsn, replica_dsns, info.pid, embedded.alive if embedded is not None else None,

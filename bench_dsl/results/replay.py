@@ -36,6 +36,7 @@ from bench_dsl.core.figures import Figures
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.client_limit import CLIENT_LAG_MS
 from bench_dsl.engine.judge import state_of
+from bench_dsl.engine.phases import PlannedRun
 from bench_dsl.engine.rows import IntervalRow, StepRow
 from bench_dsl.engine.saturation import SaturationPoint
 from bench_dsl.engine.stopping import StopReason
@@ -104,8 +105,8 @@ def document_events(doc: Json) -> list[Timed]:
     """The events a run's sinks got, as far as its result document keeps them (see the module)."""
     sc, intervals, step_rows = doc["scenario"], list(doc["intervals"]), {r["step"]: r for r in doc["steps"]}
     figures = catalog(Figures.from_json(doc.get("figures")))
-    plan = sc.get("plan") or {}
-    steps = int(plan.get("steps") or 0)
+    plan = PlannedRun.from_json(sc.get("plan"))
+    steps = plan.plan.steps
     start = float(intervals[0]["start_s"]) if intervals else 0.0
     end = float(doc.get("elapsed_s") or 0.0)
     out: list[Timed] = [(0.0, ev.Begin((doc.get("tool") or {}).get("version") or "", doc.get("started_at") or "",
@@ -218,13 +219,13 @@ def _fired_warning(warnings: list[str], fired: StopReason | None) -> int:
     return len(warnings)
 
 
-def _phase_event(plan: Json, row: Json, steps: int) -> ev.PhaseBegan:
+def _phase_event(plan: PlannedRun, row: Json, steps: int) -> ev.PhaseBegan:
     kind, step = row["phase"], row["step"]
-    p = next((p for p in plan.get("phases") or [] if p.get("kind") == kind and p.get("step") == step), None)
+    p = next((p for p in plan.plan.phases if p.kind == kind and p.step == step), None)
     if p is None:  # not in the plan as stored: what the interval says
         users = int(row.get("users") or 0)
         return ev.PhaseBegan(kind, step, steps, users, None, users, row["start_s"])
-    return ev.PhaseBegan(kind, step, steps, p["users"], p.get("seconds"), p.get("users_end"), row["start_s"])
+    return ev.PhaseBegan(kind, step, steps, p.users, p.seconds, p.users_end, row["start_s"])
 
 
 def catalog(doc_figures: Figures) -> Figures:

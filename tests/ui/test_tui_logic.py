@@ -14,6 +14,7 @@ from rich.style import Style
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.events import Event
 from bench_dsl.engine.rows import IntervalRow
+from bench_dsl.engine.phases import PlannedRun
 from bench_dsl.engine.saturation import SaturationPoint
 from bench_dsl.results import verdict
 from bench_dsl.results.verdict import fmt_num
@@ -188,7 +189,8 @@ def test_prepare_shows_a_progress_bar() -> None:
 
 def test_the_target_never_shows_a_password() -> None:
     st = LiveState()
-    st.apply(ev.Started("s", "mysql://app:Sekret-99@db.example:3306/shop", "8.0.36", False, {}, [], []))
+    st.apply(ev.Started("s", "mysql://app:Sekret-99@db.example:3306/shop", "8.0.36", False, PlannedRun.from_json({}),
+                        [], []))
     head = text_of(render.header(st, 120), 120)
     assert "Sekret-99" not in head and "MySQL 8.0.36" in head and "db.example:3306/shop" in head
     # at 80 columns the target is cut, never the clock
@@ -392,7 +394,7 @@ def test_a_boundary_label_never_runs_off_the_chart() -> None:
 def test_a_linear_ramp_is_drawn_per_interval() -> None:
     st = LiveState()
     phases = [{"kind": "ramp", "step": 1, "users": 1, "users_end": 8, "seconds": 4.0}]
-    st.apply(ev.Started("lin", "t", "v", True, {"steps": 1, "phases": phases}, ["read"], ["p90(read) > 50ms"],
+    st.apply(ev.Started("lin", "t", "v", True, PlannedRun.from_json({"steps": 1, "phases": phases}), ["read"], ["p90(read) > 50ms"],
                         (ev.ConditionSpec("p90(read) > 50ms", "p90(read) > 50ms", "threshold", "p90(read)", ">",
                                           50.0, "ms", None, True),)))
     st.apply(ev.PhaseBegan("ramp", 1, 1, 1, 4.0, 8, 1.0))
@@ -449,7 +451,7 @@ def test_a_rates_steps_are_drawn_at_the_rates_they_offered() -> None:
     st = LiveState()
     st.apply(ev.Begin("test", "now", {"name": "rates", "load_axis": "rate"}, {}))
     phases = [{"kind": "hold", "step": n, "users": 8, "users_end": 8, "seconds": 3.0} for n in (1, 2, 3)]
-    st.apply(ev.Started("rates", "t", "v", True, {"steps": 3, "phases": phases}, ["t"], [], ()))
+    st.apply(ev.Started("rates", "t", "v", True, PlannedRun.from_json({"steps": 3, "phases": phases}), ["t"], [], ()))
     for n, (rate, achieved) in enumerate(((100.0, 99.5), (200.0, 198.0), (400.0, 260.0)), 1):
         st.apply(ev.StepEnded(StepRow(n, 8, True, None, 3.0 * n, {"tps": achieved, "users": 8,
                                                             "latency_ms": {"p90": 2.0 * n}}, None, [], {}, {"rate_tps": rate})))

@@ -77,8 +77,8 @@ def test_only_the_judge_judges() -> None:
 
 
 def test_the_live_screen_and_the_sinks_take_only_events_from_the_engine() -> None:
-    """They read what the engine says (bench_dsl.engine.events, and the stop reason and the saturation
-    point its events carry: bench_dsl.engine.stopping, .saturation), and what the load profiles declare of their axes (their
+    """They read what the engine says (bench_dsl.engine.events, and the stop reason, the saturation
+    point and the plan its events carry: bench_dsl.engine.stopping, .saturation, .phases), and what the load profiles declare of their axes (their
     words: bench_dsl.engine.profiles.registry), never the engine's workings."""
     import ast
 
@@ -90,6 +90,7 @@ def test_the_live_screen_and_the_sinks_take_only_events_from_the_engine() -> Non
             for name in names:
                 if name.startswith("bench_dsl.engine"):
                     assert name in ("bench_dsl.engine.events", "bench_dsl.engine.stopping",
-                                    "bench_dsl.engine.saturation", "bench_dsl.engine.profiles.registry") or (
+                                    "bench_dsl.engine.saturation", "bench_dsl.engine.phases",
+                                    "bench_dsl.engine.profiles.registry") or (
                         name == "bench_dsl.engine" and all(
                         a.name == "events" for a in node.names)), f"{f.relative_to(ROOT)} imports {name}"  # type: ignore[union-attr]
