@@ -58,7 +58,7 @@ class StatusWindow(Protocol):
     any case."""
 
     @property
-    def transactions(self) -> int: ...  # completed in it, every kind
+    def transactions(self) -> float: ...  # completed in its span, every kind (a count scaled to the span)
 
     def grew(self, name: str) -> float | None: ...  # how much a counter grew in it (None: not read)
 
@@ -113,6 +113,7 @@ class MetricDecl:
     compared: bool = False  # a row of bench compare's table at each users count
     gated: bool = False  # bench compare --fail-if can name it
     compare_unit: str = ""  # its unit in compare's rows ("tx/s"); default: the unit
+    charted: bool = False  # bench report draws it against the load axis (a figure derived from the status is)
     # --- a figure of the server's, derived from its status over a window -------------------------
     # The variables it reads (the server's side reads them at every tick) and how it is computed
     # from them: with these, a metric is whole from its declaration, as a throughput is. Every row
@@ -209,6 +210,16 @@ CORE: tuple[MetricDecl, ...] = (
                arg="none", expect_only=True, higher_is_better=True, gated=True,
                arg_error=("saturation is the whole run's (the load at which it saturated): it takes no (name)",
                           "saturation >= 32 users")),
+    # figures of results only: response-time consistency (bench_dsl.measure.consistency), lower is better
+    MetricDecl("latency_stddev", "time", "ms", "time", title="latency stddev ms", condition=False,
+               description="The standard deviation of every transaction's response time",
+               figure="latency_stddev_ms", higher_is_better=False, summarized=True, compared=True, charted=True),
+    MetricDecl("p99_p50", "gauge", "x", "plain", title="p99/p50", condition=False, figure="p99_p50_ratio",
+               description="p99 over p50 of the response time: how far the tail stands from the middle",
+               higher_is_better=False, summarized=True, compared=True, charted=True),
+    MetricDecl("tps_cv", "share", "%", "percent", title="tps CV %", condition=False, figure="tps_cv_pct",
+               description="The coefficient of variation of throughput across the step's seconds (its jitter)",
+               higher_is_better=False, summarized=True, compared=True, charted=True),
     # figures of results only: the CPU each transaction cost (bench_dsl.results.fold.cpu_us_per_tx)
     MetricDecl("server_cpu_us_per_tx", "cost", "µs", "plain", title="server CPU µs/tx", condition=False,
                at=("cpu_us_per_tx", "server"),

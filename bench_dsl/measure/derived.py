@@ -11,12 +11,14 @@ from bench_dsl.language.metric_decls import MetricDecl, Table
 
 class StatusOf:
     """A window's server status as a derived metric reads it (metric_decls.StatusWindow): the
-    counters' growth and the variables' values, by lowercase name, over `seconds`."""
+    counters' growth and the variables' values, by lowercase name, over `seconds`, and the
+    transactions completed in those seconds (the window's count scaled to them: the status is read
+    on its own clock, and a tick's readings may span more or less than the tick)."""
 
     __slots__ = ("_grew", "_seconds", "_values", "transactions")
 
     def __init__(self, grew: Mapping[str, float], values: Mapping[str, float], seconds: float,
-                 transactions: int) -> None:
+                 transactions: float) -> None:
         self._grew, self._values, self._seconds, self.transactions = grew, values, seconds, transactions
 
     def grew(self, name: str) -> float | None:

@@ -29,7 +29,18 @@ FIGURES = (
            live=STEP),
     Figure("stall_total_s", "s", "count", "sum", "client", "figures", "the stalls' total: the spans of stall_s's "
            "kind that lasted 1 s or more", digits=3),
+    # response-time consistency (bench_dsl.measure.consistency)
+    Figure("latency_stddev_ms", "ms", "latency", "recompute", "client", "figures", "the standard deviation, in ms, "
+           "of every transaction's response time in it; null when none completed", digits=3, nullable=True,
+           title="latency stddev ms"),
+    Figure("p99_p50_ratio", "x", "ratio", "recompute", "client", "figures", "p99 over p50 of every transaction's "
+           "response time in it: how far the tail stands from the middle; null when none completed", digits=3,
+           nullable=True, title="p99/p50"),
+    Figure("tps_cv_pct", "%", "ratio", "recompute", "client", "figures", "the coefficient of variation of throughput "
+           "across its seconds (each tick of 0.5 s or more): their standard deviation over their mean, in %; null "
+           "with fewer than two", digits=2, nullable=True, title="tps CV %"),
 )
+
 
 
 def client_figures(table: Table) -> tuple[Figure, ...]:

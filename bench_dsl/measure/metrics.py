@@ -12,6 +12,7 @@ from hdrh.histogram import HdrHistogram
 
 from bench_dsl.language.metric_decls import CORE_TABLE, MetricDecl, Table
 from bench_dsl.language.model import Metric
+from bench_dsl.measure.consistency import Jitter, consistency
 from bench_dsl.measure.derived import StatusOf, derived, derived_figures
 from bench_dsl.measure.figures import client_figures
 from bench_dsl.measure.stalls import Span, Stalls, join
@@ -162,7 +163,7 @@ class TickStats:
             out["achieved_tps"] = round(done / secs, 1)
         if self.status is not None:
             st = self.status
-            out |= derived_figures(metrics, StatusOf(st.grew, st.values, st.seconds, whole[0]))
+            out |= derived_figures(metrics, StatusOf(st.grew, st.values, st.seconds, whole[0] * st.seconds / secs))
         if self.lag is not None:
             out["lag_s"] = round(self.lag, 2)
         if self.host is not None and (busiest := self.host.busiest()) is not None:
@@ -199,6 +200,7 @@ class Aggregate:
         self._disk_secs: dict[str, float] = {}
         self._disk_sum: dict[str, dict[str, float]] = {}
         self._stall_pieces: list[Span] | None = None
+        self.jitter = Jitter()  # each tick's throughput, for its spread (measure.consistency)
 
     def add(self, tick: TickStats) -> None:
         for name, st in tick.tx.items():
@@ -210,6 +212,7 @@ class Aggregate:
             self.arrivals.merge(tick.arrivals)
         self.seconds += tick.seconds
         self.ticks += 1
+        self.jitter.add(sum(st.count for st in tick.tx.values()), tick.seconds)
         if tick.stalls is not None:
             self._stall_pieces = join(self._stall_pieces or [], tick.stalls)
         for k, v in tick.cpu.items():
@@ -333,7 +336,9 @@ class Aggregate:
         """Its server status as a derived figure reads it (None: none was read)."""
         if not self.status_values:
             return None
-        return StatusOf(self.status_grew, self.status_values, self.status_seconds, self.all.count)
+        # the transactions of the status' own span (its readings and the ticks' counts are cut apart)
+        scale = self.status_seconds / self.seconds if self.seconds > 0 else 1.0
+        return StatusOf(self.status_grew, self.status_values, self.status_seconds, self.all.count * scale)
 
     def open_loop(self, name: str) -> float | None:
         """An open-loop rate's figure: the share of offered arrivals that completed (achieved) or
@@ -382,6 +387,7 @@ class Aggregate:
             "seconds": round(self.seconds, 3),
             "users": self.users_max,
             **one(self.all),
+            **consistency(self.all.hist, self.all.count, self.jitter),
             **{d.name: round(n, 1) for d in self.metrics.measuring("throughput")  # nopm: of new_order always
                if d.transaction is not None and (n := self.throughput(d)) is not None},
             **(stalls.to_json() if (stalls := self.stalls()) is not None else {}),

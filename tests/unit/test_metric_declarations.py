@@ -48,7 +48,8 @@ def test_nopm_is_the_tpcc_plugins_not_the_cores() -> None:
     assert registry.METRICS.names()[8:12] == ["tps", "tpm", "qps", "nopm"]
     assert list(registry.METRICS.shown("gated")) == ["tps", "tpm", "nopm", "p50", "p90", "p95", "p99", "saturation"]
     assert list(registry.METRICS.shown("compared")) == [
-        "tps", "tpm", "nopm", "p50", "p95", "p99", "server_cpu_us_per_tx", "client_cpu_us_per_tx", "error_rate_pct"]
+        "tps", "tpm", "nopm", "p50", "p95", "p99", "server_cpu_us_per_tx", "client_cpu_us_per_tx", "error_rate_pct",
+        "tps_cv_pct", "latency_stddev_ms", "p99_p50_ratio"]
 
 
 def test_a_metric_is_declared_once() -> None:

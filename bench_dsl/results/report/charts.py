@@ -93,8 +93,9 @@ def figures(configs: list[FoldedConfiguration]) -> list[ReportChart]:
             "CPU use over each step's measured window, in % of the whole machine: the server process "
             "(solid) and bench-dsl's own processes (dashed)." + spread,
             cpu_vs_users(configs)))
-    for d in registry.METRICS:  # each figure derived from the server's status, by its declaration
-        if d.derive is not None and d.summarized and data.by_users(configs, d.path):
+    # each declared figure the report draws (consistency) and each derived from the server's status
+    for d in registry.METRICS:
+        if (d.charted or d.derive is not None) and d.summarized and data.by_users(configs, d.path):
             out.append(ReportChart(
                 f"{d.figure_name.replace('_', '-')}-vs-{ax.name}", f"{d.heading} against {ax.heading}",
                 f"{d.description or d.heading}, over each step's measured window, per configuration." + spread,
