@@ -39,19 +39,24 @@ def signs(w: Window) -> list[Evidence]:
     return out
 
 
-def off_cpu_gate(w: Window, cls: str, title: str, sign: str) -> RuledOut | Evidence | None:
+def off_cpu_gate(w: Window, cls: str, title: str, sign: str, row_locks_too: bool = False) -> RuledOut | Evidence | None:
     """The sessions in the server mostly neither on CPU nor on a row lock, as an I/O wait needs:
-    ruled out when they were not, the evidence when they were, None when A is not known."""
+    ruled out when they were not, the evidence when they were, None when A is not known.
+    `row_locks_too`: a row lock wait counts as off CPU, for a class whose reads the lock holders
+    wait on while the others wait for them (the buffer pool's)."""
     other = w.other_of_active()
+    if row_locks_too and other is not None:
+        other = r3(other + (w.profile.of_active(w.profile.row_lock_share) or 0.0))
     if other is None:
         return None
+    where = "off CPU" if row_locks_too else "neither on CPU nor on a row lock"
     if other < OTHER_OF_ACTIVE:
         return RuledOut(cls, "other_of_active", other, "of running sessions",
-                        f"not {title}: {sign}, but only {pct(other)} of running sessions were off CPU and "
-                        "off row locks",
+                        f"not {title}: {sign}, but only {pct(other)} of running sessions were "
+                        + ("off CPU" if row_locks_too else "off CPU and off row locks"),
                         f"{title} ({pct(other)} of running sessions off CPU)", OTHER_OF_ACTIVE)
     return Evidence("other_of_active", other, "of running sessions", OTHER_OF_ACTIVE, corroborates=False,
-                    note="in the server, neither on CPU nor on a row lock")
+                    note=f"in the server, {where}")
 
 
 def judge(w: Window) -> Outcome:
