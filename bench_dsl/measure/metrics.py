@@ -15,6 +15,13 @@ from bench_dsl.language.model import Metric
 from bench_dsl.measure.figures import client_figures
 from bench_dsl.measure.stalls import Span, Stalls, join
 
+# the keys of a tick's cpu that are a queue for a resource, not a CPU % (bench_dsl.measure.cpu.Waits
+# reads them): a window's row holds them apart, as "pressure" ({"cpu"|"io": {"some": % of time}})
+# and "server_sched" ({"run_delay_s_per_s", "throttled_s_per_s"}), what bench_dsl.attribution reads
+PRESSURE_KEY = "pressure:"
+SCHED_KEY = "sched:"
+WAIT_KEYS = (PRESSURE_KEY, SCHED_KEY)
+
 LOWEST_US = 1
 HIGHEST_US = 3_600_000_000  # one hour: a stalled server must still be measured, not clipped
 SIGNIFICANT_DIGITS = 3
@@ -150,7 +157,8 @@ class TickStats:
             **{d.name: round(n * d.per / secs, 1) for d, n in rates.items() if d.transaction is None},
             "errors_per_s": round(sum(st.error_count for st in self.tx.values()) / secs, 2),
             "retries_per_s": round(sum(st.retries for st in self.tx.values()) / secs, 2),
-            "cpu": {k: (None if v is None else round(v, 1)) for k, v in self.cpu.items()},
+            "cpu": {k: (None if v is None else round(v, 1)) for k, v in self.cpu.items()
+                    if not k.startswith(WAIT_KEYS)},
             "transactions": {n: {"count": st.count, "tps": round(st.count / secs, 1), "errors": st.error_count}
                              for n, st in self.tx.items()},
         }
@@ -382,12 +390,20 @@ class Aggregate:
             **({"cpu_by_client_host": each} if (each := {k.removeprefix("client_host:"): _r(self.cpu(k))
                                                          for k in sorted(self._cpu_n) if k.startswith("client_host:")})
                else {}),
+            **self.waits(),
             "transactions": {n: one(self.tx[n]) for n in self.names},
             **({"server_status": st} if (st := self.server_status()) is not None else {}),
             **({"disk": d} if (d := self.disk()) is not None else {}),
             **({"replication": {"lag_s": self.lag_last, "lag_max_s": self.lag_max, "lag_min_s": self.lag_min,
                                 "replicas": self.replicas}} if self.lag_last is not None else {}),
         }
+
+    def waits(self) -> dict[str, object]:
+        """The queues for the CPU and the disks over the window (bench_dsl.measure.cpu.Waits)."""
+        pressure = {k.removeprefix(PRESSURE_KEY): {"some": _r(self.cpu(k))} for k in sorted(self._cpu_n)
+                    if k.startswith(PRESSURE_KEY)}
+        sched = {k.removeprefix(SCHED_KEY): _r3(self.cpu(k)) for k in sorted(self._cpu_n) if k.startswith(SCHED_KEY)}
+        return {**({"pressure": pressure} if pressure else {}), **({"server_sched": sched} if sched else {})}
 
     def so_far(self) -> dict[str, object]:
         """The summary's figures a live display shows of a step still running."""
@@ -413,3 +429,7 @@ def counted(d: MetricDecl, txs: dict[str, TxStats], count: int, queries: int, ro
 
 def _r(v: float | None) -> float | None:
     return None if v is None else round(v, 2)
+
+
+def _r3(v: float | None) -> float | None:
+    return None if v is None else round(v, 3)

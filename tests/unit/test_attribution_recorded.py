@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import json
 import sys
+from dataclasses import replace
 from typing import Any
 
 from hypothesis import given, settings
@@ -90,6 +91,25 @@ def test_the_8m_climb_of_what_breaks_first_is_the_buffer_pool_even_where_its_hot
     assert [(f.cls, f.symptom_of) for f in last.findings] == [("buffer_pool", None), ("row_locks", "buffer_pool")]
     gate = next(e for e in last.evidence if e.figure == "other_of_active")
     assert gate.value is not None and gate.value >= 0.9  # row lock waits count as off CPU here
+
+
+def test_a_recorded_server_held_to_one_core_is_server_cpu() -> None:
+    """tests/fixtures/attribution-server-cpu.json: the server in a cgroup with a one-core quota, 4
+    and 8 users summing 5,000 rows a statement. Threads_running's mean stays at 2: a session whose
+    statement waits for the server's one core is not counted running until a thread reads it, so
+    75% and 88% of the sessions' time is outside the server. The client's probe found it short of
+    nothing, so that time is the server's CPU queue: server CPU, high, at both steps."""
+    rec = json.loads((ROOT / "tests" / "fixtures" / "attribution-server-cpu.json").read_text())
+    steps = rec["steps"]
+    ctx = Context(cores=2, allowed_cores=1, shared_machine=True, client_probed=True,
+                  max_connections=rec["max_connections"])
+    verdicts = [attribute(s, steps[:i], ctx) for i, s in enumerate(steps)]
+    assert [(v.cls, v.confidence) for v in verdicts] == [("server_cpu", "high")] * 2
+    assert all(v.profile.outside_share is not None and v.profile.outside_share >= 0.75 for v in verdicts)
+    assert verdicts[-1].words.startswith("limited by server CPU (100% of the 1 core it may use)")
+    # a client the probe found at its limit explains the time outside as well: no longer high
+    busy = attribute(steps[-1], steps[:-1], replace(ctx, client_limit="its worker 1 process used 95% of a core"))
+    assert busy.confidence != "high" or busy.cls == "client"
 
 
 _NUM = st_.one_of(st_.none(), st_.floats(),
