@@ -13,6 +13,7 @@ from hdrh.histogram import HdrHistogram
 from bench_dsl.language.metric_decls import CORE_TABLE, MetricDecl, Table
 from bench_dsl.language.model import Metric
 from bench_dsl.measure.figures import client_figures
+from bench_dsl.measure.processlist import States
 from bench_dsl.measure.stalls import Span, Stalls, join
 
 # the keys of a tick's cpu that are a queue for a resource, not a CPU % (bench_dsl.measure.cpu.Waits
@@ -118,6 +119,7 @@ class StatusSample:
     values: dict[str, float]
     at: float = 0.0  # when the later reading was taken (monotonic): the newest values win
     gauges: frozenset[str] = frozenset()  # of the values, those that are readings: a window keeps their mean
+    states: dict[str, int] | None = None  # the processlist's sessions by state at the later reading
 
 
 @dataclass(slots=True)
@@ -195,6 +197,7 @@ class Aggregate:
         self.status_values: dict[str, float] = {}
         self.status_gauged: dict[str, float] = {}  # a gauge's readings, each weighted by the seconds it closes
         self._status_at = float("-inf")
+        self.states = States()
         self.lag_last: float | None = None
         self.lag_min: float | None = None
         self.lag_max: float | None = None
@@ -242,6 +245,8 @@ class Aggregate:
             for k in tick.status.gauges:
                 if (g := tick.status.values.get(k)) is not None:
                     self.status_gauged[k] = self.status_gauged.get(k, 0.0) + g * tick.status.seconds
+            if tick.status.states is not None:
+                self.states.add(tick.status.states)
             if tick.status.at >= self._status_at:  # windows add their ticks newest first
                 self._status_at = tick.status.at
                 self.status_values = dict(tick.status.values)
@@ -393,6 +398,7 @@ class Aggregate:
             **self.waits(),
             "transactions": {n: one(self.tx[n]) for n in self.names},
             **({"server_status": st} if (st := self.server_status()) is not None else {}),
+            **({"processlist": pl} if (pl := self.states.to_json()) is not None else {}),
             **({"disk": d} if (d := self.disk()) is not None else {}),
             **({"replication": {"lag_s": self.lag_last, "lag_max_s": self.lag_max, "lag_min_s": self.lag_min,
                                 "replicas": self.replicas}} if self.lag_last is not None else {}),

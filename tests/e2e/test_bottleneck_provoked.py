@@ -6,13 +6,14 @@ processes on two cores: the figures asserted are shares and counts, never a spee
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ..conftest import ROOT, run_measured
-from .provoke import cgroup, throwaway
+from ..conftest import ROOT, run_measured, run_sql
+from .provoke import HeldLock, cgroup, throwaway
 
 pytestmark = pytest.mark.slow
 
@@ -59,3 +60,24 @@ def test_a_server_held_to_one_core_is_called_server_cpu(tmp_path: Path) -> None:
     assert busy["corroborates"] and busy["limit"] == 0.9  # 90% of one core, not of the host's two
     assert "of the 1 core it may use" in b["words"]
     assert evidence(b, "server_sched.throttled_s_per_s")["value"] > 0
+
+
+def test_a_table_another_session_holds_locked_is_called_table_locks(tmp_path: Path) -> None:
+    """A side session holds LOCK TABLES locked1 WRITE 0.7 s in every 0.8 s while 4 and 8 users read
+    the table: the processlist, sampled with the status readings, shows the users "Waiting for
+    table metadata lock", and what ran out is table or metadata locks; never row locks (an MDL
+    wait is not a row lock) nor anything else with certainty."""
+    with throwaway() as srv:
+        asyncio.run(run_sql(srv.dsn, srv.dsn.database, "CREATE TABLE locked1 (id INT PRIMARY KEY, n INT NOT NULL)",
+                            "INSERT INTO locked1 SELECT seq, seq FROM seq_1_to_1000"))
+        with HeldLock(srv.dsn, "locked1", after_s=0.0, hold_s=0.7, gap_s=0.1) as lock:
+            doc = run("table-locks.bench", srv.url(), tmp_path)
+        assert lock.held >= 2
+    never_wrong_with_certainty(doc, "table_locks")
+    for s in doc["steps"]:
+        assert s["processlist"]["samples"] >= 1
+    b = doc["saturation"]["bottleneck"]
+    assert b["class"] == "table_locks" and b["confidence"] in ("high", "medium"), b["words"]
+    waiting = evidence(b, "lock_waiting_of_sampled")
+    assert waiting["corroborates"] and waiting["note"] == "Waiting for table metadata lock"
+    assert "row_locks" in {r["class"] for r in b["ruled_out"]}

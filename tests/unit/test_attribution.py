@@ -304,8 +304,33 @@ def test_table_locks_win_on_sessions_waiting_for_a_metadata_lock() -> None:
                                                                         "Sending data": 2.0}})
     v = attribute(s, earlier(), TWO)
     assert (v.cls, v.share) == ("table_locks", 0.75)
-    assert v.confidence == "medium"  # one signal: the processlist's states
+    # two signals: the processlist's states, and the time profile's sessions in the server off CPU
+    assert v.confidence == "high"
+    assert [e.figure for e in v.evidence if e.corroborates] == ["lock_waiting_of_sampled", "other_of_active"]
     assert "Waiting for table metadata lock" in v.words
+    # the states alone, the sessions in the server mostly on CPU: medium
+    busy = row(users=24, running=3.0, cpu=(80.0, 90.0, 10.0), processlist=s["processlist"])
+    assert attribute(busy, earlier(), TWO).confidence != "high"
+
+
+def test_sessions_waiting_for_a_table_lock_are_no_disks_even_under_io_pressure() -> None:
+    """A provoked run (LOCK TABLES held by a side session) on a machine whose other work put I/O
+    pressure at 30%: half the sampled sessions waited for the metadata lock and the rest of the
+    time in the server was short. The lock's waiters are taken out of the disk's share: table
+    locks, not the disk."""
+    s = row(users=4, running=5.0, cpu=(3.0, 90.0, 2.0), pressure={"io": {"some": 30.0}},
+            processlist={"samples": 2, "active_mean": 3.5, "states": {"Waiting for table metadata lock": 2.0,
+                                                                      "Writing to net": 1.0, "Preparing": 0.5}})
+    v = attribute(s, earlier(), TWO)
+    assert v.cls == "table_locks", v.words
+    disk = outcome(v, "disk")
+    assert not isinstance(disk, Finding) or (disk.share or 0) < 0.5
+
+
+def test_an_await_risen_on_an_idle_disk_is_no_sign() -> None:
+    s = row(running=21.0, disk={"busiest": "vda", "util_pct": 2.0, "iops": 3.0, "await_ms": 0.35})
+    v = attribute(s, earlier(disk={"busiest": "vda", "util_pct": 1.0, "iops": 3.0, "await_ms": 0.1}), TWO)
+    assert isinstance(outcome(v, "disk"), RuledOut)
 
 
 def test_table_locks_are_ruled_out_by_the_sampled_states() -> None:

@@ -65,7 +65,7 @@ def judge(w: Window) -> Outcome:
                     True, "the misses reach a disk that shows them")] if disk else []),
         *([gate] if gate else []),
     ]
-    return Finding(CLASS, w.profile.other_share, tuple(evidence), f"the buffer pool ({seen})")
+    return Finding(CLASS, w.other_share(), tuple(evidence), f"the buffer pool ({seen})")
 
 
 RULE = Rule(CLASS, "the buffer pool", judge)

@@ -56,7 +56,7 @@ def judge(w: Window) -> Outcome:
     if not any(e.corroborates for e in evidence):
         return RuledOut(CLASS, "flush_busy", r3(busy), "of wall time", f"not commit flush: {seen}",
                         f"commit flush ({seen})", FLUSH_BUSY)
-    return Finding(CLASS, p.other_share, evidence, f"the commit flush ({seen}, {fsyncs:.0f} fsyncs/s)")
+    return Finding(CLASS, w.other_share(), evidence, f"the commit flush ({seen}, {fsyncs:.0f} fsyncs/s)")
 
 
 RULE = Rule(CLASS, "the commit flush", judge)

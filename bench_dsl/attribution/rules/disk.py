@@ -15,6 +15,9 @@ OTHER_OF_ACTIVE = 0.5
 UTIL_PCT = 90.0
 QUEUE = 2.0
 AWAIT_RISE = 3.0
+# Not in ATTRIBUTION.md, ours: an await risen on a disk this idle is a handful of requests, not a
+# queue (a side session's LOCK TABLES held the users off the disk: 0.1 ms to 0.35 ms at 2% util)
+AWAIT_UTIL_PCT = 10.0
 # not in ATTRIBUTION.md: a starting point of ours, "some" I/O pressure as % of the step's time
 IO_PRESSURE_PCT = 10.0
 
@@ -32,8 +35,11 @@ def signs(w: Window) -> list[Evidence]:
     if (wait := s.num("disk", "await_ms")) is not None:
         base = b.num("disk", "await_ms") if b else None
         limit = None if not base else r3(AWAIT_RISE * base)
+        idle = util is not None and util < AWAIT_UTIL_PCT
         out.append(Evidence("disk.await_ms", wait, "ms", limit, baseline=base,
-                            corroborates=limit is not None and wait >= limit, note=f"{AWAIT_RISE:g}x the baseline's"))
+                            corroborates=limit is not None and wait >= limit and not idle,
+                            note=f"{AWAIT_RISE:g}x the baseline's" + (f", on a disk {util:.0f}% busy: no sign"
+                                                                       if idle and util is not None else "")))
     if (io := w.pressure("io")) is not None:
         out.append(Evidence("pressure.io.some", io, "% of time", IO_PRESSURE_PCT, corroborates=io >= IO_PRESSURE_PCT))
     return out
@@ -73,7 +79,7 @@ def judge(w: Window) -> Outcome:
     if isinstance(gate, RuledOut):
         return gate
     device = w.s.get("disk", "busiest")
-    return Finding(CLASS, w.profile.other_share, (*found, *([gate] if gate else [])),
+    return Finding(CLASS, w.other_share(), (*found, *([gate] if gate else [])),
                    f"disk{f' {device}' if device else ''} ({seen})")
 
 

@@ -1,0 +1,43 @@
+"""What the sessions in the server were doing, sampled: information_schema.PROCESSLIST's states,
+read about once a second on the coordinator's own connection beside SHOW GLOBAL STATUS
+(bench_dsl.server.counters). Without performance_schema (off by default on MariaDB) the states are
+the only sign of a metadata lock ("Waiting for table metadata lock"): bench_dsl.attribution's
+table-locks rule reads a window's mean sessions in each state."""
+
+from __future__ import annotations
+
+# the sessions that count: not idle ones (Sleep), not the server's own threads, and never the
+# sampler itself
+QUERY = ("SELECT STATE, COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND NOT IN "
+         "('Sleep', 'Daemon', 'Binlog Dump', 'Slave_IO', 'Slave_SQL', 'Slave_worker') "
+         "AND ID <> CONNECTION_ID() GROUP BY STATE")
+
+
+def states_of(rows: list[tuple[object, object]]) -> dict[str, int]:
+    """One sample: sessions by state (a session without one is '')."""
+    out: dict[str, int] = {}
+    for state, n in rows:
+        key = "" if state is None else str(state)
+        out[key] = out.get(key, 0) + int(n)  # type: ignore[call-overload]
+    return out
+
+
+class States:
+    """A window's samples of the processlist: the mean sessions active and in each state."""
+
+    def __init__(self) -> None:
+        self.samples = 0
+        self.active = 0
+        self.by_state: dict[str, int] = {}
+
+    def add(self, sample: dict[str, int]) -> None:
+        self.samples += 1
+        for state, n in sample.items():
+            self.active += n
+            self.by_state[state] = self.by_state.get(state, 0) + n
+
+    def to_json(self) -> dict[str, object] | None:
+        if not self.samples:
+            return None
+        return {"samples": self.samples, "active_mean": round(self.active / self.samples, 3),
+                "states": {s: round(n / self.samples, 3) for s, n in sorted(self.by_state.items()) if s}}
