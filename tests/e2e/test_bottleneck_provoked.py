@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from ..conftest import ROOT, run_measured, run_sql
-from .provoke import HeldLock, cgroup, throwaway
+from .provoke import HeldLock, cgroup, device_of, throwaway
 
 pytestmark = pytest.mark.slow
 
@@ -81,3 +81,20 @@ def test_a_table_another_session_holds_locked_is_called_table_locks(tmp_path: Pa
     waiting = evidence(b, "lock_waiting_of_sampled")
     assert waiting["corroborates"] and waiting["note"] == "Waiting for table metadata lock"
     assert "row_locks" in {r["class"] for r in b["ruled_out"]}
+
+
+def test_a_pool_too_small_for_random_reads_is_called_the_buffer_pool(tmp_path: Path) -> None:
+    """An 8M buffer pool under random point reads of a 35 MB table, the server's reads throttled
+    to 300 a second by its blkio cgroup: every transaction waits on about one read from disk. What
+    ran out is the buffer pool; the disk, whose throttling shows only as I/O pressure (a cgroup's
+    limit waits above the device: no util, no await), is listed as its symptom."""
+    with throwaway({"innodb_buffer_pool_size": 8 * 1024 * 1024}) as srv:
+        dev = device_of(srv.basedir)  # type: ignore[arg-type]
+        with cgroup("blkio", {"blkio.throttle.read_iops_device": f"{dev} 300"}, srv.process.pid):  # type: ignore[union-attr]
+            doc = run("buffer-pool.bench", srv.url(), tmp_path)
+    never_wrong_with_certainty(doc, "buffer_pool")
+    b = doc["saturation"]["bottleneck"]
+    assert b["class"] == "buffer_pool" and b["confidence"] in ("high", "medium"), b["words"]
+    reads = evidence(b, "buffer_pool_reads_per_tx")
+    assert reads["corroborates"] and reads["value"] >= 0.5
+    assert {f["class"]: f.get("symptom_of") for f in b["findings"]}.get("disk") in (None, "buffer_pool")
