@@ -128,6 +128,20 @@ def test_a_recorded_metadata_lock_on_a_machine_busy_with_other_work_is_table_loc
     assert isinstance(cpu, Finding) and (cpu.share or 0) < 0.25
 
 
+def test_a_recorded_redo_log_at_its_maximum_is_the_redo_log_and_the_cpu_its_writers_burn_its_symptom() -> None:
+    """tests/fixtures/attribution-redo-log.json: a 4M redo log under random updates, the server's
+    writes throttled. The checkpoint age sits at its maximum, the steps stall (tps 0 at 8 users),
+    and the machine is full: the server's waiting writers and page cleaner burn CPU, its threads
+    wait for a core. The redo log, high; the machine's CPU listed as its symptom, not a cause."""
+    rec = json.loads((ROOT / "tests" / "fixtures" / "attribution-redo-log.json").read_text())
+    steps = rec["steps"]
+    ctx = Context(cores=2, allowed_cores=2, shared_machine=True, client_probed=True,
+                  max_connections=rec["max_connections"])
+    verdicts = [attribute(s, steps[:i], ctx) for i, s in enumerate(steps)]
+    assert [(v.cls, v.confidence) for v in verdicts] == [("redo_log", "high")] * 2
+    assert [(f.cls, f.symptom_of) for f in verdicts[-1].findings] == [("redo_log", None), ("machine_cpu", "redo_log")]
+
+
 _NUM = st_.one_of(st_.none(), st_.floats(),
                   st_.integers(min_value=-10, max_value=10**6), st_.text(max_size=3))
 _STATUS = st_.dictionaries(st_.sampled_from(["threads_running", "innodb_row_lock_time", "innodb_buffer_pool_reads",
