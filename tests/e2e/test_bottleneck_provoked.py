@@ -125,3 +125,19 @@ def test_a_redo_log_too_small_for_the_writes_is_called_the_redo_log(tmp_path: Pa
         assert b["class"] == "redo_log" and b["confidence"] in ("high", "medium"), b["words"]
         near = evidence(b, "checkpoint_age_near_max")
         assert near["corroborates"] and near["value"] >= 0.5
+
+
+def test_commits_that_wait_for_a_throttled_flush_are_called_the_commit_flush(tmp_path: Path) -> None:
+    """innodb_flush_log_at_trx_commit = 1 (each commit waits for the redo log's write and fsync),
+    the server's writes throttled to 100 a second by its blkio cgroup, one-row updates of a table
+    in memory from 4 and 8 users. The limit waits above the device (its flush time and util show
+    nothing): I/O pressure shows it, and at most one commit per session to an fsync says the commits
+    waited for them. What ran out is the commit flush; the disk is listed as its symptom."""
+    with throwaway({"innodb_flush_log_at_trx_commit": 1}) as srv:
+        dev = device_of(srv.basedir)  # type: ignore[arg-type]
+        with cgroup("blkio", {"blkio.throttle.write_iops_device": f"{dev} 100"}, srv.process.pid):  # type: ignore[union-attr]
+            doc = run("commit-flush.bench", srv.url(), tmp_path)
+    never_wrong_with_certainty(doc, "commit_flush")
+    b = doc["saturation"]["bottleneck"]
+    assert b["class"] == "commit_flush" and b["confidence"] in ("high", "medium"), b["words"]
+    assert evidence(b, "commits_per_fsync")["corroborates"] and evidence(b, "pressure.io.some")["corroborates"]

@@ -270,7 +270,24 @@ def test_the_commit_flush_wins_on_a_slow_busy_flush() -> None:
                 disk={"busiest": "vda", "util_pct": 20.0, "iops": 400.0, "await_ms": 1.0, "flush_ms": 0.2})
     v = attribute(s, b, TWO)
     assert (v.cls, v.confidence) == ("commit_flush", "high")
-    assert v.words.startswith("limited by the commit flush (flush busy 85% of the time, 0.9 ms a flush, 900 fsyncs/s)")
+    assert v.words.startswith("limited by the commit flush (flush busy 85% of the time, 0.9 ms a flush, 900 fsyncs/s, "
+                              "1.1 commits each)")
+
+
+def test_the_commit_flush_under_a_cgroups_write_limit_shows_in_io_pressure_and_commits_per_fsync() -> None:
+    """A provoked run (innodb_flush_log_at_trx_commit = 1, the server's writes throttled by a blkio
+    cgroup): the device's own flush time says nothing (the limit waits above it); I/O pressure does,
+    and at most one commit per session to an fsync says the commits waited for them. Without a
+    flush a commit (trx_commit = 2), far more commits an fsync: not the commit flush."""
+    s = row(users=8, tps=139.0, running=9.0, cpu=(1.0, 94.0, 0.7), status={"innodb_data_fsyncs": st(35.5)},
+            pressure={"io": {"some": 52.0}})
+    v = attribute(s, earlier(tps=78.0, status={"innodb_data_fsyncs": st(40.8)}), TWO)
+    assert (v.cls, v.confidence) == ("commit_flush", "high"), v.words
+    assert [f.cls for f in v.findings if f.symptom_of == "commit_flush"] == ["disk"]
+    lazy = row(users=8, tps=3000.0, running=9.0, cpu=(20.0, 94.0, 3.0), status={"innodb_data_fsyncs": st(20.0)},
+               pressure={"io": {"some": 52.0}})
+    r = outcome(attribute(lazy, earlier(), TWO), "commit_flush")
+    assert isinstance(r, RuledOut) and "150 commits an fsync" in r.why
 
 
 def test_the_commit_flush_is_ruled_out_without_fsyncs_and_silent_without_flush_times() -> None:
