@@ -141,3 +141,17 @@ def test_commits_that_wait_for_a_throttled_flush_are_called_the_commit_flush(tmp
     b = doc["saturation"]["bottleneck"]
     assert b["class"] == "commit_flush" and b["confidence"] in ("high", "medium"), b["words"]
     assert evidence(b, "commits_per_fsync")["corroborates"] and evidence(b, "pressure.io.some")["corroborates"]
+
+
+def test_client_and_server_filling_the_machines_two_cores_are_called_the_machines_cpu(tmp_path: Path) -> None:
+    """Point selects from 8 and 16 users on a server with no limit of its own, the users on the
+    same 2-core machine: the cores are full, the server short of its own limit (it shares them with
+    the client), the client short of its own. What ran out is the machine's CPU, never server CPU
+    or the client with certainty."""
+    with throwaway() as srv:
+        doc = run("machine-cpu.bench", srv.url(), tmp_path)
+    never_wrong_with_certainty(doc, "machine_cpu")
+    b = doc["saturation"]["bottleneck"]
+    assert b["class"] == "machine_cpu" and b["confidence"] in ("high", "medium"), b["words"]
+    assert evidence(b, "cpu.host")["value"] >= 90
+    assert not evidence(b, "cpu.server")["corroborates"]  # the server short of its own limit
