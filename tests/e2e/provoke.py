@@ -35,28 +35,25 @@ def throwaway(settings: dict[str, int | str] | None = None, parent: str | None =
         srv.stop()
 
 
-def _threads(pid: int) -> list[int]:
-    return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
-
-
 @contextlib.contextmanager
-def cgroup(controller: str, files: dict[str, str], pid: int) -> Iterator[Path]:
+def cgroup(controller: str, files: dict[str, str], pid: int | None = None) -> Iterator[Path]:
     """A cgroup v1 group of `controller` with `files` written, holding the process `pid` (all its
-    threads, and those it starts later); the process goes back to the root group and the group is
-    removed at the end."""
+    threads, and those it starts later) or, without one, whatever the caller puts in it; every
+    task goes back to the root group and the group is removed at the end."""
     group = CGROUP_V1 / controller / f"bench-test-{uuid.uuid4().hex[:8]}"
     group.mkdir()
     try:
         for name, value in files.items():
             (group / name).write_text(value)
-        (group / "cgroup.procs").write_text(str(pid))
+        if pid is not None:
+            (group / "cgroup.procs").write_text(str(pid))
         yield group
     finally:
-        with contextlib.suppress(OSError):  # a process gone has left by itself
-            for tid in _threads(pid):
-                with contextlib.suppress(OSError):
-                    (CGROUP_V1 / controller / "tasks").write_text(str(tid))
         for _ in range(50):  # the kernel lets a group go once its last task has left it
+            with contextlib.suppress(OSError):  # a task gone has left by itself
+                for tid in (group / "tasks").read_text().split():
+                    with contextlib.suppress(OSError):
+                        (CGROUP_V1 / controller / "tasks").write_text(tid)
             try:
                 group.rmdir()
                 break

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
 
-from ..conftest import ROOT, run_bench, run_measured, run_sql
+from ..conftest import BENCH, ROOT, run_bench, run_measured, run_sql
 from .provoke import HeldLock, cgroup, device_of, throwaway
 
 pytestmark = pytest.mark.slow
@@ -21,12 +23,18 @@ pytestmark = pytest.mark.slow
 FIXTURES = ROOT / "tests" / "fixtures" / "bottleneck"
 
 
-def run(fixture: str, url: str, tmp_path: Path, stalls: bool = False) -> dict[str, Any]:
+def run(fixture: str, url: str, tmp_path: Path, stalls: bool = False, group: Path | None = None) -> dict[str, Any]:
     """`stalls`: the provoked resource stalls the server (a step with nothing answered for a
     quarter of it is no clean measurement, and has no saturation point): one run, not run again
-    as a frozen machine's would be."""
+    as a frozen machine's would be. `group`: a cgroup bench-dsl runs in, its workers with it."""
     out = tmp_path / f"{fixture}.json"
-    args = ("run", str(FIXTURES / fixture), "--headless", "--json", str(out))
+    args: tuple[str, ...] = ("run", str(FIXTURES / fixture), "--headless", "--json", str(out))
+    if group is not None:
+        r = subprocess.run(["sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$@"', "sh", *BENCH, *args],
+                           capture_output=True, text=True, timeout=300, env={**os.environ, "BENCH_DSN": url},
+                           cwd=ROOT)
+        assert r.returncode == 0, r.stderr
+        return cast(dict[str, Any], json.loads(out.read_text()))
     if stalls:
         r = run_bench(*args, env={"BENCH_DSN": url})
         assert r.returncode == 0, r.stderr
@@ -155,3 +163,16 @@ def test_client_and_server_filling_the_machines_two_cores_are_called_the_machine
     assert b["class"] == "machine_cpu" and b["confidence"] in ("high", "medium"), b["words"]
     assert evidence(b, "cpu.host")["value"] >= 90
     assert not evidence(b, "cpu.server")["corroborates"]  # the server short of its own limit
+
+
+def test_a_client_held_to_a_quarter_of_a_core_is_called_the_client(tmp_path: Path) -> None:
+    """bench-dsl and its workers in a cgroup with a quota of a quarter of a core, point selects
+    from 8 and 16 users: its processes wait for a core (the probe's scheduling lag), the sessions
+    spend most of their time outside the server, which has room. What ran out is the client."""
+    with throwaway() as srv, cgroup("cpu", {"cpu.cfs_period_us": "100000", "cpu.cfs_quota_us": "25000"}) as group:
+        doc = run("client.bench", srv.url(), tmp_path, group=group)
+    never_wrong_with_certainty(doc, "client")
+    b = doc["saturation"]["bottleneck"]
+    assert b["class"] == "client" and b["confidence"] in ("high", "medium"), b["words"]
+    assert evidence(b, "client_limit")["corroborates"] and "waited for a core" in evidence(b, "client_limit")["note"]
+    assert doc["saturation"]["limited_by"] == "client"
