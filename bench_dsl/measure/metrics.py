@@ -120,6 +120,7 @@ class StatusSample:
     at: float = 0.0  # when the later reading was taken (monotonic): the newest values win
     gauges: frozenset[str] = frozenset()  # of the values, those that are readings: a window keeps their mean
     states: dict[str, int] | None = None  # the processlist's sessions by state at the later reading
+    rtt_ms: float | None = None  # a SELECT 1's round trip on the same connection, just before it
 
 
 @dataclass(slots=True)
@@ -245,8 +246,7 @@ class Aggregate:
             for k in tick.status.gauges:
                 if (g := tick.status.values.get(k)) is not None:
                     self.status_gauged[k] = self.status_gauged.get(k, 0.0) + g * tick.status.seconds
-            if tick.status.states is not None:
-                self.states.add(tick.status.states)
+            self.states.add(tick.status.states, tick.status.rtt_ms)
             if tick.status.at >= self._status_at:  # windows add their ticks newest first
                 self._status_at = tick.status.at
                 self.status_values = dict(tick.status.values)
@@ -399,6 +399,7 @@ class Aggregate:
             "transactions": {n: one(self.tx[n]) for n in self.names},
             **({"server_status": st} if (st := self.server_status()) is not None else {}),
             **({"processlist": pl} if (pl := self.states.to_json()) is not None else {}),
+            **({"network": net} if (net := self.states.network()) is not None else {}),
             **({"disk": d} if (d := self.disk()) is not None else {}),
             **({"replication": {"lag_s": self.lag_last, "lag_max_s": self.lag_max, "lag_min_s": self.lag_min,
                                 "replicas": self.replicas}} if self.lag_last is not None else {}),

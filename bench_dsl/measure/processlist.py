@@ -2,7 +2,9 @@
 read about once a second on the coordinator's own connection beside SHOW GLOBAL STATUS
 (bench_dsl.server.counters). Without performance_schema (off by default on MariaDB) the states are
 the only sign of a metadata lock ("Waiting for table metadata lock"): bench_dsl.attribution's
-table-locks rule reads a window's mean sessions in each state."""
+table-locks rule reads a window's mean sessions in each state. With them, the round trip of a
+SELECT 1 on that connection: the least of a window's is the network's ("network": {"rtt_ms"}),
+what the network rule sets against a transaction's time."""
 
 from __future__ import annotations
 
@@ -29,12 +31,21 @@ class States:
         self.samples = 0
         self.active = 0
         self.by_state: dict[str, int] = {}
+        self.rtt_ms: float | None = None  # the least round trip seen
 
-    def add(self, sample: dict[str, int]) -> None:
+    def add(self, sample: dict[str, int] | None, rtt_ms: float | None = None) -> None:
+        """A reading's states (None: the processlist could not be read) and round trip."""
+        if rtt_ms is not None:
+            self.rtt_ms = rtt_ms if self.rtt_ms is None else min(self.rtt_ms, rtt_ms)
+        if sample is None:
+            return
         self.samples += 1
         for state, n in sample.items():
             self.active += n
             self.by_state[state] = self.by_state.get(state, 0) + n
+
+    def network(self) -> dict[str, object] | None:
+        return None if self.rtt_ms is None else {"rtt_ms": round(self.rtt_ms, 3)}
 
     def to_json(self) -> dict[str, object] | None:
         if not self.samples:

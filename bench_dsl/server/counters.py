@@ -84,6 +84,7 @@ class ServerCounters:
         self._status: tuple[float, dict[str, float]] | None = None  # the newest reading
         self._taken: tuple[float, dict[str, float]] | None = None  # the one the last tick ended at
         self._states: dict[str, int] | None = None  # the processlist's sessions by state, read with it
+        self._rtt_ms: float | None = None  # a SELECT 1's round trip, just before it
 
     async def open(self, dsn: Dsn) -> None:
         self._dsn = dsn
@@ -126,6 +127,12 @@ class ServerCounters:
             try:
                 async with ctl.cursor() as cur:
                     if self.status_names:
+                        # a round trip that asks the server for nothing: the least of a step's is the
+                        # network's (a busy event loop only ever adds to one)
+                        sent = time.monotonic()
+                        await cur.execute("SELECT 1")
+                        await cur.fetchall()
+                        self._rtt_ms = 1000.0 * (time.monotonic() - sent)
                         # the reading's moment is when it was asked for: the server reads its counters
                         # at once, while the answer may wait for a busy event loop to be taken in
                         asked = time.monotonic()
@@ -153,7 +160,7 @@ class ServerCounters:
             return None  # the first reading: nothing to subtract it from yet
         # a counter that went down is a server restarted or FLUSH STATUS: no growth to tell
         grew = {k: v - before[1][k] for k, v in now[1].items() if k in before[1] and v >= before[1][k]}
-        return StatusSample(now[0] - before[0], grew, dict(now[1]), now[0], GAUGES, self._states)
+        return StatusSample(now[0] - before[0], grew, dict(now[1]), now[0], GAUGES, self._states, self._rtt_ms)
 
     def silent_s(self) -> float:
         """Seconds the server has answered nothing on this connection (0 if it never had one; a

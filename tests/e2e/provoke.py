@@ -105,3 +105,69 @@ class HeldLock:
     def __exit__(self, *exc: object) -> None:
         self.done.set()
         self.thread.join(timeout=30)
+
+
+class SlowLink:
+    """A TCP proxy on 127.0.0.1 that delays every chunk `delay_ms` each way, in order: a network
+    with that much latency between the users and `target` (no netem here). Its own thread and event
+    loop; `port` is where to connect."""
+
+    def __init__(self, target_port: int, delay_ms: float) -> None:
+        self.target_port, self.delay = target_port, delay_ms / 1000.0
+        self.port = 0
+        self.loop = asyncio.new_event_loop()
+        self.ready = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        server = self.loop.run_until_complete(asyncio.start_server(self._client, "127.0.0.1", 0))
+        self.port = server.sockets[0].getsockname()[1]
+        self.ready.set()
+        try:
+            self.loop.run_forever()
+        finally:
+            server.close()
+            for task in asyncio.all_tasks(self.loop):
+                task.cancel()
+            self.loop.run_until_complete(asyncio.sleep(0))
+            self.loop.close()
+
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            up_r, up_w = await asyncio.open_connection("127.0.0.1", self.target_port)
+        except OSError:
+            writer.close()
+            return
+        await asyncio.gather(self._pump(reader, up_w), self._pump(up_r, writer), return_exceptions=True)
+
+    async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        queue: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
+
+        async def send() -> None:
+            while True:
+                due, data = await queue.get()
+                if not data:
+                    break
+                if (wait := due - self.loop.time()) > 0:
+                    await asyncio.sleep(wait)
+                writer.write(data)
+                await writer.drain()
+            writer.close()
+
+        sender = asyncio.ensure_future(send())
+        try:
+            while data := await reader.read(65536):
+                queue.put_nowait((self.loop.time() + self.delay, data))
+        finally:
+            queue.put_nowait((0.0, b""))
+            await sender
+
+    def __enter__(self) -> SlowLink:
+        self.thread.start()
+        self.ready.wait(10)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=10)

@@ -16,7 +16,7 @@ from typing import Any, cast
 import pytest
 
 from ..conftest import BENCH, ROOT, run_bench, run_measured, run_sql
-from .provoke import HeldLock, cgroup, device_of, throwaway
+from .provoke import HeldLock, SlowLink, cgroup, device_of, throwaway
 
 pytestmark = pytest.mark.slow
 
@@ -176,3 +176,16 @@ def test_a_client_held_to_a_quarter_of_a_core_is_called_the_client(tmp_path: Pat
     assert b["class"] == "client" and b["confidence"] in ("high", "medium"), b["words"]
     assert evidence(b, "client_limit")["corroborates"] and "waited for a core" in evidence(b, "client_limit")["note"]
     assert doc["saturation"]["limited_by"] == "client"
+
+
+def test_round_trips_through_a_slow_link_are_called_the_network(tmp_path: Path) -> None:
+    """Point selects from 4 and 8 users through a proxy that delays every chunk 2 ms each way (a
+    4 ms round trip; no netem here): the server idles, the client has room, and the round trip is
+    most of a transaction's time. What ran out is the network."""
+    with throwaway() as srv, SlowLink(srv.port, delay_ms=2.0) as link:
+        doc = run("network.bench", srv.url().replace(f":{srv.port}/", f":{link.port}/"), tmp_path)
+    never_wrong_with_certainty(doc, "network")
+    b = doc["saturation"]["bottleneck"]
+    assert b["class"] == "network" and b["confidence"] in ("high", "medium"), b["words"]
+    rtt = evidence(b, "rtt_of_latency")
+    assert rtt["corroborates"] and doc["steps"][-1]["network"]["rtt_ms"] >= 4.0

@@ -376,6 +376,14 @@ def test_the_network_wins_on_round_trips_while_the_client_is_idle() -> None:
     assert (v.cls, v.confidence, v.share) == ("network", "high", 0.9)
 
 
+def test_a_loopback_round_trip_is_no_wire_however_short_the_transaction() -> None:
+    """Point selects on this machine: 0.15 ms round trips in 0.25 ms transactions are the two
+    sides' CPU, not a network (the CPU rules weigh them)."""
+    s = row(users=16, running=3.0, tps=60_000.0, latency_avg=0.25, network={"rtt_ms": 0.15})
+    r = outcome(attribute(s, earlier(), TWO), "network")
+    assert isinstance(r, RuledOut) and (r.figure, r.value) == ("rtt_of_latency", 0.6)
+
+
 def test_the_network_is_ruled_out_when_sessions_are_in_the_server() -> None:
     r = outcome(attribute(row(running=31.0), earlier(), TWO), "network")
     assert isinstance(r, RuledOut) and (r.figure, r.value) == ("active_share", 0.938)

@@ -23,3 +23,16 @@ def test_a_process_on_this_machine_gets_its_run_delay_and_the_machines_pressure(
 
 def test_without_a_server_process_only_the_machines_pressure() -> None:
     assert all(k.startswith(PRESSURE_KEY) for k in Waits(None).sample())
+
+
+def test_the_processlists_samples_make_a_windows_mean_sessions_by_state_and_its_least_round_trip() -> None:
+    from bench_dsl.measure.processlist import States, states_of
+
+    st = States()
+    st.add(states_of([("Waiting for table metadata lock", 3), (None, 1)]), 4.2)
+    st.add(states_of([("Waiting for table metadata lock", 1), ("Sending data", 1)]), 3.9)
+    st.add(None, 5.0)  # a reading whose processlist could not be read: its round trip still counts
+    assert st.to_json() == {"samples": 2, "active_mean": 3.0,
+                            "states": {"Sending data": 0.5, "Waiting for table metadata lock": 2.0}}
+    assert st.network() == {"rtt_ms": 3.9}
+    assert States().to_json() is None and States().network() is None
