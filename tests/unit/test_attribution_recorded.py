@@ -112,6 +112,20 @@ def test_a_recorded_server_held_to_one_core_is_server_cpu() -> None:
     assert busy.confidence != "high" or busy.cls == "client"
 
 
+def test_a_recorded_server_its_quota_throttles_is_server_cpu_on_a_machine_that_keeps_it_under_90_pct() -> None:
+    """tests/fixtures/attribution-server-cpu-busy.json: the same provoked run at load average 147.
+    The server's mean was 84% and 89% of its one-core quota, under BUSY, and the machine's CPU was
+    named (low); its cgroup throttled it (0.62 and 0.06 s/s): it was at its own limit. Server CPU."""
+    rec = json.loads((ROOT / "tests" / "fixtures" / "attribution-server-cpu-busy.json").read_text())
+    steps = rec["steps"]
+    ctx = Context(cores=2, allowed_cores=1, shared_machine=True, client_probed=True,
+                  max_connections=rec["max_connections"])
+    verdicts = [attribute(s, steps[:i], ctx) for i, s in enumerate(steps)]
+    assert [v.cls for v in verdicts] == ["server_cpu"] * 2
+    assert all(v.confidence in ("high", "medium") for v in verdicts)
+    assert isinstance(outcome(verdicts[-1], "machine_cpu"), RuledOut)
+
+
 def test_a_recorded_metadata_lock_on_a_machine_busy_with_other_work_is_table_locks() -> None:
     """tests/fixtures/attribution-table-locks-busy.json: a side session held LOCK TABLES 0.7 s in
     every 0.8 s while the machine was 100% busy with other work. At 8 users Threads_running's

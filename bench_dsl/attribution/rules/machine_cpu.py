@@ -5,7 +5,7 @@ scheduling lag both grow, so neither "server CPU" nor "client" alone is the answ
 from __future__ import annotations
 
 from bench_dsl.attribution.model import Evidence, Finding, NoSignal, Outcome, RuledOut, r3
-from bench_dsl.attribution.rules.server_cpu import BUSY, queue_share, saturation_signs
+from bench_dsl.attribution.rules.server_cpu import BUSY, at_quota, queue_share, saturation_signs
 from bench_dsl.attribution.window import Rule, Window, pct
 
 CLASS = "machine_cpu"
@@ -59,7 +59,7 @@ def judge(w: Window) -> Outcome:
         return RuledOut(CLASS, "cpu.host", host, "%", f"not the machine's CPU: it was {host:.0f}% busy",
                         f"the machine's CPU ({host:.0f}% busy)", HOST_BUSY_PCT)
     util = w.cpu_util()
-    if util is not None and util >= BUSY:
+    if util is not None and (util >= BUSY or at_quota(w, util)):
         return RuledOut(CLASS, "cpu.server", r3(util), "of allowed cores", "not the machine's CPU, shared: the "
                         f"server was at its own limit ({pct(util)} of the cores it may use)",
                         "the shared machine's CPU (the server at its own limit)", BUSY)
