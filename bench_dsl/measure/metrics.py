@@ -120,7 +120,7 @@ class StatusSample:
     at: float = 0.0  # when the later reading was taken (monotonic): the newest values win
     gauges: frozenset[str] = frozenset()  # of the values, those that are readings: a window keeps their mean
     states: dict[str, int] | None = None  # the processlist's sessions by state at the later reading
-    rtt_ms: float | None = None  # a SELECT 1's round trip on the same connection, just before it
+    rtt_ms: float | None = None  # a ping's round trip on the same connection, just before it
 
 
 @dataclass(slots=True)

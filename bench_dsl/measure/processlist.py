@@ -1,26 +1,29 @@
-"""What the sessions in the server were doing, sampled: information_schema.PROCESSLIST's states,
+"""What the sessions in the server were doing, sampled: the processlist's states (SHOW PROCESSLIST),
 read about once a second on the coordinator's own connection beside SHOW GLOBAL STATUS
 (bench_dsl.server.counters). Without performance_schema (off by default on MariaDB) the states are
 the only sign of a metadata lock ("Waiting for table metadata lock"): bench_dsl.attribution's
 table-locks rule reads a window's mean sessions in each state. With them, the round trip of a
-SELECT 1 on that connection: the least of a window's is the network's ("network": {"rtt_ms"}),
+ping on that connection: the least of a window's is the network's ("network": {"rtt_ms"}),
 what the network rule sets against a transaction's time."""
 
 from __future__ import annotations
 
-# the sessions that count: not idle ones (Sleep), not the server's own threads, and never the
-# sampler itself
-QUERY = ("SELECT STATE, COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND NOT IN "
-         "('Sleep', 'Daemon', 'Binlog Dump', 'Slave_IO', 'Slave_SQL', 'Slave_worker') "
-         "AND ID <> CONNECTION_ID() GROUP BY STATE")
+# SHOW PROCESSLIST, not a SELECT from information_schema: it counts in Com_show_processlist, never
+# in the Com_select a scenario's conditions and the result read of the users' load. Its columns:
+# Id, User, Host, db, Command, Time, State, Info, Progress
+QUERY = "SHOW PROCESSLIST"
+# the sessions that count: not idle ones, not the server's own threads (and never the sampler)
+IDLE = frozenset(("Sleep", "Daemon", "Binlog Dump", "Slave_IO", "Slave_SQL", "Slave_worker", "Killed"))
 
 
-def states_of(rows: list[tuple[object, object]]) -> dict[str, int]:
-    """One sample: sessions by state (a session without one is '')."""
+def states_of(rows: list[tuple[object, ...]], own_id: int | None = None) -> dict[str, int]:
+    """One sample, from SHOW PROCESSLIST's rows: sessions by state (a session without one is '')."""
     out: dict[str, int] = {}
-    for state, n in rows:
-        key = "" if state is None else str(state)
-        out[key] = out.get(key, 0) + int(n)  # type: ignore[call-overload]
+    for row in rows:
+        if len(row) < 7 or str(row[4]) in IDLE or (own_id is not None and row[0] == own_id):
+            continue
+        key = "" if row[6] is None else str(row[6])
+        out[key] = out.get(key, 0) + 1
     return out
 
 

@@ -84,7 +84,7 @@ class ServerCounters:
         self._status: tuple[float, dict[str, float]] | None = None  # the newest reading
         self._taken: tuple[float, dict[str, float]] | None = None  # the one the last tick ended at
         self._states: dict[str, int] | None = None  # the processlist's sessions by state, read with it
-        self._rtt_ms: float | None = None  # a SELECT 1's round trip, just before it
+        self._rtt_ms: float | None = None  # a ping's round trip, just before it
 
     async def open(self, dsn: Dsn) -> None:
         self._dsn = dsn
@@ -127,11 +127,11 @@ class ServerCounters:
             try:
                 async with ctl.cursor() as cur:
                     if self.status_names:
-                        # a round trip that asks the server for nothing: the least of a step's is the
-                        # network's (a busy event loop only ever adds to one)
+                        # a round trip that asks the server for nothing (COM_PING: no statement, so
+                        # in no Com_* counter nor Questions): the least of a step's is the network's
+                        # (a busy event loop only ever adds to one)
                         sent = time.monotonic()
-                        await cur.execute("SELECT 1")
-                        await cur.fetchall()
+                        await ctl.ping(reconnect=False)
                         self._rtt_ms = 1000.0 * (time.monotonic() - sent)
                         # the reading's moment is when it was asked for: the server reads its counters
                         # at once, while the answer may wait for a busy event loop to be taken in
@@ -141,7 +141,7 @@ class ServerCounters:
                         rows = await cur.fetchall()
                         status = {str(k).lower(): float(v) for k, v in rows if _numeric(v)}
                         self._status = (asked, status)
-                        self._states = await _states(cur)
+                        self._states = await _states(cur, ctl.thread_id())
                     else:
                         await cur.execute("SELECT 1")
                         await cur.fetchall()
@@ -245,11 +245,11 @@ class ServerCounters:
         return (SECONDS, *(f for c in self.counted for f in c.figures()))
 
 
-async def _states(cur: Any) -> dict[str, int] | None:
+async def _states(cur: Any, own_id: int | None) -> dict[str, int] | None:
     """The processlist's sessions by state; None when it cannot be read (the status readings go on)."""
     try:
         await cur.execute(processlist.QUERY)
-        return processlist.states_of(list(await cur.fetchall()))
+        return processlist.states_of(list(await cur.fetchall()), own_id)
     except Exception:
         return None
 

@@ -59,8 +59,9 @@ def evidence(b: dict[str, Any], figure: str) -> dict[str, Any]:
 
 
 def test_a_server_held_to_one_core_is_called_server_cpu(tmp_path: Path) -> None:
-    """The server in a cgroup with a quota of one core (of two), its weight high enough that the
-    other processes of a busy machine cannot take that core from it; 4 and 8 users each summing
+    """The server in a cgroup with a quota of one core (of two), its weight high so that a busy
+    machine's other work takes little of that core (at load average 147 it still took 10 to 15%:
+    the quota's throttling then says the server was at its limit); 4 and 8 users each summing
     5,000 rows a statement keep its threads runnable (point selects did not: a server thread that
     sleeps between microsecond statements lost its core to a busy machine's other work, and the
     machine's CPU was then the right answer). The server's % of the host is about 50, the server is

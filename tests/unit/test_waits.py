@@ -29,8 +29,14 @@ def test_the_processlists_samples_make_a_windows_mean_sessions_by_state_and_its_
     from bench_dsl.measure.processlist import States, states_of
 
     st = States()
-    st.add(states_of([("Waiting for table metadata lock", 3), (None, 1)]), 4.2)
-    st.add(states_of([("Waiting for table metadata lock", 1), ("Sending data", 1)]), 3.9)
+    def rows(*states: tuple[int, str, str | None]) -> list[tuple[object, ...]]:
+        return [(i, "u", "h", "db", command, 0, state, None, 0.0) for i, command, state in states]
+
+    lock = "Waiting for table metadata lock"
+    # the idle sessions and the sampler itself (id 9) are left out
+    st.add(states_of(rows((1, "Query", lock), (2, "Query", lock), (3, "Query", lock), (4, "Query", None),
+                          (5, "Sleep", ""), (9, "Query", "starting")), own_id=9), 4.2)
+    st.add(states_of(rows((1, "Query", lock), (2, "Execute", "Sending data"), (6, "Daemon", "InnoDB purge"))), 3.9)
     st.add(None, 5.0)  # a reading whose processlist could not be read: its round trip still counts
     assert st.to_json() == {"samples": 2, "active_mean": 3.0,
                             "states": {"Sending data": 0.5, "Waiting for table metadata lock": 2.0}}

@@ -1,6 +1,6 @@
 """The network: sessions mostly outside the server while the client is not busy, and the round
 trips a large part of a transaction's time (or the link near its speed). Retransmits are its
-errors. The round trip is the least of a step's SELECT 1 on the coordinator's own connection
+errors. The round trip is the least of a step's ping (COM_PING) on the coordinator's own connection
 (network.rtt_ms); a delaying TCP proxy in the tests stands in for a slow network."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ RTT_OF_LATENCY = 0.3
 # "near the link's speed": not in ATTRIBUTION.md, a starting point of ours
 LINK_BUSY = 0.9
 # Not in ATTRIBUTION.md, ours: a round trip under this is no wire's. Through the loopback, from
-# Python's driver, a SELECT 1 took 0.1 to 0.2 ms here: a point select's whole time is of that order,
+# Python's driver, a round trip took 0.1 to 0.2 ms here: a point select's whole time is of that order,
 # and that time is the two sides' CPU, which the CPU rules weigh
 RTT_FLOOR_MS = 0.5
 
