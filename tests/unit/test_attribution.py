@@ -384,6 +384,18 @@ def test_a_loopback_round_trip_is_no_wire_however_short_the_transaction() -> Non
     assert isinstance(r, RuledOut) and (r.figure, r.value) == ("rtt_of_latency", 0.6)
 
 
+def test_a_round_trip_that_waited_for_a_busy_servers_cpu_is_no_wire() -> None:
+    """The server at its one core's limit: the ping waited for a core like every statement (2.3 ms,
+    its threads 5 waiting for one); the round trip is the CPU's queue, not the network's."""
+    s = row(users=8, running=2.0, tps=1500.0, latency_avg=5.3, network={"rtt_ms": 2.3},
+            server_sched={"run_delay_s_per_s": 5.3})
+    r = outcome(attribute(s, earlier(), TWO), "network")
+    assert isinstance(r, RuledOut) and r.figure == "rtt_of_latency"
+    idle = row(users=8, running=2.0, tps=1500.0, latency_avg=5.3, network={"rtt_ms": 5.3},
+               server_sched={"run_delay_s_per_s": 0.6})
+    assert attribute(idle, earlier(), TWO).cls == "network"
+
+
 def test_the_network_is_ruled_out_when_sessions_are_in_the_server() -> None:
     r = outcome(attribute(row(running=31.0), earlier(), TWO), "network")
     assert isinstance(r, RuledOut) and (r.figure, r.value) == ("active_share", 0.938)
