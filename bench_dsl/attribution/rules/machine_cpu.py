@@ -90,10 +90,11 @@ def judge(w: Window) -> Outcome:
     p = w.profile
     outside = p.outside_share or 0.0
     if not shared:
+        # busy with other work, the time outside the server is the CPU's only as far as the users
+        # were outside a transaction: the rest is the server's (a lock, a disk) however few
+        # Threads_running saw
         outside = min(outside, between_transactions(w))
     share = None if p.cpu_share is None else r3(min(1.0, p.cpu_share + queue_share(w) + outside))
-    # busy with other work, the time outside the server is the CPU's only as far as the users were
-    # outside a transaction: the rest is the server's (a lock, a disk) however few Threads_running saw
     how = "shared by client and server" if shared else "busy with other work"
     return Finding(CLASS, share, evidence, f"the machine's CPU, {how} ({host:.0f}% busy: {sides})")
 
