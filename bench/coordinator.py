@@ -64,7 +64,7 @@ def recorded_reports(workers: int, seed: int) -> tuple[list[list[str]], list[lis
     its figures, its histograms drawn from MIX, STAMP where its take's time goes), and the
     transactions each line counts."""
     from bench_dsl.fleet.base import Health, ProcessFigures, WorkerReport
-    from bench_dsl.measure.metrics import TxStats
+    from bench_dsl.measure.txstats import TxStats
     from bench_dsl.measure.stalls import Quiet
 
     rng = random.Random(seed)

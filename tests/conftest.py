@@ -102,8 +102,10 @@ def _own_share_of_the_cpus() -> None:
 _FLOOR_ORDER = ("e2e", "engine", "ui", "unit")
 # Of their floor, the files of several minutes go first (the longest first, as a scheduler that knows
 # its jobs' lengths would): handed out in name order, test_runs.py (some 340 s of work) and
-# test_study.py (200 s) started late and alone made the run's last minutes.
-_LONG_FIRST = ("e2e/test_runs.py", "e2e/test_failures.py", "e2e/test_study.py", "e2e/test_ray.py")
+# test_study.py (200 s) started late and alone made the run's last minutes. test_bottleneck_provoked.py
+# (ten throwaway servers, some 120 s) after them.
+_LONG_FIRST = ("e2e/test_runs.py", "e2e/test_failures.py", "e2e/test_study.py", "e2e/test_ray.py",
+               "e2e/test_bottleneck_provoked.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -21,7 +21,7 @@ from bench_dsl.engine.profiles.registry import PROFILES
 from bench_dsl.fleet.base import Health, ProcessFigures, WorkerReport
 from bench_dsl.language.model import Condition
 from bench_dsl.language.statements import Execute, StatementStep, Transaction, Transactions
-from bench_dsl.measure.metrics import TxStats, new_histogram
+from bench_dsl.measure.txstats import TxStats, new_histogram
 from bench_dsl.measure.stalls import Quiet
 
 # users -> {transaction: (transactions per second, latency in ms)}: what a fake server gives

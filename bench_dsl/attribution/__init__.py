@@ -15,8 +15,11 @@ Modules:
 
 What each rule reads. server_status variables are lower case, as the result records them
 ({value, grew, per_s}); a gauge may carry "mean" or "readings" (see below). "extra" figures are
-top-level keys of the step row that the result does not record yet (window.py names them); a rule
-whose figures are absent says "no signal", and is neither a finding nor ruled out.
+top-level keys of the step row (window.py names them): the result records pressure and
+server_sched (a server on this machine: bench_dsl.measure.cpu.Waits), processlist and network.rtt_ms
+(bench_dsl.measure.processlist, read with the status); not yet disk.queue, disk.flush_ms,
+disk.flush_busy_pct, lock_waits, thread_pool, network's bytes and retransmits. A rule whose figures
+are absent says "no signal", and is neither a finding nor ruled out.
 
     client        cpu.client, client_lag_ms; Context.client_limit (bench_dsl.engine.client_limit.why)
     server_cpu    cpu.server with Context.cores / allowed_cores; extra: pressure.cpu.some,
@@ -25,15 +28,16 @@ whose figures are absent says "no signal", and is neither a finding nor ruled ou
                   the server_cpu extras
     disk          disk.util_pct, disk.await_ms (S against B); extra: disk.queue (requests in flight,
                   /proc/diskstats field 14 as iostat's aqu-sz), pressure.io.some
-    commit_flush  innodb_data_fsyncs, com_commit; extra: disk.flush_ms (ms a flush, fields 19-20),
-                  disk.flush_busy_pct
+    commit_flush  innodb_data_fsyncs, com_commit (or the write statements'), tps; extra: disk.flush_ms
+                  (ms a flush, fields 19-20), disk.flush_busy_pct, pressure.io.some
     redo_log      innodb_checkpoint_age (readings), innodb_checkpoint_max_age; stall_s, stall_total_s
     buffer_pool   innodb_buffer_pool_reads, innodb_buffer_pool_read_ahead, innodb_buffer_pool_wait_free,
                   buffer_pool_hit_ratio_pct, tps; the disk's signs
     row_locks     innodb_row_lock_time (the profile), innodb_row_lock_current_waits (mean),
                   innodb_deadlocks; extra: lock_waits {table, index, share} from INNODB_LOCK_WAITS
     table_locks   table_locks_waited; extra: processlist {samples, active_mean, states: {state: mean
-                  sessions}} from information_schema.PROCESSLIST, the Sleep sessions and the sampler left out
+                  sessions}} from information_schema.PROCESSLIST, the Sleep sessions and the sampler left
+                  out (its lock waiters are also taken out of the disk's and the pool's share)
     connections   errors_by_code["1040"], connection_errors_max_connections, threads_connected,
                   Context.refused / max_connections; extra: thread_pool {samples, queued_share,
                   queue_mean} from information_schema.THREAD_POOL_GROUPS

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bench_dsl.attribution.model import Outcome, Profile
+from bench_dsl.attribution.model import Outcome, Profile, r3
 from bench_dsl.core.numbers import num
 
 # The extra figures the rules read when a step row carries them (the package's docstring says who
@@ -21,6 +21,10 @@ PROCESSLIST = "processlist"  # {"samples", "active_mean", "states": {state: mean
 THREAD_POOL = "thread_pool"  # {"samples", "queued_share", "queue_mean"}
 NETWORK = "network"  # {"rtt_ms", "retransmits_per_s", "bytes_per_s", "link_bytes_per_s"}
 LOCK_WAITS = "lock_waits"  # {"samples", "table", "index", "share"}: the hot row's table seen most
+# the processlist's states of a session waiting for a table's lock (ATTRIBUTION.md: the only
+# metadata-lock signal without performance_schema)
+LOCK_STATES = ("Waiting for table metadata lock", "Waiting for table level lock", "Waiting for global read lock",
+               "Waiting for backup lock")
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,8 +143,25 @@ class Window:
             return None
         return pct * cores / 100.0 / allowed
 
+    def lock_waiting(self) -> float | None:
+        """Sessions the processlist saw waiting for a table's or a metadata lock, on average (None:
+        not sampled)."""
+        states = self.s.numbers(PROCESSLIST, "states")
+        if not isinstance(self.s.get(PROCESSLIST, "states"), Mapping):
+            return None
+        return sum(v for k, v in states.items() if k in LOCK_STATES)
+
+    def other_share(self) -> float | None:
+        """The profile's other share (in the server, neither on CPU nor on a row lock) less the
+        sessions the processlist saw waiting for a table's lock: what is left for I/O, fsync and
+        the like. A metadata lock's waiters run in the server off CPU, and are no disk's."""
+        other, n = self.profile.other_share, self.profile.sessions_in_flight
+        if other is None or not n or not (waiting := self.lock_waiting()):
+            return other
+        return r3(max(0.0, other - waiting / n))
+
     def other_of_active(self) -> float | None:
-        return self.profile.of_active(self.profile.other_share)
+        return self.profile.of_active(self.other_share())
 
     def pressure(self, kind: str, which: str = "some") -> float | None:
         return self.s.num(PRESSURE, kind, which)

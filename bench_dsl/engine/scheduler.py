@@ -21,8 +21,9 @@ from typing import Any
 from bench_dsl.core.clock import MONOTONIC, Clock
 from bench_dsl.engine.phases import Phase, Plan
 from bench_dsl.fleet.base import Fleet, WorkerFailed, WorkerReport
-from bench_dsl.measure.metrics import TickStats, TxStats
+from bench_dsl.measure.metrics import TickStats
 from bench_dsl.measure.stalls import Span, quiet_spans
+from bench_dsl.measure.txstats import TxStats
 
 
 @dataclass(frozen=True, slots=True)

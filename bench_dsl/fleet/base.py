@@ -18,9 +18,9 @@ from bench_dsl.core.errors import BenchError
 from bench_dsl.measure.arrivals import ArrivalStats
 from bench_dsl.measure.cpu import OwnCpu, client_cpu
 from bench_dsl.measure.hdrwire import TxStatsSum
-from bench_dsl.measure.metrics import TxStats
 from bench_dsl.measure.schedlag import Samples
 from bench_dsl.measure.stalls import Quiet
+from bench_dsl.measure.txstats import TxStats
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,7 +40,7 @@ from bench_dsl.fleet.coordinator import REPLY_TIMEOUT, WorkerFleet, WorkerHandle
 from bench_dsl.fleet.process import starved
 from bench_dsl.fleet.ray_actor import fault
 from bench_dsl.language.model import Scenario
-from bench_dsl.measure.metrics import HIGHEST_US, new_histogram
+from bench_dsl.measure.txstats import HIGHEST_US, new_histogram
 
 START_TIMEOUT = 60.0  # an actor placed, its process started, bench-dsl imported and the workload built
 INSTALL = "pip install 'bench-dsl[ray]'"

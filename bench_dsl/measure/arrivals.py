@@ -25,7 +25,7 @@ from typing import Any
 from hdrh.histogram import HdrHistogram
 
 from bench_dsl.core.figures import Figure
-from bench_dsl.measure.metrics import HIGHEST_US, TxStats, new_histogram
+from bench_dsl.measure.txstats import HIGHEST_US, TxStats, new_histogram
 
 _HISTOGRAMS = ("lag", "service", "queue_wait")
 

@@ -8,12 +8,15 @@ machine is then counted as one on this one, which no reading of local child proc
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Iterable
+from pathlib import Path
 
 import psutil
 
 from bench_dsl.core import limits
+from bench_dsl.measure.metrics import PRESSURE_KEY, SCHED_KEY
 
 
 class CpuSampler:
@@ -25,6 +28,7 @@ class CpuSampler:
         if server_pid is not None:
             with contextlib.suppress(psutil.Error):
                 self.server = psutil.Process(server_pid)
+        self.waits = Waits(self.server.pid if self.server is not None else None)
         self.sample()  # the first reading of cpu_percent is meaningless: prime it
 
     def allowed_cores(self) -> float | None:
@@ -48,7 +52,78 @@ class CpuSampler:
                 server = self.server.cpu_percent(None) / self.ncpu
             except psutil.Error:
                 self.server = None
-        return {"server": server, "host": psutil.cpu_percent(None)}
+        return {"server": server, "host": psutil.cpu_percent(None), **self.waits.sample()}
+
+
+PRESSURE = Path("/proc/pressure")
+
+
+class Waits:
+    """Who waited for a CPU or the disks since the last sample: the machine's pressure stall
+    information ("some" of the time a task waited: a cgroup's I/O limit shows here and nowhere in
+    the disk's counters) and, for a server on this machine, its threads' run delay (schedstat: time
+    runnable, not running) and its cgroup's CPU throttling. What the bottleneck's rules need to tell
+    a CPU or a disk at its limit from one merely busy (bench_dsl.attribution). A figure that cannot
+    be read is left out."""
+
+    def __init__(self, pid: int | None) -> None:
+        self.pid = pid
+        self._at = time.monotonic()
+        self._pressure = self._read_pressure()
+        self._delay = self._read_delay()
+        self._throttled = self._read_throttled()
+
+    def sample(self) -> dict[str, float | None]:
+        now = time.monotonic()
+        wall, self._at = now - self._at, now
+        pressure, delay, throttled = self._read_pressure(), self._read_delay(), self._read_throttled()
+        out: dict[str, float | None] = {}
+        if wall > 0:
+            for kind, us in pressure.items():
+                if kind in self._pressure and us >= self._pressure[kind]:
+                    out[PRESSURE_KEY + kind] = 100.0 * (us - self._pressure[kind]) / 1e6 / wall
+            # a thread gone since the last sample takes its delay with it: only those in both count
+            grew = [ns - self._delay[t] for t, ns in delay.items() if t in self._delay and ns >= self._delay[t]]
+            if delay and self._delay:
+                out[SCHED_KEY + "run_delay_s_per_s"] = sum(grew) / 1e9 / wall
+            if throttled is not None and self._throttled is not None and throttled >= self._throttled:
+                out[SCHED_KEY + "throttled_s_per_s"] = (throttled - self._throttled) / 1e9 / wall
+        self._pressure, self._delay, self._throttled = pressure, delay, throttled
+        return out
+
+    @staticmethod
+    def _read_pressure() -> dict[str, float]:
+        out = {}
+        for kind in ("cpu", "io"):
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                some = (PRESSURE / kind).read_text().splitlines()[0]  # some avg10=.. avg60=.. avg300=.. total=us
+                out[kind] = float(some.rsplit("total=", 1)[1])
+        return out
+
+    def _read_delay(self) -> dict[str, int]:
+        """Each of the server's threads' run delay, ns (/proc/PID/task/TID/schedstat's second field)."""
+        if self.pid is None:
+            return {}
+        out = {}
+        with contextlib.suppress(OSError):
+            for tid in os.listdir(f"/proc/{self.pid}/task"):
+                with contextlib.suppress(OSError, ValueError, IndexError):
+                    out[tid] = int(Path(f"/proc/{self.pid}/task/{tid}/schedstat").read_text().split()[1])
+        return out
+
+    def _read_throttled(self) -> float | None:
+        """The ns the server's cgroup was held back by its CPU quota (v1 throttled_time, v2
+        throttled_usec), None without a quota: an unlimited group is never throttled."""
+        if self.pid is None or _cgroup_quota(self.pid) is None:
+            return None
+        for group, v2 in limits.cgroups(self.pid, "cpu"):
+            with contextlib.suppress(OSError, ValueError):
+                stat = dict(line.split() for line in (group / "cpu.stat").read_text().splitlines())
+                if v2 and "throttled_usec" in stat:
+                    return float(stat["throttled_usec"]) * 1e3
+                if not v2 and "throttled_time" in stat:
+                    return float(stat["throttled_time"])
+        return None
 
 
 class OwnCpu:

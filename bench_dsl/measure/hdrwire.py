@@ -19,7 +19,7 @@ from hdrh.codec import ext_header_size, payload_header_size
 from hdrh.histogram import HdrHistogram
 from pyhdrh import add_array, decode
 
-from bench_dsl.measure.metrics import HIGHEST_US, LOWEST_US, SIGNIFICANT_DIGITS, TxStats
+from bench_dsl.measure.txstats import HIGHEST_US, LOWEST_US, SIGNIFICANT_DIGITS, TxStats
 
 _WORD = 8  # hdrh's counters are 64-bit unless asked otherwise, as new_histogram's are
 

@@ -4,103 +4,26 @@ figures of several worker processes can be merged exactly."""
 
 from __future__ import annotations
 
-from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
-
-from hdrh.histogram import HdrHistogram
 
 from bench_dsl.language.metric_decls import CORE_TABLE, MetricDecl, Table
 from bench_dsl.language.model import Metric
 from bench_dsl.measure.consistency import Jitter, consistency
 from bench_dsl.measure.derived import StatusOf, derived, derived_figures
 from bench_dsl.measure.figures import client_figures
+from bench_dsl.measure.processlist import States
 from bench_dsl.measure.stalls import Span, Stalls, join
+from bench_dsl.measure.txstats import TxStats
 
-LOWEST_US = 1
-HIGHEST_US = 3_600_000_000  # one hour: a stalled server must still be measured, not clipped
-SIGNIFICANT_DIGITS = 3
-PERCENTILES = (50.0, 90.0, 95.0, 99.0, 99.9)
+# the keys of a tick's cpu that are a queue for a resource, not a CPU % (bench_dsl.measure.cpu.Waits
+# reads them): a window's row holds them apart, as "pressure" ({"cpu"|"io": {"some": % of time}})
+# and "server_sched" ({"run_delay_s_per_s", "throttled_s_per_s"}), what bench_dsl.attribution reads
+PRESSURE_KEY = "pressure:"
+SCHED_KEY = "sched:"
+WAIT_KEYS = (PRESSURE_KEY, SCHED_KEY)
+
 ALL = "*"  # the key of all transactions together
-
-
-def new_histogram() -> HdrHistogram:
-    return HdrHistogram(LOWEST_US, HIGHEST_US, SIGNIFICANT_DIGITS)
-
-
-@dataclass(slots=True)
-class TxStats:
-    """One transaction type (or all of them) over some span of time. Mergeable."""
-
-    hist: HdrHistogram = field(default_factory=new_histogram)
-    count: int = 0
-    queries: int = 0
-    retries: int = 0
-    errors: Counter[int] = field(default_factory=Counter)
-    rollbacks: int = 0  # completed, then rolled back on purpose (counted in `count` too)
-    # Exact sum of latencies: the mean without walking the histogram (hdrh's get_mean_value takes ~100 ms)
-    total_us: int = 0
-
-    def merge(self, other: TxStats) -> None:
-        if other.count:
-            self.hist.add(other.hist)
-        self.count += other.count
-        self.queries += other.queries
-        self.retries += other.retries
-        self.errors.update(other.errors)
-        self.rollbacks += other.rollbacks
-        self.total_us += other.total_us
-
-    def counts(self) -> tuple[int, int, int]:  # what a throughput counts (metrics.counted)
-        return self.count, self.queries, self.rollbacks
-
-    @property
-    def error_count(self) -> int:
-        return sum(self.errors.values())
-
-    def latency_ms(self) -> dict[str, float | None]:
-        """min / avg / p50 ... p99.9 / max in milliseconds (None when nothing completed)."""
-        if self.count == 0:
-            return dict.fromkeys(("min", "avg", "p50", "p90", "p95", "p99", "p99_9", "max"))
-        pct = self.hist.get_percentile_to_value_dict(list(PERCENTILES))
-        out: dict[str, float | None] = {
-            "min": self.hist.get_min_value() / 1000,
-            "avg": round(self.mean_us() / 1000, 3),
-        }
-        for p in PERCENTILES:
-            out["p" + _pkey(p)] = pct[p] / 1000
-        out["max"] = self.hist.get_max_value() / 1000
-        return out
-
-    def mean_us(self) -> float:
-        return self.total_us / self.count if self.count else 0.0
-
-    def percentile_s(self, p: float) -> float | None:
-        if self.count == 0:
-            return None
-        return self.hist.get_value_at_percentile(p) / 1e6
-
-    def to_wire(self) -> dict[str, object]:
-        """What a worker process sends to the coordinator for one interval."""
-        return {"hist": self.hist.encode().decode("ascii") if self.count else None, "count": self.count,
-                "queries": self.queries, "retries": self.retries, "errors": dict(self.errors),
-                "rollbacks": self.rollbacks, "total_us": self.total_us}
-
-    @classmethod
-    def from_wire(cls, d: dict[str, object]) -> TxStats:
-        hist = HdrHistogram.decode(d["hist"]) if d["hist"] else new_histogram()
-        if d["hist"]:
-            # decode() keeps the encoder's range; re-home it so later merges never clip
-            full = new_histogram()
-            full.add(hist)
-            hist = full
-        return cls(hist, int(d["count"]), int(d["queries"]), int(d["retries"]),  # type: ignore[call-overload]
-                   Counter({int(k): int(v) for k, v in d["errors"].items()}),  # type: ignore[attr-defined]
-                   int(d.get("rollbacks", 0)), int(d.get("total_us", 0)))  # type: ignore[call-overload]
-
-
-def _pkey(p: float) -> str:
-    return str(int(p)) if float(p).is_integer() else str(p).replace(".", "_")
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +36,8 @@ class StatusSample:
     values: dict[str, float]
     at: float = 0.0  # when the later reading was taken (monotonic): the newest values win
     gauges: frozenset[str] = frozenset()  # of the values, those that are readings: a window keeps their mean
+    states: dict[str, int] | None = None  # the processlist's sessions by state at the later reading
+    rtt_ms: float | None = None  # a ping's round trip on the same connection, just before it
 
 
 @dataclass(slots=True)
@@ -152,7 +77,8 @@ class TickStats:
             **{d.name: round(n * d.per / secs, 1) for d, n in rates.items() if d.transaction is None},
             "errors_per_s": round(sum(st.error_count for st in self.tx.values()) / secs, 2),
             "retries_per_s": round(sum(st.retries for st in self.tx.values()) / secs, 2),
-            "cpu": {k: (None if v is None else round(v, 1)) for k, v in self.cpu.items()},
+            "cpu": {k: (None if v is None else round(v, 1)) for k, v in self.cpu.items()
+                    if not k.startswith(WAIT_KEYS)},
             "transactions": {n: {"count": st.count, "tps": round(st.count / secs, 1), "errors": st.error_count}
                              for n, st in self.tx.items()},
         }
@@ -192,6 +118,7 @@ class Aggregate:
         self.status_values: dict[str, float] = {}
         self.status_gauged: dict[str, float] = {}  # a gauge's readings, each weighted by the seconds it closes
         self._status_at = float("-inf")
+        self.states = States()
         self.lag_last: float | None = None
         self.lag_min: float | None = None
         self.lag_max: float | None = None
@@ -241,6 +168,7 @@ class Aggregate:
             for k in tick.status.gauges:
                 if (g := tick.status.values.get(k)) is not None:
                     self.status_gauged[k] = self.status_gauged.get(k, 0.0) + g * tick.status.seconds
+            self.states.add(tick.status.states, tick.status.rtt_ms)
             if tick.status.at >= self._status_at:  # windows add their ticks newest first
                 self._status_at = tick.status.at
                 self.status_values = dict(tick.status.values)
@@ -400,14 +328,24 @@ class Aggregate:
             **({"cpu_by_client_host": each} if (each := {k.removeprefix("client_host:"): _r(self.cpu(k))
                                                          for k in sorted(self._cpu_n) if k.startswith("client_host:")})
                else {}),
+            **self.waits(),
             "transactions": {n: one(self.tx[n]) for n in self.names},
             **({"server_status": st} if (st := self.server_status()) is not None else {}),
             # each figure derived from the server's status, by its declaration
             **derived_figures(self.metrics, self.status_window()),
+            **({"processlist": pl} if (pl := self.states.to_json()) is not None else {}),
+            **({"network": net} if (net := self.states.network()) is not None else {}),
             **({"disk": d} if (d := self.disk()) is not None else {}),
             **({"replication": {"lag_s": self.lag_last, "lag_max_s": self.lag_max, "lag_min_s": self.lag_min,
                                 "replicas": self.replicas}} if self.lag_last is not None else {}),
         }
+
+    def waits(self) -> dict[str, object]:
+        """The queues for the CPU and the disks over the window (bench_dsl.measure.cpu.Waits)."""
+        pressure = {k.removeprefix(PRESSURE_KEY): {"some": _r(self.cpu(k))} for k in sorted(self._cpu_n)
+                    if k.startswith(PRESSURE_KEY)}
+        sched = {k.removeprefix(SCHED_KEY): _r3(self.cpu(k)) for k in sorted(self._cpu_n) if k.startswith(SCHED_KEY)}
+        return {**({"pressure": pressure} if pressure else {}), **({"server_sched": sched} if sched else {})}
 
     def so_far(self) -> dict[str, object]:
         """The summary's figures a live display shows of a step still running."""
@@ -433,3 +371,7 @@ def counted(d: MetricDecl, txs: dict[str, TxStats], count: int, queries: int, ro
 
 def _r(v: float | None) -> float | None:
     return None if v is None else round(v, 2)
+
+
+def _r3(v: float | None) -> float | None:
+    return None if v is None else round(v, 3)

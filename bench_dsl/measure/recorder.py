@@ -8,8 +8,8 @@ import time
 from collections import Counter
 
 from bench_dsl import native
-from bench_dsl.measure.metrics import HIGHEST_US, TxStats, new_histogram
 from bench_dsl.measure.stalls import RESOLUTION_S, Quiet
+from bench_dsl.measure.txstats import HIGHEST_US, TxStats, new_histogram
 
 # Counts.quiet(): gaps, the latest completion, the take, idle spans, idle since (nanoseconds)
 Raw = tuple[list[tuple[int, int]], int | None, int, list[tuple[int, int]], int | None]

@@ -18,6 +18,7 @@ import asyncmy
 
 from bench_dsl.core.dsn import Dsn
 from bench_dsl.core.figures import Counted, Figure
+from bench_dsl.measure import processlist
 from bench_dsl.measure.metrics import StatusSample
 from bench_dsl.server.connect import connect
 from bench_dsl.server.figures import SECONDS, TPM
@@ -82,6 +83,8 @@ class ServerCounters:
         self.status_names: tuple[str, ...] = ()
         self._status: tuple[float, dict[str, float]] | None = None  # the newest reading
         self._taken: tuple[float, dict[str, float]] | None = None  # the one the last tick ended at
+        self._states: dict[str, int] | None = None  # the processlist's sessions by state, read with it
+        self._rtt_ms: float | None = None  # a ping's round trip, just before it
 
     async def open(self, dsn: Dsn) -> None:
         self._dsn = dsn
@@ -124,13 +127,21 @@ class ServerCounters:
             try:
                 async with ctl.cursor() as cur:
                     if self.status_names:
+                        # a round trip that asks the server for nothing (COM_PING: no statement, so
+                        # in no Com_* counter nor Questions): the least of a step's is the network's
+                        # (a busy event loop only ever adds to one)
+                        sent = time.monotonic()
+                        await ctl.ping(reconnect=False)
+                        self._rtt_ms = 1000.0 * (time.monotonic() - sent)
                         # the reading's moment is when it was asked for: the server reads its counters
                         # at once, while the answer may wait for a busy event loop to be taken in
                         asked = time.monotonic()
                         await cur.execute("SHOW GLOBAL STATUS WHERE Variable_name IN ("
                                           + ", ".join(["%s"] * len(self.status_names)) + ")", self.status_names)
                         rows = await cur.fetchall()
-                        self._status = (asked, {str(k).lower(): float(v) for k, v in rows if _numeric(v)})
+                        status = {str(k).lower(): float(v) for k, v in rows if _numeric(v)}
+                        self._status = (asked, status)
+                        self._states = await _states(cur, ctl.thread_id())
                     else:
                         await cur.execute("SELECT 1")
                         await cur.fetchall()
@@ -149,7 +160,7 @@ class ServerCounters:
             return None  # the first reading: nothing to subtract it from yet
         # a counter that went down is a server restarted or FLUSH STATUS: no growth to tell
         grew = {k: v - before[1][k] for k, v in now[1].items() if k in before[1] and v >= before[1][k]}
-        return StatusSample(now[0] - before[0], grew, dict(now[1]), now[0], GAUGES)
+        return StatusSample(now[0] - before[0], grew, dict(now[1]), now[0], GAUGES, self._states, self._rtt_ms)
 
     def silent_s(self) -> float:
         """Seconds the server has answered nothing on this connection (0 if it never had one; a
@@ -232,6 +243,15 @@ class ServerCounters:
     def figures(self) -> tuple[Figure, ...]:
         """What a step's "server" holds (core.figures)."""
         return (SECONDS, *(f for c in self.counted for f in c.figures()))
+
+
+async def _states(cur: Any, own_id: int | None) -> dict[str, int] | None:
+    """The processlist's sessions by state; None when it cannot be read (the status readings go on)."""
+    try:
+        await cur.execute(processlist.QUERY)
+        return processlist.states_of(list(await cur.fetchall()), own_id)
+    except Exception:
+        return None
 
 
 def _numeric(v: object) -> bool:

@@ -21,7 +21,7 @@ from bench_dsl.core.dsn import Dsn
 from bench_dsl.fleet import pacing
 from bench_dsl.fleet.users import UserPool
 from bench_dsl.measure.arrivals import ArrivalStats
-from bench_dsl.measure.metrics import PERCENTILES, TxStats
+from bench_dsl.measure.txstats import PERCENTILES, TxStats
 from bench_dsl.measure.recorder import Recorder
 from bench_dsl.server.embedded import EmbeddedServer
 from tests.fakes import HUNG_S, Query, QueryWorkload, wait_until

@@ -19,7 +19,7 @@ from bench_dsl.engine.voice import Voice
 from bench_dsl.fleet.base import Health, ProcessFigures, WorkerReport
 from bench_dsl.fleet.local import LocalFleet
 from bench_dsl.fleet.process import ProcessFleet
-from bench_dsl.measure.metrics import TxStats, new_histogram
+from bench_dsl.measure.txstats import TxStats, new_histogram
 from bench_dsl.measure.recorder import Recorder
 from bench_dsl.measure.stalls import Quiet
 from bench_dsl.workloads.registry import make_workload

@@ -270,7 +270,24 @@ def test_the_commit_flush_wins_on_a_slow_busy_flush() -> None:
                 disk={"busiest": "vda", "util_pct": 20.0, "iops": 400.0, "await_ms": 1.0, "flush_ms": 0.2})
     v = attribute(s, b, TWO)
     assert (v.cls, v.confidence) == ("commit_flush", "high")
-    assert v.words.startswith("limited by the commit flush (flush busy 85% of the time, 0.9 ms a flush, 900 fsyncs/s)")
+    assert v.words.startswith("limited by the commit flush (flush busy 85% of the time, 0.9 ms a flush, 900 fsyncs/s, "
+                              "1.1 commits each)")
+
+
+def test_the_commit_flush_under_a_cgroups_write_limit_shows_in_io_pressure_and_commits_per_fsync() -> None:
+    """A provoked run (innodb_flush_log_at_trx_commit = 1, the server's writes throttled by a blkio
+    cgroup): the device's own flush time says nothing (the limit waits above it); I/O pressure does,
+    and at most one commit per session to an fsync says the commits waited for them. Without a
+    flush a commit (trx_commit = 2), far more commits an fsync: not the commit flush."""
+    s = row(users=8, tps=139.0, running=9.0, cpu=(1.0, 94.0, 0.7), status={"innodb_data_fsyncs": st(35.5)},
+            pressure={"io": {"some": 52.0}})
+    v = attribute(s, earlier(tps=78.0, status={"innodb_data_fsyncs": st(40.8)}), TWO)
+    assert (v.cls, v.confidence) == ("commit_flush", "high"), v.words
+    assert [f.cls for f in v.findings if f.symptom_of == "commit_flush"] == ["disk"]
+    lazy = row(users=8, tps=3000.0, running=9.0, cpu=(20.0, 94.0, 3.0), status={"innodb_data_fsyncs": st(20.0)},
+               pressure={"io": {"some": 52.0}})
+    r = outcome(attribute(lazy, earlier(), TWO), "commit_flush")
+    assert isinstance(r, RuledOut) and "150 commits an fsync" in r.why
 
 
 def test_the_commit_flush_is_ruled_out_without_fsyncs_and_silent_without_flush_times() -> None:
@@ -304,8 +321,33 @@ def test_table_locks_win_on_sessions_waiting_for_a_metadata_lock() -> None:
                                                                         "Sending data": 2.0}})
     v = attribute(s, earlier(), TWO)
     assert (v.cls, v.share) == ("table_locks", 0.75)
-    assert v.confidence == "medium"  # one signal: the processlist's states
+    # two signals: the processlist's states, and the time profile's sessions in the server off CPU
+    assert v.confidence == "high"
+    assert [e.figure for e in v.evidence if e.corroborates] == ["lock_waiting_of_sampled", "other_of_active"]
     assert "Waiting for table metadata lock" in v.words
+    # the states alone, the sessions in the server mostly on CPU: medium
+    busy = row(users=24, running=3.0, cpu=(80.0, 90.0, 10.0), processlist=s["processlist"])
+    assert attribute(busy, earlier(), TWO).confidence != "high"
+
+
+def test_sessions_waiting_for_a_table_lock_are_no_disks_even_under_io_pressure() -> None:
+    """A provoked run (LOCK TABLES held by a side session) on a machine whose other work put I/O
+    pressure at 30%: half the sampled sessions waited for the metadata lock and the rest of the
+    time in the server was short. The lock's waiters are taken out of the disk's share: table
+    locks, not the disk."""
+    s = row(users=4, running=5.0, cpu=(3.0, 90.0, 2.0), pressure={"io": {"some": 30.0}},
+            processlist={"samples": 2, "active_mean": 3.5, "states": {"Waiting for table metadata lock": 2.0,
+                                                                      "Writing to net": 1.0, "Preparing": 0.5}})
+    v = attribute(s, earlier(), TWO)
+    assert v.cls == "table_locks", v.words
+    disk = outcome(v, "disk")
+    assert not isinstance(disk, Finding) or (disk.share or 0) < 0.5
+
+
+def test_an_await_risen_on_an_idle_disk_is_no_sign() -> None:
+    s = row(running=21.0, disk={"busiest": "vda", "util_pct": 2.0, "iops": 3.0, "await_ms": 0.35})
+    v = attribute(s, earlier(disk={"busiest": "vda", "util_pct": 1.0, "iops": 3.0, "await_ms": 0.1}), TWO)
+    assert isinstance(outcome(v, "disk"), RuledOut)
 
 
 def test_table_locks_are_ruled_out_by_the_sampled_states() -> None:
@@ -332,6 +374,26 @@ def test_the_network_wins_on_round_trips_while_the_client_is_idle() -> None:
     s["qps"] = 5000.0  # five statements a transaction: 10 ms of round trips in 12
     v = attribute(s, earlier(), TWO)
     assert (v.cls, v.confidence, v.share) == ("network", "high", 0.9)
+
+
+def test_a_loopback_round_trip_is_no_wire_however_short_the_transaction() -> None:
+    """Point selects on this machine: 0.15 ms round trips in 0.25 ms transactions are the two
+    sides' CPU, not a network (the CPU rules weigh them)."""
+    s = row(users=16, running=3.0, tps=60_000.0, latency_avg=0.25, network={"rtt_ms": 0.15})
+    r = outcome(attribute(s, earlier(), TWO), "network")
+    assert isinstance(r, RuledOut) and (r.figure, r.value) == ("rtt_of_latency", 0.6)
+
+
+def test_a_round_trip_that_waited_for_a_busy_servers_cpu_is_no_wire() -> None:
+    """The server at its one core's limit: the ping waited for a core like every statement (2.3 ms,
+    its threads 5 waiting for one); the round trip is the CPU's queue, not the network's."""
+    s = row(users=8, running=2.0, tps=1500.0, latency_avg=5.3, network={"rtt_ms": 2.3},
+            server_sched={"run_delay_s_per_s": 5.3})
+    r = outcome(attribute(s, earlier(), TWO), "network")
+    assert isinstance(r, RuledOut) and r.figure == "rtt_of_latency"
+    idle = row(users=8, running=2.0, tps=1500.0, latency_avg=5.3, network={"rtt_ms": 5.3},
+               server_sched={"run_delay_s_per_s": 0.6})
+    assert attribute(idle, earlier(), TWO).cls == "network"
 
 
 def test_the_network_is_ruled_out_when_sessions_are_in_the_server() -> None:

@@ -9,7 +9,7 @@ import statistics
 import pytest
 
 from bench_dsl.measure.consistency import Jitter, consistency
-from bench_dsl.measure.metrics import new_histogram
+from bench_dsl.measure.txstats import new_histogram
 
 
 def test_the_spread_of_throughput_is_the_ticks_standard_deviation_over_their_mean() -> None:

@@ -16,7 +16,8 @@ from bench_dsl.engine.rows import IntervalRow
 from bench_dsl.engine.scenario_file import load
 from bench_dsl.language import model as m
 from bench_dsl.language.generators import compile_value, nurand, special, zipf
-from bench_dsl.measure.metrics import HIGHEST_US, Aggregate, TickStats, TxStats, new_histogram
+from bench_dsl.measure.metrics import Aggregate, TickStats
+from bench_dsl.measure.txstats import HIGHEST_US, TxStats, new_histogram
 from bench_dsl.measure.recorder import Recorder
 
 from ..conftest import ROOT

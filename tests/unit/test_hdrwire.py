@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench_dsl.fleet.base import Health, WorkerReport
-from bench_dsl.measure.metrics import HIGHEST_US, PERCENTILES, TxStats
+from bench_dsl.measure.txstats import HIGHEST_US, PERCENTILES, TxStats
 
 NAMES = ("read", "write", "idle")
 

@@ -13,7 +13,8 @@ import pytest
 from bench_dsl.core.errors import ScenarioError
 from bench_dsl.language import parser, validate
 from bench_dsl.language.metric_decls import CORE, CORE_TABLE, MetricDecl, Table
-from bench_dsl.measure.metrics import Aggregate, TickStats, TxStats, new_histogram
+from bench_dsl.measure.metrics import Aggregate, TickStats
+from bench_dsl.measure.txstats import TxStats, new_histogram
 from bench_dsl.results.comparison import compare, parse_gate, row_name
 from bench_dsl.results.summary import summarize
 from bench_dsl.workloads import registry

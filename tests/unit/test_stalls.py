@@ -13,7 +13,8 @@ from bench_dsl.engine import events as ev
 from bench_dsl.engine.judge import stalled
 from bench_dsl.engine.runner import Run
 from bench_dsl.language.model import Metric
-from bench_dsl.measure.metrics import Aggregate, TickStats, TxStats
+from bench_dsl.measure.metrics import Aggregate, TickStats
+from bench_dsl.measure.txstats import TxStats
 from bench_dsl.measure.stalls import BREAK_S, Quiet, Stalls, quiet_spans
 
 from ..fakes import FakeCpu, FakeFleet

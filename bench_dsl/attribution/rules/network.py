@@ -1,12 +1,12 @@
 """The network: sessions mostly outside the server while the client is not busy, and the round
 trips a large part of a transaction's time (or the link near its speed). Retransmits are its
-errors. The round trip is not recorded today: a delaying TCP proxy in the tests stands in for a
-slow network."""
+errors. The round trip is the least of a step's ping (COM_PING) on the coordinator's own connection
+(network.rtt_ms); a delaying TCP proxy in the tests stands in for a slow network."""
 
 from __future__ import annotations
 
 from bench_dsl.attribution.model import Evidence, Finding, NoSignal, Outcome, RuledOut, r3
-from bench_dsl.attribution.window import NETWORK, Rule, Window, pct
+from bench_dsl.attribution.window import NETWORK, SERVER_SCHED, Rule, Window, pct
 
 CLASS = "network"
 # ATTRIBUTION.md, rules to start from (network): A/N < 0.5, client not busy, round trip x
@@ -15,6 +15,15 @@ ACTIVE_BELOW = 0.5
 RTT_OF_LATENCY = 0.3
 # "near the link's speed": not in ATTRIBUTION.md, a starting point of ours
 LINK_BUSY = 0.9
+# Not in ATTRIBUTION.md, ours: a round trip under this is no wire's. Through the loopback, from
+# Python's driver, a round trip took 0.1 to 0.2 ms here: a point select's whole time is of that order,
+# and that time is the two sides' CPU, which the CPU rules weigh
+RTT_FLOOR_MS = 0.5
+# Ours: the server's threads waiting this long for a core a second (schedstat's run delay) make the
+# ping wait too, so its round trip is the CPU's queue, not a wire's: provoked runs at the server's
+# own CPU limit and on a machine whose CPU client and server filled took 0.5 to 9.8 ms round trips
+# with 2.3 to 14 threads waiting; through a 4 ms link with the server idle, 0.03 to 0.6 waiting
+RTT_RUN_DELAY = 1.0
 
 
 def judge(w: Window) -> Outcome:
@@ -37,13 +46,19 @@ def judge(w: Window) -> Outcome:
     tps, qps, lat = w.s.tps, w.s.num("qps"), w.s.latency_avg_ms()
     per_tx = qps / tps if qps and tps else 1.0
     rtt_part = None if rtt is None or not lat else r3(rtt * per_tx / lat)
+    queue = w.s.num(SERVER_SCHED, "run_delay_s_per_s")
+    cpu_queue = queue is not None and queue >= RTT_RUN_DELAY
+    wire = rtt is not None and rtt >= RTT_FLOOR_MS and not cpu_queue
+    not_wire = ("" if wire or rtt is None else
+                f": the server's threads waited for a core ({queue:.1f} at a time), and so did the ping" if cpu_queue
+                else f": under {RTT_FLOOR_MS:g} ms, no wire's")
     busy = None if bytes_s is None or not link else r3(bytes_s / link)
     retrans = w.s.num(NETWORK, "retransmits_per_s")
     evidence = [
         Evidence("active_share", active, "of sessions in flight", ACTIVE_BELOW, "<", corroborates=True),
         Evidence("rtt_of_latency", rtt_part, "of a transaction's time", RTT_OF_LATENCY,
-                 corroborates=rtt_part is not None and rtt_part >= RTT_OF_LATENCY,
-                 note=f"round trip {rtt} ms x {per_tx:.1f} statements a transaction"),
+                 corroborates=wire and rtt_part is not None and rtt_part >= RTT_OF_LATENCY,
+                 note=f"round trip {rtt} ms x {per_tx:.1f} statements a transaction" + not_wire),
         Evidence("link_busy", busy, "of the link's speed", LINK_BUSY,
                  corroborates=busy is not None and busy >= LINK_BUSY),
     ]

@@ -46,7 +46,7 @@ def judge(w: Window) -> Outcome:
                  note="at the maximum writers wait; it counts with a stall in the step (a dip in tps)"),
         Evidence("stall_s", stall, "s", STALL_S, corroborates=False),
     )
-    return Finding(CLASS, w.profile.other_share, evidence,
+    return Finding(CLASS, w.other_share(), evidence,
                    f"the redo log (checkpoint age past 7/8 of its maximum in {pct(near)} of readings)")
 
 

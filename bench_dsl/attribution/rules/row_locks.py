@@ -59,4 +59,6 @@ def judge(w: Window) -> Outcome:
     return Finding(CLASS, w.profile.row_lock_share, tuple(evidence), f"row locks{on} ({pct(frac)} of {over} waiting)")
 
 
-RULE = Rule(CLASS, "row locks", judge)
+# a lock holder that reads from disk holds its waiters as long (rules/buffer_pool.py): listed, but
+# the pool's misses are what ran out
+RULE = Rule(CLASS, "row locks", judge, symptom_of=("buffer_pool",))

@@ -25,7 +25,7 @@ from bench_dsl.attribution.registry import title
 from bench_dsl.core.axis import LoadAxis
 from bench_dsl.engine.profiles.registry import AXES, axis_of
 from bench_dsl.engine.stopping import StopReason
-from bench_dsl.measure.metrics import new_histogram
+from bench_dsl.measure.txstats import new_histogram
 from bench_dsl.results.fold import FoldedConfiguration, at, measured_steps, one_axis
 
 Row = dict[str, Any]

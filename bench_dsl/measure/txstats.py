@@ -1,0 +1,94 @@
+"""One transaction type's measurements (or all types together): its counts and its HDR histogram of
+response times, merged across ticks and workers, and sent between processes encoded (HdrHistogram's
+compressed base64), so that several workers' figures merge exactly."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from hdrh.histogram import HdrHistogram
+
+LOWEST_US = 1
+HIGHEST_US = 3_600_000_000  # one hour: a stalled server must still be measured, not clipped
+SIGNIFICANT_DIGITS = 3
+PERCENTILES = (50.0, 90.0, 95.0, 99.0, 99.9)
+
+
+def new_histogram() -> HdrHistogram:
+    return HdrHistogram(LOWEST_US, HIGHEST_US, SIGNIFICANT_DIGITS)
+
+
+@dataclass(slots=True)
+class TxStats:
+    """One transaction type (or all of them) over some span of time. Mergeable."""
+
+    hist: HdrHistogram = field(default_factory=new_histogram)
+    count: int = 0
+    queries: int = 0
+    retries: int = 0
+    errors: Counter[int] = field(default_factory=Counter)
+    rollbacks: int = 0  # completed, then rolled back on purpose (counted in `count` too)
+    # Exact sum of latencies: the mean without walking the histogram (hdrh's get_mean_value takes ~100 ms)
+    total_us: int = 0
+
+    def merge(self, other: TxStats) -> None:
+        if other.count:
+            self.hist.add(other.hist)
+        self.count += other.count
+        self.queries += other.queries
+        self.retries += other.retries
+        self.errors.update(other.errors)
+        self.rollbacks += other.rollbacks
+        self.total_us += other.total_us
+
+    def counts(self) -> tuple[int, int, int]:  # what a throughput counts (metrics.counted)
+        return self.count, self.queries, self.rollbacks
+
+    @property
+    def error_count(self) -> int:
+        return sum(self.errors.values())
+
+    def latency_ms(self) -> dict[str, float | None]:
+        """min / avg / p50 ... p99.9 / max in milliseconds (None when nothing completed)."""
+        if self.count == 0:
+            return dict.fromkeys(("min", "avg", "p50", "p90", "p95", "p99", "p99_9", "max"))
+        pct = self.hist.get_percentile_to_value_dict(list(PERCENTILES))
+        out: dict[str, float | None] = {
+            "min": self.hist.get_min_value() / 1000,
+            "avg": round(self.mean_us() / 1000, 3),
+        }
+        for p in PERCENTILES:
+            out["p" + _pkey(p)] = pct[p] / 1000
+        out["max"] = self.hist.get_max_value() / 1000
+        return out
+
+    def mean_us(self) -> float:
+        return self.total_us / self.count if self.count else 0.0
+
+    def percentile_s(self, p: float) -> float | None:
+        if self.count == 0:
+            return None
+        return self.hist.get_value_at_percentile(p) / 1e6
+
+    def to_wire(self) -> dict[str, object]:
+        """What a worker process sends to the coordinator for one interval."""
+        return {"hist": self.hist.encode().decode("ascii") if self.count else None, "count": self.count,
+                "queries": self.queries, "retries": self.retries, "errors": dict(self.errors),
+                "rollbacks": self.rollbacks, "total_us": self.total_us}
+
+    @classmethod
+    def from_wire(cls, d: dict[str, object]) -> TxStats:
+        hist = HdrHistogram.decode(d["hist"]) if d["hist"] else new_histogram()
+        if d["hist"]:
+            # decode() keeps the encoder's range; re-home it so later merges never clip
+            full = new_histogram()
+            full.add(hist)
+            hist = full
+        return cls(hist, int(d["count"]), int(d["queries"]), int(d["retries"]),  # type: ignore[call-overload]
+                   Counter({int(k): int(v) for k, v in d["errors"].items()}),  # type: ignore[attr-defined]
+                   int(d.get("rollbacks", 0)), int(d.get("total_us", 0)))  # type: ignore[call-overload]
+
+
+def _pkey(p: float) -> str:
+    return str(int(p)) if float(p).is_integer() else str(p).replace(".", "_")
