@@ -15,7 +15,7 @@ from typing import Any, cast
 
 import pytest
 
-from ..conftest import BENCH, ROOT, run_bench, run_measured, run_sql
+from ..conftest import BENCH, ROOT, froze, run_bench, run_measured, run_sql
 from .provoke import HeldLock, SlowLink, cgroup, device_of, throwaway
 
 pytestmark = pytest.mark.slow
@@ -30,11 +30,18 @@ def run(fixture: str, url: str, tmp_path: Path, stalls: bool = False, group: Pat
     out = tmp_path / f"{fixture}.json"
     args: tuple[str, ...] = ("run", str(FIXTURES / fixture), "--headless", "--json", str(out))
     if group is not None:
-        r = subprocess.run(["sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$@"', "sh", *BENCH, *args],
-                           capture_output=True, text=True, timeout=300, env={**os.environ, "BENCH_DSN": url},
-                           cwd=ROOT)
-        assert r.returncode == 0, r.stderr
-        return cast(dict[str, Any], json.loads(out.read_text()))
+        # run again (3 runs at most) while a step froze, as run_measured does: a client held to a quarter
+        # of a core beside the suite's four processes once answered nothing for a quarter of a step,
+        # which is then no clean measurement and leaves no saturation point
+        for _ in range(3):
+            r = subprocess.run(["sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$@"', "sh", *BENCH, *args],
+                               capture_output=True, text=True, timeout=300, env={**os.environ, "BENCH_DSN": url},
+                               cwd=ROOT)
+            assert r.returncode == 0, r.stderr
+            doc = cast(dict[str, Any], json.loads(out.read_text()))
+            if not froze(doc):
+                break
+        return doc
     if stalls:
         r = run_bench(*args, env={"BENCH_DSN": url})
         assert r.returncode == 0, r.stderr

@@ -140,7 +140,8 @@ def test_the_report_draws_against_the_offered_rate(study: Study) -> None:
     assert [c.axis for c in configs] == ["rate", "rate"]
     figs = figures(configs)
     assert [f.name for f in figs] == ["throughput-vs-rate", "latency-vs-rate", "timeline", "latency-spectrum",
-                                      "cpu-vs-rate"]
+                                      "cpu-vs-rate", "latency-stddev-ms-vs-rate", "p99-p50-ratio-vs-rate",
+                                      "tps-cv-pct-vs-rate"]
     spec = json.dumps(figs[0].spec())
     assert '"field": "rate_tps"' in spec and "offered rate (transactions/s)" in spec
     assert "Throughput against offered rate" in spec and "users (concurrent connections)" not in spec
