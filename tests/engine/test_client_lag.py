@@ -177,11 +177,14 @@ def test_a_client_starved_of_cpu_records_its_lag_and_calls_the_climb_its_own_lim
     assert _worst_p90(step) > CLIENT_LAG_MS
     assert all(i["client_lag_ms"]["thread"]["samples"] > 0 for i in doc["intervals"] if i["measured"])
     sat = doc["saturation"]
-    assert sat["limited_by"] == "client" and "waited for a core" in sat["reason"], sat
+    # the client's limit in the words of what showed it: a process that waited for a core (its lag
+    # probe), or, starved harder (a CI's busy machine), a worker whose report came a tick late
+    said = next((w for w in ("waited for a core", "s late while") if w in sat["reason"]), None)
+    assert sat["limited_by"] == "client" and said is not None, sat
     assert "at least 16 users" in sat["reason"]
     (expect,) = doc["expect"]
-    assert not expect["passed"] and "waited for a core" in expect["reason"]
-    assert "expect saturation >= 1 users: FAIL" in stderr and "waited for a core" in stderr
+    assert not expect["passed"] and said in expect["reason"]
+    assert "expect saturation >= 1 users: FAIL" in stderr and said in stderr
 
 
 # The same probes in a process of their own beside the run: what the machine gave anyone then
