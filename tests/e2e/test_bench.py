@@ -136,6 +136,7 @@ def _database(url: str, name: str) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.harness  # make test-machine: the benchmark's harness at full load, alone
 def test_quick_benchmark_runs_end_to_end(dsn_url: str, tmp_path: Path) -> None:
     assert shutil.which("sysbench") is not None, "sysbench is not installed: run scripts/setup.sh (make test does)"
     # A database of its own: the harness drops and reloads its sbtest tables.
@@ -200,6 +201,7 @@ def test_unknown_sections_are_a_usage_error() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.harness  # make test-machine: the benchmark's harness at full load, alone
 def test_the_tls_row_measures_both_ways(tmp_path: Path) -> None:
     """`--sections tls`: a throwaway server with a certificate made for the run, bench-dsl plain and
     over TLS alternated; every run measured, the TLS ones encrypted (a run without a cipher in its

@@ -225,6 +225,7 @@ def test_the_open_loop_sections_options() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.harness  # make test-machine: the benchmark's harness at full load, alone
 def test_the_rate_and_omission_sections_run_end_to_end(tmp_path: Path) -> None:
     """One small rate, both clients, and a short stall, on the harness's own throwaway server."""
     r = subprocess.run([sys.executable, "-m", "bench.run", "--sections", "rate,omission", "--rates", "300",

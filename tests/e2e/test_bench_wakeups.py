@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import shutil
 import subprocess
 import sys
@@ -10,6 +12,7 @@ from pathlib import Path
 from ..conftest import ROOT
 
 
+@pytest.mark.harness  # make test-machine: the benchmark's harness at full load, alone
 def test_the_wakeups_measurement_runs(tmp_path: Path) -> None:
     """bench/wakeups.py (interrupts and CPU per transaction, each client in turn) on its own server."""
     assert shutil.which("sysbench") is not None, "sysbench is not installed: run scripts/setup.sh (make test does)"

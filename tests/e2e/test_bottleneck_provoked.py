@@ -18,7 +18,7 @@ import pytest
 from ..conftest import BENCH, ROOT, froze, run_bench, run_measured, run_sql
 from .provoke import HeldLock, SlowLink, cgroup, device_of, throwaway
 
-pytestmark = [pytest.mark.slow, pytest.mark.provoked]  # make test-provoked: the machine to themselves
+pytestmark = [pytest.mark.slow, pytest.mark.provoked]  # make test-machine: the machine to themselves
 
 FIXTURES = ROOT / "tests" / "fixtures" / "bottleneck"
 
