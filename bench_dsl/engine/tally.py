@@ -166,10 +166,10 @@ class Tally:
             self.totals()  # the step and its verdict written now, not after the fleet and server stop
 
     # figures -----------------------------------------------------------------------------------
-    def _figures(self, agg: Aggregate, lag: LagWindow) -> dict[str, Any]:
+    def _figures(self, agg: Aggregate, lag: LagWindow, consistent: bool = False) -> dict[str, Any]:
         """An aggregate's figures, with the client's scheduling lag and the statements per second by
-        kind the workload knows."""
-        out = agg.summary() | lag.to_json()
+        kind the workload knows (`consistent`: a step's, with its consistency)."""
+        out = agg.summary(consistent) | lag.to_json()
         rates = self.workload.rates(float(out["tps"]))  # type: ignore[arg-type]
         return out | {"statements": rates} if rates is not None else out
 
@@ -196,7 +196,7 @@ class Tally:
         agg = self.step_agg
         if agg.ticks == 0:
             return
-        figures = self._figures(agg, self.lag_step)
+        figures = self._figures(agg, self.lag_step, consistent=True)
         if server is not None:
             server = self.server_side.counters.compared(server, figures)
         row = StepRow(ph.step or 0, ph.users if ph.kind == "hold" else agg.users_max or 0, why is None, why,
@@ -215,9 +215,9 @@ class Tally:
         self.voice.log(said, reason.level)
         self.voice.publish(ev.Fired(reason))
 
-    def summary(self) -> dict[str, Any] | None:
-        """The measured run so far (None: nothing measured)."""
-        return self.run_agg.summary() | self.lag_run.to_json() if self.run_agg.ticks else None
+    def summary(self, final: bool = False) -> dict[str, Any] | None:
+        """The measured run so far (None: nothing measured); `final`, at its end, with its consistency."""
+        return self.run_agg.summary(final) | self.lag_run.to_json() if self.run_agg.ticks else None
 
     def totals(self, saturation: SaturationPoint | None = None, summary: dict[str, Any] | None = None) -> None:
         """The run so far, for a result that must stand whenever the run is cut off. At the run's

@@ -298,8 +298,11 @@ class Aggregate:
         n = counted(d, self.tx, *(self.all if tx is None else self.tx[tx]).counts())
         return None if n is None else self.rate(n) * d.per
 
-    def summary(self) -> dict[str, object]:
-        """The figures every report carries: throughput, latency, errors, CPU, per transaction."""
+    def summary(self, consistent: bool = False) -> dict[str, object]:
+        """The figures every report carries: throughput, latency, errors, CPU, per transaction; with
+        `consistent`, how consistent they were (measure.consistency: a step's and the run's at its end,
+        not each interval's: HDR's standard deviation walks the whole histogram in Python, tens of ms
+        for a run's, which every second's totals would pay)."""
         def one(st: TxStats) -> dict[str, object]:
             return {
                 "count": st.count,
@@ -315,7 +318,7 @@ class Aggregate:
             "seconds": round(self.seconds, 3),
             "users": self.users_max,
             **one(self.all),
-            **consistency(self.all.hist, self.all.count, self.jitter),
+            **(consistency(self.all.hist, self.all.count, self.jitter) if consistent else {}),
             **{d.name: round(n, 1) for d in self.metrics.measuring("throughput")  # nopm: of new_order always
                if d.transaction is not None and (n := self.throughput(d)) is not None},
             **(stalls.to_json() if (stalls := self.stalls()) is not None else {}),
