@@ -8,7 +8,6 @@ from __future__ import annotations
 import ast
 import json
 import sys
-from dataclasses import replace
 from typing import Any
 
 from hypothesis import given, settings
@@ -24,6 +23,15 @@ from bench_dsl.attribution.window import Step, Window
 from ..conftest import ROOT
 from .test_attribution import TWO, outcome
 
+
+def _recorded(name: str, **machine: int) -> tuple[dict[str, Any], list[Diagnosis]]:
+    """A recorded run (tests/fixtures/NAME) and each of its steps' verdict against the steps before, on
+    its machine (its cores, unless `machine` says them: a server held to fewer)."""
+    rec = json.loads((ROOT / "tests" / "fixtures" / name).read_text())
+    steps = rec["steps"]
+    ctx = Context(**{"cores": rec["machine"]["cpu_count"], **machine}, shared_machine=True,  # type: ignore[arg-type]
+                  client_probed=True, max_connections=rec["max_connections"])
+    return rec, [attribute(s, steps[:i], ctx) for i, s in enumerate(steps)]
 
 def test_a_recorded_run_of_sleeping_user_locks_is_never_named_with_confidence() -> None:
     """tests/fixtures/steps.jsonl: four GET_LOCK locks held over a SLEEP, recorded on a machine busy
@@ -42,11 +50,7 @@ def test_a_recorded_climb_on_three_hot_rows_is_limited_by_row_locks() -> None:
     """tests/fixtures/attribution-hot-rows.json: 1 to 16 users each updating one of 3 rows, as the
     result recorded them (Threads_running read once at each step's end, no mean: medium at most).
     The first steps wait mostly on the SLEEP and the commit: no class; from 8 users, row locks."""
-    rec = json.loads((ROOT / "tests" / "fixtures" / "attribution-hot-rows.json").read_text())
-    steps = rec["steps"]
-    ctx = Context(cores=rec["machine"]["cpu_count"], shared_machine=True, client_probed=True,
-                  max_connections=rec["max_connections"])
-    verdicts = [attribute(s, steps[:i], ctx) for i, s in enumerate(steps)]
+    _, verdicts = _recorded("attribution-hot-rows.json")
     assert [(v.cls, v.confidence) for v in verdicts] == [("unexplained", "low")] * 3 + [("row_locks", "medium")] * 2
     last = verdicts[-1]
     assert last.notes == ("the sessions in the server are from one reading of Threads_running, not its mean",)
@@ -60,11 +64,7 @@ def test_a_recorded_climb_with_an_8m_pool_names_the_pool_and_the_busy_machine_ne
     fast virtual one (0.1 ms), the machine's two cores full from 8 users. Every transaction reads
     from disk; what holds the climb is the CPU the reads and the client take: the machine's CPU,
     the buffer pool a close second, both medium (one signal each, and each other's near match)."""
-    rec = json.loads((ROOT / "tests" / "fixtures" / "attribution-small-pool.json").read_text())
-    steps = rec["steps"]
-    ctx = Context(cores=rec["machine"]["cpu_count"], shared_machine=True, client_probed=True,
-                  max_connections=rec["max_connections"])
-    verdicts = [attribute(s, steps[:i], ctx) for i, s in enumerate(steps)]
+    _, verdicts = _recorded("attribution-small-pool.json")
     assert [(v.cls, v.confidence) for v in verdicts][3:] == [("machine_cpu", "medium")] * 2
     assert "high" not in {v.confidence for v in verdicts}
     last = verdicts[-1]
@@ -81,11 +81,7 @@ def test_the_8m_climb_of_what_breaks_first_is_the_buffer_pool_even_where_its_hot
     59% of running sessions wait on the zipf's hot rows, behind holders that read from disk: the
     buffer pool, with row locks listed as its symptom, never row locks at high confidence (issue
     41 asks for the buffer pool or disk here)."""
-    rec = json.loads((ROOT / "tests" / "fixtures" / "attribution-wbf-8m.json").read_text())
-    steps = rec["steps"]
-    ctx = Context(cores=rec["machine"]["cpu_count"], shared_machine=True, client_probed=True,
-                  max_connections=rec["max_connections"])
-    verdicts = [attribute(s, steps[:i], ctx) for i, s in enumerate(steps)]
+    _, verdicts = _recorded("attribution-wbf-8m.json")
     assert [(v.cls, v.confidence) for v in verdicts][1:] == [("buffer_pool", "medium")] * 4
     last = verdicts[-1]
     assert [(f.cls, f.symptom_of) for f in last.findings] == [("buffer_pool", None), ("row_locks", "buffer_pool")]
@@ -99,16 +95,15 @@ def test_a_recorded_server_held_to_one_core_is_server_cpu() -> None:
     statement waits for the server's one core is not counted running until a thread reads it, so
     75% and 88% of the sessions' time is outside the server. The client's probe found it short of
     nothing, so that time is the server's CPU queue: server CPU, high, at both steps."""
-    rec = json.loads((ROOT / "tests" / "fixtures" / "attribution-server-cpu.json").read_text())
+    rec, verdicts = _recorded("attribution-server-cpu.json", cores=2, allowed_cores=1)
     steps = rec["steps"]
-    ctx = Context(cores=2, allowed_cores=1, shared_machine=True, client_probed=True,
-                  max_connections=rec["max_connections"])
-    verdicts = [attribute(s, steps[:i], ctx) for i, s in enumerate(steps)]
     assert [(v.cls, v.confidence) for v in verdicts] == [("server_cpu", "high")] * 2
     assert all(v.profile.outside_share is not None and v.profile.outside_share >= 0.75 for v in verdicts)
     assert verdicts[-1].words.startswith("limited by server CPU (100% of the 1 core it may use)")
     # a client the probe found at its limit explains the time outside as well: no longer high
-    busy = attribute(steps[-1], steps[:-1], replace(ctx, client_limit="its worker 1 process used 95% of a core"))
+    ctx = Context(cores=2, allowed_cores=1, shared_machine=True, client_probed=True,
+                  max_connections=rec["max_connections"], client_limit="its worker 1 process used 95% of a core")
+    busy = attribute(steps[-1], steps[:-1], ctx)
     assert busy.confidence != "high" or busy.cls == "client"
 
 
@@ -116,11 +111,7 @@ def test_a_recorded_server_its_quota_throttles_is_server_cpu_on_a_machine_that_k
     """tests/fixtures/attribution-server-cpu-busy.json: the same provoked run at load average 147.
     The server's mean was 84% and 89% of its one-core quota, under BUSY, and the machine's CPU was
     named (low); its cgroup throttled it (0.62 and 0.06 s/s): it was at its own limit. Server CPU."""
-    rec = json.loads((ROOT / "tests" / "fixtures" / "attribution-server-cpu-busy.json").read_text())
-    steps = rec["steps"]
-    ctx = Context(cores=2, allowed_cores=1, shared_machine=True, client_probed=True,
-                  max_connections=rec["max_connections"])
-    verdicts = [attribute(s, steps[:i], ctx) for i, s in enumerate(steps)]
+    _, verdicts = _recorded("attribution-server-cpu-busy.json", cores=2, allowed_cores=1)
     assert [v.cls for v in verdicts] == ["server_cpu"] * 2
     assert all(v.confidence in ("high", "medium") for v in verdicts)
     assert isinstance(outcome(verdicts[-1], "machine_cpu"), RuledOut)
@@ -132,11 +123,7 @@ def test_a_recorded_metadata_lock_on_a_machine_busy_with_other_work_is_table_loc
     readings put 66% of the sessions' time outside the server, which the machine's CPU took as its
     own (0.76, medium, the wrong class); by the client's clock the users were always inside a
     transaction, so that time is the lock's: table locks at both steps."""
-    rec = json.loads((ROOT / "tests" / "fixtures" / "attribution-table-locks-busy.json").read_text())
-    steps = rec["steps"]
-    ctx = Context(cores=2, allowed_cores=2, shared_machine=True, client_probed=True,
-                  max_connections=rec["max_connections"])
-    verdicts = [attribute(s, steps[:i], ctx) for i, s in enumerate(steps)]
+    _, verdicts = _recorded("attribution-table-locks-busy.json", cores=2, allowed_cores=2)
     assert [(v.cls, v.confidence) for v in verdicts] == [("table_locks", "high")] * 2
     cpu = outcome(verdicts[-1], "machine_cpu")
     assert isinstance(cpu, Finding) and (cpu.share or 0) < 0.25
@@ -147,11 +134,7 @@ def test_a_recorded_redo_log_at_its_maximum_is_the_redo_log_and_the_cpu_its_writ
     writes throttled. The checkpoint age sits at its maximum, the steps stall (tps 0 at 8 users),
     and the machine is full: the server's waiting writers and page cleaner burn CPU, its threads
     wait for a core. The redo log, high; the machine's CPU listed as its symptom, not a cause."""
-    rec = json.loads((ROOT / "tests" / "fixtures" / "attribution-redo-log.json").read_text())
-    steps = rec["steps"]
-    ctx = Context(cores=2, allowed_cores=2, shared_machine=True, client_probed=True,
-                  max_connections=rec["max_connections"])
-    verdicts = [attribute(s, steps[:i], ctx) for i, s in enumerate(steps)]
+    _, verdicts = _recorded("attribution-redo-log.json", cores=2, allowed_cores=2)
     assert [(v.cls, v.confidence) for v in verdicts] == [("redo_log", "high")] * 2
     assert [(f.cls, f.symptom_of) for f in verdicts[-1].findings] == [("redo_log", None), ("machine_cpu", "redo_log")]
 
