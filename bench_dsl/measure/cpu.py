@@ -68,6 +68,9 @@ class Waits:
 
     def __init__(self, pid: int | None) -> None:
         self.pid = pid
+        # the server's CPU controller group with a quota, found once (None: no quota, never throttled);
+        # its cpu.stat is then read at each sample, not /proc/PID/cgroup and the quota again
+        self._quota_group = _quota_group(pid) if pid is not None else None
         self._at = time.monotonic()
         self._pressure = self._read_pressure()
         self._delay = self._read_delay()
@@ -114,15 +117,15 @@ class Waits:
     def _read_throttled(self) -> float | None:
         """The ns the server's cgroup was held back by its CPU quota (v1 throttled_time, v2
         throttled_usec), None without a quota: an unlimited group is never throttled."""
-        if self.pid is None or _cgroup_quota(self.pid) is None:
+        if self._quota_group is None:
             return None
-        for group, v2 in limits.cgroups(self.pid, "cpu"):
-            with contextlib.suppress(OSError, ValueError):
-                stat = dict(line.split() for line in (group / "cpu.stat").read_text().splitlines())
-                if v2 and "throttled_usec" in stat:
-                    return float(stat["throttled_usec"]) * 1e3
-                if not v2 and "throttled_time" in stat:
-                    return float(stat["throttled_time"])
+        group, v2, _ = self._quota_group
+        with contextlib.suppress(OSError, ValueError):
+            stat = dict(line.split() for line in (group / "cpu.stat").read_text().splitlines())
+            if v2 and "throttled_usec" in stat:
+                return float(stat["throttled_usec"]) * 1e3
+            if not v2 and "throttled_time" in stat:
+                return float(stat["throttled_time"])
         return None
 
 
@@ -169,14 +172,21 @@ def client_cpu(processes: Iterable[tuple[str, float | None, float, str, int]]) -
 def _cgroup_quota(pid: int) -> float | None:
     """A process's cgroup CPU quota in cores (v2 `cpu.max`, v1 `cpu.cfs_quota_us` over its period);
     None where none is set or it cannot be read."""
+    found = _quota_group(pid)
+    return found[2] if found is not None else None
+
+
+def _quota_group(pid: int) -> tuple[Path, bool, float] | None:
+    """The CPU controller group of a process that has a quota: its directory, whether it is cgroup v2,
+    the quota in cores; None where none is set or it cannot be read."""
     for group, v2 in limits.cgroups(pid, "cpu"):
         try:
             if v2:
                 quota, period = (group / "cpu.max").read_text().split()
                 if quota != "max":
-                    return int(quota) / int(period)
+                    return group, True, int(quota) / int(period)
             elif (quota_us := int((group / "cpu.cfs_quota_us").read_text())) > 0:
-                return quota_us / int((group / "cpu.cfs_period_us").read_text())
+                return group, False, quota_us / int((group / "cpu.cfs_period_us").read_text())
         except (OSError, ValueError):
             continue
     return None
