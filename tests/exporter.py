@@ -20,11 +20,12 @@ def free_port() -> int:
 
 
 @contextmanager
-def node_exporter() -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    """The exporter's process and its metrics URL, once it accepts connections."""
+def node_exporter(*collectors: str) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """The exporter's process and its metrics URL, once it accepts connections. `collectors`: its
+    flags (default: the CPU's and the disks'; a test's own sysfs tree: --path.sysfs=DIR)."""
     port = free_port()
     proc = subprocess.Popen([EXPORTER, f"--web.listen-address=127.0.0.1:{port}", "--collector.disable-defaults",
-                             "--collector.cpu", "--collector.diskstats"],
+                             *(collectors or ("--collector.cpu", "--collector.diskstats"))],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/metrics"
     deadline = time.monotonic() + 10

@@ -33,6 +33,7 @@ The order of a run:
         Saturation             the saturation point as it stands (after each judged step/interval): the
                                point itself once `saturated` (a condition fired), only then shown as one
     ErrorMessages              when the users met an error code not described before
+    Power                      the power source read, or why the run has no power figure
     Control                    a front end's request (stop, next step, hold) taking effect
     Finished                   the end: status, exit code, verdict, expectations, summary
 """
@@ -41,7 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
@@ -327,6 +328,15 @@ class Saturation(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class Power(Event):
+    """The power of the server's machine: the source read (None: the scenario has no `power`), and
+    why the run has no power figure (None: it has one). Said once, as the run ends."""
+    type: ClassVar[str] = "power"
+    source: str | None
+    no_power_figure: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class Log(Event):
     type: ClassVar[str] = "log"
     level: str  # info | warning | error
@@ -373,7 +383,7 @@ class Finished(Event):
 
 EVENT_TYPES: dict[str, type[Event]] = {c.type: c for c in (
     Begin, Started, PhaseBegan, Prepare, Prepared, Workers, Cluster, WorkerLostEvent, LiveTick, Interval, Totals,
-    StepEnded, Conditions, Fired, Saturation, Log, ErrorMessages, Control, Finished)}
+    StepEnded, Conditions, Fired, Saturation, Power, Log, ErrorMessages, Control, Finished)}
 
 
 def from_json(d: Json) -> Event:
@@ -421,30 +431,3 @@ class Sink(Protocol):
         (a warning that a file could not be written), which every sink then receives."""
 
     def close(self) -> None: ...
-
-
-class Bus:
-    """Hands each event to every sink. A sink that raises (a closed pipe, a full disk) is dropped
-    and that is said as a warning: a sink must never end the run."""
-
-    def __init__(self, sinks: Sequence[Sink] = (), clock: Callable[[], float] | None = None) -> None:
-        self.sinks: list[Sink] = list(sinks)
-        self.clock = clock  # the run's elapsed seconds, for the warning that a sink stopped
-        self.dropped: list[tuple[Sink, Exception]] = []
-
-    def publish(self, event: Event) -> None:
-        queue = [event]
-        while queue:
-            ev = queue.pop(0)
-            for s in list(self.sinks):
-                try:
-                    said = s.emit(ev)
-                except Exception as exc:
-                    self.sinks.remove(s)
-                    self.dropped.append((s, exc))
-                    name = getattr(s, "name", type(s).__name__)
-                    queue.append(Log("warning", f"{name} stopped at this point: {type(exc).__name__}: {exc}",
-                                     round(self.clock(), 3) if self.clock else None))
-                    continue
-                if said:
-                    queue.extend(said)

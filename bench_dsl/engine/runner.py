@@ -331,6 +331,7 @@ class Run:
                 if not e["passed"]:
                     why = f": {e['reason']}" if e.get("reason") else ""
                     self.log(f"expectation failed: {e['expect']} (measured {e['value']}){why}", "error")
+        self.publish(ev.Power(*self.server_side.power_figure()))
         summary = tally.summary(final=True)
         report = self.workload.report(summary) if summary is not None else None
         for line in self.workload.report_lines(report) if report is not None else []:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from bench_dsl.language import model as m
 from bench_dsl.language import syntax as ast
@@ -153,6 +153,11 @@ def _limit(c: Checker, d: MetricDecl, metric: m.Metric, v: Quantity,
             c.wrong(v, f"{d.name} is compared with a plain number or {d.unit}", example)
             return None
         return v.value, d.unit
+    if d.limit == "power":
+        if v.unit not in (None, "W", "kW") or v.value < 0:
+            c.wrong(v, f"{label} is a power: a number of watts (W or kW)", example)
+            return None
+        return v.value * (1000.0 if v.unit == "kW" else 1.0), "W"
     if d.limit == "percent":
         if d.wording is not None and (v.unit != "%" or not 0 <= v.value <= 100):
             c.wrong(v, d.wording, example)
@@ -201,6 +206,8 @@ def _limit_kind(kind: str, d: MetricDecl) -> tuple[str, str]:
         return "a duration", d.sample or "250ms"
     if d.limit == "percent":
         return "a percentage", "80%"
+    if d.limit == "power":
+        return "a power", d.sample
     return "a number", "1000"
 
 
@@ -251,3 +258,16 @@ def _resolved(c: Checker, node: ast.ConditionNode) -> str:
             a, b = offset(c.text, span) - base, offset_end(c.text, span) - base
             src = src[:a] + str(plain(value)) + src[b:]
     return " ".join(src.split())
+
+
+def unsourced(c: Checker, conditions: Iterable[m.Condition], replicas: bool, power: bool) -> None:
+    """A condition on a figure the scenario reads from nothing: the replicas' lag without replicas,
+    the power without a power source."""
+    for cond in conditions:
+        if cond.metric.name == "replication_lag" and not replicas:
+            c.error("replication_lag needs replicas", cond.span,
+                    'server { replicas = 1 } (throwaway ones), or replica "mysql://user@host:3306/db"')
+        elif (d := cond.metric.declaration) is not None and d.reads == "power" and not power:
+            c.error(f"{cond.metric.label()} needs a power source: the scenario has no `power`", cond.span,
+                    'power rapl (this machine\'s RAPL), power node_exporter (the monitor\'s), '
+                    'power prometheus "URL" "METRIC", or power command "ipmitool dcmi power reading"')

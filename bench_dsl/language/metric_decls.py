@@ -49,7 +49,20 @@ Measures = Literal["throughput", "latency", "share", "time", "gauge", "users", "
 Arg = Literal["transaction", "source", "name", "none"]
 # What a condition's limit is: a duration (any time unit, kept as seconds x `seconds_to`), a
 # percentage from 0% to 100%, a plain number, a plain number or the metric's own unit word, a users count.
-Limit = Literal["time", "percent", "plain", "own", "users"]
+Limit = Literal["time", "percent", "plain", "own", "users", "power"]  # power: W or kW, or a plain number of W
+
+
+class Energy(Protocol):
+    """What the server's machine drew over a window, as its power source read it (bench_dsl.server.power)."""
+
+    @property
+    def seconds(self) -> float: ...  # the span the readings cover
+
+    @property
+    def joules(self) -> float: ...
+
+    @property
+    def max_w(self) -> float: ...  # the highest power read in it
 
 
 class StatusWindow(Protocol):
@@ -65,6 +78,24 @@ class StatusWindow(Protocol):
     def value(self, name: str) -> float | None: ...  # a variable's value at its end
 
     def per_second(self, name: str) -> float | None: ...  # a counter's growth per second of it
+
+    def throughput(self, name: str) -> float | None: ...  # a declared throughput over it ("tps", "nopm")
+
+    def energy(self) -> Energy | None: ...  # the server machine's power over it (None: not read)
+
+
+def watts(w: StatusWindow) -> float | None:
+    """The mean power over a window: its energy over the seconds it covers."""
+    e = w.energy()
+    return e.joules / e.seconds if e is not None and e.seconds > 0 else None
+
+
+def per_watt(throughput: str) -> Callable[[StatusWindow], float | None]:
+    """A throughput per watt of the server's machine (tps per watt is transactions per joule)."""
+    def derive(w: StatusWindow) -> float | None:
+        rate, power = w.throughput(throughput), watts(w)
+        return rate / power if rate is not None and power else None
+    return derive
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +128,7 @@ class MetricDecl:
     stat: str | None = None
     percentile: float | None = None
     seconds_to: float = 1.0  # limit "time": seconds times this (disk_await's figure is in ms)
-    reads: Literal["", "disks"] = ""  # what the server's side must read: "disks", the server host's disks
+    reads: Literal["", "disks", "power"] = ""  # what the server's side must read: the server host's disks, its power
     wording: str | None = None  # a limit "percent" or "plain" that is wrong: this instead of the usual words
     # --- a throughput, computed from its declaration ---------------------------------------------
     counts: Literal["transactions", "statements", "committed"] = "transactions"  # committed: less rollbacks
@@ -220,6 +251,23 @@ CORE: tuple[MetricDecl, ...] = (
     MetricDecl("tps_cv", "share", "%", "percent", title="tps CV %", condition=False, figure="tps_cv_pct",
                description="The coefficient of variation of throughput across the step's seconds (its jitter)",
                higher_is_better=False, summarized=True, compared=True, charted=True),
+    # the power the server's machine drew (bench_dsl.server.power, the scenario's `power`): derived over
+    # every window from the energy its source read, absent (never 0 W) where none was read
+    MetricDecl("power", "gauge", "W", "power", title="power W", example="power(server) > 400W", sample="400W",
+               arg="source", sources=("server",), reads="power", figure="power_w", live=True,
+               arg_error=("{name}({arg}): the power of the server's machine: {name}(server)", "power(server) > 400W"),
+               derive=watts, description="The mean power the server's machine drew, in W", higher_is_better=False,
+               summarized=True, compared=True, charted=True),
+    MetricDecl("power_max", "gauge", "W", "power", title="power max W", condition=False, reads="power",
+               figure="power_max_w", derive=lambda w: None if (e := w.energy()) is None else e.max_w,
+               description="The highest power the server's machine drew, as read (a reading's mean over its span), W",
+               higher_is_better=False),
+    MetricDecl("energy", "gauge", "J", "plain", title="energy J", condition=False, reads="power", figure="energy_j",
+               derive=lambda w: None if (e := w.energy()) is None else e.joules,
+               description="The energy the server's machine drew over the window, in J"),
+    MetricDecl("tx_per_joule", "gauge", "tx/J", "plain", title="tx per joule", condition=False, reads="power",
+               derive=per_watt("tps"), description="Transactions per joule the server's machine drew (tps per W)",
+               higher_is_better=True, summarized=True, compared=True, charted=True),
     # figures of results only: the CPU each transaction cost (bench_dsl.results.fold.cpu_us_per_tx)
     MetricDecl("server_cpu_us_per_tx", "cost", "µs", "plain", title="server CPU µs/tx", condition=False,
                at=("cpu_us_per_tx", "server"),

@@ -14,6 +14,7 @@ from bench_dsl.core.dsn import Dsn
 from bench_dsl.core.errors import Diagnostic, Span
 from bench_dsl.core.numbers import num
 from bench_dsl.language.metric_decls import CORE_TABLE, MetricDecl
+from bench_dsl.language.power_source import PowerSource
 
 # Canonical units inside the model: durations and latencies in seconds, percentages as
 # percent (80.0), throughputs in their own unit (per second or per minute: MetricDecl.per in
@@ -420,6 +421,7 @@ class Scenario:
     replicas: int = 0  # server { replicas = N }: throwaway replicas of the throwaway server
     replica_dsns: tuple[Dsn, ...] = ()  # `replica "mysql://..."`: replicas of the target
     monitor: str | None = None  # `monitor "http://db1:9100/metrics"`: the server host's node_exporter
+    power: PowerSource | None = None  # `power rapl`...: where the server machine's power is read
     # Findings that do not stop a run (a TPC-C mix below the minimums of clause 5.2.3), each
     # rendered like an error with severity "warning".
     warnings: tuple[Diagnostic, ...] = field(default_factory=tuple)

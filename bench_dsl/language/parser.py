@@ -137,6 +137,9 @@ class _ToSyntax(Transformer[Token, Any]):
     replica = _item("replica")
     monitor = _item("monitor")
 
+    def power(self, meta: Meta, ch: list[Any]) -> ast.Item:
+        return ast.Item("power", ch[0], self._s(meta), rest=tuple(c for c in ch[1:] if c is not None))
+
     def vary(self, meta: Meta, ch: list[Any]) -> ast.Vary:
         zipped = bool(ch) and isinstance(ch[-1], Token) and ch[-1].type == "VARY_ZIP"
         lines = tuple(c for c in ch if isinstance(c, ast.VaryLine))

@@ -210,6 +210,7 @@ class Item:
     value: Expr
     span: Span
     more: Expr | None = None  # a second value, where the item takes one (workers ray 8)
+    rest: tuple[Expr, ...] = ()  # the values after the first, where the item takes several (power)
 
 
 @dataclass(frozen=True, slots=True)

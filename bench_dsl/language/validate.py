@@ -18,10 +18,10 @@ from typing import Protocol
 
 from bench_dsl.core.dsn import Dsn, parse_dsn, redact
 from bench_dsl.core.errors import Diagnostic, ScenarioError, Span, normal_newlines
-from bench_dsl.language import configurations, loads, placement, ramp, rate, server, vary
+from bench_dsl.language import configurations, loads, placement, power, ramp, rate, server, vary
 from bench_dsl.language import model as m
 from bench_dsl.language import syntax as ast
-from bench_dsl.language.conditions import condition
+from bench_dsl.language.conditions import condition, unsourced
 from bench_dsl.language.metric_decls import MetricDecl, Table
 from bench_dsl.language.parser import parse, parse_expr
 from bench_dsl.language.values import Checker, EnvText, plain, span_of
@@ -143,6 +143,7 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
         lambda: server.settings(c, items.all("server"), embedded=given is None))
     replica_dsns = server.replicas(c, items.all("replica"), embedded=given is None)
     monitor = server.monitor(c, items.first("monitor"))
+    power_from = power.source(c, items.first("power"), monitor)
     workload, tx_names = parts.part(c, "workload", items.all("workload"),
                                     lambda: _workload(c, sc, items.all("workload"), workloads))
     # the file's workload, its places quiet with this configuration's values: a rate that reads the
@@ -166,11 +167,7 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
                                                                              expect=True),
                         also=(configurations.read_by_conditions(c, parts, "expect", users, items.all("expect")),
                               tx_names))
-    if not replicas and not replica_dsns:
-        for cond in stop + expect:
-            if cond.metric.name == "replication_lag":
-                c.error("replication_lag needs replicas", cond.span,
-                        'server { replicas = 1 } (throwaway ones), or replica "mysql://user@host:3306/db"')
+    unsourced(c, stop + expect, replicas=bool(replicas or replica_dsns), power=power_from is not None)
     output = _output(c, items.first("output"))
     setup = parts.part(c, "setup", items.all("setup"), lambda: _setup(c, items.all("setup"), workload, workloads),
                        also=(workload.kind if workload else None,))
@@ -194,6 +191,7 @@ def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str]
         setup=setup, workers=workers, cluster=cluster, on_worker_loss=on_worker_loss,
         warnings=tuple(d for d in c.diags if d.severity != "error"),
         study=plan, server_dir=server_dir, replicas=replicas, replica_dsns=replica_dsns, monitor=monitor,
+        power=power_from,
     )
     if plan is not None:
         configurations.check_all(

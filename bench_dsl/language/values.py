@@ -64,7 +64,7 @@ Value = Quantity | str | bool | ast.Call | None
 def _env_quantity(words: tuple[str, ...]) -> re.Pattern[str]:
     # the unit words after a space: users, and the throughputs' own (metric_decls.Table.throughput_units)
     return re.compile(r"\s*(-?[0-9]+(?:\.[0-9]+)?)"
-                      r"(?:(us|ms|s|m|h|%|K|M|G|T|x)|[ \t]+(" + "|".join(map(re.escape, ("users", "user", *words)))
+                      r"(?:(us|ms|s|m|h|%|K|M|G|T|x|kW|W)|[ \t]+(" + "|".join(map(re.escape, ("users", "user", *words)))
                       + r"))?\s*")
 
 
@@ -388,7 +388,7 @@ def plain(v: Value) -> object:
         n = int(v.value) if v.value.is_integer() else v.value
         if v.unit is None:
             return n
-        attached = v.unit in TIME_UNITS or v.unit in SIZE_UNITS or v.unit in ("%", "x")  # 10s, but 8 users
+        attached = v.unit in TIME_UNITS or v.unit in SIZE_UNITS or v.unit in ("%", "x", "W", "kW")  # 10s, but 8 users
         return f"{num(v.value)}{'' if attached else ' '}{v.unit}"
     if isinstance(v, ast.Call):
         return f"{v.name}(...)"

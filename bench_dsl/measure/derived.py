@@ -4,22 +4,31 @@ say), computed over any window, a tick, an interval, a step or the run, in this 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
-from bench_dsl.language.metric_decls import MetricDecl, Table
+from bench_dsl.language.metric_decls import Energy, MetricDecl, Table
 
 
 class StatusOf:
     """A window's server status as a derived metric reads it (metric_decls.StatusWindow): the
     counters' growth and the variables' values, by lowercase name, over `seconds`, and the
     transactions completed in those seconds (the window's count scaled to them: the status is read
-    on its own clock, and a tick's readings may span more or less than the tick)."""
+    on its own clock, and a tick's readings may span more or less than the tick); with the energy
+    the server's machine drew in it, when a power source read it, and its declared throughputs."""
 
-    __slots__ = ("_grew", "_seconds", "_values", "transactions")
+    __slots__ = ("_energy", "_grew", "_seconds", "_throughput", "_values", "transactions")
 
     def __init__(self, grew: Mapping[str, float], values: Mapping[str, float], seconds: float,
-                 transactions: float) -> None:
+                 transactions: float, energy: Energy | None = None,
+                 throughput: Callable[[str], float | None] = lambda name: None) -> None:
         self._grew, self._values, self._seconds, self.transactions = grew, values, seconds, transactions
+        self._energy, self._throughput = energy, throughput
+
+    def energy(self) -> Energy | None:
+        return self._energy
+
+    def throughput(self, name: str) -> float | None:
+        return self._throughput(name)
 
     def grew(self, name: str) -> float | None:
         return self._grew.get(name.lower())

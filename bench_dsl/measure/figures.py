@@ -61,7 +61,8 @@ def derived_figure(d: MetricDecl) -> Figure:
     """A metric derived from the server's status as a figure of every row: recomputed from the
     merged counters, never summed; null where they do not give it (no transaction, no counter)."""
     kind: Kind = "ratio" if d.measures == "share" else "latency" if d.measures == "latency" else "gauge"
-    return Figure(d.figure_name, d.unit, kind, "recompute", "server", "figures",
+    # the power's are the server machine's (read from its power source), the others the server's own
+    return Figure(d.figure_name, d.unit, kind, "recompute", "host" if d.reads == "power" else "server", "figures",
                   d.description or f"{d.heading}, from the server's status ({', '.join(d.status)})", digits=3,
                   nullable=True, title=d.heading, signed=True, live=("tick", "step") if d.live else ())
 

@@ -11,6 +11,7 @@ from bench_dsl.language.metric_decls import CORE_TABLE, MetricDecl, Table
 from bench_dsl.language.model import Metric
 from bench_dsl.measure.consistency import Jitter, consistency
 from bench_dsl.measure.derived import StatusOf, derived, derived_figures
+from bench_dsl.measure.energy import PowerSample, merge
 from bench_dsl.measure.figures import client_figures
 from bench_dsl.measure.processlist import States
 from bench_dsl.measure.stalls import Span, Stalls, join
@@ -62,6 +63,7 @@ class TickStats:
     # an open-loop rate's schedule over the tick (bench_dsl.measure.arrivals.ArrivalStats, whose
     # module builds on this one); None: closed loop
     arrivals: Any = None
+    power: PowerSample | None = None  # what the server's machine drew since the last reading (None: nothing read)
 
     @property
     def measured(self) -> bool:
@@ -87,9 +89,11 @@ class TickStats:
             done = whole[0]
             out |= self.arrivals.tick_figures(secs)
             out["achieved_tps"] = round(done / secs, 1)
-        if self.status is not None:
-            st = self.status
-            out |= derived_figures(metrics, StatusOf(st.grew, st.values, st.seconds, whole[0] * st.seconds / secs))
+        if (st := self.status) is not None or self.power is not None:
+            span = st.seconds if st is not None else secs
+            per = {d.name: n * d.per / secs for d, n in rates.items()}
+            out |= derived_figures(metrics, StatusOf(st.grew if st else {}, st.values if st else {}, span,
+                                                     whole[0] * span / secs, self.power, per.get))
         if self.lag is not None:
             out["lag_s"] = round(self.lag, 2)
         if self.host is not None and (busiest := self.host.busiest()) is not None:
@@ -128,6 +132,7 @@ class Aggregate:
         self._disk_sum: dict[str, dict[str, float]] = {}
         self._stall_pieces: list[Span] | None = None
         self.jitter = Jitter()  # each tick's throughput, for its spread (measure.consistency)
+        self.energy: PowerSample | None = None  # what the server's machine drew, where it was read
 
     def add(self, tick: TickStats) -> None:
         for name, st in tick.tx.items():
@@ -140,6 +145,7 @@ class Aggregate:
         self.seconds += tick.seconds
         self.ticks += 1
         self.jitter.add(sum(st.count for st in tick.tx.values()), tick.seconds)
+        self.energy = merge(self.energy, tick.power)
         if tick.stalls is not None:
             self._stall_pieces = join(self._stall_pieces or [], tick.stalls)
         for k, v in tick.cpu.items():
@@ -261,12 +267,17 @@ class Aggregate:
         return None
 
     def status_window(self) -> StatusOf | None:
-        """Its server status as a derived figure reads it (None: none was read)."""
-        if not self.status_values:
+        """Its server status (and power) as a derived figure reads it (None: neither was read)."""
+        if not self.status_values and self.energy is None:
             return None
         # the transactions of the status' own span (its readings and the ticks' counts are cut apart)
         scale = self.status_seconds / self.seconds if self.seconds > 0 else 1.0
-        return StatusOf(self.status_grew, self.status_values, self.status_seconds, self.all.count * scale)
+        return StatusOf(self.status_grew, self.status_values, self.status_seconds, self.all.count * scale,
+                        self.energy, self._throughput_of)
+
+    def _throughput_of(self, name: str) -> float | None:
+        d = self.metrics.get(name)
+        return self.throughput(d) if d is not None and d.measures == "throughput" else None
 
     def open_loop(self, name: str) -> float | None:
         """An open-loop rate's figure: the share of offered arrivals that completed (achieved) or

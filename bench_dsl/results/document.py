@@ -63,6 +63,9 @@ class ResultDocument:
                 d["stop"] = event.stop.to_json()
             case ev.Saturation():
                 d["saturation"] = event.saturation.to_json()
+            case ev.Power():
+                d["power"] = {"source": event.source, "measured": event.no_power_figure is None,
+                              "no_power_figure": event.no_power_figure}
             case ev.Log(level="warning"):
                 d["warnings"].append(event.message)
             case ev.ErrorMessages():

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bench_dsl.engine import events as ev
+from bench_dsl.engine.voice import Bus
 
 Timed = tuple[float, ev.Event]
 
@@ -64,7 +65,7 @@ class Player:
                 pass
 
     async def execute(self) -> int:
-        bus = ev.Bus(self.sinks)
+        bus = Bus(self.sinks)
         for t, e in self.evs:
             await self._until(t)
             if self._stopped:

@@ -19,6 +19,7 @@ from typing import IO, Any
 from rich.console import Console
 from rich.markup import escape as esc  # scenario text may hold [brackets]: never read them as styles
 
+from bench_dsl.core.figures import Figure
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.profiles.registry import DEFAULT_AXIS, axis_of
 from bench_dsl.measure.stalls import STALL_SHOWN_S
@@ -266,11 +267,15 @@ class ConsoleSink:
         self.c = console or Console(stderr=True, highlight=False)
         self.c.soft_wrap = True  # one line per interval, as sysbench: never folded
         self.axis = DEFAULT_AXIS  # the run's load axis, once it begins: its words for an interval's load
+        self.host: tuple[Figure, ...] = ()  # the server machine's figures (its power), from the run's catalog
 
     def emit(self, event: ev.Event) -> None:
         match event:
             case ev.Begin():
                 self.axis = axis_of({"scenario": event.scenario})
+                self.host = tuple(f for f in event.figures.at("figures") if f.side == "host")
+            case ev.Power(source=str(), no_power_figure=str(why)):
+                self.c.print(f"[yellow]no power figure: {esc(why)}[/]")
             case ev.Started():
                 self.c.print(f"[bold]{esc(event.scenario)}[/] on {esc(event.target)} ({esc(event.server_version)})")
             case ev.Log():
@@ -293,6 +298,8 @@ class ConsoleSink:
                     extra += f" lag {rep['lag_s']:.2f}s"
                 if disk := d.get("disk"):
                     extra += f" disk {disk['busiest']} {disk['util_pct']:.0f}% {disk['iops']:.0f}iops"
+                extra += "".join(f" {f.title or f.name} {d[f.name]:.1f}" for f in self.host
+                                 if "tick" in f.live and d.get(f.name) is not None)
                 self.c.print(
                     f"[{row.t:5.0f}s] {phase:<9} users {d['users']:>4} tps {d['tps']:8.1f} qps {d['qps']:8.1f} "
                     f"lat ms p50/p95/p99 {_ms(lat['p50']).strip()}/{_ms(lat['p95']).strip()}/{_ms(lat['p99']).strip()} "
@@ -305,6 +312,8 @@ class ConsoleSink:
                 self.c.print(f"[bold cyan]step {step.step} done:[/] {step.users} users, tps {d['tps']:.1f}, "
                              f"p90 {_ms(lat['p90']).strip()} ms, p99 {_ms(lat['p99']).strip()} ms, "
                              f"errors {d['errors']}{stall}"
+                             + "".join(f", {f.name} {d[f.name]:.{min(f.digits, 1)}f} {f.unit}" for f in self.host
+                                       if f.unit and d.get(f.name) is not None)
                              + (" [yellow](not complete)[/]" if not step.complete else ""))
                 if step.bottleneck is not None:  # what ran out in it, with what was ruled out
                     self._said([("  ", "plain"), *ran_out_line(step.bottleneck.to_json())])
@@ -321,7 +330,9 @@ class ConsoleSink:
         if s:
             lat = s["latency_ms"]
             self.c.print(f"measured: {s['count']} transactions in {s['seconds']:.0f}s, tps {s['tps']:.1f}, "
-                         f"p95 {_ms(lat['p95']).strip()} ms, errors {s['errors']}")
+                         f"p95 {_ms(lat['p95']).strip()} ms, errors {s['errors']}"
+                         + "".join(f", {f.name} {s[f.name]:.{min(f.digits, 1)}f} {f.unit}" for f in self.host
+                                   if f.unit and s.get(f.name) is not None))
         for e in d.get("expect") or []:
             self._said(expect_line(e))
 

@@ -198,7 +198,7 @@ class HostWatch:
     async def _read(self, quiet: bool = False) -> Reading | None:
         try:
             if self.url is not None:
-                text = await asyncio.to_thread(_fetch, self.url)
+                text = await asyncio.to_thread(fetch, self.url)
                 reading = parse_node_exporter(text, time.monotonic())
             else:
                 reading = _local(self.device)
@@ -216,7 +216,7 @@ class HostWatch:
         return reading
 
 
-def _fetch(url: str) -> str:
+def fetch(url: str) -> str:
     with urllib.request.urlopen(url, timeout=SCRAPE_TIMEOUT) as r:
         body = r.read(MAX_BODY + 1)
     if len(body) > MAX_BODY:

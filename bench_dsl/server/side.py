@@ -17,6 +17,7 @@ from bench_dsl.language import model as m
 from bench_dsl.measure.metrics import TickStats
 from bench_dsl.server.counters import STATUS_DEFAULT, ServerCounters, unknown_status
 from bench_dsl.server.hostwatch import FIRST_TRIES, HostWatch, Reading
+from bench_dsl.server.power import PowerWatch
 from bench_dsl.server.replication import Heartbeat
 
 
@@ -45,6 +46,7 @@ class ServerSide:
         self.log = log
         self.heartbeat: Heartbeat | None = None
         self.host: HostWatch | None = None
+        self.power: PowerWatch | None = None
 
     def _conditions(self) -> tuple[m.Condition, ...]:
         return self.sc.stop + self.sc.expect
@@ -90,6 +92,8 @@ class ServerSide:
                 self.log(f"{missing[0]}: monitor {url} has no {missing[1]} on its page: the condition could never "
                          "be judged; turn on the node_exporter's collector of it", "error")
                 return f"monitor {url} has no {missing[1]}"
+        if (problem := await self._power(server_pid)) is not None:
+            return problem
         blind = [c for c in self._conditions() if c.metric.name == "cpu" and c.metric.source == "server"]
         if blind and server_pid is None and url is None:
             self.log(f"{blind[0].text}: the server's CPU cannot be read: it runs on another machine; give its host's "
@@ -102,6 +106,27 @@ class ServerSide:
             return "the server's disks cannot be read"
         return None
 
+    async def _power(self, server_pid: int | None) -> str | None:
+        """The power source answers, when a condition needs it (else a warning, and the result
+        says why it has no power figure). RAPL reads this machine: a server elsewhere is the error."""
+        src = self.sc.power
+        needs = [c for c in self._conditions() if (d := c.metric.declaration) is not None and d.reads == "power"]
+        if src is None:
+            return None
+        if src.kind == "rapl" and server_pid is None:
+            self.log(f"power {src.describe()} reads this machine's RAPL counters, and the server does not run on "
+                     "this machine: read its machine's power where it runs: power node_exporter (with its monitor), "
+                     "power prometheus \"URL\" \"METRIC\" or power command \"...\"", "error")
+            return "power rapl reads another machine than the server's"
+        self.power = PowerWatch(src, lambda msg: self.log(msg, "warning"))
+        if await self.power.first(tries=FIRST_TRIES if needs else 1) is not None:
+            return None
+        if needs:  # a condition that could never be judged: never a run that cannot stop
+            self.log(f"{needs[0].text}: the power cannot be read: {self.power.reason}", "error")
+            return f"power: {self.power.last_error}"
+        self.log(f"no power figure yet: {self.power.reason}; the power figures start when it answers", "warning")
+        return None
+
     async def start(self, dsn: Dsn, replicas: list[Dsn]) -> None:
         """The users are about to run: bench-dsl's own connection, the replicas' heartbeat, the host."""
         await self.counters.open(dsn)
@@ -110,6 +135,8 @@ class ServerSide:
             await self.heartbeat.start()
         if self.host is not None:
             self.host.start()
+        if self.power is not None:
+            self.power.start()
 
     def silent_s(self) -> float:
         """Seconds the server has answered nothing on bench-dsl's own connection."""
@@ -138,6 +165,8 @@ class ServerSide:
 
     def fill(self, tick: TickStats) -> None:
         tick.status = self.counters.take_status()
+        if self.power is not None:
+            tick.power = self.power.take()
         if self.heartbeat is not None:
             tick.lag = self.heartbeat.worst()
             tick.replicas = [{"lag_s": r.lag_s, "seconds_behind_master": r.seconds_behind_master,
@@ -156,3 +185,14 @@ class ServerSide:
             await self.heartbeat.stop()
         if self.host is not None:
             await self.host.stop()
+        if self.power is not None:
+            await self.power.stop()
+
+    def power_figure(self) -> tuple[str | None, str | None]:
+        """The power source, and why the run has no power figure (None: it has one)."""
+        if self.sc.power is None:
+            return None, ("no power source: the scenario has no `power` (power rapl, power node_exporter, "
+                          "power prometheus or power command)")
+        if self.power is None:
+            return self.sc.power.describe(), "the power source was not read (the run stopped before its users started)"
+        return self.sc.power.describe(), self.power.reason

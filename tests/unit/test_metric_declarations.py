@@ -18,7 +18,7 @@ from bench_dsl.measure.txstats import TxStats, new_histogram
 from bench_dsl.results.comparison import compare, parse_gate, row_name
 from bench_dsl.results.summary import summarize
 from bench_dsl.workloads import registry
-from bench_dsl.workloads.tpcc.plugin import NOPM
+from bench_dsl.workloads.tpcc.plugin import NOPM, NOPM_PER_WATT
 
 # A throughput of statements per minute, declared by a workload kind of the test's own.
 SPM = MetricDecl("spm", "throughput", "spm", "own", title="SPM", example="{label} {op} {value} {name}",
@@ -43,14 +43,14 @@ def test_the_grammars_units_are_the_declared_throughputs() -> None:
 
 def test_nopm_is_the_tpcc_plugins_not_the_cores() -> None:
     assert "nopm" not in {d.name for d in CORE}
-    assert registry.PLUGINS["tpcc"].metrics == (NOPM,)
+    assert registry.PLUGINS["tpcc"].metrics == (NOPM, NOPM_PER_WATT)
     assert registry.METRICS.get("nopm") is NOPM
     # listed with the throughputs whoever declared it, as messages have always listed it
     assert registry.METRICS.names()[8:12] == ["tps", "tpm", "qps", "nopm"]
     assert list(registry.METRICS.shown("gated")) == ["tps", "tpm", "nopm", "p50", "p90", "p95", "p99", "saturation"]
     assert list(registry.METRICS.shown("compared")) == [
         "tps", "tpm", "nopm", "p50", "p95", "p99", "server_cpu_us_per_tx", "client_cpu_us_per_tx", "error_rate_pct",
-        "tps_cv_pct", "latency_stddev_ms", "p99_p50_ratio"]
+        "tps_cv_pct", "latency_stddev_ms", "p99_p50_ratio", "power_w", "tx_per_joule", "nopm_per_watt"]
 
 
 def test_a_metric_is_declared_once() -> None:

@@ -16,7 +16,7 @@ from bench_dsl.core.dsn import Dsn
 from bench_dsl.core.errors import ExitCode
 from bench_dsl.core.figures import Counted, Figure
 from bench_dsl.language import syntax as ast
-from bench_dsl.language.metric_decls import MetricDecl
+from bench_dsl.language.metric_decls import MetricDecl, per_watt
 from bench_dsl.language.model import Fill, SetupSql
 from bench_dsl.language.values import Checker, Quantity, name_span, num, span_of
 from bench_dsl.workloads.plugin import (
@@ -236,11 +236,17 @@ NOPM = MetricDecl("nopm", "throughput", "nopm", "own", title="NOPM", example="{l
                   counts="committed", per=60.0, transaction="new_order", live=True, higher_is_better=True,
                   summarized=True, compared=True, gated=True, compare_unit="new orders/min")
 
+# The storage brief's "NOPM per watt": NOPM over the mean power of the server's machine (its `power`)
+NOPM_PER_WATT = MetricDecl("nopm_per_watt", "gauge", "nopm/W", "plain", title="NOPM per W", condition=False,
+                           reads="power", derive=per_watt("nopm"), higher_is_better=True, summarized=True,
+                           compared=True, charted=True,
+                           description="New orders per minute per watt the server's machine drew (NOPM over mean W)")
+
 # HammerDB's NOPM as the server counts it: every committed new order moved its district's d_next_o_id
 # on by one (Tpcc.server_counters reads the sum as "new_orders"); each step compares the client's with it
 SERVER_NOPM = Counted(Figure("nopm", "nopm", "rate", "recompute", "workload", "server",
                              "delta of SUM(d_next_o_id), as HammerDB", title="server NOPM"), "new_orders",
                       client=NOPM.name)
 
-PLUGIN = WorkloadPlugin("tpcc", validate, declared_transactions, plan_lines, build, tools=(CHECK,), metrics=(NOPM,),
-                        counted=(SERVER_NOPM,), share=share, refuses_rate=refuses_rate)
+PLUGIN = WorkloadPlugin("tpcc", validate, declared_transactions, plan_lines, build, tools=(CHECK,),
+                        metrics=(NOPM, NOPM_PER_WATT), counted=(SERVER_NOPM,), share=share, refuses_rate=refuses_rate)
