@@ -167,8 +167,8 @@ def figures(st: LiveState, width: int) -> Lines:
             per_s = d.per == 1
             items.append((d.heading, (fmt_rate if per_s else fmt_int)(t.get(d.name)), "bold bright_green"
                           if d.transaction is not None else "bold bright_cyan" if per_s else "bold cyan"))
-    for d in registry.METRICS:  # each figure derived from the server's status that is a headline (declared live)
-        if d.derive is not None and d.live:
+    for d in registry.METRICS:  # each derived figure the run measures that is a headline (declared live)
+        if d.derive is not None and d.live and (st.figures is None or d.figure_name in st.figures):
             v = t.get(d.figure_name)
             items.append((d.heading, fmt_pct(v) if d.measures == "share" else fmt_rate(v), "bold"))
     if st.axis.asked is not None and st.axis.asked in t:  # a load that asks (a rate): its own cells

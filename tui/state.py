@@ -137,6 +137,7 @@ class LiveState:
         self.prepare: dict[str, Any] | None = None
         self.cluster: dict[str, Any] | None = None  # workers on a cluster: its nodes (Cluster events)
         self.tick: dict[str, Any] | None = None
+        self.figures: frozenset[str] | None = None  # what the run measures (its catalog); None: not said
         self.holding = False
         self.remaining_s: float | None = None
         self.interval: dict[str, Any] | None = None
@@ -185,6 +186,8 @@ class LiveState:
             self.t = max(self.t, float(t))
             self.changed.add(HEADER)
         match event:
+            case ev.Begin() if event.figures:  # a result written before its catalog: every declared figure
+                self.figures = frozenset(f.name for f in event.figures)
             case ev.Started():
                 self._on_started(event)
             case ev.PhaseBegan():

@@ -60,7 +60,7 @@ def figures(sc: m.Scenario, server: tuple[Figure, ...]) -> Figures:
     """Every figure the run measures, by its owners' declarations: the client's counts, each
     throughput (a workload kind's own as the workload's), what its load profile adds, and what the
     server counts over a step (`server`: bench_dsl.server.counters, a workload's counters among them)."""
-    return Figures([*table_figures(METRICS), *profile_of(sc.ramp).figures, *server])
+    return Figures([*table_figures(METRICS, () if sc.power else ("power",)), *profile_of(sc.ramp).figures, *server])
 
 
 def workload_digest(sc: m.Scenario) -> str:

@@ -33,6 +33,8 @@ def describe(sc: m.Scenario, p: Plan) -> str:
         lines.append(f"  replica:  {d.redacted()} (lag measured by a heartbeat)")
     if sc.monitor:
         lines.append(f"  monitor:  {redact(sc.monitor)} (the server host's CPU and disks, from its node_exporter)")
+    if sc.power:
+        lines.append(f"  power:    {sc.power.describe()} (the server machine's power, once a second)")
     if sc.cluster is not None:  # where it runs (a cluster's address) is known when the run joins it
         lines.append(f"  workers:  {sc.cluster}: {NAMED[sc.cluster].planned(sc.workers)}"
                      f" (on worker loss: {sc.on_worker_loss})")

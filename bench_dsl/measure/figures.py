@@ -51,10 +51,12 @@ def client_figures(table: Table) -> tuple[Figure, ...]:
                         for d in table.measuring("throughput")))
 
 
-def table_figures(table: Table) -> tuple[Figure, ...]:
+def table_figures(table: Table, unread: tuple[str, ...] = ()) -> tuple[Figure, ...]:
     """Every figure the rows hold by `table`'s declarations: the client's, and each derived from the
-    server's status (a plugin's among them)."""
-    return (*client_figures(table), *(derived_figure(d) for d in table if d.derive is not None))
+    server's status (a plugin's among them); not those derived from what a run does not read
+    (`unread`, of MetricDecl.reads: "power" without a power source)."""
+    return (*client_figures(table), *(derived_figure(d) for d in table
+                                      if d.derive is not None and d.reads not in unread))
 
 
 def derived_figure(d: MetricDecl) -> Figure:

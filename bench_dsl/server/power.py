@@ -19,7 +19,7 @@ import re
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -186,7 +186,7 @@ def read_command(argv: tuple[str, ...], timeout: float = COMMAND_TIMEOUT) -> flo
     try:
         # a session of its own: on a timeout its whole group is killed, children that hold its output too
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True)
+                                start_new_session=True, env=_without_secrets(os.environ))
     except FileNotFoundError:
         raise NoReading(f"{argv[0]}: no such command") from None
     except OSError as exc:
@@ -212,6 +212,15 @@ def read_command(argv: tuple[str, ...], timeout: float = COMMAND_TIMEOUT) -> flo
     if not math.isfinite(v) or v < 0:
         raise NoReading(f"{argv[0]} printed {out.strip()[:40]!r}: a power is a finite number, never negative")
     return v
+
+
+# an address with a password in it (mysql://bench:pw@db1/...): the database's, never a power meter's
+WITH_PASSWORD = re.compile(r"://[^/@\s:]*:[^/@\s]*@")
+
+
+def _without_secrets(env: Mapping[str, str]) -> dict[str, str]:
+    """The environment a command runs in: ours, but the addresses that hold the database's password."""
+    return {k: v for k, v in env.items() if not WITH_PASSWORD.search(v)}
 
 
 def read(source: PowerSource) -> Reading:

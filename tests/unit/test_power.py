@@ -119,6 +119,14 @@ def test_a_command_is_run_without_a_shell(tmp_path: Path) -> None:
     assert seen.read_text() == "a;b|$(touch x)|" and not (tmp_path / "x").exists()
 
 
+def test_a_command_never_sees_the_databases_password(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BENCH_DSN", "mysql://bench:s3cret@127.0.0.1:3306/bench")
+    monkeypatch.setenv("IPMI_PASSWORD", "the-bmcs")  # ipmitool -E reads its own from here: kept
+    seen = tmp_path / "env"
+    assert read_command(_stub(tmp_path, f"env > {seen}; echo 1 W")) == 1.0
+    assert "s3cret" not in seen.read_text() and "IPMI_PASSWORD=the-bmcs" in seen.read_text()
+
+
 def test_a_command_that_fails_prints_no_number_or_hangs_says_why(tmp_path: Path) -> None:
     with pytest.raises(NoReading, match=r"exited with status 1: Could not open device"):
         read_command(_stub(tmp_path, "echo 'Could not open device at /dev/ipmi0' >&2; exit 1"))
