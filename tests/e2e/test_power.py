@@ -6,12 +6,15 @@ has no power figure and never shows 0 W."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from ..conftest import run_bench, run_measured
+from ..conftest import ROOT, run_bench, run_measured
 from ..powercap import WATTS, served
+from .test_toys import SCREEN
 
 pytestmark = pytest.mark.slow
 
@@ -54,6 +57,18 @@ def test_rapl_counters_that_wrap_give_each_row_its_power_and_a_condition_on_it_f
     assert any("power_w" in e for e in lines if e["type"] == "interval")
     assert any(e["type"] == "tick" and "power_w" in e for e in lines)  # the live screen's headline
     assert "power_w " in r.stderr and "tx_per_joule " in r.stderr  # the console's step line
+    again = tmp_path / "again.json"
+    again.write_text(out.read_text())
+    compared = run_bench("compare", str(out), str(again))
+    assert compared.returncode == 0 and "power W @ 1 users" in compared.stdout and "tx per joule" in compared.stdout
+    # the live screen's headline, as the replay shows the stream
+    screen = subprocess.run([sys.executable, "-c", SCREEN, str(stream)], capture_output=True, text=True, cwd=ROOT,
+                            timeout=120, check=False)
+    assert screen.returncode == 0, screen.stderr
+    lines = screen.stdout.splitlines()
+    head = next(i for i, ln in enumerate(lines) if "power W" in ln and "users" in ln.split()[:1])
+    shown = lines[head + 1][lines[head].index("power W"):][:len("power W") + 2].split()
+    assert shown and WATTS * 0.5 < float(shown[0]) < WATTS * 2, lines[head:head + 2]
 
 
 def test_without_a_source_the_result_says_why_and_shows_no_power_at_all(dsn_url: str, tmp_path: Path) -> None:
