@@ -126,3 +126,51 @@ def test_run_delay_reads_at_most_its_bound_a_sample_and_comes_round_to_every_thr
     assert len(read) == 1200 and set(read.values()) == {2, 3}  # 3000 reads, round the 1,200
     assert got == pytest.approx(sum(rates.values()))
 
+
+
+class _Conn:
+    """What ServerCounters' reading asks of its connection, written down."""
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+
+    async def ping(self, reconnect: bool = False) -> None:
+        self.sent.append("COM_PING")
+
+    def thread_id(self) -> int:
+        return 9
+
+    def cursor(self) -> Any:
+        conn = self
+
+        class Cursor:
+            async def __aenter__(self) -> Cursor:
+                return self
+
+            async def __aexit__(self, *exc: object) -> None:
+                return None
+
+            async def execute(self, sql: str, args: object = None) -> None:
+                conn.sent.append(sql.split(" WHERE")[0])
+
+            async def fetchall(self) -> list[tuple[object, ...]]:
+                return [("Threads_running", "3")] if conn.sent[-1] == "SHOW GLOBAL STATUS" else []
+        return Cursor()
+
+
+@pytest.mark.parametrize("env", ["1", "0"])
+def test_the_harness_alone_leaves_out_the_ping_and_the_processlist(env: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """BENCH_SAMPLE_SESSIONS=0 (bench/sampling.py's runs without them): the status is read as ever."""
+    import asyncio
+
+    from bench_dsl.server.counters import SAMPLE_SESSIONS, ServerCounters
+
+    async def reading() -> list[str]:
+        monkeypatch.setenv(SAMPLE_SESSIONS, env)
+        c = ServerCounters(lambda _: asyncio.sleep(0, {}), lambda _: None)
+        c.status_names, conn = ("threads_running",), _Conn()
+        await c._select_1(conn)  # type: ignore[arg-type]
+        assert c._status is not None and c._status[1] == {"threads_running": 3.0}
+        return conn.sent
+    sent = asyncio.run(reading())
+    assert sent == (["COM_PING", "SHOW GLOBAL STATUS", "SHOW PROCESSLIST"] if env == "1" else ["SHOW GLOBAL STATUS"])
