@@ -224,9 +224,11 @@ def render(doc: dict[str, Any]) -> str:
 
     from bench.coordinator import coordinator_table  # as bench/ray.py's, each renders its own
     from bench.ray import ray_table
+    from bench.sampling import sampling_table
 
     for key, title, table in (("rate", "Open-loop rate: schedule accuracy", rate_table),
                               ("omission", "Coordinated omission", omission_table),
+                              ("sampling", "The sessions' sampling: processlist and ping (issue 41)", sampling_table),
                               ("ray", "workers ray against workers auto (issue 31)", ray_table),
                               ("coordinator", "The coordinator at 10 to 1,000 workers (issue 39)", coordinator_table)):
         if key in doc:

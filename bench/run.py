@@ -5,8 +5,9 @@ bench-dsl run alternately (A B A B) for the same warm-up and measured time, and 
 reported as medians of the paired ratios. Then the engine's own costs: measurement overhead,
 embedded server start, memory per virtual user, TPC-C (when the workload exists), an open-loop rate
 beside sysbench --rate (bench/rate.py), a server stopped during an open and a closed loop (omission),
-the terminal UI's overhead (ui), `workers ray` against `workers auto` (bench/ray.py), and the
-coordinator at 10 to 1,000 simulated workers (bench/coordinator.py, no database). Writes
+the terminal UI's overhead (ui), the sessions' sampling (bench/sampling.py), `workers ray` against
+`workers auto` (bench/ray.py), and the coordinator at 10 to 1,000 simulated workers
+(bench/coordinator.py, no database). Writes
 bench/results/<time>.json and .md, and latest.json / latest.md beside them."""
 
 from __future__ import annotations
@@ -43,10 +44,11 @@ from bench.rate import RATES, rate_section
 from bench.rate import USERS as RATE_USERS
 from bench.ray import ray_estimate_s, ray_section
 from bench.report import render
+from bench.sampling import sampling_cost, sampling_estimate_s
 
 ROOT = Path(__file__).resolve().parent.parent
-SECTIONS = ("overhead", "server-start", "compare", "tls", "memory", "tpcc", "rate", "omission", "ui", "ray",
-            "coordinator")
+SECTIONS = ("overhead", "server-start", "compare", "tls", "sampling", "memory", "tpcc", "rate", "omission", "ui",
+            "ray", "coordinator")
 QUICK_SECTIONS = ("overhead", "server-start", "compare", "memory")
 FORMAT = "bench-dsl-performance"
 
@@ -176,6 +178,7 @@ class Harness:
             n += ((2 * points + 2 * len(a.floor_users)) * a.pairs + points) * (per_run + 3) + 20
         if "tls" in a.sections:
             n += (2 * a.pairs + 1) * (per_run + 3)
+        n += sampling_estimate_s(a.pairs, a.warmup, a.duration) if "sampling" in a.sections else 0
         if "memory" in a.sections:
             n += 3 * (per_run + 3) + a.memory_users / 100
         if "tpcc" in a.sections:
@@ -194,7 +197,8 @@ class Harness:
     # ----------------------------------------------------------------------------------------------
     def run(self) -> int:
         a = self.a
-        needs_server = bool({"compare", "tls", "memory", "tpcc", "rate", "omission", "ui"} & set(a.sections))
+        needs_server = bool({"compare", "tls", "sampling", "memory", "tpcc", "rate", "omission", "ui"}
+                            & set(a.sections))
         if needs_server and {"compare", "memory", "rate"} & set(a.sections) and shutil.which("sysbench") is None:
             print("bench: sysbench is not installed: `make bench` installs it (sudo apt-get install sysbench)",
                   file=sys.stderr)
@@ -208,15 +212,18 @@ class Harness:
         if needs_server:
             self._start_target()
             assert self.target is not None
-            env = bench_env(self.target)
+            target, env = self.target, bench_env(self.target)
             self._preflight(env)
-            if {"compare", "tls", "memory"} & set(a.sections):
-                target = self.target
-                if not self.section("prepare", lambda: prepare(target, self.settings, self.workdir, env, self.log)):
-                    self.log("the data could not be prepared: the comparison and the memory run cannot run")
-                    a.sections = tuple(s for s in a.sections if s not in ("compare", "tls", "memory"))
+            if ({"compare", "tls", "sampling", "memory"} & set(a.sections)
+                    and not self.section("prepare", lambda: prepare(target, self.settings, self.workdir, env,
+                                                                    self.log))):
+                self.log("the data could not be prepared: the comparison and the memory run cannot run")
+                a.sections = tuple(s for s in a.sections if s not in ("compare", "tls", "sampling", "memory"))
             self.section("compare", lambda: self._compare(env))
             self.section("tls", lambda: self._tls(env))
+            self.section("sampling", lambda: sampling_cost(target, a.pairs, a.warmup, a.duration, a.tables,
+                                                           a.table_size, a.seed, a.workers, self.workdir, env,
+                                                           self.log))
             self.section("memory", lambda: self._memory(env))
             self.section("tpcc", lambda: self._tpcc(env))
             self.section("rate", lambda: self._rate(env))

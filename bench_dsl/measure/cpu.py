@@ -7,6 +7,7 @@ machine is then counted as one on this one, which no reading of local child proc
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import os
 import time
@@ -62,7 +63,8 @@ class Waits:
     """Who waited for a CPU or the disks since the last sample: the machine's pressure stall
     information ("some" of the time a task waited: a cgroup's I/O limit shows here and nowhere in
     the disk's counters) and, for a server on this machine, its threads' run delay (schedstat: time
-    runnable, not running) and its cgroup's CPU throttling. What the bottleneck's rules need to tell
+    runnable, not running; RunDelay, a bounded number of threads read a sample) and its cgroup's CPU
+    throttling. What the bottleneck's rules need to tell
     a CPU or a disk at its limit from one merely busy (bench_dsl.attribution). A figure that cannot
     be read is left out."""
 
@@ -73,25 +75,26 @@ class Waits:
         self._quota_group = _quota_group(pid) if pid is not None else None
         self._at = time.monotonic()
         self._pressure = self._read_pressure()
-        self._delay = self._read_delay()
+        self._run_delay = RunDelay(pid) if pid is not None else None
+        if self._run_delay is not None:
+            self._run_delay.take(self._at)
         self._throttled = self._read_throttled()
 
     def sample(self) -> dict[str, float | None]:
         now = time.monotonic()
         wall, self._at = now - self._at, now
-        pressure, delay, throttled = self._read_pressure(), self._read_delay(), self._read_throttled()
+        pressure, throttled = self._read_pressure(), self._read_throttled()
+        delay = self._run_delay.take(now) if self._run_delay is not None else None
         out: dict[str, float | None] = {}
         if wall > 0:
             for kind, us in pressure.items():
                 if kind in self._pressure and us >= self._pressure[kind]:
                     out[PRESSURE_KEY + kind] = 100.0 * (us - self._pressure[kind]) / 1e6 / wall
-            # a thread gone since the last sample takes its delay with it: only those in both count
-            grew = [ns - self._delay[t] for t, ns in delay.items() if t in self._delay and ns >= self._delay[t]]
-            if delay and self._delay:
-                out[SCHED_KEY + "run_delay_s_per_s"] = sum(grew) / 1e9 / wall
+            if delay is not None:
+                out[SCHED_KEY + "run_delay_s_per_s"] = delay
             if throttled is not None and self._throttled is not None and throttled >= self._throttled:
                 out[SCHED_KEY + "throttled_s_per_s"] = (throttled - self._throttled) / 1e9 / wall
-        self._pressure, self._delay, self._throttled = pressure, delay, throttled
+        self._pressure, self._throttled = pressure, throttled
         return out
 
     @staticmethod
@@ -101,17 +104,6 @@ class Waits:
             with contextlib.suppress(OSError, ValueError, IndexError):
                 some = (PRESSURE / kind).read_text().splitlines()[0]  # some avg10=.. avg60=.. avg300=.. total=us
                 out[kind] = float(some.rsplit("total=", 1)[1])
-        return out
-
-    def _read_delay(self) -> dict[str, int]:
-        """Each of the server's threads' run delay, ns (/proc/PID/task/TID/schedstat's second field)."""
-        if self.pid is None:
-            return {}
-        out = {}
-        with contextlib.suppress(OSError):
-            for tid in os.listdir(f"/proc/{self.pid}/task"):
-                with contextlib.suppress(OSError, ValueError, IndexError):
-                    out[tid] = int(Path(f"/proc/{self.pid}/task/{tid}/schedstat").read_text().split()[1])
         return out
 
     def _read_throttled(self) -> float | None:
@@ -127,6 +119,71 @@ class Waits:
             if not v2 and "throttled_time" in stat:
                 return float(stat["throttled_time"])
         return None
+
+
+# The most threads whose schedstat one sample reads. A server has a thread per connection (MariaDB's
+# and MySQL's default thread handling): at thousands of connections, reading them all once a second
+# on the coordinator's event loop is that many file reads on its control path. One read (open, read,
+# close) costs about 4 us here (2,000 threads: 8 ms a sample; pathlib's read_text took 20 us each):
+# 512 of them, 2 ms of the loop's second, and the figure is exactly last second's up to 512 threads.
+READS_PER_SAMPLE = 512
+
+
+class RunDelay:
+    """The run delay of a process's threads (time runnable, waiting for a CPU), summed: seconds per
+    second. No file holds the process's sum: /proc/PID/schedstat is its main thread's alone (the
+    kernel prints the task's own sched_info, the group leader's for /proc/PID), /proc/PID/stat has
+    no run delay (its field 42 is the block I/O delay), and taskstats' per-process CPU delay needs
+    CAP_NET_ADMIN and delay accounting on. So each thread's /proc/PID/task/TID/schedstat (its second
+    field, ns), at most `cap` of them a sample: with more threads, each sample reads the next `cap`
+    in the order of their ids, round the list, and a thread's rate is over the time since it was read
+    before. Up to `cap` threads the figure is the last second's, exactly as reading them all; with N
+    threads, a thread's last ceil(N / cap) samples'. A thread gone takes its delay with it; a new one
+    counts from its second read."""
+
+    def __init__(self, pid: int, root: Path = Path("/proc"), cap: int = READS_PER_SAMPLE) -> None:
+        self.task = f"{root}/{pid}/task/"
+        self.cap = max(1, cap)
+        self._read_at: dict[int, tuple[int, float]] = {}  # thread id -> (its run delay, ns; when read)
+        self._rate: dict[int, float] = {}  # thread id -> its run delay over its last two reads, s/s
+        self._next = 0  # the thread id the next sample reads from, round the list
+
+    def take(self, now: float) -> float | None:
+        """The threads' run delay per second, `now` the moment of this sample (monotonic seconds);
+        None before any thread was read twice, or when the process cannot be seen."""
+        try:
+            tids = sorted(int(t) for t in os.listdir(self.task))
+        except (OSError, ValueError):
+            return None
+        for gone in self._read_at.keys() - set(tids):
+            del self._read_at[gone]
+            self._rate.pop(gone, None)
+        if not tids:
+            return None
+        start = bisect.bisect_left(tids, self._next)
+        turn = (tids[start:] + tids[:start])[:self.cap]
+        self._next = tids[(start + len(turn)) % len(tids)]
+        for tid in turn:
+            ns = self._read(tid)
+            if ns is None:
+                continue
+            before = self._read_at.get(tid)
+            if before is not None and ns >= before[0] and now > before[1]:
+                self._rate[tid] = (ns - before[0]) / 1e9 / (now - before[1])
+            self._read_at[tid] = (ns, now)
+        return sum(self._rate.values()) if self._rate else None
+
+    def _read(self, tid: int) -> int | None:
+        try:
+            fd = os.open(f"{self.task}{tid}/schedstat", os.O_RDONLY)
+        except OSError:
+            return None
+        try:
+            return int(os.read(fd, 256).split()[1])
+        except (OSError, ValueError, IndexError):
+            return None
+        finally:
+            os.close(fd)
 
 
 class OwnCpu:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import difflib
+import os
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -59,6 +60,12 @@ REMOVED_BY_MARIADB = {  # name -> (what counts the same, what it counts)
                              ("deleted", "Handler_delete"))},
 }
 
+# BENCH_SAMPLE_SESSIONS=0 leaves out the ping's round trip and the processlist at each reading (the
+# status is read as ever): for the benchmark harness alone (bench/sampling.py), which runs the same
+# scenario with and without them to measure what they cost. A run without them has neither a step's
+# "processlist" nor its "network", which bench_dsl.attribution's table-locks and network rules read.
+SAMPLE_SESSIONS = "BENCH_SAMPLE_SESSIONS"
+
 # seconds without an answer before the counters are given up: a host gone without a reset must not
 # hold the run for the kernel's retransmission timeout
 ANSWER_TIMEOUT = 10.0
@@ -85,6 +92,7 @@ class ServerCounters:
         self._taken: tuple[float, dict[str, float]] | None = None  # the one the last tick ended at
         self._states: dict[str, int] | None = None  # the processlist's sessions by state, read with it
         self._rtt_ms: float | None = None  # a ping's round trip, just before it
+        self.sessions = os.environ.get(SAMPLE_SESSIONS, "1").strip() != "0"  # ping and processlist read
 
     async def open(self, dsn: Dsn) -> None:
         self._dsn = dsn
@@ -130,9 +138,10 @@ class ServerCounters:
                         # a round trip that asks the server for nothing (COM_PING: no statement, so
                         # in no Com_* counter nor Questions): the least of a step's is the network's
                         # (a busy event loop only ever adds to one)
-                        sent = time.monotonic()
-                        await ctl.ping(reconnect=False)
-                        self._rtt_ms = 1000.0 * (time.monotonic() - sent)
+                        if self.sessions:
+                            sent = time.monotonic()
+                            await ctl.ping(reconnect=False)
+                            self._rtt_ms = 1000.0 * (time.monotonic() - sent)
                         # the reading's moment is when it was asked for: the server reads its counters
                         # at once, while the answer may wait for a busy event loop to be taken in
                         asked = time.monotonic()
@@ -141,7 +150,8 @@ class ServerCounters:
                         rows = await cur.fetchall()
                         status = {str(k).lower(): float(v) for k, v in rows if _numeric(v)}
                         self._status = (asked, status)
-                        self._states = await _states(cur, ctl.thread_id())
+                        if self.sessions:
+                            self._states = await _states(cur, ctl.thread_id())
                     else:
                         await cur.execute("SELECT 1")
                         await cur.fetchall()

@@ -217,3 +217,23 @@ def test_the_tls_row_measures_both_ways(tmp_path: Path) -> None:
     assert not tls["failed"] and len(tls["tps_plain"]) == 2 and len(tls["tps_tls"]) == 1
     assert tls["tps_ratio"]["median"] is not None and tls["cpu_ratio"]["median"] is not None
     assert "## TLS" in (tmp_path / "latest.md").read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.harness  # make test-machine: the benchmark's harness at full load, alone
+def test_the_sampling_row_measures_both_ways(tmp_path: Path) -> None:
+    """`--sections sampling`: bench-dsl's runs without the sessions' sampling (BENCH_SAMPLE_SESSIONS=0)
+    and with it alternated; each run sampled as it was asked to (one that did not counts as failed),
+    the ratio reported beside the cost of one sample measured apart."""
+    r = subprocess.run([sys.executable, "-m", "bench.run", "--sections", "sampling", "--pairs", "1", "--warmup", "1",
+                        "--duration", "2", "--tables", "1", "--table-size", "2000", "--out-dir", str(tmp_path)],
+                       check=False, capture_output=True, text=True, cwd=ROOT, timeout=600,
+                       env={k: v for k, v in os.environ.items() if k not in ("BENCH_DSN", "BENCH_SAMPLE_SESSIONS")})
+    assert r.returncode == 0, r.stderr[-3000:]
+    sec = json.loads((tmp_path / "latest.json").read_text())["sampling"]
+    assert "failed" in sec, sec
+    assert not sec["failed"] and len(sec["tps_off"]) == 2 and len(sec["tps_on"]) == 1
+    assert [run["sampling"] for run in sec["runs"]] == ["off", "on", "off"]
+    assert sec["tps_ratio"]["median"] is not None and sec["processlist_samples"][0] >= 1
+    assert sec["per_sample"]["client_cpu_ms"] > 0 and sec["per_sample"]["active_seen"] == 0  # idle sessions
+    assert "## The sessions' sampling" in (tmp_path / "latest.md").read_text()
