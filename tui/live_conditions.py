@@ -2,9 +2,10 @@
 its limit and its state. Pure: no Textual.
 
 Nothing is computed here: the engine's judge says each condition's value, state and where the value
-was read from, and for a plateau or a kink the gain or ratio it held against the limit (`Conditions`
-events); the `Started` event says how each is written (its limit in the unit the file used). This
-module only puts them into words.
+was read from, and for a comparison (a plateau, a kink, a plugin's) the figure it held against the
+limit (`Conditions` events); the `Started` event says how each is written (its limit in the unit the
+file used, and a comparison's figure by name and the side that fires). This module only puts them
+into words, and names no comparison.
 """
 
 from __future__ import annotations
@@ -37,25 +38,20 @@ def _unit(c: ev.ConditionSpec) -> str:
 
 
 def show_limit(c: ev.ConditionSpec) -> str:
-    if c.kind == "plateau":
-        return f"gain < {fmt_num(c.limit)}%"
-    if c.kind == "kink":
-        return f"{fmt_num(c.limit)}x before"
+    if c.held is not None:  # a comparison: its figure against the limit ("gain < 5%", "ratio > 3x")
+        return f"{c.held[0]} {c.held[1]} {fmt_num(c.limit)}{c.unit}"
     if c.latency:
         return f"{c.op} {fmt_latency(c.limit)}"
     return f"{c.op} {fmt_num(c.limit)}{_unit(c)}"
 
 
-def show_value(c: ev.ConditionSpec, value: float | None, before: float | None = None,
-               said: float | None = None) -> str:
-    """The value; for a plateau its gain, for a kink its ratio: `said`, as the judge held it against
-    the limit (ConditionState.compared), or else by the judge's formula over `value` and `before`."""
+def show_value(c: ev.ConditionSpec, value: float | None, said: float | None = None) -> str:
+    """The value; a comparison's figure, `said`, as the judge held it against the limit
+    (ConditionState.compared): a gain in % with its sign, a factor to two decimals."""
     if value is None:
         return "-"
-    if c.kind in ("plateau", "kink"):
-        if said is None:
-            said = (ev.plateau_gain if c.kind == "plateau" else ev.kink_ratio)(value, before)
-        return "-" if said is None else f"{said:+.1f}%" if c.kind == "plateau" else f"{said:.2f}x"
+    if c.held is not None:
+        return "-" if said is None else f"{said:+.1f}%" if c.unit == "%" else f"{said:.2f}{c.unit}"
     if c.latency:
         return fmt_latency(value)
     return f"{fmt_num(value)}{_unit(c)}"
@@ -94,5 +90,5 @@ class ConditionBoard:
             return ConditionRow(text, "-", "-", "-", "")
         if s is None:
             return ConditionRow(text, "-", show_limit(c), "-", "")
-        return ConditionRow(text, show_value(c, s.value, s.previous, s.compared(c.kind)), show_limit(c),
+        return ConditionRow(text, show_value(c, s.value, s.compared(c.kind)), show_limit(c),
                             _STATES.get(s.state, "-"), s.source)

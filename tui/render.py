@@ -168,7 +168,7 @@ def figures(st: LiveState, width: int) -> Lines:
             items.append((d.heading, (fmt_rate if per_s else fmt_int)(t.get(d.name)), "bold bright_green"
                           if d.transaction is not None else "bold bright_cyan" if per_s else "bold cyan"))
     for d in registry.METRICS:  # each derived figure the run measures that is a headline (declared live)
-        if d.derive is not None and d.live and (st.figures is None or d.figure_name in st.figures):
+        if d.derive is not None and d.live and d.figure_name in (st.figures if st.figures is not None else t):
             v = t.get(d.figure_name)
             items.append((d.heading, fmt_pct(v) if d.measures == "share" else fmt_rate(v), "bold"))
     if st.axis.asked is not None and st.axis.asked in t:  # a load that asks (a rate): its own cells

@@ -186,8 +186,6 @@ class LiveState:
             self.t = max(self.t, float(t))
             self.changed.add(HEADER)
         match event:
-            case ev.Begin() if event.figures:  # a result written before its catalog: every declared figure
-                self.figures = frozenset(f.name for f in event.figures)
             case ev.Started():
                 self._on_started(event)
             case ev.PhaseBegan():
@@ -223,6 +221,8 @@ class LiveState:
                 self._on_error_messages(event)
             case ev.Begin():  # the load axis its charts are drawn against: users, or an offered rate
                 self.axis = axis_of({"scenario": event.scenario})
+                if event.figures:  # what the run measures (a result written before its catalog: not said)
+                    self.figures = frozenset(f.name for f in event.figures)
             case ev.Finished():
                 self.finished = event
                 self.phase = "finished"

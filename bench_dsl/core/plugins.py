@@ -1,5 +1,6 @@
 """Kinds from outside bench-dsl: a load profile, a fleet, a workload, a metric (a figure a condition
-may name). A plugin is a module named in the environment variable BENCH_DSL_PLUGINS (comma-separated:
+may name), a comparison (a condition that holds a step against the step before). A plugin is a
+module named in the environment variable BENCH_DSL_PLUGINS (comma-separated:
 the tests' toys, a kind being tried; as PYTHONPATH, it runs the code it names) or an installed
 package's entry point in the group "bench_dsl.plugins". It declares what it adds as module
 attributes, each a sequence, read by the registry that owns them:
@@ -8,6 +9,7 @@ attributes, each a sequence, read by the registry that owns them:
     FLEET_KINDS      bench_dsl.fleet.kinds.FleetKind            bench_dsl.fleet.registry
     WORKLOADS        bench_dsl.workloads.plugin.WorkloadPlugin   bench_dsl.workloads.registry
     METRICS          bench_dsl.language.metric_decls.MetricDecl  bench_dsl.workloads.registry.METRICS
+    COMPARISONS      bench_dsl.language.comparisons.Comparison   bench_dsl.workloads.registry.METRICS
 
 A plugin imports the floors it builds on and never a registry: a registry reads its plugins when it
 is first imported, so a plugin that imported one would be read half-built. This module imports no

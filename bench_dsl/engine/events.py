@@ -24,7 +24,7 @@ The order of a run:
     then, per phase of the plan:
         PhaseBegan             warmup | settle | hold | ramp begins
         LiveTick*              about once a second: cheap figures (no percentiles) for live displays
-        Conditions*            the judge's view of every stop condition: value, state (a plateau's gain, a kink's ratio)
+        Conditions*            the judge's view of every stop condition: value, state (a comparison's figure)
         Interval*              every `report every`: the figures of that interval
         Totals*                the measured run so far (with its histograms), at each interval
         StepEnded              a step's end: its figures, the server's counters, the verdicts
@@ -51,6 +51,7 @@ from bench_dsl.engine.phases import PlannedRun
 from bench_dsl.engine.rows import IntervalRow, StepRow
 from bench_dsl.engine.saturation import SaturationPoint
 from bench_dsl.engine.stopping import StopReason
+from bench_dsl.language.comparisons import CORE_COMPARISONS
 
 Json = dict[str, Any]
 
@@ -87,20 +88,33 @@ class Begin(Event):
 
 @dataclass(frozen=True, slots=True)
 class ConditionSpec:
-    """A stop condition as displays show it: the limit in the unit the file used (latency in ms)."""
+    """A stop condition as displays show it: the limit in the unit the file used (latency in ms); a
+    comparison's (plateau, kink, a plugin's) with what it holds against its limit: the figure's name
+    and the side that fires (`held`: ("gain", "<")), which its states carry under that name."""
     text: str
     resolved: str
-    kind: str  # threshold | plateau | kink
+    kind: str  # threshold, or a comparison's word: plateau | kink | a plugin's
     metric: str
     op: str | None
     limit: float
     unit: str
     window_s: float | None
     latency: bool  # the metric is a latency (values and limit in ms)
+    held: tuple[str, str] | None = None
 
     def to_json(self) -> Json:
         return {"text": self.text, "resolved": self.resolved, "kind": self.kind, "metric": self.metric,
-                "op": self.op, "limit": self.limit, "unit": self.unit, "window_s": self.window_s}
+                "op": self.op, "limit": self.limit, "unit": self.unit, "window_s": self.window_s,
+                **({"held": {"figure": self.held[0], "op": self.held[1]}} if self.held else {})}
+
+    @classmethod
+    def from_json(cls, d: Json) -> ConditionSpec:
+        held = d.get("held") or _HELD.get(d.get("kind", ""))  # one written before comparisons said it
+        return cls(d["text"], d["resolved"], d["kind"], d["metric"], d["op"], d["limit"], d["unit"], d["window_s"],
+                   is_latency(d["metric"]), (held["figure"], held["op"]) if isinstance(held, dict) else held)
+
+
+_HELD = {c.name: (c.key, c.op) for c in CORE_COMPARISONS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,39 +277,41 @@ class ConditionState:
     """The judge's view of one stop condition at a moment of the run."""
     text: str
     value: float | None  # in the unit the file used for the limit (latency in ms)
-    previous: float | None  # plateau / kink: the figure of the step it is compared with
+    previous: float | None  # a comparison's: the figure of the step it is compared with
     state: str  # - | ok | near | over | fired   (over: past its limit, not judged yet)
     source: str  # what the value was read from: "step 3 so far", "last 3s", "step 2", ...
-    # plateau / kink, once there is a step to compare with: what the judge held against the limit
-    gain: float | None = None  # plateau: how much `value` grew over `previous`, in %
-    ratio: float | None = None  # kink: `value` / `previous`
-    against: int | None = None  # the step `previous` is from
+    # a comparison's, once there is a step to compare with: what the judge held against the limit,
+    # under its name (a plateau's gain, in %; a kink's ratio), and the step `previous` is from
+    held: float | None = None
+    held_key: str | None = None
+    against: int | None = None
 
     def to_json(self) -> Json:
-        out = dataclasses.asdict(self)  # gain, ratio, against: only where the judge compared steps
-        return {k: v for k, v in out.items() if v is not None or k not in ("gain", "ratio", "against")}
+        out: Json = {"text": self.text, "value": self.value, "previous": self.previous, "state": self.state,
+                     "source": self.source}
+        if self.held is not None and self.held_key:  # only where the judge compared steps
+            out[self.held_key] = self.held
+        return out | ({"against": self.against} if self.against is not None else {})
+
+    @classmethod
+    def from_json(cls, d: Json) -> ConditionState:
+        """Its figure is the one key beyond the others (gain, ratio, a plugin's comparison's)."""
+        held = [(v, k) for k, v in d.items() if k not in _STATE_KEYS and isinstance(v, int | float)]
+        figure, key = held[0] if held else (None, None)
+        return cls(d["text"], d["value"], d["previous"], d["state"], d["source"], figure, key, d.get("against"))
 
     def compared(self, kind: str) -> float | None:
-        """What a plateau (its gain, %) or a kink (its ratio) is judged on, as the judge said it; None
-        for a threshold, or with no step to compare with. A state that does not say it (recorded by
-        an older bench-dsl, or rebuilt from a result's verdicts) has it from `value` and `previous`
-        by the judge's own formula."""
-        said = {"plateau": self.gain, "kink": self.ratio}.get(kind)
-        if said is not None or kind not in ("plateau", "kink"):
-            return said
-        return (plateau_gain if kind == "plateau" else kink_ratio)(self.value, self.previous)
+        """What a comparison is judged on, as the judge said it; None for a threshold, or with no step
+        to compare with. A state that does not say it (recorded by an older bench-dsl, or rebuilt from
+        a result's verdicts) has it from `value` and `previous` by the comparison's own formula, where
+        it is one of bench-dsl's (a plugin's is known by the run that declared it)."""
+        if self.held is not None or (cmp := _CORE.get(kind)) is None:
+            return self.held
+        return cmp.figure(self.value, self.previous)
 
 
-def plateau_gain(value: float | None, before: float | None) -> float | None:
-    """A plateau's figure (bench_dsl.engine.judge compares it with the limit): how much `value` grew
-    over `before`, the figure of the step it is compared with, in %."""
-    return None if value is None or before is None or before <= 0 else 100.0 * (value - before) / before
-
-
-def kink_ratio(value: float | None, before: float | None) -> float | None:
-    """A kink's figure: `value` as a multiple of `before`, the figure of the step it is compared with."""
-    return None if value is None or before is None or before <= 0 else value / before
-
+_STATE_KEYS = frozenset(("text", "value", "previous", "state", "source", "against"))
+_CORE = {c.name: c for c in CORE_COMPARISONS}
 
 @dataclass(frozen=True, slots=True)
 class Conditions(Event):
@@ -408,12 +424,12 @@ def from_json(d: Json) -> Event:
     if kind in (Saturation, Finished) and isinstance(d.get("saturation"), dict):
         d["saturation"] = SaturationPoint.from_json(d["saturation"])
     if kind is Started:
-        specs = tuple(ConditionSpec(**s, latency=is_latency(s["metric"])) for s in d.pop("condition_specs", []))
+        specs = tuple(ConditionSpec.from_json(s) for s in d.pop("condition_specs", []))
         return Started(**d | {"plan": PlannedRun.from_json(d.get("plan"))}, condition_specs=specs)
     if kind is Begin:
         return Begin(**d | {"figures": Figures.from_json(d.get("figures"))})
     if kind is Conditions:
-        return Conditions(d["t"], tuple(ConditionState(**s) for s in d["states"]))
+        return Conditions(d["t"], tuple(ConditionState.from_json(s) for s in d["states"]))
     if kind is ErrorMessages:
         return ErrorMessages({int(k): v for k, v in d["messages"].items()})
     return kind(**d)

@@ -16,19 +16,14 @@ from typing import Any
 
 from bench_dsl.core.axis import LoadAxis
 from bench_dsl.engine import client_limit
-from bench_dsl.engine.events import ConditionSpec, ConditionState, kink_ratio, plateau_gain
+from bench_dsl.engine.events import ConditionSpec, ConditionState
 from bench_dsl.engine.phases import Phase
 from bench_dsl.engine.rows import StepRow
 from bench_dsl.engine.saturation import JUDGED_BY, SaturationPoint
 from bench_dsl.engine.stopping import StopReason
+from bench_dsl.language.comparisons import NEAR
 from bench_dsl.language.model import Condition
 from bench_dsl.measure.metrics import Aggregate, TickStats
-
-# "near": the value has gone 80% of the way to its limit (or, for limits crossed from above, is
-# within 25% of it). A warning a person can act on before the condition fires, not a guess about
-# the future.
-NEAR = 0.8
-
 
 # A step is no clean measurement of the server under its users when its stalls (bench_dsl.measure.stalls:
 # a second or more in which some user was inside a transaction and none finished one) add up to more
@@ -48,7 +43,7 @@ class Verdict:
     condition: Condition
     value: float | None
     fired: bool
-    reference: float | None = None  # plateau / kink: the previous step's figure
+    reference: float | None = None  # a comparison's: the previous step's figure
     # it would have fired, on figures that are no clean measurement (`unclean`): not judged, said
     held_back: bool = False
 
@@ -60,6 +55,9 @@ class Verdict:
             "value": show(self.value, c), "limit": show_limit(c), "unit": c.unit,
             "previous": show(self.reference, c) if self.reference is not None else None,
             "window_s": c.window,
+            # a comparison's figure, by name, and the side of the limit that fires: a reader without
+            # the comparison's declaration (a plugin's) words it from these
+            **({"held": {"figure": c.comparison.key, "op": c.comparison.op}} if c.comparison is not None else {}),
         }
 
     def describe(self) -> str:
@@ -68,7 +66,7 @@ class Verdict:
         if c.kind == "threshold":
             unit = "ms" if c.metric.name == "latency" else c.unit
             detail = f"measured {show(self.value, c)}{unit} against {show_limit(c)}{unit}"
-        else:  # plateau / kink: the figure of this step and of the one before
+        else:  # a comparison: the figure of this step and of the one before
             unit = "ms" if c.metric.name == "latency" else f" {c.metric.name}"
             detail = f"this step {show(self.value, c)}{unit}, the step before {show(self.reference, c)}{unit}"
         quoted = c.text if c.resolved == c.text else f"{c.text} [{c.resolved}]"  # $refs: say what they held
@@ -79,34 +77,32 @@ def show(value: float | None, c: Condition) -> float | None:
     """A value in the unit the file used for its limit (latency in ms)."""
     if value is None:
         return None
-    if c.kind in ("threshold", "kink") and c.metric.name == "latency":
+    if c.metric.name == "latency":  # a comparison's limit is a % or a factor: its values alone are in ms
         return round(value * 1000, 3)
     return round(value, 3)
 
 
 def show_limit(c: Condition) -> float:
-    return round(c.limit * 1000, 3) if c.kind == "threshold" and c.metric.name == "latency" else c.limit
+    return round(c.limit * 1000, 3) if c.comparison is None and c.metric.name == "latency" else c.limit
 
 
 def spec(c: Condition) -> ConditionSpec:
+    cmp = c.comparison
     return ConditionSpec(c.text, c.resolved, c.kind, c.metric.label(), c.op, show_limit(c), c.unit, c.window,
-                         c.metric.name == "latency")
+                         c.metric.name == "latency", (cmp.key, cmp.op) if cmp is not None else None)
 
 
 def judge(c: Condition, agg: Aggregate, previous: Aggregate | None = None) -> Verdict:
-    """Does `c` fire over `agg`? plateau and kink compare with the step before."""
+    """Does `c` fire over `agg`? A comparison (plateau, kink) holds it against the step before."""
     value = agg.value(c.metric)
-    if c.kind == "threshold":
+    if (cmp := c.comparison) is None:
         return Verdict(c, value, value is not None and c.holds(value))
     if previous is None or value is None:
         return Verdict(c, value, False)
     before = previous.value(c.metric)
     if before is None or before <= 0:
         return Verdict(c, value, False, before)
-    if c.kind == "plateau":
-        gain = plateau_gain(value, before)
-        return Verdict(c, value, gain is not None and gain < c.limit, before)
-    return Verdict(c, value, value > c.limit * before, before)  # kink
+    return Verdict(c, value, cmp.fires(cmp.figure(value, before), c.limit), before)
 
 
 def state_of(c: Condition, value: float | None, before: float | None = None) -> str:
@@ -114,15 +110,11 @@ def state_of(c: Condition, value: float | None, before: float | None = None) -> 
     not judged yet: a step is judged at its end)."""
     if value is None:
         return "-"
-    if c.kind == "plateau":
-        gain = plateau_gain(value, before)
-        if gain is None:
+    if (cmp := c.comparison) is not None:
+        figure = cmp.figure(value, before)
+        if figure is None:
             return "-"
-        return "over" if gain < c.limit else "near" if gain < c.limit / NEAR else "ok"
-    if c.kind == "kink":
-        if before is None or before <= 0:
-            return "-"
-        return "over" if value > c.limit * before else "near" if value >= NEAR * c.limit * before else "ok"
+        return "over" if cmp.fires(figure, c.limit) else "near" if cmp.near(figure, c.limit) else "ok"
     if c.holds(value):
         return "over"
     op, limit = c.op or ">", c.limit
@@ -282,7 +274,7 @@ class Judge:
             for c in self.stop:
                 if c.window:
                     continue
-                if c.kind != "threshold":  # plateau and kink compare steps: a linear ramp has one
+                if c.comparison is not None:  # a comparison compares steps: a linear ramp has one
                     continue
                 v = unclean(judge(c, interval), why)
                 if v.fired and fired is None and judging:
@@ -300,7 +292,7 @@ class Judge:
         for c in self.stop:
             if c.window or step.ticks == 0:
                 continue
-            before = self.previous.value(c.metric) if self.previous is not None and c.kind != "threshold" else None
+            before = self.previous.value(c.metric) if self.previous is not None and c.comparison is not None else None
             self._state(c, step.value(c.metric), before, f"step {ph.step} so far")
         return None
 
@@ -363,14 +355,14 @@ class Judge:
 
     def _said(self, c: Condition, value: float | None, before: float | None, state: str,
               source: str) -> ConditionState:
-        """A state for displays, in the file's units; a plateau's gain or a kink's ratio as held against
-        the limit (over canonical figures), with the step compared with: no display works them out."""
-        gain = plateau_gain(value, before) if c.kind == "plateau" else None
-        ratio = kink_ratio(value, before) if c.kind == "kink" else None
-        compared = gain is not None or ratio is not None
+        """A state for displays, in the file's units; a comparison's figure (a plateau's gain, a kink's
+        ratio) as held against the limit (over canonical figures), with the step compared with: no
+        display works them out."""
+        cmp = c.comparison
+        held = cmp.figure(value, before) if cmp is not None else None
         return ConditionState(c.text, show(value, c), show(before, c), state, source,
-                              None if gain is None else round(gain, 3), None if ratio is None else round(ratio, 3),
-                              self.previous_step if compared else None)
+                              None if held is None else round(held, 3), cmp.key if held is not None and cmp else None,
+                              self.previous_step if held is not None else None)
 
     def states(self) -> tuple[ConditionState, ...]:
         self.changed = False

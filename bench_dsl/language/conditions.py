@@ -8,8 +8,10 @@ import difflib
 import re
 from collections.abc import Iterable, Mapping
 
+from bench_dsl.core.errors import Span
 from bench_dsl.language import model as m
 from bench_dsl.language import syntax as ast
+from bench_dsl.language.comparisons import Comparison
 from bench_dsl.language.metric_decls import MetricDecl
 from bench_dsl.language.values import TIME_UNITS, Checker, Quantity, num, offset, offset_end, plain, span_of
 
@@ -55,8 +57,11 @@ def condition(c: Checker, node: ast.ConditionNode, txs: tuple[str, ...], ramp: m
         c.error(f"the workload has no transaction '{metric.transaction}'", ref.arg_span or ref.span, hint)
         return None
 
+    comparison = None
+    if node.kind != "threshold" and (comparison := _comparison(c, node)) is None:
+        return None
     # limit and unit ---------------------------------------------------------------------------
-    expected, example = _limit_kind(node.kind, decl)
+    expected, example = _limit_kind(comparison, decl)
     v = c.numeric(node.limit, f"the limit of {metric.label()}", expected, example)
     if v is None:
         return None
@@ -69,31 +74,10 @@ def condition(c: Checker, node: ast.ConditionNode, txs: tuple[str, ...], ramp: m
             c.error("'for' applies to stop thresholds only", span_of(node.window),
                     "stop when { p90 > 250ms for 10s }; expect judges the whole run, plateau and kink whole steps")
         window = _window(c, node.window, ramp)
-    if node.kind == "plateau":
-        if decl.measures != "throughput":
-            rates = ", ".join(d.name for d in table.measuring("throughput") if d.condition)
-            c.error(f"plateau applies to throughput ({rates}), not {metric.label()}", ref.span,
-                    "tps plateau 5%" + (f"; for a latency, a kink: {metric.label()} kink 3x"
-                                        if decl.measures == "latency" else ""))
+    if comparison is not None:
+        if (got := _compared(c, comparison, decl, metric.label(), v, ref.span)) is None:
             return None
-        if v.unit != "%":
-            c.wrong(v, "a plateau is given in percent", f"{name} plateau 5%")
-            return None
-        limit, unit = v.value, "%"
-    elif node.kind == "kink":
-        if decl.measures != "latency":
-            c.error(f"kink applies to latency (p90, p99, avg ...), not {metric.label()}", ref.span,
-                    "p90 kink 3x; for throughput, a plateau: tps plateau 5%")
-            return None
-        if v.unit not in ("x", None):
-            c.wrong(v, "a kink is a factor", f"{name} kink 3x")
-            return None
-        if v.value <= 1:
-            c.wrong(v, "a kink factor must be larger than 1",
-                    f"{name} kink 3x: the run stops when {name} grows to more than 3 times its value at the step "
-                    "before")
-            return None
-        limit, unit = v.value, "x"
+        limit, unit = got
     else:
         left = node.text.split(node.op or ">")[0].strip()
         words = {"label": metric.label(), "name": decl.name, "op": node.op, "left": left, "value": num(v.value)}
@@ -103,18 +87,49 @@ def condition(c: Checker, node: ast.ConditionNode, txs: tuple[str, ...], ramp: m
             return None
         limit, unit = got
 
-    if node.kind in ("plateau", "kink") and expect:
+    if comparison is not None and expect:
         c.error(f"{node.kind} compares steps while the run goes: it belongs in 'stop when'", node.span,
                 "move it into stop when { ... }; expect judges the whole run: e.g. saturation >= 32 users")
         return None
-    if node.kind in ("plateau", "kink") and ramp is not None and not ramp.steps_compared:
+    if comparison is not None and ramp is not None and not ramp.steps_compared:
         c.error(f"{node.kind} compares one step with the one before: it needs 'ramp step'", node.span,
                 "ramp step { start 8 users  step x2  settle 5s  hold 30s  max 256 users }")
         return None
     if node.window is not None and window is None:
         return None
-    return m.Condition(node.kind, metric, node.op, limit, unit, window, node.text, node.span,  # type: ignore[arg-type]
-                       _resolved(c, node))
+    return m.Condition(node.kind, metric, node.op, limit, unit, window, node.text, node.span, _resolved(c, node),
+                       comparison)
+
+
+def _comparison(c: Checker, node: ast.ConditionNode) -> Comparison | None:
+    """The comparison a condition's word names (plateau, kink, a plugin's), or an error."""
+    found = c.metrics.comparisons.get(node.kind)
+    if found is None:
+        words = list(c.metrics.comparisons)
+        close = difflib.get_close_matches(node.kind, words, n=1, cutoff=0.5)
+        c.error(f"'{node.kind}' is no comparison: after a metric comes a comparison (>, <, >=, <=, ==, !=) or one "
+                f"of {', '.join(words)}", node.kind_span or node.span,
+                f"did you mean {close[0]}?" if close else "p90 > 250ms, tps plateau 5%, p90 kink 3x")
+    return found
+
+
+def _compared(c: Checker, cmp: Comparison, d: MetricDecl, label: str, v: Quantity,
+              where: Span) -> tuple[float, str] | None:
+    """A comparison's limit (a percentage, or a factor), on a metric it applies to, or an error."""
+    if d.measures not in cmp.applies_to:
+        takes = [e.name for e in c.metrics if e.condition and e.measures in cmp.applies_to]
+        other = next((o for o in c.metrics.comparisons.values() if d.measures in o.applies_to), None)
+        c.error(f"{cmp.name} applies to {' and '.join(cmp.applies_to)} ({', '.join(takes[:8])}), not {label}", where,
+                cmp.example + (f"; for {label}, {other.name}: {other.example}" if other is not None else ""))
+        return None
+    if v.unit not in (("%",) if cmp.unit == "%" else ("x", None)):
+        c.wrong(v, f"a {cmp.name} is given {'in percent' if cmp.unit == '%' else 'as a factor'}", cmp.example)
+        return None
+    if cmp.above is not None and v.value <= cmp.above:
+        c.wrong(v, f"a {cmp.name} {'factor' if cmp.unit == 'x' else 'limit'} must be larger than {num(cmp.above)}",
+                f"{cmp.example}: the run stops on {cmp.description}")
+        return None
+    return v.value, cmp.unit
 
 
 def _metric(c: Checker, d: MetricDecl, ref: ast.MetricRef, txs: tuple[str, ...], windowed: bool) -> m.Metric | None:
@@ -196,12 +211,10 @@ def _point(c: Checker, v: Quantity, units: m.PointUnits) -> tuple[float, str] | 
     return v.value * units.per[v.unit], units.unit
 
 
-def _limit_kind(kind: str, d: MetricDecl) -> tuple[str, str]:
+def _limit_kind(cmp: Comparison | None, d: MetricDecl) -> tuple[str, str]:
     """What a limit is, and an example, for a message about an env() that holds something else."""
-    if kind == "plateau":
-        return "a percentage", "5%"
-    if kind == "kink":
-        return "a factor", "3x"
+    if cmp is not None:
+        return ("a percentage", "5%") if cmp.unit == "%" else ("a factor", "3x")
     if d.limit == "time":
         return "a duration", d.sample or "250ms"
     if d.limit == "percent":

@@ -38,6 +38,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from bench_dsl.language.comparisons import CORE_COMPARISONS, Comparison
+
 # What a metric measures. throughput: transactions or statements per second or minute (a plateau
 # judges it; its limit is a plain number or its own unit word, "tps < 100 tps"); latency: a
 # transaction's time (a kink judges it); share: a percentage from 0 to 100; time: a duration;
@@ -280,24 +282,35 @@ CORE: tuple[MetricDecl, ...] = (
 
 class Table:
     """Metrics by name, in the order messages list them. A kind's own metric goes after the last of
-    the same kind of measure (nopm after qps), so that lists read by kind whoever declared them."""
+    the same kind of measure (nopm after qps), so that lists read by kind whoever declared them. With
+    the comparisons a condition may write after a metric (plateau, kink, a plugin's own)."""
 
-    __slots__ = ("_all", "_by_name")
+    __slots__ = ("_all", "_by_name", "comparisons")
 
-    def __init__(self, decls: Iterable[MetricDecl]) -> None:
+    def __init__(self, decls: Iterable[MetricDecl], comparisons: Iterable[Comparison] = CORE_COMPARISONS) -> None:
         self._all = tuple(decls)
         self._by_name = {d.name: d for d in self._all}
         if len(self._by_name) != len(self._all):
             dup = sorted({d.name for d in self._all if sum(e.name == d.name for e in self._all) > 1})
             raise ValueError(f"metrics declared twice: {', '.join(dup)}")
+        given = tuple(comparisons)
+        self.comparisons = {c.name: c for c in given}
+        clash = [c for c in self.comparisons if c in self._by_name or c == "for"]
+        if clash or len(self.comparisons) != len(given):
+            raise ValueError(f"comparisons declared twice, or named as a metric: {', '.join(clash)}")
 
     @classmethod
-    def of(cls, *extra: Iterable[MetricDecl], core: Iterable[MetricDecl] = CORE) -> Table:
+    def of(cls, *extra: Iterable[MetricDecl], core: Iterable[MetricDecl] = CORE,
+           comparisons: Iterable[Comparison] = ()) -> Table:
         out = list(core)
         for decl in (d for group in extra for d in group):
             same = [i for i, d in enumerate(out) if d.measures == decl.measures]
             out.insert(same[-1] + 1 if same else len(out), decl)
-        return cls(out)
+        return cls(out, (*CORE_COMPARISONS, *comparisons))
+
+    def comparison_words(self) -> list[str]:
+        """The words a condition may write after its metric (plateau, kink ...): the grammar's @COMPARISONS@."""
+        return list(self.comparisons)
 
     def __iter__(self) -> Iterator[MetricDecl]:
         return iter(self._all)

@@ -13,6 +13,7 @@ from typing import ClassVar, Literal, Protocol
 from bench_dsl.core.dsn import Dsn
 from bench_dsl.core.errors import Diagnostic, Span
 from bench_dsl.core.numbers import num
+from bench_dsl.language.comparisons import Comparison
 from bench_dsl.language.metric_decls import CORE_TABLE, MetricDecl
 from bench_dsl.language.power_source import PowerSource
 
@@ -53,9 +54,8 @@ class WorkloadSpec(Protocol):
 # What the language asks of any load (ConstantRamp, StepRamp, LinearRamp, RateLoad), so that the
 # checks of conditions and configurations never test which one it is:
 #   open_loop       a rate's arrivals, not users (the open-loop figures are its)
-#   steps_compared  steps that plateau and kink compare, each with the one before
-#   window()        the longest a sustained condition (`for D`) can span: seconds, what that is,
-#                   and the hint when a window is longer
+#   steps_compared  steps that a comparison (plateau, kink) compares, each with the one before
+#   window()        the longest a sustained condition (`for D`) can span: seconds, what that is, its hint
 #   seconds(warmup) how long its phases last, warmup included (counted, never listed)
 #   point_units()   what a saturation limit (`expect saturation >= ...`) may be written in, when its
 #                   point is not a users count: PointUnits
@@ -312,17 +312,18 @@ def _fmt_pct(p: float | None) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Condition:
-    kind: Literal["threshold", "plateau", "kink"]
+    kind: str  # "threshold", or a comparison's word ("plateau", "kink", a plugin's: `comparison`)
     metric: Metric
     op: str | None  # threshold only
     limit: float  # seconds, percent, a throughput's own unit, users, factor (the metric's MetricDecl.limit)
-    unit: str  # how to show values: its MetricDecl.unit ("ms", "%", "tps" ...), "%" of a plateau, "x" of a kink
+    unit: str  # how to show values: its MetricDecl.unit ("ms", "%", "tps" ...), a comparison's ("%", "x")
     window: float | None  # `for D`: judged live over a sliding window of D seconds
     text: str  # as written in the file
     span: Span | None = None
     # `text` with each $name and env() replaced by its value ("p90 > $p90_limit" -> "p90 > 250ms"),
     # for reports that must show the limit a run used; the same as `text` when it has neither.
     resolved: str = ""
+    comparison: Comparison | None = None  # what a condition that holds a step against the one before is
 
     def __post_init__(self) -> None:
         if not self.resolved:

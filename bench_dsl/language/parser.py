@@ -23,15 +23,21 @@ from bench_dsl.language import syntax as ast
 from bench_dsl.language.metric_decls import CORE_TABLE
 from bench_dsl.language.syntax_errors import Units, keyword_as_name, quoted, syntax_diagnostic
 
+Words = tuple[str, ...]  # the comparisons' words: metric_decls.Table.comparison_words()
+
 CORE_UNITS: Units = tuple(CORE_TABLE.throughput_units())
+CORE_WORDS: Words = tuple(CORE_TABLE.comparison_words())
 
 
 @functools.cache
-def _parser(units: Units = CORE_UNITS) -> Lark:
+def _parser(units: Units = CORE_UNITS, words: Words = CORE_WORDS) -> Lark:
     text = resources.files("bench_dsl.grammar").joinpath("bench.lark").read_text(encoding="utf-8")
-    # RATE_UNIT's words are the declared throughputs' units (bench_dsl/language/metric_decls.py)
-    assert text.count("@RATE_UNITS@") == 1, "bench.lark: RATE_UNIT has lost its @RATE_UNITS@"
+    # RATE_UNIT's words are the declared throughputs' units (bench_dsl/language/metric_decls.py), and
+    # what a unit is never followed by, the declared comparisons' words (bench_dsl/language/comparisons.py)
+    for holder in ("@RATE_UNITS@", "@COMPARISONS@"):
+        assert text.count(holder) == 1, f"bench.lark: RATE_UNIT has lost its {holder}"
     text = text.replace("@RATE_UNITS@", "|".join(map(re.escape, units)))
+    text = text.replace("@COMPARISONS@", "|".join(map(re.escape, words)))
     # building the parse tables takes a third of a second, at every start of bench: kept in the
     # user's private cache (a pickle, so never in a directory others may write), by the grammar's hash
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -272,11 +278,9 @@ class _ToSyntax(Transformer[Token, Any]):
         metric, op, limit, window = ch
         return ast.ConditionNode("threshold", metric, str(op), limit, window, self._text(meta), self._s(meta))
 
-    def plateau(self, meta: Meta, ch: list[Any]) -> ast.ConditionNode:
-        return ast.ConditionNode("plateau", ch[0], None, ch[1], None, self._text(meta), self._s(meta))
-
-    def kink(self, meta: Meta, ch: list[Any]) -> ast.ConditionNode:
-        return ast.ConditionNode("kink", ch[0], None, ch[1], None, self._text(meta), self._s(meta))
+    def compare(self, meta: Meta, ch: list[Any]) -> ast.ConditionNode:
+        metric, word, limit = ch
+        return ast.ConditionNode(str(word), metric, None, limit, None, self._text(meta), self._s(meta), self._s(word))
 
     # scenario ------------------------------------------------------------------------------
     def scenario(self, meta: Meta, ch: list[Any]) -> ast.ScenarioNode:
@@ -314,15 +318,16 @@ def written_at(raw: str, index: int) -> int:
 
 
 @functools.lru_cache(maxsize=4)
-def parse(text: str, file: str = "<string>", units: Units = CORE_UNITS) -> ast.FileNode:
+def parse(text: str, file: str = "<string>", units: Units = CORE_UNITS, words: Words = CORE_WORDS) -> ast.FileNode:
     """Parse a whole .bench file, `units` the throughputs' unit words (the core ones and the workload
-    kinds': validate.load gives them); raises ScenarioError with a located diagnostic. Cached (the tree
-    is never changed): a study validates each of its configurations on the one tree of its file."""
+    kinds': validate.load gives them) and `words` the comparisons'; raises ScenarioError with a located
+    diagnostic. Cached (the tree is never changed): a study validates each of its configurations on the
+    one tree of its file."""
     text = normal_newlines(text)
     try:
-        tree = _parser(units).parse(text, start="start", on_error=keyword_as_name)
+        tree = _parser(units, words).parse(text, start="start", on_error=keyword_as_name)
     except UnexpectedInput as err:
-        raise ScenarioError([syntax_diagnostic(err, file, text, units, _parser(units))], text) from None
+        raise ScenarioError([syntax_diagnostic(err, file, text, units, _parser(units, words))], text) from None
     to_syntax = _ToSyntax(file, text)
     lets, scenario = to_syntax.transform(tree)
     if to_syntax.problems:

@@ -135,13 +135,14 @@ class MetricRef:
 
 @dataclass(frozen=True, slots=True)
 class ConditionNode:
-    kind: str  # "threshold" | "plateau" | "kink"
+    kind: str  # "threshold", or the word of a comparison ("plateau", "kink", a plugin's): validation looks it up
     metric: MetricRef
     op: str | None
     limit: Expr
     window: Expr | None
     text: str  # as written in the file, quoted by every report
     span: Span
+    kind_span: Span | None = None  # a comparison's word
 
 
 @dataclass(frozen=True, slots=True)

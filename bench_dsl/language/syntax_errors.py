@@ -124,7 +124,7 @@ def syntax_diagnostic(err: UnexpectedInput, file: str, text: str, units: Units, 
         spaced = _spaced_unit(text, tok.start_pos, str(tok)) if tok.type != "$END" else None
         if spaced:
             hint = spaced
-        elif {"kink", "plateau"} <= set(keywords) and (after := _word_after_number(text, tok.start_pos, units)):
+        elif "COMPARATOR" in expected and (after := _word_after_number(text, tok.start_pos, units)):
             # `p95 > 20 parsecs }`: the word was read as the metric of a next condition, and the
             # parser stops only after it; the mistake is the word, said there
             start, number, name = after

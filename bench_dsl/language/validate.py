@@ -21,6 +21,7 @@ from bench_dsl.core.errors import Diagnostic, ScenarioError, Span, normal_newlin
 from bench_dsl.language import configurations, loads, placement, power, ramp, rate, server, vary
 from bench_dsl.language import model as m
 from bench_dsl.language import syntax as ast
+from bench_dsl.language.comparisons import Comparison
 from bench_dsl.language.conditions import condition, unsourced
 from bench_dsl.language.metric_decls import MetricDecl, Table
 from bench_dsl.language.parser import parse, parse_expr
@@ -48,11 +49,13 @@ class WorkloadKind(Protocol):
     def refuses_rate(self) -> Callable[[m.WorkloadSpec], tuple[str, str] | None] | None: ...
 
 
-def metrics_of(workloads: Mapping[str, WorkloadKind], own: Iterable[MetricDecl] = ()) -> Table:
+def metrics_of(workloads: Mapping[str, WorkloadKind], own: Iterable[MetricDecl | Comparison] = ()) -> Table:
     """The metrics a scenario can name: the core ones, every workload kind's own (a custom
     workload with a transaction new_order has nopm too) and those declared beside the kinds (`own`:
-    a plugin's figure of the server)."""
-    return Table.of(*(k.metrics for k in workloads.values()), own)
+    a plugin's figure of the server), with the comparisons a condition may write (a plugin's among `own`)."""
+    own = tuple(own)
+    return Table.of(*(k.metrics for k in workloads.values()), [d for d in own if isinstance(d, MetricDecl)],
+                    comparisons=[d for d in own if isinstance(d, Comparison)])
 
 
 Kinds = Mapping[str, WorkloadKind]
@@ -60,14 +63,15 @@ Kinds = Mapping[str, WorkloadKind]
 
 def load(path: str | Path, defines: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None,
          text: str | None = None, study: bool = True, *, workloads: Kinds, fleets: placement.Fleets,
-         metrics: tuple[MetricDecl, ...] = (), load_kinds: loads.Loads | None = None) -> m.Scenario:
+         metrics: tuple[MetricDecl | Comparison, ...] = (), load_kinds: loads.Loads | None = None) -> m.Scenario:
     """Read, parse and validate a .bench file. Raises ScenarioError with every diagnostic.
     study=False: one configuration's scenario (its `vary` values given as `defines`)."""
     path = str(path)
     if text is None:
         text = read_source(path)
     try:
-        tree = parse(text, path, tuple(metrics_of(workloads, metrics).throughput_units()))
+        table = metrics_of(workloads, metrics)
+        tree = parse(text, path, tuple(table.throughput_units()), tuple(table.comparison_words()))
         return check(tree, defines or {}, os.environ if env is None else env, study, workloads=workloads, fleets=fleets,
                      metrics=metrics, load_kinds=load_kinds)
     except RecursionError:  # env(env(env(...))) thousands deep: no scenario needs it
@@ -126,7 +130,7 @@ def _place(before: str) -> tuple[int, int]:
 
 def check(tree: ast.FileNode, defines: Mapping[str, str], env: Mapping[str, str], study: bool = True, *,
           workloads: Kinds, fleets: placement.Fleets, parts: configurations.Parts | None = None,
-          metrics: tuple[MetricDecl, ...] = (), load_kinds: loads.Loads | None = None) -> m.Scenario:
+          metrics: tuple[MetricDecl | Comparison, ...] = (), load_kinds: loads.Loads | None = None) -> m.Scenario:
     """The scenario of a parsed file. Each part is read in turn (the order in which the parts
     report is the order of the file once sorted); raises ScenarioError with every diagnostic.
     A study's configurations that set a `let` are each checked as a whole too, taking the parts of

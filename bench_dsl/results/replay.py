@@ -41,6 +41,7 @@ from bench_dsl.engine.rows import IntervalRow, StepRow
 from bench_dsl.engine.saturation import SaturationPoint
 from bench_dsl.engine.stopping import StopReason
 from bench_dsl.language import model as m
+from bench_dsl.language.comparisons import CORE_COMPARISONS
 from bench_dsl.measure.schedlag import worst_lag
 from bench_dsl.measure.stalls import STALL_SHOWN_S
 from bench_dsl.results.conformance import CORE_FIGURES
@@ -273,9 +274,10 @@ def condition_specs(doc: Json) -> tuple[ev.ConditionSpec, ...]:
         if v is None:
             continue
         op = re.search(r">=|<=|==|!=|>|<", v.get("resolved") or text) if v["kind"] == "threshold" else None
-        out.append(ev.ConditionSpec(text, v.get("resolved") or text, v["kind"], v["metric"], op and op.group(0),
-                                    float(v["limit"]), v.get("unit") or "", v.get("window_s"),
-                                    ev.is_latency(v["metric"])))
+        out.append(ev.ConditionSpec.from_json({
+            "text": text, "resolved": v.get("resolved") or text, "kind": v["kind"], "metric": v["metric"],
+            "op": op and op.group(0), "limit": float(v["limit"]), "unit": v.get("unit") or "",
+            "window_s": v.get("window_s"), "held": v.get("held")}))
     return tuple(out)
 
 
@@ -384,10 +386,11 @@ def _with_conditions(evs: list[Timed]) -> list[Timed]:
 def _judged(c: ev.ConditionSpec | None, value: float | None, previous: float | None) -> str:
     """ok or near for a verdict that did not fire, in the judge's own words (judge.state_of; values and
     limit are in one unit, which is all its comparisons need)."""
-    if c is None:
+    cmp = next((k for k in CORE_COMPARISONS if k.name == c.kind), None) if c is not None else None
+    if c is None or (c.held is not None and cmp is None):  # a plugin's comparison, read without the plugin
         return "ok"
-    cond = m.Condition(c.kind, m.Metric("latency" if c.latency else c.metric), c.op, c.limit, c.unit,  # type: ignore[arg-type]
-                       c.window_s, c.text)
+    cond = m.Condition(c.kind, m.Metric("latency" if c.latency else c.metric), c.op, c.limit, c.unit,
+                       c.window_s, c.text, comparison=cmp)
     state = state_of(cond, value, previous)
     return "ok" if state == "over" else state  # judged and not fired: within its limit after all
 

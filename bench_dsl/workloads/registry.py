@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from bench_dsl.core import plugins
+from bench_dsl.language.comparisons import Comparison
 from bench_dsl.language.metric_decls import MetricDecl, Table
 from bench_dsl.language.model import Fill, Scenario, SetupSql, WorkloadSpec
 from bench_dsl.workloads.custom import plugin as custom
@@ -30,8 +31,11 @@ PLUGINS: dict[str, WorkloadPlugin[Any]] = {plugin.kind: plugin for plugin in (
 # Every metric: the core ones and each kind's own (TPC-C's nopm), for the floors above this one
 # (results, the live screen); the language is handed the kinds and builds the same (validate.metrics_of).
 # A plugin's metrics beside the kinds' (bench_dsl.core.plugins: METRICS), a figure of the server's among them.
-OWN_METRICS: tuple[MetricDecl, ...] = tuple(plugins.contributions("METRICS"))
-METRICS = Table.of(*(k.metrics for k in PLUGINS.values()), OWN_METRICS)
+# A plugin's comparisons (COMPARISONS: a condition `METRIC WORD LIMIT` of its own) go with them.
+OWN_METRICS: tuple[MetricDecl | Comparison, ...] = (*plugins.contributions("METRICS"),
+                                                    *plugins.contributions("COMPARISONS"))
+METRICS = Table.of(*(k.metrics for k in PLUGINS.values()), [d for d in OWN_METRICS if isinstance(d, MetricDecl)],
+                   comparisons=[d for d in OWN_METRICS if isinstance(d, Comparison)])
 
 
 def make_workload(sc: Scenario) -> Workload:

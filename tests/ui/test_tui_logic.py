@@ -77,8 +77,8 @@ def test_the_board_shows_the_gain_and_ratio_the_judge_said_not_its_own() -> None
     """Figures the judge gives that no arithmetic over value and previous would: the screen shows them."""
     evs = upto(events(), lambda e: isinstance(e, ev.Started))
     st = fold([*evs, ev.Conditions(10.0, (
-        ev.ConditionState("tps plateau 10%", 120.0, 100.0, "near", "step 2 so far", gain=7.25, against=1),
-        ev.ConditionState("p90 kink 4x", 30.0, 10.0, "near", "step 2 so far", ratio=3.5, against=1)))])
+        ev.ConditionState("tps plateau 10%", 120.0, 100.0, "near", "step 2 so far", 7.25, "gain", against=1),
+        ev.ConditionState("p90 kink 4x", 30.0, 10.0, "near", "step 2 so far", 3.5, "ratio", against=1)))])
     rows = {r.text: r for r in st.board.rows()}
     assert (rows["tps plateau 10%"].value, rows["p90 kink 4x"].value) == ("+7.2%", "3.50x")  # not +20.0%, 3.00x
     # a state without them (recorded before the judge said them, rebuilt from a result): its formula
@@ -122,16 +122,18 @@ async def test_the_judge_says_what_a_plateau_and_a_kink_compared(tmp_path: Path)
     steps = {e.row.step: e.row.figures for e in seen if isinstance(e, ev.StepEnded)}
     last = [s for e in seen if isinstance(e, ev.Conditions) for s in e.states]
     plateau = [s for s in last if s.text == "tps plateau 10%" and s.source == "step 4"][-1]
-    assert plateau.state == "fired" and plateau.against == 3 and plateau.gain is not None and plateau.gain < 10
-    assert plateau.gain == pytest.approx(100 * (steps[4]["tps"] - steps[3]["tps"]) / steps[3]["tps"], abs=0.01)
+    assert plateau.state == "fired" and plateau.against == 3 and plateau.held_key == "gain"
+    assert plateau.held is not None and plateau.held < 10
+    assert plateau.held == pytest.approx(100 * (steps[4]["tps"] - steps[3]["tps"]) / steps[3]["tps"], abs=0.01)
     kink = [s for s in last if s.text == "p90 kink 100x" and s.source == "step 3"][-1]
-    assert kink.against == 2 and kink.ratio is not None and kink.gain is None and kink.ratio > 0
+    assert kink.against == 2 and kink.held_key == "ratio" and kink.held is not None and kink.held > 0
     first = [s for s in last if s.text == "tps plateau 10%" and s.source.startswith("step 1")]
-    assert first and all(s.gain is None and s.against is None for s in first)  # nothing to compare with yet
+    assert first and all(s.held is None and s.against is None for s in first)  # nothing to compare with yet
     for s in (plateau, kink, first[0]):
         back = ev.from_json(ev.Conditions(1.0, (s,)).to_json())
         assert isinstance(back, ev.Conditions) and back.states == (s,)
     assert "gain" not in first[0].to_json() and "ratio" not in plateau.to_json()
+    assert plateau.to_json()["gain"] == plateau.held and kink.to_json()["ratio"] == kink.held  # as recorded before
 
 
 # the state --------------------------------------------------------------------------------------------

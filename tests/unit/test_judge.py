@@ -282,9 +282,10 @@ def test_states_ok_near_over(tmp_path: Path) -> None:
     assert [state_of(tps, v) for v in (200.0, 120.0, 99.0)] == ["ok", "near", "over"]
     # plateau: the gain over the step before (100 tps)
     assert [state_of(plateau, v, 100.0) for v in (130.0, 111.0, 105.0)] == ["ok", "near", "over"]
-    assert show_value(spec(plateau), 111.0, 100.0) == "+11.0%"
+    assert plateau.comparison is not None and kink.comparison is not None
+    assert show_value(spec(plateau), 111.0, plateau.comparison.figure(111.0, 100.0)) == "+11.0%"
     assert [state_of(kink, v, 10.0) for v in (20.0, 35.0, 41.0)] == ["ok", "near", "over"]
-    assert show_value(spec(kink), 35.0, 10.0) == "3.50x"
+    assert show_value(spec(kink), 35.0, kink.comparison.figure(35.0, 10.0)) == "3.50x"
     assert state_of(plateau, 120.0, None) == "-"  # the first step has nothing to compare with
     assert state_of(exact, 0.0) == "over" and state_of(exact, 1.0) == "ok"  # no "near" for == or !=
     assert state_of(p90, None) == "-"
