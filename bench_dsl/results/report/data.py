@@ -5,7 +5,8 @@ Each point of a curve is a figure's median over the repeats at a users count, wi
 range; the saturation point is fold's too, placed on the median curve (between two steps when the
 repeats' middle falls between them). Latency spectra are the exception: a step's histograms of
 every repeat are merged (HDR histograms add), which is the spectrum of all transactions measured at
-that users count.
+that users count. The exhibits (exhibits()) take each repeat at its own saturation point instead, and
+fold those figures over the repeats.
 
 The x axis is the configurations' load axis (fold.load_axis, one for all: axis() refuses both): a
 row holds its point under the axis' key, "users" for closed-loop results, "rate_tps" (the offered
