@@ -31,7 +31,8 @@ SHIPPED = sorted([*ROOT.glob("examples/*.bench"), *ROOT.glob("scenarios/*.bench"
 SMALL = {"table_size": "2000", "tables": "2", "users": "8", "warehouses": "1", "rows": "2000"}
 
 
-STUDIED = {"io-capacity-sweep.bench", "disks.bench"}  # run as whole studies in tests/e2e/test_study.py
+# run as whole studies in tests/e2e/test_study.py, and the storage brief in tests/e2e/test_storage_brief.py
+STUDIED = {"io-capacity-sweep.bench", "disks.bench", "storage-brief.bench"}
 CLUSTERED = {"cluster.bench"}  # workers ray: run on a Ray cluster in tests/e2e/test_ray.py
 
 

@@ -47,7 +47,7 @@ class ReportChart:
     name: str
     title: str
     caption: str
-    chart: Panel | alt.ConcatChart
+    chart: Panel | alt.ConcatChart | alt.HConcatChart
 
     def spec(self) -> dict[str, Any]:
         # one sans-serif face for every text: Vega leaves subtitles to the renderer's default (a serif)
@@ -62,6 +62,19 @@ def figures(configs: list[FoldedConfiguration]) -> list[ReportChart]:
     ax = data.axis(configs)
     point = ax.point_meaning
     out: list[ReportChart] = []
+    if rows := data.exhibits(configs):  # the study's headline: NOPM, response time, NOPM per watt
+        missing = "".join(f" No power figure for {r['configuration']}: {r['no_power']}." for r in rows
+                          if r["no_power"]) + "".join(f" {r['configuration']}: {r['power_note']}." for r in rows
+                                                      if r["power_note"])
+        out.append(ReportChart(
+            "exhibits", "Exhibits per configuration: NOPM, response time, NOPM per watt",
+            "At each configuration's saturation point (" + point + "): (a) new orders per minute; (b) the mean "
+            "response time of all transactions, the bar spanning one standard deviation either side (its "
+            "consistency), p99/p50 written above it; (c) NOPM per watt, NOPM over the mean power the server's "
+            "machine drew over that step, drawn only where power was read."
+            + ("" if single else " Each figure is the median of the repeats at their own saturation points; "
+               "black bars span their min to max.") + missing,
+            exhibits(configs, rows)))
     if data.by_users(configs, data.tps):
         out.append(ReportChart(
             f"throughput-vs-{ax.name}", f"Throughput against {ax.heading}",
@@ -228,6 +241,63 @@ def declared_vs_users(configs: list[FoldedConfiguration], d: MetricDecl) -> Pane
     layers = _by_users_layers(rows, configs, title, alt.Scale(zero=True))
     return alt.layer(*layers).properties(
         width=WIDTH, height=HEIGHT, title=alt.TitleParams(f"{d.heading} against {data.axis(configs).heading}"))
+
+
+EXHIBIT_WIDTH = 240
+
+
+def exhibits(configs: list[FoldedConfiguration], rows: list[data.Row]) -> alt.HConcatChart:
+    """data.exhibits' rows as three panels side by side, a bar (a mark) per configuration."""
+    base = alt.Chart(alt.InlineData(values=rows))
+    x = alt.X("configuration:N", sort=[c.label for c in configs],
+              axis=alt.Axis(title=None, labelAngle=-30, labelLimit=220))
+    colour = alt.Color("configuration:N", scale=_colour(configs), legend=None)  # the x axis names them
+    repeats = any(r["runs"] > 1 for r in rows)
+    tips = [alt.Tooltip("configuration:N"), alt.Tooltip("point:N", title="saturation point"),
+            alt.Tooltip("runs:Q", title="runs")]
+
+    def spread(y: str, title: str) -> list[alt.Chart]:  # the repeats' min to max
+        return [base.transform_filter("datum.runs > 1").mark_errorbar(ticks=True, color="black").encode(
+            x=x, y=alt.Y(f"{y}_min:Q", title=title), y2=f"{y}_max:Q")] if repeats else []
+
+    def panel(layers: list[alt.Chart], title: str, subtitle: str) -> Panel:
+        return alt.layer(*layers).properties(width=EXHIBIT_WIDTH, height=HEIGHT, title=alt.TitleParams(
+            title, subtitle=subtitle, fontSize=12, anchor="start"))
+
+    title = "NOPM (new orders/min)"
+    nopm = panel([base.mark_bar().encode(x=x, y=alt.Y("nopm:Q", title=title), color=colour, tooltip=[
+        *tips, alt.Tooltip("nopm:Q", title="NOPM", format=",.0f"), alt.Tooltip("nopm_min:Q", format=",.0f"),
+        alt.Tooltip("nopm_max:Q", format=",.0f")]), *spread("nopm", title),
+        base.mark_text(dy=-8, fontSize=10).encode(x=x, y=alt.Y("nopm_max:Q", title=title), text="point:N")],
+        "(a) NOPM at saturation", "new orders per minute")
+    timed = base.transform_filter("isValid(datum.mean_ms)")
+    title = "response time (ms)"
+    latency = panel([
+        timed.mark_errorbar(ticks=True).encode(x=x, y=alt.Y("low_ms:Q", title=title), y2="high_ms:Q", color=colour),
+        timed.mark_point(filled=True, size=90, opacity=1).encode(x=x, y=alt.Y("mean_ms:Q", title=title), color=colour,
+                                                                 tooltip=[*tips,
+            alt.Tooltip("mean_ms:Q", title="mean (ms)", format=",.2f"),
+            alt.Tooltip("stddev_ms:Q", title="standard deviation (ms)", format=",.2f"),
+            alt.Tooltip("p99_p50:Q", title="p99/p50", format=",.2f")]),
+        timed.mark_text(dy=-10, fontSize=10).encode(x=x, y=alt.Y("high_ms:Q", title=title), text="tail:N")],
+        "(b) Mean response time", "point: the mean; bar: ± one standard deviation")
+    title = "NOPM per watt"
+    read = [r for r in rows if r.get("per_watt") is not None]
+    layers = [alt.Chart(alt.InlineData(values=read)).mark_bar().encode(
+        x=x, y=alt.Y("per_watt:Q", title=title), color=colour, tooltip=[
+            *tips, alt.Tooltip("per_watt:Q", title="NOPM per W", format=",.2f"),
+            alt.Tooltip("power_note:N", title="note")])] if read else []
+    if read and repeats:
+        layers += [alt.Chart(alt.InlineData(values=read)).transform_filter("datum.runs > 1").mark_errorbar(
+            ticks=True, color="black").encode(x=x, y=alt.Y("per_watt_min:Q", title=title), y2="per_watt_max:Q")]
+    unread = [r for r in rows if r["no_power"]]
+    if unread:  # said in words in its place: no bar of 0, which would read as a measurement
+        layers.append(alt.Chart(alt.InlineData(values=unread)).mark_text(
+            angle=270, align="left", baseline="middle", fontSize=11, color=STEP_COLOUR).encode(
+            x=x, y=alt.value(HEIGHT - 6), text=alt.value("no power figure"),
+            tooltip=[alt.Tooltip("configuration:N"), alt.Tooltip("no_power:N", title="no power figure")]))
+    per_watt = panel(layers, "(c) NOPM per watt", "NOPM over the server machine's mean power")
+    return alt.hconcat(nopm, latency, per_watt, spacing=24)
 
 
 def _grid(charts: list[Panel], title: str, subtitle: str) -> alt.ConcatChart:

@@ -5,7 +5,8 @@ Each point of a curve is a figure's median over the repeats at a users count, wi
 range; the saturation point is fold's too, placed on the median curve (between two steps when the
 repeats' middle falls between them). Latency spectra are the exception: a step's histograms of
 every repeat are merged (HDR histograms add), which is the spectrum of all transactions measured at
-that users count.
+that users count. The exhibits (exhibits()) take each repeat at its own saturation point instead, and
+fold those figures over the repeats.
 
 The x axis is the configurations' load axis (fold.load_axis, one for all: axis() refuses both): a
 row holds its point under the axis' key, "users" for closed-loop results, "rate_tps" (the offered
@@ -26,7 +27,7 @@ from bench_dsl.core.axis import LoadAxis
 from bench_dsl.engine.profiles.registry import AXES, axis_of
 from bench_dsl.engine.stopping import StopReason
 from bench_dsl.measure.txstats import new_histogram
-from bench_dsl.results.fold import FoldedConfiguration, at, measured_steps, one_axis
+from bench_dsl.results.fold import FoldedConfiguration, at, figure, measured_steps, one_axis, stat
 
 Row = dict[str, Any]
 FigurePath = tuple[str, ...]  # where a figure is in a fold.by_users entry
@@ -242,3 +243,74 @@ def _repeat(entry: dict[str, Any], k: int) -> float | None:
     """Repeat k's throughput at a point of the axis (None: that repeat did not measure it)."""
     s = entry.get("tps")
     return None if s is None else s["per_repeat"][k]
+
+
+# -- the exhibits: a study's headline figures side by side, one per configuration -------------------
+
+# The storage brief's three exhibits: the throughput at saturation, the mean response time with its
+# consistency, the throughput per watt. Drawn for results that measured new orders (TPC-C, whose
+# brief they reproduce); results of other workloads have their figures in the charts against users.
+EXHIBIT_THROUGHPUT, EXHIBIT_PER_WATT = "nopm", "nopm_per_watt"
+NO_POWER_SOURCE = "the scenario reads no power (a `power` line names a source)"
+
+
+def no_power_figure(doc: dict[str, Any]) -> str | None:
+    """Why a run has no power figure (its result's power.no_power_figure), None when power was read."""
+    p = doc.get("power")
+    if not isinstance(p, dict):
+        return NO_POWER_SOURCE
+    return None if p.get("measured") else str(p.get("no_power_figure") or "its power source gave no reading")
+
+
+def at_saturation(doc: dict[str, Any], ax: LoadAxis) -> dict[str, Any] | None:
+    """The row of the step a run's saturation point was measured in (the last step that met every
+    condition; where none fired, the last complete one): None where it has none."""
+    point = _num((doc.get("saturation") or {}).get(ax.key))
+    for n, row in measured_steps(doc) if point is not None else []:
+        x = ax.asked_of(doc) if n is None else None
+        if (x if x is not None else at(row, ax.name)) == point:
+            return row
+    return None
+
+
+def exhibits(configs: list[FoldedConfiguration]) -> list[Row]:
+    """One row per configuration that measured new orders at its saturation point: NOPM, the mean
+    response time of every transaction with its standard deviation and p99/p50, and NOPM per watt,
+    each the median of the repeats at their own saturation points with the min and max; where no
+    repeat read power, `no_power` says why (the results' power.no_power_figure)."""
+    ax = axis(configs)
+    rows: list[Row] = []
+    for c in configs:
+        hits = [(d, r) for d in c.docs if (r := at_saturation(d, ax)) is not None]
+
+        def folded(get: Any, hits: list[tuple[dict[str, Any], dict[str, Any]]] = hits) -> dict[str, Any] | None:
+            return stat([_num(get(r)) for _, r in hits])
+
+        nopm = folded(lambda r: figure(r, EXHIBIT_THROUGHPUT))
+        if nopm is None:
+            continue
+        mean = folded(lambda r: (r.get("latency_ms") or {}).get("avg"))
+        sd = folded(lambda r: figure(r, "latency_stddev_ms"))
+        tail = folded(lambda r: figure(r, "p99_p50_ratio"))
+        watt = folded(lambda r: figure(r, EXHIBIT_PER_WATT))
+        why = sorted({w for d, _ in hits if (w := no_power_figure(d)) is not None})
+        if watt is None and not why:
+            why = ["no power was read over the saturation point's step"]
+        s = c.saturation
+        point = "-" if s is None else ax.words(s["median"]) + (
+            f" ({_users(s['min'])}-{_users(s['max'])})" if s["n"] > 1 and s["min"] != s["max"] else "")
+        row: Row = {"configuration": c.label, "point": f"at {point}", "runs": nopm["n"],
+                    "nopm": nopm["median"], "nopm_min": nopm["min"], "nopm_max": nopm["max"],
+                    "p99_p50": None if tail is None else tail["median"],
+                    "no_power": "; ".join(why) if watt is None else None,
+                    "power_note": f"no power figure in {len(c.docs) - watt['n']} of {len(c.docs)} runs: "
+                                  + "; ".join(why) if watt is not None and why else ""}
+        if mean is not None:
+            spread = 0.0 if sd is None else sd["median"]
+            row.update(mean_ms=mean["median"], stddev_ms=None if sd is None else spread,
+                       low_ms=max(0.0, mean["median"] - spread), high_ms=mean["median"] + spread,
+                       tail=f"p99/p50 {tail['median']:.1f}x" if tail is not None else "")
+        if watt is not None:
+            row.update(per_watt=watt["median"], per_watt_min=watt["min"], per_watt_max=watt["max"])
+        rows.append(row)
+    return rows
