@@ -38,8 +38,8 @@ def _unit(c: ev.ConditionSpec) -> str:
 
 
 def show_limit(c: ev.ConditionSpec) -> str:
-    if c.held is not None:  # a comparison: its figure against the limit ("gain < 5%", "ratio > 3x")
-        return f"{c.held[0]} {c.held[1]} {fmt_num(c.limit)}{c.unit}"
+    if (held := c.compared_by) is not None:  # a comparison: its figure against the limit ("gain < 5%", "ratio > 3x")
+        return f"{held[0]} {held[1]} {fmt_num(c.limit)}{c.unit}"
     if c.latency:
         return f"{c.op} {fmt_latency(c.limit)}"
     return f"{c.op} {fmt_num(c.limit)}{_unit(c)}"
@@ -50,7 +50,7 @@ def show_value(c: ev.ConditionSpec, value: float | None, said: float | None = No
     (ConditionState.compared): a gain in % with its sign, a factor to two decimals."""
     if value is None:
         return "-"
-    if c.held is not None:
+    if c.compared_by is not None:
         return "-" if said is None else f"{said:+.1f}%" if c.unit == "%" else f"{said:.2f}{c.unit}"
     if c.latency:
         return fmt_latency(value)

@@ -107,11 +107,16 @@ class ConditionSpec:
                 "op": self.op, "limit": self.limit, "unit": self.unit, "window_s": self.window_s,
                 **({"held": {"figure": self.held[0], "op": self.held[1]}} if self.held else {})}
 
+    @property
+    def compared_by(self) -> tuple[str, str] | None:
+        """`held`; for a spec written before comparisons said it, a plateau's or a kink's own."""
+        return self.held or _HELD.get(self.kind)
+
     @classmethod
     def from_json(cls, d: Json) -> ConditionSpec:
-        held = d.get("held") or _HELD.get(d.get("kind", ""))  # one written before comparisons said it
+        held = d.get("held")
         return cls(d["text"], d["resolved"], d["kind"], d["metric"], d["op"], d["limit"], d["unit"], d["window_s"],
-                   is_latency(d["metric"]), (held["figure"], held["op"]) if isinstance(held, dict) else held)
+                   is_latency(d["metric"]), (held["figure"], held["op"]) if isinstance(held, dict) else None)
 
 
 _HELD = {c.name: (c.key, c.op) for c in CORE_COMPARISONS}

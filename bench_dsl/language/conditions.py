@@ -20,6 +20,7 @@ def condition(c: Checker, node: ast.ConditionNode, txs: tuple[str, ...], ramp: m
               expect: bool) -> m.Condition | None:
     ref = node.metric
     name, arg = ref.name, ref.arg
+    comparison = _comparison(c, node) if node.kind != "threshold" else None  # said with an unknown metric too
     table = c.metrics
     decl = table.get(name)
     if decl is not None and not decl.condition:
@@ -57,8 +58,7 @@ def condition(c: Checker, node: ast.ConditionNode, txs: tuple[str, ...], ramp: m
         c.error(f"the workload has no transaction '{metric.transaction}'", ref.arg_span or ref.span, hint)
         return None
 
-    comparison = None
-    if node.kind != "threshold" and (comparison := _comparison(c, node)) is None:
+    if node.kind != "threshold" and comparison is None:
         return None
     # limit and unit ---------------------------------------------------------------------------
     expected, example = _limit_kind(comparison, decl)

@@ -184,6 +184,8 @@ def _end_events(doc: Json, end: float) -> list[Timed]:
         out += [(end, ev.Log("error", f"expectation failed: {e['expect']} (measured {e['value']})", end))
                 for e in doc.get("expect") or [] if not e.get("passed")]
     summary = doc.get("summary")
+    if isinstance(power := doc.get("power"), dict):  # said as the run ended, before its totals
+        out.append((end, ev.Power(power.get("source"), power.get("no_power_figure"))))
     out.append((end, ev.Totals(summary, doc.get("executor"), stop, end)))
     if doc.get("saturation") is not None:
         out.append((end, ev.Saturation(SaturationPoint.from_json(doc["saturation"]))))
@@ -387,7 +389,7 @@ def _judged(c: ev.ConditionSpec | None, value: float | None, previous: float | N
     """ok or near for a verdict that did not fire, in the judge's own words (judge.state_of; values and
     limit are in one unit, which is all its comparisons need)."""
     cmp = next((k for k in CORE_COMPARISONS if k.name == c.kind), None) if c is not None else None
-    if c is None or (c.held is not None and cmp is None):  # a plugin's comparison, read without the plugin
+    if c is None or (c.compared_by is not None and cmp is None):  # a plugin's comparison, without the plugin
         return "ok"
     cond = m.Condition(c.kind, m.Metric("latency" if c.latency else c.metric), c.op, c.limit, c.unit,
                        c.window_s, c.text, comparison=cmp)

@@ -7,6 +7,7 @@ the same file is a scenario error."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ from ..conftest import ROOT, run_bench, run_measured
 
 pytestmark = pytest.mark.slow
 
-TOYS = {"BENCH_DSL_PLUGINS": "tests.toys.clients_load,tests.toys.threads_fleet,tests.toys.rows_per_tx"}
+TOYS = {"BENCH_DSL_PLUGINS": "tests.toys.clients_load,tests.toys.threads_fleet,tests.toys.rows_per_tx,tests.toys.rises"}
 SCENARIO = ROOT / "tests" / "fixtures" / "toys" / "toys.bench"
 
 # the replay on the live screen (headless), in a process of its own: plugins are read once a process
@@ -66,12 +67,20 @@ def test_a_load_a_fleet_and_a_server_figure_from_outside_run_and_show_everywhere
     assert doc["figures"]["figures"]["rows_read_per_tx"]["side"] == "server"
     for s in doc["steps"]:
         assert 100 < s["rows_read_per_tx"] < 1000, s["rows_read_per_tx"]
-        (judged,) = s["conditions"]
+        judged, rises = s["conditions"]
         assert judged["metric"] == "rows_read_per_tx" and judged["value"] == s["rows_read_per_tx"]
+        # the toy condition: judged at the step's end on the same figure, against the step before's
+        assert (rises["kind"], rises["metric"], rises["fired"]) == ("rises", "rows_read_per_tx", False)
+        assert rises["held"] == {"figure": "rise", "op": ">"} and rises["value"] == s["rows_read_per_tx"]
+    assert doc["steps"][1]["conditions"][1]["previous"] == doc["steps"][0]["rows_read_per_tx"]
     assert 100 < doc["summary"]["rows_read_per_tx"] < 1000
     events = [json.loads(line) for line in stream.read_text().splitlines()]
     assert any(e["type"] == "interval" and "rows_read_per_tx" in e for e in events)
     assert any(e["type"] == "workers" and e["fleet"] == "threads" for e in events)
+    # the toy condition's state as the judge held it: its figure under its own name, against step 1
+    risen = [s for e in events if e["type"] == "conditions" for s in e["states"]
+             if s["text"] == "rows_read_per_tx rises 1000%" and "rise" in s]
+    assert risen and all(s["against"] == 1 and abs(s["rise"]) < 1000 for s in risen), risen[-3:]
 
     (tmp_path / "again.json").write_bytes(out.read_bytes())  # compare takes two: the run against itself
     c = run_bench("compare", str(out), str(tmp_path / "again.json"), env=TOYS)
@@ -94,6 +103,8 @@ def test_a_load_a_fleet_and_a_server_figure_from_outside_run_and_show_everywhere
     shown = lines[head + 1][column:column + len("rows read/tx")].split()
     assert shown and 100 < float(shown[0].replace(",", "")) < 1000, lines[head:head + 2]
     assert "2 clients" in screen.stdout, screen.stdout  # the verdict, on the toy's axis
+    risen_row = next(ln for ln in lines if "rows_read_per_tx rises" in ln)  # worded by its declaration alone
+    assert "rise > 1,000%" in risen_row and re.search(r"[-+]\d+\.\d% rise", risen_row), risen_row
 
 
 def test_without_its_plugin_the_toys_scenario_is_refused_and_a_plugin_that_is_not_there_is_said() -> None:
@@ -101,6 +112,7 @@ def test_without_its_plugin_the_toys_scenario_is_refused_and_a_plugin_that_is_no
     assert r.returncode == 2
     assert "unknown metric 'rows_read_per_tx'" in r.stderr and "threads" in r.stderr, r.stderr
     assert "unknown load 'clients'" in r.stderr
+    assert "'rises' is no comparison" in r.stderr and "plateau, kink" in r.stderr
     r = run_bench("check", str(SCENARIO), env={"BENCH_DSL_PLUGINS": "tests.toys.no_such_toy"})
     assert r.returncode == 2 and "plugin 'tests.toys.no_such_toy' (BENCH_DSL_PLUGINS) cannot be imported" in r.stderr
     assert "Traceback" not in r.stderr
