@@ -12,9 +12,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-# the zones: (directory, name, watts, wraps at joules); core is inside its package: never counted
-ZONES = (("intel-rapl:0", "package-0", 80.0, 150.0), ("intel-rapl:0/intel-rapl:0:0", "core", 50.0, 150.0),
-         ("intel-rapl:0/intel-rapl:0:1", "dram", 20.0, 65.0))
+# the zones: (directory, name, watts, wraps at joules); core is inside its package: never counted. They
+# wrap every 5 s or so, a run of a few steps crosses several wraps; a reading late by that much (a
+# loaded machine) would miss one, as it would on a real machine whose counters wrap faster than it reads
+ZONES = (("intel-rapl:0", "package-0", 80.0, 400.0), ("intel-rapl:0/intel-rapl:0:0", "core", 50.0, 400.0),
+         ("intel-rapl:0/intel-rapl:0:1", "dram", 20.0, 130.0))
 WATTS = 100.0  # what bench-dsl must read: the package's and DRAM's
 
 # every 10 ms, each zone's counter at its watts since the start, modulo its range (written whole:

@@ -147,6 +147,9 @@ class MetricDecl:
     gated: bool = False  # bench compare --fail-if can name it
     compare_unit: str = ""  # its unit in compare's rows ("tx/s"); default: the unit
     charted: bool = False  # bench report draws it against the load axis (a figure derived from the status is)
+    # the report's exhibits per configuration (a study's headline, as the storage brief shows it): the
+    # throughput at saturation, and that throughput per watt (TPC-C's nopm, nopm_per_watt)
+    exhibit: Literal["", "throughput", "per_watt"] = ""
     # --- a figure of the server's, derived from its status over a window -------------------------
     # The variables it reads (the server's side reads them at every tick) and how it is computed
     # from them: with these, a metric is whole from its declaration, as a throughput is. Every row

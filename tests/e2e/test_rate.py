@@ -14,11 +14,11 @@ from ..conftest import ROOT, run_bench
 SCHEMA = json.loads((ROOT / "bench_dsl" / "results" / "schema" / "result-v1.json").read_text())
 
 
-def _run(tmp_path: Path, text: str, *args: str) -> dict:
+def _run(tmp_path: Path, text: str, *args: str, codes: tuple[int, ...] = (0,)) -> dict:
     f, out = tmp_path / "r.bench", tmp_path / "r.json"
     f.write_text(text)
     r = run_bench("run", str(f), "--headless", "--json", str(out), *args)
-    assert r.returncode == 0, r.stderr
+    assert r.returncode in codes, r.stderr
     doc = json.loads(out.read_text())
     jsonschema.validate(doc, SCHEMA)
     return doc
@@ -60,14 +60,21 @@ def test_the_saturation_point_of_a_rate_ramp_is_a_rate(tmp_path: Path) -> None:
     # eight users of a 20 ms transaction serve 400 a second at most: 100 tps (a quarter of it, so that
     # a busy machine's late wakeups drop nothing: at half of four users', 100 tps once dropped 6%) fits,
     # 800 cannot
-    doc = _run(tmp_path, """scenario "ramp" {
-      target env("BENCH_DSN")
-      workload custom { transaction t { query "SELECT SLEEP(0.02)" } }
-      rate step { start 50 tps step x2 hold 3s max 800 tps }
-      users max 8
-      stop when { dropped > 5% }
-      expect { saturation >= 50 tps }
-    }""", "--workers", "1")
+    for _ in range(3):
+        doc = _run(tmp_path, """scenario "ramp" {
+          target env("BENCH_DSN")
+          workload custom { transaction t { query "SELECT SLEEP(0.02)" } }
+          rate step { start 50 tps step x2 hold 3s max 800 tps }
+          users max 8
+          stop when { dropped > 5% }
+          expect { saturation >= 50 tps }
+        }""", "--workers", "1", codes=(0, 3))
+        # 50 tps keep 8 users an eighth busy: arrivals dropped there say the machine itself was out of
+        # CPU (a full suite beside busy loops once made the SLEEP's p95 570 ms, 27% dropped); such a run
+        # is run again
+        if (doc["steps"][0]["dropped_pct"] or 0) <= 5:
+            break
+    assert doc["exit_code"] == 0, doc["steps"][0]
     rates = [s["rate_tps"] for s in doc["steps"]]
     assert rates[:2] == [50, 100]
     last = doc["steps"][-1]

@@ -242,6 +242,7 @@ def _every_event() -> list[ev.Event]:
                             "actors_ready_s": 2.1, "users_started": [], "lost": []})]
     evs.insert(-2, ev.Control("hold", True, 12.5))
     evs.insert(-2, ev.WorkerLostEvent(13.0, ["worker 2 on node abababab (client1) lost"], 1, 4))
+    evs.insert(-2, ev.Power("rapl /sys/class/powercap", None))
     return evs
 
 
@@ -266,7 +267,7 @@ def _stream(path: Path, evs: list[ev.Event]) -> Path:
 
 def test_every_event_type_is_written_with_its_version_and_read_back_verbatim(tmp_path: Path) -> None:
     evs = _every_event()
-    assert {e.type for e in evs} == set(ev.EVENT_TYPES)  # all 19
+    assert {e.type for e in evs} == set(ev.EVENT_TYPES)  # all 20
     path = _stream(tmp_path / "r.jsonl", evs)
     lines = [json.loads(ln) for ln in path.read_text().splitlines()]
     assert len(lines) == len(evs) and all(ln["format_version"] == 1 for ln in lines)

@@ -17,6 +17,7 @@ import pytest
 
 from bench_dsl.results.read import ResultFile, find_results
 from bench_dsl.results.report import data, figures, group
+from bench_dsl.workloads.registry import METRICS
 
 from ..conftest import ROOT, run_bench
 from ..fixtures.result import recorded_result
@@ -54,11 +55,11 @@ def test_exhibits_fold_the_repeats_at_their_own_saturation_points() -> None:
     docs = [_tpcc(1, 1.0, True), _tpcc(2, 2.0, True), _tpcc(3, 3.0, False),
             _tpcc(1, 1.0, False, "c2", "server.dir=/mnt/hdd")]
     configs = group([ResultFile(d) for d in docs])
-    (nvme, hdd) = data.exhibits(configs)
+    (nvme, hdd) = data.exhibits(configs, METRICS)
     point = docs[0]["saturation"]["users"]
     (step,) = [s for s in docs[0]["steps"] if s["users"] == point]
     assert nvme["point"] == f"at {point} users" and nvme["runs"] == 3
-    assert (nvme["nopm"], nvme["nopm_min"], nvme["nopm_max"]) == pytest.approx(
+    assert (nvme["throughput"], nvme["throughput_min"], nvme["throughput_max"]) == pytest.approx(
         (step["tps"] * 20, step["tps"] * 10, step["tps"] * 30), rel=1e-3)
     assert nvme["mean_ms"] == step["latency_ms"]["avg"] and nvme["stddev_ms"] == 4.0
     assert nvme["high_ms"] == pytest.approx(nvme["mean_ms"] + 4.0) and nvme["tail"] == "p99/p50 3.0x"
@@ -73,11 +74,11 @@ def test_exhibits_fold_the_repeats_at_their_own_saturation_points() -> None:
 
 def test_results_without_new_orders_have_no_exhibits() -> None:
     doc = recorded_result()  # a custom workload's: tps, no NOPM
-    assert data.exhibits(group([doc])) == []
+    assert data.exhibits(group([doc]), METRICS) == []
     assert "exhibits" not in [f.name for f in figures(group([doc]))]
     tpcc = _tpcc(1, 1.0, False)
     del tpcc["power"]  # a scenario without a `power` line
-    assert data.exhibits(group([tpcc]))[0]["no_power"] == data.NO_POWER_SOURCE
+    assert data.exhibits(group([tpcc]), METRICS)[0]["no_power"] == data.NO_POWER_SOURCE
 
 
 # -- the shipped scenario, run ----------------------------------------------------------------------
@@ -123,11 +124,11 @@ def test_the_storage_brief_runs_and_draws_its_exhibits(tmp_path: Path) -> None:
     r = run_bench("report", str(brief), str(bare), "-o", str(html))
     assert r.returncode == 0, r.stderr
     configs = group(find_results([brief, bare]).results)
-    rows = {r["configuration"]: r for r in data.exhibits(configs)}
+    rows = {r["configuration"]: r for r in data.exhibits(configs, METRICS)}
     assert len(rows) == 3
     (label_of_bare,) = [label for label in rows if "(bare)" in label]
     for label, row in rows.items():
-        assert row["nopm"] > 0 and row["mean_ms"] > 0 and row["stddev_ms"] is not None
+        assert row["throughput"] > 0 and row["mean_ms"] > 0 and row["stddev_ms"] is not None
         if "(bare)" in label:
             assert "per_watt" not in row and row["no_power"] == why
         else:  # a number where the served tree was read: NOPM over some watts of its 100

@@ -22,8 +22,8 @@ from ..powercap import tree
 def test_rapl_counts_the_packages_and_dram_never_the_core_inside_a_package(tmp_path: Path) -> None:
     zones = read_rapl(str(tree(tmp_path)))
     assert sorted(zones) == ["dram (intel-rapl:0:1)", "package-0 (intel-rapl:0)"]
-    assert zones["package-0 (intel-rapl:0)"] == (7.0, 150.0)  # joules, and where it wraps
-    assert zones["dram (intel-rapl:0:1)"] == (7.0, 65.0)
+    assert zones["package-0 (intel-rapl:0)"] == (7.0, 400.0)  # joules, and where it wraps
+    assert zones["dram (intel-rapl:0:1)"] == (7.0, 130.0)
 
 
 def test_rapl_with_a_platform_zone_reads_it_alone(tmp_path: Path) -> None:

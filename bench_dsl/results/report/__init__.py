@@ -2,8 +2,9 @@
 
 The results are read by bench_dsl/results/read.py and grouped and folded by bench_dsl/results/fold.py
 (the same figures summary.json and `bench compare` give); data.py turns those into the rows the
-charts draw, charts.py builds the Vega-Altair charts (first, for results that measured NOPM, the storage brief's
-exhibits per configuration: docs/storage-brief.md), html.py writes them (vl-convert, no browser).
+charts draw, charts.py builds the Vega-Altair charts (first, for results of a workload that declares
+the throughput they lead with, the storage brief's exhibits per configuration: docs/storage-brief.md),
+html.py writes them (vl-convert, no browser).
 Importing this package imports altair; `bench check` and `bench run` never do.
 """
 

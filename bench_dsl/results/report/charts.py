@@ -62,19 +62,22 @@ def figures(configs: list[FoldedConfiguration]) -> list[ReportChart]:
     ax = data.axis(configs)
     point = ax.point_meaning
     out: list[ReportChart] = []
-    if rows := data.exhibits(configs):  # the study's headline: NOPM, response time, NOPM per watt
+    if rows := data.exhibits(configs, registry.METRICS):  # the study's headline figures
+        lead, per_watt = data.exhibited(registry.METRICS) or (None, None)
+        assert lead is not None
+        rate, watt = lead.heading, per_watt.heading if per_watt is not None else f"{lead.heading} per W"
         missing = "".join(f" No power figure for {r['configuration']}: {r['no_power']}." for r in rows
                           if r["no_power"]) + "".join(f" {r['configuration']}: {r['power_note']}." for r in rows
                                                       if r["power_note"])
         out.append(ReportChart(
-            "exhibits", "Exhibits per configuration: NOPM, response time, NOPM per watt",
-            "At each configuration's saturation point (" + point + "): (a) new orders per minute; (b) the mean "
+            "exhibits", f"Exhibits per configuration: {rate}, response time, {watt}",
+            f"At each configuration's saturation point ({point}): (a) {rate} ({lead.row_unit}); (b) the mean "
             "response time of all transactions, the bar spanning one standard deviation either side (its "
-            "consistency), p99/p50 written above it; (c) NOPM per watt, NOPM over the mean power the server's "
+            f"consistency), p99/p50 written above it; (c) {watt}, {rate} over the mean power the server's "
             "machine drew over that step, drawn only where power was read."
             + ("" if single else " Each figure is the median of the repeats at their own saturation points; "
                "black bars span their min to max.") + missing,
-            exhibits(configs, rows)))
+            exhibits(configs, rows, lead, watt)))
     if data.by_users(configs, data.tps):
         out.append(ReportChart(
             f"throughput-vs-{ax.name}", f"Throughput against {ax.heading}",
@@ -246,8 +249,10 @@ def declared_vs_users(configs: list[FoldedConfiguration], d: MetricDecl) -> Pane
 EXHIBIT_WIDTH = 240
 
 
-def exhibits(configs: list[FoldedConfiguration], rows: list[data.Row]) -> alt.HConcatChart:
-    """data.exhibits' rows as three panels side by side, a bar (a mark) per configuration."""
+def exhibits(configs: list[FoldedConfiguration], rows: list[data.Row], lead: MetricDecl,
+             watt: str) -> alt.HConcatChart:
+    """data.exhibits' rows as three panels side by side, a bar (a mark) per configuration: `lead`,
+    the throughput declared to lead them (MetricDecl.exhibit), `watt` its per watt's heading."""
     base = alt.Chart(alt.InlineData(values=rows))
     x = alt.X("configuration:N", sort=[c.label for c in configs],
               axis=alt.Axis(title=None, labelAngle=-30, labelLimit=220))
@@ -264,12 +269,13 @@ def exhibits(configs: list[FoldedConfiguration], rows: list[data.Row]) -> alt.HC
         return alt.layer(*layers).properties(width=EXHIBIT_WIDTH, height=HEIGHT, title=alt.TitleParams(
             title, subtitle=subtitle, fontSize=12, anchor="start"))
 
-    title = "NOPM (new orders/min)"
-    nopm = panel([base.mark_bar().encode(x=x, y=alt.Y("nopm:Q", title=title), color=colour, tooltip=[
-        *tips, alt.Tooltip("nopm:Q", title="NOPM", format=",.0f"), alt.Tooltip("nopm_min:Q", format=",.0f"),
-        alt.Tooltip("nopm_max:Q", format=",.0f")]), *spread("nopm", title),
-        base.mark_text(dy=-8, fontSize=10).encode(x=x, y=alt.Y("nopm_max:Q", title=title), text="point:N")],
-        "(a) NOPM at saturation", "new orders per minute")
+    title = f"{lead.heading} ({lead.row_unit})"
+    rate = panel([base.mark_bar().encode(x=x, y=alt.Y("throughput:Q", title=title), color=colour, tooltip=[
+        *tips, alt.Tooltip("throughput:Q", title=lead.heading, format=",.0f"),
+        alt.Tooltip("throughput_min:Q", title="min", format=",.0f"),
+        alt.Tooltip("throughput_max:Q", title="max", format=",.0f")]), *spread("throughput", title),
+        base.mark_text(dy=-8, fontSize=10).encode(x=x, y=alt.Y("throughput_max:Q", title=title), text="point:N")],
+        f"(a) {lead.heading} at saturation", lead.row_unit)
     timed = base.transform_filter("isValid(datum.mean_ms)")
     title = "response time (ms)"
     latency = panel([
@@ -281,11 +287,11 @@ def exhibits(configs: list[FoldedConfiguration], rows: list[data.Row]) -> alt.HC
             alt.Tooltip("p99_p50:Q", title="p99/p50", format=",.2f")]),
         timed.mark_text(dy=-10, fontSize=10).encode(x=x, y=alt.Y("high_ms:Q", title=title), text="tail:N")],
         "(b) Mean response time", "point: the mean; bar: ± one standard deviation")
-    title = "NOPM per watt"
+    title = watt
     read = [r for r in rows if r.get("per_watt") is not None]
     layers = [alt.Chart(alt.InlineData(values=read)).mark_bar().encode(
         x=x, y=alt.Y("per_watt:Q", title=title), color=colour, tooltip=[
-            *tips, alt.Tooltip("per_watt:Q", title="NOPM per W", format=",.2f"),
+            *tips, alt.Tooltip("per_watt:Q", title=watt, format=",.2f"),
             alt.Tooltip("power_note:N", title="note")])] if read else []
     if read and repeats:
         layers += [alt.Chart(alt.InlineData(values=read)).transform_filter("datum.runs > 1").mark_errorbar(
@@ -296,8 +302,8 @@ def exhibits(configs: list[FoldedConfiguration], rows: list[data.Row]) -> alt.HC
             angle=270, align="left", baseline="middle", fontSize=11, color=STEP_COLOUR).encode(
             x=x, y=alt.value(HEIGHT - 6), text=alt.value("no power figure"),
             tooltip=[alt.Tooltip("configuration:N"), alt.Tooltip("no_power:N", title="no power figure")]))
-    per_watt = panel(layers, "(c) NOPM per watt", "NOPM over the server machine's mean power")
-    return alt.hconcat(nopm, latency, per_watt, spacing=24)
+    per_watt = panel(layers, f"(c) {watt}", f"{lead.heading} over the server machine's mean power")
+    return alt.hconcat(rate, latency, per_watt, spacing=24)
 
 
 def _grid(charts: list[Panel], title: str, subtitle: str) -> alt.ConcatChart:

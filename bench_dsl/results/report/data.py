@@ -26,6 +26,7 @@ from bench_dsl.attribution.registry import title
 from bench_dsl.core.axis import LoadAxis
 from bench_dsl.engine.profiles.registry import AXES, axis_of
 from bench_dsl.engine.stopping import StopReason
+from bench_dsl.language.metric_decls import MetricDecl, Table
 from bench_dsl.measure.txstats import new_histogram
 from bench_dsl.results.fold import FoldedConfiguration, at, figure, measured_steps, one_axis, stat
 
@@ -248,9 +249,9 @@ def _repeat(entry: dict[str, Any], k: int) -> float | None:
 # -- the exhibits: a study's headline figures side by side, one per configuration -------------------
 
 # The storage brief's three exhibits: the throughput at saturation, the mean response time with its
-# consistency, the throughput per watt. Drawn for results that measured new orders (TPC-C, whose
-# brief they reproduce); results of other workloads have their figures in the charts against users.
-EXHIBIT_THROUGHPUT, EXHIBIT_PER_WATT = "nopm", "nopm_per_watt"
+# consistency, the throughput per watt. Drawn for results of a workload that declares the throughput
+# they lead with (MetricDecl.exhibit: TPC-C's new orders per minute and that per watt, whose brief
+# they reproduce); results of other workloads have their figures in the charts against users.
 NO_POWER_SOURCE = "the scenario reads no power (a `power` line names a source)"
 
 
@@ -273,11 +274,21 @@ def at_saturation(doc: dict[str, Any], ax: LoadAxis) -> dict[str, Any] | None:
     return None
 
 
-def exhibits(configs: list[FoldedConfiguration]) -> list[Row]:
-    """One row per configuration that measured new orders at its saturation point: NOPM, the mean
-    response time of every transaction with its standard deviation and p99/p50, and NOPM per watt,
-    each the median of the repeats at their own saturation points with the min and max; where no
-    repeat read power, `no_power` says why (the results' power.no_power_figure)."""
+def exhibited(table: Table) -> tuple[MetricDecl, MetricDecl | None] | None:
+    """The throughput the exhibits lead with and its per watt, as declared (MetricDecl.exhibit)."""
+    lead = next((d for d in table if d.exhibit == "throughput"), None)
+    return None if lead is None else (lead, next((d for d in table if d.exhibit == "per_watt"), None))
+
+
+def exhibits(configs: list[FoldedConfiguration], table: Table) -> list[Row]:
+    """One row per configuration that measured the exhibits' throughput (exhibited) at its saturation
+    point: that throughput, the mean response time of every transaction with its standard deviation
+    and p99/p50, and the throughput per watt, each the median of the repeats at their own saturation
+    points with the min and max; where no repeat read power, `no_power` says why (the results'
+    power.no_power_figure)."""
+    if (declared := exhibited(table)) is None:
+        return []
+    lead, per_watt = declared
     ax = axis(configs)
     rows: list[Row] = []
     for c in configs:
@@ -286,21 +297,21 @@ def exhibits(configs: list[FoldedConfiguration]) -> list[Row]:
         def folded(get: Any, hits: list[tuple[dict[str, Any], dict[str, Any]]] = hits) -> dict[str, Any] | None:
             return stat([_num(get(r)) for _, r in hits])
 
-        nopm = folded(lambda r: figure(r, EXHIBIT_THROUGHPUT))
-        if nopm is None:
+        rate = folded(lambda r: figure(r, lead.figure_name))
+        if rate is None:
             continue
         mean = folded(lambda r: (r.get("latency_ms") or {}).get("avg"))
         sd = folded(lambda r: figure(r, "latency_stddev_ms"))
         tail = folded(lambda r: figure(r, "p99_p50_ratio"))
-        watt = folded(lambda r: figure(r, EXHIBIT_PER_WATT))
+        watt = folded(lambda r: figure(r, per_watt.figure_name)) if per_watt is not None else None
         why = sorted({w for d, _ in hits if (w := no_power_figure(d)) is not None})
         if watt is None and not why:
             why = ["no power was read over the saturation point's step"]
         s = c.saturation
         point = "-" if s is None else ax.words(s["median"]) + (
             f" ({_users(s['min'])}-{_users(s['max'])})" if s["n"] > 1 and s["min"] != s["max"] else "")
-        row: Row = {"configuration": c.label, "point": f"at {point}", "runs": nopm["n"],
-                    "nopm": nopm["median"], "nopm_min": nopm["min"], "nopm_max": nopm["max"],
+        row: Row = {"configuration": c.label, "point": f"at {point}", "runs": rate["n"],
+                    "throughput": rate["median"], "throughput_min": rate["min"], "throughput_max": rate["max"],
                     "p99_p50": None if tail is None else tail["median"],
                     "no_power": "; ".join(why) if watt is None else None,
                     "power_note": f"no power figure in {len(c.docs) - watt['n']} of {len(c.docs)} runs: "

@@ -234,12 +234,12 @@ NOPM = MetricDecl("nopm", "throughput", "nopm", "own", title="NOPM", example="{l
                       "nopm counts new orders: the workload has no transaction 'new_order'",
                       "use tpm, or a tpcc workload (or a custom one with a transaction named new_order)"),
                   counts="committed", per=60.0, transaction="new_order", live=True, higher_is_better=True,
-                  summarized=True, compared=True, gated=True, compare_unit="new orders/min")
+                  summarized=True, compared=True, gated=True, compare_unit="new orders/min", exhibit="throughput")
 
 # The storage brief's "NOPM per watt": NOPM over the mean power of the server's machine (its `power`)
-NOPM_PER_WATT = MetricDecl("nopm_per_watt", "gauge", "nopm/W", "plain", title="NOPM per W", condition=False,
+NOPM_PER_WATT = MetricDecl("nopm_per_watt", "gauge", "nopm/W", "plain", title="NOPM per watt", condition=False,
                            reads="power", derive=per_watt("nopm"), higher_is_better=True, summarized=True,
-                           compared=True, charted=True,
+                           compared=True, charted=True, exhibit="per_watt",
                            description="New orders per minute per watt the server's machine drew (NOPM over mean W)")
 
 # HammerDB's NOPM as the server counts it: every committed new order moved its district's d_next_o_id
