@@ -5,6 +5,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-20} HOGS=${HOGS:-4} OUT=${OUT:-$(mktemp -d /tmp/soak.XXXXXX)}
+mkdir -p "$OUT"
 hogs=()
 for _ in $(seq "$HOGS"); do
   ( while :; do :; done ) &

@@ -46,7 +46,9 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from bench_dsl.core.figures import Figures
+from bench_dsl.core.server_info import ServerInfo
 from bench_dsl.engine.condition_states import ConditionSpec, ConditionState
+from bench_dsl.engine.machine import Machine
 from bench_dsl.engine.phases import PlannedRun
 from bench_dsl.engine.rows import IntervalRow, StepRow
 from bench_dsl.engine.saturation import SaturationPoint
@@ -75,13 +77,13 @@ class Begin(Event):
     tool_version: str
     started_at: str
     scenario: Json  # name, file, text and parameters (passwords removed), seed, workload, plan
-    machine: Json
+    machine: Machine
     configuration: Json | None = None  # which configuration of a study (`vary`/`repeat`), if one
     figures: Figures = field(default_factory=Figures)  # every figure the run measures (core.figures)
 
     def to_json(self) -> Json:
         return {"type": self.type, "tool_version": self.tool_version, "started_at": self.started_at,
-                "scenario": self.scenario, "machine": self.machine, "configuration": self.configuration,
+                "scenario": self.scenario, "machine": self.machine.to_json(), "configuration": self.configuration,
                 "figures": self.figures.to_json()}
 
 
@@ -96,7 +98,7 @@ class Started(Event):
     transactions: list[str]
     conditions: list[str]  # as written in the file
     condition_specs: tuple[ConditionSpec, ...] = ()
-    server: Json = field(default_factory=dict)  # the result document's "server": variables, settings
+    server: ServerInfo | None = None  # the result document's "server" (not in a stream: a result's alone)
 
     def to_json(self) -> Json:
         return {"type": self.type, "scenario": self.scenario, "target": self.target,
@@ -352,9 +354,11 @@ def from_json(d: Json) -> Event:
         d["saturation"] = SaturationPoint.from_json(d["saturation"])
     if kind is Started:
         specs = tuple(ConditionSpec.from_json(s) for s in d.pop("condition_specs", []))
-        return Started(**d | {"plan": PlannedRun.from_json(d.get("plan"))}, condition_specs=specs)
+        return Started(**d | {"plan": PlannedRun.from_json(d.get("plan")),
+                              "server": ServerInfo.from_json(d.get("server"))}, condition_specs=specs)
     if kind is Begin:
-        return Begin(**d | {"figures": Figures.from_json(d.get("figures"))})
+        return Begin(**d | {"figures": Figures.from_json(d.get("figures")),
+                            "machine": Machine.from_json(d.get("machine"))})
     if kind is Conditions:
         return Conditions(d["t"], tuple(ConditionState.from_json(s) for s in d["states"]))
     if kind is ErrorMessages:

@@ -18,6 +18,7 @@ import psutil
 
 from bench_dsl.core.errors import ExitCode
 from bench_dsl.core.figures import Figure, Figures
+from bench_dsl.engine.machine import Machine
 from bench_dsl.engine.phases import Plan, PlannedRun
 from bench_dsl.engine.profiles.registry import profile_of
 from bench_dsl.engine.stopping import StopReason
@@ -26,18 +27,15 @@ from bench_dsl.measure.figures import table_figures
 from bench_dsl.workloads.registry import METRICS
 
 
-def machine_info() -> dict[str, object]:
+def this_machine() -> Machine:
     cpu_model = platform.processor()
     try:
         with open("/proc/cpuinfo") as f:
             cpu_model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu_model)
     except OSError:
         pass
-    return {
-        "hostname": socket.gethostname(), "platform": platform.platform(), "python": platform.python_version(),
-        "cpu_model": cpu_model, "cpu_count": psutil.cpu_count(), "memory_bytes": psutil.virtual_memory().total,
-    }
-
+    return Machine(socket.gethostname(), platform.platform(), platform.python_version(), cpu_model,
+                   psutil.cpu_count(), psutil.virtual_memory().total)
 
 
 def now() -> str:

@@ -183,7 +183,7 @@ class Run:
                 self.voice.secret(d.password)
         self.publish(ev.Begin(__version__, outcome.now(), outcome.scenario_json(
             self.sc, self.workload.description(), self.names, self.plan, self.opt.time_scale, self.opt.max_steps,
-            self._scrub), outcome.machine_info(), self.opt.configuration,
+            self._scrub), outcome.this_machine(), self.opt.configuration,
             outcome.figures(self.sc, self.server_side.counters.figures())))
         try:
             await self._execute(given)

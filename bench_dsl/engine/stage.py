@@ -16,6 +16,7 @@ from bench_dsl import native
 from bench_dsl.core.dsn import Dsn, ServerIdentity
 from bench_dsl.core.errors import TargetError, error_reason
 from bench_dsl.core.mysql_errors import CONNECTION_LOST, SCENARIO_ERRORS
+from bench_dsl.core.server_info import ServerInfo
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.phases import Plan, PlannedRun
 from bench_dsl.engine.stopping import StopReason
@@ -101,17 +102,12 @@ class Stage:
         max_conn = int(info.variables.get("max_connections", "0") or 0)
         if max_conn and self.plan.max_users > max_conn - 5:
             self.log(f"the plan goes to {self.plan.max_users} users but max_connections is {max_conn}", "warning")
-        server = {"target": dsn.redacted(), "embedded": self.server is not None, "version": info.version,
-                  "pid_visible": info.pid is not None, "variables": info.variables,
-                  "settings": [a.to_json() for a in applied],
-                  "directory": str(self.server.basedir) if self.server else None,
-                  "replicas": [d.redacted() for d in replica_dsns],
-                  # where cpu(server) comes from: the server process here, or its host's node_exporter
-                  "cpu_source": "node_exporter" if sc.monitor else ("process" if info.pid is not None else None),
-                  "monitor": sc.monitor,
-                  "tls": info.tls,
-                  "identity": {"hostname": info.identity.hostname, "port": info.identity.port,
-                               "datadir": info.identity.datadir}}
+        server = ServerInfo(dsn.redacted(), self.server is not None, info.version, info.pid is not None,
+                            info.variables, tuple(applied), str(self.server.basedir) if self.server else None,
+                            tuple(d.redacted() for d in replica_dsns),
+                            # where cpu(server) comes from: the server process here, or its host's node_exporter
+                            "node_exporter" if sc.monitor else ("process" if info.pid is not None else None),
+                            sc.monitor, info.tls, info.identity)
         self.publish(ev.Started(sc.name, dsn.redacted(), info.version, self.server is not None,
                                 PlannedRun(self.plan, time_scale, max_steps), list(self.workload.names),
                                 [c.text for c in sc.stop], specs, server))

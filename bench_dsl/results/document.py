@@ -27,12 +27,12 @@ class ResultDocument:
         d = self.doc
         match event:
             case ev.Begin():
-                self.doc = _head(event.tool_version, event.started_at, event.scenario, event.machine,
+                self.doc = _head(event.tool_version, event.started_at, event.scenario, event.machine.to_json(),
                                  event.configuration)
                 if event.figures:  # a run's always; a replayed result's written before it had them, not
                     self.doc["figures"] = event.figures.to_json()
-            case ev.Started():
-                d["server"] = event.server
+            case ev.Started() if event.server is not None:
+                d["server"] = event.server.to_json()
             case ev.Prepared():
                 d["prepare"] = event.report
             case ev.Workers():

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_dsl.core.figures import Figures
+from bench_dsl.core.server_info import ServerInfo
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.client_limit import CLIENT_LAG_MS
 from bench_dsl.engine.judge import state_of
@@ -111,13 +112,12 @@ def document_events(doc: Json) -> list[Timed]:
     start = float(intervals[0]["start_s"]) if intervals else 0.0
     end = float(doc.get("elapsed_s") or 0.0)
     out: list[Timed] = [(0.0, ev.Begin((doc.get("tool") or {}).get("version") or "", doc.get("started_at") or "",
-                                       sc, doc.get("machine") or {}, doc.get("configuration"),
+                                       sc, ev.Machine.from_json(doc.get("machine")), doc.get("configuration"),
                                        Figures.from_json(doc.get("figures"))))]
-    server = doc.get("server")
-    if server:  # none when the target could not be reached: the screen never showed one either
-        out.append((0.0, ev.Started(sc["name"], server.get("target") or "", server.get("version") or "",
-                                    bool(server.get("embedded")), plan, _transactions(doc), list(sc.get("stop") or []),
-                                    condition_specs(doc), server)))
+    server = ServerInfo.from_json(doc.get("server"))
+    if server is not None:  # none when the target could not be reached: the screen never showed one either
+        out.append((0.0, ev.Started(sc["name"], server.target, server.version, server.embedded, plan,
+                                    _transactions(doc), list(sc.get("stop") or []), condition_specs(doc), server)))
     stop = StopReason.from_json(doc.get("stop"))
     fired = stop if stop is not None and stop.ends_climb else None
     warnings = list(doc.get("warnings") or [])

@@ -37,7 +37,7 @@ def encode(event: ev.Event) -> dict[str, Any]:
     out: dict[str, Any] = {"type": event.type, "format_version": STREAM_VERSION, **event.to_json()}
     match event:
         case ev.Started():
-            out["server"] = event.server
+            out["server"] = event.server.to_json() if event.server is not None else {}
         case ev.Finished():
             out.update(finished_at=event.finished_at, executor=event.executor, workload_report=event.workload_report)
         case ev.Totals() if event.summary is not None:

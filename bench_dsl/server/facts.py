@@ -12,6 +12,7 @@ import psutil
 
 from bench_dsl.core.dsn import Dsn, ServerIdentity
 from bench_dsl.core.errors import error_reason
+from bench_dsl.core.server_info import AppliedSetting
 from bench_dsl.language.model import ServerSetting
 from bench_dsl.language.server_settings import reads_as
 from bench_dsl.server.connect import connect, identify, session_tls
@@ -72,20 +73,6 @@ def _local_pid(dsn: Dsn, pid_file: str, port: int) -> int | None:
             if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port and c.pid:
                 return int(c.pid)
     return None
-
-
-@dataclass
-class AppliedSetting:
-    name: str
-    requested: str
-    before: str | None
-    after: str | None
-    applied: bool
-    note: str
-
-    def to_json(self) -> dict[str, object]:
-        return {"name": self.name, "requested": self.requested, "before": self.before, "after": self.after,
-                "applied": self.applied, "note": self.note}
 
 
 def _same(requested: int | float | str, actual: str | None) -> bool:
