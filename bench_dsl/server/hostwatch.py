@@ -27,8 +27,8 @@ from typing import Any
 import psutil
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench_dsl.core.aio import cancel_and_wait
 from bench_dsl.core.errors import error_reason
+from bench_dsl.server.periodic import Periodic
 
 SCRAPE_TIMEOUT = 2.0
 FIRST_TRIES = 3  # scrapes at the start, a second apart, before a monitor a condition needs is given up
@@ -142,78 +142,45 @@ def device_of(path: str) -> str | None:
     return None
 
 
-class HostWatch:
+class HostWatch(Periodic[Reading]):
     """Readings in the background, one a second; `take()` gives what happened since the last take."""
 
     def __init__(self, url: str | None, data_dir: str | None, warn: Callable[[str], None]) -> None:
+        super().__init__()
         self.url = url
         self.device = device_of(data_dir) if data_dir and url is None else None
         self.warn = warn
         self.source = "node_exporter" if url else ("diskstats" if self.device else None)
-        self._latest: Reading | None = None
-        self._taken: Reading | None = None
-        self._task: asyncio.Task[None] | None = None
-        self._failing = False
-        self.last_error: str | None = None  # why the latest reading failed
-        self.not_counters = False  # ... and whether it answered, with figures that are not counters
+        self.not_counters = False  # the latest reading failed, answered with figures that are not counters
 
     @property
     def active(self) -> bool:
         return self.source is not None
 
-    async def first(self, tries: int = 1) -> Reading | None:
-        """A reading now (up to `tries` attempts a second apart): the run checks it can read what
-        its conditions need before it starts. A failure is not warned of here: the caller says it."""
-        for attempt in range(tries):
-            if attempt:
-                await asyncio.sleep(1.0)
-            self._latest = await self._read(quiet=True)
-            if self._latest is not None:
-                break
-        self._taken = self._latest
-        return self._latest
-
     def start(self) -> None:
         if self.active:
-            self._task = asyncio.create_task(self._loop())
-
-    async def stop(self) -> None:
-        await cancel_and_wait(self._task)
+            super().start()
 
     def take(self) -> HostSample | None:
-        now = self._latest
-        if now is None or (self._taken is not None and now.at <= self._taken.at):
+        if (pair := self.newest()) is None:
             return None
-        before, self._taken = self._taken, now
+        before, now = pair
         return difference(before, now) if before is not None else None
 
-    async def _loop(self) -> None:
-        while True:
-            t = time.monotonic()
-            reading = await self._read()
-            if reading is not None:
-                self._latest = reading
-            await asyncio.sleep(max(0.0, 1.0 - (time.monotonic() - t)))
+    async def _reading(self) -> Reading:
+        if self.url is not None:
+            return parse_node_exporter(await asyncio.to_thread(fetch, self.url), time.monotonic())
+        return _local(self.device)
 
-    async def _read(self, quiet: bool = False) -> Reading | None:
-        try:
-            if self.url is not None:
-                text = await asyncio.to_thread(fetch, self.url)
-                reading = parse_node_exporter(text, time.monotonic())
-            else:
-                reading = _local(self.device)
-        except Exception as exc:
-            self.last_error = error_reason(exc)
-            self.not_counters = isinstance(exc, NotCounters)
-            if not self._failing and not quiet:  # said once; said again when it works again
-                self.warn(f"could not read {self.url or '/proc/diskstats'}: {self.last_error}; "
-                          "the host's figures have a gap")
-            self._failing = True
-            return None
-        if self._failing:
-            self.warn(f"reading {self.url or '/proc/diskstats'} again")
-            self._failing = False
-        return reading
+    def _failed(self, exc: Exception, quiet: bool) -> None:
+        self.last_error = error_reason(exc)
+        self.not_counters = isinstance(exc, NotCounters)
+        if not quiet:  # said once; said again when it works again
+            self.warn(f"could not read {self.url or '/proc/diskstats'}: {self.last_error}; "
+                      "the host's figures have a gap")
+
+    def _again(self) -> None:
+        self.warn(f"reading {self.url or '/proc/diskstats'} again")
 
 
 def fetch(url: str) -> str:

@@ -25,12 +25,12 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench_dsl.core.aio import cancel_and_wait
 from bench_dsl.core.errors import error_reason
 from bench_dsl.language.power import unit_of
 from bench_dsl.language.power_source import JOULES, POWERCAP, WATTS, PowerSource
 from bench_dsl.measure.energy import PowerSample
 from bench_dsl.server.hostwatch import fetch
+from bench_dsl.server.periodic import Periodic
 
 COMMAND_TIMEOUT = 5.0  # an ipmitool reading takes a fraction of a second; a BMC that hangs must not hold the run
 ZONE = re.compile(r"intel-rapl:\d+(:\d+)?")  # a package and its subzones (AMD's too are named so)
@@ -236,18 +236,14 @@ def read(source: PowerSource) -> Reading:
     return Reading(time.monotonic(), None, read_command(source.argv))
 
 
-class PowerWatch:
+class PowerWatch(Periodic[Reading]):
     """Readings in the background, one a second; `take()` gives what was drawn since the last take."""
 
     def __init__(self, source: PowerSource, warn: Callable[[str], None]) -> None:
+        super().__init__()
         self.source = source
         self.warn = warn
-        self._latest: Reading | None = None
-        self._taken: Reading | None = None
-        self._task: asyncio.Task[None] | None = None
-        self._failing = False
         self._gap = False  # the last take compared two readings and gave no figure
-        self.last_error: str | None = None  # why the latest reading failed
         self.measured = False  # a take() has given a figure
 
     @property
@@ -258,27 +254,10 @@ class PowerWatch:
         return f"{self.source.describe()}: {self.last_error}" if self.last_error else \
             f"{self.source.describe()} gave no two readings to compare"
 
-    async def first(self, tries: int = 1) -> Reading | None:
-        for attempt in range(tries):
-            if attempt:
-                await asyncio.sleep(1.0)
-            self._latest = await self._read(quiet=True)
-            if self._latest is not None:
-                break
-        self._taken = self._latest
-        return self._latest
-
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._loop())
-
-    async def stop(self) -> None:
-        await cancel_and_wait(self._task)
-
     def take(self) -> PowerSample | None:
-        now = self._latest
-        if now is None or (self._taken is not None and now.at <= self._taken.at):
+        if (pair := self.newest()) is None:
             return None
-        before, self._taken = self._taken, now
+        before, now = pair
         sample = difference(before, now) if before is not None else None
         if sample is None and before is not None and not self._failing:
             self.last_error = ("its counters stood still or went back (a zone turned off, a source restarted)"
@@ -289,25 +268,14 @@ class PowerWatch:
         self.measured = self.measured or sample is not None
         return sample
 
-    async def _loop(self) -> None:
-        while True:
-            t = time.monotonic()
-            reading = await self._read()
-            if reading is not None:
-                self._latest = reading
-            await asyncio.sleep(max(0.0, 1.0 - (time.monotonic() - t)))
+    async def _reading(self) -> Reading:
+        return await asyncio.to_thread(read, self.source)
 
-    async def _read(self, quiet: bool = False) -> Reading | None:
-        try:
-            reading = await asyncio.to_thread(read, self.source)
-        except Exception as exc:
-            self.last_error = str(exc) if isinstance(exc, NoReading) else error_reason(exc)
-            if not self._failing and not quiet:  # said once; said again when it works again
-                self.warn(f"power: could not read {self.source.describe()}: {self.last_error}; the power figures "
-                          "have a gap")
-            self._failing = True
-            return None
-        if self._failing and not quiet:
-            self.warn(f"power: reading {self.source.describe()} again")
-        self._failing = False
-        return reading
+    def _failed(self, exc: Exception, quiet: bool) -> None:
+        self.last_error = str(exc) if isinstance(exc, NoReading) else error_reason(exc)
+        if not quiet:
+            self.warn(f"power: could not read {self.source.describe()}: {self.last_error}; the power figures "
+                      "have a gap")
+
+    def _again(self) -> None:
+        self.warn(f"power: reading {self.source.describe()} again")
