@@ -53,10 +53,17 @@ class Periodic(Generic[R]):
         return self._latest
 
     def start(self) -> None:
+        # the readings of the run start now: `first()`'s was taken before the data was loaded, and a
+        # span from it would give the first tick the load's minutes (its energy, its disks' work)
+        self._latest = self._taken = None
         self._task = asyncio.create_task(self._loop())
 
     async def stop(self) -> None:
         await cancel_and_wait(self._task)
+
+    def newest_at(self) -> float | None:
+        """When the latest reading was taken (None: none since the run's readings started)."""
+        return None if self._latest is None else self._latest.at
 
     def newest(self) -> tuple[R | None, R] | None:
         """The newest reading not handed yet and the one handed before it (None: none new)."""

@@ -67,3 +67,28 @@ async def test_a_node_exporter_without_power_collectors_says_which_to_turn_on() 
         watch = PowerWatch(PowerSource("node_exporter", at=url), lambda msg: None)
         assert await watch.first() is None
     assert watch.reason is not None and "turn on the node_exporter's rapl or hwmon collector" in watch.reason
+
+
+async def test_the_runs_readings_start_when_its_users_do_not_at_the_check_before_the_load(tmp_path: Path) -> None:
+    """The check's reading is taken before the data is loaded: a span from it would give the first
+    tick the load's energy (minutes of it). The run's first figure spans two of its own readings."""
+    import asyncio
+
+    powercap = tree(tmp_path, wraps=False)
+    watch = PowerWatch(PowerSource("rapl", at=str(powercap)), lambda msg: None)
+    assert await watch.first() is not None
+    _add(powercap / "intel-rapl:0", 1000.0)  # the load
+    watch.start()
+    try:
+        while watch.newest_at() is None:  # the loop's first reading
+            await asyncio.sleep(0.01)
+        assert watch.take() is None  # nothing to compare it with: not the load's 1000 J
+        _add(powercap / "intel-rapl:0", 30.0)
+        _add(powercap / "intel-rapl:0/intel-rapl:0:1", 20.0)
+        for _ in range(1000):  # the next reading, a second on; the bound only ends a hung test
+            if (sample := watch.take()) is not None:
+                break
+            await asyncio.sleep(0.01)
+    finally:
+        await watch.stop()
+    assert sample is not None and sample.joules == pytest.approx(50.0)
