@@ -414,7 +414,7 @@ def verdict(st: LiveState, results: Path | None, waiting_for_key: bool) -> Rende
         lines.append(Text(f"measured {summary.get('count', 0):,} transactions in {clock(summary.get('seconds') or 0)}: "
                           f"tps {fmt_rate(summary.get('tps'))}, p90 {fmt_ms(lat.get('p90'))} ms, "
                           f"p99 {fmt_ms(lat.get('p99'))} ms, errors {summary.get('errors', 0):,}", DIM))
-    lines += [said(verdict_words.expect_line(e)) for e in (fin.expect if fin else [])]
+    lines += [said(verdict_words.expect_line(e.to_json())) for e in (fin.expect if fin else [])]
     res = Text("results ", DIM)
     res.append(str(results) if results is not None else "not written (no JSON output)", "bold")
     lines.append(res)

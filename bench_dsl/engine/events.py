@@ -48,6 +48,7 @@ from typing import Any, ClassVar, Protocol
 from bench_dsl.core.figures import Figures
 from bench_dsl.core.server_info import ServerInfo
 from bench_dsl.engine.condition_states import ConditionSpec, ConditionState
+from bench_dsl.engine.expectation import Expectation
 from bench_dsl.engine.machine import Machine
 from bench_dsl.engine.phases import PlannedRun
 from bench_dsl.engine.rows import IntervalRow, StepRow
@@ -311,7 +312,7 @@ class Finished(Event):
     exit_code: int
     saturation: SaturationPoint | None
     stop: StopReason | None
-    expect: list[Json]
+    expect: list[Expectation]
     summary: Json | None  # without histograms
     elapsed_s: float
     finished_at: str = ""
@@ -322,7 +323,7 @@ class Finished(Event):
         return {"type": self.type, "status": self.status, "exit_code": self.exit_code,
                 "saturation": self.saturation.to_json() if self.saturation is not None else None,
                 "stop": self.stop.to_json() if self.stop is not None else None,
-                "expect": self.expect,
+                "expect": [e.to_json() for e in self.expect],
                 "summary": self.summary, "elapsed_s": self.elapsed_s}
 
 
@@ -350,6 +351,8 @@ def from_json(d: Json) -> Event:
         return Fired(reason)
     if kind in (Totals, Finished):
         d["stop"] = StopReason.from_json(d.get("stop"))
+    if kind is Finished:
+        d["expect"] = [Expectation.from_json(e) for e in d.get("expect") or [] if isinstance(e, dict)]
     if kind in (Saturation, Finished) and isinstance(d.get("saturation"), dict):
         d["saturation"] = SaturationPoint.from_json(d["saturation"])
     if kind is Started:

@@ -17,6 +17,7 @@ from typing import Any
 from bench_dsl.core.axis import LoadAxis
 from bench_dsl.engine import client_limit
 from bench_dsl.engine.events import ConditionSpec, ConditionState
+from bench_dsl.engine.expectation import Expectation
 from bench_dsl.engine.phases import Phase
 from bench_dsl.engine.rows import StepRow
 from bench_dsl.engine.saturation import JUDGED_BY, SaturationPoint
@@ -370,7 +371,7 @@ class Judge:
 
     # the end -------------------------------------------------------------------------------------
     def verdict(self, stop_reason: StopReason | None, steps: list[StepRow], expect: Sequence[Condition],
-                run: Aggregate) -> tuple[SaturationPoint, list[dict[str, Any]]]:
+                run: Aggregate) -> tuple[SaturationPoint, list[Expectation]]:
         """The run's end, judged once: the saturation point, and each `expect` against the run."""
         return (self.saturation(stop_reason, steps),
                 expectations(expect, self.saturation_point, run, self.client_limited(steps, stop_reason)))
@@ -421,7 +422,7 @@ class Judge:
 
 
 def expectations(expect: Sequence[Condition], saturation: float | None,
-                 run: Aggregate, client_limited: str | None = None) -> list[dict[str, Any]]:
+                 run: Aggregate, client_limited: str | None = None) -> list[Expectation]:
     """Each `expect` judged against the whole run's figures (or the saturation point, in users, or
     in tps for a rate: one that was the client's own limit says nothing of the server, and fails)."""
     out = []
@@ -434,6 +435,6 @@ def expectations(expect: Sequence[Condition], saturation: float | None,
         ok = value is not None and c.holds(value)
         if c.metric.name == "saturation" and client_limited is not None:
             ok, why = False, client_limited
-        out.append({"expect": c.text, "value": show(value, c) if c.metric.name != "saturation" else value,
-                    "limit": show_limit(c), "unit": c.unit, "passed": ok, **({"reason": why} if why else {})})
+        out.append(Expectation(c.text, show(value, c) if c.metric.name != "saturation" else value, show_limit(c),
+                               c.unit, ok, why))
     return out

@@ -18,6 +18,7 @@ import psutil
 
 from bench_dsl.core.errors import ExitCode
 from bench_dsl.core.figures import Figure, Figures
+from bench_dsl.engine.expectation import Expectation
 from bench_dsl.engine.machine import Machine
 from bench_dsl.engine.phases import Plan, PlannedRun
 from bench_dsl.engine.profiles.registry import profile_of
@@ -77,14 +78,14 @@ def workload_digest(sc: m.Scenario) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def exit_code(status: str, stop_reason: StopReason | None, expect_results: list[dict[str, Any]]) -> ExitCode | None:
+def exit_code(status: str, stop_reason: StopReason | None, expect_results: list[Expectation]) -> ExitCode | None:
     """The exit status the run's end calls for; None: keep the one already set (0, or 1 after a failure).
     A status that is a reason's is given that reason's code (StopReason.exit_code: one mapping), the
     run's own reason when it gave the status (an interruption's signal picks its code)."""
     if status in ("interrupted", "target_failed", "scenario_error"):
         reason = stop_reason if stop_reason is not None and stop_reason.status == status else StopReason(status)
         return reason.exit_code
-    if status in ("completed", "prepared") and any(not e["passed"] for e in expect_results):
+    if status in ("completed", "prepared") and any(not e.passed for e in expect_results):
         return ExitCode.EXPECT_FAILED
     return None
 

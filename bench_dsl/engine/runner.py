@@ -328,9 +328,9 @@ class Run:
             self.exit_code = code
         if self.exit_code == ExitCode.EXPECT_FAILED:
             for e in expect:
-                if not e["passed"]:
-                    why = f": {e['reason']}" if e.get("reason") else ""
-                    self.log(f"expectation failed: {e['expect']} (measured {e['value']}){why}", "error")
+                if not e.passed:
+                    why = f": {e.reason}" if e.reason else ""
+                    self.log(f"expectation failed: {e.expect} (measured {e.value}){why}", "error")
         self.publish(ev.Power(*self.server_side.power_figure()))
         summary = tally.summary(final=True)
         report = self.workload.report(summary) if summary is not None else None

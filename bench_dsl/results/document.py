@@ -77,7 +77,7 @@ class ResultDocument:
                          elapsed_s=round(event.elapsed_s, 3),
                          saturation=event.saturation.to_json() if event.saturation is not None else None,
                          stop=event.stop.to_json() if event.stop is not None else None,
-                         expect=event.expect, executor=event.executor)
+                         expect=[e.to_json() for e in event.expect], executor=event.executor)
                 if event.workload_report is not None:
                     d["workload_report"] = event.workload_report
                 _node_cpu(d)

@@ -195,7 +195,8 @@ def _end_events(doc: Json, end: float) -> list[Timed]:
         return out
     lean = {k: v for k, v in summary.items() if k != "histograms"} if summary else None
     out.append((end, ev.Finished(doc["status"], int(doc["exit_code"]), _saturation(doc), stop,
-                                 list(doc.get("expect") or []), lean, end, doc.get("finished_at") or "",
+                                 [ev.Expectation.from_json(e) for e in doc.get("expect") or [] if isinstance(e, dict)],
+                                 lean, end, doc.get("finished_at") or "",
                                  doc.get("executor"), doc.get("workload_report"))))
     return out
 

@@ -300,8 +300,7 @@ def test_verdict_of_a_climb_the_client_limited_says_at_least_and_why() -> None:
            "at one wakeup in ten: client_lag_ms thread p90, over the bound of 10 ms), so the server carries at least 16 users")
     assert fin.saturation is not None
     sat = dataclasses.replace(fin.saturation, limited_by="client", reason=f"stopped by: p90(locked) > 200ms; {why}")
-    expect = [{"expect": "saturation >= 8 users", "value": 16.0, "limit": 8, "unit": "users", "passed": False,
-               "reason": why}]
+    expect = [ev.Expectation("saturation >= 8 users", 16.0, 8, "users", False, why)]
     st = fold([*evs[:-1], dataclasses.replace(fin, saturation=sat, expect=expect)])
     text = text_of(render.verdict(st, None, waiting_for_key=False), 400)
     assert "Saturation point: at least 16 users (step 5" in text
