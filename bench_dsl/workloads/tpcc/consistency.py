@@ -1,6 +1,8 @@
-"""The consistency conditions of TPC-C clause 3.3.2 (1 to 9; 10 and 12 need a pass over every
-customer's orders and are left out). All queries of a check read one consistent snapshot, so the
-conditions hold, and can be checked, while transactions run."""
+"""The consistency conditions of TPC-C clause 3.3.2, 1 to 12. All queries of a check read one
+consistent snapshot, so the conditions hold, and can be checked, while transactions run. Each is
+the specification's relationship as a few set queries over the tables' keys (10 and 12: each
+customer's delivered order lines and payments, summed in two passes, never a query per customer),
+returning only the rows that break it."""
 
 from __future__ import annotations
 
@@ -10,7 +12,10 @@ from typing import Any
 
 import asyncmy
 
+from bench_dsl.workloads.tpcc.data import FIRST_UNDELIVERED
+
 SHOWN = 5  # violations quoted per condition; the count says how many there are
+LOADED_DELIVERED = FIRST_UNDELIVERED - 1  # the orders of a district delivered at load (2100)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,13 +128,83 @@ async def condition_9(conn: asyncmy.Connection) -> ConsistencyCondition:
     return _result(9, "D_YTD = sum(H_AMOUNT) for each district", len(rows), bad)
 
 
+# Each customer's delivered order lines, summed (OL_AMOUNT selected by (OL_W_ID, OL_D_ID, OL_O_ID) =
+# (O_W_ID, O_D_ID, O_ID), (O_W_ID, O_D_ID, O_C_ID) = (C_W_ID, C_D_ID, C_ID) and OL_DELIVERY_D not
+# null), joined to the customers by their key. One level of grouping: MariaDB may read it customer by
+# customer (its split materialization: a customer's orders by idx_orders, their lines by the key),
+# which an inner grouped table would turn into a whole pass over the order lines for each customer
+# (a check that never ended once the orders had moved on from their load)
+DELIVERED = ("LEFT JOIN (SELECT o_w_id, o_d_id, o_c_id, SUM(ol_amount) AS amount FROM orders "
+             "JOIN order_line ON ol_w_id = o_w_id AND ol_d_id = o_d_id AND ol_o_id = o_id "
+             "WHERE ol_delivery_d IS NOT NULL "
+             "GROUP BY o_w_id, o_d_id, o_c_id) ol ON ol.o_w_id = c_w_id AND ol.o_d_id = c_d_id AND ol.o_c_id = c_id ")
+# ... and each customer's payments (H_AMOUNT selected by (H_C_W_ID, H_C_D_ID, H_C_ID) = (C_W_ID, C_D_ID, C_ID))
+PAID = ("LEFT JOIN (SELECT h_c_w_id, h_c_d_id, h_c_id, SUM(h_amount) AS amount FROM history "
+        "GROUP BY h_c_w_id, h_c_d_id, h_c_id) h ON h.h_c_w_id = c_w_id AND h.h_c_d_id = c_d_id AND h.h_c_id = c_id ")
+
+
+# the customers that break condition 10 or 12, and how many there are, read once for both in a check's
+# snapshot (the two passes over the order lines are the check's costliest: seconds on 10 warehouses)
+_CUSTOMERS: dict[int, tuple[int, list[tuple[Any, ...]]]] = {}
+
+
+async def _customers(conn: asyncmy.Connection) -> tuple[int, list[tuple[Any, ...]]]:
+    if id(conn) not in _CUSTOMERS:
+        (n,) = (await _rows(conn, "SELECT COUNT(*) FROM customer"))[0]
+        rows = await _rows(conn, "SELECT c_w_id, c_d_id, c_id, c_balance, c_ytd_payment, COALESCE(ol.amount, 0), "
+                                 f"COALESCE(h.amount, 0) FROM customer {DELIVERED}{PAID}"
+                                 "WHERE c_balance <> COALESCE(ol.amount, 0) - COALESCE(h.amount, 0) "
+                                 "OR c_balance + c_ytd_payment <> COALESCE(ol.amount, 0) "
+                                 "ORDER BY c_w_id, c_d_id, c_id")
+        _CUSTOMERS[id(conn)] = int(n), rows
+    return _CUSTOMERS[id(conn)]
+
+
+async def condition_10(conn: asyncmy.Connection) -> ConsistencyCondition:
+    n, rows = await _customers(conn)
+    bad = [f"customer {c} of warehouse {w} district {d}: C_BALANCE {b} but its delivered OL_AMOUNT {ol} less its "
+           f"H_AMOUNT {h} is {Decimal(ol) - Decimal(h)}" for w, d, c, b, _, ol, h in rows
+           if Decimal(b) != Decimal(ol) - Decimal(h)]
+    return _result(10, "C_BALANCE = sum(delivered OL_AMOUNT) - sum(H_AMOUNT) for each customer", n, bad)
+
+
+async def condition_11(conn: asyncmy.Connection) -> ConsistencyCondition:
+    """count(ORDER) - count(NEW-ORDER) = 2100 for each district: a relationship of the initial
+    population, which every Delivery moves on by one (its NEW-ORDER row goes, its ORDER stays).
+    Judged in each district no Delivery has reached since the load (at most the loaded 2100
+    delivered orders); the others are said, and held to condition 5 instead."""
+    rows = await _rows(conn, "SELECT d_w_id, d_id, "
+                             "(SELECT COUNT(*) FROM orders WHERE o_w_id = d_w_id AND o_d_id = d_id), "
+                             "(SELECT COUNT(*) FROM new_orders WHERE no_w_id = d_w_id AND no_d_id = d_id), "
+                             "(SELECT COUNT(*) FROM orders WHERE o_w_id = d_w_id AND o_d_id = d_id "
+                             "AND o_carrier_id IS NOT NULL) FROM district ORDER BY d_w_id, d_id")
+    initial = [(w, d, o, no) for w, d, o, no, delivered in rows if delivered <= LOADED_DELIVERED]
+    bad = [f"warehouse {w} district {d}: {o} ORDER rows less {no} NEW-ORDER rows is {o - no}, not "
+           f"{LOADED_DELIVERED}" for w, d, o, no in initial if o - no != LOADED_DELIVERED]
+    text = f"count(ORDER) - count(NEW-ORDER) = {LOADED_DELIVERED} for each district (of the initial population)"
+    if rows and not initial:  # every district has had deliveries: the relationship no longer applies anywhere
+        since = sum(delivered - LOADED_DELIVERED for *_, delivered in rows)
+        return ConsistencyCondition(11, text, True, 0, 0, [
+            f"holds for the initial population only: {since} orders were delivered since the load, in every "
+            f"district (condition 5 holds each order to its NEW-ORDER row instead)"])
+    return _result(11, text, len(initial), bad)
+
+
+async def condition_12(conn: asyncmy.Connection) -> ConsistencyCondition:
+    n, rows = await _customers(conn)
+    bad = [f"customer {c} of warehouse {w} district {d}: C_BALANCE {b} + C_YTD_PAYMENT {y} = {Decimal(b) + Decimal(y)} "
+           f"but its delivered OL_AMOUNT is {ol}" for w, d, c, b, y, ol, _ in rows
+           if Decimal(b) + Decimal(y) != Decimal(ol)]
+    return _result(12, "C_BALANCE + C_YTD_PAYMENT = sum(delivered OL_AMOUNT) for each customer", n, bad)
+
+
 CONDITIONS = (condition_1, condition_2, condition_3, condition_4, condition_5, condition_6, condition_7,
-              condition_8, condition_9)
+              condition_8, condition_9, condition_10, condition_11, condition_12)
 
 
 async def check_consistency(conn: asyncmy.Connection,
                             numbers: tuple[int, ...] | None = None) -> list[ConsistencyCondition]:
-    """Run the conditions (all of 1 to 9, or those numbered) in one consistent snapshot."""
+    """Run the conditions (all of 1 to 12, or those numbered) in one consistent snapshot."""
     chosen = [c for i, c in enumerate(CONDITIONS, 1) if numbers is None or i in numbers]
     async with conn.cursor() as cur:
         # One snapshot for every query, so that the conditions compare the same state.
@@ -137,4 +212,5 @@ async def check_consistency(conn: asyncmy.Connection,
     try:
         return [await c(conn) for c in chosen]
     finally:
+        _CUSTOMERS.pop(id(conn), None)  # the snapshot's: the next check reads its own
         await conn.rollback()

@@ -200,7 +200,7 @@ def _check_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _check(args: argparse.Namespace, dsn: Dsn, say: Callable[[str], None]) -> int:
-    """`bench tpcc check`: the consistency conditions 1 to 9 of clause 3.3.2, each passed or failed."""
+    """`bench tpcc check`: the consistency conditions 1 to 12 of clause 3.3.2, each passed or failed."""
     from bench_dsl.workloads.tpcc.workload import (
         check,  # the driver only when the command runs
     )
@@ -223,7 +223,7 @@ def _check(args: argparse.Namespace, dsn: Dsn, say: Callable[[str], None]) -> in
 
 
 CHECK = DataTool("check", "check the consistency conditions of TPC-C clause 3.3.2",
-                 "Check the consistency conditions 1 to 9 of TPC-C clause 3.3.2 on the data of a scenario's target "
+                 "Check the consistency conditions 1 to 12 of TPC-C clause 3.3.2 on the data of a scenario's target "
                  "(or --target) and report each as passed or failed.", CHECK_EPILOG, _check_arguments, _check,
                  example_define="warehouses=4")
 
