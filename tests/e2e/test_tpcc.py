@@ -260,20 +260,19 @@ async def test_consistency_holds_after_the_load(loaded: tuple[Dsn, dict[str, Any
     assert conditions[10].checked == 10 and conditions[9].checked == conditions[11].checked == 30_000
 
 
+def _paid(c_id: int, delta: int) -> str:
+    """A payment of customer c_id of warehouse 1 district 1, made there, changed by delta."""
+    return (f"UPDATE history SET h_amount = h_amount + ({delta}) WHERE h_c_w_id = 1 AND h_c_d_id = 1 "
+            f"AND h_c_id = {c_id} AND h_w_id = 1 AND h_d_id = 1 LIMIT 1")
+
+
 # Each of conditions 10 to 12 broken on purpose, alone (the others hold), and undone: (condition, the
 # statements that break it, those that undo them, the rows it names). Run before any transaction of
 # this module: condition 11 is the initial population's, which a Delivery moves on.
 BROKEN = [
     # a payment of customer 1 moved to customer 2, in their own district: the district's and the
     # warehouse's sums of H_AMOUNT (conditions 8, 9) stay, each customer's balance no longer matches
-    (10, ["UPDATE history SET h_amount = h_amount + 1 WHERE h_c_w_id = 1 AND h_c_d_id = 1 AND h_c_id = 1 "
-          "AND h_w_id = 1 AND h_d_id = 1 LIMIT 1",
-          "UPDATE history SET h_amount = h_amount - 1 WHERE h_c_w_id = 1 AND h_c_d_id = 1 AND h_c_id = 2 "
-          "AND h_w_id = 1 AND h_d_id = 1 LIMIT 1"],
-     ["UPDATE history SET h_amount = h_amount - 1 WHERE h_c_w_id = 1 AND h_c_d_id = 1 AND h_c_id = 1 "
-      "AND h_w_id = 1 AND h_d_id = 1 LIMIT 1",
-      "UPDATE history SET h_amount = h_amount + 1 WHERE h_c_w_id = 1 AND h_c_d_id = 1 AND h_c_id = 2 "
-      "AND h_w_id = 1 AND h_d_id = 1 LIMIT 1"],
+    (10, [_paid(1, 1), _paid(2, -1)], [_paid(1, -1), _paid(2, 1)],
      ["customer 1 of warehouse 1 district 1: C_BALANCE -10.00 but its delivered OL_AMOUNT 0.00 less its "
       "H_AMOUNT 11.00 is -11.00", "customer 2 of warehouse 1 district 1: C_BALANCE -10.00 but its delivered "
       "OL_AMOUNT 0.00 less its H_AMOUNT 9.00 is -9.00"]),
@@ -303,18 +302,19 @@ async def test_each_of_conditions_10_to_12_fails_alone_naming_the_rows_that_brea
     assert (await _one(dsn, "SELECT COUNT(*) FROM orders WHERE o_carrier_id IS NOT NULL"))[0] == 21_000, \
         "no Delivery may have run before these tests (condition 11 is the initial population's)"
     conn = await connect(dsn, dsn.database)  # the temporary tables of the undoing live on it
-    try:
+
+    async def execute(statements: list[str]) -> None:
         async with conn.cursor() as cur:
-            for sql in breaking:
+            for sql in statements:
                 await cur.execute(sql)
         await conn.commit()
+
+    try:
+        await execute(breaking)
         try:
             conditions = await check(dsn)
         finally:
-            async with conn.cursor() as cur:
-                for sql in undoing:
-                    await cur.execute(sql)
-            await conn.commit()
+            await execute(undoing)
     finally:
         conn.close()
     failed = [c for c in conditions if not c.passed]
