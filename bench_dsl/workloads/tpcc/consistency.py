@@ -43,7 +43,8 @@ def _result(number: int, text: str, checked: int, bad: list[str]) -> Consistency
                      bad[:SHOWN] if bad else ([] if checked else ["nothing to check: the tables are empty"]))
 
 
-async def condition_1(conn: asyncmy.Connection) -> ConsistencyCondition:
+async def condition_1(snap: Snapshot) -> ConsistencyCondition:
+    conn = snap.conn
     rows = await _rows(conn, "SELECT w_id, w_ytd, SUM(d_ytd) FROM warehouse JOIN district ON d_w_id = w_id "
                              "GROUP BY w_id, w_ytd")
     bad = [f"warehouse {w}: W_YTD {ytd} but the sum of D_YTD is {s}" for w, ytd, s in rows
@@ -51,7 +52,8 @@ async def condition_1(conn: asyncmy.Connection) -> ConsistencyCondition:
     return _result(1, "W_YTD = sum(D_YTD) for each warehouse", len(rows), bad)
 
 
-async def condition_2(conn: asyncmy.Connection) -> ConsistencyCondition:
+async def condition_2(snap: Snapshot) -> ConsistencyCondition:
+    conn = snap.conn
     rows = await _rows(conn, "SELECT d_w_id, d_id, d_next_o_id - 1, "
                              "(SELECT MAX(o_id) FROM orders WHERE o_w_id = d_w_id AND o_d_id = d_id), "
                              "(SELECT MAX(no_o_id) FROM new_orders WHERE no_w_id = d_w_id AND no_d_id = d_id) "
@@ -62,7 +64,8 @@ async def condition_2(conn: asyncmy.Connection) -> ConsistencyCondition:
     return _result(2, "D_NEXT_O_ID - 1 = max(O_ID) = max(NO_O_ID) for each district", len(rows), bad)
 
 
-async def condition_3(conn: asyncmy.Connection) -> ConsistencyCondition:
+async def condition_3(snap: Snapshot) -> ConsistencyCondition:
+    conn = snap.conn
     rows = await _rows(conn, "SELECT no_w_id, no_d_id, MAX(no_o_id) - MIN(no_o_id) + 1, COUNT(*) FROM new_orders "
                              "GROUP BY no_w_id, no_d_id")
     bad = [f"warehouse {w} district {d}: max(NO_O_ID) - min(NO_O_ID) + 1 = {span} but {n} NEW-ORDER rows"
@@ -70,7 +73,8 @@ async def condition_3(conn: asyncmy.Connection) -> ConsistencyCondition:
     return _result(3, "max(NO_O_ID) - min(NO_O_ID) + 1 = rows in NEW-ORDER for each district", len(rows), bad)
 
 
-async def condition_4(conn: asyncmy.Connection) -> ConsistencyCondition:
+async def condition_4(snap: Snapshot) -> ConsistencyCondition:
+    conn = snap.conn
     orders = {(w, d): int(s) for w, d, s in await _rows(
         conn, "SELECT o_w_id, o_d_id, SUM(o_ol_cnt) FROM orders GROUP BY o_w_id, o_d_id")}
     lines = {(w, d): int(n) for w, d, n in await _rows(
@@ -81,7 +85,8 @@ async def condition_4(conn: asyncmy.Connection) -> ConsistencyCondition:
     return _result(4, "sum(O_OL_CNT) = rows in ORDER-LINE for each district", len(keys), bad)
 
 
-async def condition_5(conn: asyncmy.Connection) -> ConsistencyCondition:
+async def condition_5(snap: Snapshot) -> ConsistencyCondition:
+    conn = snap.conn
     rows = await _rows(conn, "SELECT o_w_id, o_d_id, o_id, o_carrier_id, no_o_id IS NOT NULL FROM orders "
                              "LEFT JOIN new_orders ON no_w_id = o_w_id AND no_d_id = o_d_id AND no_o_id = o_id "
                              "WHERE (o_carrier_id IS NULL) <> (no_o_id IS NOT NULL)")
@@ -91,7 +96,8 @@ async def condition_5(conn: asyncmy.Connection) -> ConsistencyCondition:
     return _result(5, "O_CARRIER_ID is null exactly for the orders in NEW-ORDER", int(checked), bad)
 
 
-async def condition_6(conn: asyncmy.Connection) -> ConsistencyCondition:
+async def condition_6(snap: Snapshot) -> ConsistencyCondition:
+    conn = snap.conn
     rows = await _rows(conn, "SELECT o_w_id, o_d_id, o_id, o_ol_cnt, COUNT(ol_number) FROM orders "
                              "LEFT JOIN order_line ON ol_w_id = o_w_id AND ol_d_id = o_d_id AND ol_o_id = o_id "
                              "GROUP BY o_w_id, o_d_id, o_id, o_ol_cnt HAVING o_ol_cnt <> COUNT(ol_number)")
@@ -101,7 +107,8 @@ async def condition_6(conn: asyncmy.Connection) -> ConsistencyCondition:
     return _result(6, "O_OL_CNT = its ORDER-LINE rows for each order", int(checked), bad)
 
 
-async def condition_7(conn: asyncmy.Connection) -> ConsistencyCondition:
+async def condition_7(snap: Snapshot) -> ConsistencyCondition:
+    conn = snap.conn
     rows = await _rows(conn, "SELECT o_w_id, o_d_id, o_id, ol_number, o_carrier_id, ol_delivery_d FROM orders "
                              "JOIN order_line ON ol_w_id = o_w_id AND ol_d_id = o_d_id AND ol_o_id = o_id "
                              "WHERE (o_carrier_id IS NULL) <> (ol_delivery_d IS NULL)")
@@ -111,7 +118,8 @@ async def condition_7(conn: asyncmy.Connection) -> ConsistencyCondition:
     return _result(7, "OL_DELIVERY_D is null exactly when O_CARRIER_ID is", int(checked), bad)
 
 
-async def condition_8(conn: asyncmy.Connection) -> ConsistencyCondition:
+async def condition_8(snap: Snapshot) -> ConsistencyCondition:
+    conn = snap.conn
     rows = await _rows(conn, "SELECT w_id, w_ytd, (SELECT SUM(h_amount) FROM history WHERE h_w_id = w_id) "
                              "FROM warehouse")
     bad = [f"warehouse {w}: W_YTD {ytd} but the sum of H_AMOUNT is {s}" for w, ytd, s in rows
@@ -119,7 +127,8 @@ async def condition_8(conn: asyncmy.Connection) -> ConsistencyCondition:
     return _result(8, "W_YTD = sum(H_AMOUNT) for each warehouse", len(rows), bad)
 
 
-async def condition_9(conn: asyncmy.Connection) -> ConsistencyCondition:
+async def condition_9(snap: Snapshot) -> ConsistencyCondition:
+    conn = snap.conn
     sums = {(w, d): Decimal(s) for w, d, s in await _rows(
         conn, "SELECT h_w_id, h_d_id, SUM(h_amount) FROM history GROUP BY h_w_id, h_d_id")}
     rows = await _rows(conn, "SELECT d_w_id, d_id, d_ytd FROM district")
@@ -143,32 +152,39 @@ PAID = ("LEFT JOIN (SELECT h_c_w_id, h_c_d_id, h_c_id, SUM(h_amount) AS amount F
         "GROUP BY h_c_w_id, h_c_d_id, h_c_id) h ON h.h_c_w_id = c_w_id AND h.h_c_d_id = c_d_id AND h.h_c_id = c_id ")
 
 
-# the customers that break condition 10 or 12, and how many there are, read once for both in a check's
-# snapshot (the two passes over the order lines are the check's costliest: seconds on 10 warehouses)
-_CUSTOMERS: dict[int, tuple[int, list[tuple[Any, ...]]]] = {}
+class Snapshot:
+    """A check's connection, inside its one consistent snapshot, with what its conditions share: the
+    customers that break condition 10 or 12 and how many there are, read once for both (the passes
+    over the order lines are the check's costliest: seconds on 10 warehouses)."""
+
+    def __init__(self, conn: asyncmy.Connection) -> None:
+        self.conn = conn
+        self.customers: tuple[int, list[tuple[Any, ...]]] | None = None
 
 
-async def _customers(conn: asyncmy.Connection) -> tuple[int, list[tuple[Any, ...]]]:
-    if id(conn) not in _CUSTOMERS:
+async def _customers(snap: Snapshot) -> tuple[int, list[tuple[Any, ...]]]:
+    if snap.customers is None:
+        conn = snap.conn
         (n,) = (await _rows(conn, "SELECT COUNT(*) FROM customer"))[0]
         rows = await _rows(conn, "SELECT c_w_id, c_d_id, c_id, c_balance, c_ytd_payment, COALESCE(ol.amount, 0), "
                                  f"COALESCE(h.amount, 0) FROM customer {DELIVERED}{PAID}"
                                  "WHERE c_balance <> COALESCE(ol.amount, 0) - COALESCE(h.amount, 0) "
                                  "OR c_balance + c_ytd_payment <> COALESCE(ol.amount, 0) "
                                  "ORDER BY c_w_id, c_d_id, c_id")
-        _CUSTOMERS[id(conn)] = int(n), rows
-    return _CUSTOMERS[id(conn)]
+        snap.customers = int(n), rows
+    return snap.customers
 
 
-async def condition_10(conn: asyncmy.Connection) -> ConsistencyCondition:
-    n, rows = await _customers(conn)
+async def condition_10(snap: Snapshot) -> ConsistencyCondition:
+    n, rows = await _customers(snap)
     bad = [f"customer {c} of warehouse {w} district {d}: C_BALANCE {b} but its delivered OL_AMOUNT {ol} less its "
            f"H_AMOUNT {h} is {Decimal(ol) - Decimal(h)}" for w, d, c, b, _, ol, h in rows
            if Decimal(b) != Decimal(ol) - Decimal(h)]
     return _result(10, "C_BALANCE = sum(delivered OL_AMOUNT) - sum(H_AMOUNT) for each customer", n, bad)
 
 
-async def condition_11(conn: asyncmy.Connection) -> ConsistencyCondition:
+async def condition_11(snap: Snapshot) -> ConsistencyCondition:
+    conn = snap.conn
     """count(ORDER) - count(NEW-ORDER) = 2100 for each district: a relationship of the initial
     population, which every Delivery moves on by one (its NEW-ORDER row goes, its ORDER stays).
     Judged in each district no Delivery has reached since the load (at most the loaded 2100
@@ -190,8 +206,8 @@ async def condition_11(conn: asyncmy.Connection) -> ConsistencyCondition:
     return _result(11, text, len(initial), bad)
 
 
-async def condition_12(conn: asyncmy.Connection) -> ConsistencyCondition:
-    n, rows = await _customers(conn)
+async def condition_12(snap: Snapshot) -> ConsistencyCondition:
+    n, rows = await _customers(snap)
     bad = [f"customer {c} of warehouse {w} district {d}: C_BALANCE {b} + C_YTD_PAYMENT {y} = {Decimal(b) + Decimal(y)} "
            f"but its delivered OL_AMOUNT is {ol}" for w, d, c, b, y, ol, _ in rows
            if Decimal(b) + Decimal(y) != Decimal(ol)]
@@ -210,7 +226,7 @@ async def check_consistency(conn: asyncmy.Connection,
         # One snapshot for every query, so that the conditions compare the same state.
         await cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
     try:
-        return [await c(conn) for c in chosen]
+        snap = Snapshot(conn)
+        return [await c(snap) for c in chosen]
     finally:
-        _CUSTOMERS.pop(id(conn), None)  # the snapshot's: the next check reads its own
         await conn.rollback()
