@@ -30,9 +30,9 @@ def _mariadb_flags() -> tuple[list[str], list[str]] | None:
 # The C executor's units (src/module.c says what each owns) and its private headers: the headers are
 # `depends`, so that a change to one rebuilds the module and the sdist carries them.
 NATIVE = "bench_dsl/native/src"
-SOURCES = [f"{NATIVE}/{name}.c" for name in ("module", "counts", "counts_type", "draws", "program", "schedule",
+SOURCES = [f"{NATIVE}/{name}.c" for name in ("module", "hdr", "counts", "counts_type", "draws", "program", "schedule",
                                               "schedule_type", "connection", "statements", "user", "testing")]
-HEADERS = [f"{NATIVE}/{name}.h" for name in ("native", "counts", "rng", "draws", "program", "schedule", "user",
+HEADERS = [f"{NATIVE}/{name}.h" for name in ("native", "hdr", "counts", "rng", "draws", "program", "schedule", "user",
                                               "testing")]
 
 flags = _mariadb_flags()
@@ -42,6 +42,6 @@ if flags is None:
     extensions = []
 else:
     extensions = [Extension("bench_dsl.native._native", SOURCES, depends=HEADERS, extra_compile_args=flags[0],
-                            extra_link_args=flags[1])]
+                            extra_link_args=flags[1], libraries=["z"])]
 
 setup(ext_modules=extensions)

@@ -78,6 +78,20 @@ def _percentile(d: dict[int, int], p: float) -> float | None:
     return None
 
 
+def _taken(done: list[Any]) -> tuple[int, dict[str, float | None]]:
+    """The first type's completions and response-time percentiles (ms) of a Counts.take(): a histogram
+    encoded, or (a tree from before the histograms were recorded in C) a dict of microseconds."""
+    first = done[0]
+    if isinstance(first[0], dict):
+        lat = first[0]
+        return sum(lat.values()), {f"response_ms_p{p}": _percentile(lat, p) for p in (50, 99)}
+    from bench_dsl.measure.txstats import decoded
+
+    hist = decoded(first[0]) if first[0] is not None else None
+    return first[1], {f"response_ms_p{p}": None if hist is None else hist.get_value_at_percentile(p) / 1000
+                      for p in (50, 99)}
+
+
 async def rate_run(dsn: Any, rate: float, n: int, seconds: float) -> dict[str, Any]:
     from bench_dsl import native
 
@@ -97,8 +111,7 @@ async def rate_run(dsn: Any, rate: float, n: int, seconds: float) -> dict[str, A
     end = time.monotonic()
     d = schedule.take()
     elapsed = end - start
-    done = counts.take()
-    completed = sum(done[0][0].values())
+    completed, response = _taken(counts.take())
     cost = _cost(usage, completed)  # before the users are stopped and their samples tallied
     for u in users:
         u.stop = True
@@ -113,7 +126,7 @@ async def rate_run(dsn: Any, rate: float, n: int, seconds: float) -> dict[str, A
             "dropped": d["dropped"], "busy_max": d["busy_max"],
             "lag_ms_p50": _percentile(d["lag"], 50), "lag_ms_p99": _percentile(d["lag"], 99),
             "service_ms_p50": _percentile(d["service"], 50),
-            "response_ms_p50": _percentile(done[0][0], 50), "response_ms_p99": _percentile(done[0][0], 99),
+            **response,
             **cost}
 
 
@@ -125,9 +138,8 @@ async def closed_run(dsn: Any, n: int, seconds: float) -> dict[str, Any]:
     usage = _usage()
     start = time.monotonic()
     await asyncio.sleep(seconds)
-    done = counts.take()
+    completed, _ = _taken(counts.take())
     elapsed = time.monotonic() - start
-    completed = sum(done[0][0].values())
     cost = _cost(usage, completed)
     for u in users:
         u.stop = True

@@ -1,6 +1,6 @@
-"""What a process's users record into as they run: per transaction type, the latencies and
-statements (counted in C by the executor's Counts, or by PyCounts without it), the errors, retries
-and rollbacks; swapped at each report into TxStats (bench_dsl.measure.metrics)."""
+"""What a process's users record into as they run: per transaction type, the response times and
+statements (recorded into HDR histograms in C by the executor's Counts, or by PyCounts without it),
+the errors, retries and rollbacks; swapped at each report into TxStats (bench_dsl.measure.metrics)."""
 
 from __future__ import annotations
 
@@ -13,13 +13,17 @@ from bench_dsl.measure.txstats import HIGHEST_US, TxStats, new_histogram
 
 # Counts.quiet(): gaps, the latest completion, the take, idle spans, idle since (nanoseconds)
 Raw = tuple[list[tuple[int, int]], int | None, int, list[tuple[int, int]], int | None]
+# Counts.take(), per type: the histogram (HdrHistogram's V2 base64, None when none completed),
+# transactions, statements, the sum of their response times (us)
+Taken = tuple[str | None, int, int, int]
 QUIET_MIN_NS = round(RESOLUTION_S * 1e9)  # the C executor's
 
 
 class PyCounts:
     """What counts when the package was built without the C executor (_native.Counts otherwise):
     latencies counted by their exact microsecond value (a dict increment, ~0.1 us; hdrh's
-    record_value is pure Python, ~2.4 us a call), and statements, per transaction type. No clock per
+    record_value is pure Python, ~2.4 us a call) and recorded into a histogram per distinct value at
+    the take, and statements, per transaction type; the take's answer is _native.Counts'. No clock per
     transaction: its quiet spans are known to a take's precision (did a take count any?). Its idle
     spans are exact: their times come from the users, which read the clock anyway."""
 
@@ -49,20 +53,30 @@ class PyCounts:
         lat[micros] = lat.get(micros, 0) + 1
         self._queries[i] += queries
 
-    def take(self) -> list[tuple[dict[int, int], int]]:
+    def take(self) -> list[Taken]:
         """What was counted since the last take, per type; starts afresh."""
         at = time.monotonic_ns()
         if any(self._lat):
             self._last = at
         self._taken = ([], self._last, at, self._idle, None if self._inflight else self._idle_from)
         self._idle = []
-        out = list(zip(self._lat, self._queries))
+        out = [(_encoded(lat), sum(lat.values()), q, sum(us * n for us, n in lat.items()))
+               for lat, q in zip(self._lat, self._queries)]
         self._lat = [{} for _ in self._lat]
         self._queries = [0] * len(self._queries)
         return out
 
     def quiet(self) -> Raw:
         return self._taken  # as _native.Counts.quiet: no gaps, the latest take that counted any, the take, ...
+
+
+def _encoded(lat: dict[int, int]) -> str | None:
+    if not lat:
+        return None
+    hist = new_histogram()
+    for us, n in lat.items():
+        hist.record_value(us if us < HIGHEST_US else HIGHEST_US, n)
+    return str(hist.encode().decode("ascii"))
 
 
 def new_counts(n: int) -> PyCounts:
@@ -72,9 +86,8 @@ def new_counts(n: int) -> PyCounts:
 class Recorder:
     """The hot path: every transaction's outcome lands here. One per worker process.
 
-    Latencies are counted (Counts, in C when the C executor is built) and the histograms built at each
-    swap (once a second), one record_value per distinct value, which are far fewer than the
-    transactions; the figures are the same as recording each value on its own."""
+    Response times are recorded into HDR histograms (Counts, in C when the C executor is built), which
+    each swap (once a second) hands over encoded: a worker sends them on as they are."""
 
     __slots__ = ("_errors", "_retries", "_rollbacks", "counts", "enter", "leave", "names", "ok")
 
@@ -106,15 +119,9 @@ class Recorder:
     def swap(self) -> dict[str, TxStats]:
         """Everything recorded since the last swap, per transaction name; starts afresh."""
         out = {}
-        for i, (name, (lat, queries)) in enumerate(zip(self.names, self.counts.take())):
-            hist = new_histogram()
-            count = total = 0
-            for us, n in lat.items():
-                hist.record_value(us if us < HIGHEST_US else HIGHEST_US, n)
-                count += n
-                total += us * n
-            out[name] = TxStats(hist, count, queries, self._retries[i], self._errors[i],
-                                self._rollbacks[i], total)
+        for i, (name, (encoded, count, queries, total)) in enumerate(zip(self.names, self.counts.take())):
+            out[name] = TxStats(None, count, queries, self._retries[i], self._errors[i], self._rollbacks[i], total,
+                                encoded)
         self._reset()
         return out
 

@@ -1,6 +1,8 @@
 """One transaction type's measurements (or all types together): its counts and its HDR histogram of
 response times, merged across ticks and workers, and sent between processes encoded (HdrHistogram's
-compressed base64), so that several workers' figures merge exactly."""
+compressed base64), so that several workers' figures merge exactly. The histogram may arrive
+encoded (from the C executor's Counts, or a worker's wire) and is decoded only where it is read or
+merged: a worker hands its users' histograms on as they came."""
 
 from __future__ import annotations
 
@@ -19,11 +21,19 @@ def new_histogram() -> HdrHistogram:
     return HdrHistogram(LOWEST_US, HIGHEST_US, SIGNIFICANT_DIGITS)
 
 
+def decoded(encoded: str) -> HdrHistogram:
+    """An encoded histogram, over new_histogram()'s whole range (decode() keeps the encoder's range:
+    re-homed, later merges never clip)."""
+    full = new_histogram()
+    full.add(HdrHistogram.decode(encoded))
+    return full
+
+
 @dataclass(slots=True)
 class TxStats:
     """One transaction type (or all of them) over some span of time. Mergeable."""
 
-    hist: HdrHistogram = field(default_factory=new_histogram)
+    _hist: HdrHistogram | None = None  # made at first use: see `hist`
     count: int = 0
     queries: int = 0
     retries: int = 0
@@ -31,6 +41,19 @@ class TxStats:
     rollbacks: int = 0  # completed, then rolled back on purpose (counted in `count` too)
     # Exact sum of latencies: the mean without walking the histogram (hdrh's get_mean_value takes ~100 ms)
     total_us: int = 0
+    # the histogram in HdrHistogram's V2 base64, until `hist` is first read (then None)
+    encoded: str | None = None
+
+    @property
+    def hist(self) -> HdrHistogram:
+        if self._hist is None:
+            self._hist = decoded(self.encoded) if self.encoded else new_histogram()
+            self.encoded = None
+        return self._hist
+
+    @hist.setter
+    def hist(self, hist: HdrHistogram) -> None:
+        self._hist, self.encoded = hist, None
 
     def merge(self, other: TxStats) -> None:
         if other.count:
@@ -73,21 +96,21 @@ class TxStats:
 
     def to_wire(self) -> dict[str, object]:
         """What a worker process sends to the coordinator for one interval."""
-        return {"hist": self.hist.encode().decode("ascii") if self.count else None, "count": self.count,
+        if self._hist is None:
+            hist = self.encoded if self.count else None
+        else:
+            hist = self._hist.encode().decode("ascii") if self.count else None
+        return {"hist": hist, "count": self.count,
                 "queries": self.queries, "retries": self.retries, "errors": dict(self.errors),
                 "rollbacks": self.rollbacks, "total_us": self.total_us}
 
     @classmethod
     def from_wire(cls, d: dict[str, object]) -> TxStats:
-        hist = HdrHistogram.decode(d["hist"]) if d["hist"] else new_histogram()
-        if d["hist"]:
-            # decode() keeps the encoder's range; re-home it so later merges never clip
-            full = new_histogram()
-            full.add(hist)
-            hist = full
-        return cls(hist, int(d["count"]), int(d["queries"]), int(d["retries"]),  # type: ignore[call-overload]
+        encoded = d["hist"]
+        assert encoded is None or isinstance(encoded, str)
+        return cls(None, int(d["count"]), int(d["queries"]), int(d["retries"]),  # type: ignore[call-overload]
                    Counter({int(k): int(v) for k, v in d["errors"].items()}),  # type: ignore[attr-defined]
-                   int(d.get("rollbacks", 0)), int(d.get("total_us", 0)))  # type: ignore[call-overload]
+                   int(d.get("rollbacks", 0)), int(d.get("total_us", 0)), encoded or None)  # type: ignore[call-overload]
 
 
 def _pkey(p: float) -> str:

@@ -1,18 +1,22 @@
 """The C executor's Counts (bench_dsl/native/src/counts.c) without a server: a take never waits for the
 users' threads (one held inside the writers' critical section, as a user preempted there is, does
-not hold up a report), and writers recording at once while takes run lose and double nothing."""
+not hold up a report), writers recording at once while takes run lose and double nothing, in their
+own lanes or through the queue, and the histograms recorded in C are hdrh's, byte for byte."""
 
 from __future__ import annotations
 
+import random
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable
 
 import pytest
 
 from bench_dsl import native
+from bench_dsl.measure.txstats import HIGHEST_US, decoded, new_histogram
 
 # the C executor is part of the set-up (scripts/setup.sh builds it): a build without it is a broken
 # set-up, said by a failure, never a skipped test
@@ -30,9 +34,9 @@ first = c.take()
 quiet = c.quiet()
 c._release_writer()
 second = c.take()
-assert first == [({10: 1}, 1), ({}, 0)], first
+assert first[0][1:] == (1, 1, 10) and first[1] == (None, 0, 0, 0), first
 assert quiet[4] is None, quiet
-assert second == [({}, 0), ({250: 1}, 3)], second
+assert second[0] == (None, 0, 0, 0) and second[1][1:] == (1, 3, 250), second
 print("ok")
 """
 
@@ -53,7 +57,8 @@ def _returns(code: str, waited: str) -> None:
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
 
 
-def test_writers_at_once_count_each_completion_once() -> None:
+@pytest.mark.parametrize("lanes", [True, False], ids=["each its lane", "the queue"])
+def test_writers_at_once_count_each_completion_once(lanes: bool) -> None:
     """16 threads without the GIL record 50,000 completions each while this one takes as fast as it
     can: the takes add up to exactly what was recorded, latencies and statements alike."""
     assert native.compiled is not None
@@ -63,11 +68,14 @@ def test_writers_at_once_count_each_completion_once() -> None:
     statements = [0, 0, 0]
 
     def fold() -> None:
-        for i, (lat, q) in enumerate(counts.take()):
-            got[i].update(lat)
+        for i, (hist, n, q, total) in enumerate(counts.take()):
+            if hist is not None:  # under 2,048 us a value is its own counter: each is exact
+                lat = Counter({us: c for us, c in enumerate(decoded(hist).counts[:1000]) if c})
+                assert sum(lat.values()) == n and sum(us * c for us, c in lat.items()) == total
+                got[i].update(lat)
             statements[i] += q
 
-    takes = _taking(lambda: counts._hammer(threads, each), fold)
+    takes = _taking(lambda: counts._hammer(threads, each, lanes), fold)
     want: list[Counter[int]] = [Counter() for _ in range(3)]
     want_q = [0, 0, 0]
     for w in range(threads):
@@ -148,3 +156,41 @@ def _taking(hammer: Callable[[], None], take: Callable[[], None]) -> int:
     take()
     assert not failed, failed
     return takes + 1
+
+
+def test_the_histograms_recorded_in_c_are_hdrhs_byte_for_byte() -> None:
+    """What Python recorded value by value (hdrh's record_value, as the Python path did before the
+    histograms were recorded in C) and what Counts recorded are the same encoding: every percentile,
+    the minimum and the maximum are the same. Values on the edges of the sub-buckets, zero, the hour
+    and beyond it (clipped to it, as Python clips), and many spread over the whole range."""
+    assert native.compiled is not None
+    rng = random.Random(7)
+    edges = [0, 1, 2, 1023, 1024, 2047, 2048, 2049, 4095, 4096, 10**6, HIGHEST_US - 1, HIGHEST_US, HIGHEST_US + 1]
+    for size in (1, 2, 3, 50, 5_000):
+        counts, ref = native.compiled.Counts(2), new_histogram()
+        values = [rng.choice(edges) if rng.random() < 0.2 else int(10 ** rng.uniform(0, 10)) for _ in range(size)]
+        for us in values:
+            counts.ok(1, us, 1)
+            ref.record_value(min(us, HIGHEST_US))
+        (none, *zero), (hist, n, q, total) = counts.take()
+        assert none is None and zero == [0, 0, 0]
+        assert hist == ref.encode().decode("ascii") and (n, q, total) == (size, size, sum(values))
+        mine = decoded(hist)
+        for p in (0.0, 50.0, 90.0, 99.0, 99.9, 100.0):
+            assert mine.get_value_at_percentile(p) == ref.get_value_at_percentile(p)
+
+
+def test_a_gap_between_two_completions_is_a_quiet_span() -> None:
+    """The writer that ends a gap of 50 ms or more records it (its start, the completion before; its
+    end, its own); shorter ones are none. The sleep only lengthens the gap: no bound on time."""
+    assert native.compiled is not None
+    counts = native.compiled.Counts(1)
+    counts.ok(0, 5, 1)
+    counts.ok(0, 5, 1)  # under a resolution's gap: no span
+    time.sleep(0.06)
+    counts.ok(0, 5, 1)
+    counts.take()
+    spans, last, at, *_ = counts.quiet()
+    assert len(spans) == 1 and spans[0][1] - spans[0][0] >= 60_000_000 and spans[0][1] == last <= at
+    counts.take()
+    assert counts.quiet()[0] == []  # taken once

@@ -1,15 +1,16 @@
 /* ---------------------------------------------------------------------------------------------- */
-/* Counts: the queue of completions the users' threads write and take() reads (the Python type is   */
-/* counts_type.c's).                                                                                */
+/* Counts: the lanes and the queue of completions the users' threads write and take() reads (the     */
+/* Python type is counts_type.c's).                                                                 */
 /*                                                                                                  */
 /* The users' threads (no GIL) are writers; take() is the one reader (the GIL held). A report must  */
 /* not wait for the users: with 1,500 user threads on 2 cores, a user preempted while holding a     */
-/* lock the report needs holds the report until the scheduler runs it again. So writers are         */
-/* serialized among themselves only (`w`, which the reader never takes), and everything a take      */
-/* needs reaches it through a queue of records the writers append and publish with a release store; */
-/* the reader reads what is published (acquire), and a record still being written at a take is     */
-/* counted at the next one, as a completion that raced the take always was. The GIL path (ok(), the */
-/* Python users) is a writer like the others.                                                      */
+/* lock the report needs holds the report until the scheduler runs it again. So each user of the C  */
+/* executor writes its completions into a lane of its own, which nothing else writes, and everything */
+/* else (the users on asyncmy, through ok() with the GIL; every user's enter and leave) into one     */
+/* queue whose writers are serialized among themselves only (`w`, which the reader never takes).    */
+/* Writers publish with a release store; the reader reads what is published (acquire) and records   */
+/* each completion into its type's HDR histogram; a record still being written at a take is counted */
+/* at the next one, as a completion that raced the take always was.                                 */
 
 #include "counts.h"
 
@@ -23,29 +24,28 @@ Chunk *bd_chunk_new(void) {
     return c;
 }
 
-/* lat[i][us] += 1; queries[i] += q. The reader's. 0, or -1 with an exception set. */
+/* A completion of type i into its histogram. The reader's. 0, or -1 with an exception set. */
 static int counts_add(Counts *self, long long i, long long us, long long q) {
-    if (self->lat == NULL) { PyErr_SetString(PyExc_ValueError, "Counts not initialised"); return -1; }
+    if (self->tally == NULL) { PyErr_SetString(PyExc_ValueError, "Counts not initialised"); return -1; }
     if (i < 0 || i >= self->n) { PyErr_SetString(PyExc_IndexError, "transaction type out of range"); return -1; }
-    PyObject *d = PyList_GET_ITEM(self->lat, i);
-    PyObject *key = PyLong_FromLongLong(us);
-    if (key == NULL) return -1;
-    PyObject *old = PyDict_GetItemWithError(d, key); /* borrowed */
-    long long n = 1;
-    if (old != NULL) {
-        n = PyLong_AsLongLong(old) + 1;
-        if (n == 0 && PyErr_Occurred()) { Py_DECREF(key); return -1; }
-    } else if (PyErr_Occurred()) {
-        Py_DECREF(key);
-        return -1;
+    Tally *t = &self->tally[i];
+    hdr_record(&t->hist, us, 1);
+    t->queries += q;
+    t->total_us += us;
+    return 0;
+}
+
+/* A completion ending at `end` raises the latest end of any (the writers' order is the order of
+ * their compare-and-swaps): 1, with the gap it closes in *start, when that gap is a quiet span. */
+static int quiet_closed(Counts *self, long long end, long long *start) {
+    long long last = __atomic_load_n(&self->last_end, __ATOMIC_RELAXED);
+    while (end > last) {
+        if (__atomic_compare_exchange_n(&self->last_end, &last, end, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+            *start = last;
+            return last != 0 && end - last >= QUIET_MIN_NS;
+        }
     }
-    PyObject *val = PyLong_FromLongLong(n);
-    if (val == NULL) { Py_DECREF(key); return -1; }
-    int rc = PyDict_SetItem(d, key, val);
-    Py_DECREF(key);
-    Py_DECREF(val);
-    if (rc == 0) self->queries[i] += q;
-    return rc;
+    return 0;
 }
 
 /* [start, end) into spans (n of them), if QUIET_MIN_NS or longer; when full, the shortest gives way
@@ -131,14 +131,56 @@ void bd_counts_leave(Counts *self, long long t) {
     pthread_mutex_unlock(&self->w);
 }
 
-/* A completed transaction (type i, us microseconds, q statements, completed at `end` ns), from a
- * thread without the GIL: counted by the next take. 0, or -1 when out of memory (nothing set). */
+/* A completed transaction (type i, us microseconds, q statements, completed at `end` ns) into the
+ * queue (a user on asyncmy; the tests' writers): counted by the next take. 0, or -1 when out of
+ * memory (nothing set: no GIL needed). */
 int bd_counts_add_nogil(Counts *self, long long i, long long us, long long q, long long end) {
+    long long start;
+    if (quiet_closed(self, end, &start) && bd_counts_record(self, REC_QUIET, 0, start, end) < 0) return -1;
     return bd_counts_record(self, (int32_t)i, (int32_t)q, us, end);
 }
 
-/* One record read: a completion at `end` makes the gap since the one before it, if long enough, a
- * quiet span (a completion older than the latest, its thread having taken w late, only counts). */
+/* A user's lane, linked into the Counts' (the GIL held); NULL when out of memory (no exception set) */
+Lane *bd_lane_open(Counts *self) {
+    Lane *l = PyMem_RawCalloc(1, sizeof(Lane));
+    LaneChunk *c = PyMem_RawMalloc(sizeof(LaneChunk));
+    if (l == NULL || c == NULL) { PyMem_RawFree(l); PyMem_RawFree(c); return NULL; }
+    c->next = NULL;
+    c->filled = 0;
+    l->head = l->tail = c;
+    l->next = self->lanes;
+    if (self->lanes != NULL) self->lanes->prev = l;
+    self->lanes = l;
+    return l;
+}
+
+/* One record into the lane, by its one writer: no lock. 0, or -1 when out of memory (nothing set). */
+static int lane_put(Lane *l, int32_t tx, int32_t q, int64_t a, int64_t b) {
+    LaneChunk *t = l->tail;
+    size_t k = t->filled;  /* only this thread stores it */
+    if (k == LANE_RECS) {
+        LaneChunk *c = PyMem_RawMalloc(sizeof(LaneChunk));
+        if (c == NULL) return -1;
+        c->next = NULL;
+        c->filled = 0;
+        /* the last the writer touches of t: the reader may free it from then on */
+        __atomic_store_n(&t->next, c, __ATOMIC_RELEASE);
+        l->tail = t = c;
+        k = 0;
+    }
+    t->r[k] = (Rec){tx, q, a, b};
+    __atomic_store_n(&t->filled, k + 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+/* A completed transaction of the lane's user (its thread, no GIL), as bd_counts_add_nogil */
+int bd_lane_add(Counts *self, Lane *lane, long long i, long long us, long long q, long long end) {
+    long long start;
+    if (quiet_closed(self, end, &start) && lane_put(lane, REC_QUIET, 0, start, end) < 0) return -1;
+    return lane_put(lane, (int32_t)i, (int32_t)q, us, end);
+}
+
+/* One record read. The GIL held; 0, or -1 with an exception set. */
 static int counts_read(Counts *self, const Rec *r) {
     if (r->tx == REC_IDLE_END) {
         if (self->idle_now) spans_keep(self->idle, &self->nidle, self->idle_from, r->a);
@@ -150,12 +192,44 @@ static int counts_read(Counts *self, const Rec *r) {
         self->idle_from = r->a;
         return 0;
     }
-    long long last = self->last_ns;
-    if (r->b > last) {
-        self->last_ns = r->b;
-        if (last != 0) spans_keep(self->quiet, &self->nquiet, last, r->b);
+    if (r->tx == REC_QUIET) {
+        spans_keep(self->quiet, &self->nquiet, r->a, r->b);
+        return 0;
     }
+    if (r->b > self->last_ns) self->last_ns = r->b;
     return counts_add(self, r->tx, r->a, r->queries);
+}
+
+/* What the lane's writer has published, read, and its chunks read to their end freed. */
+static int lane_drain(Counts *self, Lane *l) {
+    int rc = 0;
+    for (;;) {
+        LaneChunk *c = l->head;
+        size_t filled = __atomic_load_n(&c->filled, __ATOMIC_ACQUIRE);
+        while (l->consumed < filled && rc == 0) rc = counts_read(self, &c->r[l->consumed++]);
+        if (rc < 0 || filled < LANE_RECS) return rc;
+        LaneChunk *next = __atomic_load_n(&c->next, __ATOMIC_ACQUIRE);
+        if (next == NULL) return rc; /* still the writer's tail */
+        l->head = next;
+        l->consumed = 0;
+        PyMem_RawFree(c);
+    }
+}
+
+/* The user is gone (its thread no longer writes): what it wrote is read, and its lane freed. The
+ * GIL held; 0, or -1 with an exception set (the lane is freed all the same). */
+int bd_lane_close(Counts *self, Lane *l) {
+    int rc = self->draining ? 0 : lane_drain(self, l);
+    if (l->prev != NULL) l->prev->next = l->next;
+    else self->lanes = l->next;
+    if (l->next != NULL) l->next->prev = l->prev;
+    for (LaneChunk *c = l->head; c != NULL;) {
+        LaneChunk *next = c->next;
+        PyMem_RawFree(c);
+        c = next;
+    }
+    PyMem_RawFree(l);
+    return rc;
 }
 
 /* Everything published so far, read, and the chunks read to their end freed. Never waits for a
@@ -176,6 +250,7 @@ int bd_counts_drain(Counts *self) {
         self->consumed = 0;
         PyMem_RawFree(c);
     }
+    for (Lane *l = self->lanes; l != NULL && rc == 0; l = l->next) rc = lane_drain(self, l);
     self->draining = 0;
     return rc;
 }

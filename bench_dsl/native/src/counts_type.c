@@ -4,15 +4,18 @@
 #include "counts.h"
 #include "testing.h"
 
-static PyObject *fresh_dicts(Py_ssize_t n) {
-    PyObject *list = PyList_New(n);
-    if (list == NULL) return NULL;
+/* Tallies of n types, empty; NULL with an exception set */
+static Tally *fresh_tallies(Py_ssize_t n) {
+    Tally *t = PyMem_RawMalloc((size_t)n * sizeof(Tally));
+    if (t == NULL) { PyErr_NoMemory(); return NULL; }
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *d = PyDict_New();
-        if (d == NULL) { Py_DECREF(list); return NULL; }
-        PyList_SET_ITEM(list, i, d);
+        memset(t[i].hist.counts, 0, sizeof t[i].hist.counts);
+        t[i].hist.total = 0;
+        t[i].hist.lo = HDR_COUNTS;
+        t[i].hist.hi = -1;
+        t[i].queries = t[i].total_us = 0;
     }
-    return list;
+    return t;
 }
 
 static int Counts_init(Counts *self, PyObject *args, PyObject *kwds) {
@@ -31,37 +34,22 @@ static int Counts_init(Counts *self, PyObject *args, PyObject *kwds) {
         self->head = self->tail = c;
         self->idle_now = 1;
         self->ready = 1;
-    } else if (bd_counts_drain(self) < 0) { /* what was recorded before, into the counts dropped below */
+    } else if (bd_counts_drain(self) < 0) { /* what was recorded before, into the tallies dropped below */
         PyErr_Clear();
     }
-    PyObject *lat = fresh_dicts(n);
-    if (lat == NULL) return -1;
-    long long *q = PyMem_Calloc((size_t)n, sizeof(long long));
-    if (q == NULL) { Py_DECREF(lat); PyErr_NoMemory(); return -1; }
-    Py_XSETREF(self->lat, lat);
-    PyMem_Free(self->queries);
-    self->queries = q;
+    Tally *t = fresh_tallies(n);
+    if (t == NULL) return -1;
+    PyMem_RawFree(self->tally);
+    self->tally = t;
     self->n = n;
-    return 0;
-}
-
-static int Counts_traverse(Counts *self, visitproc visit, void *arg) {
-    Py_VISIT(self->lat);
-    return 0;
-}
-
-static int Counts_clear(Counts *self) {
-    Py_CLEAR(self->lat);
     return 0;
 }
 
 static PyObject *Counts_release_writer(Counts *self, PyObject *unused);
 
 static void Counts_dealloc(Counts *self) {
-    PyObject_GC_UnTrack(self);
     if (self->holding) Py_XDECREF(Counts_release_writer(self, NULL));
-    Counts_clear(self);
-    PyMem_Free(self->queries);
+    PyMem_RawFree(self->tally);  /* no lane is left: each user holds a reference, and closes its own */
     for (Chunk *c = self->head; c != NULL;) { /* no writer left: each user holds a reference */
         Chunk *next = c->next;
         PyMem_RawFree(c);
@@ -77,9 +65,9 @@ static PyObject *Counts_ok(Counts *self, PyObject *const *args, Py_ssize_t nargs
     long long us = PyLong_AsLongLong(args[1]);
     long long q = PyLong_AsLongLong(args[2]);
     if (PyErr_Occurred()) return NULL;
-    if (!self->ready || self->lat == NULL) { PyErr_SetString(PyExc_ValueError, "Counts not initialised"); return NULL; }
+    if (!self->ready || self->tally == NULL) { PyErr_SetString(PyExc_ValueError, "Counts not initialised"); return NULL; }
     if (i < 0 || i >= self->n) { PyErr_SetString(PyExc_IndexError, "transaction type out of range"); return NULL; }
-    if (bd_counts_record(self, (int32_t)i, (int32_t)q, us, now_ns()) < 0) return PyErr_NoMemory();
+    if (bd_counts_add_nogil(self, i, us, q, now_ns()) < 0) return PyErr_NoMemory();
     Py_RETURN_NONE;
 }
 
@@ -123,20 +111,26 @@ static PyObject *Counts_leave(Counts *self, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+/* take() -> [(histogram, transactions, statements, microseconds)] per type since the last take: the
+ * histogram of response times (us) in HdrHistogram's V2 compressed base64, or None when none
+ * completed; and starts afresh */
 static PyObject *Counts_take(Counts *self, PyObject *unused) {
-    if (!self->ready || self->lat == NULL) { PyErr_SetString(PyExc_ValueError, "Counts not initialised"); return NULL; }
+    if (!self->ready || self->tally == NULL) { PyErr_SetString(PyExc_ValueError, "Counts not initialised"); return NULL; }
     if (bd_counts_fold(self) < 0) return NULL;
-    PyObject *fresh = fresh_dicts(self->n);
-    if (fresh == NULL) return NULL;
     PyObject *out = PyList_New(self->n);
-    if (out == NULL) { Py_DECREF(fresh); return NULL; }
+    if (out == NULL) return NULL;
     for (Py_ssize_t i = 0; i < self->n; i++) {
-        PyObject *pair = Py_BuildValue("(OL)", PyList_GET_ITEM(self->lat, i), self->queries[i]);
-        if (pair == NULL) { Py_DECREF(out); Py_DECREF(fresh); return NULL; }
-        PyList_SET_ITEM(out, i, pair);
+        Tally *t = &self->tally[i];
+        PyObject *hist = bd_hdr_encode(&t->hist);
+        PyObject *row = hist == NULL ? NULL : Py_BuildValue("(NLLL)", hist, (long long)t->hist.total, t->queries, t->total_us);
+        if (row == NULL) { Py_DECREF(out); return NULL; }
+        PyList_SET_ITEM(out, i, row);
     }
-    Py_SETREF(self->lat, fresh);
-    memset(self->queries, 0, (size_t)self->n * sizeof(long long));
+    /* only once every type is encoded: a failure above loses nothing (the next take has it all) */
+    for (Py_ssize_t i = 0; i < self->n; i++) {
+        bd_hdr_reset(&self->tally[i].hist);
+        self->tally[i].queries = self->tally[i].total_us = 0;
+    }
     return out;
 }
 
@@ -166,7 +160,7 @@ static void *hold_main(void *arg) {
 static PyObject *Counts_hold_writer(Counts *self, PyObject *args) {
     Hold h = {self, 0, 0, 0, 0};
     if (!PyArg_ParseTuple(args, "LLL", &h.tx, &h.us, &h.queries)) return NULL;
-    if (self->lat == NULL || h.tx < 0 || h.tx >= self->n) { PyErr_SetString(PyExc_ValueError, "no such type"); return NULL; }
+    if (self->tally == NULL || h.tx < 0 || h.tx >= self->n) { PyErr_SetString(PyExc_ValueError, "no such type"); return NULL; }
     if (self->holding) { PyErr_SetString(PyExc_RuntimeError, "a writer is held already"); return NULL; }
     self->release = 0;
     if (pthread_create(&self->holder, NULL, hold_main, &h) != 0) { PyErr_SetString(PyExc_OSError, "pthread_create"); return NULL; }
@@ -188,35 +182,65 @@ static PyObject *Counts_release_writer(Counts *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
-/* completion j of writer w: type (w + j) % n, (j % 1000) us, 1 + j % 3 statements */
+/* completion j of writer w: type (w + j) % n, (j % 1000) us, 1 + j % 3 statements; into the queue,
+ * or into the writer's own lane */
+typedef struct {
+    Counts *counts;
+    Lane **lanes;  /* one per writer, or NULL: the queue */
+} HammerTarget;
+
 static void *hammer_main(void *arg) {
     Hammer *h = arg;
-    Counts *c = h->target;
+    HammerTarget *t = h->target;
+    Counts *c = t->counts;
+    Lane *lane = t->lanes != NULL ? t->lanes[h->first] : NULL;
     bd_counts_enter(c, now_ns());
-    for (long long j = 0; j < h->each && !h->failed; j++)
-        if (bd_counts_add_nogil(c, (h->first + j) % c->n, j % 1000, 1 + j % 3, now_ns()) < 0) h->failed = 1;
+    for (long long j = 0; j < h->each && !h->failed; j++) {
+        long long i = (h->first + j) % c->n, us = j % 1000, q = 1 + j % 3;
+        int rc = lane != NULL ? bd_lane_add(c, lane, i, us, q, now_ns()) : bd_counts_add_nogil(c, i, us, q, now_ns());
+        if (rc < 0) h->failed = 1;
+    }
     bd_counts_leave(c, now_ns());
     return NULL;
 }
 
-/* _hammer(threads, each): `threads` threads without the GIL record `each` completions apiece, at
- * once; returns when all have */
+/* _hammer(threads, each, lanes=False): `threads` threads without the GIL record `each` completions
+ * apiece, at once, each into a lane of its own or all into the queue; returns when all have */
 static PyObject *Counts_hammer(Counts *self, PyObject *args) {
-    int threads;
+    int threads, lanes = 0;
     long long each;
-    if (!PyArg_ParseTuple(args, "iL", &threads, &each)) return NULL;
-    if (self->lat == NULL || threads < 1 || threads > 1024 || each < 0) {
+    if (!PyArg_ParseTuple(args, "iL|p", &threads, &each, &lanes)) return NULL;
+    if (self->tally == NULL || threads < 1 || threads > 1024 || each < 0) {
         PyErr_SetString(PyExc_ValueError, "1 to 1024 threads, an initialised Counts");
         return NULL;
     }
-    return bd_hammer_run(hammer_main, self, threads, each);
+    HammerTarget t = {self, NULL};
+    if (lanes) {
+        t.lanes = PyMem_Calloc((size_t)threads, sizeof(Lane *));
+        if (t.lanes == NULL) return PyErr_NoMemory();
+        for (int k = 0; k < threads; k++)
+            if ((t.lanes[k] = bd_lane_open(self)) == NULL) {
+                for (int j = 0; j < k; j++) bd_lane_close(self, t.lanes[j]);
+                PyMem_Free(t.lanes);
+                return PyErr_NoMemory();
+            }
+    }
+    PyObject *out = bd_hammer_run(hammer_main, &t, threads, each);
+    if (lanes) {
+        int rc = 0;
+        for (int k = 0; k < threads; k++) rc |= bd_lane_close(self, t.lanes[k]);
+        PyMem_Free(t.lanes);
+        if (rc < 0) Py_CLEAR(out);
+    }
+    return out;
 }
 
 static PyMethodDef Counts_methods[] = {
     {"ok", (PyCFunction)(void (*)(void))Counts_ok, METH_FASTCALL,
      "ok(i, micros, queries): one completed transaction of type i"},
     {"take", (PyCFunction)Counts_take, METH_NOARGS,
-     "take() -> [(latencies {us: count}, statements)] per type, and start afresh"},
+     "take() -> [(histogram, transactions, statements, microseconds)] per type, and start afresh: the "
+     "histogram of response times (us) in HdrHistogram's V2 compressed base64, None when none completed"},
     {"quiet", (PyCFunction)Counts_quiet, METH_NOARGS,
      "quiet() -> ([(start_ns, end_ns)] gaps between completions taken by the last take(), the latest "
      "completion's time or None, the take's time, [(start_ns, end_ns)] spans in which no user was inside a "
@@ -229,20 +253,19 @@ static PyMethodDef Counts_methods[] = {
     {"_release_writer", (PyCFunction)Counts_release_writer, METH_NOARGS,
      "test only: the held writer publishes its completion and leaves; returns once it has"},
     {"_hammer", (PyCFunction)Counts_hammer, METH_VARARGS,
-     "test only: _hammer(threads, each): threads without the GIL record `each` completions apiece at once "
-     "(j-th of thread w: type (w + j) % n, j % 1000 us, 1 + j % 3 statements); returns when all have"},
+     "test only: _hammer(threads, each, lanes=False): threads without the GIL record `each` completions apiece at "
+     "once (j-th of thread w: type (w + j) % n, j % 1000 us, 1 + j % 3 statements), into the queue or each into a "
+     "lane of its own (as the executor's users); returns when all have"},
     {NULL}};
 
 PyTypeObject bd_CountsType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "bench_dsl.native._native.Counts",
-    .tp_doc = "Latencies counted by their microsecond value, and statements, per transaction type.",
+    .tp_doc = "Response times recorded into HDR histograms, and statements, per transaction type.",
     .tp_basicsize = sizeof(Counts),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Counts_init,
     .tp_dealloc = (destructor)Counts_dealloc,
-    .tp_traverse = (traverseproc)Counts_traverse,
-    .tp_clear = (inquiry)Counts_clear,
     .tp_methods = Counts_methods,
 };

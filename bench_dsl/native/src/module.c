@@ -12,10 +12,10 @@
  * sysbench's 0.1, measured on 2 cores).
  *
  * Types:
- *   Counts   latencies counted by their microsecond value, and statements, per transaction type
- *            (threads append records to a queue; take() reads what they published, the GIL held,
- *            and never waits for them); and the quiet spans between completions (a stalled
- *            server: see quiet()).
+ *   Counts   response times recorded into HDR histograms, and statements, per transaction type
+ *            (each user's thread appends records to a lane of its own; take() reads what they
+ *            published, the GIL held, never waits for them, and hands each histogram over
+ *            encoded); and the quiet spans between completions (a stalled server: see quiet()).
  *   Program  a workload's transactions as data (bench_dsl/language/statements.py, flattened by executor.py):
  *            statements, the values drawn for them, and the weights of the types. Shared by the
  *            users of a process (so are its sequences).
@@ -26,7 +26,8 @@
  *
  * Units (one extension module, built from all of them: setup.py lists them; the headers are private):
  *   native.h          what all include: the headers, BD_INTERNAL, now_ns()
- *   counts.c          Counts' queue: the writers (users' threads) and the reader (take())
+ *   hdr.c             an HDR histogram's encoding (hdr.h: its layout and recording)
+ *   counts.c          Counts' lanes and queue: the writers (users' threads) and the reader (take())
  *   counts_type.c     the Counts type, and its test-only entry points
  *   rng.h             the generator
  *   draws.c           the draws: what a value is drawn from, and drawing one

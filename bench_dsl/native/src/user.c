@@ -31,6 +31,8 @@ static int User_init(User *self, PyObject *args, PyObject *kwds) {
     if (pthread_mutex_init(&self->mu, NULL) != 0) { PyErr_SetString(PyExc_OSError, "pthread_mutex_init"); return -1; }
     Py_INCREF(program);
     self->program = p;
+    self->lane = bd_lane_open((Counts *)counts);
+    if (self->lane == NULL) { PyErr_NoMemory(); return -1; }
     Py_INCREF(counts);
     self->counts = (Counts *)counts;
     if (schedule != Py_None) {
@@ -81,6 +83,8 @@ static void User_dealloc(User *self) {
     PyMem_RawFree(self->slots);
     bd_connection_options_free(self);
     user_leave(self);
+    if (self->lane != NULL && bd_lane_close(self->counts, self->lane) < 0) PyErr_WriteUnraisable((PyObject *)self);
+    self->lane = NULL;
     Py_CLEAR(self->program);
     Py_CLEAR(self->counts);
     Py_CLEAR(self->schedule);
@@ -161,7 +165,7 @@ static PyObject *User_run(User *self, PyObject *args) {
         code = bd_transaction(self, message, &statements);
         if (code == 0) {
             long long end = now_ns();
-            if (bd_counts_add_nogil(counts, self->tx, (end - self->t0) / 1000, statements, end) < 0) {
+            if (bd_lane_add(counts, self->lane, self->tx, (end - self->t0) / 1000, statements, end) < 0) {
                 bad = "out of memory for a transaction's count";
                 break;
             }

@@ -51,6 +51,7 @@ typedef struct {
     Claim claim;             /* its place among the schedule's waiting users; last: the closed loop's
                               * fields keep the offsets (and cache lines) they had without it */
     int inside;              /* counted in counts as inside a transaction (bench_dsl/measure/stalls.py) */
+    Lane *lane;              /* where its thread writes its completions (counts.h) */
 } User;
 
 BD_INTERNAL extern PyTypeObject bd_UserType;
