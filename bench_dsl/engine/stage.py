@@ -25,6 +25,7 @@ from bench_dsl.fleet import registry
 from bench_dsl.fleet.base import Fleet, worker_count
 from bench_dsl.fleet.kinds import FleetSetup
 from bench_dsl.language import model as m
+from bench_dsl.native import loader
 from bench_dsl.server.connect import connect_explained, ensure_database, identify
 from bench_dsl.server.embedded import EmbeddedServer
 from bench_dsl.server.facts import apply_settings, facts
@@ -137,7 +138,8 @@ class Stage:
     async def prepare(self, dsn: Dsn, force: bool) -> asyncio.Task[dict[str, object]]:
         """The load, as a task the run can cancel (a Ctrl-C while loading stops at once)."""
         self.publish(ev.PhaseBegan("prepare", None, self.plan.steps, 0, None))
-        return asyncio.create_task(self.workload.prepare(dsn, Progress(self.log, self._rows), force=force))
+        return asyncio.create_task(self.workload.prepare(dsn, Progress(self.log, self._rows), force=force,
+                                                         bulk=loader.bulk()))
 
     async def prepared(self, task: asyncio.Task[dict[str, object]]) -> StopReason | None:
         """The load done and said (None), or why the scenario cannot run as written."""

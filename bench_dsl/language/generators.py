@@ -211,9 +211,10 @@ def _helper2(x: float) -> float:
 
 
 
-def native_draw(spec: Generator | int | float | str, seed: int) -> Draw:
+def native_draw(spec: Generator | int | float | str, seed: int, offset: int = 0) -> Draw:
     """What the C executor draws for a value of the language: the same distribution as
-    compile_value's (not the same values: it has its own generator, seeded per user)."""
+    compile_value's (not the same values: it has its own generator, seeded per user). `offset`
+    shifts a sequence, as compile_value's does (a part of a fill starts where the one before ends)."""
     if not isinstance(spec, Generator):
         return Draw("const", (spec,))
     a = spec.args
@@ -229,7 +230,7 @@ def native_draw(spec: Generator | int | float | str, seed: int) -> Draw:
             big_a = int(float(a[0]))
             return Draw("nurand", (big_a, int(float(a[1])), int(float(a[2])), random.Random(seed).randint(0, big_a)))
         case "sequence":
-            return Draw("sequence", ((int(float(a[0])) if a else 1),))
+            return Draw("sequence", ((int(float(a[0])) if a else 1) + offset,))
         case "choice":
             return Draw("choice", tuple(a))
         case "randstr":

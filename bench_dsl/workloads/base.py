@@ -7,14 +7,14 @@ import hashlib
 import json
 import random
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 import asyncmy
 
 from bench_dsl.core.dsn import Dsn
 from bench_dsl.core.mysql_errors import LOST_CONNECTION
-from bench_dsl.language.statements import Transactions
+from bench_dsl.language.statements import Draw, Transactions
 from bench_dsl.server.connect import connect
 
 
@@ -32,6 +32,17 @@ class Progress:
         """Call as often as convenient (it is cheap); `total` is the rows the load will write."""
         if self._rows is not None:
             self._rows(done, total)
+
+
+class Bulk(Protocol):
+    """A faster way to write a workload's rows than the driver, where one is built (the C
+    executor's loader, bench_dsl/native/loader.py): handed to a workload's load by whoever prepares
+    it, so that a workload describes its rows and never drives the executor itself."""
+
+    async def rows(self, dsn: Dsn, table: str, columns: Sequence[str], draws: Sequence[Draw], count: int,
+                   seed: int) -> None:
+        """`count` rows into `table`, each column's value drawn as a statement's draw is (a sequence
+        from its start): the same rows for the same draws and seed."""
 
 
 class IntendedRollback(Exception):
@@ -89,13 +100,14 @@ class Workload(abc.ABC):
         worker process runs it): TPC-C derives each user's home warehouse from it."""
 
     @abc.abstractmethod
-    async def load(self, dsn: Dsn, progress: Progress) -> int:
-        """Create and fill the data; return the rows loaded."""
+    async def load(self, dsn: Dsn, progress: Progress, bulk: Bulk | None = None) -> int:
+        """Create and fill the data; return the rows loaded. `bulk`: where rows may be written faster."""
 
     def fingerprint(self) -> str:
         return hashlib.sha256(json.dumps(self.description(), sort_keys=True, default=str).encode()).hexdigest()[:32]
 
-    async def prepare(self, dsn: Dsn, progress: Progress, force: bool = False) -> dict[str, object]:
+    async def prepare(self, dsn: Dsn, progress: Progress, force: bool = False,
+                      bulk: Bulk | None = None) -> dict[str, object]:
         """Load the data unless a previous prepare with the same description finished."""
         key = self.marker_name()
         fp = self.fingerprint()
@@ -115,7 +127,7 @@ class Workload(abc.ABC):
         finally:
             conn.close()
         t0 = time.perf_counter()
-        rows = await self.load(dsn, progress)
+        rows = await self.load(dsn, progress, bulk)
         secs = time.perf_counter() - t0
         conn = await connect(dsn, dsn.database)
         try:

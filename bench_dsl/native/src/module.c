@@ -37,6 +37,7 @@
  *   connection.c      a user's connection: options, TLS, transport, the server's identity
  *   statements.c      a user's statements: prepared, bound, executed; one transaction
  *   user.c            the User type and its loop (run())
+ *   load.c            a table's rows drawn and written from C (sysbench's tables, `fill`)
  *   testing.c         the threads of the test-only entry points
  *   module.c          this: the module, its functions, and the types registered
  */
@@ -78,6 +79,9 @@ static PyObject *module_client_version(PyObject *mod, PyObject *unused) {
 static PyMethodDef module_methods[] = {
     {"sample", module_sample, METH_VARARGS, "sample(draw, seed, n) -> n values of a draw"},
     {"client_version", module_client_version, METH_NOARGS, "libmariadb's version"},
+    {"fill", bd_fill, METH_VARARGS,
+     "fill(options, head, draws, rows, seed) -> (outcome, code, message): rows of the draws' values sent after "
+     "head as multi-row INSERTs, from C on a connection of its own (blocking, the GIL released)"},
     {NULL}};
 
 static struct PyModuleDef native_module = {

@@ -69,4 +69,7 @@ BD_INTERNAL int bd_statements_prepare(User *self, unsigned int *code, char *mess
 BD_INTERNAL unsigned int bd_simple_query(MYSQL *m, const char *q, unsigned long n);
 BD_INTERNAL unsigned int bd_transaction(User *self, char *message, long long *statements);
 
+/* load.c */
+BD_INTERNAL PyObject *bd_fill(PyObject *mod, PyObject *args);
+
 #endif

@@ -15,12 +15,13 @@ from bench_dsl.language.generators import Gen, compile_value, native_draw
 from bench_dsl.language.model import Fill, Generator, SetupSql
 from bench_dsl.language.statements import Execute, StatementStep, Transaction, Transactions
 from bench_dsl.server.connect import connect
-from bench_dsl.workloads.base import Progress, Session, TransactionScope, Workload
+from bench_dsl.workloads.base import Bulk, Progress, Session, TransactionScope, Workload
 from bench_dsl.workloads.custom.plugin import (
     CustomWorkload,
 )
 
 BATCH = 1000
+BULK_BATCH = 100_000  # rows a call of the C loader writes: its progress's step
 
 
 PARALLEL = 4
@@ -72,7 +73,7 @@ class Custom(Workload):
                     return False
         return True
 
-    async def load(self, dsn: Dsn, progress: Progress) -> int:
+    async def load(self, dsn: Dsn, progress: Progress, bulk: Bulk | None = None) -> int:
         total = 0
         conn = await connect(dsn, dsn.database)
         try:
@@ -84,21 +85,35 @@ class Custom(Workload):
                 else:
                     async with conn.cursor() as cur:
                         await cur.execute(f"TRUNCATE TABLE {quote_identifier(step.table)}")
-                    total += await self._fill(dsn, step, progress)
+                    total += await self._fill(dsn, step, progress, bulk)
         finally:
             conn.close()
         return total
 
-    async def _fill(self, dsn: Dsn, fill: Fill, progress: Progress) -> int:
+    async def _fill(self, dsn: Dsn, fill: Fill, progress: Progress, bulk: Bulk | None) -> int:
+        """PARALLEL parts of the rows, each on a connection of its own; written by `bulk` (the rows
+        drawn in C) when every column's generator has a draw there."""
         cols = ", ".join(quote_identifier(c) for c, _ in fill.columns)
         sql = f"INSERT INTO {quote_identifier(fill.table)} ({cols}) VALUES ({', '.join(['%s'] * len(fill.columns))})"
         chunk = -(-fill.rows // PARALLEL)
         written = [0] * PARALLEL
+        try:
+            [native_draw(g, self.seed) for _, g in fill.columns]
+        except ValueError:  # a generator the C draws do not have
+            bulk = None
 
         async def part(k: int) -> int:
             lo, hi = k * chunk, min(fill.rows, (k + 1) * chunk)
             if lo >= hi:
                 return 0
+            if bulk is not None:
+                for b in range(lo, hi, BULK_BATCH):  # a call per batch: the progress moves
+                    n = min(BULK_BATCH, hi - b)
+                    draws = [native_draw(g, self.seed, offset=b) for _, g in fill.columns]
+                    await bulk.rows(dsn, fill.table, [c for c, _ in fill.columns], draws, n, self.seed * 7919 + b)
+                    written[k] += n
+                    progress.rows(sum(written), fill.rows)
+                return hi - lo
             rng = random.Random(self.seed * 7919 + k)
             gens = [compile_value(g, self.seed, offset=lo) for _, g in fill.columns]
             conn = await connect(dsn, dsn.database)
@@ -114,7 +129,7 @@ class Custom(Workload):
             return hi - lo
 
         done = sum(await asyncio.gather(*(part(k) for k in range(PARALLEL))))
-        progress(f"fill {fill.table}: {done} rows")
+        progress(f"fill {fill.table}: {done} rows" + (", drawn by the C loader" if bulk is not None else ""))
         return done
 
     def session(self, rng: random.Random, user: int) -> Session:

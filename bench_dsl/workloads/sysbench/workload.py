@@ -16,9 +16,9 @@ import asyncmy
 from bench_dsl.core.dsn import Dsn
 from bench_dsl.core.mysql_errors import RETRYABLE
 from bench_dsl.language.generators import special, zipf
-from bench_dsl.language.statements import Transactions
+from bench_dsl.language.statements import Draw, Transactions
 from bench_dsl.server.connect import connect
-from bench_dsl.workloads.base import Progress, Session, TransactionScope, Workload
+from bench_dsl.workloads.base import Bulk, Progress, Session, TransactionScope, Workload
 from bench_dsl.workloads.sysbench.plugin import (
     PARETO_H,
     STATEMENTS,
@@ -40,6 +40,7 @@ CREATE = """CREATE TABLE sbtest{t}(
 
 
 BATCH = 1000
+BULK_BATCH = 100_000  # rows a call of the C loader sends (on a connection of its own): its progress's step
 
 
 def _digit_groups(rng: random.Random, groups: int) -> str:
@@ -57,6 +58,11 @@ def c_value(rng: random.Random) -> str:
 def pad_value(rng: random.Random) -> str:
     """5 groups of 11 random digits (59 characters), as sysbench's pad column."""
     return _digit_groups(rng, 5)
+
+
+def _drawn(first: int, table_size: int) -> tuple[Draw, ...]:
+    """A row of sbtest from `first` on, as sysbench's prepare draws it: id, k, c, pad."""
+    return (Draw("sequence", (first,)), Draw("uniform", (1, table_size)), Draw("digits", (10,)), Draw("digits", (5,)))
 
 
 class Sysbench(Workload):
@@ -85,7 +91,10 @@ class Sysbench(Workload):
         (n,) = await cur.fetchone()
         return int(n) >= self.spec.tables
 
-    async def load(self, dsn: Dsn, progress: Progress) -> int:
+    async def load(self, dsn: Dsn, progress: Progress, bulk: Bulk | None = None) -> int:
+        """Each table on a connection of its own, its rows first and its secondary index after them
+        (faster than keeping the index up to date row by row), as sysbench's prepare does; the rows
+        drawn and sent by `bulk` where there is one (the C executor's loader), else here."""
         s = self.spec
         progress(f"creating {s.tables} table(s) of {s.table_size} rows")
         loaded = 0
@@ -102,12 +111,16 @@ class Sysbench(Workload):
                         await cur.execute(f"DROP TABLE IF EXISTS sbtest{t}")
                         await cur.execute(CREATE.format(t=t))
                         sql = f"INSERT INTO sbtest{t} (id, k, c, pad) VALUES (%s, %s, %s, %s)"
-                        for lo in range(1, s.table_size + 1, BATCH):
-                            hi = min(lo + BATCH, s.table_size + 1)
-                            rows = [(i, rng.randint(1, s.table_size), c_value(rng), pad_value(rng))
-                                    for i in range(lo, hi)]
-                            await cur.executemany(sql, rows)
-                            loaded += len(rows)
+                        batch = BULK_BATCH if bulk is not None else BATCH
+                        for lo in range(1, s.table_size + 1, batch):
+                            hi = min(lo + batch, s.table_size + 1)
+                            if bulk is not None:
+                                await bulk.rows(dsn, f"sbtest{t}", ("id", "k", "c", "pad"), _drawn(lo, s.table_size),
+                                                hi - lo, self.seed * 1000 + t + lo)
+                            else:
+                                await cur.executemany(sql, [(i, rng.randint(1, s.table_size), c_value(rng),
+                                                             pad_value(rng)) for i in range(lo, hi)])
+                            loaded += hi - lo
                             progress.rows(loaded, total)
                         if s.create_secondary:
                             await cur.execute(f"CREATE INDEX k_{t} ON sbtest{t}(k)")

@@ -23,7 +23,7 @@ from bench_dsl.core.dsn import Dsn
 from bench_dsl.core.errors import BenchError, TargetError, error_reason
 from bench_dsl.core.mysql_errors import RETRYABLE
 from bench_dsl.server.connect import connect, connect_explained
-from bench_dsl.workloads.base import Progress, Session, Workload
+from bench_dsl.workloads.base import Bulk, Progress, Session, Workload
 from bench_dsl.workloads.tpcc import load
 from bench_dsl.workloads.tpcc import procs as tpcc_procs
 from bench_dsl.workloads.tpcc.consistency import ConsistencyCondition, check_consistency
@@ -92,11 +92,12 @@ class Tpcc(Workload):
         (w,) = await cur.fetchone()
         return int(w) == self.spec.warehouses
 
-    async def load(self, dsn: Dsn, progress: Progress) -> int:
+    async def load(self, dsn: Dsn, progress: Progress, bulk: Bulk | None = None) -> int:
         return await load.load(dsn, self.spec.warehouses, self.seed, progress, self.spec.loader_connections)
 
-    async def prepare(self, dsn: Dsn, progress: Progress, force: bool = False) -> dict[str, object]:
-        out = await super().prepare(dsn, progress, force)
+    async def prepare(self, dsn: Dsn, progress: Progress, force: bool = False,
+                      bulk: Bulk | None = None) -> dict[str, object]:
+        out = await super().prepare(dsn, progress, force, bulk)
         conn = await connect(dsn, dsn.database)
         try:
             await self._load_constants(conn)
