@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from bench_dsl.core.figures import Figures
+from bench_dsl.core.prepare_report import PrepareReport
 from bench_dsl.core.server_info import ServerInfo
 from bench_dsl.engine.condition_states import ConditionSpec, ConditionState
 from bench_dsl.engine.expectation import Expectation
@@ -158,7 +159,10 @@ class Prepare(Event):
 @dataclass(frozen=True, slots=True)
 class Prepared(Event):
     type: ClassVar[str] = "prepared"
-    report: Json  # the result document's "prepare"
+    report: PrepareReport  # the result document's "prepare"
+
+    def to_json(self) -> Json:
+        return {"type": self.type, "report": self.report.to_json()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -362,6 +366,11 @@ def from_json(d: Json) -> Event:
     if kind is Begin:
         return Begin(**d | {"figures": Figures.from_json(d.get("figures")),
                             "machine": Machine.from_json(d.get("machine"))})
+    if kind is Prepared:
+        report = PrepareReport.from_json(d.get("report"))
+        if report is None:
+            raise ValueError("a prepared event without its report")
+        return Prepared(report)
     if kind is Conditions:
         return Conditions(d["t"], tuple(ConditionState.from_json(s) for s in d["states"]))
     if kind is ErrorMessages:

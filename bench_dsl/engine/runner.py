@@ -25,6 +25,7 @@ from bench_dsl import __version__
 from bench_dsl.core.clock import MONOTONIC, Clock
 from bench_dsl.core.dsn import Dsn
 from bench_dsl.core.errors import ExitCode, TargetError
+from bench_dsl.core.prepare_report import PrepareReport
 from bench_dsl.engine import events as ev
 from bench_dsl.engine import outcome
 from bench_dsl.engine.bottleneck import RunFacts
@@ -88,7 +89,7 @@ class Run:
         self.watch = TargetWatch(self.voice.scrub, None, clock)
         self.tally = Tally(plan, sc.report_every, self.workload, profile, self.judge, self.voice, self.server_side,
                            self.watch, self.stop)
-        self._prepare_task: asyncio.Task[dict[str, object]] | None = None
+        self._prepare_task: asyncio.Task[PrepareReport] | None = None
 
     @property
     def sinks(self) -> list[ev.Sink]:

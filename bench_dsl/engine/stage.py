@@ -16,6 +16,7 @@ from bench_dsl import native
 from bench_dsl.core.dsn import Dsn, ServerIdentity
 from bench_dsl.core.errors import TargetError, error_reason
 from bench_dsl.core.mysql_errors import CONNECTION_LOST, SCENARIO_ERRORS
+from bench_dsl.core.prepare_report import PrepareReport
 from bench_dsl.core.server_info import ServerInfo
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.phases import Plan, PlannedRun
@@ -135,13 +136,13 @@ class Stage:
             pinned.append(replace(r, reaches=found))
         return pinned
 
-    async def prepare(self, dsn: Dsn, force: bool) -> asyncio.Task[dict[str, object]]:
+    async def prepare(self, dsn: Dsn, force: bool) -> asyncio.Task[PrepareReport]:
         """The load, as a task the run can cancel (a Ctrl-C while loading stops at once)."""
         self.publish(ev.PhaseBegan("prepare", None, self.plan.steps, 0, None))
         return asyncio.create_task(self.workload.prepare(dsn, Progress(self.log, self._rows), force=force,
                                                          bulk=loader.bulk()))
 
-    async def prepared(self, task: asyncio.Task[dict[str, object]]) -> StopReason | None:
+    async def prepared(self, task: asyncio.Task[PrepareReport]) -> StopReason | None:
         """The load done and said (None), or why the scenario cannot run as written."""
         try:
             report = await task

@@ -34,7 +34,7 @@ class ResultDocument:
             case ev.Started() if event.server is not None:
                 d["server"] = event.server.to_json()
             case ev.Prepared():
-                d["prepare"] = event.report
+                d["prepare"] = event.report.to_json()
             case ev.Workers():
                 d["workers"] = event.processes
                 if event.fleet:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_dsl.core.figures import Figures
+from bench_dsl.core.prepare_report import PrepareReport
 from bench_dsl.core.server_info import ServerInfo
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.client_limit import CLIENT_LAG_MS
@@ -123,8 +124,9 @@ def document_events(doc: Json) -> list[Timed]:
     warnings = list(doc.get("warnings") or [])
     said_at = _fired_warning(warnings, fired)
     out += [(0.0, ev.Log("warning", w)) for w in warnings[:said_at]]
-    if doc.get("prepare") is not None:
-        out += [(0.0, ev.PhaseBegan("prepare", None, steps, 0, None)), (start, ev.Prepared(doc["prepare"]))]
+    prepared = PrepareReport.from_json(doc.get("prepare"))
+    if prepared is not None:
+        out += [(0.0, ev.PhaseBegan("prepare", None, steps, 0, None)), (start, ev.Prepared(prepared))]
     if doc.get("workers") is not None:
         out.append((start, ev.Workers(int(doc["workers"]), str(doc.get("fleet") or ""))))
     if doc.get("cluster") is not None:  # its nodes, as the run's end said them

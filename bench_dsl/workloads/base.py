@@ -14,6 +14,7 @@ import asyncmy
 
 from bench_dsl.core.dsn import Dsn
 from bench_dsl.core.mysql_errors import LOST_CONNECTION
+from bench_dsl.core.prepare_report import PrepareReport
 from bench_dsl.language.statements import Draw, Transactions
 from bench_dsl.server.connect import connect
 
@@ -107,7 +108,7 @@ class Workload(abc.ABC):
         return hashlib.sha256(json.dumps(self.description(), sort_keys=True, default=str).encode()).hexdigest()[:32]
 
     async def prepare(self, dsn: Dsn, progress: Progress, force: bool = False,
-                      bulk: Bulk | None = None) -> dict[str, object]:
+                      bulk: Bulk | None = None) -> PrepareReport:
         """Load the data unless a previous prepare with the same description finished."""
         key = self.marker_name()
         fp = self.fingerprint()
@@ -122,7 +123,7 @@ class Workload(abc.ABC):
                 row = await cur.fetchone()
                 if row is not None and row[0] == fp and not force and await self.still_there(cur):
                     progress(f"data already prepared ({row[1]} rows, {row[2]}); --force-prepare reloads it")
-                    return {"skipped": True, "rows": int(row[1]), "seconds": 0.0, "prepared_at": str(row[2])}
+                    return PrepareReport(True, int(row[1]), 0.0, str(row[2]))
                 await cur.execute(f"DELETE FROM {MARKER_TABLE} WHERE name = %s", (key,))
         finally:
             conn.close()
@@ -137,7 +138,7 @@ class Workload(abc.ABC):
         finally:
             conn.close()
         progress(f"prepared {rows} rows in {secs:.1f}s ({rows / secs if secs else 0:,.0f} rows/s)")
-        return {"skipped": False, "rows": rows, "seconds": round(secs, 3)}
+        return PrepareReport(False, rows, round(secs, 3))
 
     async def server_counters(self, conn: asyncmy.Connection) -> dict[str, int]:
         """Counters read from the server at each step boundary, whose deltas the run reports beside

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from bench_dsl.core.prepare_report import PrepareReport
 from bench_dsl.engine import events as ev
 from bench_dsl.results.files import write_atomically
 from bench_dsl.results.read import BadResult, find_results, read_result
@@ -234,7 +235,7 @@ def _every_event() -> list[ev.Event]:
     """A run's events as its result keeps them, and those a result cannot (a front end's control,
     the load's progress): every type there is."""
     evs = [e for _, e in load_doc()]
-    evs[3:3] = [ev.Prepare(500, 1000, 250.0, 2.0, 1.5), ev.Prepared({"skipped": False, "rows": 1000, "seconds": 4.0}),
+    evs[3:3] = [ev.Prepare(500, 1000, 250.0, 2.0, 1.5), ev.Prepared(PrepareReport(False, 1000, 4.0)),
                 ev.Workers(2),
                 ev.Cluster({"kind": "ray", "nodes": [{"node_id": "ab" * 28, "host": "client1", "address": "10.0.0.5",
                                                       "ray_cpus": 2, "cores": 2, "workers": ["worker 1", "worker 2"],

@@ -172,13 +172,13 @@ async def _one(dsn: Dsn, sql: str) -> tuple[Any, ...]:
 
 async def test_load_reports_rows_and_reuses_matching_data(loaded: tuple[Dsn, dict[str, Any]]) -> None:
     dsn, info = loaded
-    assert info["prepare"]["skipped"] is False and info["prepare"]["rows"] > 590_000
+    assert info["prepare"].skipped is False and info["prepare"].rows > 590_000
     done, total = info["rows"][-1]
-    assert done == total == info["prepare"]["rows"]  # the bar ends full
+    assert done == total == info["prepare"].rows  # the bar ends full
     assert len(info["rows"]) > 20  # and moved on the way
     again: list[str] = []
     prep = await Tpcc(TpccWorkload(warehouses=1, procedures=True), 99).prepare(dsn, Progress(again.append))
-    assert prep["skipped"] is True  # another seed and mode, the same warehouses: the data is reused
+    assert prep.skipped is True  # another seed and mode, the same warehouses: the data is reused
     assert any("already prepared" in m for m in again)
 
 

@@ -22,6 +22,7 @@ import asyncmy
 from bench_dsl.core.dsn import Dsn
 from bench_dsl.core.errors import BenchError, TargetError, error_reason
 from bench_dsl.core.mysql_errors import RETRYABLE
+from bench_dsl.core.prepare_report import PrepareReport
 from bench_dsl.server.connect import connect, connect_explained
 from bench_dsl.workloads.base import Bulk, Progress, Session, Workload
 from bench_dsl.workloads.tpcc import load
@@ -96,7 +97,7 @@ class Tpcc(Workload):
         return await load.load(dsn, self.spec.warehouses, self.seed, progress, self.spec.loader_connections)
 
     async def prepare(self, dsn: Dsn, progress: Progress, force: bool = False,
-                      bulk: Bulk | None = None) -> dict[str, object]:
+                      bulk: Bulk | None = None) -> PrepareReport:
         out = await super().prepare(dsn, progress, force, bulk)
         conn = await connect(dsn, dsn.database)
         try:
