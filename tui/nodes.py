@@ -18,19 +18,19 @@ def nodes(st: LiveState, width: int) -> Lines:
     if cluster is None:
         return Lines([])
     cpu = (st.tick or {}).get("cpu") or {}
-    lost = {x.get("worker") for x in cluster.get("lost") or ()}
+    lost = {x.worker for x in cluster.lost}
     out: list[Text] = []
-    listed = cluster.get("nodes") or []
+    listed = cluster.nodes
     for n in listed[:MAX_NODES]:
         line = Text(no_wrap=True, overflow="ellipsis")
-        line.append(f"{cluster.get('kind', 'cluster')} node ", DIM)
-        line.append(str(n.get("node_id", ""))[:8], "bold")
-        line.append(f"  {n.get('host', '?')}")
-        workers = n.get("workers") or []
+        line.append(f"{cluster.kind} node ", DIM)
+        line.append(n.node_id[:8], "bold")
+        line.append(f"  {n.host}")
+        workers = n.workers
         line.append(f"  {', '.join(workers)}", DIM)
         mine = [v for w in workers if (v := cpu.get(f"client:{w}")) is not None]
         line.append("  cpu ", DIM)
-        line.append(fmt_pct(cpu.get(f"client_host:{n.get('host')}")), "bold")
+        line.append(fmt_pct(cpu.get(f"client_host:{n.host}")), "bold")
         line.append("  bench-dsl ", DIM)
         line.append(fmt_pct(sum(mine) if mine else None), "bold")
         if lost & set(workers):

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench_dsl.core.cluster_info import ClusterInfo
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.phases import Plan, PlannedRun
 from bench_dsl.engine.profiles.registry import DEFAULT_AXIS, axis_of
@@ -135,7 +136,7 @@ class LiveState:
         self.phase_users: int | None = None
         self.phase_seconds: float | None = None
         self.prepare: dict[str, Any] | None = None
-        self.cluster: dict[str, Any] | None = None  # workers on a cluster: its nodes (Cluster events)
+        self.cluster: ClusterInfo | None = None  # workers on a cluster: its nodes (Cluster events)
         self.tick: dict[str, Any] | None = None
         self.figures: frozenset[str] | None = None  # what the run measures (its catalog); None: not said
         self.holding = False
@@ -194,7 +195,7 @@ class LiveState:
                 self.prepare = event.to_json()
                 self.changed.add(HEADER)
             case ev.Cluster():
-                self.cluster = dict(event.cluster)
+                self.cluster = event.cluster
                 self.changed.add(NODES)
             case ev.LiveTick():
                 self._on_tick(event.to_json())

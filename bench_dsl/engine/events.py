@@ -45,6 +45,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
+from bench_dsl.core.cluster_info import ClusterInfo
 from bench_dsl.core.figures import Figures
 from bench_dsl.core.prepare_report import PrepareReport
 from bench_dsl.core.server_info import ServerInfo
@@ -174,11 +175,14 @@ class Workers(Event):
 
 @dataclass(frozen=True, slots=True)
 class Cluster(Event):
-    """Where a cluster's users run (workers ray): its kind, its nodes (node_id, host, address,
-    cores, ray_cpus, workers, users), actors_ready_s and the workers lost. Sent once the actors
-    are ready, and again when they stopped (the users each node ran, what was lost)."""
+    """Where a cluster's users run (workers ray; core.cluster_info): its kind, its nodes, actors_ready_s
+    and the workers lost. Sent once the actors are ready, and again when they stopped (the users each
+    node ran, what was lost)."""
     type: ClassVar[str] = "cluster"
-    cluster: Json
+    cluster: ClusterInfo
+
+    def to_json(self) -> Json:
+        return {"type": self.type, "cluster": self.cluster.to_json()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -371,6 +375,11 @@ def from_json(d: Json) -> Event:
         if report is None:
             raise ValueError("a prepared event without its report")
         return Prepared(report)
+    if kind is Cluster:
+        cluster = ClusterInfo.from_json(d.get("cluster"))
+        if cluster is None:
+            raise ValueError("a cluster event without its cluster")
+        return Cluster(cluster)
     if kind is Conditions:
         return Conditions(d["t"], tuple(ConditionState.from_json(s) for s in d["states"]))
     if kind is ErrorMessages:

@@ -199,9 +199,9 @@ class Stage:
         cluster = chosen.fleet.cluster()
         if cluster is not None:
             self.publish(ev.Cluster(cluster))
-            hosts = len({n["host"] for n in cluster["nodes"]})
+            hosts = len({n.host for n in cluster.nodes})
             self.log(f"virtual users run in {workers} {chosen.kind} actor{'s' if workers > 1 else ''} on "
-                     f"{len(cluster['nodes'])} node{'s' if len(cluster['nodes']) > 1 else ''} "
+                     f"{len(cluster.nodes)} node{'s' if len(cluster.nodes) > 1 else ''} "
                      f"({hosts} host{'s' if hosts > 1 else ''})")
         else:
             self.log(f"virtual users run in {workers} process{'es' if workers > 1 else ''}{chosen.why}")

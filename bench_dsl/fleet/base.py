@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
+from bench_dsl.core.cluster_info import ClusterInfo
 from bench_dsl.core.errors import BenchError
 from bench_dsl.measure.arrivals import ArrivalStats
 from bench_dsl.measure.cpu import OwnCpu, client_cpu
@@ -245,7 +246,7 @@ class Fleet(Protocol):
         """% of the client machines' CPU its processes can use, at most all of it: what the judge
         holds the client's CPU to (the client-limit verdict). Known once started."""
 
-    def cluster(self) -> dict[str, Any] | None:
+    def cluster(self) -> ClusterInfo | None:
         """Where a cluster's users ran, for the result's `cluster` (its kind, its nodes with their
         workers and users, what was lost); None when they run on this machine."""
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench_dsl.core import priority
+from bench_dsl.core.cluster_info import ClusterInfo
 from bench_dsl.core.dsn import Dsn
 from bench_dsl.fleet.base import Health, WorkerFailed, WorkerReport, capacity_pct, late_figures, own_figures
 from bench_dsl.language.model import Scenario
@@ -128,7 +129,7 @@ class WorkerFleet:
     def capacity_pct(self) -> float:
         return capacity_pct(self.count)
 
-    def cluster(self) -> dict[str, Any] | None:
+    def cluster(self) -> ClusterInfo | None:
         return None
 
     def _next(self, msg: dict[str, Any]) -> dict[str, Any]:

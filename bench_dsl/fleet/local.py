@@ -3,8 +3,7 @@ coordinator is then the one process that runs users: its CPU and scheduling lag 
 
 from __future__ import annotations
 
-from typing import Any
-
+from bench_dsl.core.cluster_info import ClusterInfo
 from bench_dsl.core.dsn import Dsn
 from bench_dsl.fleet.base import Health, WorkerReport, capacity_pct, own_figures
 from bench_dsl.fleet.users import UserPool
@@ -33,7 +32,7 @@ class LocalFleet:
     def capacity_pct(self) -> float:
         return capacity_pct(1)
 
-    def cluster(self) -> dict[str, Any] | None:
+    def cluster(self) -> ClusterInfo | None:
         return None
 
     def lose(self) -> list[str]:

@@ -33,6 +33,7 @@ from hdrh.histogram import HdrHistogram
 
 import bench_dsl
 from bench_dsl.core import priority
+from bench_dsl.core.cluster_info import ClusterCalls, ClusterInfo, ClusterNode, LostWorker
 from bench_dsl.core.dsn import Dsn
 from bench_dsl.fleet.base import ClusterError, WorkerFailed, WorkerLostError, WorkerReport
 from bench_dsl.fleet.clocks import ClockMap
@@ -415,19 +416,18 @@ class RayFleet(WorkerFleet):
         total = sum(cores.values())
         return 100.0 * min(self.count + 1, total) / total
 
-    def cluster(self) -> dict[str, Any]:
+    def cluster(self) -> ClusterInfo:
         nodes = []
         for node in self.nodes.values():
             mine = [p for p in [*self.procs, *self.gone] if p.node_id == node["node_id"]]
             if mine:
-                nodes.append({**node, "workers": [p.name for p in mine], "users": sum(p.peak for p in mine),
-                              "answers_late_ms": self.answers_late(node["node_id"])})
-        return {"kind": "ray", "nodes": nodes, "actors_ready_s": self.ready_s,
-                "users_started": [{"users": n, "seconds": secs} for n, secs in self.started],
-                "lost": [{"worker": p.name, "node_id": p.node_id, "host": p.host, "reason": p.lost} for p in self.gone],
-                "calls": {"collects": self.collects, "report_calls": self.calls["report"],
-                          "reports": self.messages["report"], "calls": sum(self.calls.values()),
-                          "messages": sum(self.messages.values())}}
+                nodes.append(ClusterNode(node["node_id"], node["host"], node.get("address"), int(node["ray_cpus"]),
+                                         node.get("cores"), tuple(p.name for p in mine), sum(p.peak for p in mine),
+                                         self.answers_late(node["node_id"])))
+        return ClusterInfo("ray", tuple(nodes), self.ready_s, tuple(self.started),
+                           tuple(LostWorker(p.name, p.node_id, p.host, p.lost) for p in self.gone),
+                           ClusterCalls(self.collects, self.calls["report"], self.messages["report"],
+                                        sum(self.calls.values()), sum(self.messages.values())))
 
     async def _end(self) -> None:
         if self.ray is None:

@@ -40,7 +40,7 @@ class ResultDocument:
                 if event.fleet:
                     d["fleet"] = event.fleet
             case ev.Cluster():
-                d["cluster"] = event.cluster
+                d["cluster"] = event.cluster.to_json()
                 _node_cpu(d)
             case ev.WorkerLostEvent():
                 d.setdefault("workers_lost", []).append(

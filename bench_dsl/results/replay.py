@@ -32,6 +32,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from bench_dsl.core.cluster_info import ClusterInfo
 from bench_dsl.core.figures import Figures
 from bench_dsl.core.prepare_report import PrepareReport
 from bench_dsl.core.server_info import ServerInfo
@@ -129,8 +130,9 @@ def document_events(doc: Json) -> list[Timed]:
         out += [(0.0, ev.PhaseBegan("prepare", None, steps, 0, None)), (start, ev.Prepared(prepared))]
     if doc.get("workers") is not None:
         out.append((start, ev.Workers(int(doc["workers"]), str(doc.get("fleet") or ""))))
-    if doc.get("cluster") is not None:  # its nodes, as the run's end said them
-        out.append((start, ev.Cluster(doc["cluster"])))
+    cluster = ClusterInfo.from_json(doc.get("cluster"))
+    if cluster is not None:  # its nodes, as the run's end said them
+        out.append((start, ev.Cluster(cluster)))
     last_of_step = {row["step"]: i for i, row in enumerate(intervals) if row.get("measured")}
     messages = {int(e["code"]): e.get("message") or "" for e in doc.get("errors") or []}
     seen: set[int] = set()

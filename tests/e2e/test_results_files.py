@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from bench_dsl.core.cluster_info import ClusterInfo, ClusterNode
 from bench_dsl.core.prepare_report import PrepareReport
 from bench_dsl.engine import events as ev
 from bench_dsl.results.files import write_atomically
@@ -237,10 +238,8 @@ def _every_event() -> list[ev.Event]:
     evs = [e for _, e in load_doc()]
     evs[3:3] = [ev.Prepare(500, 1000, 250.0, 2.0, 1.5), ev.Prepared(PrepareReport(False, 1000, 4.0)),
                 ev.Workers(2),
-                ev.Cluster({"kind": "ray", "nodes": [{"node_id": "ab" * 28, "host": "client1", "address": "10.0.0.5",
-                                                      "ray_cpus": 2, "cores": 2, "workers": ["worker 1", "worker 2"],
-                                                      "users": 0}],
-                            "actors_ready_s": 2.1, "users_started": [], "lost": []})]
+                ev.Cluster(ClusterInfo("ray", (ClusterNode("ab" * 28, "client1", "10.0.0.5", 2, 2,
+                                                           ("worker 1", "worker 2"), 0),), 2.1))]
     evs.insert(-2, ev.Control("hold", True, 12.5))
     evs.insert(-2, ev.WorkerLostEvent(13.0, ["worker 2 on node abababab (client1) lost"], 1, 4))
     evs.insert(-2, ev.Power("rapl /sys/class/powercap", None))

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import bench_dsl
+from bench_dsl.core.cluster_info import ClusterCalls
 from bench_dsl.core.errors import ScenarioError
 from bench_dsl.engine.scenario_file import load
 from bench_dsl.fleet.base import WorkerFailed, WorkerLostError
@@ -332,13 +333,13 @@ async def test_each_nodes_answers_are_timed_from_the_ticks_ask_into_cluster_node
     for ticks in range(3):
         asked = clock.now = 1000.0 + ticks
         await fleet.collect()
-    nodes = {n["node_id"]: n for n in fleet.cluster()["nodes"]}
+    nodes = {n["node_id"]: n for n in fleet.cluster().to_json()["nodes"]}
     three = pytest.approx(3.0, rel=1e-3)  # to the histogram's 3 digits
     assert nodes["aaaa"]["answers_late_ms"] == {"p50": three, "p99": three, "max": three, "answers": 3}
     b = nodes["bbbb"]["answers_late_ms"]
     assert b["p50"] == pytest.approx(40.0, rel=1e-3) and b["max"] == pytest.approx(900.0, rel=1e-3)
     schema = json.loads((ROOT / "bench_dsl/results/schema/result-v1.json").read_text())
-    jsonschema.validate(fleet.cluster(), schema["properties"]["cluster"])
+    jsonschema.validate(fleet.cluster().to_json(), schema["properties"]["cluster"])
 
 
 async def test_a_tick_is_one_call_per_node_and_a_lost_actor_is_still_its_worker_lost() -> None:
@@ -382,7 +383,7 @@ async def test_a_tick_is_one_call_per_node_and_a_lost_actor_is_still_its_worker_
     fleet.relays = {n: Relay(n) for n in fleet.nodes}
     assert (await fleet.collect()).active == 8
     assert sorted(calls) == [("aaaa1111", [0, 2]), ("bbbb2222", [1, 3])]
-    assert fleet.cluster()["calls"] == {"collects": 1, "report_calls": 2, "reports": 4, "calls": 2, "messages": 4}
+    assert fleet.cluster().calls == ClusterCalls(collects=1, report_calls=2, reports=4, calls=2, messages=4)
     dead.add(1)  # worker 2's actor, on node bbbb
     with pytest.raises(WorkerFailed, match=r"^worker 2 on node bbbb2222 \(h-b\) lost: its process or its node "
                                          r"is gone \(ActorDiedError\)$") as e:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from bench_dsl.core.cluster_info import ClusterCalls, ClusterInfo, ClusterNode
 from bench_dsl.core.prepare_report import PrepareReport
 from bench_dsl.engine import events as ev
 from bench_dsl.results.document import ResultDocument
@@ -42,3 +43,59 @@ def test_a_result_without_a_prepare_reads_as_none_and_a_partial_one_as_empty() -
     assert PrepareReport.from_json({"skipped": True}) == PrepareReport(True, 0, 0.0)
     with pytest.raises(ValueError):
         ev.from_json({"type": "prepared", "report": None})
+
+
+# -- Cluster: the result's "cluster" ------------------------------------------------------------------
+# what RayFleet.cluster returned before the type, key for key and in that order
+RAY_BEFORE: dict[str, Any] = {
+    "kind": "ray",
+    "nodes": [{"node_id": "ab" * 28, "host": "client1", "address": "10.0.0.5", "ray_cpus": 2, "cores": 4,
+               "workers": ["worker 1", "worker 3"], "users": 8,
+               "answers_late_ms": {"p50": 3.0, "p99": 40.0, "max": 900.0, "answers": 12}},
+              {"node_id": "cd" * 28, "host": "client2", "address": None, "ray_cpus": 1, "cores": 1,
+               "workers": ["worker 2"], "users": 4, "answers_late_ms": None}],
+    "actors_ready_s": 2.1, "users_started": [{"users": 4, "seconds": 0.5}, {"users": 12, "seconds": 1.25}],
+    "lost": [{"worker": "worker 2", "node_id": "cd" * 28, "host": "client2", "reason": "its node is gone"}],
+    "calls": {"collects": 10, "report_calls": 20, "reports": 30, "calls": 22, "messages": 34},
+}
+
+
+def test_a_cluster_is_the_results_cluster_key_for_key_and_reads_back() -> None:
+    cluster = ClusterInfo.from_json(RAY_BEFORE)
+    assert cluster is not None
+    assert json.dumps(cluster.to_json()) == json.dumps(RAY_BEFORE)  # the order of the keys too
+    assert cluster.nodes[0] == ClusterNode("ab" * 28, "client1", "10.0.0.5", 2, 4, ("worker 1", "worker 3"), 8,
+                                           {"p50": 3.0, "p99": 40.0, "max": 900.0, "answers": 12})
+    assert cluster.users_started == ((4, 0.5), (12, 1.25)) and cluster.lost[0].reason == "its node is gone"
+    assert cluster.calls == ClusterCalls(10, 20, 30, 22, 34)
+    line = _wire(ev.Cluster(cluster))
+    assert line["cluster"] == RAY_BEFORE and ev.from_json(line) == ev.Cluster(cluster)
+    doc = ResultDocument()
+    doc.apply(ev.Cluster(cluster))  # the document adds each node's CPU, on its own copy
+    assert [n["cpu_pct"] for n in doc.doc["cluster"]["nodes"]] == [None, None]
+    assert "cpu_pct" not in cluster.to_json()["nodes"][0]
+
+
+def test_an_older_cluster_reads_back_and_writes_only_what_it_held() -> None:
+    older = {"kind": "ray", "actors_ready_s": None, "users_started": [], "lost": [],
+             "nodes": [{"node_id": "ef" * 28, "host": "h", "address": None, "ray_cpus": 2, "workers": ["worker 1"],
+                        "users": 2, "cpu_pct": 50.0, "client_cpu_pct": 10.0}]}
+    cluster = ClusterInfo.from_json(older)
+    assert cluster is not None and cluster.calls is None and cluster.nodes[0].cores is None
+    assert set(cluster.to_json()) == set(older)  # no "calls" it never had
+    assert ClusterInfo.from_json(None) is None
+    with pytest.raises(ValueError):
+        ev.from_json({"type": "cluster", "cluster": None})
+
+
+def test_the_live_screen_lists_a_typed_clusters_nodes() -> None:
+    from tui.nodes import nodes
+    from tui.state import LiveState
+
+    st = LiveState()
+    cluster = ClusterInfo.from_json(RAY_BEFORE)
+    assert cluster is not None
+    st.apply(ev.Cluster(cluster))
+    lines = [line.plain for line in nodes(st, 200).lines]
+    assert lines[0].startswith("ray node abababab  client1  worker 1, worker 3") and "lost" not in lines[0]
+    assert lines[1].startswith("ray node cdcdcdcd  client2  worker 2") and lines[1].endswith("lost")
