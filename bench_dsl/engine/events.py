@@ -56,6 +56,7 @@ from bench_dsl.engine.phases import PlannedRun
 from bench_dsl.engine.rows import IntervalRow, StepRow
 from bench_dsl.engine.saturation import SaturationPoint
 from bench_dsl.engine.stopping import StopReason
+from bench_dsl.engine.study_configuration import StudyConfiguration
 
 Json = dict[str, Any]
 
@@ -81,12 +82,13 @@ class Begin(Event):
     started_at: str
     scenario: Json  # name, file, text and parameters (passwords removed), seed, workload, plan
     machine: Machine
-    configuration: Json | None = None  # which configuration of a study (`vary`/`repeat`), if one
+    configuration: StudyConfiguration | None = None  # which configuration of a study (`vary`/`repeat`), if one
     figures: Figures = field(default_factory=Figures)  # every figure the run measures (core.figures)
 
     def to_json(self) -> Json:
         return {"type": self.type, "tool_version": self.tool_version, "started_at": self.started_at,
-                "scenario": self.scenario, "machine": self.machine.to_json(), "configuration": self.configuration,
+                "scenario": self.scenario, "machine": self.machine.to_json(),
+                "configuration": self.configuration.to_json() if self.configuration is not None else None,
                 "figures": self.figures.to_json()}
 
 
@@ -369,7 +371,8 @@ def from_json(d: Json) -> Event:
                               "server": ServerInfo.from_json(d.get("server"))}, condition_specs=specs)
     if kind is Begin:
         return Begin(**d | {"figures": Figures.from_json(d.get("figures")),
-                            "machine": Machine.from_json(d.get("machine"))})
+                            "machine": Machine.from_json(d.get("machine")),
+                            "configuration": StudyConfiguration.from_json(d.get("configuration"))})
     if kind is Prepared:
         report = PrepareReport.from_json(d.get("report"))
         if report is None:

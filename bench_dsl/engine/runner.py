@@ -19,7 +19,6 @@ import signal
 import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from bench_dsl import __version__
 from bench_dsl.core.clock import MONOTONIC, Clock
@@ -35,6 +34,7 @@ from bench_dsl.engine.profiles.registry import profile_of
 from bench_dsl.engine.signals import StopSignals
 from bench_dsl.engine.stage import FleetChoice, Stage
 from bench_dsl.engine.stopping import Stop, StopReason
+from bench_dsl.engine.study_configuration import StudyConfiguration
 from bench_dsl.engine.tally import Tally
 from bench_dsl.engine.voice import Voice
 from bench_dsl.engine.watch import TargetWatch
@@ -59,7 +59,7 @@ class Options:
     fleet_options: Mapping[str, str] = field(default_factory=dict)  # its own options given (FleetOption.key)
     # Users never share the event loop of a live screen: with one worker, it is still a process
     isolate_users: bool = False
-    configuration: dict[str, Any] | None = None  # a study's run: which configuration and repeat
+    configuration: StudyConfiguration | None = None  # a study's run: which configuration and repeat
 
 
 class Run:

@@ -43,6 +43,7 @@ from bench_dsl.engine.phases import PlannedRun
 from bench_dsl.engine.rows import IntervalRow, StepRow
 from bench_dsl.engine.saturation import SaturationPoint
 from bench_dsl.engine.stopping import StopReason
+from bench_dsl.engine.study_configuration import StudyConfiguration
 from bench_dsl.language import model as m
 from bench_dsl.language.comparisons import CORE_COMPARISONS
 from bench_dsl.measure.schedlag import worst_lag
@@ -114,7 +115,8 @@ def document_events(doc: Json) -> list[Timed]:
     start = float(intervals[0]["start_s"]) if intervals else 0.0
     end = float(doc.get("elapsed_s") or 0.0)
     out: list[Timed] = [(0.0, ev.Begin((doc.get("tool") or {}).get("version") or "", doc.get("started_at") or "",
-                                       sc, ev.Machine.from_json(doc.get("machine")), doc.get("configuration"),
+                                       sc, ev.Machine.from_json(doc.get("machine")),
+                                       StudyConfiguration.from_json(doc.get("configuration")),
                                        Figures.from_json(doc.get("figures"))))]
     server = ServerInfo.from_json(doc.get("server"))
     if server is not None:  # none when the target could not be reached: the screen never showed one either

@@ -35,11 +35,11 @@ from bench_dsl.results.sinks import (
 )
 from bench_dsl.server.remote_settings import RemoteSettings
 from bench_dsl.study.plan import (
-    configuration_json,
     output_directory,
     run_path,
     scenario_for,
     select,
+    study_configuration,
 )
 
 # Which status wins when runs end differently: an interruption ends the study; then the worst.
@@ -205,7 +205,7 @@ async def _run_one(sc: m.Scenario, r: StudyRun, opt: StudyOptions, target: Dsn |
                       force_prepare=opt.force_prepare, target=target,
                       workers=opt.workers[1] if opt.workers else None, cluster=opt.workers[0] if opt.workers else None,
                       fleet_options=opt.fleet_options,
-                      configuration=configuration_json(sc, r.configuration, r.repeat, study_id))
+                      configuration=study_configuration(sc, r.configuration, r.repeat, study_id))
     try:
         run = Run(conf_sc, p, list(sinks), options)
         code = await run.execute()

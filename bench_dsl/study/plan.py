@@ -8,13 +8,13 @@ import dataclasses
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from bench_dsl.core.errors import UsageError
 from bench_dsl.engine.outcome import expand_output, safe_name
 from bench_dsl.engine.plan import planned_seconds
 from bench_dsl.engine.plan_text import clock
 from bench_dsl.engine.scenario_file import load
+from bench_dsl.engine.study_configuration import StudyConfiguration
 from bench_dsl.language import model as m
 
 DEFAULT_STUDY_OUTPUT = "results/{scenario}-{time}/"
@@ -83,11 +83,10 @@ def _load_of(sc: m.Scenario, conf: m.Configuration, defines: Mapping[str, str]) 
     return got if isinstance(got, m.Deferred) else scenario_for(sc, conf, defines)
 
 
-def configuration_json(sc: m.Scenario, conf: m.Configuration, repeat: int, study_id: str) -> dict[str, Any]:
+def study_configuration(sc: m.Scenario, conf: m.Configuration, repeat: int, study_id: str) -> StudyConfiguration:
     study = sc.study
     assert study is not None
-    return {"id": conf.id, "label": conf.label, "values": dict(conf.values), "repeat": repeat,
-            "repeats": study.repeat, "study": sc.name, "study_id": study_id}
+    return StudyConfiguration(conf.id, conf.label, dict(conf.values), repeat, study.repeat, sc.name, study_id)
 
 
 def output_directory(sc: m.Scenario, template: str | None) -> Path:

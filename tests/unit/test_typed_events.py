@@ -5,6 +5,7 @@ result lacks reads back empty rather than failing."""
 from __future__ import annotations
 
 import json
+import types
 from typing import Any
 
 import pytest
@@ -12,8 +13,9 @@ import pytest
 from bench_dsl.core.cluster_info import ClusterCalls, ClusterInfo, ClusterNode
 from bench_dsl.core.prepare_report import PrepareReport
 from bench_dsl.engine import events as ev
+from bench_dsl.engine.study_configuration import StudyConfiguration
 from bench_dsl.results.document import ResultDocument
-from bench_dsl.results.stream import encode
+from bench_dsl.results.stream import decode, encode
 
 
 def _wire(e: ev.Event) -> dict[str, Any]:
@@ -35,7 +37,7 @@ def test_a_prepare_report_is_the_results_prepare_and_reads_back(report: PrepareR
     assert doc.doc["prepare"] == before
     line = _wire(ev.Prepared(report))
     assert line["report"] == before  # a stream's line as before: {"type": "prepared", "report": {...}}
-    assert ev.from_json(line) == ev.Prepared(report)
+    assert decode(line) == ev.Prepared(report)
 
 
 def test_a_result_without_a_prepare_reads_as_none_and_a_partial_one_as_empty() -> None:
@@ -69,7 +71,7 @@ def test_a_cluster_is_the_results_cluster_key_for_key_and_reads_back() -> None:
     assert cluster.users_started == ((4, 0.5), (12, 1.25)) and cluster.lost[0].reason == "its node is gone"
     assert cluster.calls == ClusterCalls(10, 20, 30, 22, 34)
     line = _wire(ev.Cluster(cluster))
-    assert line["cluster"] == RAY_BEFORE and ev.from_json(line) == ev.Cluster(cluster)
+    assert line["cluster"] == RAY_BEFORE and decode(line) == ev.Cluster(cluster)
     doc = ResultDocument()
     doc.apply(ev.Cluster(cluster))  # the document adds each node's CPU, on its own copy
     assert [n["cpu_pct"] for n in doc.doc["cluster"]["nodes"]] == [None, None]
@@ -99,3 +101,45 @@ def test_the_live_screen_lists_a_typed_clusters_nodes() -> None:
     lines = [line.plain for line in nodes(st, 200).lines]
     assert lines[0].startswith("ray node abababab  client1  worker 1, worker 3") and "lost" not in lines[0]
     assert lines[1].startswith("ray node cdcdcdcd  client2  worker 2") and lines[1].endswith("lost")
+
+
+# -- Begin.configuration: the result's "configuration" -----------------------------------------------
+CONF_BEFORE: dict[str, Any] = {"id": "c2", "label": "innodb_io_capacity=300 $rows=10K",
+                               "values": {"innodb_io_capacity": "300", "$rows": "10K"}, "repeat": 2, "repeats": 3,
+                               "study": "io sweep", "study_id": "20261128-140942-ab12"}
+
+
+def test_a_study_configuration_is_the_results_configuration_and_reads_back() -> None:
+    conf = StudyConfiguration.from_json(CONF_BEFORE)
+    assert conf == StudyConfiguration("c2", "innodb_io_capacity=300 $rows=10K",
+                                      {"innodb_io_capacity": "300", "$rows": "10K"}, 2, 3, "io sweep",
+                                      "20261128-140942-ab12")
+    assert json.dumps(conf.to_json()) == json.dumps(CONF_BEFORE)
+    begin = ev.Begin("1", "now", {"name": "io sweep"}, ev.Machine.from_json({}), conf)
+    line = _wire(begin)
+    assert line["configuration"] == CONF_BEFORE and decode(line) == begin
+    doc = ResultDocument()
+    doc.apply(begin)
+    assert doc.doc["configuration"] == CONF_BEFORE
+
+
+def test_a_plain_runs_configuration_is_null_and_an_older_one_has_no_study_id() -> None:
+    plain = ev.Begin("1", "now", {"name": "n"}, ev.Machine.from_json({}))
+    assert _wire(plain)["configuration"] is None and decode(_wire(plain)) == plain
+    doc = ResultDocument()
+    doc.apply(plain)
+    assert doc.doc["configuration"] is None
+    older = {k: v for k, v in CONF_BEFORE.items() if k != "study_id"}
+    conf = StudyConfiguration.from_json(older)
+    assert conf is not None and conf.study_id is None and conf.to_json() == older
+
+
+def test_the_study_says_its_runs_configuration() -> None:
+    from bench_dsl.language import model as m
+    from bench_dsl.study.plan import study_configuration
+
+    sc = m.Scenario.__new__(m.Scenario)
+    object.__setattr__(sc, "name", "io sweep")
+    object.__setattr__(sc, "study", types.SimpleNamespace(repeat=3))
+    c = m.Configuration("c2", (("innodb_io_capacity", "300"), ("$rows", "10K")))
+    assert study_configuration(sc, c, 2, "20261128-140942-ab12").to_json() == CONF_BEFORE
