@@ -232,7 +232,7 @@ async def one_size(workers: int, ticks: int, seed: int, second: float = 1.0, bef
     run = Run(sc, plan(sc), [Sink()])
     run.scheduler.second = second
     fleet = _fleet_class()(run.sc, run.names, lines, counts, rtt, decoded=before)
-    run.publish(ev.Begin("bench", "now", {"name": sc.name}, ev.Machine.from_json({})))
+    run.publish(ev.Begin("bench", "now", ev.ScenarioInfo(sc.name), ev.Machine.from_json({})))
     wall0, cpu0 = time.monotonic(), time.process_time()
     with mock.patch("gc.freeze") if before else contextlib.nullcontext():
         await run.measure(fleet, _Cpu())  # type: ignore[arg-type]

@@ -15,7 +15,7 @@ from typing import Any
 from bench_dsl.core.cluster_info import ClusterInfo
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.phases import Plan, PlannedRun
-from bench_dsl.engine.profiles.registry import DEFAULT_AXIS, axis_of
+from bench_dsl.engine.profiles.registry import DEFAULT_AXIS, axis_named
 from bench_dsl.engine.saturation import SaturationPoint
 from bench_dsl.engine.stopping import StopReason
 from bench_dsl.results import verdict
@@ -221,7 +221,7 @@ class LiveState:
             case ev.ErrorMessages():
                 self._on_error_messages(event)
             case ev.Begin():  # the load axis its charts are drawn against: users, or an offered rate
-                self.axis = axis_of({"scenario": event.scenario})
+                self.axis = axis_named(event.scenario.load_axis)
                 if event.figures:  # what the run measures (a result written before its catalog: not said)
                     self.figures = frozenset(f.name for f in event.figures)
             case ev.Finished():

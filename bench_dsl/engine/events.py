@@ -55,6 +55,7 @@ from bench_dsl.engine.machine import Machine
 from bench_dsl.engine.phases import PlannedRun
 from bench_dsl.engine.rows import IntervalRow, StepRow
 from bench_dsl.engine.saturation import SaturationPoint
+from bench_dsl.engine.scenario_info import ScenarioInfo
 from bench_dsl.engine.stopping import StopReason
 from bench_dsl.engine.study_configuration import StudyConfiguration
 
@@ -80,14 +81,14 @@ class Begin(Event):
     type: ClassVar[str] = "begin"
     tool_version: str
     started_at: str
-    scenario: Json  # name, file, text and parameters (passwords removed), seed, workload, plan
+    scenario: ScenarioInfo  # name, file, text and parameters (passwords removed), seed, workload, plan
     machine: Machine
     configuration: StudyConfiguration | None = None  # which configuration of a study (`vary`/`repeat`), if one
     figures: Figures = field(default_factory=Figures)  # every figure the run measures (core.figures)
 
     def to_json(self) -> Json:
         return {"type": self.type, "tool_version": self.tool_version, "started_at": self.started_at,
-                "scenario": self.scenario, "machine": self.machine.to_json(),
+                "scenario": self.scenario.to_json(), "machine": self.machine.to_json(),
                 "configuration": self.configuration.to_json() if self.configuration is not None else None,
                 "figures": self.figures.to_json()}
 
@@ -371,6 +372,7 @@ def from_json(d: Json) -> Event:
                               "server": ServerInfo.from_json(d.get("server"))}, condition_specs=specs)
     if kind is Begin:
         return Begin(**d | {"figures": Figures.from_json(d.get("figures")),
+                            "scenario": ScenarioInfo.from_json(d.get("scenario")),
                             "machine": Machine.from_json(d.get("machine")),
                             "configuration": StudyConfiguration.from_json(d.get("configuration"))})
     if kind is Prepared:

@@ -22,6 +22,7 @@ from bench_dsl.engine.expectation import Expectation
 from bench_dsl.engine.machine import Machine
 from bench_dsl.engine.phases import Plan, PlannedRun
 from bench_dsl.engine.profiles.registry import profile_of
+from bench_dsl.engine.scenario_info import ScenarioInfo
 from bench_dsl.engine.stopping import StopReason
 from bench_dsl.language import model as m
 from bench_dsl.measure.figures import table_figures
@@ -43,16 +44,16 @@ def now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
-def scenario_json(sc: m.Scenario, workload: dict[str, object], names: tuple[str, ...] | list[str], plan: Plan,
-                  time_scale: float, max_steps: int | None, scrub: Callable[[str], str]) -> dict[str, Any]:
+def scenario_info(sc: m.Scenario, workload: dict[str, object], names: tuple[str, ...] | list[str], plan: Plan,
+                  time_scale: float, max_steps: int | None, scrub: Callable[[str], str]) -> ScenarioInfo:
     """The result document's "scenario": what was asked, passwords removed by `scrub`."""
-    return {"name": sc.name, "file": sc.file, "text": scrub(sc.text),
-            "parameters": {k: scrub(str(v)) if isinstance(v, str) else v for k, v in sc.parameters.items()},
-            "seed": sc.seed, "workload": workload | {"transactions": list(names), "digest": workload_digest(sc)},
-            "stop": [c.text for c in sc.stop], "expect": [c.text for c in sc.expect],
-            "plan": PlannedRun(plan, time_scale, max_steps).to_json(),
-            # what its load is measured in (bench_dsl.core.axis), and what it asked beyond the phases
-            "load_axis": profile_of(sc.ramp).axis.name, **profile_of(sc.ramp).asked(sc.ramp)}
+    return ScenarioInfo(sc.name, sc.file, scrub(sc.text),
+                        {k: scrub(str(v)) if isinstance(v, str) else v for k, v in sc.parameters.items()},
+                        sc.seed, dict(workload), tuple(names), workload_digest(sc),
+                        tuple(c.text for c in sc.stop), tuple(c.text for c in sc.expect),
+                        PlannedRun(plan, time_scale, max_steps),
+                        # what its load is measured in (bench_dsl.core.axis), and what it asked beyond the phases
+                        profile_of(sc.ramp).axis.name, profile_of(sc.ramp).asked(sc.ramp))
 
 
 def figures(sc: m.Scenario, server: tuple[Figure, ...]) -> Figures:

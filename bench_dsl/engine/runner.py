@@ -182,7 +182,7 @@ class Run:
         for d in (self.opt.target, self.sc.target_dsn):  # the file's too, when --target overrides it
             if d is not None:
                 self.voice.secret(d.password)
-        self.publish(ev.Begin(__version__, outcome.now(), outcome.scenario_json(
+        self.publish(ev.Begin(__version__, outcome.now(), outcome.scenario_info(
             self.sc, self.workload.description(), self.names, self.plan, self.opt.time_scale, self.opt.max_steps,
             self._scrub), outcome.this_machine(), self.opt.configuration,
             outcome.figures(self.sc, self.server_side.counters.figures())))

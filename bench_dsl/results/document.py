@@ -28,8 +28,8 @@ class ResultDocument:
         match event:
             case ev.Begin():
                 conf = event.configuration
-                self.doc = _head(event.tool_version, event.started_at, event.scenario, event.machine.to_json(),
-                                 conf.to_json() if conf is not None else None)
+                self.doc = _head(event.tool_version, event.started_at, event.scenario.to_json(),
+                                 event.machine.to_json(), conf.to_json() if conf is not None else None)
                 if event.figures:  # a run's always; a replayed result's written before it had them, not
                     self.doc["figures"] = event.figures.to_json()
             case ev.Started() if event.server is not None:

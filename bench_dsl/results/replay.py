@@ -42,6 +42,7 @@ from bench_dsl.engine.judge import state_of
 from bench_dsl.engine.phases import PlannedRun
 from bench_dsl.engine.rows import IntervalRow, StepRow
 from bench_dsl.engine.saturation import SaturationPoint
+from bench_dsl.engine.scenario_info import ScenarioInfo
 from bench_dsl.engine.stopping import StopReason
 from bench_dsl.engine.study_configuration import StudyConfiguration
 from bench_dsl.language import model as m
@@ -115,7 +116,7 @@ def document_events(doc: Json) -> list[Timed]:
     start = float(intervals[0]["start_s"]) if intervals else 0.0
     end = float(doc.get("elapsed_s") or 0.0)
     out: list[Timed] = [(0.0, ev.Begin((doc.get("tool") or {}).get("version") or "", doc.get("started_at") or "",
-                                       sc, ev.Machine.from_json(doc.get("machine")),
+                                       ScenarioInfo.from_json(sc), ev.Machine.from_json(doc.get("machine")),
                                        StudyConfiguration.from_json(doc.get("configuration")),
                                        Figures.from_json(doc.get("figures"))))]
     server = ServerInfo.from_json(doc.get("server"))

@@ -21,7 +21,7 @@ from rich.markup import escape as esc  # scenario text may hold [brackets]: neve
 
 from bench_dsl.core.figures import Figure
 from bench_dsl.engine import events as ev
-from bench_dsl.engine.profiles.registry import DEFAULT_AXIS, axis_of
+from bench_dsl.engine.profiles.registry import DEFAULT_AXIS, axis_named
 from bench_dsl.measure.stalls import STALL_SHOWN_S
 from bench_dsl.results.document import ResultDocument
 from bench_dsl.results.files import NotAnOutput, check_kind, write_atomically
@@ -272,7 +272,7 @@ class ConsoleSink:
     def emit(self, event: ev.Event) -> None:
         match event:
             case ev.Begin():
-                self.axis = axis_of({"scenario": event.scenario})
+                self.axis = axis_named(event.scenario.load_axis)
                 self.host = tuple(f for f in event.figures.at("figures") if f.side == "host")
             case ev.Power(source=str(), no_power_figure=str(why)):
                 self.c.print(f"[yellow]no power figure: {esc(why)}[/]")

@@ -368,7 +368,7 @@ def test_a_rates_headline_keeps_its_labels_and_its_values_apart_at_any_width(wid
     """At 80x24 the labels ran together (`offered achieveddropped/`), at 40x10 the numbers too: a figure
     that does not fit whole is left out, the rate's own (offered, achieved, dropped) last."""
     st = LiveState()
-    st.apply(ev.Begin("", "", {"load_axis": "rate"}, ev.Machine.from_json({})))  # the run's load axis: what the headline shows
+    st.apply(ev.Begin("", "", ev.ScenarioInfo(load_axis="rate"), ev.Machine.from_json({})))  # the run's load axis: what the headline shows
     st.apply(ev.LiveTick(2.0, "hold", 1, 16, False, 1.0, {
         "users": 16, "tps": 12345.6, "tpm": 740736.0, "cpu": {"server": 81.0, "client": 40.0}, "errors_per_s": 0.0,
         "retries_per_s": 0.0, "offered_tps": 20000.0, "achieved_tps": 12345.6, "dropped_per_s": 7654.4, "busy": 16}))
@@ -450,7 +450,7 @@ def test_a_rates_steps_are_drawn_at_the_rates_they_offered() -> None:
     from bench_dsl.engine.rows import StepRow
 
     st = LiveState()
-    st.apply(ev.Begin("test", "now", {"name": "rates", "load_axis": "rate"}, ev.Machine.from_json({})))
+    st.apply(ev.Begin("test", "now", ev.ScenarioInfo("rates", load_axis="rate"), ev.Machine.from_json({})))
     phases = [{"kind": "hold", "step": n, "users": 8, "users_end": 8, "seconds": 3.0} for n in (1, 2, 3)]
     st.apply(ev.Started("rates", "t", "v", True, PlannedRun.from_json({"steps": 3, "phases": phases}), ["t"], [], ()))
     for n, (rate, achieved) in enumerate(((100.0, 99.5), (200.0, 198.0), (400.0, 260.0)), 1):

@@ -201,7 +201,7 @@ def test_result_checkpoints_encode_each_interval_once_and_read_back_whole(tmp_pa
 
     path = tmp_path / "r.json"
     sink = JsonResultSink(path)
-    sink.emit(ev.Begin("1", "now", {"name": 'a "quoted" name'}, ev.Machine.from_json({})))
+    sink.emit(ev.Begin("1", "now", ev.ScenarioInfo('a "quoted" name'), ev.Machine.from_json({})))
     for i in range(30):
         sink.emit(ev.Interval(IntervalRow(i, i, "hold", 1, True, {"tps": i * 1.5,
                                                                   "note": "\x00intervals\x00" if i == 3 else None})))
@@ -217,7 +217,7 @@ def test_result_checkpoints_encode_each_interval_once_and_read_back_whole(tmp_pa
     assert json.loads(path.read_text()) == doc and len(doc["intervals"]) == 30
     assert len(sink._encoded) == 30  # each interval encoded once, whatever the number of checkpoints
     sink = JsonResultSink(path)  # the final document: indented, whole
-    sink.emit(ev.Begin("1", "now", {"name": "n"}, ev.Machine.from_json({})))
+    sink.emit(ev.Begin("1", "now", ev.ScenarioInfo("n"), ev.Machine.from_json({})))
     sink.emit(ev.Finished("completed", 0, None, None, [], None, 1.0, "later"))
     sink.close()
     assert json.loads(path.read_text()) == sink.document.doc and "\n " in path.read_text()
@@ -268,7 +268,7 @@ resource.setrlimit(resource.RLIMIT_FSIZE, (3000, resource.RLIM_INFINITY))  # a d
 path = Path(sys.argv[1])
 heard = []
 sink = JsonResultSink(path)
-sink.emit(ev.Begin("1", "now", {}, ev.Machine.from_json({})))
+sink.emit(ev.Begin("1", "now", ev.ScenarioInfo(), ev.Machine.from_json({})))
 count = 0
 
 def written(n):

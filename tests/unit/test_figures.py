@@ -69,7 +69,7 @@ def test_the_catalog_travels_whole_through_a_result_and_an_event() -> None:
     figures = every_figure()
     back = Figures.from_json(json.loads(json.dumps(figures.to_json())))
     assert {(f.place, f.name): f for f in back} == {(f.place, f.name): f for f in figures}
-    begin = ev.Begin("1", "2026-01-01T00:00:00+00:00", {}, ev.Machine.from_json({}), None, figures)
+    begin = ev.Begin("1", "2026-01-01T00:00:00+00:00", ev.ScenarioInfo(), ev.Machine.from_json({}), None, figures)
     assert ev.from_json(json.loads(json.dumps(begin.to_json()))) == begin
 
 

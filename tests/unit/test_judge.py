@@ -48,7 +48,7 @@ def fake_run(sc: Scenario, sink: Events) -> Run:
     """A run of `sc` on a virtual clock, begun (its fleet's clock is to be `run.clock` too)."""
     run = Run(sc, plan(sc), [sink], clock=VirtualClock())
     run.t0 = run.clock.now()
-    run.publish(ev.Begin("test", "now", {"name": sc.name}, ev.Machine.from_json({})))
+    run.publish(ev.Begin("test", "now", ev.ScenarioInfo(sc.name), ev.Machine.from_json({})))
     return run
 
 

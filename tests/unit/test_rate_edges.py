@@ -61,7 +61,7 @@ def test_the_console_says_a_rate_below_one_a_second() -> None:
                "busy": 0.0, "service_ms": {"p99": 0.2}}
     out = io.StringIO()
     sink = ConsoleSink(Console(file=out, width=400, color_system=None))
-    sink.emit(ev.Begin("test", "now", {"name": "rate", "load_axis": "rate"}, ev.Machine.from_json({})))
+    sink.emit(ev.Begin("test", "now", ev.ScenarioInfo("rate", load_axis="rate"), ev.Machine.from_json({})))
     sink.emit(ev.Interval(IntervalRow(2.0, 0.0, "hold", 1, True, figures), None))
     assert " offered 0.5/s " in out.getvalue(), out.getvalue()
 
@@ -218,7 +218,7 @@ def test_a_replayed_rate_shows_the_open_loop_headline_and_the_steps_stall() -> N
     from bench_dsl.tui.state import LiveState
 
     evs: list[tuple[float, ev.Event]] = [
-        (0.0, ev.Begin("", "", {"load_axis": "rate"}, ev.Machine.from_json({}))),
+        (0.0, ev.Begin("", "", ev.ScenarioInfo(load_axis="rate"), ev.Machine.from_json({}))),
         (1.0, ev.PhaseBegan("hold", 1, 1, 8, 4.0, 8, 1.0)),
         (3.0, ev.Interval(_rate_row(3.0, [[1.5, 3.0]]), None)),
         (5.0, ev.Interval(_rate_row(5.0, [[3.0, 3.4]]), None)),

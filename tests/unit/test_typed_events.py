@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import types
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -115,7 +116,7 @@ def test_a_study_configuration_is_the_results_configuration_and_reads_back() -> 
                                       {"innodb_io_capacity": "300", "$rows": "10K"}, 2, 3, "io sweep",
                                       "20261128-140942-ab12")
     assert json.dumps(conf.to_json()) == json.dumps(CONF_BEFORE)
-    begin = ev.Begin("1", "now", {"name": "io sweep"}, ev.Machine.from_json({}), conf)
+    begin = ev.Begin("1", "now", ev.ScenarioInfo("io sweep"), ev.Machine.from_json({}), conf)
     line = _wire(begin)
     assert line["configuration"] == CONF_BEFORE and decode(line) == begin
     doc = ResultDocument()
@@ -124,7 +125,7 @@ def test_a_study_configuration_is_the_results_configuration_and_reads_back() -> 
 
 
 def test_a_plain_runs_configuration_is_null_and_an_older_one_has_no_study_id() -> None:
-    plain = ev.Begin("1", "now", {"name": "n"}, ev.Machine.from_json({}))
+    plain = ev.Begin("1", "now", ev.ScenarioInfo("n"), ev.Machine.from_json({}))
     assert _wire(plain)["configuration"] is None and decode(_wire(plain)) == plain
     doc = ResultDocument()
     doc.apply(plain)
@@ -143,3 +144,49 @@ def test_the_study_says_its_runs_configuration() -> None:
     object.__setattr__(sc, "study", types.SimpleNamespace(repeat=3))
     c = m.Configuration("c2", (("innodb_io_capacity", "300"), ("$rows", "10K")))
     assert study_configuration(sc, c, 2, "20261128-140942-ab12").to_json() == CONF_BEFORE
+
+
+# -- Begin.scenario: the result's "scenario" ---------------------------------------------------------
+def test_a_runs_scenario_is_the_results_scenario_key_for_key_and_reads_back() -> None:
+    from bench_dsl.engine import outcome
+    from bench_dsl.engine.plan import plan
+    from bench_dsl.engine.scenario_file import load
+
+    root = Path(__file__).resolve().parents[2]
+    sc = load(root / "tests/fixtures/format/format-rate.bench", env={"BENCH_DSN": "mysql://u:pw@db/x"})
+    info = outcome.scenario_info(sc, {"workload": "sysbench", "tables": 1}, ("oltp_read_write",), plan(sc), 0.5,
+                                 None, lambda s: s.replace("pw", "***"))
+    out = info.to_json()
+    assert list(out) == ["name", "file", "text", "parameters", "seed", "workload", "stop", "expect", "plan",
+                         "load_axis", "rate"]  # as written before the type, in that order
+    assert list(out["workload"]) == ["workload", "tables", "transactions", "digest"]
+    assert out["load_axis"] == "rate" and out["rate"] == sc.ramp.to_json()  # type: ignore[union-attr]
+    back = ev.ScenarioInfo.from_json(json.loads(json.dumps(out)))
+    assert json.dumps(back.to_json()) == json.dumps(out)
+    begin = ev.Begin("1", "now", info, ev.Machine.from_json({}))
+    line = _wire(begin)
+    assert line["scenario"] == out and decode(line).to_json() == begin.to_json()
+    doc = ResultDocument()
+    doc.apply(begin)
+    assert doc.doc["scenario"] == out
+
+
+def test_an_older_or_hand_made_scenario_keeps_what_it_held_and_gains_no_axis() -> None:
+    older = {"name": "n", "file": "f.bench", "text": "scenario", "parameters": {"rows": "10K"}, "seed": 7,
+             "workload": {"workload": "custom", "transactions": ["a"]}, "stop": ["p99 > 1s"], "expect": [],
+             "plan": {"steps": 0, "seconds": 0.0, "phases": [], "time_scale": 1.0, "max_steps": None},
+             "a_profiles_own": {"x": 1}}
+    info = ev.ScenarioInfo.from_json(older)
+    assert info.transactions == ("a",) and info.digest is None and info.load_axis is None
+    assert info.asked == {"a_profiles_own": {"x": 1}}
+    assert info.to_json() == older
+    assert ev.ScenarioInfo.from_json(None) == ev.ScenarioInfo()
+
+
+@pytest.mark.parametrize(("axis", "expected"), [("rate", "rate"), (None, "users"), ("nothing known", "users")])
+def test_the_displays_take_the_load_axis_the_scenario_names(axis: str | None, expected: str) -> None:
+    from tui.state import LiveState
+
+    st = LiveState()
+    st.apply(ev.Begin("1", "now", ev.ScenarioInfo("n", load_axis=axis), ev.Machine.from_json({})))
+    assert st.axis.name == expected

@@ -28,6 +28,11 @@ def profile_of(ramp: Any) -> LoadProfile:
     return PROFILES[ramp.kind].bound(ramp)
 
 
+def axis_named(name: str | None) -> LoadAxis:
+    """The load axis a scenario names (its `load_axis`); the default where it names none known."""
+    return AXES.get(name or "", DEFAULT_AXIS)
+
+
 def axis_of(doc: Any) -> LoadAxis:
     """The load axis of a result document (or of its saturation alone): as its saturation or its
     scenario names it; in one written before they did, the axis whose own key (a step's rate_tps) or
