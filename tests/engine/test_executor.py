@@ -526,3 +526,19 @@ async def test_a_user_closed_right_after_its_run_is_closed_once(db: Dsn, monkeyp
     await wait_until("the user's thread to end", lambda: not thread.is_alive())
     assert not missed, missed
     assert len(closed) == 1, closed
+
+
+async def test_an_answer_slower_than_the_sockets_read_timeout_is_still_waited_for(db: Dsn) -> None:
+    """A user's reads block in recv() (bench_dsl/native/src/connection.c), on a socket that had the
+    connect timeout (1 s here) as its read timeout while connecting: a statement that takes longer is
+    waited for, not cut at it."""
+    prog = executor.program(Transactions((_one("SELECT SLEEP(?)", Draw("const", (1.6,))),)), (1.0,))
+    counts = new_counts(1)
+    u = NativeUser(prog, counts, 1, executor.options(db, 1))
+    try:
+        assert (await u.connect())[0] == 0
+        assert await _run_until(u, lambda: u.completed >= 1) == (STOPPED, 0, "")
+    finally:
+        u.close()
+    (_, n, _, total_us), = counts.take()
+    assert n >= 1 and total_us >= 1_500_000 * n
