@@ -70,7 +70,7 @@ SAMPLE_SESSIONS = "BENCH_SAMPLE_SESSIONS"
 # hold the run for the kernel's retransmission timeout
 ANSWER_TIMEOUT = 10.0
 
-Reading = tuple[float, dict[str, int]]  # (monotonic time, counters)
+CounterReading = tuple[float, dict[str, int]]  # (monotonic time, counters)
 
 
 class ServerCounters:
@@ -80,8 +80,8 @@ class ServerCounters:
         self.counted = (TPM, *counted)  # the step figures: the core's, then the workload's
         self.warn = warn
         self.ctl: asyncmy.Connection | None = None
-        self.step_start: Reading | None = None
-        self.step_end: Reading | None = None
+        self.step_start: CounterReading | None = None
+        self.step_end: CounterReading | None = None
         self.lock = asyncio.Lock()  # one query at a time on the connection
         self.opened = False
         self._dsn: Dsn | None = None
@@ -188,7 +188,7 @@ class ServerCounters:
                 self.ctl.close()
             self.ctl = None
 
-    async def read(self) -> Reading | None:
+    async def read(self) -> CounterReading | None:
         """The counters now (None when unreadable, said as a warning; the connection is opened
         again by the next ping)."""
         if self.ctl is None:

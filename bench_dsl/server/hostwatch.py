@@ -43,7 +43,7 @@ class Disk:
 
 
 @dataclass(frozen=True, slots=True)
-class Reading:
+class HostReading:
     at: float  # monotonic
     cpu_busy: float | None  # cumulative seconds over all cores (node_exporter only)
     cpu_total: float | None
@@ -74,7 +74,7 @@ READ = ("node_cpu_seconds_total", "node_disk_io_time_seconds_total", "node_disk_
         "node_disk_writes_completed_total", "node_disk_read_time_seconds_total", "node_disk_write_time_seconds_total")
 
 
-def parse_node_exporter(text: str, at: float) -> Reading:
+def parse_node_exporter(text: str, at: float) -> HostReading:
     busy = total = 0.0
     seen_cpu = False
     io: dict[str, float] = {}
@@ -101,10 +101,10 @@ def parse_node_exporter(text: str, at: float) -> Reading:
                 d = labels.get("device", "?")
                 op_s[d] = op_s.get(d, 0.0) + value
     disks = {d: Disk(io[d], ops.get(d, 0.0), op_s.get(d, 0.0)) for d in io}
-    return Reading(at, busy if seen_cpu else None, total if seen_cpu else None, disks)
+    return HostReading(at, busy if seen_cpu else None, total if seen_cpu else None, disks)
 
 
-def difference(before: Reading, after: Reading) -> HostSample | None:
+def difference(before: HostReading, after: HostReading) -> HostSample | None:
     secs = after.at - before.at
     if secs <= 0:
         return None
@@ -142,7 +142,7 @@ def device_of(path: str) -> str | None:
     return None
 
 
-class HostWatch(Periodic[Reading]):
+class HostWatch(Periodic[HostReading]):
     """Readings in the background, one a second; `take()` gives what happened since the last take."""
 
     def __init__(self, url: str | None, data_dir: str | None, warn: Callable[[str], None]) -> None:
@@ -167,7 +167,7 @@ class HostWatch(Periodic[Reading]):
         before, now = pair
         return difference(before, now) if before is not None else None
 
-    async def _reading(self) -> Reading:
+    async def _reading(self) -> HostReading:
         if self.url is not None:
             return parse_node_exporter(await asyncio.to_thread(fetch, self.url), time.monotonic())
         return _local(self.device)
@@ -191,7 +191,7 @@ def fetch(url: str) -> str:
     return body.decode("utf-8", errors="replace")
 
 
-def _local(device: str | None) -> Reading:
+def _local(device: str | None) -> HostReading:
     disks: dict[str, Disk] = {}
     if device is not None:
         counters = psutil.disk_io_counters(perdisk=True, nowrap=True) or {}
@@ -199,4 +199,4 @@ def _local(device: str | None) -> Reading:
         if c is not None:
             disks[device] = Disk(c.busy_time / 1000.0, float(c.read_count + c.write_count),
                                  (c.read_time + c.write_time) / 1000.0)
-    return Reading(time.monotonic(), None, None, disks)
+    return HostReading(time.monotonic(), None, None, disks)

@@ -45,13 +45,13 @@ class NoReading(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class Reading:
+class PowerReading:
     at: float  # monotonic
     counters: dict[str, tuple[float, float | None]] | None  # energy: zone -> (joules, where it wraps)
     watts: float | None = None  # power: read now
 
 
-def difference(before: Reading, after: Reading) -> PowerSample | None:
+def difference(before: PowerReading, after: PowerReading) -> PowerSample | None:
     """None where the two cannot be compared: a counter that went back without a known wrap (a
     reset: a node_exporter's counters after a restart), or zones that changed."""
     secs = after.at - before.at
@@ -223,20 +223,20 @@ def _without_secrets(env: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if not WITH_PASSWORD.search(v)}
 
 
-def read(source: PowerSource) -> Reading:
+def read(source: PowerSource) -> PowerReading:
     """One reading of the source, now (blocking: PowerWatch runs it in a thread)."""
     at = time.monotonic()
     match source.kind:
         case "rapl":
-            return Reading(at, read_rapl(source.at or POWERCAP))
+            return PowerReading(at, read_rapl(source.at or POWERCAP))
         case "node_exporter":
-            return Reading(at, *read_exporter_page(fetch(source.at or "")))
+            return PowerReading(at, *read_exporter_page(fetch(source.at or "")))
         case "prometheus":
-            return Reading(at, *read_metric(fetch(source.at or ""), source.metric or "", source.unit))
-    return Reading(time.monotonic(), None, read_command(source.argv))
+            return PowerReading(at, *read_metric(fetch(source.at or ""), source.metric or "", source.unit))
+    return PowerReading(time.monotonic(), None, read_command(source.argv))
 
 
-class PowerWatch(Periodic[Reading]):
+class PowerWatch(Periodic[PowerReading]):
     """Readings in the background, one a second; `take()` gives what was drawn since the last take."""
 
     def __init__(self, source: PowerSource, warn: Callable[[str], None]) -> None:
@@ -268,7 +268,7 @@ class PowerWatch(Periodic[Reading]):
         self.measured = self.measured or sample is not None
         return sample
 
-    async def _reading(self) -> Reading:
+    async def _reading(self) -> PowerReading:
         return await asyncio.to_thread(read, self.source)
 
     def _failed(self, exc: Exception, quiet: bool) -> None:

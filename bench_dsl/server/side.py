@@ -16,7 +16,7 @@ from bench_dsl.core.figures import Counted
 from bench_dsl.language import model as m
 from bench_dsl.measure.metrics import TickStats
 from bench_dsl.server.counters import STATUS_DEFAULT, ServerCounters, unknown_status
-from bench_dsl.server.hostwatch import FIRST_TRIES, HostWatch, Reading
+from bench_dsl.server.hostwatch import FIRST_TRIES, HostReading, HostWatch
 from bench_dsl.server.power import PowerWatch
 from bench_dsl.server.replication import Heartbeat
 
@@ -26,7 +26,7 @@ def _disks(c: m.Condition) -> bool:
     return (d := c.metric.declaration) is not None and d.reads == "disks"
 
 
-def _missing(reading: Reading, needs: list[m.Condition]) -> tuple[str, str] | None:
+def _missing(reading: HostReading, needs: list[m.Condition]) -> tuple[str, str] | None:
     """A condition the monitor's page has no figure for at all (its collector turned off): the
     condition and the figure it lacks."""
     for c in needs:

@@ -5,6 +5,7 @@ interpreter (a lazy import the graph cannot tell from an eager one)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -94,3 +95,16 @@ def test_the_live_screen_and_the_sinks_take_only_events_from_the_engine() -> Non
                                     "bench_dsl.engine.profiles.registry") or (
                         name == "bench_dsl.engine" and all(
                         a.name == "events" for a in node.names)), f"{f.relative_to(ROOT)} imports {name}"  # type: ignore[union-attr]
+
+
+def test_one_class_to_each_name() -> None:
+    """Issue 40 §6: a name says one thing. A class defined in two modules of the product makes a
+    reader, and a `from x import Name`, take one for the other (two `Reading` classes, a power
+    reading and a host reading, beside a counters pair of that name, once did)."""
+    defined: dict[str, list[str]] = {}
+    for path in sorted([*(ROOT / "bench_dsl").rglob("*.py"), *(ROOT / "tui").rglob("*.py")]):
+        text = path.read_text(encoding="utf-8")
+        for name in re.findall(r"^class (\w+)\b", text, re.MULTILINE):
+            defined.setdefault(name, []).append(path.relative_to(ROOT).as_posix())
+    twice = {name: where for name, where in defined.items() if len(where) > 1}
+    assert not twice, twice

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bench_dsl.server.power import (NoReading, Reading, difference, read_command, read_exporter_page, read_metric,
+from bench_dsl.server.power import (NoReading, PowerReading, difference, read_command, read_exporter_page, read_metric,
                                     read_rapl)
 
 from ..powercap import tree
@@ -37,24 +37,24 @@ def test_rapl_with_a_platform_zone_reads_it_alone(tmp_path: Path) -> None:
 
 
 def test_a_counter_that_wraps_at_its_range_counts_on() -> None:
-    before = Reading(10.0, {"package-0": (149.0, 150.0), "dram": (64.0, 65.0)})
-    after = Reading(11.0, {"package-0": (79.0, 150.0), "dram": (19.0, 65.0)})  # both wrapped
+    before = PowerReading(10.0, {"package-0": (149.0, 150.0), "dram": (64.0, 65.0)})
+    after = PowerReading(11.0, {"package-0": (79.0, 150.0), "dram": (19.0, 65.0)})  # both wrapped
     s = difference(before, after)
     assert s is not None and (s.seconds, s.joules, s.max_w) == (1.0, 100.0, 100.0)
 
 
 def test_a_counter_that_goes_back_with_no_known_range_is_a_gap_never_a_negative_power() -> None:
-    before, after = Reading(10.0, {"package": (500.0, None)}), Reading(11.0, {"package": (20.0, None)})
+    before, after = PowerReading(10.0, {"package": (500.0, None)}), PowerReading(11.0, {"package": (20.0, None)})
     assert difference(before, after) is None  # a node_exporter restarted: no figure, not -480 W
 
 
 def test_counters_that_stand_still_are_a_gap_never_0_watts() -> None:
-    assert difference(Reading(1.0, {"package": (5.0, 10.0)}), Reading(2.0, {"package": (5.0, 10.0)})) is None
-    assert difference(Reading(1.0, None, 0.0), Reading(2.0, None, 0.0)) is None
+    assert difference(PowerReading(1.0, {"package": (5.0, 10.0)}), PowerReading(2.0, {"package": (5.0, 10.0)})) is None
+    assert difference(PowerReading(1.0, None, 0.0), PowerReading(2.0, None, 0.0)) is None
 
 
 def test_readings_of_watts_integrate_into_joules() -> None:
-    s = difference(Reading(1.0, None, 200.0), Reading(3.0, None, 220.0))
+    s = difference(PowerReading(1.0, None, 200.0), PowerReading(3.0, None, 220.0))
     assert s is not None and (s.seconds, s.joules, s.max_w) == (2.0, 420.0, 220.0)
 
 
