@@ -142,12 +142,44 @@ def device_of(path: str) -> str | None:
     return None
 
 
+class SharedPage:
+    """One node_exporter page for every watch that reads it each second (the host's figures, the
+    machine's power): a page fetched less than FRESH_S ago is handed again, and a fetch under way
+    is awaited, not doubled: one scrape a second where two watches read the same exporter."""
+
+    FRESH_S = 0.9  # under the watches' second: each second's readings share a page, none is older than a second
+
+    def __init__(self, url: str, clock: Callable[[], float] = time.monotonic,
+                 fetcher: Callable[[str], str] | None = None) -> None:
+        self.url = url
+        self._clock = clock
+        self._fetcher = fetcher or fetch
+        self._page: tuple[float, str] | None = None  # when it was fetched, and its text
+        self._fetching: asyncio.Future[tuple[float, str]] | None = None
+
+    async def get(self) -> tuple[float, str]:
+        if self._page is not None and self._clock() - self._page[0] < self.FRESH_S:
+            return self._page
+        if self._fetching is None or self._fetching.done():
+            self._fetching = asyncio.ensure_future(self._fetch())
+            # a failure is each awaiting watch's to say; none left to say it is no warning at exit
+            self._fetching.add_done_callback(lambda f: f.cancelled() or f.exception())
+        # shielded: a watch stopped while it waits does not cancel the fetch another waits for
+        return await asyncio.shield(self._fetching)
+
+    async def _fetch(self) -> tuple[float, str]:
+        text = await asyncio.to_thread(self._fetcher, self.url)
+        self._page = (self._clock(), text)
+        return self._page
+
+
 class HostWatch(Periodic[HostReading]):
     """Readings in the background, one a second; `take()` gives what happened since the last take."""
 
     def __init__(self, url: str | None, data_dir: str | None, warn: Callable[[str], None]) -> None:
         super().__init__()
         self.url = url
+        self.page = SharedPage(url) if url is not None else None
         self.device = device_of(data_dir) if data_dir and url is None else None
         self.warn = warn
         self.source = "node_exporter" if url else ("diskstats" if self.device else None)
@@ -168,8 +200,9 @@ class HostWatch(Periodic[HostReading]):
         return difference(before, now) if before is not None else None
 
     async def _reading(self) -> HostReading:
-        if self.url is not None:
-            return parse_node_exporter(await asyncio.to_thread(fetch, self.url), time.monotonic())
+        if self.page is not None:
+            at, text = await self.page.get()
+            return parse_node_exporter(text, at)
         return _local(self.device)
 
     def _failed(self, exc: Exception, quiet: bool) -> None:

@@ -29,7 +29,7 @@ from bench_dsl.core.errors import error_reason
 from bench_dsl.language.power import unit_of
 from bench_dsl.language.power_source import JOULES, POWERCAP, WATTS, PowerSource
 from bench_dsl.measure.energy import PowerSample
-from bench_dsl.server.hostwatch import fetch
+from bench_dsl.server.hostwatch import SharedPage, fetch
 from bench_dsl.server.periodic import Periodic
 
 COMMAND_TIMEOUT = 5.0  # an ipmitool reading takes a fraction of a second; a BMC that hangs must not hold the run
@@ -239,10 +239,13 @@ def read(source: PowerSource) -> PowerReading:
 class PowerWatch(Periodic[PowerReading]):
     """Readings in the background, one a second; `take()` gives what was drawn since the last take."""
 
-    def __init__(self, source: PowerSource, warn: Callable[[str], None]) -> None:
+    def __init__(self, source: PowerSource, warn: Callable[[str], None], page: SharedPage | None = None) -> None:
+        """`page`: the monitor's node_exporter page as the host's watch reads it (power node_exporter):
+        one scrape a second for both."""
         super().__init__()
         self.source = source
         self.warn = warn
+        self.page = page
         self._gap = False  # the last take compared two readings and gave no figure
         self.measured = False  # a take() has given a figure
 
@@ -269,6 +272,9 @@ class PowerWatch(Periodic[PowerReading]):
         return sample
 
     async def _reading(self) -> PowerReading:
+        if self.page is not None and self.source.kind == "node_exporter":
+            at, text = await self.page.get()
+            return PowerReading(at, *read_exporter_page(text))
         return await asyncio.to_thread(read, self.source)
 
     def _failed(self, exc: Exception, quiet: bool) -> None:

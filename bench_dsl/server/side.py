@@ -118,7 +118,8 @@ class ServerSide:
                      "this machine: read its machine's power where it runs: power node_exporter (with its monitor), "
                      "power prometheus \"URL\" \"METRIC\" or power command \"...\"", "error")
             return "power rapl reads another machine than the server's"
-        self.power = PowerWatch(src, lambda msg: self.log(msg, "warning"))
+        page = self.host.page if self.host is not None and src.kind == "node_exporter" else None
+        self.power = PowerWatch(src, lambda msg: self.log(msg, "warning"), page)
         if await self.power.first(tries=FIRST_TRIES if needs else 1) is not None:
             return None
         if needs:  # a condition that could never be judged: never a run that cannot stop
