@@ -78,6 +78,16 @@ def _percentile(d: dict[int, int], p: float) -> float | None:
     return None
 
 
+def _any_percentile(hist: dict[int, int] | str | None, p: float) -> float | None:
+    """A percentile (ms) of a Schedule.take() latency: a histogram encoded, or (a tree from before the
+    histograms were recorded in C) a dict of microseconds."""
+    if isinstance(hist, dict):
+        return _percentile(hist, p)
+    from bench_dsl.measure.txstats import decoded
+
+    return None if hist is None else decoded(hist).get_value_at_percentile(p) / 1000
+
+
 def _taken(done: list[Any]) -> tuple[int, dict[str, float | None]]:
     """The first type's completions and response-time percentiles (ms) of a Counts.take(): a histogram
     encoded, or (a tree from before the histograms were recorded in C) a dict of microseconds."""
@@ -85,11 +95,7 @@ def _taken(done: list[Any]) -> tuple[int, dict[str, float | None]]:
     if isinstance(first[0], dict):
         lat = first[0]
         return sum(lat.values()), {f"response_ms_p{p}": _percentile(lat, p) for p in (50, 99)}
-    from bench_dsl.measure.txstats import decoded
-
-    hist = decoded(first[0]) if first[0] is not None else None
-    return first[1], {f"response_ms_p{p}": None if hist is None else hist.get_value_at_percentile(p) / 1000
-                      for p in (50, 99)}
+    return first[1], {f"response_ms_p{p}": _any_percentile(first[0], p) for p in (50, 99)}
 
 
 async def rate_run(dsn: Any, rate: float, n: int, seconds: float) -> dict[str, Any]:
@@ -124,8 +130,8 @@ async def rate_run(dsn: Any, rate: float, n: int, seconds: float) -> dict[str, A
             "offered_vs_asked_pct": round(100 * d["offered"] / (rate * elapsed), 2),
             "started_vs_offered_pct": round(100 * d["started"] / d["offered"], 2) if d["offered"] else None,
             "dropped": d["dropped"], "busy_max": d["busy_max"],
-            "lag_ms_p50": _percentile(d["lag"], 50), "lag_ms_p99": _percentile(d["lag"], 99),
-            "service_ms_p50": _percentile(d["service"], 50),
+            "lag_ms_p50": _any_percentile(d["lag"], 50), "lag_ms_p99": _any_percentile(d["lag"], 99),
+            "service_ms_p50": _any_percentile(d["service"], 50),
             **response,
             **cost}
 

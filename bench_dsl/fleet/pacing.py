@@ -30,6 +30,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from bench_dsl.measure.txstats import encoded_counts
+
 GRACE = 0.001  # seconds an arrival may wait for a free user before it is queued or dropped, as in C
 _WAIT_MAX = 3600.0  # a due time further away is waited for an hour at a time
 
@@ -170,14 +172,15 @@ class AsyncSchedule:
     def take(self) -> dict[str, Any]:
         """Since the previous take: offered, started, dropped, queued_max, queued, waiting (offered,
         neither started nor dropped, now), busy, busy_max, idle, and lag, service, queue_wait as
-        {microseconds: count}; as _native.Schedule.take."""
+        histograms of microseconds with the sums of their values; as _native.Schedule.take."""
         self._advance(time.monotonic_ns())
         queued = max(0, len(self._ring) - self._idle)
         out: dict[str, Any] = {"offered": self._offered, "started": self._started, "dropped": self._dropped,
                                "queued_max": self._queued_max, "queued": queued, "waiting": len(self._ring),
                                "busy": self._busy,
                                "busy_max": self._busy_max, "idle": self._idle,
-                               "lag": self._lag, "service": self._service, "queue_wait": self._wait}
+                               **_histograms("lag", self._lag), **_histograms("service", self._service),
+                               **_histograms("queue_wait", self._wait)}
         self._offered = self._started = self._dropped = 0
         self._queued_max, self._busy_max = queued, self._busy
         self._lag, self._service, self._wait = {}, {}, {}
@@ -255,3 +258,7 @@ class NativeClaims:
     def wake(self) -> None:
         for fut in list(self._wakers):
             _wake(fut)
+
+
+def _histograms(name: str, counts: dict[int, int]) -> dict[str, Any]:
+    return {name: encoded_counts(counts), name + "_us": sum(us * n for us, n in counts.items())}

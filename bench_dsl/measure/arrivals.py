@@ -25,7 +25,7 @@ from typing import Any
 from hdrh.histogram import HdrHistogram
 
 from bench_dsl.core.figures import Figure
-from bench_dsl.measure.txstats import HIGHEST_US, TxStats, new_histogram
+from bench_dsl.measure.txstats import TxStats, decoded, new_histogram
 
 _HISTOGRAMS = ("lag", "service", "queue_wait")
 
@@ -92,15 +92,14 @@ class ArrivalStats:
 
     @classmethod
     def from_take(cls, d: dict[str, Any]) -> ArrivalStats:
-        """From a schedule's take(): counts, and {microseconds: count} per latency."""
+        """From a schedule's take(): counts, and a histogram of microseconds per latency (encoded, with
+        the sum of its values)."""
         out = cls(int(d["offered"]), int(d["started"]), int(d["dropped"]), int(d["queued_max"]),
                   float(d["busy"]), int(d["busy_max"]), float(d["idle"]), samples=1, waiting=int(d["waiting"]))
         for name in _HISTOGRAMS:
-            hist, total = getattr(out, name), 0
-            for us, n in d[name].items():
-                hist.record_value(us if us < HIGHEST_US else HIGHEST_US, n)
-                total += us * n
-            setattr(out, name + "_us", total)
+            if d[name]:
+                setattr(out, name, decoded(d[name]))
+            setattr(out, name + "_us", int(d[name + "_us"]))
         return out
 
     def merge(self, other: ArrivalStats, parallel: bool = False) -> None:

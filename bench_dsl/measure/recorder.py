@@ -9,7 +9,7 @@ from collections import Counter
 
 from bench_dsl import native
 from bench_dsl.measure.stalls import RESOLUTION_S, Quiet
-from bench_dsl.measure.txstats import HIGHEST_US, TxStats, new_histogram
+from bench_dsl.measure.txstats import TxStats, encoded_counts
 
 # Counts.quiet(): gaps, the latest completion, the take, idle spans, idle since (nanoseconds)
 Raw = tuple[list[tuple[int, int]], int | None, int, list[tuple[int, int]], int | None]
@@ -60,7 +60,7 @@ class PyCounts:
             self._last = at
         self._taken = ([], self._last, at, self._idle, None if self._inflight else self._idle_from)
         self._idle = []
-        out = [(_encoded(lat), sum(lat.values()), q, sum(us * n for us, n in lat.items()))
+        out = [(encoded_counts(lat), sum(lat.values()), q, sum(us * n for us, n in lat.items()))
                for lat, q in zip(self._lat, self._queries)]
         self._lat = [{} for _ in self._lat]
         self._queries = [0] * len(self._queries)
@@ -68,15 +68,6 @@ class PyCounts:
 
     def quiet(self) -> Raw:
         return self._taken  # as _native.Counts.quiet: no gaps, the latest take that counted any, the take, ...
-
-
-def _encoded(lat: dict[int, int]) -> str | None:
-    if not lat:
-        return None
-    hist = new_histogram()
-    for us, n in lat.items():
-        hist.record_value(us if us < HIGHEST_US else HIGHEST_US, n)
-    return str(hist.encode().decode("ascii"))
 
 
 def new_counts(n: int) -> PyCounts:

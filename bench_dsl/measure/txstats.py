@@ -21,6 +21,17 @@ def new_histogram() -> HdrHistogram:
     return HdrHistogram(LOWEST_US, HIGHEST_US, SIGNIFICANT_DIGITS)
 
 
+def encoded_counts(counts: dict[int, int]) -> str | None:
+    """Counts by microsecond value as a histogram in HdrHistogram's V2 base64 (None when empty): what
+    the C executor hands over, made where the values were counted in Python."""
+    if not counts:
+        return None
+    hist = new_histogram()
+    for us, n in counts.items():
+        hist.record_value(us if us < HIGHEST_US else HIGHEST_US, n)
+    return str(hist.encode().decode("ascii"))
+
+
 def decoded(encoded: str) -> HdrHistogram:
     """An encoded histogram, over new_histogram()'s whole range (decode() keeps the encoder's range:
     re-homed, later merges never clip)."""

@@ -10,13 +10,17 @@ import pytest
 from bench_dsl import native
 from bench_dsl.fleet import pacing
 from bench_dsl.measure.arrivals import ArrivalStats
+from bench_dsl.measure.txstats import encoded_counts
 
 
 def _take(offered: int, started: int, dropped: int, busy: int, lag: dict[int, int],
           service: dict[int, int], wait: dict[int, int] | None = None, queued_max: int = 0) -> dict[str, object]:
+    hists = {name: encoded_counts(counts) for name, counts in (("lag", lag), ("service", service),
+                                                                  ("queue_wait", wait or {}))}
+    sums = {name + "_us": sum(us * n for us, n in counts.items())
+            for name, counts in (("lag", lag), ("service", service), ("queue_wait", wait or {}))}
     return {"offered": offered, "started": started, "dropped": dropped, "queued_max": queued_max, "queued": 0,
-            "waiting": 0, "busy": busy, "busy_max": busy + 1, "idle": 2, "lag": lag, "service": service,
-            "queue_wait": wait or {}}
+            "waiting": 0, "busy": busy, "busy_max": busy + 1, "idle": 2, **hists, **sums}
 
 
 def test_a_take_becomes_figures() -> None:
@@ -84,7 +88,7 @@ def test_both_schedules_take_the_same_keys(kind: str) -> None:
     s.set(1000.0, True, 3, 0.25)
     d = s.take()
     assert set(d) == {"offered", "started", "dropped", "queued_max", "queued", "waiting", "busy", "busy_max",
-                      "idle", "lag", "service", "queue_wait"}
+                      "idle", "lag", "service", "queue_wait", "lag_us", "service_us", "queue_wait_us"}
     assert ArrivalStats.from_take(d).started == 0
     for bad in ((-1.0, False, 0, 0.0), (10.0, False, -1, 0.0), (10.0, False, 0, 1.0)):
         with pytest.raises(ValueError):

@@ -68,6 +68,8 @@ typedef struct {
     /* the reader's, under the GIL */
     Chunk *rchunk;
     long long ridx, rtotal;
+    Hist *hists;              /* lag, service and queue wait since the last take (SAMPLE_*), recorded here */
+    long long hist_us[3];     /* and the sums of their values */
     SchedSnap told;           /* what the last take saw */
     /* the test-only held user (Schedule._hold_user) */
     pthread_t holder;

@@ -4,19 +4,6 @@
 #include "schedule.h"
 #include "testing.h"
 
-/* d[us] += 1 (the GIL held); 0, or -1 with an exception set */
-static int tally_one(PyObject *d, long long us) {
-    PyObject *key = PyLong_FromLongLong(us);
-    if (key == NULL) return -1;
-    PyObject *old = PyDict_GetItemWithError(d, key); /* borrowed */
-    long long n = old != NULL ? PyLong_AsLongLong(old) + 1 : 1;
-    PyObject *val = PyErr_Occurred() ? NULL : PyLong_FromLongLong(n);
-    int rc = val == NULL || PyDict_SetItem(d, key, val) < 0 ? -1 : 0;
-    Py_DECREF(key);
-    Py_XDECREF(val);
-    return rc;
-}
-
 static int Schedule_init(Schedule *self, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"seed", "grace", NULL};
     unsigned long long seed;
@@ -25,13 +12,22 @@ static int Schedule_init(Schedule *self, PyObject *args, PyObject *kwds) {
     if (!(grace >= 0 && grace < 3600)) { PyErr_SetString(PyExc_ValueError, "grace: 0 to 3600 seconds"); return -1; }
     if (self->ready) { PyErr_SetString(PyExc_RuntimeError, "a Schedule is initialised once"); return -1; }
     Chunk *c = bd_chunk_new();
-    if (c == NULL) { PyErr_NoMemory(); return -1; }
+    Hist *h = PyMem_RawMalloc(3 * sizeof(Hist));
+    if (c == NULL || h == NULL) { PyMem_RawFree(c); PyMem_RawFree(h); PyErr_NoMemory(); return -1; }
+    for (int k = 0; k < 3; k++) {
+        memset(h[k].counts, 0, sizeof h[k].counts);
+        h[k].total = 0;
+        h[k].lo = HDR_COUNTS;
+        h[k].hi = -1;
+    }
     if (pthread_mutex_init(&self->mu, NULL) != 0) {
         PyMem_RawFree(c);
+        PyMem_RawFree(h);
         PyErr_SetString(PyExc_OSError, "pthread_mutex_init");
         return -1;
     }
     self->wtail = self->rchunk = c;
+    self->hists = h;
     self->waiting.next = self->waiting.prev = &self->waiting;
     self->ready = 1;
     rng_seed(&self->rng, (uint64_t)seed);
@@ -45,6 +41,7 @@ static void Schedule_dealloc(Schedule *self) {
     if (self->holding) Py_XDECREF(Schedule_release_user(self, NULL));
     if (self->ready) pthread_mutex_destroy(&self->mu); /* no user waits: each holds a reference */
     PyMem_RawFree(self->ring);
+    PyMem_RawFree(self->hists);
     for (Chunk *c = self->rchunk; c != NULL;) {
         Chunk *next = c->next;
         PyMem_RawFree(c);
@@ -100,10 +97,10 @@ static PyObject *Schedule_set(Schedule *self, PyObject *args, PyObject *kwds) {
     Py_RETURN_NONE;
 }
 
-/* The samples the snapshot `v` counts, not yet read, into lag, service and wait (the GIL held);
- * 0, or -1 with an exception set. Past a chunk's end, the writers linked the next before that
- * snapshot was published. */
-static int sched_drain(Schedule *s, const SchedSnap *v, PyObject *d[3]) {
+/* The samples the snapshot `v` counts, not yet read, recorded into the lag, service and wait
+ * histograms (the GIL held). Past a chunk's end, the writers linked the next before that snapshot
+ * was published. */
+static void sched_drain(Schedule *s, const SchedSnap *v) {
     while (s->rtotal < v->nrec) {
         if (s->ridx == CHUNK_RECS) {
             Chunk *next = s->rchunk->next;
@@ -113,9 +110,9 @@ static int sched_drain(Schedule *s, const SchedSnap *v, PyObject *d[3]) {
         }
         const Rec *r = &s->rchunk->r[s->ridx++];
         s->rtotal++;
-        if (tally_one(d[r->tx], r->a) < 0) return -1;
+        hdr_record(&s->hists[r->tx], r->a, 1);
+        s->hist_us[r->tx] += r->a;
     }
-    return 0;
 }
 
 static PyObject *Schedule_take(Schedule *self, PyObject *unused) {
@@ -139,15 +136,26 @@ static PyObject *Schedule_take(Schedule *self, PyObject *unused) {
     long long dropped = v.dropped - was->dropped;
     self->told = v;
     __atomic_store_n(&self->takes, self->takes + 1, __ATOMIC_RELEASE);
-    PyObject *d[3] = {PyDict_New(), PyDict_New(), PyDict_New()};
-    if (d[0] == NULL || d[1] == NULL || d[2] == NULL || sched_drain(self, &v, d) < 0) {
-        Py_XDECREF(d[0]); Py_XDECREF(d[1]); Py_XDECREF(d[2]);
-        return NULL;
+    sched_drain(self, &v);
+    PyObject *h[3];
+    for (int k = 0; k < 3; k++) {
+        if ((h[k] = bd_hdr_encode(&self->hists[k])) == NULL) {
+            for (int j = 0; j < k; j++) Py_DECREF(h[j]);
+            return NULL;  /* the samples stay recorded: the next take has them */
+        }
     }
-    return Py_BuildValue("{sLsLsLsLsLsLsLsLsLsNsNsN}", "offered", offered, "started", started, "dropped", dropped,
-                         "queued_max", queued_max, "queued", v.queued, "waiting", v.waiting, "busy", v.busy,
-                         "busy_max", busy_max, "idle", v.idle, "lag", d[SAMPLE_LAG], "service", d[SAMPLE_SERVICE],
-                         "queue_wait", d[SAMPLE_WAIT]);
+    PyObject *out = Py_BuildValue(
+        "{sLsLsLsLsLsLsLsLsLsNsLsNsLsNsL}", "offered", offered, "started", started, "dropped", dropped,
+        "queued_max", queued_max, "queued", v.queued, "waiting", v.waiting, "busy", v.busy, "busy_max", busy_max,
+        "idle", v.idle, "lag", h[SAMPLE_LAG], "lag_us", self->hist_us[SAMPLE_LAG], "service", h[SAMPLE_SERVICE],
+        "service_us", self->hist_us[SAMPLE_SERVICE], "queue_wait", h[SAMPLE_WAIT],
+        "queue_wait_us", self->hist_us[SAMPLE_WAIT]);
+    if (out == NULL) return NULL;
+    for (int k = 0; k < 3; k++) {
+        bd_hdr_reset(&self->hists[k]);
+        self->hist_us[k] = 0;
+    }
+    return out;
 }
 
 /* For a user on asyncmy beside the C executor's (a statement the C executor could not prepare): it
@@ -293,7 +301,8 @@ static PyMethodDef Schedule_methods[] = {
      "queue: how many may wait for a user; offset in [0, 1): the phase of a start, in gaps"},
     {"take", (PyCFunction)Schedule_take, METH_NOARGS,
      "take() -> dict since the previous take: offered, started, dropped, queued_max, queued, waiting (offered, "
-     "neither started nor dropped, now), busy, busy_max, idle, and lag, service, queue_wait as {microseconds: count}"},
+     "neither started nor dropped, now), busy, busy_max, idle, and lag, service, queue_wait as histograms of "
+     "microseconds (HdrHistogram's V2 base64, None when empty) with the sums of their values (lag_us ...)"},
     {"_hold_user", (PyCFunction)Schedule_hold_user, METH_NOARGS,
      "test only: a thread starts an arrival (lag 5 us) inside the schedule's mutex and stays there until "
      "_release_user()"},
