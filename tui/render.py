@@ -14,6 +14,7 @@ from rich.text import Text
 from bench_dsl.core import mysql_errors
 from bench_dsl.core.axis import LiveCell
 from bench_dsl.core.dsn import redact
+from bench_dsl.core.live_figures import TxSoFar, of_row_transactions
 from bench_dsl.engine import events as ev
 from bench_dsl.results import verdict as verdict_words
 from bench_dsl.workloads import registry
@@ -284,21 +285,21 @@ def tx_title(st: LiveState) -> str:
     return f"transactions: {window} │ {step}"
 
 
-def _cell(fig: Mapping[str, Any] | None, key: str) -> str:
-    if not fig:
+def _cell(fig: TxSoFar | None, key: str) -> str:
+    if fig is None:
         return "-"
     if key in ("count", "errors"):
-        return fmt_int(fig.get(key))
-    if key == "tps":
-        return fmt_rate(fig.get("tps"))
-    return fmt_ms((fig.get("latency_ms") or {}).get(key))
+        return fmt_int(fig.count if key == "count" else fig.errors)
+    return fmt_rate(fig.tps) if key == "tps" else fmt_ms(fig.latency_ms.at(key) if fig.latency_ms else None)
 
 
 def tx_table(st: LiveState, width: int) -> Lines:
     iv = st.interval or {}
     names = st.transactions or list((iv.get("transactions") or {}).keys())
     cols = tx_columns(width, min(20, max([len("transaction"), *(len(n) for n in names)])))
-    step = st.step_so_far if st.step_so_far is not None else st.last_step
+    window, window_all = of_row_transactions(iv)
+    so_far = st.step_so_far
+    step, step_all = (so_far.transactions, so_far.whole()) if so_far is not None else of_row_transactions(st.last_step)
     layout: list[_Col | None] = []  # None: the rule between the interval's columns and the step's
     for col in cols:
         if col.group == "s" and layout and layout[-1] is not None and layout[-1].group == "w":
@@ -312,10 +313,9 @@ def tx_table(st: LiveState, width: int) -> Lines:
             head.append((Text(c.head, "bold cyan" if c.group == "s" else "bold"), c.width,
                          "<" if c.key == "name" else ">"))
     lines = [cells(head)]
-    rows: list[tuple[str, Mapping[str, Any] | None, Mapping[str, Any] | None]] = [
-        (n, (iv.get("transactions") or {}).get(n), ((step or {}).get("transactions") or {}).get(n)) for n in names]
+    rows: list[tuple[str, TxSoFar | None, TxSoFar | None]] = [(n, window.get(n), step.get(n)) for n in names]
     if len(names) > 1:
-        rows.append(("all", iv or None, step))
+        rows.append(("all", window_all, step_all))
     for name, w, s in rows:
         parts: list[tuple[str | Text, int, str]] = []
         for c in layout:

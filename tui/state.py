@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench_dsl.core.cluster_info import ClusterInfo
+from bench_dsl.core.live_figures import StepSoFar
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.phases import Plan, PlannedRun
 from bench_dsl.engine.profiles.registry import DEFAULT_AXIS, axis_named
@@ -142,7 +143,7 @@ class LiveState:
         self.holding = False
         self.remaining_s: float | None = None
         self.interval: dict[str, Any] | None = None
-        self.step_so_far: dict[str, Any] | None = None
+        self.step_so_far: StepSoFar | None = None
         self.last_step: dict[str, Any] | None = None
         self.series: list[Point] = []
         self.boundaries: list[Boundary] = []
@@ -200,7 +201,7 @@ class LiveState:
             case ev.LiveTick():
                 self._on_tick(event.to_json())
             case ev.Interval():
-                self._on_interval(event.to_json())
+                self._on_interval(event.row.to_json(), event.step_so_far)
             case ev.StepEnded():
                 self._on_step(event.to_json())
             case ev.Conditions():
@@ -271,10 +272,10 @@ class LiveState:
             self.series = _halve(self.series)
         self.changed |= {HEADER, FIGURES, TIME_CHART}
 
-    def _on_interval(self, d: Mapping[str, Any]) -> None:
+    def _on_interval(self, d: Mapping[str, Any], so_far: StepSoFar | None) -> None:
         self.interval = dict(d)
-        if d.get("step_so_far") is not None:
-            self.step_so_far = d["step_so_far"]
+        if so_far is not None:
+            self.step_so_far = so_far
         for name, tx in (d.get("transactions") or {}).items():
             for code, n in (tx.get("errors_by_code") or {}).items():
                 c = int(code)

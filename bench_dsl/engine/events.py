@@ -6,7 +6,7 @@ write) returns events from `emit`, which the bus publishes to every sink like th
 
 Every event has a `type` (its name in a JSON event stream) and `to_json()`: the object a `--jsonl`
 line holds. Events carry types, not dicts: an interval's and a step's row (bench_dsl.engine.rows),
-why the run stops (bench_dsl.engine.stopping.StopReason); the figures a row carries whole
+the step so far beside an interval (bench_dsl.core.live_figures), why the run stops (bench_dsl.engine.stopping.StopReason); the figures a row carries whole
 (throughput, latency, errors, CPU, per transaction) are the aggregate's, as the result stores them.
 
 Displays show what the events say and work nothing out: the judge's figures (ConditionState's gain
@@ -47,6 +47,7 @@ from typing import Any, ClassVar, Protocol
 
 from bench_dsl.core.cluster_info import ClusterInfo
 from bench_dsl.core.figures import Figures
+from bench_dsl.core.live_figures import StepSoFar
 from bench_dsl.core.prepare_report import PrepareReport
 from bench_dsl.core.server_info import ServerInfo
 from bench_dsl.engine.condition_states import ConditionSpec, ConditionState
@@ -220,12 +221,12 @@ class Interval(Event):
     """One report interval (`report every`), as the result document's intervals hold it."""
     type: ClassVar[str] = "interval"
     row: IntervalRow
-    step_so_far: Json | None = None  # for live displays: the step so far beside this interval
+    step_so_far: StepSoFar | None = None  # for live displays: the step so far beside this interval
 
     def to_json(self) -> Json:
         out: Json = self.row.to_json()
         if self.step_so_far is not None:
-            out["step_so_far"] = self.step_so_far
+            out["step_so_far"] = self.step_so_far.to_json()
         return out
 
 
@@ -351,7 +352,7 @@ def from_json(d: Json) -> Event:
         head = {k: d.pop(k) for k in ("t", "phase", "step", "users", "holding", "remaining_s")}
         return LiveTick(**head, figures=d)
     if kind is Interval:
-        so_far = d.pop("step_so_far", None)
+        so_far = StepSoFar.from_json(d.pop("step_so_far", None))
         return Interval(IntervalRow.from_json(d), so_far)
     if kind is StepEnded:
         return StepEnded(StepRow.from_json(d))

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from bench_dsl.core.live_figures import StepSoFar
 from bench_dsl.language.metric_decls import CORE_TABLE, MetricDecl, Table
 from bench_dsl.language.model import Metric
 from bench_dsl.measure.consistency import Jitter, consistency
@@ -361,13 +362,9 @@ class Aggregate:
         sched = {k.removeprefix(SCHED_KEY): _r3(self.cpu(k)) for k in sorted(self._cpu_n) if k.startswith(SCHED_KEY)}
         return {**({"pressure": pressure} if pressure else {}), **({"server_sched": sched} if sched else {})}
 
-    def so_far(self) -> dict[str, object]:
+    def so_far(self) -> StepSoFar:
         """The summary's figures a live display shows of a step still running."""
-        s = self.summary()
-        live = (f.name for f in client_figures(self.metrics) if "step" in f.live)
-        out: dict[str, object] = {k: s[k] for k in (*live, "latency_ms", "cpu") if k in s}
-        return out | {"transactions": {n: {k: t[k] for k in ("count", "tps", "errors", "latency_ms")}
-                                       for n, t in s["transactions"].items()}}  # type: ignore[attr-defined]
+        return StepSoFar.of_row(self.summary(), (f.name for f in client_figures(self.metrics) if "step" in f.live))
 
     def histograms(self) -> dict[str, str | None]:
         """Per transaction, the encoded histogram: merge it with others, or read it in HdrHistogram tools."""

@@ -34,6 +34,7 @@ from typing import Any
 
 from bench_dsl.core.cluster_info import ClusterInfo
 from bench_dsl.core.figures import Figures
+from bench_dsl.core.live_figures import StepSoFar, TxSoFar
 from bench_dsl.core.prepare_report import PrepareReport
 from bench_dsl.core.server_info import ServerInfo
 from bench_dsl.engine import events as ev
@@ -244,28 +245,25 @@ def catalog(doc_figures: Figures) -> Figures:
     return doc_figures or CORE_FIGURES
 
 
-def _so_far(step: Json, figures: Figures) -> Json:
+def _so_far(step: Json, figures: Figures) -> StepSoFar:
     """A step's figures as a live display shows the step so far (metrics.Aggregate.so_far's: the
     figures declared live for a step)."""
-    live = (f.name for f in figures if "step" in f.live and f.place in ("tx", "figures"))
-    return {k: step[k] for k in (*live, "latency_ms", "cpu") if k in step} | {
-        "transactions": {n: {k: t.get(k) for k in ("count", "tps", "errors", "latency_ms")}
-                         for n, t in (step.get("transactions") or {}).items()}}
+    return StepSoFar.of_row(step, (f.name for f in figures if "step" in f.live and f.place in ("tx", "figures")))
 
 
-def _so_far_of(rows: Sequence[Json]) -> Json:
+def _so_far_of(rows: Sequence[Json]) -> StepSoFar:
     """The step so far from its intervals: counts and rates add up, percentiles do not (not shown)."""
     secs = sum(float(r.get("seconds") or 0) for r in rows) or 1.0
     count = sum(int(r.get("count") or 0) for r in rows)
-    txs: dict[str, Json] = {}
+    counts: dict[str, tuple[int, int]] = {}
     for name, t in ((n, t) for r in rows for n, t in (r.get("transactions") or {}).items()):
-        tx = txs.setdefault(name, {"count": 0, "errors": 0})
-        tx.update(count=tx["count"] + int(t.get("count") or 0), errors=tx["errors"] + int(t.get("errors") or 0))
-        tx["tps"] = round(tx["count"] / secs, 3)
-    return {"seconds": round(secs, 3), "users": max(int(r.get("users") or 0) for r in rows), "count": count,
-            "tps": round(count / secs, 3), "qps": round(sum(float(r.get("qps") or 0) * float(r.get("seconds") or 0)
-                                                            for r in rows) / secs, 3),
-            "errors": sum(int(r.get("errors") or 0) for r in rows), "transactions": txs}
+        done, failed = counts.get(name, (0, 0))
+        counts[name] = (done + int(t.get("count") or 0), failed + int(t.get("errors") or 0))
+    qps = sum(float(r.get("qps") or 0) * float(r.get("seconds") or 0) for r in rows) / secs
+    return StepSoFar(count=count, errors=sum(int(r.get("errors") or 0) for r in rows), seconds=round(secs, 3),
+                     users=max(int(r.get("users") or 0) for r in rows),
+                     declared={"tps": round(count / secs, 3), "qps": round(qps, 3)},
+                     transactions={n: TxSoFar(c, round(c / secs, 3), e) for n, (c, e) in counts.items()})
 
 
 def condition_specs(doc: Json) -> tuple[ev.ConditionSpec, ...]:

@@ -46,8 +46,9 @@ def test_the_board_through_the_recorded_run() -> None:
     st = fold(upto(evs, lambda e: isinstance(e, ev.Interval) and e.row.step == 5 and e.row.measured, after=1))
     rows = {r.text: r for r in st.board.rows()}
     step4 = next(e.row.figures for e in evs if isinstance(e, ev.StepEnded) and e.row.step == 4)
-    so_far = st.interval["step_so_far"]  # type: ignore[index]
-    gain = 100 * (so_far["tps"] - step4["tps"]) / step4["tps"]
+    so_far = st.step_so_far
+    assert so_far is not None and so_far.tps is not None
+    gain = 100 * (so_far.tps - step4["tps"]) / step4["tps"]
     assert rows["tps plateau 10%"].value == f"{gain:+.1f}%"
     assert rows["p90(locked) > 200ms"].source == "step 5 so far"
     # `for 3s`: the mean of the last three measured ticks

@@ -12,8 +12,10 @@ from typing import Any
 import pytest
 
 from bench_dsl.core.cluster_info import ClusterCalls, ClusterInfo, ClusterNode
+from bench_dsl.core.live_figures import StepSoFar, TxSoFar
 from bench_dsl.core.prepare_report import PrepareReport
 from bench_dsl.engine import events as ev
+from bench_dsl.engine.rows import IntervalRow
 from bench_dsl.engine.study_configuration import StudyConfiguration
 from bench_dsl.results.document import ResultDocument
 from bench_dsl.results.stream import decode, encode
@@ -190,3 +192,78 @@ def test_the_displays_take_the_load_axis_the_scenario_names(axis: str | None, ex
     st = LiveState()
     st.apply(ev.Begin("1", "now", ev.ScenarioInfo("n", load_axis=axis), ev.Machine.from_json({})))
     assert st.axis.name == expected
+
+
+# -- Interval.step_so_far: the step so far beside an interval ------------------------------------------
+def _so_far_before(s: dict[str, Any], live: list[str]) -> dict[str, Any]:
+    """metrics.Aggregate.so_far as it was before the type, its dict made the same way."""
+    out = {k: s[k] for k in (*live, "latency_ms", "cpu") if k in s}
+    return out | {"transactions": {n: {k: t[k] for k in ("count", "tps", "errors", "latency_ms")}
+                                   for n, t in s["transactions"].items()}}
+
+
+def test_a_steps_so_far_is_the_streams_key_for_key_and_reads_back() -> None:
+    from collections import Counter
+
+    from bench_dsl.measure.figures import client_figures
+    from bench_dsl.measure.metrics import Aggregate, TickStats
+    from bench_dsl.measure.txstats import TxStats
+    from bench_dsl.workloads.registry import METRICS
+
+    names = ("new_order", "payment")  # a workload's own throughput of one transaction among the declared
+    agg = Aggregate(names, METRICS)
+    for i in range(2):
+        txs = {n: TxStats() for n in names}
+        for k, n in enumerate(names):
+            for v in (900 + 100 * k, 2500, 40_000):
+                txs[n].hist.record_value(v)
+            txs[n].count, txs[n].queries = 3, 9
+        txs["payment"].errors = Counter({1213: 1})
+        agg.add(TickStats(1.0 + i, 1.0, "hold", 1, 4, txs,
+                          {"server": 40.0, "host": 55.5, "client": 12.0, "client:worker 1": 30.0}))
+    live = [f.name for f in client_figures(METRICS) if "step" in f.live]
+    before = _so_far_before(agg.summary(), live)
+    so_far = agg.so_far()
+    assert json.dumps(so_far.to_json()) == json.dumps(before)  # the order of the keys too
+    assert so_far.count == 12 and so_far.errors == 2 and so_far.users == 4 and so_far.tps == 6.0
+    assert so_far.cpu is not None and so_far.cpu.server == 40.0
+    assert so_far.transactions["payment"].errors == 2 and so_far.latency_ms is not None
+    assert so_far.latency_ms.max == so_far.latency_ms.at("max") and so_far.latency_ms.at("p42") is None
+    assert set(so_far.declared) >= {"tps", "tpm", "qps"}
+    row = IntervalRow(2.0, 1.0, "hold", 1, True, {"seconds": 1.0, "users": 4, "tps": 6.0})
+    line = _wire(ev.Interval(row, so_far))
+    assert line["step_so_far"] == before
+    assert ev.from_json({k: v for k, v in line.items() if k != "format_version"}) == ev.Interval(row, so_far)
+
+
+def test_a_recorded_streams_step_so_far_reads_back_as_it_was() -> None:
+    """Streams of before: without users, CPU or retries, its keys in another order."""
+    root = Path(__file__).resolve().parents[2]
+    seen = 0
+    for path in (root / "tests/fixtures").glob("*.jsonl"):
+        for line in path.read_text().splitlines():
+            d = json.loads(line)
+            if d.get("type") != "interval" or d.get("step_so_far") is None:
+                continue
+            e = decode(d)
+            assert isinstance(e, ev.Interval) and e.step_so_far is not None
+            assert e.step_so_far.to_json() == d["step_so_far"]
+            assert {k: v for k, v in _wire(e).items() if k != "format_version"} == {
+                k: v for k, v in d.items() if k != "format_version"}
+            seen += 1
+    assert seen
+    assert ev.from_json({"type": "interval", "t": 1.0, "start_s": 0.0, "phase": "hold", "step": 1,
+                         "measured": True}).step_so_far is None  # type: ignore[attr-defined]
+
+
+def test_a_replays_step_so_far_from_its_intervals_has_no_percentiles() -> None:
+    from bench_dsl.results.replay import _so_far_of
+
+    rows = [{"seconds": 1.0, "users": 2, "count": 10, "errors": 1, "qps": 30.0,
+             "transactions": {"a": {"count": 10, "errors": 1}}},
+            {"seconds": 1.0, "users": 4, "count": 30, "errors": 0, "qps": 90.0,
+             "transactions": {"a": {"count": 30, "errors": 0}}}]
+    so_far = _so_far_of(rows)
+    assert (so_far.count, so_far.errors, so_far.users, so_far.tps, so_far.declared["qps"]) == (40, 1, 4, 20.0, 60.0)
+    assert so_far.latency_ms is None and so_far.transactions["a"] == TxSoFar(40, 20.0, 1)
+    assert StepSoFar.from_json(so_far.to_json()) == so_far
