@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from bench_dsl.core.live_figures import Cpu
+
 from .lines import Lines
 from .render import DIM, fmt_pct
 from .state import LiveState
@@ -17,7 +19,7 @@ def nodes(st: LiveState, width: int) -> Lines:
     cluster = st.cluster
     if cluster is None:
         return Lines([])
-    cpu = (st.tick or {}).get("cpu") or {}
+    cpu = st.tick.figures.cpu if st.tick is not None else Cpu()
     lost = {x.worker for x in cluster.lost}
     out: list[Text] = []
     listed = cluster.nodes
@@ -28,9 +30,9 @@ def nodes(st: LiveState, width: int) -> Lines:
         line.append(f"  {n.host}")
         workers = n.workers
         line.append(f"  {', '.join(workers)}", DIM)
-        mine = [v for w in workers if (v := cpu.get(f"client:{w}")) is not None]
+        mine = [v for w in workers if (v := cpu.by_process.get(w)) is not None]
         line.append("  cpu ", DIM)
-        line.append(fmt_pct(cpu.get(f"client_host:{n.host}")), "bold")
+        line.append(fmt_pct(cpu.by_client_host.get(n.host)), "bold")
         line.append("  bench-dsl ", DIM)
         line.append(fmt_pct(sum(mine) if mine else None), "bold")
         if lost & set(workers):

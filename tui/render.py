@@ -3,10 +3,9 @@ and condition tables, the log and the verdict. The widgets only call these with 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rich.console import RenderableType
 from rich.text import Text
@@ -14,7 +13,7 @@ from rich.text import Text
 from bench_dsl.core import mysql_errors
 from bench_dsl.core.axis import LiveCell
 from bench_dsl.core.dsn import redact
-from bench_dsl.core.live_figures import TxSoFar, of_row_transactions
+from bench_dsl.core.live_figures import TickFigures, TxFigures, of_row_transactions
 from bench_dsl.engine import events as ev
 from bench_dsl.results import verdict as verdict_words
 from bench_dsl.workloads import registry
@@ -138,8 +137,8 @@ def header(st: LiveState, width: int, waiting_for_key: bool = False, title: str 
 def _phase_line(st: LiveState, line: Text, width: int) -> None:
     line.append(ev.phase_label(st.phase, st.step, st.steps), "bold")
     tick = st.tick
-    same_phase = tick is not None and tick.get("phase") == st.phase and tick.get("step") == st.step
-    users = tick.get("users") if tick is not None and same_phase else st.phase_users
+    same_phase = tick is not None and tick.phase == st.phase and tick.step == st.step
+    users = tick.users if tick is not None and same_phase else st.phase_users
     if users is not None:
         line.append(f" · {users} users")
     if st.holding:
@@ -159,38 +158,39 @@ def _phase_line(st: LiveState, line: Text, width: int) -> None:
 # figures --------------------------------------------------------------------------------------------
 def figures(st: LiveState, width: int) -> Lines:
     """The headline figures of the last second: labels above, values below, evenly spread."""
-    t = st.tick or {}
-    cpu = t.get("cpu") or {}
-    items: list[tuple[str, str, str]] = [("users", fmt_int(t.get("users")), "bold")]
+    tick = st.tick
+    t = tick.figures if tick is not None else TickFigures()
+    items: list[tuple[str, str, str]] = [("users", fmt_int(tick.users if tick is not None else None), "bold")]
     # the declared throughputs that are headlines (one of a transaction when the workload has it)
     for d in registry.METRICS.measuring("throughput"):
-        if d.live and (d.transaction is None or d.name in t):
+        if d.live and (d.transaction is None or d.name in t.declared):
             per_s = d.per == 1
-            items.append((d.heading, (fmt_rate if per_s else fmt_int)(t.get(d.name)), "bold bright_green"
+            items.append((d.heading, (fmt_rate if per_s else fmt_int)(t.declared.get(d.name)), "bold bright_green"
                           if d.transaction is not None else "bold bright_cyan" if per_s else "bold cyan"))
     for d in registry.METRICS:  # each derived figure the run measures that is a headline (declared live)
-        if d.derive is not None and d.live and d.figure_name in (st.figures if st.figures is not None else t):
-            v = t.get(d.figure_name)
+        if d.derive is not None and d.live and d.figure_name in (st.figures if st.figures is not None else t.declared):
+            v = t.declared.get(d.figure_name)
             items.append((d.heading, fmt_pct(v) if d.measures == "share" else fmt_rate(v), "bold"))
-    if st.axis.asked is not None and st.axis.asked in t:  # a load that asks (a rate): its own cells
-        items += [(c.label, _live_cell(c), _TONE[c.tone]) for c in st.axis.live_cells(t, st.interval or {})]
-    errors, retries = t.get("errors_per_s"), t.get("retries_per_s")
+    # a load that asks (a rate): its own cells
+    asked = tick is not None and st.axis.asked is not None and st.axis.asked in t.declared
+    cells = st.axis.live_cells(t, tick.users, st.interval or {}) if asked and tick is not None else ()
+    items += [(c.label, _live_cell(c), _TONE[c.tone]) for c in cells]
+    errors, retries = t.errors_per_s, t.retries_per_s
     items += [
         ("errors/s", "-" if errors is None else f"{errors:.1f}", "bold red" if errors else "bold"),
         ("retries/s", "-" if retries is None else f"{retries:.1f}", "bold yellow" if retries else "bold"),
-        ("cpu server", fmt_pct(cpu.get("server")) if t else "-", "bold"),
-        ("cpu client", fmt_pct(cpu.get("client")) if t else "-", "bold"),
+        ("cpu server", fmt_pct(t.cpu.server) if tick is not None else "-", "bold"),
+        ("cpu client", fmt_pct(t.cpu.client) if tick is not None else "-", "bold"),
     ]
-    if lag := t.get("client_lag"):  # bench-dsl's own processes waiting for a core
-        items.append(("client lag", f"{lag['p90_ms']:.1f} ms",
-                      "bold yellow" if lag["p90_ms"] > lag["bound_ms"] else "bold"))
-    if "stall_s" in t:  # the step's longest time without a completion, once it is a stall
-        items.append(("stall", f"{t['stall_s']:.1f}s", "bold yellow"))
-    if "lag_s" in t:  # measured only with replicas
-        items.append(("replica lag", f"{t['lag_s']:.2f}s", "bold yellow" if t["lag_s"] >= 1 else "bold"))
-    if disk := t.get("disk"):
-        items.append((f"disk {disk['device']}", fmt_pct(disk["util_pct"]), "bold"))
-    items = _fitting(items, width, st, t)
+    if lag := t.client_lag:  # bench-dsl's own processes waiting for a core
+        items.append(("client lag", f"{lag.p90_ms:.1f} ms", "bold yellow" if lag.p90_ms > lag.bound_ms else "bold"))
+    if t.stall_s is not None:  # the step's longest time without a completion, once it is a stall
+        items.append(("stall", f"{t.stall_s:.1f}s", "bold yellow"))
+    if t.lag_s is not None:  # measured only with replicas
+        items.append(("replica lag", f"{t.lag_s:.2f}s", "bold yellow" if t.lag_s >= 1 else "bold"))
+    if disk := t.disk:
+        items.append((f"disk {disk.device}", fmt_pct(disk.util_pct), "bold"))
+    items = _fitting(items, width, cells, asked)
     cell = max(width // len(items), 1)
     margin = " " * max((width - cell * len(items)) // 2, 0)
     labels, values = Text(margin), Text(margin)
@@ -213,13 +213,12 @@ _GIVEN_UP = ("tpm", "retries/s", "disk", "replica lag", "cpu client", "errors/s"
 _NARROW_GIVEN_UP = ("stall", "cpu server", "users")
 
 
-def _fitting(items: list[tuple[str, str, str]], width: int, st: LiveState, t: Mapping[str, Any]) -> list[
+def _fitting(items: list[tuple[str, str, str]], width: int, cells: Sequence[LiveCell], asked: bool) -> list[
         tuple[str, str, str]]:
+    """`cells`, a load's own (`asked`: they say the throughput, and tps goes before)."""
     def fits(xs: list[tuple[str, str, str]]) -> bool:
         return width // len(xs) >= max(max(len(label), len(value)) for label, value, _ in xs) + 2
 
-    asked = st.axis.asked is not None and st.axis.asked in t  # its cells say the throughput: tps goes before
-    cells = st.axis.live_cells(t, st.interval or {}) if asked else ()
     early, late = ([c.label for c in cells if c.narrow == when] for when in ("early", "late"))
     for name in (*_GIVEN_UP, *(("tps",) if asked else ()), *early, *_NARROW_GIVEN_UP, *late):
         if fits(items) or len(items) <= 1:
@@ -285,7 +284,7 @@ def tx_title(st: LiveState) -> str:
     return f"transactions: {window} │ {step}"
 
 
-def _cell(fig: TxSoFar | None, key: str) -> str:
+def _cell(fig: TxFigures | None, key: str) -> str:
     if fig is None:
         return "-"
     if key in ("count", "errors"):
@@ -313,7 +312,7 @@ def tx_table(st: LiveState, width: int) -> Lines:
             head.append((Text(c.head, "bold cyan" if c.group == "s" else "bold"), c.width,
                          "<" if c.key == "name" else ">"))
     lines = [cells(head)]
-    rows: list[tuple[str, TxSoFar | None, TxSoFar | None]] = [(n, window.get(n), step.get(n)) for n in names]
+    rows: list[tuple[str, TxFigures | None, TxFigures | None]] = [(n, window.get(n), step.get(n)) for n in names]
     if len(names) > 1:
         rows.append(("all", window_all, step_all))
     for name, w, s in rows:

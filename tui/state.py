@@ -138,7 +138,7 @@ class LiveState:
         self.phase_seconds: float | None = None
         self.prepare: dict[str, Any] | None = None
         self.cluster: ClusterInfo | None = None  # workers on a cluster: its nodes (Cluster events)
-        self.tick: dict[str, Any] | None = None
+        self.tick: ev.LiveTick | None = None
         self.figures: frozenset[str] | None = None  # what the run measures (its catalog); None: not said
         self.holding = False
         self.remaining_s: float | None = None
@@ -199,7 +199,7 @@ class LiveState:
                 self.cluster = event.cluster
                 self.changed.add(NODES)
             case ev.LiveTick():
-                self._on_tick(event.to_json())
+                self._on_tick(event)
             case ev.Interval():
                 self._on_interval(event.row.to_json(), event.step_so_far)
             case ev.StepEnded():
@@ -261,13 +261,12 @@ class LiveState:
         self.remaining_s = e.seconds
         self.changed |= {HEADER, USERS_CHART}
 
-    def _on_tick(self, d: Mapping[str, Any]) -> None:
-        self.tick = dict(d)
-        self.holding = bool(d.get("holding"))
-        self.remaining_s = d.get("remaining_s")
-        tps = float(d.get("tps") or 0.0)
-        self.series.append(Point(float(d.get("t") or self.t), tps, tps, tps,
-                                 d.get("phase") in ("hold", "ramp"), d.get("step")))
+    def _on_tick(self, e: ev.LiveTick) -> None:
+        self.tick = e
+        self.holding = e.holding
+        self.remaining_s = e.remaining_s
+        tps = float(e.figures.tps or 0.0)
+        self.series.append(Point(float(e.t or self.t), tps, tps, tps, e.phase in ("hold", "ramp"), e.step))
         if len(self.series) > MAX_POINTS:
             self.series = _halve(self.series)
         self.changed |= {HEADER, FIGURES, TIME_CHART}

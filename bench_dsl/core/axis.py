@@ -10,6 +10,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from bench_dsl.core.live_figures import TickFigures
+
 
 def _no_words(figures: Mapping[str, Any]) -> str:
     return ""
@@ -30,7 +32,7 @@ class LiveCell:
     narrow: Literal["", "early", "late"] = ""
 
 
-def _no_cells(tick: Mapping[str, Any], interval: Mapping[str, Any]) -> tuple[LiveCell, ...]:
+def _no_cells(tick: TickFigures, users: int, interval: Mapping[str, Any]) -> tuple[LiveCell, ...]:
     return ()
 
 
@@ -67,10 +69,10 @@ class LoadAxis:
     # where a result's scenario holds the point a run without steps was asked to reach (a fixed or
     # linear rate's end): the same in every repeat, where what each measured differs by its noise
     whole_run_point: tuple[str, ...] = ()
-    # the live headline's cells of this load, from the last tick's figures and the last interval's
-    # row (a rate's: offered, achieved, dropped ...); where they say its throughput (asked), the
-    # screen's own tps goes first in a narrow headline
-    live_cells: Callable[[Mapping[str, Any], Mapping[str, Any]], tuple[LiveCell, ...]] = _no_cells
+    # the live headline's cells of this load, from the last tick's figures and users and the last
+    # interval's row (a rate's: offered, achieved, dropped ...); where they say its throughput
+    # (asked), the screen's own tps goes first in a narrow headline
+    live_cells: Callable[[TickFigures, int, Mapping[str, Any]], tuple[LiveCell, ...]] = _no_cells
 
     def asked_of(self, doc: Mapping[str, Any]) -> float | None:
         """The point a result's run without steps was asked to reach (whole_run_point), or None."""

@@ -1,5 +1,6 @@
-"""The figures a live display shows while the run goes, typed: a step's so far beside each interval
-(the Interval event's `step_so_far`). Types only, in the lowest floor: the client's aggregate
+"""The figures a live display shows while the run goes, typed: a tick's (the LiveTick event's
+`figures`, about a second's, no percentiles) and a step's so far beside each interval (the Interval
+event's `step_so_far`). Types only, in the lowest floor: the client's aggregate
 (bench_dsl.measure.metrics) makes them, bench replay rebuilds them from a result, the live screen
 reads them; their JSON is what a stream held before they were typed, key for key.
 
@@ -80,9 +81,10 @@ class Cpu:
 
 
 @dataclass(frozen=True, slots=True)
-class TxSoFar:
-    """One transaction's (or all of them's) figures of a step so far: completed, per second, failed,
-    and their response times (None: not known, as where a replay adds up intervals)."""
+class TxFigures:
+    """One transaction's (or all of them's) live figures, of a tick or of a step so far: completed,
+    per second, failed, and their response times (None: not carried, as by a tick, or not known, as
+    where a replay adds up intervals)."""
     count: int | None = None
     tps: float | None = None
     errors: int | None = None
@@ -95,7 +97,7 @@ class TxSoFar:
         return out
 
     @classmethod
-    def from_json(cls, d: Any) -> TxSoFar:
+    def from_json(cls, d: Any) -> TxFigures:
         """Also a row's or a transaction's figures as a result holds them (what else they hold is not read)."""
         if not isinstance(d, dict):
             return cls()
@@ -103,14 +105,14 @@ class TxSoFar:
                    Latency.from_json(d.get("latency_ms")))
 
 
-def of_row_transactions(row: Mapping[str, Any] | None) -> tuple[dict[str, TxSoFar], TxSoFar | None]:
+def of_row_transactions(row: Mapping[str, Any] | None) -> tuple[dict[str, TxFigures], TxFigures | None]:
     """A row's figures as a result holds them (an interval's, a step's), as those of a step so far:
     each transaction's, and all of them's (None: no row)."""
     if not row:
         return {}, None
     txs = row.get("transactions")
-    return ({str(n): TxSoFar.from_json(t) for n, t in txs.items()} if isinstance(txs, dict) else {},
-            TxSoFar.from_json(row))
+    return ({str(n): TxFigures.from_json(t) for n, t in txs.items()} if isinstance(txs, dict) else {},
+            TxFigures.from_json(row))
 
 
 # the fixed figures of a step so far, in the order a stream held them (bench_dsl.measure.figures.FIGURES')
@@ -134,15 +136,15 @@ class StepSoFar:
     declared: dict[str, float | None] = field(default_factory=dict)
     latency_ms: Latency | None = None
     cpu: Cpu | None = None
-    transactions: dict[str, TxSoFar] = field(default_factory=dict)
+    transactions: dict[str, TxFigures] = field(default_factory=dict)
 
     @property
     def tps(self) -> float | None:
         return self.declared.get("tps")
 
-    def whole(self) -> TxSoFar:
+    def whole(self) -> TxFigures:
         """All transactions' figures, as one transaction's are."""
-        return TxSoFar(self.count, self.tps, self.errors, self.latency_ms)
+        return TxFigures(self.count, self.tps, self.errors, self.latency_ms)
 
     def to_json(self) -> Json:
         out: Json = {k: v for k in _FIXED if (v := getattr(self, k)) is not None}
@@ -163,14 +165,85 @@ class StepSoFar:
                    _int(d.get("users")), _num(d.get("stall_s")),
                    {k: v for k, v in d.items() if k not in _KEYS and (v is None or _num(v) is not None)},
                    Latency.from_json(d.get("latency_ms")), Cpu.from_json(d.get("cpu")),
-                   {str(n): TxSoFar.from_json(t) for n, t in txs.items()} if isinstance(txs, dict) else {})
+                   {str(n): TxFigures.from_json(t) for n, t in txs.items()} if isinstance(txs, dict) else {})
 
     @classmethod
     def of_row(cls, row: Mapping[str, Any], live: Iterable[str]) -> StepSoFar:
         """A step's figures as a result's row or the aggregate's summary holds them, as a live display
         shows them: `live`, the names of those declared live for a step; the row's latency and CPU,
-        and of each transaction what TxSoFar holds."""
+        and of each transaction what TxFigures holds."""
         picked = {k: row[k] for k in live if k in row}
         made = cls.from_json({**picked, "latency_ms": row.get("latency_ms"), "cpu": row.get("cpu"),
                               "transactions": row.get("transactions")})
         return made if made is not None else cls()
+
+
+@dataclass(frozen=True, slots=True)
+class BusyDisk:
+    """The server host's busiest disk over a tick: its device and how busy it was, %."""
+    device: str
+    util_pct: float | None
+
+    def to_json(self) -> Json:
+        return {"device": self.device, "util_pct": self.util_pct}
+
+
+@dataclass(frozen=True, slots=True)
+class ClientLag:
+    """The worst bench-dsl process's scheduling lag (its p90, ms) and the bound the judge holds it to."""
+    p90_ms: float
+    bound_ms: float
+
+    def to_json(self) -> Json:
+        return {"p90_ms": self.p90_ms, "bound_ms": self.bound_ms}
+
+
+_TICK_KEYS = frozenset(("errors_per_s", "retries_per_s", "cpu", "transactions", "lag_s", "disk", "stall_s",
+                        "client_lag"))
+
+
+@dataclass(frozen=True, slots=True)
+class TickFigures:
+    """About a second of the run, the cheap figures a live display shows (bench_dsl.measure.metrics.
+    TickStats.figures; bench replay's from an interval): errors and retries per second, CPU, each
+    transaction's counts; the declared ones by name; what a run measures only where it applies (None:
+    not measured, and not written)."""
+    # each declared figure of the tick, by name: the throughputs (tps, tpm, qps, a workload's own, of
+    # one transaction), an open-loop rate's (offered_tps, achieved_tps, dropped_per_s ...), each
+    # figure derived from the server's status
+    declared: dict[str, float | None] = field(default_factory=dict)
+    errors_per_s: float | None = None
+    retries_per_s: float | None = None
+    cpu: Cpu = field(default_factory=Cpu)
+    transactions: dict[str, TxFigures] = field(default_factory=dict)  # count, tps, errors (no latency)
+    lag_s: float | None = None  # the worst replica's lag, s (only with replicas)
+    disk: BusyDisk | None = None
+    stall_s: float | None = None  # the step's longest stall so far, once there is one
+    client_lag: ClientLag | None = None
+
+    @property
+    def tps(self) -> float | None:
+        return self.declared.get("tps")
+
+    def to_json(self) -> Json:
+        out: Json = {**self.declared, "errors_per_s": self.errors_per_s, "retries_per_s": self.retries_per_s,
+                     "cpu": self.cpu.to_json(), "transactions": {n: t.to_json() for n, t in self.transactions.items()}}
+        for k in ("lag_s", "disk", "stall_s", "client_lag"):
+            if (v := getattr(self, k)) is not None:
+                out[k] = v.to_json() if isinstance(v, BusyDisk | ClientLag) else v
+        return out
+
+    @classmethod
+    def from_json(cls, d: Any) -> TickFigures:
+        """A tick's figures as a stream's line holds them (beside the tick's own fields); a key that
+        is not a number is not a figure."""
+        if not isinstance(d, dict):
+            return cls()
+        txs, disk, lag = d.get("transactions"), d.get("disk"), d.get("client_lag")
+        p90, bound = (_num(lag.get("p90_ms")), _num(lag.get("bound_ms"))) if isinstance(lag, dict) else (None, None)
+        return cls({k: v for k, v in d.items() if k not in _TICK_KEYS and (v is None or _num(v) is not None)},
+                   _num(d.get("errors_per_s")), _num(d.get("retries_per_s")), Cpu.from_json(d.get("cpu")) or Cpu(),
+                   {str(n): TxFigures.from_json(t) for n, t in txs.items()} if isinstance(txs, dict) else {},
+                   _num(d.get("lag_s")),
+                   BusyDisk(str(disk.get("device")), _num(disk.get("util_pct"))) if isinstance(disk, dict) else None,
+                   _num(d.get("stall_s")), ClientLag(p90, bound) if p90 is not None and bound is not None else None)

@@ -6,8 +6,9 @@ write) returns events from `emit`, which the bus publishes to every sink like th
 
 Every event has a `type` (its name in a JSON event stream) and `to_json()`: the object a `--jsonl`
 line holds. Events carry types, not dicts: an interval's and a step's row (bench_dsl.engine.rows),
-the step so far beside an interval (bench_dsl.core.live_figures), why the run stops (bench_dsl.engine.stopping.StopReason); the figures a row carries whole
-(throughput, latency, errors, CPU, per transaction) are the aggregate's, as the result stores them.
+a tick's figures and the step so far beside an interval (bench_dsl.core.live_figures), why the run
+stops (bench_dsl.engine.stopping.StopReason); the figures a row carries whole (throughput, latency,
+errors, CPU, per transaction) are the aggregate's, as the result stores them.
 
 Displays show what the events say and work nothing out: the judge's figures (ConditionState's gain
 and ratio, the Saturation event), and one name for a phase (PhaseBegan.label, phase_label) that the run's
@@ -47,7 +48,7 @@ from typing import Any, ClassVar, Protocol
 
 from bench_dsl.core.cluster_info import ClusterInfo
 from bench_dsl.core.figures import Figures
-from bench_dsl.core.live_figures import StepSoFar
+from bench_dsl.core.live_figures import StepSoFar, TickFigures
 from bench_dsl.core.prepare_report import PrepareReport
 from bench_dsl.core.server_info import ServerInfo
 from bench_dsl.engine.condition_states import ConditionSpec, ConditionState
@@ -209,11 +210,11 @@ class LiveTick(Event):
     users: int  # the users that had a connection
     holding: bool
     remaining_s: float | None  # None while held
-    figures: Json  # tps, tpm, qps, errors_per_s, retries_per_s, cpu, transactions, a workload's rates (declared)
+    figures: TickFigures  # errors, retries, CPU, transactions; the declared (tps, tpm, qps, a workload's rates)
 
     def to_json(self) -> Json:
         return {"type": self.type, "t": self.t, "phase": self.phase, "step": self.step, "users": self.users,
-                "holding": self.holding, "remaining_s": self.remaining_s, **self.figures}
+                "holding": self.holding, "remaining_s": self.remaining_s, **self.figures.to_json()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -350,7 +351,7 @@ def from_json(d: Json) -> Event:
     kind = EVENT_TYPES[d.pop("type")]
     if kind is LiveTick:
         head = {k: d.pop(k) for k in ("t", "phase", "step", "users", "holding", "remaining_s")}
-        return LiveTick(**head, figures=d)
+        return LiveTick(**head, figures=TickFigures.from_json(d))
     if kind is Interval:
         so_far = StepSoFar.from_json(d.pop("step_so_far", None))
         return Interval(IntervalRow.from_json(d), so_far)

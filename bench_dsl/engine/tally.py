@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 from typing import Any
 
+from bench_dsl.core.live_figures import ClientLag
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.bottleneck import Bottleneck
 from bench_dsl.engine.client_limit import CLIENT_LAG_MS
@@ -136,11 +137,11 @@ class Tally:
         worst = (self.lag_step if tick.measured else self.lag_interval).worst_p90()
         if self.interval_agg.ticks >= int(self.report_every):
             self._flush_interval(ph)
-        figures = tick.figures(METRICS)
-        if tick.measured and (stalls := self.step_agg.stalls()) is not None and stalls.stalls:
-            figures["stall_s"] = round(stalls.longest_s, 1)  # the step's longest stall so far
-        if worst is not None:
-            figures["client_lag"] = {"p90_ms": worst, "bound_ms": CLIENT_LAG_MS}
+        stalls = self.step_agg.stalls() if tick.measured else None
+        # with the step's longest stall so far, once there is one
+        figures = dataclasses.replace(
+            tick.figures(METRICS), stall_s=round(stalls.longest_s, 1) if stalls is not None and stalls.stalls else None,
+            client_lag=ClientLag(worst, CLIENT_LAG_MS) if worst is not None else None)
         self.voice.publish(ev.LiveTick(tick.t, ph.kind, ph.step, tick.users, holding, remaining_s, figures))
         if self.judge.changed:
             self.voice.publish(ev.Conditions(tick.t, self.judge.states()))

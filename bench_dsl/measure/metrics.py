@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bench_dsl.core.live_figures import StepSoFar
+from bench_dsl.core.live_figures import BusyDisk, Cpu, StepSoFar, TickFigures, TxFigures
 from bench_dsl.language.metric_decls import CORE_TABLE, MetricDecl, Table
 from bench_dsl.language.model import Metric
 from bench_dsl.measure.consistency import Jitter, consistency
@@ -70,36 +70,32 @@ class TickStats:
     def measured(self) -> bool:
         return self.phase in ("hold", "ramp")
 
-    def figures(self, metrics: Table = CORE_TABLE) -> dict[str, Any]:
+    def figures(self, metrics: Table = CORE_TABLE) -> TickFigures:
         """A tick's figures for a live display: cheap (no percentiles), computed once a second; the
         throughputs of `metrics`, the declared ones (bench_dsl.workloads.registry.METRICS)."""
         secs = self.seconds or 1.0
         whole = [sum(getattr(st, k) for st in self.tx.values()) for k in ("count", "queries", "rollbacks")]
         rates = {d: n for d in metrics.measuring("throughput") if (n := counted(d, self.tx, *whole)) is not None}
-        out: dict[str, Any] = {
-            **{d.name: round(n * d.per / secs, 1) for d, n in rates.items() if d.transaction is None},
-            "errors_per_s": round(sum(st.error_count for st in self.tx.values()) / secs, 2),
-            "retries_per_s": round(sum(st.retries for st in self.tx.values()) / secs, 2),
-            "cpu": {k: (None if v is None else round(v, 1)) for k, v in self.cpu.items()
-                    if not k.startswith(WAIT_KEYS)},
-            "transactions": {n: {"count": st.count, "tps": round(st.count / secs, 1), "errors": st.error_count}
-                             for n, st in self.tx.items()},
-        }
-        out |= {d.name: round(n * d.per / secs, 1) for d, n in rates.items() if d.transaction is not None}
+        # the throughputs of every transaction first, then those of one (TPC-C's new orders a minute)
+        declared: dict[str, float | None] = {d.name: round(n * d.per / secs, 1) for d, n in sorted(
+            rates.items(), key=lambda dn: dn[0].transaction is not None)}
         if self.arrivals is not None:
-            done = whole[0]
-            out |= self.arrivals.tick_figures(secs)
-            out["achieved_tps"] = round(done / secs, 1)
+            declared |= self.arrivals.tick_figures(secs)
+            declared["achieved_tps"] = round(whole[0] / secs, 1)
         if (st := self.status) is not None or self.power is not None:
             span = st.seconds if st is not None else secs
             per = {d.name: n * d.per / secs for d, n in rates.items()}
-            out |= derived_figures(metrics, StatusOf(st.grew if st else {}, st.values if st else {}, span,
-                                                     whole[0] * span / secs, self.power, per.get))
-        if self.lag is not None:
-            out["lag_s"] = round(self.lag, 2)
-        if self.host is not None and (busiest := self.host.busiest()) is not None:
-            out["disk"] = {"device": busiest[0], "util_pct": busiest[1]["util_pct"]}
-        return out
+            declared |= derived_figures(metrics, StatusOf(st.grew if st else {}, st.values if st else {}, span,
+                                                          whole[0] * span / secs, self.power, per.get))
+        busiest = self.host.busiest() if self.host is not None else None
+        return TickFigures(
+            declared, round(sum(st.error_count for st in self.tx.values()) / secs, 2),
+            round(sum(st.retries for st in self.tx.values()) / secs, 2),
+            Cpu.from_json({k: (None if v is None else round(v, 1)) for k, v in self.cpu.items()
+                           if not k.startswith(WAIT_KEYS)}) or Cpu(),
+            {n: TxFigures(st.count, round(st.count / secs, 1), st.error_count) for n, st in self.tx.items()},
+            round(self.lag, 2) if self.lag is not None else None,
+            BusyDisk(busiest[0], busiest[1]["util_pct"]) if busiest is not None else None)
 
 
 class Aggregate:

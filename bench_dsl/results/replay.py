@@ -34,7 +34,7 @@ from typing import Any
 
 from bench_dsl.core.cluster_info import ClusterInfo
 from bench_dsl.core.figures import Figures
-from bench_dsl.core.live_figures import StepSoFar, TxSoFar
+from bench_dsl.core.live_figures import StepSoFar, TickFigures, TxFigures
 from bench_dsl.core.prepare_report import PrepareReport
 from bench_dsl.core.server_info import ServerInfo
 from bench_dsl.engine import events as ev
@@ -263,7 +263,7 @@ def _so_far_of(rows: Sequence[Json]) -> StepSoFar:
     return StepSoFar(count=count, errors=sum(int(r.get("errors") or 0) for r in rows), seconds=round(secs, 3),
                      users=max(int(r.get("users") or 0) for r in rows),
                      declared={"tps": round(count / secs, 3), "qps": round(qps, 3)},
-                     transactions={n: TxSoFar(c, round(c / secs, 3), e) for n, (c, e) in counts.items()})
+                     transactions={n: TxFigures(c, round(c / secs, 3), e) for n, (c, e) in counts.items()})
 
 
 def condition_specs(doc: Json) -> tuple[ev.ConditionSpec, ...]:
@@ -351,12 +351,13 @@ def _ticks(row: Json, ph: ev.PhaseBegan | None, declared: Figures, stall_s: floa
     figures.update(side_figures(row, CLIENT_LAG_MS))
     if stall_s is not None:  # the live tick's: the step's longest stall so far
         figures["stall_s"] = round(stall_s, 1)
+    typed = TickFigures.from_json(figures)  # what the live tick carried, as a stream's line reads back
     out: list[Timed] = []
     for k in range(1, n + 1):
         t = round(end - secs + k * secs / n, 3)
         known = ph is not None and ph.seconds is not None and ph.t is not None
         left = round(max(ph.seconds - (t - ph.t), 0.0), 1) if known else None  # type: ignore[operator,union-attr]
-        out.append((t, ev.LiveTick(t, row["phase"], row["step"], int(row.get("users") or 0), False, left, figures)))
+        out.append((t, ev.LiveTick(t, row["phase"], row["step"], int(row.get("users") or 0), False, left, typed)))
     return out
 
 

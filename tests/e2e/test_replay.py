@@ -21,6 +21,7 @@ from rich.console import Console
 from textual.pilot import Pilot
 
 from bench_dsl.cli import main as cli
+from bench_dsl.core.live_figures import BusyDisk, ClientLag
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.events import Event
 from bench_dsl.engine.plan import plan
@@ -265,10 +266,10 @@ def test_the_replayed_ticks_carry_the_server_side_and_the_client_s_lag(live: Liv
     (tmp_path / "r.json").write_text(json.dumps(doc))
     ticks = [e for _, e in load(tmp_path / "r.json") if isinstance(e, ev.LiveTick) and e.phase == "hold"]
     first = ticks[0].figures
-    assert first["lag_s"] == 3.25 and first["disk"] == {"device": "nvme0n1", "util_pct": 71.5}
+    assert first.lag_s == 3.25 and first.disk == BusyDisk("nvme0n1", 71.5)
     worst = max(f["p90"] for probes in hold[0]["client_lag_ms_by_process"].values() for f in probes.values() if f)
-    assert first["client_lag"] == {"p90_ms": worst, "bound_ms": 10.0}
-    assert all("lag_s" not in t.figures for t in ticks[1:])  # no replica there
+    assert first.client_lag == ClientLag(worst, 10.0)
+    assert all(t.figures.lag_s is None for t in ticks[1:])  # no replica there
 
 
 @pytest.mark.slow

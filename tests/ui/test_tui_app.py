@@ -13,6 +13,7 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 from textual.pilot import Pilot
 
+from bench_dsl.core.live_figures import TickFigures
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.events import Event
 from bench_dsl.engine.rows import StepRow
@@ -172,7 +173,7 @@ async def test_the_screen_redraws_by_itself() -> None:
 
 def test_the_sink_never_breaks_the_run() -> None:
     sink = UiSink(LiveState())
-    sink.emit(ev.LiveTick(1.0, "hold", 1, 1, False, 1.0, {"tps": "not a number"}))
+    sink.emit(ev.LiveTick(1.0, "hold", 1, 1, False, 1.0, TickFigures({"tps": "not a number"})))  # type: ignore[dict-item]
     sink.emit(ev.StepEnded(StepRow("not a number", 1, True, None, 0.0, {}, None, [])))  # type: ignore[arg-type]
     warnings = [e.message for e in sink.state.log.tail(10)]
     assert sink.failures == 2 and warnings[0].startswith("the screen could not show a tick event")

@@ -11,6 +11,7 @@ import pytest
 from rich.console import Console, RenderableType
 from rich.style import Style
 
+from bench_dsl.core.live_figures import TickFigures
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.events import Event
 from bench_dsl.engine.rows import IntervalRow
@@ -54,7 +55,7 @@ def test_the_board_through_the_recorded_run() -> None:
     # `for 3s`: the mean of the last three measured ticks
     ticks = [e for e in evs if isinstance(e, ev.LiveTick) and e.step == 5 and e.phase == "hold"]
     st = fold(upto(evs, lambda e: e is ticks[3], after=1))  # the tick, then the judge's word on it
-    cpu = sum(t.figures["cpu"]["server"] for t in ticks[1:4]) / 3
+    cpu = sum(t.figures.cpu.server or 0.0 for t in ticks[1:4]) / 3
     row = {r.text: r for r in st.board.rows()}["cpu(server) > 95% for 3s"]
     assert row.source == "last 3s" and row.value == fmt_num(cpu) + "%" and row.state == "ok"
     # the last step's verdicts: p90 and the plateau both fired, before the `fired` event names p90
@@ -165,7 +166,7 @@ def test_steps_and_boundaries_follow_the_run() -> None:
 def test_a_flood_of_ticks_keeps_the_state_small_and_the_peaks() -> None:
     st = LiveState()
     for i in range(20 * MAX_POINTS):
-        st.apply(ev.LiveTick(float(i + 1), "hold", 1, 4, False, 1.0, {"tps": 5000.0 if i == 7777 else 100.0}))
+        st.apply(ev.LiveTick(float(i + 1), "hold", 1, 4, False, 1.0, TickFigures({"tps": 5000.0 if i == 7777 else 100.0})))
     assert len(st.series) <= MAX_POINTS
     assert max(p.hi for p in st.series) == 5000.0 and min(p.lo for p in st.series) == 100.0
     assert st.series[-1].t == 20 * MAX_POINTS
@@ -353,8 +354,8 @@ def test_figures_show_the_last_second() -> None:
     assert tick is not None
     labels, values = text_of(render.figures(st, 120)).splitlines()
     assert labels.split() == ["users", "tps", "tpm", "errors/s", "retries/s", "cpu", "server", "cpu", "client"]
-    assert values.split()[:3] == ["16", f"{tick['tps']:.1f}", f"{tick['tpm']:,.0f}"]
-    st.apply(ev.from_json({"type": "tick", **tick, "nopm": 1234.0}))
+    assert values.split()[:3] == ["16", f"{tick.figures.tps:.1f}", f"{tick.figures.declared['tpm']:,.0f}"]
+    st.apply(ev.from_json({**tick.to_json(), "nopm": 1234.0}))
     assert "NOPM" in text_of(render.figures(st, 120)) and "1,234" in text_of(render.figures(st, 120))
 
 
@@ -370,9 +371,9 @@ def test_a_rates_headline_keeps_its_labels_and_its_values_apart_at_any_width(wid
     that does not fit whole is left out, the rate's own (offered, achieved, dropped) last."""
     st = LiveState()
     st.apply(ev.Begin("", "", ev.ScenarioInfo(load_axis="rate"), ev.Machine.from_json({})))  # the run's load axis: what the headline shows
-    st.apply(ev.LiveTick(2.0, "hold", 1, 16, False, 1.0, {
-        "users": 16, "tps": 12345.6, "tpm": 740736.0, "cpu": {"server": 81.0, "client": 40.0}, "errors_per_s": 0.0,
-        "retries_per_s": 0.0, "offered_tps": 20000.0, "achieved_tps": 12345.6, "dropped_per_s": 7654.4, "busy": 16}))
+    st.apply(ev.LiveTick(2.0, "hold", 1, 16, False, 1.0, TickFigures.from_json({
+        "tps": 12345.6, "tpm": 740736.0, "cpu": {"server": 81.0, "client": 40.0}, "errors_per_s": 0.0,
+        "retries_per_s": 0.0, "offered_tps": 20000.0, "achieved_tps": 12345.6, "dropped_per_s": 7654.4, "busy": 16})))
     lat = {"p50": 1.0, "p90": 2.0, "p99": 123.4}
     st.apply(ev.Interval(IntervalRow(2.0, 1.0, "hold", 1, True, {
         "seconds": 1.0, "users": 16, "tps": 12345.6, "count": 12345, "errors": 0, "latency_ms": lat,
@@ -411,11 +412,11 @@ def test_a_linear_ramp_is_drawn_per_interval() -> None:
 
 def test_the_headline_shows_replica_lag_and_the_busiest_disk_when_measured() -> None:
     st = LiveState()
-    st.apply(ev.LiveTick(1.0, "hold", 1, 4, False, 1.0, {"users": 4, "tps": 100.0, "cpu": {}}))
+    st.apply(ev.LiveTick(1.0, "hold", 1, 4, False, 1.0, TickFigures.from_json({"tps": 100.0, "cpu": {}})))
     plain = text_of(render.figures(st, 140), width=140)
     assert "replica lag" not in plain and "disk" not in plain  # not measured: not shown
-    st.apply(ev.LiveTick(2.0, "hold", 1, 4, False, 1.0, {"users": 4, "tps": 100.0, "cpu": {}, "lag_s": 6.5,
-                                                      "disk": {"device": "nvme0n1", "util_pct": 87.0}}))
+    st.apply(ev.LiveTick(2.0, "hold", 1, 4, False, 1.0, TickFigures.from_json({
+        "tps": 100.0, "cpu": {}, "lag_s": 6.5, "disk": {"device": "nvme0n1", "util_pct": 87.0}})))
     plain = text_of(render.figures(st, 140), width=140)
     assert "replica lag" in plain and "6.50s" in plain
     assert "disk nvme0n1" in plain and "87%" in plain
@@ -423,20 +424,20 @@ def test_the_headline_shows_replica_lag_and_the_busiest_disk_when_measured() -> 
 
 def test_the_headline_shows_the_step_s_longest_stall_once_there_is_one() -> None:
     st = LiveState()
-    st.apply(ev.LiveTick(1.0, "hold", 1, 4, False, 1.0, {"users": 4, "tps": 100.0, "cpu": {}}))
+    st.apply(ev.LiveTick(1.0, "hold", 1, 4, False, 1.0, TickFigures.from_json({"tps": 100.0, "cpu": {}})))
     assert "stall" not in text_of(render.figures(st, 160), width=160)
-    st.apply(ev.LiveTick(2.0, "hold", 1, 4, False, 1.0, {"users": 4, "tps": 0.0, "cpu": {}, "stall_s": 6.2}))
+    st.apply(ev.LiveTick(2.0, "hold", 1, 4, False, 1.0, TickFigures.from_json({"tps": 0.0, "cpu": {}, "stall_s": 6.2})))
     plain = text_of(render.figures(st, 160), width=160)
     assert "stall" in plain and "6.2s" in plain
 
 
 def test_the_headline_shows_the_client_s_scheduling_lag_yellow_over_its_bound() -> None:
     st = LiveState()
-    st.apply(ev.LiveTick(1.0, "hold", 1, 4, False, 1.0, {"users": 4, "tps": 100.0, "cpu": {}}))
+    st.apply(ev.LiveTick(1.0, "hold", 1, 4, False, 1.0, TickFigures.from_json({"tps": 100.0, "cpu": {}})))
     assert "client lag" not in text_of(render.figures(st, 160), width=160)  # a fake fleet measures none
     for p90, yellow in ((0.8, False), (23.0, True)):
-        st.apply(ev.LiveTick(2.0, "hold", 1, 4, False, 1.0, {"users": 4, "tps": 100.0, "cpu": {},
-                                                          "client_lag": {"p90_ms": p90, "bound_ms": 10.0}}))
+        st.apply(ev.LiveTick(2.0, "hold", 1, 4, False, 1.0, TickFigures.from_json({
+            "tps": 100.0, "cpu": {}, "client_lag": {"p90_ms": p90, "bound_ms": 10.0}})))
         lines = render.figures(st, 160)
         plain = text_of(lines, width=160)
         assert "client lag" in plain and f"{p90:.1f} ms" in plain

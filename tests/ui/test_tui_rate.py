@@ -48,7 +48,7 @@ async def test_the_screen_shows_offered_achieved_drops_busy_and_both_latencies(d
                        strict=True))
     # the tick's own offered rate, which is 100 a second give or take where a loaded machine's ticks end
     # (102.9 was seen)
-    offered = last.figures["offered_tps"]
+    offered = last.figures.declared["offered_tps"]
     assert float(figures["offered"]) == pytest.approx(offered, abs=0.1) and abs(offered - 100) <= 5, figures
     assert figures["busy"].endswith("/16"), figures
     resp, serv = (float(figures[k].removesuffix(" ms")) for k in ("p99 resp", "p99 serv"))

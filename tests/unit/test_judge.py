@@ -338,7 +338,7 @@ async def test_a_slow_collection_does_not_inflate_the_rate(tmp_path: Path) -> No
     fleet = FakeFleet(lambda users: {"read": (1000.0, 1.0)}, second=1.0, delays=[0.0, 0.8], clock=run.clock)
     await run.measure(fleet, FakeCpu())  # type: ignore[arg-type]
     run.finish()
-    rates = [t.figures["tps"] for t in sink.of(ev.LiveTick)]  # type: ignore[attr-defined]
+    rates = [t.figures.tps for t in sink.of(ev.LiveTick)]  # type: ignore[attr-defined]
     # the first tick waited 0.8 s for its counts: 1.8 s long, at the same rate
     assert rates == pytest.approx([1000] * 4), rates
     assert sink.document.doc["summary"]["tps"] == pytest.approx(1000)

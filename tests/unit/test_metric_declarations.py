@@ -96,7 +96,7 @@ def test_a_declared_throughput_is_computed_from_its_declaration() -> None:
     summary = agg.summary()
     assert summary["spm"] == 900.0 and "nopm" not in summary  # no new_order: no new orders
     assert summary["transactions"]["t"]["spm"] == 900.0  # type: ignore[index]
-    assert TickStats(1.0, 1.0, "hold", 1, 2, {"t": TxStats(count=1, queries=3)}, {}).figures(table)["spm"] == 180.0
+    assert TickStats(1.0, 1.0, "hold", 1, 2, {"t": TxStats(count=1, queries=3)}, {}).figures(table).declared["spm"] == 180.0
 
 
 def _doc(spm: float, tps: float) -> dict[str, Any]:

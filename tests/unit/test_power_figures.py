@@ -38,7 +38,7 @@ def test_the_power_figures_of_a_window_come_from_its_energy_and_its_throughputs(
     # a condition reads the same declaration: power(server) over the window
     assert agg.value(Metric("power", source="server", declared=METRICS.get("power"))) == 250.0
     # each tick's, for the live screen
-    assert _tick(1.0, 100, 100, PowerSample(2.0, 200.0, 110.0)).figures(METRICS)["power_w"] == 100.0
+    assert _tick(1.0, 100, 100, PowerSample(2.0, 200.0, 110.0)).figures(METRICS).declared["power_w"] == 100.0
 
 
 def test_a_window_with_no_reading_has_no_power_figure_at_all() -> None:
@@ -46,4 +46,4 @@ def test_a_window_with_no_reading_has_no_power_figure_at_all() -> None:
     agg.add(_tick(1.0, 100, 100, None))
     s = agg.summary()
     assert not {"power_w", "power_max_w", "energy_j", "tx_per_joule", "nopm_per_watt"} & set(s)
-    assert "power_w" not in _tick(1.0, 100, 100, None).figures(METRICS)
+    assert "power_w" not in _tick(1.0, 100, 100, None).figures(METRICS).declared

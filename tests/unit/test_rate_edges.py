@@ -225,9 +225,9 @@ def test_a_replayed_rate_shows_the_open_loop_headline_and_the_steps_stall() -> N
     ]
     ticks = [e for _, e in fill_in(evs) if isinstance(e, ev.LiveTick)]
     last = ticks[-1].figures
-    assert {k: last.get(k) for k in ("offered_tps", "achieved_tps", "dropped_per_s", "busy")} == {
+    assert {k: last.declared.get(k) for k in ("offered_tps", "achieved_tps", "dropped_per_s", "busy")} == {
         "offered_tps": 200.0, "achieved_tps": 190.0, "dropped_per_s": 10.0, "busy": 5.0}
-    assert last["stall_s"] == 1.9  # the stall across both intervals, as the live step so far joined it
+    assert last.stall_s == 1.9  # the stall across both intervals, as the live step so far joined it
     st = LiveState()
     for _, e in fill_in(evs):
         st.apply(e)

@@ -155,7 +155,7 @@ async def test_a_step_frozen_for_six_of_its_eight_seconds_is_not_clean_nor_the_s
     assert doc["status"] == "completed" and run.exit_code == 0
     assert doc["saturation"]["users"] == 3 and doc["saturation"]["steps_completed"] == 2
     # shown live: the step's longest stall so far in its ticks
-    assert max(t.figures.get("stall_s", 0) for t in events.of(ev.LiveTick) if t.step == 2) == 6
+    assert max(t.figures.stall_s or 0 for t in events.of(ev.LiveTick) if t.step == 2) == 6
 
 
 async def test_a_stall_is_a_stop_condition_judged_per_step_and_for_a_window(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ result lacks reads back empty rather than failing."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import types
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 
 from bench_dsl.core.cluster_info import ClusterCalls, ClusterInfo, ClusterNode
-from bench_dsl.core.live_figures import StepSoFar, TxSoFar
+from bench_dsl.core.live_figures import BusyDisk, Cpu, StepSoFar, TxFigures
 from bench_dsl.core.prepare_report import PrepareReport
 from bench_dsl.engine import events as ev
 from bench_dsl.engine.rows import IntervalRow
@@ -265,5 +266,76 @@ def test_a_replays_step_so_far_from_its_intervals_has_no_percentiles() -> None:
              "transactions": {"a": {"count": 30, "errors": 0}}}]
     so_far = _so_far_of(rows)
     assert (so_far.count, so_far.errors, so_far.users, so_far.tps, so_far.declared["qps"]) == (40, 1, 4, 20.0, 60.0)
-    assert so_far.latency_ms is None and so_far.transactions["a"] == TxSoFar(40, 20.0, 1)
+    assert so_far.latency_ms is None and so_far.transactions["a"] == TxFigures(40, 20.0, 1)
     assert StepSoFar.from_json(so_far.to_json()) == so_far
+
+
+# -- LiveTick.figures: a tick's cheap figures --------------------------------------------------------
+def _tick_before(tick: Any, metrics: Any) -> dict[str, Any]:
+    """metrics.TickStats.figures as it was before the type (without a schedule, a status or a host)."""
+    from bench_dsl.measure.metrics import WAIT_KEYS, counted
+
+    secs = tick.seconds or 1.0
+    whole = [sum(getattr(st, k) for st in tick.tx.values()) for k in ("count", "queries", "rollbacks")]
+    rates = {d: n for d in metrics.measuring("throughput") if (n := counted(d, tick.tx, *whole)) is not None}
+    out: dict[str, Any] = {
+        **{d.name: round(n * d.per / secs, 1) for d, n in rates.items() if d.transaction is None},
+        "errors_per_s": round(sum(st.error_count for st in tick.tx.values()) / secs, 2),
+        "retries_per_s": round(sum(st.retries for st in tick.tx.values()) / secs, 2),
+        "cpu": {k: (None if v is None else round(v, 1)) for k, v in tick.cpu.items() if not k.startswith(WAIT_KEYS)},
+        "transactions": {n: {"count": st.count, "tps": round(st.count / secs, 1), "errors": st.error_count}
+                         for n, st in tick.tx.items()},
+    }
+    out |= {d.name: round(n * d.per / secs, 1) for d, n in rates.items() if d.transaction is not None}
+    if tick.lag is not None:
+        out["lag_s"] = round(tick.lag, 2)
+    return out
+
+
+def test_a_ticks_figures_are_the_streams_name_for_name_and_read_back() -> None:
+    from collections import Counter
+
+    from bench_dsl.core.live_figures import ClientLag
+    from bench_dsl.measure.metrics import TickStats
+    from bench_dsl.measure.txstats import TxStats
+    from bench_dsl.workloads.registry import METRICS
+
+    txs = {"new_order": TxStats(count=7, queries=20), "payment": TxStats(count=5, queries=9, retries=1)}
+    txs["payment"].errors = Counter({1213: 2})
+    tick = TickStats(3.0, 0.5, "hold", 1, 4, txs, {"server": 41.26, "host": None, "client": 12.0,
+                                                    "client:worker 1": 30.04, "client_host:h1": 77.0,
+                                                    "pressure:cpu": 3.0}, lag=0.123)
+    figures = tick.figures(METRICS)
+    before = _tick_before(tick, METRICS)
+    assert figures.to_json() == before  # name for name, value for value
+    assert figures.tps == 24.0 and figures.errors_per_s == 4.0 and figures.retries_per_s == 2.0
+    assert figures.cpu == Cpu(41.3, None, 12.0, {"worker 1": 30.0}, {"h1": 77.0}) and figures.lag_s == 0.12
+    assert figures.transactions["payment"] == TxFigures(5, 10.0, 2) and figures.disk is None
+    assert {d.name for d in METRICS.measuring("throughput") if d.transaction} <= set(figures.declared)
+    live = ev.LiveTick(3.0, "hold", 1, 4, False, 2.0, dataclasses.replace(figures, stall_s=1.5,
+                                                                          client_lag=ClientLag(12.5, 10.0)))
+    line = _wire(live)
+    assert line["stall_s"] == 1.5 and line["client_lag"] == {"p90_ms": 12.5, "bound_ms": 10.0}
+    assert line["users"] == 4 and line["cpu"] == before["cpu"]
+    assert decode(line) == live
+
+
+def test_a_recorded_streams_ticks_read_back_as_they_were() -> None:
+    root = Path(__file__).resolve().parents[2]
+    seen = 0
+    for path in (root / "tests/fixtures").glob("*.jsonl"):
+        for line in path.read_text().splitlines():
+            d = json.loads(line)
+            if d.get("type") != "tick":
+                continue
+            e = decode(d)
+            assert isinstance(e, ev.LiveTick)
+            assert {k: v for k, v in _wire(e).items() if k != "format_version"} == {
+                k: v for k, v in d.items() if k != "format_version"}
+            seen += 1
+    assert seen
+    # what the screen reads of a hand-made or partial one: none of it, rather than failing
+    bare = ev.from_json({"type": "tick", "t": 1.0, "phase": "hold", "step": 1, "users": 2, "holding": False,
+                         "remaining_s": None, "tps": "?", "cpu": None, "disk": {"device": "sda"}})
+    assert isinstance(bare, ev.LiveTick) and bare.figures.tps is None and bare.figures.cpu == Cpu()
+    assert bare.figures.disk == BusyDisk("sda", None) and bare.figures.client_lag is None

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from bench_dsl.core.axis import LiveCell, LoadAxis
+from bench_dsl.core.live_figures import TickFigures
 from bench_dsl.core.numbers import fmt_num
 from bench_dsl.engine.phases import Phase, Plan, whole
 from bench_dsl.engine.profiles.base import LoadProfile
@@ -82,16 +83,17 @@ def _row_words(d: Mapping[str, Any]) -> str:
             f" busy {d.get('busy') or 0:.0f} service p99 {'-' if serv is None else f'{serv:.2f}'}")
 
 
-def _live_cells(t: Mapping[str, Any], iv: Mapping[str, Any]) -> tuple[LiveCell, ...]:
+def _live_cells(t: TickFigures, users: int, iv: Mapping[str, Any]) -> tuple[LiveCell, ...]:
     """The headline's cells of a rate: what it offered against what ran (short of 95% of it: a
     warning), what was dropped, the pool's busy users of its size, and the last interval's p99 of the
     response time (from the due moment: a warning past twice the service time) and of the service."""
-    offered, achieved, dropped = t.get("offered_tps"), t.get("achieved_tps"), t.get("dropped_per_s") or 0.0
+    offered, achieved = t.declared.get("offered_tps"), t.declared.get("achieved_tps")
+    dropped = t.declared.get("dropped_per_s") or 0.0
     short = bool(offered and achieved is not None and achieved < 0.95 * offered)
     cells = [LiveCell("offered", offered),
              LiveCell("achieved", achieved, tone="warn" if short else "good"),
              LiveCell("dropped/s", dropped, form="decimal", tone="bad" if dropped else ""),
-             LiveCell("busy", None, form="text", text=f"{t.get('busy', 0):.0f}/{t.get('users') or 0}", narrow="early")]
+             LiveCell("busy", None, form="text", text=f"{t.declared.get('busy') or 0:.0f}/{users}", narrow="early")]
     resp, serv = (iv.get("latency_ms") or {}).get("p99"), (iv.get("service_ms") or {}).get("p99")
     if resp is not None:
         cells += [LiveCell("p99 resp", resp, form="ms", tone="warn" if serv and resp > 2 * serv else "", narrow="late"),
