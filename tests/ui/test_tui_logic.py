@@ -166,7 +166,8 @@ def test_steps_and_boundaries_follow_the_run() -> None:
 def test_a_flood_of_ticks_keeps_the_state_small_and_the_peaks() -> None:
     st = LiveState()
     for i in range(20 * MAX_POINTS):
-        st.apply(ev.LiveTick(float(i + 1), "hold", 1, 4, False, 1.0, TickFigures({"tps": 5000.0 if i == 7777 else 100.0})))
+        tps = 5000.0 if i == 7777 else 100.0
+        st.apply(ev.LiveTick(float(i + 1), "hold", 1, 4, False, 1.0, TickFigures({"tps": tps})))
     assert len(st.series) <= MAX_POINTS
     assert max(p.hi for p in st.series) == 5000.0 and min(p.lo for p in st.series) == 100.0
     assert st.series[-1].t == 20 * MAX_POINTS
