@@ -28,8 +28,8 @@ Merge = Literal["sum", "max", "min", "recompute"]
 Side = Literal["client", "server", "host", "workload"]
 # where a result holds it: "tx", in every transaction's figures and the whole's; "figures", in
 # every interval, step and the summary; "step", in a step's row; "server", in a step's "server"
-Place = Literal["tx", "figures", "step", "server"]
-PLACES: tuple[Place, ...] = get_args(Place)
+FigurePlace = Literal["tx", "figures", "step", "server"]
+PLACES: tuple[FigurePlace, ...] = get_args(FigurePlace)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +39,7 @@ class Figure:
     kind: Kind
     merge: Merge
     side: Side
-    place: Place
+    place: FigurePlace
     description: str  # what it is, as the result's schema says it
     digits: int = 1  # shown with this many decimals
     integer: bool = False  # a whole number (else any number)
@@ -83,7 +83,7 @@ class Figures:
     the earlier: a workload's own counts over the core's)."""
 
     def __init__(self, figures: Iterable[Figure] = ()) -> None:
-        self._by: dict[tuple[Place, str], Figure] = {}
+        self._by: dict[tuple[FigurePlace, str], Figure] = {}
         for f in figures:
             self._by[(f.place, f.name)] = f
 
@@ -104,7 +104,7 @@ class Figures:
     def __add__(self, other: Iterable[Figure]) -> Figures:
         return Figures([*self, *other])
 
-    def at(self, place: Place) -> tuple[Figure, ...]:
+    def at(self, place: FigurePlace) -> tuple[Figure, ...]:
         return tuple(f for f in self if f.place == place)
 
     def to_json(self) -> dict[str, dict[str, dict[str, Any]]]:

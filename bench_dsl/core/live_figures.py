@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-Json = dict[str, Any]
+from bench_dsl.core.json_object import Json
 
 LATENCY_KEYS = ("min", "avg", "p50", "p90", "p95", "p99", "p99_9", "max")
 

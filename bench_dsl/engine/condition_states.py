@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
+from bench_dsl.core.json_object import Json
 from bench_dsl.language.comparisons import CORE_COMPARISONS
-
-Json = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)

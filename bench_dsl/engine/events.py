@@ -44,10 +44,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import ClassVar, Protocol
 
 from bench_dsl.core.cluster_info import ClusterInfo
 from bench_dsl.core.figures import Figures
+from bench_dsl.core.json_object import Json
 from bench_dsl.core.live_figures import StepSoFar, TickFigures
 from bench_dsl.core.prepare_report import PrepareReport
 from bench_dsl.core.server_info import ServerInfo
@@ -60,8 +61,6 @@ from bench_dsl.engine.saturation import SaturationPoint
 from bench_dsl.engine.scenario_info import ScenarioInfo
 from bench_dsl.engine.stopping import StopReason
 from bench_dsl.engine.study_configuration import StudyConfiguration
-
-Json = dict[str, Any]
 
 
 class Event:

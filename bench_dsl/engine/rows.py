@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench_dsl.attribution import Diagnosis
-
-Json = dict[str, Any]
+from bench_dsl.core.json_object import Json
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ from bench_dsl.core.clock import MONOTONIC, Clock
 from bench_dsl.engine.phases import Phase, Plan
 from bench_dsl.fleet.base import Fleet, WorkerFailed, WorkerReport
 from bench_dsl.measure.metrics import TickStats
-from bench_dsl.measure.stalls import Span, quiet_spans
+from bench_dsl.measure.stalls import TimeSpan, quiet_spans
 from bench_dsl.measure.txstats import TxStats
 
 
@@ -212,7 +212,7 @@ class Scheduler:
         self._skip = False
         yield PhaseEnds(ph)
 
-    def _stalls(self, report: WorkerReport) -> list[Span] | None:
+    def _stalls(self, report: WorkerReport) -> list[TimeSpan] | None:
         """The spans with a user inside a transaction and no completion since the last collect, in
         the run's elapsed seconds (each second of the plan lasting `second`); None when the fleet
         does not say. They end where the fleet's word ends (the earliest process's take): what came

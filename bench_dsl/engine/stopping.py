@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from bench_dsl.core.errors import ExitCode
-
-Json = dict[str, Any]
+from bench_dsl.core.json_object import Json
 
 StopKind = Literal["stop_condition", "connections_refused", "users_not_connected", "client_limit", "interrupted",
                    "target_failed", "scenario_error", "worker_failed", "internal_error"]

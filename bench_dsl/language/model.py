@@ -59,7 +59,7 @@ class WorkloadSpec(Protocol):
 #   seconds(warmup) how long its phases last, warmup included (counted, never listed)
 #   point_units()   what a saturation limit (`expect saturation >= ...`) may be written in, when its
 #                   point is not a users count: PointUnits
-Window = tuple[float, str, str]
+LoadWindow = tuple[float, str, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +73,7 @@ class PointUnits:
     example: str
 
 
-def _whole_run(duration: float) -> Window:
+def _whole_run(duration: float) -> LoadWindow:
     return duration, "the run", f"for {num(duration)}s at most, or a longer duration"
 
 
@@ -85,7 +85,7 @@ class _UsersForADuration:
     open_loop: ClassVar[bool] = False
     steps_compared: ClassVar[bool] = False
 
-    def window(self) -> Window:
+    def window(self) -> LoadWindow:
         return _whole_run(self.duration)
 
     def seconds(self, warmup: float) -> float:
@@ -114,7 +114,7 @@ class StepRamp:
     open_loop: ClassVar[bool] = False
     steps_compared: ClassVar[bool] = True
 
-    def window(self) -> Window:
+    def window(self) -> LoadWindow:
         return self.hold, "each step's hold", ("a sustained condition is judged within one step's hold: "
                                                f"for {num(self.hold)}s at most, or a longer hold")
 
@@ -197,7 +197,7 @@ class RateLoad:
     def kind(self) -> str:
         return f"rate_{self.shape}"
 
-    def window(self) -> Window:
+    def window(self) -> LoadWindow:
         if self.shape == "step":
             return self.hold, "each step's hold", f"for {num(self.hold)}s at most, or a longer hold"
         return _whole_run(self.duration)
@@ -260,7 +260,7 @@ class Load(Protocol):
     @property
     def steps_compared(self) -> bool: ...
 
-    def window(self) -> Window: ...
+    def window(self) -> LoadWindow: ...
 
     def seconds(self, warmup: float) -> float: ...
 

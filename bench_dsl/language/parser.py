@@ -21,16 +21,16 @@ from bench_dsl.core.cache import cache_file
 from bench_dsl.core.errors import Diagnostic, ScenarioError, Span, normal_newlines
 from bench_dsl.language import syntax as ast
 from bench_dsl.language.metric_decls import CORE_TABLE
-from bench_dsl.language.syntax_errors import Units, keyword_as_name, quoted, syntax_diagnostic
+from bench_dsl.language.syntax_errors import UnitWords, keyword_as_name, quoted, syntax_diagnostic
 
 Words = tuple[str, ...]  # the comparisons' words: metric_decls.Table.comparison_words()
 
-CORE_UNITS: Units = tuple(CORE_TABLE.throughput_units())
+CORE_UNITS: UnitWords = tuple(CORE_TABLE.throughput_units())
 CORE_WORDS: Words = tuple(CORE_TABLE.comparison_words())
 
 
 @functools.cache
-def _parser(units: Units = CORE_UNITS, words: Words = CORE_WORDS) -> Lark:
+def _parser(units: UnitWords = CORE_UNITS, words: Words = CORE_WORDS) -> Lark:
     text = resources.files("bench_dsl.grammar").joinpath("bench.lark").read_text(encoding="utf-8")
     # RATE_UNIT's words are the declared throughputs' units (bench_dsl/language/metric_decls.py), and
     # what a unit is never followed by, the declared comparisons' words (bench_dsl/language/comparisons.py)
@@ -318,7 +318,7 @@ def written_at(raw: str, index: int) -> int:
 
 
 @functools.lru_cache(maxsize=4)
-def parse(text: str, file: str = "<string>", units: Units = CORE_UNITS, words: Words = CORE_WORDS) -> ast.FileNode:
+def parse(text: str, file: str = "<string>", units: UnitWords = CORE_UNITS, words: Words = CORE_WORDS) -> ast.FileNode:
     """Parse a whole .bench file, `units` the throughputs' unit words (the core ones and the workload
     kinds': validate.load gives them) and `words` the comparisons'; raises ScenarioError with a located
     diagnostic. Cached (the tree is never changed): a study validates each of its configurations on the
@@ -336,7 +336,7 @@ def parse(text: str, file: str = "<string>", units: Units = CORE_UNITS, words: W
 
 
 @functools.lru_cache(maxsize=4096)
-def parse_expr(text: str, file: str = "<-D>", units: Units = CORE_UNITS) -> ast.Expr:
+def parse_expr(text: str, file: str = "<-D>", units: UnitWords = CORE_UNITS) -> ast.Expr:
     """Parse one value, as given to `-D name=value`. Cached: a study's configurations give each of
     their values as -D twice (validating the study, then planning or running each configuration)."""
     text = normal_newlines(text)

@@ -13,7 +13,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from bench_dsl.core.errors import OTHER_BREAKS, Diagnostic, Span, break_in_comment, span_at
 
-Units = tuple[str, ...]  # the throughputs' unit words: metric_decls.Table.throughput_units()
+UnitWords = tuple[str, ...]  # the throughputs' unit words: metric_decls.Table.throughput_units()
 
 
 # How a person would name what the parser expected.
@@ -30,7 +30,7 @@ _TERMINAL_WORDS = {
 }  # and RATE_UNIT, the units of the throughputs declared (_describe)
 
 
-def _describe(term: str, units: Units, lark: Lark) -> str:
+def _describe(term: str, units: UnitWords, lark: Lark) -> str:
     if term in _TERMINAL_WORDS:
         return _TERMINAL_WORDS[term]
     if term == "RATE_UNIT":
@@ -44,7 +44,7 @@ def _describe(term: str, units: Units, lark: Lark) -> str:
     return term.lower()
 
 
-def _keywords(expected: set[str], units: Units, lark: Lark) -> list[str]:
+def _keywords(expected: set[str], units: UnitWords, lark: Lark) -> list[str]:
     words = []
     for term in expected:
         try:
@@ -91,7 +91,7 @@ def _lookalike(text: str, pos: int, lark: Lark) -> tuple[int, str, tuple[str, st
                          "names are written in the letters a to z (A to Z), digits and _")
 
 
-def syntax_diagnostic(err: UnexpectedInput, file: str, text: str, units: Units, lark: Lark) -> Diagnostic:
+def syntax_diagnostic(err: UnexpectedInput, file: str, text: str, units: UnitWords, lark: Lark) -> Diagnostic:
     """`lark`: the parser that failed (what its terminals match names what it expected)."""
     line, col = max(err.line, 1), max(err.column, 1)
     pos = err.token.start_pos if isinstance(err, UnexpectedToken) else getattr(err, "pos_in_stream", None)
@@ -180,7 +180,7 @@ def quoted(text: str) -> str:
     return repr(text[:SHOWN // 2] + "..." + text[-SHOWN // 4:]) + f" ({len(text):,} characters)"
 
 
-def _unit_word(word: str, units: Units) -> bool:
+def _unit_word(word: str, units: UnitWords) -> bool:
     """A unit written after its number and a space, as it should be: `8 users`, `500 tps`."""
     return word in ("users", "user", *units)
 
@@ -194,7 +194,7 @@ _WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012
 _NUMBER_CHARS = frozenset("0123456789.")
 
 
-def _word_after_number(text: str, pos: int, units: Units) -> tuple[int, str, str] | None:
+def _word_after_number(text: str, pos: int, units: UnitWords) -> tuple[int, str, str] | None:
     """(where, the number, the word) of a word right after a bare number and a space, before `pos`:
     a unit apart from its number, or a word that is no unit (a unit word, `8 users`, is none of them).
     Scanned back from `pos`, once over each character (a file of 60 KB of digits costs no more)."""

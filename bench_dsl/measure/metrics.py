@@ -15,7 +15,7 @@ from bench_dsl.measure.derived import StatusOf, derived, derived_figures
 from bench_dsl.measure.energy import PowerSample, merge
 from bench_dsl.measure.figures import client_figures
 from bench_dsl.measure.processlist import States
-from bench_dsl.measure.stalls import Span, Stalls, join
+from bench_dsl.measure.stalls import Stalls, TimeSpan, join
 from bench_dsl.measure.txstats import TxStats
 
 # the keys of a tick's cpu that are a queue for a resource, not a CPU % (bench_dsl.measure.cpu.Waits
@@ -60,7 +60,7 @@ class TickStats:
     host: Any = None  # hostwatch.HostSample: the server host's CPU and disks since the last reading
     # spans of the tick (elapsed s) in which a user was inside a transaction and none finished one;
     # None: not known
-    stalls: list[Span] | None = None
+    stalls: list[TimeSpan] | None = None
     # an open-loop rate's schedule over the tick (bench_dsl.measure.arrivals.ArrivalStats, whose
     # module builds on this one); None: closed loop
     arrivals: Any = None
@@ -127,7 +127,7 @@ class Aggregate:
         self.replicas: list[dict[str, Any]] | None = None
         self._disk_secs: dict[str, float] = {}
         self._disk_sum: dict[str, dict[str, float]] = {}
-        self._stall_pieces: list[Span] | None = None
+        self._stall_pieces: list[TimeSpan] | None = None
         self.jitter = Jitter()  # each tick's throughput, for its spread (measure.consistency)
         self.energy: PowerSample | None = None  # what the server's machine drew, where it was read
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-Span = tuple[float, float]
+TimeSpan = tuple[float, float]
 
 # The shortest gap a process records (the C executor's QUIET_MIN_NS): the resolution of a stall
 RESOLUTION_S = 0.05
@@ -42,10 +42,10 @@ class Quiet:
     `idle_from` since when none was at the take (None: one was; 0: since ever). A process that says
     nothing of its users' idleness had one inside all along."""
 
-    spans: tuple[Span, ...]
+    spans: tuple[TimeSpan, ...]
     last: float | None
     at: float
-    idle: tuple[Span, ...] = ()
+    idle: tuple[TimeSpan, ...] = ()
     idle_from: float | None = None
 
     @classmethod
@@ -70,9 +70,9 @@ class Quiet:
                    tuple((float(a), float(b)) for a, b in idle), None if idle_from is None else float(idle_from))
 
 
-def merged(spans: list[Span], gap: float = 1e-6) -> list[Span]:
+def merged(spans: list[TimeSpan], gap: float = 1e-6) -> list[TimeSpan]:
     """Spans joined where they touch or overlap, in order."""
-    out: list[Span] = []
+    out: list[TimeSpan] = []
     for a, b in sorted(spans):
         if out and a <= out[-1][1] + gap:
             out[-1] = (out[-1][0], max(out[-1][1], b))
@@ -81,7 +81,7 @@ def merged(spans: list[Span], gap: float = 1e-6) -> list[Span]:
     return out
 
 
-def join(pieces: list[Span], new: list[Span]) -> list[Span]:
+def join(pieces: list[TimeSpan], new: list[TimeSpan]) -> list[TimeSpan]:
     """Adds a tick's pieces to an aggregate's, joining those that touch as they come, and dropping
     one too short to count once the next cannot join it: a run of hours keeps its stalls, not a
     piece a second. (Windows add their ticks newest first: those pieces are only appended.)"""
@@ -97,7 +97,7 @@ def join(pieces: list[Span], new: list[Span]) -> list[Span]:
     return pieces
 
 
-def _intersect(xs: list[Span], ys: list[Span]) -> list[Span]:
+def _intersect(xs: list[TimeSpan], ys: list[TimeSpan]) -> list[TimeSpan]:
     out, i, j = [], 0, 0
     while i < len(xs) and j < len(ys):
         a, b = max(xs[i][0], ys[j][0]), min(xs[i][1], ys[j][1])
@@ -110,7 +110,7 @@ def _intersect(xs: list[Span], ys: list[Span]) -> list[Span]:
     return out
 
 
-def _subtract(xs: list[Span], ys: list[Span]) -> list[Span]:
+def _subtract(xs: list[TimeSpan], ys: list[TimeSpan]) -> list[TimeSpan]:
     """xs without ys (both joined, in order)."""
     out, j = [], 0
     for a, b in xs:
@@ -127,7 +127,7 @@ def _subtract(xs: list[Span], ys: list[Span]) -> list[Span]:
     return out
 
 
-def quiet_spans(quiet: list[Quiet], start: float, end: float) -> list[Span]:
+def quiet_spans(quiet: list[Quiet], start: float, end: float) -> list[TimeSpan]:
     """The spans of [start, end] in which no process finished a transaction while some user was
     inside one. A process still quiet when it was asked is quiet up to `end` (the earliest
     process's take: the next tick goes on from there), and still idle, idle up to it. No process
@@ -156,14 +156,14 @@ def quiet_spans(quiet: list[Quiet], start: float, end: float) -> list[Span]:
 class Stalls:
     """The stalls of an aggregate (an interval, a step, a window, the run)."""
 
-    spans: tuple[Span, ...]  # joined, at least RESOLUTION_S each
+    spans: tuple[TimeSpan, ...]  # joined, at least RESOLUTION_S each
 
     @classmethod
-    def of(cls, pieces: list[Span]) -> Stalls:
+    def of(cls, pieces: list[TimeSpan]) -> Stalls:
         return cls(tuple(s for s in merged(pieces) if s[1] - s[0] >= RESOLUTION_S))
 
     @property
-    def longest(self) -> Span | None:
+    def longest(self) -> TimeSpan | None:
         return max(self.spans, key=lambda s: s[1] - s[0], default=None)
 
     @property
@@ -172,7 +172,7 @@ class Stalls:
         return 0.0 if s is None else s[1] - s[0]
 
     @property
-    def stalls(self) -> tuple[Span, ...]:
+    def stalls(self) -> tuple[TimeSpan, ...]:
         """Those counted as stalls: STALL_MIN_S or longer."""
         return tuple(s for s in self.spans if s[1] - s[0] >= STALL_MIN_S)
 

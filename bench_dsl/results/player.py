@@ -7,10 +7,8 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from bench_dsl.engine import events as ev
 from bench_dsl.engine.voice import Bus
-
-Timed = tuple[float, ev.Event]
+from bench_dsl.results.replay import Timed
 
 
 class Player:

@@ -34,6 +34,7 @@ from typing import Any
 
 from bench_dsl.core.cluster_info import ClusterInfo
 from bench_dsl.core.figures import Figures
+from bench_dsl.core.json_object import Json
 from bench_dsl.core.live_figures import StepSoFar, TickFigures, TxFigures
 from bench_dsl.core.prepare_report import PrepareReport
 from bench_dsl.core.server_info import ServerInfo
@@ -54,7 +55,6 @@ from bench_dsl.results.conformance import CORE_FIGURES
 from bench_dsl.results.read import RESULT_FORMAT, BadResult, parse_json, read_bytes, result_of
 from bench_dsl.results.stream import read_stream
 
-Json = dict[str, Any]
 Timed = tuple[float, ev.Event]
 
 

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench_dsl.core.json_object import Json
 from bench_dsl.core.numbers import fmt_num
 from bench_dsl.engine.profiles.registry import axis_of
 from bench_dsl.engine.stopping import StopReason
 
-Json = dict[str, Any]
 Line = list[tuple[str, str]]
 
 

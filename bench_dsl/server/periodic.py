@@ -13,12 +13,12 @@ from typing import Generic, Protocol, TypeVar
 from bench_dsl.core.aio import cancel_and_wait
 
 
-class Timed(Protocol):
+class Stamped(Protocol):
     @property
     def at(self) -> float: ...  # monotonic
 
 
-R = TypeVar("R", bound=Timed)
+R = TypeVar("R", bound=Stamped)
 
 
 class Periodic(Generic[R]):

@@ -15,7 +15,7 @@ from bench_dsl.engine.profiles.base import LoadProfile, warmup_phase
 from bench_dsl.engine.profiles.closed_loop import UsersScheduler
 from bench_dsl.language import syntax as ast
 from bench_dsl.language.loads import unknown_settings
-from bench_dsl.language.model import PointUnits, Window
+from bench_dsl.language.model import PointUnits, LoadWindow
 from bench_dsl.language.values import Checker
 from bench_dsl.measure.metrics import Aggregate
 
@@ -42,7 +42,7 @@ class ClientsLoad:
             out.append(out[-1] * 2)
         return out
 
-    def window(self) -> Window:
+    def window(self) -> LoadWindow:
         return self.hold, "each step's hold", f"for {self.hold:g}s at most, or a longer hold"
 
     def seconds(self, warmup: float) -> float:

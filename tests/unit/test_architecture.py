@@ -98,13 +98,15 @@ def test_the_live_screen_and_the_sinks_take_only_events_from_the_engine() -> Non
 
 
 def test_one_class_to_each_name() -> None:
-    """Issue 40 §6: a name says one thing. A class defined in two modules of the product makes a
-    reader, and a `from x import Name`, take one for the other (two `Reading` classes, a power
-    reading and a host reading, beside a counters pair of that name, once did)."""
+    """Issue 40 §6: a name says one thing. A class or a type alias defined in two modules of the
+    product makes a reader, and a `from x import Name`, take one for the other (two `Reading`
+    classes, a power reading and a host reading, beside a counters pair of that name, once did; a
+    `Span` was a place in a file and a stretch of time)."""
     defined: dict[str, list[str]] = {}
+    alias = re.compile(r"^([A-Z]\w*) = (?:tuple|dict|list|set|frozenset|Callable|Literal|Union)\[", re.MULTILINE)
     for path in sorted([*(ROOT / "bench_dsl").rglob("*.py"), *(ROOT / "tui").rglob("*.py")]):
         text = path.read_text(encoding="utf-8")
-        for name in re.findall(r"^class (\w+)\b", text, re.MULTILINE):
+        for name in [*re.findall(r"^class (\w+)\b", text, re.MULTILINE), *alias.findall(text)]:
             defined.setdefault(name, []).append(path.relative_to(ROOT).as_posix())
     twice = {name: where for name, where in defined.items() if len(where) > 1}
     assert not twice, twice
