@@ -188,6 +188,10 @@ static void use_blocking_reads(MYSQL *m) {
 static void use_blocking_reads(MYSQL *m) { (void)m; }
 #endif
 
+enum { FIRST_NOT_YET, FIRST_AUTHENTICATED, FIRST_FAILED };
+static pthread_mutex_t first_connect = PTHREAD_MUTEX_INITIALIZER;
+static int first_state;
+
 /* connect, and ask the server who it is (no GIL). OUT_OK, OUT_ERROR (cannot connect) or OUT_ELSEWHERE
  * (another server than `identity` answered); code and message filled. The connection is the user's
  * (self->mysql, for interrupt()) from the moment it is made, also when it is then refused. */
@@ -205,8 +209,25 @@ int bd_connection_open(User *self, unsigned int *code, char *message) {
     unsigned int protocol = self->unix_socket ? MYSQL_PROTOCOL_SOCKET : MYSQL_PROTOCOL_TCP;
     mysql_optionsv(m, MYSQL_OPT_PROTOCOL, &protocol);
     const char *host = self->unix_socket ? "localhost" : self->host;
-    if (mysql_real_connect(m, host, self->user, self->password, self->database, self->port, self->unix_socket,
-                           0) == NULL) {
+    /* libmariadb loads an authentication plugin (client_ed25519 ...) at the first connection that
+     * needs it, and two threads doing so at once fail one of them ("it is already loaded": a
+     * loader's connections opening together did). The first connection of the process goes alone;
+     * the others wait for it, then go together: after it authenticated, what the server asks for is
+     * loaded; after it failed, they try as they always did (never one after another, each waiting
+     * for a server that does not answer). */
+    int alone = 0;
+    if (__atomic_load_n(&first_state, __ATOMIC_ACQUIRE) == FIRST_NOT_YET) {
+        pthread_mutex_lock(&first_connect);
+        alone = __atomic_load_n(&first_state, __ATOMIC_ACQUIRE) == FIRST_NOT_YET;
+        if (!alone) pthread_mutex_unlock(&first_connect);
+    }
+    MYSQL *connected = mysql_real_connect(m, host, self->user, self->password, self->database, self->port,
+                                          self->unix_socket, 0);
+    if (alone) {
+        __atomic_store_n(&first_state, connected != NULL ? FIRST_AUTHENTICATED : FIRST_FAILED, __ATOMIC_RELEASE);
+        pthread_mutex_unlock(&first_connect);
+    }
+    if (connected == NULL) {
         *code = mysql_errno(m);
         bd_keep(message, mysql_error(m));
         mysql_close(m);
