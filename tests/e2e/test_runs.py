@@ -127,9 +127,10 @@ scenario "serialized" {{
 @pytest.mark.parametrize(("stop", "kind"), [("tps plateau 20%", "plateau"), ("p90(serial) kink 2x", "kink")])
 def test_tight_condition_finds_the_saturation_point(stop: str, kind: str, dsn_url: str, tmp_path: Path) -> None:
     f = tmp_path / "serial.bench"
-    # from 2 users: one user alone pays its round trips outside the lock, which a queue of them hides,
-    # so 1 -> 4 users grew throughput 20% and more where round trips were slow (a fresh-clone CI, twice)
-    f.write_text(SERIAL.format(stop=stop).replace("start 1 users", "start 2 users"))
+    # from 4 users: one user alone pays its round trips outside the lock, which a queue of them hides,
+    # so 1 -> 4 users grew throughput 20% and more where round trips were slow (a fresh-clone CI, twice),
+    # and 2 -> 8 users once ended with no condition fired beside the suite's other processes
+    f.write_text(SERIAL.format(stop=stop).replace("start 1 users", "start 4 users"))
     # a step the machine froze in (3 s holds: a second of stalls is a quarter) is no clean measurement,
     # and only a stall condition is judged on it: no plateau or kink fired (seen once in a fresh-clone CI)
     out = tmp_path / "s.json"
@@ -139,14 +140,14 @@ def test_tight_condition_finds_the_saturation_point(stop: str, kind: str, dsn_ur
     assert doc["stop"]["reason"] == "stop_condition" and doc["stop"]["condition"] == stop
     sat = dict(doc["saturation"])
     what_ran_out = sat.pop("bottleneck")  # the step that ended the climb's (tests/e2e/test_bottleneck.py)
-    assert sat == {"users": 2, "step": 1, "saturated": True, "condition": stop, "reason": f"stopped by: {stop}",
+    assert sat == {"users": 4, "step": 1, "saturated": True, "condition": stop, "reason": f"stopped by: {stop}",
                    "steps_completed": 2, "limited_by": None, "axis": "users"}
     step1, step2 = doc["steps"]
     assert what_ran_out == step2["bottleneck"]
-    assert (step1["users"], step2["users"]) == (2, 8)
+    assert (step1["users"], step2["users"]) == (4, 16)
     fired = step2["conditions"][0]
     assert fired["fired"] and fired["kind"] == kind and fired["previous"] is not None
-    assert "saturation point: 2 users" in r.stderr
+    assert "saturation point: 4 users" in r.stderr
 
 
 def test_sustained_condition_ends_the_run_mid_step(dsn_url: str, tmp_path: Path) -> None:
