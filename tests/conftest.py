@@ -230,6 +230,17 @@ def run_measured(*args: str, out: Path, attempts: int = 3,
     return r, doc
 
 
+async def fetch_all(dsn: Dsn, sql: str) -> list[tuple[Any, ...]]:
+    """Every row of one query on the address's database, on a connection of the tests' own."""
+    conn = await connect(dsn, dsn.database)
+    try:
+        async with conn.cursor() as cur:
+            await cur.execute(sql)
+            return list(await cur.fetchall())
+    finally:
+        conn.close()
+
+
 async def run_sql(dsn: Dsn, database: str | None, *statements: str) -> None:
     """Statements on one connection of the tests' own (set-up, grants), in order."""
     conn = await connect(dsn, database)

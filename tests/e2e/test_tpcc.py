@@ -30,7 +30,7 @@ from bench_dsl.workloads.tpcc.data import (
 from bench_dsl.workloads.tpcc.plugin import TPCC_DEFAULT_MIX, TPCC_TRANSACTIONS, TpccWorkload
 from bench_dsl.workloads.tpcc.workload import KEYING_S, THINK_MEAN_S, Inputs, Tpcc, check, keying_time, think_time
 
-from ..conftest import ROOT, run_bench
+from ..conftest import ROOT, fetch_all, run_bench
 
 # ---------------------------------------------------------------------------------------------------
 # The specification's random rules, on generated inputs (no server)
@@ -156,18 +156,9 @@ def loaded(server: tuple[Dsn, EmbeddedServer | None]) -> tuple[Dsn, dict[str, ob
     return dsn, {"prepare": prep, "messages": messages, "rows": rows}
 
 
-async def _all(dsn: Dsn, sql: str) -> list[tuple[Any, ...]]:
-    conn = await connect(dsn, dsn.database)
-    try:
-        async with conn.cursor() as cur:
-            await cur.execute(sql)
-            return list(await cur.fetchall())
-    finally:
-        conn.close()
-
 
 async def _one(dsn: Dsn, sql: str) -> tuple[Any, ...]:
-    return (await _all(dsn, sql))[0]
+    return (await fetch_all(dsn, sql))[0]
 
 
 async def test_load_reports_rows_and_reuses_matching_data(loaded: tuple[Dsn, dict[str, Any]]) -> None:
@@ -223,7 +214,7 @@ async def test_population_values_of_clause_4_3_3_1(loaded: tuple[Dsn, dict[str, 
 
 async def test_order_population_of_clause_4_3_3_1(loaded: tuple[Dsn, dict[str, Any]]) -> None:
     dsn, _ = loaded
-    per_district = await _all(dsn, "SELECT o_d_id, COUNT(DISTINCT o_c_id), MIN(o_c_id), MAX(o_c_id), "
+    per_district = await fetch_all(dsn, "SELECT o_d_id, COUNT(DISTINCT o_c_id), MIN(o_c_id), MAX(o_c_id), "
                                    "SUM((o_carrier_id IS NULL) <> (o_id >= 2101)), MIN(o_ol_cnt), MAX(o_ol_cnt), "
                                    "MIN(o_all_local) FROM orders GROUP BY o_d_id")
     # O_C_ID a permutation of the customers; O_CARRIER_ID null exactly for the last 900 orders
@@ -233,17 +224,17 @@ async def test_order_population_of_clause_4_3_3_1(loaded: tuple[Dsn, dict[str, A
                             "MIN(ol_i_id), MAX(ol_i_id), MAX(ol_amount) < 10000, MIN(LENGTH(ol_dist_info)), "
                             "SUM(ol_supply_w_id <> ol_w_id) FROM order_line")
     assert lines[:4] == (0, 0, 5, 5) and lines[4] >= 1 and lines[5] <= 100_000 and lines[6:] == (1, 24, 0)
-    new = await _all(dsn, "SELECT no_d_id, COUNT(*), MIN(no_o_id), MAX(no_o_id) FROM new_orders GROUP BY no_d_id")
+    new = await fetch_all(dsn, "SELECT no_d_id, COUNT(*), MIN(no_o_id), MAX(no_o_id) FROM new_orders GROUP BY no_d_id")
     assert new == [(d, 900, 2101, 3000) for d in range(1, 11)]
 
 
 async def test_last_names_are_nurand_with_the_stored_load_constant(loaded: tuple[Dsn, dict[str, Any]]) -> None:
     dsn, _ = loaded
-    first = await _all(dsn, "SELECT c_id, c_last FROM customer WHERE c_d_id = 4 AND c_id <= 1000 ORDER BY c_id")
+    first = await fetch_all(dsn, "SELECT c_id, c_last FROM customer WHERE c_d_id = 4 AND c_id <= 1000 ORDER BY c_id")
     assert [name for _, name in first] == list(LAST_NAMES)  # the first 1000 take every name once
     (c_load,) = await _one(dsn, "SELECT value FROM tpcc_constants WHERE name = 'c_last'")
     number = {name: n for n, name in enumerate(LAST_NAMES)}
-    seen = Counter(number[name] for (name,) in await _all(dsn, "SELECT c_last FROM customer WHERE c_id > 1000"))
+    seen = Counter(number[name] for (name,) in await fetch_all(dsn, "SELECT c_last FROM customer WHERE c_id > 1000"))
     # the others: NURand(255, 0, 999) with C_LOAD, whose distribution is (random(0,255) | random(0,999))
     # shifted by C; of all 256 shifts, the stored C_LOAD must explain the names best
     base = Counter((a | b) % 1000 for a in range(256) for b in range(1000))

@@ -18,20 +18,11 @@ from bench_dsl.server.connect import connect, ensure_database
 from bench_dsl.workloads.base import Progress
 from bench_dsl.workloads.sysbench.plugin import SysbenchWorkload
 from bench_dsl.workloads.sysbench.workload import Sysbench
-from tests.conftest import run_bench
+from tests.conftest import fetch_all, run_bench
 
 C = re.compile(r"^\d{11}(-\d{11}){9}$")
 PAD = re.compile(r"^\d{11}(-\d{11}){4}$")
 
-
-async def _rows(dsn: Dsn, sql: str) -> list[tuple[object, ...]]:
-    conn = await connect(dsn, dsn.database)
-    try:
-        async with conn.cursor() as cur:
-            await cur.execute(sql)
-            return list(await cur.fetchall())
-    finally:
-        conn.close()
 
 
 async def test_the_c_loader_writes_sysbenchs_rows_the_same_for_the_same_seed(server: tuple[Dsn, object]) -> None:
@@ -42,17 +33,17 @@ async def test_the_c_loader_writes_sysbenchs_rows_the_same_for_the_same_seed(ser
     wl = Sysbench(SysbenchWorkload(test="oltp_point_select", tables=2, table_size=3000), 11)
     loaded = await wl.load(dsn, Progress(lambda _: None), bulk)
     assert loaded == 6000
-    first = await _rows(dsn, "SELECT id, k, c, pad FROM sbtest2 ORDER BY id")
+    first = await fetch_all(dsn, "SELECT id, k, c, pad FROM sbtest2 ORDER BY id")
     assert [r[0] for r in first] == list(range(1, 3001))
     assert all(1 <= int(k) <= 3000 for _, k, _, _ in first)  # type: ignore[call-overload]
     assert all(C.match(str(c)) and PAD.match(str(pad)) for _, _, c, pad in first)
     assert len({r[1] for r in first}) > 1500  # uniform over 1..3000 (1 - 1/e of them: ~1,896), not a constant
-    assert await _rows(dsn, "SHOW INDEX FROM sbtest2 WHERE Key_name = 'k_2'")  # the index, after the rows
+    assert await fetch_all(dsn, "SHOW INDEX FROM sbtest2 WHERE Key_name = 'k_2'")  # the index, after the rows
     await wl.load(dsn, Progress(lambda _: None), bulk)
-    assert await _rows(dsn, "SELECT id, k, c, pad FROM sbtest2 ORDER BY id") == first
+    assert await fetch_all(dsn, "SELECT id, k, c, pad FROM sbtest2 ORDER BY id") == first
     # the Python path draws other values in the same shape: either makes sysbench's tables
     await wl.load(dsn, Progress(lambda _: None), None)
-    assert [r[0] for r in await _rows(dsn, "SELECT id FROM sbtest1 ORDER BY id")] == list(range(1, 3001))
+    assert [r[0] for r in await fetch_all(dsn, "SELECT id FROM sbtest1 ORDER BY id")] == list(range(1, 3001))
 
 
 async def test_a_refused_statement_is_said_as_the_driver_says_it(server: tuple[Dsn, object]) -> None:
@@ -113,10 +104,10 @@ def test_a_fill_is_written_from_c_every_row_once_and_its_text_as_written(dsn_url
     assert r.returncode == 0, r.stderr
     assert "fill filled: 250000 rows, drawn by the C loader" in r.stdout + r.stderr
     dsn = parse_dsn(dsn_url)
-    (row,) = asyncio.run(_rows(dsn, "SELECT COUNT(*), MIN(id), MAX(id), COUNT(DISTINCT id), MIN(n), MAX(n), "
+    (row,) = asyncio.run(fetch_all(dsn, "SELECT COUNT(*), MIN(id), MAX(id), COUNT(DISTINCT id), MIN(n), MAX(n), "
                                     "MIN(r), MAX(r), MIN(CHAR_LENGTH(s)), MAX(CHAR_LENGTH(s)) FROM filled"))
     assert row[:4] == (250_000, 7, 250_006, 250_000)
     assert (row[4], row[5]) == (3, 9) and float(row[6]) >= 0.5 and float(row[7]) <= 1.5  # type: ignore[arg-type]
     assert (row[8], row[9]) == (4, 12)
-    names = {str(n) for (n,) in asyncio.run(_rows(dsn, "SELECT DISTINCT name FROM filled"))}
+    names = {str(n) for (n,) in asyncio.run(fetch_all(dsn, "SELECT DISTINCT name FROM filled"))}
     assert names == {"O'Brien", "Ünal", "a\\b"}
