@@ -107,10 +107,8 @@ class TxStats:
 
     def to_wire(self) -> dict[str, object]:
         """What a worker process sends to the coordinator for one interval."""
-        if self._hist is None:
-            hist = self.encoded if self.count else None
-        else:
-            hist = self._hist.encode().decode("ascii") if self.count else None
+        # still as it came (None when nothing did), or encoded anew once read or merged into
+        hist = self.encoded if self._hist is None else self._hist.encode().decode("ascii") if self.count else None
         return {"hist": hist, "count": self.count,
                 "queries": self.queries, "retries": self.retries, "errors": dict(self.errors),
                 "rollbacks": self.rollbacks, "total_us": self.total_us}

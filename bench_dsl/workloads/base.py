@@ -35,6 +35,10 @@ class Progress:
             self._rows(done, total)
 
 
+# rows a call of a Bulk writes (on a connection of its own): the step a load's progress moves by
+BULK_ROWS = 100_000
+
+
 class Bulk(Protocol):
     """A faster way to write a workload's rows than the driver, where one is built (the C
     executor's loader, bench_dsl/native/loader.py): handed to a workload's load by whoever prepares

@@ -9,10 +9,7 @@ static Tally *fresh_tallies(Py_ssize_t n) {
     Tally *t = PyMem_RawMalloc((size_t)n * sizeof(Tally));
     if (t == NULL) { PyErr_NoMemory(); return NULL; }
     for (Py_ssize_t i = 0; i < n; i++) {
-        memset(t[i].hist.counts, 0, sizeof t[i].hist.counts);
-        t[i].hist.total = 0;
-        t[i].hist.lo = HDR_COUNTS;
-        t[i].hist.hi = -1;
+        bd_hdr_init(&t[i].hist);
         t[i].queries = t[i].total_us = 0;
     }
     return t;

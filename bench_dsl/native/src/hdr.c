@@ -11,6 +11,15 @@
 #define PAYLOAD_HEADER 40
 #define EXTERNAL_HEADER 8
 
+/* a histogram with nothing recorded, from memory as allocated */
+void bd_hdr_init(Hist *h) {
+    memset(h->counts, 0, sizeof h->counts);
+    h->total = 0;
+    h->lo = HDR_COUNTS;
+    h->hi = -1;
+}
+
+/* emptied again: only the counters between the lowest and the highest recorded are cleared */
 void bd_hdr_reset(Hist *h) {
     if (h->hi >= h->lo) memset(&h->counts[h->lo], 0, (size_t)(h->hi - h->lo + 1) * sizeof(int64_t));
     h->total = 0;

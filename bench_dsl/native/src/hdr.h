@@ -35,6 +35,7 @@ static inline void hdr_record(Hist *h, int64_t us, int64_t n) {
     if (i > h->hi) h->hi = i;
 }
 
+BD_INTERNAL void bd_hdr_init(Hist *h);
 BD_INTERNAL void bd_hdr_reset(Hist *h);
 BD_INTERNAL PyObject *bd_hdr_encode(const Hist *h);
 

@@ -14,12 +14,7 @@ static int Schedule_init(Schedule *self, PyObject *args, PyObject *kwds) {
     Chunk *c = bd_chunk_new();
     Hist *h = PyMem_RawMalloc(3 * sizeof(Hist));
     if (c == NULL || h == NULL) { PyMem_RawFree(c); PyMem_RawFree(h); PyErr_NoMemory(); return -1; }
-    for (int k = 0; k < 3; k++) {
-        memset(h[k].counts, 0, sizeof h[k].counts);
-        h[k].total = 0;
-        h[k].lo = HDR_COUNTS;
-        h[k].hi = -1;
-    }
+    for (int k = 0; k < 3; k++) bd_hdr_init(&h[k]);
     if (pthread_mutex_init(&self->mu, NULL) != 0) {
         PyMem_RawFree(c);
         PyMem_RawFree(h);

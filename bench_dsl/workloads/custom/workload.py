@@ -15,13 +15,12 @@ from bench_dsl.language.generators import Gen, compile_value, native_draw
 from bench_dsl.language.model import Fill, Generator, SetupSql
 from bench_dsl.language.statements import Execute, StatementStep, Transaction, Transactions
 from bench_dsl.server.connect import connect
-from bench_dsl.workloads.base import Bulk, Progress, Session, TransactionScope, Workload
+from bench_dsl.workloads.base import BULK_ROWS, Bulk, Progress, Session, TransactionScope, Workload
 from bench_dsl.workloads.custom.plugin import (
     CustomWorkload,
 )
 
 BATCH = 1000
-BULK_BATCH = 100_000  # rows a call of the C loader writes: its progress's step
 
 
 PARALLEL = 4
@@ -107,8 +106,8 @@ class Custom(Workload):
             if lo >= hi:
                 return 0
             if bulk is not None:
-                for b in range(lo, hi, BULK_BATCH):  # a call per batch: the progress moves
-                    n = min(BULK_BATCH, hi - b)
+                for b in range(lo, hi, BULK_ROWS):  # a call per batch: the progress moves
+                    n = min(BULK_ROWS, hi - b)
                     draws = [native_draw(g, self.seed, offset=b) for _, g in fill.columns]
                     await bulk.rows(dsn, fill.table, [c for c, _ in fill.columns], draws, n, self.seed * 7919 + b)
                     written[k] += n

@@ -18,7 +18,7 @@ from bench_dsl.core.mysql_errors import RETRYABLE
 from bench_dsl.language.generators import special, zipf
 from bench_dsl.language.statements import Draw, Transactions
 from bench_dsl.server.connect import connect
-from bench_dsl.workloads.base import Bulk, Progress, Session, TransactionScope, Workload
+from bench_dsl.workloads.base import BULK_ROWS, Bulk, Progress, Session, TransactionScope, Workload
 from bench_dsl.workloads.sysbench.plugin import (
     PARETO_H,
     STATEMENTS,
@@ -40,7 +40,6 @@ CREATE = """CREATE TABLE sbtest{t}(
 
 
 BATCH = 1000
-BULK_BATCH = 100_000  # rows a call of the C loader sends (on a connection of its own): its progress's step
 
 
 def _digit_groups(rng: random.Random, groups: int) -> str:
@@ -111,7 +110,7 @@ class Sysbench(Workload):
                         await cur.execute(f"DROP TABLE IF EXISTS sbtest{t}")
                         await cur.execute(CREATE.format(t=t))
                         sql = f"INSERT INTO sbtest{t} (id, k, c, pad) VALUES (%s, %s, %s, %s)"
-                        batch = BULK_BATCH if bulk is not None else BATCH
+                        batch = BULK_ROWS if bulk is not None else BATCH
                         for lo in range(1, s.table_size + 1, batch):
                             hi = min(lo + batch, s.table_size + 1)
                             if bulk is not None:
