@@ -128,8 +128,9 @@ def syntax_diagnostic(err: UnexpectedInput, file: str, text: str, units: UnitWor
             # `p95 > 20 parsecs }`: the word was read as the metric of a next condition, and the
             # parser stops only after it; the mistake is the word, said there
             start, number, name = after
-            hint = (f"a unit is written against its number, without a space: {number}{name}"
-                    if name in _ATTACHED_UNITS else _not_a_unit(name))
+            unit = _SPELLED_UNITS.get(name.lower(), name)
+            hint = (f"a unit is written against its number, without a space: {number}{unit}"
+                    if unit in _ATTACHED_UNITS else _not_a_unit(name))
             return Diagnostic(f"unexpected {quoted(name)}", span_at(file, text, start, len(name)), hint)
         return Diagnostic(f"unexpected {shown}", span, hint)
     if isinstance(err, UnexpectedCharacters):
@@ -224,11 +225,18 @@ _ATTACHED_UNITS = ("us", "ms", "s", "m", "h", "%", "K", "M", "G", "T", "x")
 _NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
 
 
+# a unit spelled out (`duration 10 seconds`), and how it is written
+_SPELLED_UNITS = {"millisecond": "ms", "milliseconds": "ms", "msec": "ms", "sec": "s", "secs": "s", "second": "s",
+                  "seconds": "s", "min": "m", "mins": "m", "minute": "m", "minutes": "m", "hour": "h", "hours": "h",
+                  "percent": "%"}
+
+
 def _spaced_unit(text: str, pos: int, word: str) -> str | None:
-    """The hint for `10 s` or `80 %`: a unit that is written against its number. Scanned back from
-    `pos`, once over each character: a search from the file's start tried every digit of a number of
-    30,000 as its start (15 s)."""
-    if word not in _ATTACHED_UNITS:
+    """The hint for `10 s`, `80 %` or `10 seconds`: a unit that is written against its number, and
+    in its short form. Scanned back from `pos`, once over each character: a search from the file's
+    start tried every digit of a number of 30,000 as its start (15 s)."""
+    unit = _SPELLED_UNITS.get(word.lower(), word)
+    if unit not in _ATTACHED_UNITS:
         return None
     end = pos
     while end > 0 and text[end - 1] in " \t":
@@ -241,7 +249,7 @@ def _spaced_unit(text: str, pos: int, word: str) -> str | None:
     if end == pos or not _NUMBER.fullmatch(number):
         return None
     shown = number if len(number) <= SHOWN else f"{number[:SHOWN // 2]}...{number[-SHOWN // 4:]}"
-    return f"a unit is written against its number, without a space: {shown}{word}"
+    return f"a unit is written against its number, without a space: {shown}{unit}"
 
 
 def keyword_as_name(err: UnexpectedInput) -> bool:
