@@ -219,7 +219,7 @@ static int lane_drain(Counts *self, Lane *l) {
 /* The user is gone (its thread no longer writes): what it wrote is read, and its lane freed. The
  * GIL held; 0, or -1 with an exception set (the lane is freed all the same). */
 int bd_lane_close(Counts *self, Lane *l) {
-    int rc = self->draining ? 0 : lane_drain(self, l);
+    int rc = lane_drain(self, l);
     if (l->prev != NULL) l->prev->next = l->next;
     else self->lanes = l->next;
     if (l->next != NULL) l->next->prev = l->prev;
@@ -233,11 +233,11 @@ int bd_lane_close(Counts *self, Lane *l) {
 }
 
 /* Everything published so far, read, and the chunks read to their end freed. Never waits for a
- * writer. The GIL held; 0, or -1 with an exception set (the records read up to the failing one
+ * writer, and calls no Python code (a record goes into a histogram in C: no take can begin inside
+ * another). The GIL held; 0, or -1 with an exception set (the records read up to the failing one
  * included are not read again). */
 int bd_counts_drain(Counts *self) {
-    if (!self->ready || self->draining) return 0; /* a take within a take (a finalizer): the outer reads */
-    self->draining = 1;
+    if (!self->ready) return 0;
     int rc = 0;
     for (;;) {
         Chunk *c = self->head;
@@ -251,7 +251,6 @@ int bd_counts_drain(Counts *self) {
         PyMem_RawFree(c);
     }
     for (Lane *l = self->lanes; l != NULL && rc == 0; l = l->next) rc = lane_drain(self, l);
-    self->draining = 0;
     return rc;
 }
 

@@ -86,7 +86,6 @@ typedef struct {
     Lane *lanes;
     Chunk *head;
     size_t consumed;      /* records of head already read */
-    int draining;
     long long last_ns;    /* the latest completion read (0: none yet); never reset */
     Span quiet[QUIET_MAX];
     int nquiet;
