@@ -31,7 +31,7 @@ def _mariadb_flags() -> tuple[list[str], list[str]] | None:
 # `depends`, so that a change to one rebuilds the module and the sdist carries them.
 NATIVE = "bench_dsl/native/src"
 SOURCES = [f"{NATIVE}/{name}.c" for name in ("module", "hdr", "counts", "counts_type", "draws", "program", "schedule",
-                                              "schedule_type", "connection", "statements", "user", "load", "testing")]
+                                              "schedule_type", "connection", "statements", "user", "load", "tpcc", "testing")]
 HEADERS = [f"{NATIVE}/{name}.h" for name in ("native", "hdr", "counts", "rng", "draws", "program", "schedule", "user",
                                               "testing")]
 

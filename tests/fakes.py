@@ -225,6 +225,7 @@ class Query:
     """A session on asyncmy: one statement per transaction."""
 
     paced = False
+    values: tuple[int, ...] = ()
 
     def __init__(self, sql: str) -> None:
         self.sql = sql
@@ -244,9 +245,13 @@ class QueryWorkload:
     C executor through its description."""
 
     names, weights, retries, retry_on = ("t",), (1.0,), (0,), (frozenset(),)
+    raw = True  # described by statements(): its users run on the C executor where it is built
 
     def __init__(self, sql: str) -> None:
         self.sql = sql
+
+    async def ready(self, dsn: Any) -> None:
+        pass
 
     def session(self, rng: Any, user: int) -> Query:
         return Query(self.sql)

@@ -7,7 +7,6 @@ latency runs from the arrival's due time. This is the hot path: one pass of `_lo
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
 import time
 from bisect import bisect_right
@@ -28,7 +27,7 @@ from bench_dsl.measure.arrivals import ArrivalStats
 from bench_dsl.measure.recorder import Recorder
 from bench_dsl.native import executor
 from bench_dsl.native.executor import ELSEWHERE, ERROR, PREPARE, STOPPED, NativeUser
-from bench_dsl.server.connect import OtherServer, connect, other_server
+from bench_dsl.server.connect import OtherServer, close_quietly, connect, driver_message, is_connected, other_server
 from bench_dsl.workloads.base import IntendedRollback, Session, Workload, error_code
 
 # what the owner of a user decides after an error
@@ -98,10 +97,13 @@ class UserPool:
         self.no_thread: str | None = None  # a user's thread could not start: the client's limit, in its words
         self.error_messages: dict[int, str] = {}
         self.executors: set[str] = set()
-        description = workload.statements() if native.raw_executor else None
-        # one Program for the process's users: its sequences are shared, as the driver path's are
-        self.program = None if description is None else executor.program(description, workload.weights)
-        self.options = executor.options(dsn, CONNECT_TIMEOUT, description)
+        # the users run on the C executor: one Program for the process's users (its sequences are
+        # shared, as the driver path's are), made once the workload is ready (_describe)
+        self.described = workload.raw and native.raw_executor
+        self.program: Any = None
+        self.paced_in_c = False  # the Program waits the paced sessions' pauses itself
+        self.options = executor.options(dsn, CONNECT_TIMEOUT)
+        self._describing = asyncio.Lock()
         self._gate: asyncio.Event | None = None  # the held users' (resize(hold=True)) until release()
         self.schedule: Any = None  # paced: the arrivals (a _native.Schedule, or a pacing.AsyncSchedule)
         # what users on asyncmy await for each arrival: the Python schedule, or the C one polled
@@ -118,7 +120,7 @@ class UserPool:
         The schedule is made at the first call, the C executor's when the users run on it."""
         if self.schedule is None:
             seed = (self.seed * 100_003 + self.offset) & (1 << 64) - 1
-            if self.program is not None:
+            if self.described:
                 self.schedule = native.compiled.Schedule(seed)  # type: ignore[union-attr]
                 self._claims = pacing.NativeClaims(self.schedule)
                 for u in self.users:  # already running closed-loop: open-loop from their next transaction
@@ -209,9 +211,30 @@ class UserPool:
         if pending:
             await asyncio.wait(pending, timeout=2)
 
+    async def _describe(self) -> None:
+        """The Program, once the workload is ready; a workload that cannot get ready for want of
+        its server leaves its users on asyncmy, which meet what stopped it under the error policy."""
+        async with self._describing:
+            if not self.described or self.program is not None:
+                return
+            try:
+                await self.workload.ready(self.dsn)
+            except (TimeoutError, asyncmy.errors.MySQLError, OSError, OtherServer):
+                self.described = False
+                return
+            description = self.workload.statements()
+            if description is None:
+                self.described = False
+                return
+            self.program = executor.program(description, self.workload.weights)
+            self.options = executor.options(self.dsn, CONNECT_TIMEOUT, description)
+            self.paced_in_c = bool(description.pauses)
+
     async def _loop(self, u: _User) -> None:
         try:
-            if self.program is not None and not u.session.paced:
+            if self.described and self.program is None:
+                await self._describe()
+            if self.program is not None and (self.paced_in_c or not u.session.paced):
                 if await self._run_native(u):
                     await self._run_driver(u)  # a statement the C executor could not prepare
             else:
@@ -234,7 +257,7 @@ class UserPool:
     async def _run_native(self, u: _User) -> bool:
         """The user's transactions on the C executor; True when one of its statements cannot be
         prepared, for the driver to meet it and report it under its transaction."""
-        nu = NativeUser(self.program, self.recorder.counts, u.seed, self.options, self.schedule)
+        nu = NativeUser(self.program, self.recorder.counts, u.seed, self.options, self.schedule, u.session.values)
         u.raw = nu
         backoff = 0.1
         try:
@@ -321,7 +344,7 @@ class UserPool:
                         return
                     except Exception as exc:  # unmeasured: connecting is not part of a transaction
                         why = (f"no greeting or authentication in {CONNECT_TIMEOUT:g}s"
-                               if isinstance(exc, asyncio.TimeoutError) else _message(exc))
+                               if isinstance(exc, asyncio.TimeoutError) else driver_message(exc))
                         await self._not_connected(u, error_code(exc), why, backoff)
                         backoff = min(backoff * 2, 2.0)
                         continue
@@ -369,7 +392,7 @@ class UserPool:
             if inside:
                 rec.leave(time.monotonic_ns())
             if conn is not None:
-                _close(conn)
+                close_quietly(conn)
 
     async def _attempts(self, u: _User, conn: asyncmy.Connection, i: int,
                         t0: int) -> tuple[asyncmy.Connection | None, int | None]:
@@ -386,12 +409,12 @@ class UserPool:
                 rec.rollback(i)
                 return conn, end
             except (asyncmy.errors.MySQLError, OSError, EOFError, asyncio.IncompleteReadError) as exc:
-                verdict = self._failed(i, error_code(exc), _message(exc), attempt, _connected(conn))
+                verdict = self._failed(i, error_code(exc), driver_message(exc), attempt, is_connected(conn))
                 if verdict == RETRY:
                     attempt += 1
                     continue
                 if verdict == RECONNECT:
-                    _close(conn)
+                    close_quietly(conn)
                     u.live = False
                     u.session.forget()
                     return None, None
@@ -422,19 +445,3 @@ class UserPool:
         if code not in self.error_messages:
             self.error_messages[code] = redact(message)
 
-
-def _message(exc: BaseException) -> str:
-    args: tuple[object, ...] = tuple(getattr(exc, "args", ()))
-    return str(args[1] if len(args) > 1 else (args[0] if args else exc))
-
-
-def _connected(conn: asyncmy.Connection) -> bool:
-    try:
-        return bool(conn.connected)
-    except Exception:
-        return False
-
-
-def _close(conn: asyncmy.Connection) -> None:
-    with contextlib.suppress(Exception):
-        conn.close()

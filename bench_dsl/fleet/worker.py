@@ -83,7 +83,7 @@ class Worker:
             self.pool = UserPool(dsn, workload, self.recorder, seed, offset=index, stride=count)
             # before any user's thread starts: those inherit the niceness of the thread that starts
             # them. Users with no Program run on asyncmy, on this loop: no thread of their own
-            priority.control_first(self.users_nice, apart=self.pool.program is not None)
+            priority.control_first(self.users_nice, apart=self.pool.described)
             self.name = f"worker {index + 1}"
             self.send({"op": "ready", "id": mid, "pid": os.getpid()})
             return

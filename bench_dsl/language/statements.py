@@ -23,19 +23,43 @@ class Draw:
     hi, iters) and pareto(lo, hi, h): sysbench 1.0's distributions, as its sb_rand.c computes them;
     zipf(lo, hi, exponent); nurand(A, x, y, C) (TPC-C 2.1.6); sequence(start), shared by the users
     of a process; choice(v, ...); randstr(min_len, max_len) of letters and digits; digits(groups):
-    sysbench's c and pad strings (groups of 11 random digits joined by dashes); const(v)."""
+    sysbench's c and pad strings (groups of 11 random digits joined by dashes); const(v).
+
+    Drawn by each user, from more than its generator: user(k), the k-th of the user's own values
+    (Session.values: a TPC-C terminal's home warehouse); and TPC-C's inputs, which read values of
+    their step drawn before them (by their index among the step's values, as Execute names them):
+    tpcc_order(home, warehouses, A, C, items, rollback, remote) gives an order's lines as JSON
+    [[item, supplying warehouse, quantity], ...] sorted by stock key, their count, whether all are
+    supplied by the home warehouse, and whether a stock row comes twice; tpcc_remote(home,
+    district, warehouses, districts, remote) a payment's customer warehouse and district;
+    tpcc_customer(by_name, A_last, C_last, A_id, C_id, customers, *syllables) a customer's id and
+    last name (0 and the name, or the id and None)."""
 
     kind: str
     args: tuple[Constant, ...] = ()
+
+    @property
+    def width(self) -> int:
+        """How many values it gives (the step's values that follow it are its)."""
+        return WIDTHS.get(self.kind, 1)
+
+
+# draws of several values, and the arguments of a draw that name a value of its step drawn before it
+WIDTHS = {"tpcc_order": 4, "tpcc_remote": 2, "tpcc_customer": 2}
+READS = {"tpcc_order": (0,), "tpcc_remote": (0, 1)}
 
 
 @dataclass(frozen=True, slots=True)
 class Execute:
     """One statement executed: its SQL (? placeholders) per table of its step, and its values:
-    (index of a draw of its step, an integer added to it)."""
+    (index of a value of its step, an integer added to it); its step's values are its draws', in
+    order, a draw of several values giving several. `outcome`: the first column of its first row
+    says whether the transaction kept its work, 0 when it rolled back on purpose (a stored
+    procedure's answer), which counts it among the rollbacks."""
 
     sql: tuple[str, ...]
     params: tuple[tuple[int, int], ...]
+    outcome: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +81,21 @@ class Transaction:
 
 
 @dataclass(frozen=True, slots=True)
+class Pause:
+    """A paced user's waits around a transaction of this type, out of its response time: before
+    it, the think time owed for the transaction before it, then `keying_s`; after it, a think time
+    owed, negative exponential with mean `think_mean_s` and cut at `think_max_s` (TPC-C clause
+    5.2.5)."""
+
+    keying_s: float
+    think_mean_s: float
+    think_max_s: float
+
+
+@dataclass(frozen=True, slots=True)
 class Transactions:
-    """Every transaction type of a workload, numbered as its `names`."""
+    """Every transaction type of a workload, numbered as its `names`; `pauses`, one per type, when
+    its users wait before each transaction (empty: they never do)."""
 
     transactions: tuple[Transaction, ...]
+    pauses: tuple[Pause, ...] = ()

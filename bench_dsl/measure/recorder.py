@@ -14,8 +14,9 @@ from bench_dsl.measure.txstats import TxStats, encoded_counts
 # Counts.quiet(): gaps, the latest completion, the take, idle spans, idle since (nanoseconds)
 Raw = tuple[list[tuple[int, int]], int | None, int, list[tuple[int, int]], int | None]
 # Counts.take(), per type: the histogram (HdrHistogram's V2 base64, None when none completed),
-# transactions, statements, the sum of their response times (us)
-Taken = tuple[str | None, int, int, int]
+# transactions, statements, the sum of their response times (us), and those of the transactions
+# that rolled back on purpose (counted among the transactions too)
+Taken = tuple[str | None, int, int, int, int]
 QUIET_MIN_NS = round(RESOLUTION_S * 1e9)  # the C executor's
 
 
@@ -60,7 +61,8 @@ class PyCounts:
             self._last = at
         self._taken = ([], self._last, at, self._idle, None if self._inflight else self._idle_from)
         self._idle = []
-        out = [(encoded_counts(lat), sum(lat.values()), q, sum(us * n for us, n in lat.items()))
+        # its users run on asyncmy, whose rollbacks the Recorder counts (rollback())
+        out = [(encoded_counts(lat), sum(lat.values()), q, sum(us * n for us, n in lat.items()), 0)
                for lat, q in zip(self._lat, self._queries)]
         self._lat = [{} for _ in self._lat]
         self._queries = [0] * len(self._queries)
@@ -110,9 +112,9 @@ class Recorder:
     def swap(self) -> dict[str, TxStats]:
         """Everything recorded since the last swap, per transaction name; starts afresh."""
         out = {}
-        for i, (name, (encoded, count, queries, total)) in enumerate(zip(self.names, self.counts.take())):
-            out[name] = TxStats(None, count, queries, self._retries[i], self._errors[i], self._rollbacks[i], total,
-                                encoded)
+        for i, (name, (encoded, count, queries, total, rollbacks)) in enumerate(zip(self.names, self.counts.take())):
+            out[name] = TxStats(None, count, queries, self._retries[i], self._errors[i],
+                                self._rollbacks[i] + rollbacks, total, encoded)
         self._reset()
         return out
 

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from bench_dsl import native
 from bench_dsl.core import limits, priority
 from bench_dsl.core.dsn import IDENTITY_SQL, Dsn
-from bench_dsl.language.statements import Transactions
+from bench_dsl.language.statements import READS, Transactions
 
 # what run() and connect() say (ELSEWHERE: connected to another server than the address must reach)
 STOPPED, ERROR, LOST, DOUBT, PREPARE, ELSEWHERE = 0, 1, 2, 3, 4, 5
@@ -28,7 +28,9 @@ T = TypeVar("T")
 
 def program(description: Transactions, weights: Sequence[float]) -> Any:
     """The _native.Program of a workload's transactions: statements numbered once each, every
-    draw numbered over the whole program (the executor keeps one value of each per user)."""
+    value of every step numbered over the whole program (the executor keeps one of each per user):
+    a draw of several values is followed by "filled" slots, and a draw's arguments that name a value
+    of its step name its slot."""
     assert native.compiled is not None
     sql: dict[str, int] = {}
     draws: list[tuple[object, ...]] = []
@@ -37,12 +39,19 @@ def program(description: Transactions, weights: Sequence[float]) -> Any:
         steps = []
         for s in t.steps:
             base = len(draws)
-            draws += [(d.kind, *d.args) for d in s.draws]
+            first = []  # the slot of each draw
+            for d in s.draws:
+                reads = READS.get(d.kind, ())
+                first.append(len(draws))
+                draws.append((d.kind, *(base + a if k in reads and isinstance(a, int) else a
+                                        for k, a in enumerate(d.args))))
+                draws += [("filled",)] * (d.width - 1)
             executes = tuple((tuple(sql.setdefault(q, len(sql)) for q in e.sql),
-                              tuple((base + k, plus) for k, plus in e.params)) for e in s.executes)
-            steps.append((s.count, s.tables, tuple(range(base, base + len(s.draws))), executes))
+                              tuple((base + k, plus) for k, plus in e.params), e.outcome) for e in s.executes)
+            steps.append((s.count, s.tables, tuple(first), executes))
         transactions.append((t.explicit, tuple(steps)))
-    return native.compiled.Program(list(sql), draws, transactions, [float(w) for w in weights])
+    pauses = [(p.keying_s, p.think_mean_s, p.think_max_s) for p in description.pauses] or None
+    return native.compiled.Program(list(sql), draws, transactions, [float(w) for w in weights], pauses)
 
 
 def charset(description: Transactions) -> str | None:
@@ -82,11 +91,13 @@ class NativeUser:
     executor = "libmariadb"
 
     def __init__(self, prog: Any, counts: Any, seed: int, connect_options: dict[str, object],
-                 schedule: Any = None) -> None:
+                 schedule: Any = None, values: Sequence[int] = ()) -> None:
         """`schedule`: a _native.Schedule (open loop: each transaction waits for an arrival, its
-        latency runs from the arrival's due time), or None (closed loop)."""
+        latency runs from the arrival's due time), or None (closed loop). `values`: the user's own,
+        which the program's user(k) draws give."""
         assert native.compiled is not None
-        self.core = native.compiled.User(prog, counts, seed & (1 << 64) - 1, connect_options, schedule=schedule)
+        self.core = native.compiled.User(prog, counts, seed & (1 << 64) - 1, connect_options, schedule=schedule,
+                                         values=tuple(values))
         self._lock = threading.Lock()
         self._busy = False  # the thread is in the core
         self._closing = False

@@ -3,6 +3,7 @@ connect, and the explanation of a connection that fails (TLS, access, an unreach
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from dataclasses import replace
 
@@ -96,3 +97,22 @@ async def session_tls(cur: asyncmy.cursors.Cursor) -> dict[str, str | None]:
     await cur.execute("SHOW SESSION STATUS WHERE Variable_name IN ('Ssl_cipher', 'Ssl_version')")
     status = {str(k).lower(): str(v) for k, v in await cur.fetchall()}
     return {"cipher": status.get("ssl_cipher") or None, "version": status.get("ssl_version") or None}
+
+
+def driver_message(exc: BaseException) -> str:
+    """The server's or the driver's message of a failure, without its code."""
+    args: tuple[object, ...] = tuple(getattr(exc, "args", ()))
+    return str(args[1] if len(args) > 1 else (args[0] if args else exc))
+
+
+def is_connected(conn: asyncmy.Connection) -> bool:
+    try:
+        return bool(conn.connected)
+    except Exception:
+        return False
+
+
+def close_quietly(conn: asyncmy.Connection) -> None:
+    """Close, whatever state the connection is in (a lost one raises)."""
+    with contextlib.suppress(Exception):
+        conn.close()

@@ -72,6 +72,9 @@ class Session(abc.ABC):
     # True when the session waits between transactions (TPC-C's keying and think times): the
     # engine then awaits pause() before each transaction, outside its measured response time.
     paced: bool = False
+    # the user's own values, which the workload's statements() read with user(k) draws (a TPC-C
+    # terminal's home warehouse): what the C executor's user is given
+    values: tuple[int, ...] = ()
 
     async def pause(self, tx: int) -> None:
         """Wait as a terminal's user would before transaction `tx` (only called when `paced`)."""
@@ -94,10 +97,15 @@ class Workload(abc.ABC):
 
     def statements(self) -> Transactions | None:
         """What the transactions are, for workloads whose transactions are nothing but prepared
-        statements whose results they never read: the engine then runs them on the C executor
-        (bench_dsl/native/executor.py), the same description for every user. None: every transaction
-        goes through its sessions' `run`."""
+        statements whose results they never read (or only to learn that one rolled back): the engine
+        then runs them on the C executor (bench_dsl/native/executor.py), the same description for
+        every user, once `ready`. None: every transaction goes through its sessions' `run`."""
         return None
+
+    async def ready(self, dsn: Dsn) -> None:
+        """What `statements()` needs from the server, read (and what its statements need on the
+        server, made) once in each process that runs users, before the first of them (TPC-C: the
+        run's NURand constants, the stored procedures)."""
 
     @abc.abstractmethod
     def session(self, rng: random.Random, user: int) -> Session:

@@ -444,9 +444,13 @@ def test_procedures_run_one_call_per_transaction(loaded: tuple[Dsn, dict[str, An
     doc, err = _run(tmp_path, "procedures", workers="1", warehouses="1", procedures="on",
                     ramp="warmup 1s\n  users 8\n  duration 8s", stop="error_rate > 1%")
     assert "stored procedures" in err
+    assert doc["executor"] == "libmariadb"  # one CALL a transaction, drawn and sent by the C executor
     tx = doc["summary"]["transactions"]
     _check_mix(tx)
     assert all(t["qps"] == pytest.approx(t["tps"], rel=0.02) for t in tx.values())  # one statement each
+    # New-Order's answer says it rolled back: about 1% of them (2.4.1.4), as the client-side mode's
+    assert 0 < tx["new_order"]["rollbacks"] < 0.03 * tx["new_order"]["count"]
+    assert all(t["rollbacks"] == 0 for name, t in tx.items() if name != "new_order")
     # some 400 new orders in the 8 s step: the client's window and the server's (read when asked) differ
     # at their edges by up to a tenth of a second (2.09% seen), and by as much as the server's reading
     # came late on a machine that froze (its window 8.77 s against the client's 8.02: 9.19% apart)
@@ -459,6 +463,23 @@ def test_procedures_run_one_call_per_transaction(loaded: tuple[Dsn, dict[str, An
     # the 20 s run delivered orders in every district: condition 11 (the initial population's) says so
     (eleven,) = [c for c in result["conditions"] if c["condition"] == 11]
     assert eleven["details"][0].startswith("holds for the initial population only:"), eleven
+
+
+@pytest.mark.slow
+def test_keying_times_pace_the_procedures_terminals(loaded: tuple[Dsn, dict[str, Any]], dsn_url: str,
+                                                   tmp_path: Path) -> None:
+    f = tmp_path / "keying.bench"
+    f.write_text(RUN.format(workers="1", warehouses="1", procedures="on  keying_time = on",
+                            ramp="warmup 1s\n  users 6\n  duration 6s", stop="error_rate > 1%"))
+    out = tmp_path / "keying.json"
+    r = run_bench("run", str(f), "--headless", "--json", str(out), timeout=240)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["executor"] == "libmariadb"  # the C executor waits the keying and think times itself
+    # every transaction waits 2 s of keying time at least (clause 5.2.5.7): a terminal finishes one
+    # every 2 s at most, whatever the machine's speed, where unpaced it finishes hundreds
+    step = doc["steps"][-1]
+    assert step["count"] <= 6 * (step["seconds"] / 2 + 1), step["count"]
 
 
 def test_check_explains_what_it_needs(dsn_url: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -105,7 +105,7 @@ async def test_counted_transactions_are_what_the_server_did(db: Dsn) -> None:
         assert await _run_until(u, lambda: u.completed >= 200) == (STOPPED, 0, "")
     finally:
         u.close()
-    (sel, sel_q), (upd, upd_q) = [(n, q) for _, n, q, _ in counts.take()]
+    (sel, sel_q), (upd, upd_q) = [(n, q) for _, n, q, _, _ in counts.take()]
     assert sel > 50 and upd > 10 and sel_q == sel and upd_q == 3 * upd
     assert 2 < sel / upd < 4.5  # weights 3:1
     k, c = await _scalar(db, "SELECT k FROM ex_t WHERE id = 1"), await _scalar(db, "SELECT c FROM ex_t WHERE id = 1")
@@ -321,7 +321,7 @@ async def test_deadlocks_roll_back_and_retry_and_every_ok_is_committed(db: Dsn) 
             u.close()
 
     await asyncio.wait_for(asyncio.gather(*(one(n) for n in range(8))), 60)
-    done = sum(n for _, n, _, _ in counts.take())
+    done = sum(n for _, n, _, _, _ in counts.take())
     assert errors and any(attempt > 0 for _, attempt in errors)  # deadlocks, retried again
     assert await _scalar(db, "SELECT SUM(v) FROM ex_dl") == 2 * done
 
@@ -436,7 +436,7 @@ def test_the_c_counts_and_the_fallback_count_alike() -> None:
         for call in calls:
             counts.ok(*call)
     assert c.take() == py.take()
-    assert c.take() == py.take() == [(None, 0, 0, 0)] * 3
+    assert c.take() == py.take() == [(None, 0, 0, 0, 0)] * 3
 
 
 def test_the_c_counts_and_the_fallback_keep_the_same_idle_spans() -> None:
@@ -540,5 +540,5 @@ async def test_an_answer_slower_than_the_sockets_read_timeout_is_still_waited_fo
         assert await _run_until(u, lambda: u.completed >= 1) == (STOPPED, 0, "")
     finally:
         u.close()
-    (_, n, _, total_us), = counts.take()
+    (_, n, _, total_us, _), = counts.take()
     assert n >= 1 and total_us >= 1_500_000 * n

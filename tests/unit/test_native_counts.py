@@ -34,9 +34,9 @@ first = c.take()
 quiet = c.quiet()
 c._release_writer()
 second = c.take()
-assert first[0][1:] == (1, 1, 10) and first[1] == (None, 0, 0, 0), first
+assert first[0][1:] == (1, 1, 10, 0) and first[1] == (None, 0, 0, 0, 0), first
 assert quiet[4] is None, quiet
-assert second[0] == (None, 0, 0, 0) and second[1][1:] == (1, 3, 250), second
+assert second[0] == (None, 0, 0, 0, 0) and second[1][1:] == (1, 3, 250, 0), second
 print("ok")
 """
 
@@ -68,7 +68,7 @@ def test_writers_at_once_count_each_completion_once(lanes: bool) -> None:
     statements = [0, 0, 0]
 
     def fold() -> None:
-        for i, (hist, n, q, total) in enumerate(counts.take()):
+        for i, (hist, n, q, total, _) in enumerate(counts.take()):
             if hist is not None:  # under 2,048 us a value is its own counter: each is exact
                 lat = Counter({us: c for us, c in enumerate(decoded(hist).counts[:1000]) if c})
                 assert sum(lat.values()) == n and sum(us * c for us, c in lat.items()) == total
@@ -176,8 +176,8 @@ def test_the_histograms_recorded_in_c_are_hdrhs_byte_for_byte() -> None:
         for us in values:
             counts.ok(1, us, 1)
             ref.record_value(min(us, HIGHEST_US))
-        (none, *zero), (hist, n, q, total) = counts.take()
-        assert none is None and zero == [0, 0, 0]
+        (none, *zero), (hist, n, q, total, _) = counts.take()
+        assert none is None and zero == [0, 0, 0, 0]
         assert hist == ref.encode().decode("ascii") and (n, q, total) == (size, size, sum(values))
         mine = decoded(hist)
         for p in (0.0, 50.0, 90.0, 99.0, 99.9, 100.0):

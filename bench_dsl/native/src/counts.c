@@ -27,11 +27,14 @@ Chunk *bd_chunk_new(void) {
 /* A completion of type i into its histogram. The reader's. 0, or -1 with an exception set. */
 static int counts_add(Counts *self, long long i, long long us, long long q) {
     if (self->tally == NULL) { PyErr_SetString(PyExc_ValueError, "Counts not initialised"); return -1; }
+    int rolled_back = i >= 0 && (i & REC_ROLLED_BACK);
+    i &= ~(long long)REC_ROLLED_BACK;
     if (i < 0 || i >= self->n) { PyErr_SetString(PyExc_IndexError, "transaction type out of range"); return -1; }
     Tally *t = &self->tally[i];
     hdr_record(&t->hist, us, 1);
     t->queries += q;
     t->total_us += us;
+    t->rollbacks += rolled_back;
     return 0;
 }
 
@@ -174,10 +177,11 @@ static int lane_put(Lane *l, int32_t tx, int32_t q, int64_t a, int64_t b) {
 }
 
 /* A completed transaction of the lane's user (its thread, no GIL), as bd_counts_add_nogil */
-int bd_lane_add(Counts *self, Lane *lane, long long i, long long us, long long q, long long end) {
+int bd_lane_add(Counts *self, Lane *lane, long long i, long long us, long long q, long long end,
+                int rolled_back) {
     long long start;
     if (quiet_closed(self, end, &start) && lane_put(lane, REC_QUIET, 0, start, end) < 0) return -1;
-    return lane_put(lane, (int32_t)i, (int32_t)q, us, end);
+    return lane_put(lane, (int32_t)i | (rolled_back ? REC_ROLLED_BACK : 0), (int32_t)q, us, end);
 }
 
 /* One record read. The GIL held; 0, or -1 with an exception set. */

@@ -29,9 +29,11 @@ typedef struct { long long start, end; } Span;
 #define QUIET_MIN_NS 50000000LL
 #define QUIET_MAX 64
 
-/* a record: a completion (tx >= 0: its type, statements, a = microseconds, b = its end in ns), a
- * change of who is inside (a = when), or a quiet span (a to b) */
+/* a record: a completion (tx >= 0: its type, with REC_ROLLED_BACK when the transaction rolled back
+ * on purpose; statements, a = microseconds, b = its end in ns), a change of who is inside (a = when),
+ * or a quiet span (a to b) */
 enum { REC_IDLE_BEGIN = -1, REC_IDLE_END = -2, REC_QUIET = -3 };
+#define REC_ROLLED_BACK (1 << 30)
 typedef struct {
     int32_t tx, queries;
     int64_t a, b;
@@ -69,7 +71,7 @@ typedef struct Lane {
 /* a transaction type's figures since the last take (the reader's) */
 typedef struct {
     Hist hist;
-    long long queries, total_us;
+    long long queries, total_us, rollbacks;
 } Tally;
 
 typedef struct {
@@ -115,7 +117,8 @@ BD_INTERNAL void bd_counts_enter(Counts *self, long long t);
 BD_INTERNAL void bd_counts_leave(Counts *self, long long t);
 BD_INTERNAL int bd_counts_add_nogil(Counts *self, long long i, long long us, long long q, long long end);
 BD_INTERNAL Lane *bd_lane_open(Counts *self);
-BD_INTERNAL int bd_lane_add(Counts *self, Lane *lane, long long i, long long us, long long q, long long end);
+BD_INTERNAL int bd_lane_add(Counts *self, Lane *lane, long long i, long long us, long long q, long long end,
+                            int rolled_back);
 BD_INTERNAL int bd_lane_close(Counts *self, Lane *lane);
 BD_INTERNAL int bd_counts_drain(Counts *self);
 BD_INTERNAL int bd_counts_fold(Counts *self);

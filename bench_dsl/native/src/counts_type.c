@@ -10,7 +10,7 @@ static Tally *fresh_tallies(Py_ssize_t n) {
     if (t == NULL) { PyErr_NoMemory(); return NULL; }
     for (Py_ssize_t i = 0; i < n; i++) {
         bd_hdr_init(&t[i].hist);
-        t[i].queries = t[i].total_us = 0;
+        t[i].queries = t[i].total_us = t[i].rollbacks = 0;
     }
     return t;
 }
@@ -108,9 +108,10 @@ static PyObject *Counts_leave(Counts *self, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
-/* take() -> [(histogram, transactions, statements, microseconds)] per type since the last take: the
- * histogram of response times (us) in HdrHistogram's V2 compressed base64, or None when none
- * completed; and starts afresh */
+/* take() -> [(histogram, transactions, statements, microseconds, rollbacks)] per type since the last
+ * take: the histogram of response times (us) in HdrHistogram's V2 compressed base64, or None when none
+ * completed; the transactions rolled back on purpose (counted among the transactions too); and
+ * starts afresh */
 static PyObject *Counts_take(Counts *self, PyObject *unused) {
     if (!self->ready || self->tally == NULL) { PyErr_SetString(PyExc_ValueError, "Counts not initialised"); return NULL; }
     if (bd_counts_fold(self) < 0) return NULL;
@@ -119,14 +120,15 @@ static PyObject *Counts_take(Counts *self, PyObject *unused) {
     for (Py_ssize_t i = 0; i < self->n; i++) {
         Tally *t = &self->tally[i];
         PyObject *hist = bd_hdr_encode(&t->hist);
-        PyObject *row = hist == NULL ? NULL : Py_BuildValue("(NLLL)", hist, (long long)t->hist.total, t->queries, t->total_us);
+        PyObject *row = hist == NULL ? NULL : Py_BuildValue("(NLLLL)", hist, (long long)t->hist.total, t->queries, t->total_us,
+                                                           t->rollbacks);
         if (row == NULL) { Py_DECREF(out); return NULL; }
         PyList_SET_ITEM(out, i, row);
     }
     /* only once every type is encoded: a failure above loses nothing (the next take has it all) */
     for (Py_ssize_t i = 0; i < self->n; i++) {
         bd_hdr_reset(&self->tally[i].hist);
-        self->tally[i].queries = self->tally[i].total_us = 0;
+        self->tally[i].queries = self->tally[i].total_us = self->tally[i].rollbacks = 0;
     }
     return out;
 }
@@ -194,7 +196,7 @@ static void *hammer_main(void *arg) {
     bd_counts_enter(c, now_ns());
     for (long long j = 0; j < h->each && !h->failed; j++) {
         long long i = (h->first + j) % c->n, us = j % 1000, q = 1 + j % 3;
-        int rc = lane != NULL ? bd_lane_add(c, lane, i, us, q, now_ns()) : bd_counts_add_nogil(c, i, us, q, now_ns());
+        int rc = lane != NULL ? bd_lane_add(c, lane, i, us, q, now_ns(), 0) : bd_counts_add_nogil(c, i, us, q, now_ns());
         if (rc < 0) h->failed = 1;
     }
     bd_counts_leave(c, now_ns());

@@ -7,7 +7,8 @@
 #include "draws.h"
 
 static const char *DRAW_NAMES[] = {"const", "uniform", "uniform_real", "special", "gaussian", "pareto", "zipf",
-                                   "nurand", "sequence", "choice", "randstr", "digits", NULL};
+                                   "nurand", "sequence", "choice", "randstr", "digits", "user", "filled",
+                                   "tpcc_order", "tpcc_remote", "tpcc_customer", NULL};
 
 static double zipf_h_integral(double x, double e);
 static double zipf_h(double x, double e);
@@ -33,7 +34,7 @@ static double zipf_h_integral_inverse(double x, double e) {
 static const char ALNUM[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 
 /* room for n bytes of text in a slot; 0, or -1 when out of memory */
-static int slot_room(Slot *s, size_t n) {
+int bd_slot_room(Slot *s, size_t n) {
     if (s->cap >= n && s->buf != NULL) return 0;
     size_t cap = n < 64 ? 64 : n;
     char *b = PyMem_RawRealloc(s->buf, cap);
@@ -48,7 +49,7 @@ static int put_const(Slot *s, const Const *c) {
     s->i = c->i;
     s->d = c->d;
     if (c->t == V_TEXT) {
-        if (slot_room(s, c->len) < 0) return -1;
+        if (bd_slot_room(s, c->len) < 0) return -1;
         memcpy(s->buf, c->s, c->len);
         s->len = c->len;
     }
@@ -123,7 +124,7 @@ int bd_draw_value(const Draw *g, Rng *r, long long *sequence, Slot *s) {
         return put_const(s, &g->choices[rng_below(r, (uint64_t)g->nchoices)]);
     case D_RANDSTR: {
         size_t n = (size_t)(g->lo + (long long)rng_below(r, (uint64_t)(g->hi - g->lo) + 1));
-        if (slot_room(s, n) < 0) return -1;
+        if (bd_slot_room(s, n) < 0) return -1;
         for (size_t k = 0; k < n; k++) s->buf[k] = ALNUM[rng_below(r, sizeof(ALNUM) - 1)];
         s->t = V_TEXT;
         s->len = n;
@@ -131,18 +132,18 @@ int bd_draw_value(const Draw *g, Rng *r, long long *sequence, Slot *s) {
     }
     case D_DIGITS: { /* sb_rand_str("###########-###########...") */
         size_t n = (size_t)(g->lo * 12 - 1);
-        if (slot_room(s, n) < 0) return -1;
+        if (bd_slot_room(s, n) < 0) return -1;
         for (size_t k = 0; k < n; k++) s->buf[k] = (k % 12 == 11) ? '-' : (char)('0' + rng_below(r, 10));
         s->t = V_TEXT;
         s->len = n;
         return 0;
     }
     }
-    return 0;
+    return 0; /* D_USER and after: a user's (bd_user_draw), never asked of a loader */
 }
 
 /* a Python value as a constant; 0, or -1 with an exception set */
-static int const_from(PyObject *v, Const *c) {
+int bd_const_from(PyObject *v, Const *c) {
     memset(c, 0, sizeof(*c));
     if (v == Py_None) { c->t = V_NULL; return 0; }
     if (PyBool_Check(v) || PyLong_Check(v)) {
@@ -190,6 +191,7 @@ int bd_draw_from(PyObject *spec, Draw *g) {
     static const int arity[] = {1, 2, 2, 5, 3, 3, 3, 4, 1, -1, 2, 1};
     Py_ssize_t nargs = PyTuple_GET_SIZE(spec) - 1;
     if (kind < 0) { PyErr_Format(PyExc_ValueError, "no draw named %s", name); return -1; }
+    if (kind >= D_USER) return bd_user_draw_from(kind, spec, g);
     if ((arity[kind] >= 0 && nargs != arity[kind]) || (kind == D_CHOICE && nargs < 1)) {
         PyErr_Format(PyExc_ValueError, "%s takes %d arguments, not %zd", name, arity[kind], nargs);
         return -1;
@@ -203,7 +205,7 @@ int bd_draw_from(PyObject *spec, Draw *g) {
         if (g->choices == NULL) { PyErr_NoMemory(); return -1; }
         g->nchoices = nargs;
         for (Py_ssize_t k = 0; k < nargs; k++)
-            if (const_from(PyTuple_GET_ITEM(spec, k + 1), &g->choices[k]) < 0) return -1;
+            if (bd_const_from(PyTuple_GET_ITEM(spec, k + 1), &g->choices[k]) < 0) return -1;
         g->type = V_NULL;
         break;
     case D_UNIFORM_REAL:

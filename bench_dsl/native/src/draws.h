@@ -6,8 +6,11 @@
 #include "native.h"
 #include "rng.h"
 
+/* D_USER and after: drawn by a user (bd_user_draw, tpcc.c), which they read more than the generator
+ * of: its own values, or values drawn before them in the step. D_FILLED: a slot its draw (the one
+ * before it) fills, as a draw of several values does. */
 enum { D_CONST, D_UNIFORM, D_UNIFORM_REAL, D_SPECIAL, D_GAUSSIAN, D_PARETO, D_ZIPF, D_NURAND, D_SEQUENCE,
-       D_CHOICE, D_RANDSTR, D_DIGITS };
+       D_CHOICE, D_RANDSTR, D_DIGITS, D_USER, D_FILLED, D_TPCC_ORDER, D_TPCC_REMOTE, D_TPCC_CUSTOMER };
 
 /* 0: nothing drawn yet (sent as NULL) */
 typedef enum { V_UNSET = 0, V_NULL, V_INT, V_REAL, V_TEXT } VType;
@@ -30,6 +33,7 @@ typedef struct {
     Const *choices;          /* const: one; choice: nchoices */
     Py_ssize_t nchoices;
     VType type;              /* what it gives (choice: V_NULL, each value its own) */
+    int ref[2];              /* the program's slots of the values it reads (tpcc draws) */
 } Draw;
 
 /* a drawn value, as a statement's parameter reads it; text is in buf (owned, grown as needed) */
@@ -44,5 +48,12 @@ typedef struct {
 BD_INTERNAL int bd_draw_value(const Draw *g, Rng *r, long long *sequence, Slot *s);
 BD_INTERNAL int bd_draw_from(PyObject *spec, Draw *g);
 BD_INTERNAL void bd_draw_free(Draw *g);
+BD_INTERNAL int bd_slot_room(Slot *s, size_t n);
+BD_INTERNAL int bd_const_from(PyObject *v, Const *c);
+
+/* tpcc.c: the draws a user makes (D_USER and after) */
+BD_INTERNAL int bd_user_draw_from(int kind, PyObject *spec, Draw *g);
+BD_INTERNAL int bd_draw_width(int kind);
+BD_INTERNAL int bd_user_draw(const Draw *g, Rng *r, const long long *values, int nvalues, Slot *slots, Slot *s);
 
 #endif

@@ -42,9 +42,9 @@ static int int_item(PyObject *seq, Py_ssize_t k, long long *out) {
 }
 
 static int parse_exec(Program *p, PyObject *o, int tables, Exec *e) {
-    /* (statements per table, ((slot, plus), ...)) */
+    /* (statements per table, ((slot, plus), ...), outcome) */
     PyObject *stmts = NULL, *params = NULL;
-    if (!PyArg_ParseTuple(o, "OO", &stmts, &params)) return -1;
+    if (!PyArg_ParseTuple(o, "OO|p", &stmts, &params, &e->outcome)) return -1;
     Py_ssize_t ns = PySequence_Size(stmts), np = PySequence_Size(params);
     if (ns < 0 || np < 0) return -1;
     if (ns != tables) { PyErr_SetString(PyExc_ValueError, "an execution names one statement per table"); return -1; }
@@ -77,14 +77,38 @@ static int parse_exec(Program *p, PyObject *o, int tables, Exec *e) {
     return 0;
 }
 
-/* Program(sql, draws, transactions, weights): sql a list of statements (? placeholders); draws a
- * list of (name, *arguments); a transaction is (explicit, steps), a step (count, tables, draws
+/* The draws read: a draw of several values is followed by as many "filled" slots less one, a draw
+ * that reads slots reads them drawn before it, and user(k) draws say how many values a user brings. */
+static int check_draws(Program *self) {
+    for (int k = 0; k < self->ndraws; k++) {
+        const Draw *g = &self->draws[k];
+        int width = bd_draw_width(g->kind);
+        for (int j = 1; j < width; j++)
+            if (k + j >= self->ndraws || self->draws[k + j].kind != D_FILLED) {
+                PyErr_SetString(PyExc_ValueError, "a draw of several values is followed by its filled slots");
+                return -1;
+            }
+        int refs = g->kind == D_TPCC_ORDER ? 1 : g->kind == D_TPCC_REMOTE ? 2 : 0;
+        for (int j = 0; j < refs; j++)
+            if (g->ref[j] < 0 || g->ref[j] >= k) {
+                PyErr_SetString(PyExc_ValueError, "a draw reads a value drawn before it");
+                return -1;
+            }
+        if (g->kind == D_USER && g->lo + 1 > self->values) self->values = (int)g->lo + 1;
+        k += width - 1;
+    }
+    return 0;
+}
+
+/* Program(sql, draws, transactions, weights, pauses=None): sql a list of statements (? placeholders);
+ * draws a list of (name, *arguments); a transaction is (explicit, steps), a step (count, tables, draws
  * (indexes, drawn anew each repetition), executions), an execution (statement per table, ((draw,
- * plus), ...)). A step with tables > 1 draws its table uniformly, once for its repetitions. */
+ * plus), ...), outcome). A step with tables > 1 draws its table uniformly, once for its repetitions.
+ * pauses: per transaction, (keying, think mean, think max) in seconds: each user waits before each. */
 static int Program_init(Program *self, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"sql", "draws", "transactions", "weights", NULL};
-    PyObject *sql, *draws, *txs, *weights;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOO", kwlist, &sql, &draws, &txs, &weights)) return -1;
+    static char *kwlist[] = {"sql", "draws", "transactions", "weights", "pauses", NULL};
+    PyObject *sql, *draws, *txs, *weights, *pauses = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOO|O", kwlist, &sql, &draws, &txs, &weights, &pauses)) return -1;
     program_free(self);
     SEQ_CHECK(sql, "sql");
     SEQ_CHECK(draws, "draws");
@@ -133,6 +157,7 @@ static int Program_init(Program *self, PyObject *args, PyObject *kwds) {
         if (rc < 0) goto fail;
         if (self->draws[k].kind == D_SEQUENCE) self->sequences[k] = self->draws[k].lo;
     }
+    if (check_draws(self) < 0) goto fail;
     double total = 0;
     for (Py_ssize_t t = 0; t < nt; t++) {
         PyObject *o = PySequence_GetItem(txs, t);
@@ -200,6 +225,25 @@ static int Program_init(Program *self, PyObject *args, PyObject *kwds) {
         self->cum[t] = total;
     }
     if (!(total > 0)) { PyErr_SetString(PyExc_ValueError, "the weights add up to more than 0"); goto fail; }
+    if (pauses != Py_None) {
+        if (!PySequence_Check(pauses) || PySequence_Size(pauses) != nt) {
+            PyErr_SetString(PyExc_ValueError, "one pause per transaction type");
+            goto fail;
+        }
+        for (Py_ssize_t t = 0; t < nt; t++) {
+            PyObject *o = PySequence_GetItem(pauses, t);
+            if (o == NULL) goto fail;
+            Tx *tx = &self->txs[t];
+            int ok = PyArg_ParseTuple(o, "ddd", &tx->keying_s, &tx->think_mean_s, &tx->think_max_s);
+            Py_DECREF(o);
+            if (!ok) goto fail;
+            if (!(tx->keying_s >= 0 && tx->think_mean_s >= 0 && tx->think_max_s >= 0)) {
+                PyErr_SetString(PyExc_ValueError, "pauses are 0 s or more");
+                goto fail;
+            }
+        }
+        self->paced = 1;
+    }
     return 0;
 fail:
     program_free(self);

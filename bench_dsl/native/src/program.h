@@ -18,6 +18,8 @@ typedef struct {
     int *stmt;               /* the statement per table */
     Param *params;
     int nparams;
+    int outcome;             /* its first row's first column says whether the transaction kept its work:
+                              * 0 when it rolled back on purpose (TPC-C's New-Order procedure) */
 } Exec;
 
 typedef struct {
@@ -32,6 +34,9 @@ typedef struct {
     int explicit_;           /* BEGIN before, COMMIT after */
     Step *steps;
     int nsteps;
+    /* a terminal's pause before it (paced programs): its keying time, then the think time drawn after
+     * it, which the next transaction waits first: negative exponential with this mean, cut at think_max */
+    double keying_s, think_mean_s, think_max_s;
 } Tx;
 
 typedef struct {
@@ -46,6 +51,8 @@ typedef struct {
     Tx *txs;
     int ntx;
     double *cum;             /* running sum of the weights */
+    int paced;               /* each transaction waits its pause first (Tx) */
+    int values;              /* the user values its user(k) draws read: a user brings at least this many */
 } Program;
 
 BD_INTERNAL extern PyTypeObject bd_ProgramType;

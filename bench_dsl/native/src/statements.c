@@ -33,8 +33,38 @@ int bd_statements_prepare(User *self, unsigned int *code, char *message) {
     return OUT_OK;
 }
 
-/* one execution of statement si with its parameters from the slots (no GIL); 0, or the error code */
-static unsigned int execute(User *self, int si, const Exec *e) {
+/* The first column of the first row of the result the statement just produced, as an integer, into
+ * *value (left alone when there is no row, or it is NULL); its rows are then read off the wire by the
+ * caller. 0, or the error code. */
+static unsigned int first_value(MYSQL_STMT *st, long long *value) {
+    enum { COLUMNS_MAX = 64 };
+    unsigned int n = mysql_stmt_field_count(st);
+    if (n > COLUMNS_MAX) n = COLUMNS_MAX; /* never: TPC-C's New-Order answers three */
+    MYSQL_BIND b[COLUMNS_MAX];
+    char skip[COLUMNS_MAX][8];
+    unsigned long len[COLUMNS_MAX];
+    my_bool null0 = 0;
+    long long v = 0;
+    memset(b, 0, sizeof(MYSQL_BIND) * n);
+    b[0].buffer_type = MYSQL_TYPE_LONGLONG;
+    b[0].buffer = &v;
+    b[0].is_null = &null0;
+    for (unsigned int k = 1; k < n; k++) { /* the others into a few bytes, truncated: never read */
+        b[k].buffer_type = MYSQL_TYPE_STRING;
+        b[k].buffer = skip[k];
+        b[k].buffer_length = sizeof(skip[k]);
+        b[k].length = &len[k];
+    }
+    if (mysql_stmt_bind_result(st, b) != 0) return mysql_stmt_errno(st);
+    int rc = mysql_stmt_fetch(st);
+    if (rc == 1) return mysql_stmt_errno(st);
+    if ((rc == 0 || rc == MYSQL_DATA_TRUNCATED) && !null0) *value = v;
+    return 0;
+}
+
+/* one execution of statement si with its parameters from the slots (no GIL); 0, or the error code.
+ * An execution that says the transaction's outcome (Exec.outcome) sets *rolled_back from it. */
+static unsigned int execute(User *self, int si, const Exec *e, int *rolled_back) {
     MYSQL_STMT *st = self->stmts[si];
     MYSQL_BIND *b = self->binds[si];
     Bound *bd = self->bound[si];
@@ -81,8 +111,16 @@ static unsigned int execute(User *self, int si, const Exec *e) {
         self->bound_ok[si] = 1;
     }
     if (mysql_stmt_execute(st) != 0) return mysql_stmt_errno(st);
+    int told = !e->outcome;
     for (;;) { /* every result, read to its end */
         if (mysql_stmt_field_count(st) > 0) {
+            if (!told) {
+                long long kept = 1;
+                unsigned int err = first_value(st, &kept);
+                if (err != 0) return err;
+                *rolled_back = kept == 0;
+                told = 1;
+            }
             /* Rows are never looked at: free_result reads them off the wire and drops each packet
              * where store_result would copy it into a result set first (rows of the range selects
              * are most of what an OLTP client reads). It clears the connection's error before it
@@ -105,8 +143,8 @@ unsigned int bd_simple_query(MYSQL *m, const char *q, unsigned long n) {
 }
 
 /* One transaction, drawn and sent (no GIL). 0, or the error code with its message in message;
- * *statements counts what was sent. */
-unsigned int bd_transaction(User *self, char *message, long long *statements) {
+ * *statements counts what was sent, *rolled_back whether the transaction said it rolled back. */
+unsigned int bd_transaction(User *self, char *message, long long *statements, int *rolled_back) {
     Program *p = self->program;
     const Tx *tx = &p->txs[self->tx];
     MYSQL *m = self->mysql;
@@ -122,7 +160,11 @@ unsigned int bd_transaction(User *self, char *message, long long *statements) {
         for (int rep = 0; rep < st->count; rep++) {
             for (int d = 0; d < st->ndraws; d++) {
                 int k = st->draws[d];
-                if (bd_draw_value(&p->draws[k], &self->rng, &p->sequences[k], &self->slots[k]) < 0) {
+                const Draw *g = &p->draws[k];
+                int rc = g->kind >= D_USER
+                    ? bd_user_draw(g, &self->rng, self->values, self->nvalues, self->slots, &self->slots[k])
+                    : bd_draw_value(g, &self->rng, &p->sequences[k], &self->slots[k]);
+                if (rc < 0) {
                     bd_keep(message, "out of memory for a value");
                     return CR_OUT_OF_MEMORY;
                 }
@@ -130,7 +172,7 @@ unsigned int bd_transaction(User *self, char *message, long long *statements) {
             for (int e = 0; e < st->nexecs; e++) {
                 const Exec *ex = &st->execs[e];
                 int si = ex->stmt[table];
-                code = execute(self, si, ex);
+                code = execute(self, si, ex, rolled_back);
                 if (code != 0) {
                     MYSQL_STMT *failed = self->stmts[si];
                     bd_keep(message, mysql_stmt_errno(failed) ? mysql_stmt_error(failed) : mysql_error(m));

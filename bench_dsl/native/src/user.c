@@ -9,16 +9,38 @@ static void user_leave(User *self) {
     self->inside = 0;
 }
 
-/* User(program, counts, seed, options, schedule=None): options is a dict of host, port, user, password,
- * database, unix_socket, ssl_mode, ssl_ca, ssl_cert, ssl_key, compress, connect_timeout, and
- * identity_sql with identity: the one-row answer every connection must get to it. With a
- * Schedule, each transaction starts at an arrival and its latency runs from the arrival's due time. */
+/* its own values (a sequence of ints), at least as many as the program's user(k) draws read */
+static int user_values(User *self, PyObject *values, int needed) {
+    Py_ssize_t n = values == Py_None ? 0 : PySequence_Size(values);
+    if (n < 0) return -1;
+    if (n < needed) {
+        PyErr_Format(PyExc_ValueError, "the program's draws read %d values of the user's, it has %zd", needed, n);
+        return -1;
+    }
+    self->values = PyMem_RawCalloc((size_t)n + 1, sizeof(long long));
+    if (self->values == NULL) { PyErr_NoMemory(); return -1; }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *o = PySequence_GetItem(values, k);
+        if (o == NULL) return -1;
+        self->values[k] = PyLong_AsLongLong(o);
+        Py_DECREF(o);
+        if (self->values[k] == -1 && PyErr_Occurred()) return -1;
+    }
+    self->nvalues = (int)n;
+    return 0;
+}
+
+/* User(program, counts, seed, options, schedule=None, values=()): options is a dict of host, port,
+ * user, password, database, unix_socket, ssl_mode, ssl_ca, ssl_cert, ssl_key, compress,
+ * connect_timeout, and identity_sql with identity: the one-row answer every connection must get to
+ * it. With a Schedule, each transaction starts at an arrival and its latency runs from the arrival's
+ * due time. values: the user's own, which the program's user(k) draws give (a terminal's warehouse). */
 static int User_init(User *self, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"program", "counts", "seed", "options", "schedule", NULL};
-    PyObject *program, *counts, *options, *schedule = Py_None;
+    static char *kwlist[] = {"program", "counts", "seed", "options", "schedule", "values", NULL};
+    PyObject *program, *counts, *options, *schedule = Py_None, *values = Py_None;
     unsigned long long seed;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!KO!|O", kwlist, &bd_ProgramType, &program, &bd_CountsType,
-                                     &counts, &seed, &PyDict_Type, &options, &schedule))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!KO!|OO", kwlist, &bd_ProgramType, &program, &bd_CountsType,
+                                     &counts, &seed, &PyDict_Type, &options, &schedule, &values))
         return -1;
     if (self->program != NULL) { PyErr_SetString(PyExc_RuntimeError, "a User is initialised once"); return -1; }
     if (schedule != Py_None && (!PyObject_TypeCheck(schedule, &bd_ScheduleType) || !((Schedule *)schedule)->ready)) {
@@ -29,6 +51,16 @@ static int User_init(User *self, PyObject *args, PyObject *kwds) {
     if (p->ntx < 1) { PyErr_SetString(PyExc_ValueError, "the program is not initialised"); return -1; }
     if (((Counts *)counts)->n < p->ntx) { PyErr_SetString(PyExc_ValueError, "fewer counts than transaction types"); return -1; }
     if (pthread_mutex_init(&self->mu, NULL) != 0) { PyErr_SetString(PyExc_OSError, "pthread_mutex_init"); return -1; }
+    pthread_condattr_t attr;
+    int cond_rc = pthread_condattr_init(&attr);
+    if (cond_rc == 0) cond_rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    if (cond_rc == 0) cond_rc = pthread_cond_init(&self->wake, &attr);
+    pthread_condattr_destroy(&attr);
+    if (cond_rc != 0) {
+        pthread_mutex_destroy(&self->mu);
+        PyErr_SetString(PyExc_OSError, "pthread_cond_init");
+        return -1;
+    }
     Py_INCREF(program);
     self->program = p;
     self->lane = bd_lane_open((Counts *)counts);
@@ -54,6 +86,7 @@ static int User_init(User *self, PyObject *args, PyObject *kwds) {
         self->bound[k] = PyMem_RawCalloc((size_t)np, sizeof(Bound));
         if (!self->binds[k] || !self->bound[k]) { PyErr_NoMemory(); return -1; }
     }
+    if (user_values(self, values, p->values) < 0) return -1;
     return bd_connection_options(self, options);
 }
 
@@ -70,6 +103,7 @@ static void User_dealloc(User *self) {
     if (p != NULL) {
         bd_connection_close(self);
         pthread_mutex_destroy(&self->mu);
+        pthread_cond_destroy(&self->wake);
         for (int k = 0; k < p->nsql; k++) {
             if (self->binds) PyMem_RawFree(self->binds[k]);
             if (self->bound) PyMem_RawFree(self->bound[k]);
@@ -81,6 +115,7 @@ static void User_dealloc(User *self) {
     PyMem_RawFree(self->bound);
     PyMem_RawFree(self->bound_ok);
     PyMem_RawFree(self->slots);
+    PyMem_RawFree(self->values);
     bd_connection_options_free(self);
     user_leave(self);
     if (self->lane != NULL && bd_lane_close(self->counts, self->lane) < 0) PyErr_WriteUnraisable((PyObject *)self);
@@ -115,6 +150,29 @@ static PyObject *User_connect(User *self, PyObject *unused) {
     return Py_BuildValue("(iIN)", outcome, code, PyUnicode_DecodeUTF8(message, (Py_ssize_t)strlen(message), "replace"));
 }
 
+/* A paced program's wait before transaction tx (no GIL): the think time owed, then tx's keying time,
+ * and the think time owed after it drawn. 0, or 1 when the user was stopped meanwhile. */
+static int user_pause(User *self, const Tx *tx) {
+    double wait_s = self->think_s + tx->keying_s;
+    double u = rng_double(&self->rng);
+    double think = -log(1.0 - u) * tx->think_mean_s;
+    self->think_s = think < tx->think_max_s ? think : tx->think_max_s;
+    long long until = now_ns() + (long long)(wait_s * 1e9);
+    struct timespec ts = {until / 1000000000LL, until % 1000000000LL};
+    pthread_mutex_lock(&self->mu);
+    while (!__atomic_load_n(&self->stop, __ATOMIC_RELAXED) && now_ns() < until)
+        if (pthread_cond_timedwait(&self->wake, &self->mu, &ts) == ETIMEDOUT) break;
+    pthread_mutex_unlock(&self->mu);
+    return __atomic_load_n(&self->stop, __ATOMIC_RELAXED);
+}
+
+/* a pause under way ends (any thread) */
+static void user_wake(User *self) {
+    pthread_mutex_lock(&self->mu);
+    pthread_cond_broadcast(&self->wake);
+    pthread_mutex_unlock(&self->mu);
+}
+
 /* run(retry) -> (outcome, code, message): transactions until one of them fails or `stop` is set.
  * retry: start again the transaction that failed (its type, start time and attempt kept). */
 static PyObject *User_run(User *self, PyObject *args) {
@@ -142,6 +200,13 @@ static PyObject *User_run(User *self, PyObject *args) {
             /* a schedule may be given while the user runs closed-loop (once, never taken back) */
             if (sched == NULL) sched = __atomic_load_n(&self->schedule, __ATOMIC_ACQUIRE);
             if (sched == NULL) {
+                if (self->program->paced) {
+                    /* a terminal's keying and think time: out of its response time, and out of
+                     * the transactions (a quiet spell of paused users is no stall) */
+                    if (inside) bd_counts_leave(counts, now_ns());
+                    inside = 0;
+                    if (user_pause(self, &self->program->txs[self->tx])) break;
+                }
                 self->t0 = now_ns();
             } else {
                 if (!slack) {
@@ -162,10 +227,11 @@ static PyObject *User_run(User *self, PyObject *args) {
         }
         retry = 0;
         long long statements;
-        code = bd_transaction(self, message, &statements);
+        int rolled_back = 0;
+        code = bd_transaction(self, message, &statements, &rolled_back);
         if (code == 0) {
             long long end = now_ns();
-            if (bd_lane_add(counts, self->lane, self->tx, (end - self->t0) / 1000, statements, end) < 0) {
+            if (bd_lane_add(counts, self->lane, self->tx, (end - self->t0) / 1000, statements, end, rolled_back) < 0) {
                 bad = "out of memory for a transaction's count";
                 break;
             }
@@ -204,6 +270,7 @@ static PyObject *User_interrupt(User *self, PyObject *unused) {
         my_socket fd = mysql_get_socket(self->mysql);
         if ((int)fd >= 0) shutdown(fd, SHUT_RDWR);
     }
+    pthread_cond_broadcast(&self->wake); /* pausing */
     pthread_mutex_unlock(&self->mu);
     if (self->schedule != NULL) bd_sched_wake(self->schedule, &self->claim); /* waiting for an arrival */
     Py_RETURN_NONE;
@@ -271,6 +338,7 @@ static int User_set_stop(User *self, PyObject *value, void *closure) {
     int v = PyObject_IsTrue(value);
     if (v < 0) return -1;
     __atomic_store_n(&self->stop, v, __ATOMIC_RELAXED);
+    if (v && self->program != NULL) user_wake(self); /* pausing */
     if (v && self->schedule != NULL) bd_sched_wake(self->schedule, &self->claim); /* waiting for an arrival */
     return 0;
 }

@@ -52,6 +52,10 @@ typedef struct {
                               * fields keep the offsets (and cache lines) they had without it */
     int inside;              /* counted in counts as inside a transaction (bench_dsl/measure/stalls.py) */
     Lane *lane;              /* where its thread writes its completions (counts.h) */
+    long long *values;       /* its own values, which the program's user(k) draws give */
+    int nvalues;
+    pthread_cond_t wake;     /* with mu: a pause ends early when the user is stopped */
+    double think_s;          /* a paced program's: the think time owed before the next transaction */
 } User;
 
 BD_INTERNAL extern PyTypeObject bd_UserType;
@@ -67,7 +71,7 @@ BD_INTERNAL int bd_lost(unsigned int code);
 /* statements.c */
 BD_INTERNAL int bd_statements_prepare(User *self, unsigned int *code, char *message);
 BD_INTERNAL unsigned int bd_simple_query(MYSQL *m, const char *q, unsigned long n);
-BD_INTERNAL unsigned int bd_transaction(User *self, char *message, long long *statements);
+BD_INTERNAL unsigned int bd_transaction(User *self, char *message, long long *statements, int *rolled_back);
 
 /* load.c */
 BD_INTERNAL PyObject *bd_fill(PyObject *mod, PyObject *args);

@@ -14,6 +14,17 @@ FIRST_UNDELIVERED = 2_101  # orders 2101..3000 of each district are new (undeliv
 STOCK_PER_WAREHOUSE = ITEMS
 # Clause 2.4.1.4: 1% of new orders name an unused item and are rolled back (nopm leaves them out).
 NEW_ORDER_ROLLBACK = 0.01
+# The terminals' other input rules, for both ways of running them (session.Inputs in Python, the C
+# executor's tpcc draws): 1% of order lines supplied by another warehouse (2.4.1.5); 15% of payments
+# by a customer of another warehouse (2.5.1.2); 60% of customers named by last name (2.5.1.2,
+# 2.6.1.2); payments of 1.00 to 5,000.00 (in cents); carriers 1 to 10 (2.7.1.2); Stock-Level's
+# threshold 10 to 20 (2.8.1.2). An order's 5 to 15 lines of 1 to 10 each are the C draw's own too.
+REMOTE_LINE = 0.01
+REMOTE_PAYMENT = 0.15
+BY_LAST_NAME = 0.6
+PAYMENT_CENTS = (100, 500_000)
+CARRIERS = 10
+STOCK_THRESHOLD = (10, 20)
 
 # Clause 4.3.2.3: a customer's last name is three syllables chosen by the digits of a number 0..999.
 SYLLABLES = ("BAR", "OUGHT", "ABLE", "PRI", "PRES", "ESE", "ANTI", "CALLY", "ATION", "EING")

@@ -19,11 +19,17 @@ from bench_dsl.workloads.tpcc.data import (
     A_C_ID,
     A_C_LAST,
     A_OL_I_ID,
+    BY_LAST_NAME,
+    CARRIERS,
     CUSTOMERS_PER_DISTRICT,
     DISTRICTS_PER_WAREHOUSE,
     ITEMS,
     LAST_NAMES,
     NEW_ORDER_ROLLBACK,
+    PAYMENT_CENTS,
+    REMOTE_LINE,
+    REMOTE_PAYMENT,
+    STOCK_THRESHOLD,
     RunConstants,
 )
 
@@ -35,6 +41,7 @@ MAX_LINES = 15  # an order has 5 to 15 lines: IN lists are padded to this many e
 # Clause 5.2.5.7: keying time and mean think time, in seconds, per transaction (TPCC_TRANSACTIONS order).
 KEYING_S = (18.0, 3.0, 2.0, 2.0, 2.0)
 THINK_MEAN_S = (12.0, 12.0, 10.0, 5.0, 5.0)
+THINK_CUT = 10  # clause 5.2.5.4: a think time is cut at 10 times its mean
 
 
 def keying_time(tx: int) -> float:
@@ -44,7 +51,7 @@ def keying_time(tx: int) -> float:
 def think_time(tx: int, rng: random.Random) -> float:
     """Clause 5.2.5.4: negative exponential with the transaction's mean, cut at 10 times the mean."""
     mean = THINK_MEAN_S[tx]
-    return min(-math.log(1.0 - rng.random()) * mean, 10 * mean)
+    return min(-math.log(1.0 - rng.random()) * mean, THINK_CUT * mean)
 
 
 
@@ -166,7 +173,7 @@ class Inputs:
 
     def customer(self, k: RunConstants) -> tuple[int, str | None]:
         """60% of Payment and Order-Status inputs name the customer by last name (2.5.1.2, 2.6.1.2)."""
-        if self.rng.random() < 0.6:
+        if self.rng.random() < BY_LAST_NAME:
             return 0, LAST_NAMES[self.nurand(A_C_LAST, 0, 999, k.c_last)]
         return self.nurand(A_C_ID, 1, CUSTOMERS_PER_DISTRICT, k.c_id), None
 
@@ -182,7 +189,7 @@ class Inputs:
         if rollback:
             items[-1] = ITEMS + 1
         remote = self.warehouses > 1
-        supply = [self.other_warehouse() if remote and rnd() < 0.01 else self.w for _ in range(count)]
+        supply = [self.other_warehouse() if remote and rnd() < REMOTE_LINE else self.w for _ in range(count)]
         quantities = [1 + int(rnd() * 10) for _ in range(count)]
         return d, c, items, supply, quantities, rollback
 
@@ -191,18 +198,20 @@ class Inputs:
         amount in cents (1.00 to 5,000.00)."""
         rnd = self.rng.random
         d = self.district()
-        if self.warehouses > 1 and rnd() >= 0.85:
+        if self.warehouses > 1 and rnd() < REMOTE_PAYMENT:
             c_w, c_d = self.other_warehouse(), self.district()
         else:
             c_w, c_d = self.w, d
         c, last = self.customer(k)
-        return d, c_w, c_d, c, last, 100 + int(rnd() * 499_901)
+        lo, hi = PAYMENT_CENTS
+        return d, c_w, c_d, c, last, lo + int(rnd() * (hi - lo + 1))
 
     def carrier(self) -> int:
-        return 1 + int(self.rng.random() * 10)
+        return 1 + int(self.rng.random() * CARRIERS)
 
     def threshold(self) -> int:
-        return 10 + int(self.rng.random() * 11)
+        lo, hi = STOCK_THRESHOLD
+        return lo + int(self.rng.random() * (hi - lo + 1))
 
 
 class TpccSession(Session):

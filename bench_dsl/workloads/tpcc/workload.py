@@ -23,6 +23,7 @@ from bench_dsl.core.dsn import Dsn
 from bench_dsl.core.errors import BenchError, TargetError, error_reason
 from bench_dsl.core.mysql_errors import RETRYABLE
 from bench_dsl.core.prepare_report import PrepareReport
+from bench_dsl.language.statements import Pause, Transactions
 from bench_dsl.server.connect import connect, connect_explained
 from bench_dsl.workloads.base import Bulk, Progress, Session, Workload
 from bench_dsl.workloads.tpcc import load
@@ -37,6 +38,7 @@ from bench_dsl.workloads.tpcc.plugin import TPCC_TRANSACTIONS, TpccWorkload
 from bench_dsl.workloads.tpcc.schema import CONSTANTS_TABLE, SCHEMA_VERSION, TABLES
 from bench_dsl.workloads.tpcc.session import (
     KEYING_S,
+    THINK_CUT,
     THINK_MEAN_S,
     Inputs,
     TpccSession,
@@ -67,6 +69,9 @@ class Tpcc(Workload):
         self.constants: RunConstants | None = None
         self._procedures_ready = False
         self._procedures_lock = asyncio.Lock()
+        # procedures = on: one CALL a transaction, which the C executor runs (client-side SQL reads
+        # what it selects into the statements after: asyncmy runs it)
+        self.raw = spec.procedures
 
     # data ----------------------------------------------------------------------------------------
     def description(self) -> dict[str, object]:
@@ -109,6 +114,24 @@ class Tpcc(Workload):
         finally:
             conn.close()
         return out
+
+    def statements(self) -> Transactions | None:
+        if not self.spec.procedures or self.constants is None:
+            return None
+        pauses = tuple(Pause(KEYING_S[i], THINK_MEAN_S[i], THINK_CUT * THINK_MEAN_S[i]) for i in range(len(self.names)))
+        return tpcc_procs.statements(self.constants, self.spec.warehouses, self.names,
+                                     pauses if self.spec.keying_time else ())
+
+    async def ready(self, dsn: Dsn) -> None:
+        if self.constants is not None and (self._procedures_ready or not self.spec.procedures):
+            return
+        conn = await connect(dsn, dsn.database)
+        try:
+            await self._load_constants(conn)
+            if self.spec.procedures:
+                await self.ensure_procedures(conn)
+        finally:
+            conn.close()
 
     async def ensure_procedures(self, conn: asyncmy.Connection) -> bool:
         """Make sure this version of the stored procedures is on the server (prepare installs them;
@@ -165,6 +188,7 @@ class Tpcc(Workload):
                              else TpccSession(self, rng, w, d))
         # keying_time = on: the engine awaits pause() before each transaction, outside its response time
         session.paced = self.spec.keying_time
+        session.values = (w, d)  # the C executor's user(0) and user(1) (tpcc_procs.statements)
         return session
 
 
