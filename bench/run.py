@@ -106,6 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
                         f"(default {','.join(map(str, COORDINATOR_WORKERS))})")
     p.add_argument("--coordinator-ticks", type=int,
                    help=f"its ticks at each size (default {COORDINATOR_TICKS}; quick 5)")
+    p.add_argument("--tpcc-against", type=Path, metavar="DIR",
+                   help="the tpcc section also runs another tree's bench-dsl (DIR holds bench_dsl/ with its built "
+                        "_native), each mode alternated with this tree's: the client's cost before and after a change")
     return p
 
 
@@ -347,7 +350,7 @@ class Harness:
         from bench.tpcc import tpcc
 
         assert self.target is not None
-        r = tpcc(self.target, self.settings, 5, 10, self.workdir, env, self.log)
+        r = tpcc(self.target, self.settings, 5, 10, self.workdir, env, self.log, self.a.tpcc_against)
         if "skipped" in r:
             self.log(f"tpcc: {r['skipped']}")
         return r

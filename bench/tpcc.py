@@ -58,7 +58,9 @@ def _workload(procedures: bool) -> str:
 
 
 def tpcc(target: Target, s: Settings, warmup: int, duration: int, workdir: Path, env: dict[str, str],
-         log: Log) -> dict[str, Any]:
+         log: Log, against: Path | None = None) -> dict[str, Any]:
+    """`against`: another tree whose bench-dsl runs each mode too, alternated with this tree's (its
+    runs first in each pair), on the same data."""
     if (why := available()) is not None:
         return {"skipped": why}
     modes = {"client_side": (False, f"{target.database}_tpcc"), "procedures": (True, f"{target.database}_tpcc_sp")}
@@ -86,8 +88,18 @@ def tpcc(target: Target, s: Settings, warmup: int, duration: int, workdir: Path,
                     "own_seconds": float(own.group(2)) if own else None}
         log(f"tpcc: loaded {WAREHOUSES} warehouses ({k}) in {secs:.1f}s")
 
+    theirs: dict[str, list[Any]] = {k: [] for k in modes}
+    if against is not None:
+        their_env = {**env, "PYTHONPATH": str(against)}  # before the editable install on the path
     a_runs, b_runs = [], []
     for i in range(s.pairs):
+        if against is not None:
+            for k in modes:
+                m, _ = run_bench_dsl(texts[k], f"tpcc@{k}@against", USERS, warmup, duration, workdir, their_env,
+                                     server_pid=target.server_pid)
+                theirs[k].append(m)
+                log(f"tpcc against {against}, pair {i + 1}/{s.pairs}: {k} NOPM {m.extra.get('nopm')}"
+                    + ("" if m.ok else f" (failed: {(m.error or '')[:200]})"))
         a, _ = run_bench_dsl(texts["client_side"], "tpcc@client", USERS, warmup, duration, workdir, env,
                              server_pid=target.server_pid)
         b, _ = run_bench_dsl(texts["procedures"], "tpcc@procedures", USERS, warmup, duration, workdir, env,
@@ -99,8 +111,18 @@ def tpcc(target: Target, s: Settings, warmup: int, duration: int, workdir: Path,
                                                         f" (failed: {(a.error or b.error or '')[:200]})"))
     na = [m.extra.get("nopm") if m.ok else None for m in a_runs]
     nb = [m.extra.get("nopm") if m.ok else None for m in b_runs]
+    mine = {"client_side": _costs(a_runs), "procedures": _costs(b_runs)}
+    compared = {}
+    if against is not None:
+        before = {k: _costs(runs) for k, runs in theirs.items()}
+        compared = {"against": {"tree": str(against), "modes": before,
+                                "this_vs_against": {k: {f: None if not before[k][f] or mine[k][f] is None
+                                                        else round(mine[k][f] / before[k][f], 3)
+                                                        for f in ("nopm", "client_ms_per_new_order",
+                                                                  "server_ms_per_new_order")}
+                                                    for k in modes}}}
     return {
-        "modes": {"client_side": _costs(a_runs), "procedures": _costs(b_runs)},
+        "modes": mine, **compared,
         "reference": REFERENCE,
         "warehouses": WAREHOUSES, "users": USERS,
         "load_s": median([v["seconds"] for v in loads.values()]), "loads": loads,
