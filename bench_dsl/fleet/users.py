@@ -324,7 +324,8 @@ class UserPool:
         self.last_progress = time.monotonic()
 
     async def _run_driver(self, u: _User) -> None:
-        """The user's transactions through asyncmy: TPC-C, BENCH_RAWEXEC=0, or a build without the C core."""
+        """The user's transactions through asyncmy: TPC-C's client-side SQL, BENCH_RAWEXEC=0, or a
+        build without the C core."""
         pick = _picker(u.rng, self.workload.weights)
         conn: asyncmy.Connection | None = None
         backoff = 0.1
