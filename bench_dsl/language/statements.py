@@ -33,7 +33,8 @@ class Draw:
     supplied by the home warehouse, and whether a stock row comes twice; tpcc_remote(home,
     district, warehouses, districts, remote) a payment's customer warehouse and district;
     tpcc_customer(by_name, A_last, C_last, A_id, C_id, customers, *syllables) a customer's id and
-    last name (0 and the name, or the id and None)."""
+    last name (0 and the name, or the id and None). captured(): no draw, a value an execution reads
+    back (Capture)."""
 
     kind: str
     args: tuple[Constant, ...] = ()
@@ -50,6 +51,20 @@ READS = {"tpcc_order": (0,), "tpcc_remote": (0, 1)}
 
 
 @dataclass(frozen=True, slots=True)
+class Capture:
+    """What an execution reads back into a value of its step (by its index, as `params` name them):
+    `insert_id`, the OK packet's; `rows`, its result's row count; `first` or `middle`, column
+    `column` of its first or middle row (TPC-C's customer by last name, 2.5.2.2) as an integer, None
+    when there is none; `first_text`, the first row's as text (up to 39 bytes); `rows_json`, every
+    row as a JSON array of arrays (of numbers: up to 32 columns of up to 39 bytes), None when there
+    are none."""
+
+    value: int
+    kind: str
+    column: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class Execute:
     """One statement executed: its SQL (? placeholders) per table of its step, and its values:
     (index of a value of its step, an integer added to it); its step's values are its draws', in
@@ -60,6 +75,8 @@ class Execute:
     sql: tuple[str, ...]
     params: tuple[tuple[int, int], ...]
     outcome: bool = False
+    captures: tuple[Capture, ...] = ()
+    when: int | None = None  # sent only when this value of its step is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +94,10 @@ class StatementStep:
 @dataclass(frozen=True, slots=True)
 class Transaction:
     steps: tuple[StatementStep, ...]
-    explicit: bool  # BEGIN before the statements, COMMIT after
+    explicit: bool  # BEGIN before the statements (unless autocommit is off), COMMIT after
+    # (a, b, plus), values of its last step: it commits when a >= b + plus, and rolls back on purpose
+    # otherwise (counted among the rollbacks); None: it always commits
+    keep: tuple[int, int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,3 +119,4 @@ class Transactions:
 
     transactions: tuple[Transaction, ...]
     pauses: tuple[Pause, ...] = ()
+    autocommit: bool = True  # False: the session's autocommit is off, and no BEGIN is sent

@@ -37,6 +37,7 @@ def program(description: Transactions, weights: Sequence[float]) -> Any:
     transactions = []
     for t in description.transactions:
         steps = []
+        base = len(draws)
         for s in t.steps:
             base = len(draws)
             first = []  # the slot of each draw
@@ -47,11 +48,15 @@ def program(description: Transactions, weights: Sequence[float]) -> Any:
                                         for k, a in enumerate(d.args))))
                 draws += [("filled",)] * (d.width - 1)
             executes = tuple((tuple(sql.setdefault(q, len(sql)) for q in e.sql),
-                              tuple((base + k, plus) for k, plus in e.params), e.outcome) for e in s.executes)
+                              tuple((base + k, plus) for k, plus in e.params), e.outcome,
+                              tuple((base + c.value, c.kind, c.column) for c in e.captures),
+                              -1 if e.when is None else base + e.when) for e in s.executes)
             steps.append((s.count, s.tables, tuple(first), executes))
-        transactions.append((t.explicit, tuple(steps)))
+        keep = None if t.keep is None else (base + t.keep[0], base + t.keep[1], t.keep[2])
+        transactions.append((t.explicit, tuple(steps), keep))
     pauses = [(p.keying_s, p.think_mean_s, p.think_max_s) for p in description.pauses] or None
-    return native.compiled.Program(list(sql), draws, transactions, [float(w) for w in weights], pauses)
+    return native.compiled.Program(list(sql), draws, transactions, [float(w) for w in weights], pauses,
+                                   description.autocommit)
 
 
 def charset(description: Transactions) -> str | None:

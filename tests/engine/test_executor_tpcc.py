@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from bench_dsl.core.dsn import Dsn
-from bench_dsl.language.statements import Draw, Execute, Pause, StatementStep, Transaction, Transactions
+from bench_dsl.language.statements import Capture, Draw, Execute, Pause, StatementStep, Transaction, Transactions
 from bench_dsl.measure.recorder import new_counts
 from bench_dsl.native import executor
 from bench_dsl.native.executor import STOPPED, NativeUser
@@ -153,3 +153,45 @@ def test_users_in_their_keying_time_are_no_stall(server: tuple[Dsn, object]) -> 
     assert done >= 4
     # every quiet span of 50 ms or more, not only those a second long the stall figures count
     assert sum(b - a for a, b in waited.spans) <= total_us / 1e6 + 0.002, (waited, total_us)
+
+
+async def test_what_a_statement_reads_back_is_carried_into_the_next(server: tuple[Dsn, object]) -> None:
+    """The description's captures (TPC-C's client-side SQL, tpcc/client_sql.py): an insert id, a row
+    count, the middle row's id, a name as text and a result as JSON, each read into a value the
+    statements after it are given; a statement `when` a value that was never read is not sent; the
+    transaction commits or rolls back on purpose by what it read; autocommit off sends no BEGIN."""
+    dsn = server[0]
+    await ensure_database(dsn)
+    await run_sql(dsn, dsn.database, "DROP TABLE IF EXISTS cap_names", "DROP TABLE IF EXISTS cap_seq",
+                  "DROP TABLE IF EXISTS cap_log",
+                  "CREATE TABLE cap_names (id INT PRIMARY KEY, grp INT, name VARCHAR(20))",
+                  # group 1: one name, group 2: three, group 3: none
+                  "INSERT INTO cap_names VALUES (10, 1, 'ten'), (20, 2, 'twenty'), (21, 2, 'twenty-one'), "
+                  "(22, 2, 'twenty-two')",
+                  "CREATE TABLE cap_seq (id INT AUTO_INCREMENT PRIMARY KEY, grp INT)",
+                  "CREATE TABLE cap_log (seq INT, grp INT, n INT, middle INT, name VARCHAR(20), found TEXT, never INT)")
+    # values: group 0, its insert id 1, rows 2, the middle id 3, its name 4, the rows as JSON 5,
+    # one never read 6, zero 7
+    draws = (Draw("uniform", (1, 3)), *(Draw("captured"),) * 6, Draw("const", (0,)))
+    executes = (
+        Execute(("INSERT INTO cap_seq (grp) VALUES (?)",), ((0, 0),), captures=(Capture(1, "insert_id"),)),
+        Execute(("SELECT id FROM cap_names WHERE grp = ? ORDER BY id",), ((0, 0),),
+                captures=(Capture(2, "rows"), Capture(3, "middle"))),
+        Execute(("SELECT id, name FROM cap_names WHERE id = ?",), ((3, 0),), captures=(Capture(4, "first_text", 1),)),
+        Execute(("SELECT grp, id FROM cap_names WHERE grp = ? ORDER BY id",), ((0, 0),),
+                captures=(Capture(5, "rows_json"),)),
+        Execute(("INSERT INTO cap_log (seq, grp, n, middle, name, found) VALUES (?, ?, ?, ?, ?, ?)",),
+                ((1, 1000), (0, 0), (2, 0), (3, 0), (4, 0), (5, 0))),
+        Execute(("INSERT INTO cap_log (never) VALUES (?)",), ((6, 0),), when=6))
+    t = Transactions((Transaction((StatementStep(1, 1, draws, executes),), True, keep=(2, 7, 1)),), autocommit=False)
+    u, counts = _user(dsn, t)
+    assert _run_until(u, 300)[0] == STOPPED
+    ((_, done, statements, _, rollbacks),) = counts.take()
+    logged = await fetch_all(dsn, "SELECT seq, grp, n, middle, name, found, never FROM cap_log")
+    seq = dict(await fetch_all(dsn, "SELECT id, grp FROM cap_seq"))
+    assert statements == 6 * done  # five statements sent and COMMIT or ROLLBACK: no BEGIN, the sixth never
+    assert len(logged) == len(seq) == done - rollbacks and 0 < rollbacks < done  # group 3's rolled back
+    expected = {1: (1, 10, "ten", [[1, 10]]), 2: (3, 21, "twenty-one", [[2, 20], [2, 21], [2, 22]])}
+    for s, grp, n, middle, name, found, never in logged:
+        assert seq[s - 1000] == grp and never is None
+        assert (n, middle, name, json.loads(found)) == expected[grp]

@@ -8,7 +8,7 @@
 
 static const char *DRAW_NAMES[] = {"const", "uniform", "uniform_real", "special", "gaussian", "pareto", "zipf",
                                    "nurand", "sequence", "choice", "randstr", "digits", "user", "filled",
-                                   "tpcc_order", "tpcc_remote", "tpcc_customer", NULL};
+                                   "tpcc_order", "tpcc_remote", "tpcc_customer", "captured", NULL};
 
 static double zipf_h_integral(double x, double e);
 static double zipf_h(double x, double e);

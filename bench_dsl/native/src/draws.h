@@ -8,9 +8,10 @@
 
 /* D_USER and after: drawn by a user (bd_user_draw, tpcc.c), which they read more than the generator
  * of: its own values, or values drawn before them in the step. D_FILLED: a slot its draw (the one
- * before it) fills, as a draw of several values does. */
+ * before it) fills, as a draw of several values does. D_CAPTURED: a slot an execution reads a value
+ * back into (Capture), never drawn. */
 enum { D_CONST, D_UNIFORM, D_UNIFORM_REAL, D_SPECIAL, D_GAUSSIAN, D_PARETO, D_ZIPF, D_NURAND, D_SEQUENCE,
-       D_CHOICE, D_RANDSTR, D_DIGITS, D_USER, D_FILLED, D_TPCC_ORDER, D_TPCC_REMOTE, D_TPCC_CUSTOMER };
+       D_CHOICE, D_RANDSTR, D_DIGITS, D_USER, D_FILLED, D_TPCC_ORDER, D_TPCC_REMOTE, D_TPCC_CUSTOMER, D_CAPTURED };
 
 /* 0: nothing drawn yet (sent as NULL) */
 typedef enum { V_UNSET = 0, V_NULL, V_INT, V_REAL, V_TEXT } VType;

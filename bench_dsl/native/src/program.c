@@ -19,6 +19,7 @@ static void program_free(Program *p) {
             for (int e = 0; e < st->nexecs; e++) {
                 PyMem_RawFree(st->execs[e].stmt);
                 PyMem_RawFree(st->execs[e].params);
+                PyMem_RawFree(st->execs[e].caps);
             }
             PyMem_RawFree(st->execs);
             PyMem_RawFree(st->draws);
@@ -41,10 +42,40 @@ static int int_item(PyObject *seq, Py_ssize_t k, long long *out) {
     return *out == -1 && PyErr_Occurred() ? -1 : 0;
 }
 
+static const char *CAPTURES[] = {"insert_id", "rows", "first", "middle", "rows_json", "first_text", NULL};
+
+/* ((slot, kind, column), ...): what an execution reads back, into which slots */
+static int parse_captures(Program *p, PyObject *caps, Exec *e) {
+    Py_ssize_t n = PySequence_Size(caps);
+    if (n < 0) return -1;
+    e->caps = PyMem_RawCalloc((size_t)(n ? n : 1), sizeof(Capture));
+    if (e->caps == NULL) { PyErr_NoMemory(); return -1; }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *c = PySequence_GetItem(caps, k);
+        if (c == NULL) return -1;
+        int slot, column;
+        const char *kind;
+        int ok = PyArg_ParseTuple(c, "isi", &slot, &kind, &column);
+        Py_DECREF(c);
+        if (!ok) return -1;
+        int found = -1;
+        for (int j = 0; CAPTURES[j] != NULL; j++)
+            if (strcmp(kind, CAPTURES[j]) == 0) found = j;
+        if (found < 0) { PyErr_Format(PyExc_ValueError, "no capture named %s", kind); return -1; }
+        if (slot < 0 || slot >= p->ndraws || column < 0) { PyErr_SetString(PyExc_IndexError, "no such slot"); return -1; }
+        e->caps[k] = (Capture){slot, found, column};
+        e->ncaps = (int)k + 1;
+    }
+    return 0;
+}
+
 static int parse_exec(Program *p, PyObject *o, int tables, Exec *e) {
-    /* (statements per table, ((slot, plus), ...), outcome) */
-    PyObject *stmts = NULL, *params = NULL;
-    if (!PyArg_ParseTuple(o, "OO|p", &stmts, &params, &e->outcome)) return -1;
+    /* (statements per table, ((slot, plus), ...), outcome, captures, when) */
+    PyObject *stmts = NULL, *params = NULL, *caps = NULL;
+    e->when = -1;
+    if (!PyArg_ParseTuple(o, "OO|pOi", &stmts, &params, &e->outcome, &caps, &e->when)) return -1;
+    if (caps != NULL && caps != Py_None && parse_captures(p, caps, e) < 0) return -1;
+    if (e->when >= p->ndraws) { PyErr_SetString(PyExc_IndexError, "no such slot"); return -1; }
     Py_ssize_t ns = PySequence_Size(stmts), np = PySequence_Size(params);
     if (ns < 0 || np < 0) return -1;
     if (ns != tables) { PyErr_SetString(PyExc_ValueError, "an execution names one statement per table"); return -1; }
@@ -100,15 +131,20 @@ static int check_draws(Program *self) {
     return 0;
 }
 
-/* Program(sql, draws, transactions, weights, pauses=None): sql a list of statements (? placeholders);
- * draws a list of (name, *arguments); a transaction is (explicit, steps), a step (count, tables, draws
- * (indexes, drawn anew each repetition), executions), an execution (statement per table, ((draw,
- * plus), ...), outcome). A step with tables > 1 draws its table uniformly, once for its repetitions.
- * pauses: per transaction, (keying, think mean, think max) in seconds: each user waits before each. */
+/* Program(sql, draws, transactions, weights, pauses=None, autocommit=True): sql a list of statements
+ * (? placeholders); draws a list of (name, *arguments); a transaction is (explicit, steps, keep), keep
+ * None or (slot a, slot b, plus): it commits when a >= b + plus; a step (count, tables, draws (indexes,
+ * drawn anew each repetition), executions), an execution (statement per table, ((draw, plus), ...),
+ * outcome, captures ((slot, kind, column), ...), when (a slot, or -1)). A step with tables > 1 draws its
+ * table uniformly, once for its repetitions. pauses: per transaction, (keying, think mean, think max)
+ * in seconds: each user waits before each. */
 static int Program_init(Program *self, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"sql", "draws", "transactions", "weights", "pauses", NULL};
+    static char *kwlist[] = {"sql", "draws", "transactions", "weights", "pauses", "autocommit", NULL};
     PyObject *sql, *draws, *txs, *weights, *pauses = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOO|O", kwlist, &sql, &draws, &txs, &weights, &pauses)) return -1;
+    int autocommit = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOO|Op", kwlist, &sql, &draws, &txs, &weights, &pauses,
+                                     &autocommit))
+        return -1;
     program_free(self);
     SEQ_CHECK(sql, "sql");
     SEQ_CHECK(draws, "draws");
@@ -163,11 +199,19 @@ static int Program_init(Program *self, PyObject *args, PyObject *kwds) {
         PyObject *o = PySequence_GetItem(txs, t);
         if (o == NULL) goto fail;
         int explicit_;
-        PyObject *steps;
-        int ok = PyArg_ParseTuple(o, "pO", &explicit_, &steps);
+        PyObject *steps, *keep = Py_None;
+        int ok = PyArg_ParseTuple(o, "pO|O", &explicit_, &steps, &keep);
+        Tx *tx = &self->txs[t];
+        if (ok && keep != Py_None) {
+            ok = PyArg_ParseTuple(keep, "iiL", &tx->keep_a, &tx->keep_b, &tx->keep_plus);
+            tx->has_keep = 1;
+            if (ok && (tx->keep_a < 0 || tx->keep_a >= nd || tx->keep_b < 0 || tx->keep_b >= nd || !explicit_)) {
+                PyErr_SetString(PyExc_ValueError, "keep names two slots, of an explicit transaction");
+                ok = 0;
+            }
+        }
         Py_DECREF(o);
         if (!ok) goto fail;
-        Tx *tx = &self->txs[t];
         self->ntx = (int)t + 1;
         tx->explicit_ = explicit_;
         Py_ssize_t ns = PySequence_Size(steps);
@@ -225,6 +269,7 @@ static int Program_init(Program *self, PyObject *args, PyObject *kwds) {
         self->cum[t] = total;
     }
     if (!(total > 0)) { PyErr_SetString(PyExc_ValueError, "the weights add up to more than 0"); goto fail; }
+    self->autocommit = autocommit;
     if (pauses != Py_None) {
         if (!PySequence_Check(pauses) || PySequence_Size(pauses) != nt) {
             PyErr_SetString(PyExc_ValueError, "one pause per transaction type");

@@ -14,12 +14,21 @@ typedef struct {
     long long plus;          /* added to an integer (sysbench's ranges: lo + range_size - 1) */
 } Param;
 
+/* what an execution reads from what it got back, into a slot of the user's */
+enum { CAP_INSERT_ID, CAP_ROWS, CAP_FIRST, CAP_MIDDLE, CAP_ROWS_JSON, CAP_FIRST_TEXT };
+typedef struct {
+    int slot, kind, column;
+} Capture;
+
 typedef struct {
     int *stmt;               /* the statement per table */
     Param *params;
     int nparams;
     int outcome;             /* its first row's first column says whether the transaction kept its work:
                               * 0 when it rolled back on purpose (TPC-C's New-Order procedure) */
+    Capture *caps;
+    int ncaps;
+    int when;                /* sent only when this slot holds a value (not NULL); -1: always */
 } Exec;
 
 typedef struct {
@@ -37,6 +46,10 @@ typedef struct {
     /* a terminal's pause before it (paced programs): its keying time, then the think time drawn after
      * it, which the next transaction waits first: negative exponential with this mean, cut at think_max */
     double keying_s, think_mean_s, think_max_s;
+    /* has_keep: it commits when slot keep_a >= slot keep_b + keep_plus, and rolls back on purpose
+     * otherwise (TPC-C's New-Order that found fewer items than it named) */
+    int has_keep, keep_a, keep_b;
+    long long keep_plus;
 } Tx;
 
 typedef struct {
@@ -53,6 +66,8 @@ typedef struct {
     double *cum;             /* running sum of the weights */
     int paced;               /* each transaction waits its pause first (Tx) */
     int values;              /* the user values its user(k) draws read: a user brings at least this many */
+    int autocommit;          /* 0: the session's autocommit is off, and an explicit transaction sends no
+                              * BEGIN (its first statement starts it) */
 } Program;
 
 BD_INTERNAL extern PyTypeObject bd_ProgramType;

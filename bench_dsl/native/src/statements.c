@@ -9,6 +9,11 @@
 int bd_statements_prepare(User *self, unsigned int *code, char *message) {
     Program *p = self->program;
     MYSQL *m = self->mysql;
+    if (!p->autocommit && mysql_autocommit(m, 0) != 0) {
+        *code = mysql_errno(m);
+        bd_keep(message, mysql_error(m));
+        return OUT_ERROR;
+    }
     for (int k = 0; k < p->nsql; k++) {
         if (p->nparams[k] < 0) continue; /* never executed */
         MYSQL_STMT *st = mysql_stmt_init(m);
@@ -62,6 +67,87 @@ static unsigned int first_value(MYSQL_STMT *st, long long *value) {
     return 0;
 }
 
+static void put_int(Slot *s, long long v) {
+    s->t = V_INT;
+    s->i = v;
+}
+
+/* The captures of the result the statement just produced, stored (mysql_stmt_store_result), into
+ * the user's slots: its row count, a column of its first or middle row (an integer, or the first
+ * row's as text; NULL when there is no such row), or all its rows as a JSON array of arrays (NULL
+ * when there are none: an execution `when` that slot is sent only if there were). 0, or the error
+ * code. */
+static unsigned int capture_rows(User *self, MYSQL_STMT *st, const Exec *e) {
+    enum { COLUMNS_MAX = 32, TEXT_MAX = 40 };
+    if (mysql_stmt_store_result(st) != 0) return mysql_stmt_errno(st);
+    unsigned long long rows = mysql_stmt_num_rows(st);
+    unsigned int n = mysql_stmt_field_count(st);
+    if (n > COLUMNS_MAX) n = COLUMNS_MAX;
+    MYSQL_BIND b[COLUMNS_MAX];
+    char text[COLUMNS_MAX][TEXT_MAX];
+    unsigned long len[COLUMNS_MAX];
+    my_bool null[COLUMNS_MAX];
+    memset(b, 0, sizeof(MYSQL_BIND) * n);
+    for (unsigned int k = 0; k < n; k++) { /* as text, which a JSON number or an integer is read from */
+        b[k].buffer_type = MYSQL_TYPE_STRING;
+        b[k].buffer = text[k];
+        b[k].buffer_length = TEXT_MAX - 1;
+        b[k].length = &len[k];
+        b[k].is_null = &null[k];
+    }
+    if (n > 0 && mysql_stmt_bind_result(st, b) != 0) return mysql_stmt_errno(st);
+    for (int c = 0; c < e->ncaps; c++) {
+        const Capture *cap = &e->caps[c];
+        Slot *s = &self->slots[cap->slot];
+        if (cap->kind == CAP_ROWS) {
+            put_int(s, (long long)rows);
+        } else if (cap->kind == CAP_FIRST || cap->kind == CAP_MIDDLE || cap->kind == CAP_FIRST_TEXT) {
+            s->t = V_NULL;
+            if (rows == 0 || (unsigned int)cap->column >= n) continue;
+            /* the middle one: position n/2 rounded up, counted from 1 (TPC-C 2.5.2.2) */
+            mysql_stmt_data_seek(st, cap->kind == CAP_MIDDLE ? (rows - 1) / 2 : 0);
+            int rc = mysql_stmt_fetch(st);
+            if (rc == 1) return mysql_stmt_errno(st);
+            if (rc == MYSQL_NO_DATA || null[cap->column]) continue;
+            size_t l = len[cap->column] < TEXT_MAX - 1 ? len[cap->column] : TEXT_MAX - 1;
+            text[cap->column][l] = 0;
+            if (cap->kind != CAP_FIRST_TEXT) {
+                put_int(s, strtoll(text[cap->column], NULL, 10));
+            } else {
+                if (bd_slot_room(s, l + 1) < 0) return CR_OUT_OF_MEMORY;
+                memcpy(s->buf, text[cap->column], l);
+                s->t = V_TEXT;
+                s->len = l;
+            }
+        } else if (cap->kind == CAP_ROWS_JSON) {
+            s->t = V_NULL;
+            if (rows == 0) continue;
+            if (bd_slot_room(s, (size_t)rows * (n * TEXT_MAX + 3) + 2) < 0) return CR_OUT_OF_MEMORY;
+            size_t at = 0;
+            s->buf[at++] = '[';
+            mysql_stmt_data_seek(st, 0);
+            for (unsigned long long r = 0; r < rows; r++) {
+                int rc = mysql_stmt_fetch(st);
+                if (rc == 1) return mysql_stmt_errno(st);
+                if (rc == MYSQL_NO_DATA) break;
+                s->buf[at++] = r ? ',' : '[';
+                if (r) s->buf[at++] = '[';
+                for (unsigned int k = 0; k < n; k++) {
+                    if (k) s->buf[at++] = ',';
+                    size_t l = null[k] ? 4 : len[k] < TEXT_MAX - 1 ? len[k] : TEXT_MAX - 1;
+                    memcpy(s->buf + at, null[k] ? "null" : text[k], l);
+                    at += l;
+                }
+                s->buf[at++] = ']';
+            }
+            s->buf[at++] = ']';
+            s->t = V_TEXT;
+            s->len = at;
+        }
+    }
+    return 0;
+}
+
 /* one execution of statement si with its parameters from the slots (no GIL); 0, or the error code.
  * An execution that says the transaction's outcome (Exec.outcome) sets *rolled_back from it. */
 static unsigned int execute(User *self, int si, const Exec *e, int *rolled_back) {
@@ -111,9 +197,16 @@ static unsigned int execute(User *self, int si, const Exec *e, int *rolled_back)
         self->bound_ok[si] = 1;
     }
     if (mysql_stmt_execute(st) != 0) return mysql_stmt_errno(st);
-    int told = !e->outcome;
+    int told = !e->outcome, captured = e->ncaps == 0;
+    for (int c = 0; c < e->ncaps; c++)
+        if (e->caps[c].kind == CAP_INSERT_ID) put_int(&self->slots[e->caps[c].slot], (long long)mysql_stmt_insert_id(st));
     for (;;) { /* every result, read to its end */
         if (mysql_stmt_field_count(st) > 0) {
+            if (!captured) {
+                unsigned int err = capture_rows(self, st, e);
+                if (err != 0) return err;
+                captured = 1;
+            }
             if (!told) {
                 long long kept = 1;
                 unsigned int err = first_value(st, &kept);
@@ -150,7 +243,7 @@ unsigned int bd_transaction(User *self, char *message, long long *statements, in
     MYSQL *m = self->mysql;
     unsigned int code = 0;
     *statements = 0;
-    if (tx->explicit_) {
+    if (tx->explicit_ && p->autocommit) {
         if ((code = bd_simple_query(m, "BEGIN", 5)) != 0) { bd_keep(message, mysql_error(m)); return code; }
         (*statements)++;
     }
@@ -171,6 +264,7 @@ unsigned int bd_transaction(User *self, char *message, long long *statements, in
             }
             for (int e = 0; e < st->nexecs; e++) {
                 const Exec *ex = &st->execs[e];
+                if (ex->when >= 0 && self->slots[ex->when].t <= V_NULL) continue; /* nothing to send it for */
                 int si = ex->stmt[table];
                 code = execute(self, si, ex, rolled_back);
                 if (code != 0) {
@@ -183,7 +277,12 @@ unsigned int bd_transaction(User *self, char *message, long long *statements, in
         }
     }
     if (tx->explicit_) {
-        if ((code = bd_simple_query(m, "COMMIT", 6)) != 0) { bd_keep(message, mysql_error(m)); return code; }
+        int keep = !tx->has_keep || self->slots[tx->keep_a].i >= self->slots[tx->keep_b].i + tx->keep_plus;
+        if ((code = keep ? bd_simple_query(m, "COMMIT", 6) : bd_simple_query(m, "ROLLBACK", 8)) != 0) {
+            bd_keep(message, mysql_error(m));
+            return code;
+        }
+        *rolled_back |= !keep;
         (*statements)++;
     }
     return 0;

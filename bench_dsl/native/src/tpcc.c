@@ -26,7 +26,7 @@ int bd_draw_width(int kind) {
  *     last name, na and nc the last name's NURand, lo and hi the id's, iters = customers, choices =
  *     the syllables a name is three of (by the digits of its number, in base of their count) */
 int bd_user_draw_from(int kind, PyObject *spec, Draw *g) {
-    static const int arity[] = {1, 0, 7, 5, -1};
+    static const int arity[] = {1, 0, 7, 5, -1, 0};
     Py_ssize_t nargs = PyTuple_GET_SIZE(spec) - 1;
     int want = arity[kind - D_USER];
     if ((want >= 0 && nargs != want) || (kind == D_TPCC_CUSTOMER && nargs < 7)) {

@@ -26,7 +26,7 @@ from bench_dsl.core.prepare_report import PrepareReport
 from bench_dsl.language.statements import Pause, Transactions
 from bench_dsl.server.connect import connect, connect_explained
 from bench_dsl.workloads.base import Bulk, Progress, Session, Workload
-from bench_dsl.workloads.tpcc import load
+from bench_dsl.workloads.tpcc import client_sql, load
 from bench_dsl.workloads.tpcc import procs as tpcc_procs
 from bench_dsl.workloads.tpcc.consistency import ConsistencyCondition, check_consistency
 from bench_dsl.workloads.tpcc.data import (
@@ -69,9 +69,9 @@ class Tpcc(Workload):
         self.constants: RunConstants | None = None
         self._procedures_ready = False
         self._procedures_lock = asyncio.Lock()
-        # procedures = on: one CALL a transaction, which the C executor runs (client-side SQL reads
-        # what it selects into the statements after: asyncmy runs it)
-        self.raw = spec.procedures
+        # both modes run on the C executor (procs.statements, client_sql.statements); where a statement
+        # cannot be prepared there (no JSON_TABLE), the terminals run on asyncmy
+        self.raw = True
 
     # data ----------------------------------------------------------------------------------------
     def description(self) -> dict[str, object]:
@@ -116,11 +116,11 @@ class Tpcc(Workload):
         return out
 
     def statements(self) -> Transactions | None:
-        if not self.spec.procedures or self.constants is None:
+        if self.constants is None:
             return None
         pauses = tuple(Pause(KEYING_S[i], THINK_MEAN_S[i], THINK_CUT * THINK_MEAN_S[i]) for i in range(len(self.names)))
-        return tpcc_procs.statements(self.constants, self.spec.warehouses, self.names,
-                                     pauses if self.spec.keying_time else ())
+        describe = tpcc_procs.statements if self.spec.procedures else client_sql.statements
+        return describe(self.constants, self.spec.warehouses, self.names, pauses if self.spec.keying_time else ())
 
     async def ready(self, dsn: Dsn) -> None:
         if self.constants is not None and (self._procedures_ready or not self.spec.procedures):
