@@ -135,7 +135,7 @@ class Dsn:
                        "(ssl-mode=VERIFY_CA checks it against ssl-ca), as with the mysql client")
         if self.compress:
             out.append("compress=1: the users of the C executor compress; bench-dsl's connections through "
-                       "asyncmy (set-up, loading, TPC-C's client-side SQL, BENCH_RAWEXEC=0) do not: asyncmy "
+                       "asyncmy (set-up, loading, BENCH_RAWEXEC=0) do not: asyncmy "
                        "cannot compress")
         return out
 

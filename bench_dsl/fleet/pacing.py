@@ -1,4 +1,4 @@
-"""Open-loop arrivals for users on asyncmy (TPC-C's client-side SQL, BENCH_RAWEXEC=0, a build without the C
+"""Open-loop arrivals for users on asyncmy (TPC-C without JSON_TABLE, BENCH_RAWEXEC=0, a build without the C
 executor): the same timeline as the C executor's `_native.Schedule` (bench_dsl/native/src/schedule.c,
 where the reasoning is written down), on the event loop instead of threads. The numbers mean the
 same things, and take() gives the same dict, so bench_dsl.measure.arrivals reads either.

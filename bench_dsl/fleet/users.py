@@ -324,8 +324,8 @@ class UserPool:
         self.last_progress = time.monotonic()
 
     async def _run_driver(self, u: _User) -> None:
-        """The user's transactions through asyncmy: TPC-C's client-side SQL, BENCH_RAWEXEC=0, or a
-        build without the C core."""
+        """The user's transactions through asyncmy: statements the C executor could not prepare (TPC-C
+        on a server without JSON_TABLE), BENCH_RAWEXEC=0, or a build without the C core."""
         pick = _picker(u.rng, self.workload.weights)
         conn: asyncmy.Connection | None = None
         backoff = 0.1
