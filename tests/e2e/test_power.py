@@ -56,6 +56,7 @@ def test_rapl_counters_that_wrap_give_each_row_its_power_and_a_condition_on_it_f
     lines = [json.loads(line) for line in stream.read_text().splitlines()]
     assert any("power_w" in e for e in lines if e["type"] == "interval")
     assert any(e["type"] == "tick" and "power_w" in e for e in lines)  # the live screen's headline
+    last_tick = [e for e in lines if e["type"] == "tick"][-1]
     assert "power_w " in r.stderr and "tx_per_joule " in r.stderr  # the console's step line
     again = tmp_path / "again.json"
     again.write_text(out.read_text())
@@ -68,7 +69,12 @@ def test_rapl_counters_that_wrap_give_each_row_its_power_and_a_condition_on_it_f
     lines = screen.stdout.splitlines()
     head = next(i for i, ln in enumerate(lines) if "power W" in ln and "users" in ln.split()[:1])
     shown = lines[head + 1][lines[head].index("power W"):][:len("power W") + 2].split()
-    assert shown and WATTS * 0.5 < float(shown[0]) < WATTS * 2, lines[head:head + 2]
+    # the headline is the last tick's: its power, or a dash when no reading fell in it (the run's last
+    # tick on a machine busy with the suite's other processes, seen once), never 0 W
+    if last_tick.get("power_w") is None:
+        assert shown == ["-"], lines[head:head + 2]
+    else:
+        assert shown and WATTS * 0.5 < float(shown[0]) < WATTS * 2, lines[head:head + 2]
 
 
 def test_without_a_source_the_result_says_why_and_shows_no_power_at_all(dsn_url: str, tmp_path: Path) -> None:

@@ -328,12 +328,10 @@ async def test_pauses_are_not_part_of_the_response_time(dsn_url: str) -> None:
 
     class Workload:
         names, weights, retries, retry_on = ("t",), (1.0,), (0,), (frozenset(),)
+        raw = False  # its transactions are Python's: none for the C executor
 
         def session(self, rng, user):  # type: ignore[no-untyped-def]
             return _Paced()
-
-        def statements(self) -> None:  # its transactions are Python's: none for the C executor
-            return None
 
     rec = Recorder(("t",))
     pool = UserPool(parse_dsn(dsn_url), Workload(), rec, 1)  # type: ignore[arg-type]
