@@ -13,23 +13,8 @@ on asyncmy with row IN lists instead (bench_dsl/fleet/users.py)."""
 from __future__ import annotations
 
 from bench_dsl.language.statements import Capture, Draw, Execute, Pause, StatementStep, Transaction, Transactions
-from bench_dsl.workloads.tpcc.data import (
-    A_C_ID,
-    A_C_LAST,
-    A_OL_I_ID,
-    BY_LAST_NAME,
-    CARRIERS,
-    CUSTOMERS_PER_DISTRICT,
-    DISTRICTS_PER_WAREHOUSE,
-    ITEMS,
-    NEW_ORDER_ROLLBACK,
-    PAYMENT_CENTS,
-    REMOTE_LINE,
-    REMOTE_PAYMENT,
-    STOCK_THRESHOLD,
-    SYLLABLES,
-    RunConstants,
-)
+from bench_dsl.workloads.tpcc import draws as terminal
+from bench_dsl.workloads.tpcc.data import DISTRICTS_PER_WAREHOUSE, RunConstants
 from bench_dsl.workloads.tpcc.session import SQL, SQL_JSON
 
 # an order's lines, as the tpcc_order draw gives them: [[item, supplying warehouse, quantity], ...]
@@ -77,9 +62,6 @@ def statements(constants: RunConstants, warehouses: int, names: tuple[str, ...],
     (no BEGIN round trip, as session.py's). A user's values are its home warehouse and its
     Stock-Level district."""
     k = constants
-    home, district, captured = Draw("user", (0,)), Draw("uniform", (1, DISTRICTS_PER_WAREHOUSE)), Draw("captured")
-    customer = Draw("tpcc_customer", (BY_LAST_NAME, A_C_LAST, k.c_last, A_C_ID, k.c_id, CUSTOMERS_PER_DISTRICT,
-                                      *SYLLABLES))
 
     def by_name(w: int, d: int, c: int, last: int) -> Execute:
         """The customer named by last name: the middle one by first name (2.5.2.2), into value c."""
@@ -96,32 +78,32 @@ def statements(constants: RunConstants, warehouses: int, names: tuple[str, ...],
     head, stock, stock_update, next_order, order, new_order, lines = NEW_ORDER
     o_id = (8, -1)
     new_order_tx = Transaction(_step(
-        (home, district, Draw("nurand", (A_C_ID, 1, CUSTOMERS_PER_DISTRICT, k.c_id)),
-         Draw("tpcc_order", (0, warehouses, A_OL_I_ID, k.ol_i_id, ITEMS, NEW_ORDER_ROLLBACK, REMOTE_LINE)),
-         captured, captured),
+        (terminal.HOME, terminal.DISTRICT, terminal.customer_id(k), terminal.order_lines(k, warehouses),
+         terminal.CAPTURED, terminal.CAPTURED),
         ex(head, 0, 1, 2, 3, captures=(Capture(7, "rows"),)), ex(stock, 1, 3), ex(stock_update, 3, 0),
         ex(next_order, 0, 1, captures=(Capture(8, "insert_id"),)), ex(order, o_id, 1, 0, 2, 4, 5),
         ex(new_order, o_id, 1, 0), ex(lines, o_id, 1, 0, 1, 3)),
         explicit=True, keep=(7, 4, 1))  # the head row and one per line: else the unused item (2.4.1.4)
     # Payment's: w 0, d 1, c_w 2, c_d 3, c 4, last 5, cents 6, the warehouse's and district's names 7, 8
     payment_tx = Transaction(_step(
-        (home, district, Draw("tpcc_remote", (0, 1, warehouses, DISTRICTS_PER_WAREHOUSE, REMOTE_PAYMENT)), customer,
-         Draw("uniform", PAYMENT_CENTS), captured, captured),
+        (terminal.HOME, terminal.DISTRICT, terminal.payment_customer_place(warehouses), terminal.customer(k),
+         terminal.CENTS, terminal.CAPTURED, terminal.CAPTURED),
         by_name(2, 3, 4, 5), ex(SQL["pay_customer"], 6, 6, 1, 0, 6, 2, 3, 4),
         ex(SQL["pay_read"], 2, 3, 4, 0, 1, captures=(Capture(7, "first_text", 15), Capture(8, "first_text", 21))),
         ex(PAYMENT_HISTORY, 4, 3, 2, 1, 0, 6, 7, 8), ex(SQL["pay_ytd"], 6, 6, 0, 1)), explicit=True)
     # Order-Status's: w 0, d 1, c 2, last 3
     order_status_tx = Transaction(_step(
-        (home, district, customer), by_name(0, 1, 2, 3), ex(SQL["os_read"], 0, 1, 2, 0, 1, 2)), explicit=True)
+        (terminal.HOME, terminal.DISTRICT, terminal.customer(k)), by_name(0, 1, 2, 3),
+        ex(SQL["os_read"], 0, 1, 2, 0, 1, 2)), explicit=True)
     # Delivery's: w 0, carrier 1, the oldest undelivered orders 2, their sums by customer 3
     delivery_tx = Transaction(_step(
-        (home, Draw("uniform", (1, CARRIERS)), captured, captured),
+        (terminal.HOME, terminal.CARRIER, terminal.CAPTURED, terminal.CAPTURED),
         ex(SQL["dl_oldest"], *(0,) * DISTRICTS_PER_WAREHOUSE, captures=(Capture(2, "rows_json"),)),
         ex(SQL_JSON["dl_sums"], 2, 0, captures=(Capture(3, "rows_json"),), when=2),
         ex(SQL_JSON["dl_delete"], 2, 0, when=2), ex(SQL_JSON["dl_deliver"], 2, 0, 1, when=2),
         ex(DELIVERY_CUSTOMERS, 3, 0, when=3)), explicit=True)
     # Stock-Level's: w 0, its district 1, threshold 2
-    stock_level_tx = Transaction(_step((home, Draw("user", (1,)), Draw("uniform", STOCK_THRESHOLD)),
+    stock_level_tx = Transaction(_step((terminal.HOME, terminal.STOCK_LEVEL_DISTRICT, terminal.THRESHOLD),
                                        ex(SQL["sl_count"], 2, 0, 1)), explicit=True)
     by_name_tx = {"new_order": new_order_tx, "payment": payment_tx, "order_status": order_status_tx,
                   "delivery": delivery_tx, "stock_level": stock_level_tx}

@@ -14,23 +14,8 @@ import asyncmy
 from bench_dsl.core.errors import TargetError
 from bench_dsl.language.statements import Draw, Execute, Pause, StatementStep, Transaction, Transactions
 from bench_dsl.workloads.base import IntendedRollback, Session, rollback_quietly
-from bench_dsl.workloads.tpcc.data import (
-    A_C_ID,
-    A_C_LAST,
-    A_OL_I_ID,
-    BY_LAST_NAME,
-    CARRIERS,
-    CUSTOMERS_PER_DISTRICT,
-    DISTRICTS_PER_WAREHOUSE,
-    ITEMS,
-    NEW_ORDER_ROLLBACK,
-    PAYMENT_CENTS,
-    REMOTE_LINE,
-    REMOTE_PAYMENT,
-    STOCK_THRESHOLD,
-    SYLLABLES,
-    RunConstants,
-)
+from bench_dsl.workloads.tpcc import draws as terminal
+from bench_dsl.workloads.tpcc.data import RunConstants
 from bench_dsl.workloads.tpcc.session import Inputs
 
 if TYPE_CHECKING:
@@ -241,25 +226,21 @@ CALLS = {
 def statements(constants: RunConstants, warehouses: int, names: tuple[str, ...],
                pauses: tuple[Pause, ...]) -> Transactions:
     """The five CALLs as the C executor runs them: the inputs ProcedureSession draws in Python, drawn
-    by the executor itself (language/statements.py's tpcc draws), and New-Order's answer read for
-    its rollback. A user's values are its home warehouse and its Stock-Level district."""
+    by the executor itself (tpcc/draws.py), and New-Order's answer read for its rollback. A user's
+    values are its home warehouse and its Stock-Level district."""
     k = constants
-    home, district = Draw("user", (0,)), Draw("uniform", (1, DISTRICTS_PER_WAREHOUSE))
-    customer = Draw("tpcc_customer", (BY_LAST_NAME, A_C_LAST, k.c_last, A_C_ID, k.c_id, CUSTOMERS_PER_DISTRICT,
-                                      *SYLLABLES))
     # each: its draws, and the step's values (the draws' in order, tpcc_order's four and the others'
     # two each) in the order of the CALL's arguments
     calls: dict[str, tuple[tuple[Draw, ...], tuple[int, ...]]] = {
         # w, d, c, then lines, count, all local, repeats
-        "new_order": ((home, district, Draw("nurand", (A_C_ID, 1, CUSTOMERS_PER_DISTRICT, k.c_id)),
-                       Draw("tpcc_order", (0, warehouses, A_OL_I_ID, k.ol_i_id, ITEMS, NEW_ORDER_ROLLBACK,
-                                           REMOTE_LINE))), (0, 1, 2, 4, 5, 3, 6)),
+        "new_order": ((terminal.HOME, terminal.DISTRICT, terminal.customer_id(k), terminal.order_lines(k, warehouses)),
+                      (0, 1, 2, 4, 5, 3, 6)),
         # w, d, then c_w, c_d, then c, last, then cents
-        "payment": ((home, district, Draw("tpcc_remote", (0, 1, warehouses, DISTRICTS_PER_WAREHOUSE, REMOTE_PAYMENT)),
-                     customer, Draw("uniform", PAYMENT_CENTS)), (0, 1, 2, 3, 4, 5, 6)),
-        "order_status": ((home, district, customer), (0, 1, 2, 3)),
-        "delivery": ((home, Draw("uniform", (1, CARRIERS))), (0, 1)),
-        "stock_level": ((home, Draw("user", (1,)), Draw("uniform", STOCK_THRESHOLD)), (0, 1, 2)),
+        "payment": ((terminal.HOME, terminal.DISTRICT, terminal.payment_customer_place(warehouses),
+                     terminal.customer(k), terminal.CENTS), (0, 1, 2, 3, 4, 5, 6)),
+        "order_status": ((terminal.HOME, terminal.DISTRICT, terminal.customer(k)), (0, 1, 2, 3)),
+        "delivery": ((terminal.HOME, terminal.CARRIER), (0, 1)),
+        "stock_level": ((terminal.HOME, terminal.STOCK_LEVEL_DISTRICT, terminal.THRESHOLD), (0, 1, 2)),
     }
     out = []
     for name in names:
