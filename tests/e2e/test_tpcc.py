@@ -409,10 +409,10 @@ def _check_mix(tx: dict[str, Any]) -> None:
 
 
 @pytest.mark.slow
-def test_a_20s_run_has_the_mix_consistent_data_and_server_nopm(loaded: tuple[Dsn, dict[str, Any]],
+def test_a_10s_run_has_the_mix_consistent_data_and_server_nopm(loaded: tuple[Dsn, dict[str, Any]],
                                                                 dsn_url: str, tmp_path: Path) -> None:
     doc, err = _run(tmp_path, "client", workers="auto", warehouses="1", procedures="off",
-                    ramp="warmup 2s\n  users 8\n  duration 20s", stop="error_rate > 1%")
+                    ramp="warmup 2s\n  users 8\n  duration 10s", stop="error_rate > 1%")
     assert "data already prepared" in err  # the module's load is reused
     assert doc["status"] == "completed" and list(doc["summary"]["transactions"]) == list(TPCC_TRANSACTIONS)
     # client-side SQL on the C executor: what a statement reads carried into the next (tpcc/client_sql.py)
@@ -461,7 +461,7 @@ def test_procedures_run_one_call_per_transaction(loaded: tuple[Dsn, dict[str, An
     assert r.returncode == 0, r.stderr
     result = json.loads(r.stdout)
     assert result["passed"] and [c["condition"] for c in result["conditions"]] == list(range(1, 13))
-    # the 20 s run delivered orders in every district: condition 11 (the initial population's) says so
+    # the 10 s run delivered orders in every district: condition 11 (the initial population's) says so
     (eleven,) = [c for c in result["conditions"] if c["condition"] == 11]
     assert eleven["details"][0].startswith("holds for the initial population only:"), eleven
 
