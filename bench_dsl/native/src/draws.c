@@ -109,13 +109,9 @@ int bd_draw_value(const Draw *g, Rng *r, long long *sequence, Slot *s) {
             }
         }
     }
-    case D_NURAND: { /* TPC-C clause 2.1.6 */
-        long long a = (long long)rng_below(r, (uint64_t)g->na + 1);
-        long long b = g->lo + (long long)rng_below(r, (uint64_t)(g->hi - g->lo) + 1);
-        s->t = V_INT;
-        s->i = (((a | b) + g->nc) % (g->hi - g->lo + 1)) + g->lo;
+    case D_NURAND:
+        bd_slot_int(s, bd_nurand(r, g->na, g->lo, g->hi, g->nc));
         return 0;
-    }
     case D_SEQUENCE:
         s->t = V_INT;
         s->i = __atomic_fetch_add(sequence, 1, __ATOMIC_RELAXED);

@@ -46,6 +46,18 @@ typedef struct {
     size_t cap, len;
 } Slot;
 
+/* NURand(A, x, y) with its C (TPC-C clause 2.1.6): the nurand draw's, and the tpcc draws' */
+static inline long long bd_nurand(Rng *r, long long a, long long x, long long y, long long c) {
+    long long p = (long long)rng_below(r, (uint64_t)a + 1);
+    long long q = x + (long long)rng_below(r, (uint64_t)(y - x) + 1);
+    return (((p | q) + c) % (y - x + 1)) + x;
+}
+
+static inline void bd_slot_int(Slot *s, long long v) {
+    s->t = V_INT;
+    s->i = v;
+}
+
 BD_INTERNAL int bd_draw_value(const Draw *g, Rng *r, long long *sequence, Slot *s);
 BD_INTERNAL int bd_draw_from(PyObject *spec, Draw *g);
 BD_INTERNAL void bd_draw_free(Draw *g);

@@ -67,11 +67,6 @@ static unsigned int first_value(MYSQL_STMT *st, long long *value) {
     return 0;
 }
 
-static void put_int(Slot *s, long long v) {
-    s->t = V_INT;
-    s->i = v;
-}
-
 /* The captures of the result the statement just produced, stored (mysql_stmt_store_result), into
  * the user's slots: its row count, a column of its first or middle row (an integer, or the first
  * row's as text; NULL when there is no such row), or all its rows as a JSON array of arrays (NULL
@@ -100,7 +95,7 @@ static unsigned int capture_rows(User *self, MYSQL_STMT *st, const Exec *e) {
         const Capture *cap = &e->caps[c];
         Slot *s = &self->slots[cap->slot];
         if (cap->kind == CAP_ROWS) {
-            put_int(s, (long long)rows);
+            bd_slot_int(s, (long long)rows);
         } else if (cap->kind == CAP_FIRST || cap->kind == CAP_MIDDLE || cap->kind == CAP_FIRST_TEXT) {
             s->t = V_NULL;
             if (rows == 0 || (unsigned int)cap->column >= n) continue;
@@ -112,7 +107,7 @@ static unsigned int capture_rows(User *self, MYSQL_STMT *st, const Exec *e) {
             size_t l = len[cap->column] < TEXT_MAX - 1 ? len[cap->column] : TEXT_MAX - 1;
             text[cap->column][l] = 0;
             if (cap->kind != CAP_FIRST_TEXT) {
-                put_int(s, strtoll(text[cap->column], NULL, 10));
+                bd_slot_int(s, strtoll(text[cap->column], NULL, 10));
             } else {
                 if (bd_slot_room(s, l + 1) < 0) return CR_OUT_OF_MEMORY;
                 memcpy(s->buf, text[cap->column], l);
@@ -199,7 +194,7 @@ static unsigned int execute(User *self, int si, const Exec *e, int *rolled_back)
     if (mysql_stmt_execute(st) != 0) return mysql_stmt_errno(st);
     int told = !e->outcome, captured = e->ncaps == 0;
     for (int c = 0; c < e->ncaps; c++)
-        if (e->caps[c].kind == CAP_INSERT_ID) put_int(&self->slots[e->caps[c].slot], (long long)mysql_stmt_insert_id(st));
+        if (e->caps[c].kind == CAP_INSERT_ID) bd_slot_int(&self->slots[e->caps[c].slot], (long long)mysql_stmt_insert_id(st));
     for (;;) { /* every result, read to its end */
         if (mysql_stmt_field_count(st) > 0) {
             if (!captured) {

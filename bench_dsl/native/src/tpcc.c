@@ -88,21 +88,10 @@ int bd_user_draw_from(int kind, PyObject *spec, Draw *g) {
     return PyErr_Occurred() ? -1 : 0;
 }
 
-static long long nurand(Rng *r, long long a, long long x, long long y, long long c) {
-    long long p = (long long)rng_below(r, (uint64_t)a + 1);
-    long long q = x + (long long)rng_below(r, (uint64_t)(y - x) + 1);
-    return (((p | q) + c) % (y - x + 1)) + x;
-}
-
 /* a warehouse other than w, uniformly (warehouses >= 2) */
 static long long other_warehouse(Rng *r, long long w, long long warehouses) {
     long long o = 1 + (long long)rng_below(r, (uint64_t)(warehouses - 1));
     return o >= w ? o + 1 : o;
-}
-
-static void put_int(Slot *s, long long v) {
-    s->t = V_INT;
-    s->i = v;
 }
 
 typedef struct { long long sw, i, q; } Line;
@@ -120,7 +109,7 @@ static int draw_order(const Draw *g, Rng *r, const Slot *slots, Slot *s) {
     int rollback = rng_double(r) < g->a;
     Line l[ORDER_LINES_MAX];
     for (int k = 0; k < count; k++) {
-        l[k].i = nurand(r, g->na, 1, g->hi, g->nc);
+        l[k].i = bd_nurand(r, g->na, 1, g->hi, g->nc);
         l[k].sw = g->lo > 1 && rng_double(r) < g->b ? other_warehouse(r, w, g->lo) : w;
         l[k].q = 1 + (long long)rng_below(r, 10);
     }
@@ -145,9 +134,9 @@ static int draw_order(const Draw *g, Rng *r, const Slot *slots, Slot *s) {
     out[n++] = ']';
     s[0].t = V_TEXT;
     s[0].len = n;
-    put_int(&s[1], count);
-    put_int(&s[2], local);
-    put_int(&s[3], repeats);
+    bd_slot_int(&s[1], count);
+    bd_slot_int(&s[2], local);
+    bd_slot_int(&s[3], repeats);
     return 0;
 }
 
@@ -155,11 +144,11 @@ static int draw_order(const Draw *g, Rng *r, const Slot *slots, Slot *s) {
 static void draw_remote(const Draw *g, Rng *r, const Slot *slots, Slot *s) {
     long long w = slots[g->ref[0]].i, d = slots[g->ref[1]].i;
     if (g->lo > 1 && rng_double(r) < g->a) {
-        put_int(&s[0], other_warehouse(r, w, g->lo));
-        put_int(&s[1], 1 + (long long)rng_below(r, (uint64_t)g->hi));
+        bd_slot_int(&s[0], other_warehouse(r, w, g->lo));
+        bd_slot_int(&s[1], 1 + (long long)rng_below(r, (uint64_t)g->hi));
     } else {
-        put_int(&s[0], w);
-        put_int(&s[1], d);
+        bd_slot_int(&s[0], w);
+        bd_slot_int(&s[1], d);
     }
 }
 
@@ -167,7 +156,7 @@ static void draw_remote(const Draw *g, Rng *r, const Slot *slots, Slot *s) {
 static int draw_customer(const Draw *g, Rng *r, Slot *s) {
     if (rng_double(r) < g->a) {
         long long base = g->nchoices, top = base * base * base - 1;
-        long long n = nurand(r, g->na, 0, top, g->nc);
+        long long n = bd_nurand(r, g->na, 0, top, g->nc);
         const Const *part[3] = {&g->choices[n / (base * base)], &g->choices[n / base % base], &g->choices[n % base]};
         size_t len = part[0]->len + part[1]->len + part[2]->len;
         if (bd_slot_room(&s[1], len) < 0) return -1;
@@ -176,11 +165,11 @@ static int draw_customer(const Draw *g, Rng *r, Slot *s) {
             memcpy(s[1].buf + at, part[k]->s, part[k]->len);
             at += part[k]->len;
         }
-        put_int(&s[0], 0);
+        bd_slot_int(&s[0], 0);
         s[1].t = V_TEXT;
         s[1].len = len;
     } else {
-        put_int(&s[0], nurand(r, g->lo, 1, g->iters, g->hi));
+        bd_slot_int(&s[0], bd_nurand(r, g->lo, 1, g->iters, g->hi));
         s[1].t = V_NULL;
     }
     return 0;
@@ -191,7 +180,7 @@ static int draw_customer(const Draw *g, Rng *r, Slot *s) {
 int bd_user_draw(const Draw *g, Rng *r, const long long *values, int nvalues, Slot *slots, Slot *s) {
     switch (g->kind) {
     case D_USER:
-        if (g->lo < nvalues) put_int(s, values[g->lo]);
+        if (g->lo < nvalues) bd_slot_int(s, values[g->lo]);
         else s->t = V_NULL; /* checked when the user is made: never */
         return 0;
     case D_TPCC_ORDER: return draw_order(g, r, slots, s);
