@@ -104,15 +104,10 @@ class Tpcc(Workload):
     async def prepare(self, dsn: Dsn, progress: Progress, force: bool = False,
                       bulk: Bulk | None = None) -> PrepareReport:
         out = await super().prepare(dsn, progress, force, bulk)
-        conn = await connect(dsn, dsn.database)
-        try:
-            await self._load_constants(conn)
-            if self.spec.procedures:
-                fresh = await self.ensure_procedures(conn)
-                progress("stored procedures " + ("installed" if fresh else "already installed")
-                         + " (procedures = on: one CALL per transaction)")
-        finally:
-            conn.close()
+        fresh = await self._ready(dsn)
+        if self.spec.procedures:
+            progress("stored procedures " + ("installed" if fresh else "already installed")
+                     + " (procedures = on: one CALL per transaction)")
         return out
 
     def statements(self) -> Transactions | None:
@@ -123,13 +118,17 @@ class Tpcc(Workload):
         return describe(self.constants, self.spec.warehouses, self.names, pauses if self.spec.keying_time else ())
 
     async def ready(self, dsn: Dsn) -> None:
+        await self._ready(dsn)
+
+    async def _ready(self, dsn: Dsn) -> bool:
+        """The run's constants read and, procedures = on, the procedures there (prepare and each
+        worker process): True when they had to be (re)created."""
         if self.constants is not None and (self._procedures_ready or not self.spec.procedures):
-            return
+            return False
         conn = await connect(dsn, dsn.database)
         try:
             await self._load_constants(conn)
-            if self.spec.procedures:
-                await self.ensure_procedures(conn)
+            return self.spec.procedures and await self.ensure_procedures(conn)
         finally:
             conn.close()
 
