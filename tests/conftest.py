@@ -25,9 +25,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from hypothesis import HealthCheck, settings
 
+from bench_dsl.core import stacks
 from bench_dsl.core.dsn import Dsn, parse_dsn, redact
 from bench_dsl.engine.judge import CUT_SHORT
 from bench_dsl.server.connect import connect
@@ -200,8 +202,27 @@ def dsn_url(server: tuple[Dsn, EmbeddedServer | None]) -> str:
 
 def run_bench(*args: str, env: dict[str, str] | None = None, timeout: float = 300,
               cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*BENCH, *args], capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})}, cwd=cwd or ROOT)
+    """`bench *args`, its output captured. One that has not ended in `timeout` fails the test with
+    where each of its processes stood (bench_dsl/core/stacks.py) and the end of what it printed."""
+    proc = subprocess.Popen([*BENCH, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **(env or {})}, cwd=cwd or ROOT)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    except subprocess.TimeoutExpired:
+        pass
+    family = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
+    for p in family:
+        with contextlib.suppress(psutil.Error):
+            if "python" in p.name():
+                p.send_signal(stacks.ASK)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.communicate(timeout=3)
+    for p in family:
+        with contextlib.suppress(psutil.Error):
+            p.kill()
+    _, err = proc.communicate()
+    pytest.fail(f"bench {' '.join(args)} did not end in {timeout:g}s; its stderr ends:\n{err[-12000:]}", pytrace=False)
 
 
 def froze(doc: dict[str, Any]) -> bool:

@@ -14,7 +14,7 @@ from rich.console import Console
 
 from bench_dsl import __version__
 from bench_dsl.cli.run import EPILOG
-from bench_dsl.core import plugins
+from bench_dsl.core import plugins, stacks
 from bench_dsl.core.dsn import redact
 from bench_dsl.core.errors import BenchError, ExitCode, ScenarioError
 from bench_dsl.core.printable import escaping, printable
@@ -36,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    stacks.on_request()
     # a terminal closed under a run takes its last lines, never its exit status (core/terminal.py)
     err = escaping(Console(file=stderr(), highlight=False))
     if problems := plugins.problems():  # a kind named that is not there: no command would mean what it says

@@ -37,7 +37,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from bench_dsl.core import priority
+from bench_dsl.core import priority, stacks
 from bench_dsl.core.aio import run_loop
 from bench_dsl.fleet.base import WorkerReport, own_figures
 from bench_dsl.fleet.users import UserPool
@@ -160,6 +160,7 @@ def main() -> None:
     # this worker's stdin, which ends it), so that it can still collect what the workers measured.
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
+    stacks.on_request()
     try:
         run_loop(serve())
     except Exception as exc:
