@@ -38,6 +38,8 @@ are absent says "no signal", and is neither a finding nor ruled out.
     table_locks   table_locks_waited; extra: processlist {samples, active_mean, states: {state: mean
                   sessions}} from information_schema.PROCESSLIST, the Sleep sessions and the sampler left
                   out (its lock waiters are also taken out of the disk's and the pool's share)
+    user_locks    processlist states "User lock" (GET_LOCK's waiters, taken out of the disk's and the
+                  pool's share like a table lock's)
     connections   errors_by_code["1040"], connection_errors_max_connections, threads_connected,
                   Context.refused / max_connections; extra: thread_pool {samples, queued_share,
                   queue_mean} from information_schema.THREAD_POOL_GROUPS

@@ -23,7 +23,7 @@ MEDIUM_SHARE = 0.3
 # line stays a line; the JSON lists them all)
 WORDS_RULED_OUT = 3
 SUSPECTED = ("server_cpu", "disk", "buffer_pool", "row_locks", "client", "machine_cpu", "commit_flush",
-             "redo_log", "connections", "table_locks", "network")
+             "redo_log", "connections", "table_locks", "user_locks", "network")
 UNEXPLAINED = "unexplained"
 PERFORMANCE_SCHEMA = "performance_schema's wait classes"
 

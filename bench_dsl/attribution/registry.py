@@ -15,6 +15,7 @@ from bench_dsl.attribution.rules import (
     row_locks,
     server_cpu,
     table_locks,
+    user_locks,
 )
 from bench_dsl.attribution.window import Rule
 
@@ -28,6 +29,7 @@ RULES: tuple[Rule, ...] = (
     buffer_pool.RULE,
     row_locks.RULE,
     table_locks.RULE,
+    user_locks.RULE,
     connections.RULE,
     network.RULE,
 )

@@ -25,6 +25,8 @@ LOCK_WAITS = "lock_waits"  # {"samples", "table", "index", "share"}: the hot row
 # metadata-lock signal without performance_schema)
 LOCK_STATES = ("Waiting for table metadata lock", "Waiting for table level lock", "Waiting for global read lock",
                "Waiting for backup lock")
+# a session waiting in GET_LOCK for a named lock another session holds (MariaDB's and MySQL's word)
+USER_LOCK_STATES = ("User lock",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,18 +145,23 @@ class Window:
             return None
         return pct * cores / 100.0 / allowed
 
-    def lock_waiting(self) -> float | None:
-        """Sessions the processlist saw waiting for a table's or a metadata lock, on average (None:
-        not sampled)."""
-        states = self.s.numbers(PROCESSLIST, "states")
+    def waiting_in(self, states: tuple[str, ...]) -> dict[str, float] | None:
+        """Sessions the processlist saw in each of these states, on average (None: not sampled)."""
+        seen = self.s.numbers(PROCESSLIST, "states")
         if not isinstance(self.s.get(PROCESSLIST, "states"), Mapping):
             return None
-        return sum(v for k, v in states.items() if k in LOCK_STATES)
+        return {k: v for k, v in seen.items() if k in states}
+
+    def lock_waiting(self) -> float | None:
+        """Sessions the processlist saw waiting for a lock no row lock counts, on average: a table's,
+        a metadata lock, a named lock (GET_LOCK). None: not sampled."""
+        each = self.waiting_in(LOCK_STATES + USER_LOCK_STATES)
+        return None if each is None else sum(each.values())
 
     def other_share(self) -> float | None:
         """The profile's other share (in the server, neither on CPU nor on a row lock) less the
-        sessions the processlist saw waiting for a table's lock: what is left for I/O, fsync and
-        the like. A metadata lock's waiters run in the server off CPU, and are no disk's."""
+        sessions the processlist saw waiting for a table's or a named lock: what is left for I/O,
+        fsync and the like. Such a lock's waiters run in the server off CPU, and are no disk's."""
         other, n = self.profile.other_share, self.profile.sessions_in_flight
         if other is None or not n or not (waiting := self.lock_waiting()):
             return other

@@ -107,6 +107,20 @@ def test_a_table_another_session_holds_locked_is_called_table_locks(tmp_path: Pa
     assert "row_locks" in {r["class"] for r in b["ruled_out"]}
 
 
+def test_users_serialized_on_a_named_lock_are_called_named_locks(tmp_path: Path) -> None:
+    """4 and 8 users each take one GET_LOCK, sleep 20 ms holding it and release it: all but one wait
+    in GET_LOCK, which the server counts as neither a row lock nor a table lock (what ran out was
+    "unexplained: 100% in other waits" before the rule). The processlist names them "User lock"."""
+    with throwaway() as srv:
+        doc = run("user-locks.bench", srv.url(), tmp_path)
+    never_wrong_with_certainty(doc, "user_locks")
+    b = doc["saturation"]["bottleneck"]
+    assert b["class"] == "user_locks" and b["confidence"] in ("high", "medium"), b["words"]
+    waiting = evidence(b, "lock_waiting_of_sampled")
+    assert waiting["corroborates"] and waiting["note"] == "User lock"
+    assert {"row_locks", "table_locks"} <= {r["class"] for r in b["ruled_out"]}
+
+
 def test_a_pool_too_small_for_random_reads_is_called_the_buffer_pool(tmp_path: Path) -> None:
     """An 8M buffer pool under random point reads of a 35 MB table, the server's reads throttled
     to 300 a second by its blkio cgroup: every transaction waits on about one read from disk. What

@@ -330,6 +330,29 @@ def test_table_locks_win_on_sessions_waiting_for_a_metadata_lock() -> None:
     assert attribute(busy, earlier(), TWO).confidence != "high"
 
 
+def test_named_locks_win_on_sessions_waiting_in_get_lock() -> None:
+    """Users that serialize on GET_LOCK: the server counts no row lock and no table lock for them,
+    and once said "unexplained: 100% in other waits"; the processlist names them "User lock"."""
+    s = row(users=16, running=16.0, cpu=(2.0, 10.0, 2.0),
+            processlist={"samples": 8, "active_mean": 15.0, "states": {"User lock": 14.0, "Sending data": 1.0}})
+    v = attribute(s, earlier(), TWO)
+    assert (v.cls, v.share, v.confidence) == ("user_locks", 0.875, "high"), v.words
+    assert [e.figure for e in v.evidence if e.corroborates] == ["lock_waiting_of_sampled", "other_of_active"]
+    assert v.words.startswith("limited by GET_LOCK's named locks (93% of sessions 'User lock')"), v.words
+    # their waiters are no disk's and no table lock's
+    assert isinstance(outcome(v, "table_locks"), RuledOut)
+    disk = outcome(v, "disk")
+    assert not isinstance(disk, Finding) or (disk.share or 0) < 0.5
+
+
+def test_named_locks_are_ruled_out_by_the_sampled_states_and_silent_without_them() -> None:
+    s = row(running=21.0, processlist={"samples": 10, "active_mean": 20.0, "states": {"Sending data": 20.0}})
+    r = outcome(attribute(s, earlier(), TWO), "user_locks")
+    assert isinstance(r, RuledOut) and (r.figure, r.value) == ("lock_waiting_of_sampled", 0.0)
+    assert r.why == "not GET_LOCK's named locks: 0% of sampled sessions waited for one"
+    assert isinstance(outcome(attribute(row(running=21.0), earlier(), TWO), "user_locks"), NoSignal)
+
+
 def test_sessions_waiting_for_a_table_lock_are_no_disks_even_under_io_pressure() -> None:
     """A provoked run (LOCK TABLES held by a side session) on a machine whose other work put I/O
     pressure at 30%: half the sampled sessions waited for the metadata lock and the rest of the

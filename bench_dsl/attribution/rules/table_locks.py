@@ -1,6 +1,7 @@
 """Table and metadata locks: sessions waiting for a table another session holds (LOCK TABLES, an
 open transaction that altered it). Without performance_schema the processlist's states are the only
-metadata-lock signal; Table_locks_waited counts table-level locks only (LOCK TABLES, Aria, MyISAM)."""
+metadata-lock signal; Table_locks_waited counts table-level locks only (LOCK TABLES, Aria, MyISAM).
+`waiting` judges any lock the processlist names its waiters for (rules/user_locks.py's too)."""
 
 from __future__ import annotations
 
@@ -15,35 +16,41 @@ WAITING = 0.3
 OFF_CPU = 0.5
 
 
-def judge(w: Window) -> Outcome:
-    states = w.s.numbers(PROCESSLIST, "states")
+def waiting(w: Window, cls: str, states: tuple[str, ...], what: str) -> Outcome | None:
+    """A lock whose waiters the processlist names by `states`, judged by the share of the sampled
+    sessions in them (`what`: the lock in words, "table or metadata locks"); None: not sampled."""
+    each = w.waiting_in(states)
     sampled = w.s.num(PROCESSLIST, "active_mean")
-    waited = w.s.per_s("table_locks_waited")
-    if not isinstance(w.s.get(PROCESSLIST, "states"), dict) or not sampled:
-        if waited:
-            return Finding(CLASS, None, (Evidence("table_locks_waited", waited, "/s", 0.0, corroborates=True,
-                                                  note="table-level locks only; the processlist was not sampled"),),
-                           f"table locks ({waited:.1f} waits/s)")
-        return NoSignal(CLASS, "no signal: metadata locks show only in the processlist's states (sample "
-                               "information_schema.PROCESSLIST, or turn performance_schema on)")
-    each = {s: v for s, v in states.items() if s in LOCK_STATES}
+    if each is None or not sampled:
+        return None
     frac = r3(min(1.0, sum(each.values()) / sampled)) or 0.0
     if frac < WAITING:
-        return RuledOut(CLASS, "lock_waiting_of_sampled", frac, "of sampled sessions",
-                        f"not table or metadata locks: {pct(frac)} of sampled sessions waited for one",
-                        f"table locks ({pct(frac)} waiting)", WAITING)
+        return RuledOut(cls, "lock_waiting_of_sampled", frac, "of sampled sessions",
+                        f"not {what}: {pct(frac)} of sampled sessions waited for one", f"{what} ({pct(frac)} waiting)",
+                        WAITING)
     top = max(each, key=lambda k: each[k])
-    n = w.profile.sessions_in_flight
     evidence = [Evidence("lock_waiting_of_sampled", frac, "of sampled sessions", WAITING, corroborates=True, note=top)]
-    if waited is not None:
+    if cls == CLASS and (waited := w.s.per_s("table_locks_waited")) is not None:
         evidence.append(Evidence("table_locks_waited", waited, "/s", 0.0, corroborates=waited > 0))
-    # the time profile agrees: a session waiting for a table's lock is running in the server and
-    # off CPU (a metadata lock is not a row lock: Innodb_row_lock_time does not count it)
+    # the time profile agrees: a session waiting for such a lock is running in the server and off
+    # CPU (none of them is a row lock: Innodb_row_lock_time does not count it)
     if (off := w.profile.of_active(w.profile.other_share)) is not None:
         evidence.append(Evidence("other_of_active", off, "of running sessions", OFF_CPU, corroborates=off >= OFF_CPU,
                                  note="in the server, neither on CPU nor on a row lock"))
+    n = w.profile.sessions_in_flight
     share = None if not n else r3(min(1.0, sum(each.values()) / n))
-    return Finding(CLASS, share, tuple(evidence), f"table or metadata locks ({pct(frac)} of sessions '{top}')")
+    return Finding(cls, share, tuple(evidence), f"{what} ({pct(frac)} of sessions '{top}')")
+
+
+def judge(w: Window) -> Outcome:
+    if (outcome := waiting(w, CLASS, LOCK_STATES, "table or metadata locks")) is not None:
+        return outcome
+    if waited := w.s.per_s("table_locks_waited"):
+        return Finding(CLASS, None, (Evidence("table_locks_waited", waited, "/s", 0.0, corroborates=True,
+                                              note="table-level locks only; the processlist was not sampled"),),
+                       f"table locks ({waited:.1f} waits/s)")
+    return NoSignal(CLASS, "no signal: metadata locks show only in the processlist's states (sample "
+                           "information_schema.PROCESSLIST, or turn performance_schema on)")
 
 
 RULE = Rule(CLASS, "table or metadata locks", judge)
