@@ -19,6 +19,7 @@ from pathlib import Path
 
 import psutil
 
+from bench_dsl.core.dsn import Dsn
 from bench_dsl.server.connect import connect
 from bench_dsl.server.embedded import EmbeddedServer
 
@@ -35,9 +36,10 @@ def build(where: Path) -> Path:
 
 def sysbench(port: int, password: str, threads: int, seconds: int) -> str:
     """sysbench's point selects over `threads`, its CPU per transaction over the window after 2 s."""
-    p = subprocess.Popen(["sysbench", "oltp_point_select", "--tables=1", "--table-size=10000", f"--threads={threads}",
-                          f"--time={seconds + 3}", "--mysql-host=127.0.0.1", f"--mysql-port={port}", "--mysql-user=root",
-                          f"--mysql-password={password}", "--mysql-db=benchdsl", "--db-ps-mode=auto", "run"],
+    p = subprocess.Popen(["sysbench", "oltp_point_select", "--tables=1", "--table-size=10000",
+                          f"--threads={threads}", f"--time={seconds + 3}", "--mysql-host=127.0.0.1",
+                          f"--mysql-port={port}", "--mysql-user=root", f"--mysql-password={password}",
+                          "--mysql-db=benchdsl", "--db-ps-mode=auto", "run"],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     proc = psutil.Process(p.pid)
     time.sleep(2)
@@ -51,21 +53,27 @@ def sysbench(port: int, password: str, threads: int, seconds: int) -> str:
     return f"sysbench threads={threads} tps={tps:.0f} cpu_us_per_tx={cpu * 1e6 / (tps * seconds):.2f}"
 
 
-async def main(rounds: int, seconds: int) -> None:
+async def _started(server: EmbeddedServer) -> Dsn:
+    """The server up, with its table of 10,000 rows."""
+    await server.start()
+    dsn = server.dsn
+    assert dsn is not None
+    conn = await connect(dsn, dsn.database)
+    async with conn.cursor() as cur:
+        await cur.execute("DROP TABLE IF EXISTS sbtest1")
+        await cur.execute("CREATE TABLE sbtest1 (id INT PRIMARY KEY, k INT NOT NULL, c CHAR(120) NOT NULL, "
+                          "pad CHAR(60) NOT NULL)")
+        await cur.execute("INSERT INTO sbtest1 SELECT seq, seq, REPEAT('x', 119), REPEAT('y', 59) FROM seq_1_to_10000")
+    conn.close()
+    return dsn
+
+
+def main(rounds: int, seconds: int) -> None:
     work = Path(tempfile.mkdtemp(prefix="nonblocking-"))
     server = EmbeddedServer()
     try:
         probe = build(work)
-        await server.start()
-        dsn = server.dsn
-        conn = await connect(dsn, dsn.database)
-        async with conn.cursor() as cur:
-            await cur.execute("DROP TABLE IF EXISTS sbtest1")
-            await cur.execute("CREATE TABLE sbtest1 (id INT PRIMARY KEY, k INT NOT NULL, c CHAR(120) NOT NULL, "
-                              "pad CHAR(60) NOT NULL)")
-            await cur.execute("INSERT INTO sbtest1 SELECT seq, seq, REPEAT('x', 119), REPEAT('y', 59) "
-                              "FROM seq_1_to_10000")
-        conn.close()
+        dsn = asyncio.run(_started(server))
         env = {**os.environ, "PROBE_PASSWORD": dsn.password or ""}
         for _ in range(rounds):
             for mode, conns, threads in CASES:
@@ -86,4 +94,4 @@ if __name__ == "__main__":
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--seconds", type=int, default=8)
     a = ap.parse_args()
-    asyncio.run(main(a.rounds, a.seconds))
+    main(a.rounds, a.seconds)
