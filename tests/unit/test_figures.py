@@ -12,7 +12,8 @@ import pytest
 
 from bench_dsl.core.figures import PLACES, Figure, Figures
 from bench_dsl.engine import events as ev
-from bench_dsl.measure.figures import client_figures
+from bench_dsl.measure import arrivals
+from bench_dsl.measure.figures import client_figures, table_figures
 from bench_dsl.results.conformance import CORE_FIGURES, check_result
 from bench_dsl.workloads.registry import METRICS, PLUGINS
 
@@ -63,6 +64,25 @@ def test_a_figure_is_declared_once_per_place() -> None:
         for f in group:
             other = seen.setdefault((f.place, f.name), f)
             assert other == f, f"{f.place}.{f.name} declared twice, differently"
+
+
+def test_a_metric_that_names_a_figure_of_the_rows_agrees_with_its_declaration() -> None:
+    """A metric (the word a condition, compare and the summary use) and the figure it reads are
+    declared apart (language/metric_decls.py, each figure's owner): where a metric's figure is one of
+    the rows', they cannot drift. An open-loop share named the count beside it (dropped, busy)."""
+    rows = {f.name: f for f in (*every_figure(), *table_figures(METRICS), *arrivals.FIGURES)
+            if f.place in ("figures", "tx")}
+    named = 0
+    for d in METRICS:
+        f = rows.get(d.figure_name)
+        if d.open_loop and d.measures == "share":
+            assert f is not None, f"{d.name}: its figure {d.figure_name} is not one of the rows'"
+        if f is None:
+            continue  # read from an object of the row (latency_ms, cpu, disk) or worked out by the fold
+        named += 1
+        assert f.unit == d.unit, (d.name, f.unit, d.unit)
+        assert not f.title or f.title == d.heading, (d.name, f.title, d.heading)
+    assert named >= 15
 
 
 def test_the_catalog_travels_whole_through_a_result_and_an_event() -> None:
