@@ -16,9 +16,11 @@ WAITING = 0.3
 OFF_CPU = 0.5
 
 
-def waiting(w: Window, cls: str, states: tuple[str, ...], what: str) -> Outcome | None:
+def waiting(w: Window, cls: str, states: tuple[str, ...], what: str,
+            signs: tuple[Evidence, ...] = ()) -> Outcome | None:
     """A lock whose waiters the processlist names by `states`, judged by the share of the sampled
-    sessions in them (`what`: the lock in words, "table or metadata locks"); None: not sampled."""
+    sessions in them (`what`: the lock in words, "table or metadata locks"; `signs`: the lock's own
+    counters, listed after the states); None: not sampled."""
     each = w.waiting_in(states)
     sampled = w.s.num(PROCESSLIST, "active_mean")
     if each is None or not sampled:
@@ -29,9 +31,8 @@ def waiting(w: Window, cls: str, states: tuple[str, ...], what: str) -> Outcome 
                         f"not {what}: {pct(frac)} of sampled sessions waited for one", f"{what} ({pct(frac)} waiting)",
                         WAITING)
     top = max(each, key=lambda k: each[k])
-    evidence = [Evidence("lock_waiting_of_sampled", frac, "of sampled sessions", WAITING, corroborates=True, note=top)]
-    if cls == CLASS and (waited := w.s.per_s("table_locks_waited")) is not None:
-        evidence.append(Evidence("table_locks_waited", waited, "/s", 0.0, corroborates=waited > 0))
+    evidence = [Evidence("lock_waiting_of_sampled", frac, "of sampled sessions", WAITING, corroborates=True, note=top),
+                *signs]
     # the time profile agrees: a session waiting for such a lock is running in the server and off
     # CPU (none of them is a row lock: Innodb_row_lock_time does not count it)
     if (off := w.profile.of_active(w.profile.other_share)) is not None:
@@ -43,9 +44,11 @@ def waiting(w: Window, cls: str, states: tuple[str, ...], what: str) -> Outcome 
 
 
 def judge(w: Window) -> Outcome:
-    if (outcome := waiting(w, CLASS, LOCK_STATES, "table or metadata locks")) is not None:
+    waited = w.s.per_s("table_locks_waited")
+    signs = () if waited is None else (Evidence("table_locks_waited", waited, "/s", 0.0, corroborates=waited > 0),)
+    if (outcome := waiting(w, CLASS, LOCK_STATES, "table or metadata locks", signs)) is not None:
         return outcome
-    if waited := w.s.per_s("table_locks_waited"):
+    if waited:
         return Finding(CLASS, None, (Evidence("table_locks_waited", waited, "/s", 0.0, corroborates=True,
                                               note="table-level locks only; the processlist was not sampled"),),
                        f"table locks ({waited:.1f} waits/s)")
